@@ -1,0 +1,495 @@
+"""matrix.yaml -> frozen dataclasses, every error carrying its file and line.
+
+The YAML is composed into nodes (which keep their marks) and walked by a small
+typed loader, so an error can say ``matrix.yaml:14: packages[2].threads must
+be a positive integer, got 'four'`` instead of a traceback.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import json
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.utils import canonicalize_name
+from packaging.version import InvalidVersion, Version
+
+from .errors import ConfigError
+
+MAX_MATRIX_BYTES = 1_000_000
+RUNNERS = ("pytest", "tox")
+SANITIZERS = ("thread",)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Settings:
+    threads: int = 4
+    iterations: int = 5
+    repeat: int = 3
+    test_timeout: int = 120
+    job_timeout: int = 1800
+    gil_modes: tuple[int, ...] = (0, 1)
+    min_parallel_fraction: float = 0.5
+
+
+@dataclass(frozen=True, kw_only=True)
+class Source:
+    """Where an interpreter's source comes from: exactly one kind."""
+
+    kind: str  # "debian" | "url" | "tarball"
+    suite: str = ""  # debian
+    url: str = ""  # url
+    sha256: str = ""  # url (required), tarball (optional)
+    path: str = ""  # tarball, absolute
+
+    def describe(self) -> str:
+        if self.kind == "debian":
+            return f"debian:{self.suite}"
+        if self.kind == "url":
+            return f"url:{self.url}"
+        return f"tarball:{self.path}"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Interpreter:
+    name: str
+    version: str
+    source: Source
+    configure: tuple[str, ...] = ()
+    sanitizer: str | None = None
+
+    @property
+    def configure_flags(self) -> tuple[str, ...]:
+        flags = ["--disable-gil"]
+        if self.sanitizer == "thread":
+            flags.append("--with-thread-sanitizer")
+        flags += [f for f in self.configure if f not in flags]
+        return tuple(flags)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Skip:
+    test: str
+    reason: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class Package:
+    name: str
+    version: str = ""  # PEP 440 specifier set for PyPI packages ("" = latest)
+    path: str = ""  # absolute path of a local source tree
+    tests: str = ""  # path of the test suite inside the source ("" = let pytest find)
+    test_requires: tuple[str, ...] = ()
+    pytest_args: tuple[str, ...] = ()
+    env: tuple[tuple[str, str], ...] = ()
+    runner: str = "pytest"
+    tox_env: str = ""
+    skip: tuple[Skip, ...] = ()
+    notes: str = ""
+    links: tuple[str, ...] = ()
+    tsan_suppressions: str = ""  # absolute path
+
+    @property
+    def is_local(self) -> bool:
+        return bool(self.path)
+
+
+@dataclass(frozen=True, kw_only=True)
+class MatrixSpec:
+    file: str
+    settings: Settings
+    interpreters: tuple[Interpreter, ...]
+    packages: tuple[Package, ...]
+    digest: str = field(default="")
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+# --------------------------------------------------------------------------- loader
+
+
+class _Ctx:
+    def __init__(self, file: str):
+        self.file = file
+
+    def fail(self, node: yaml.Node | None, msg: str) -> ConfigError:
+        line = node.start_mark.line + 1 if node is not None else 1
+        return ConfigError(msg, file=self.file, line=line)
+
+
+def _suggest(word: str, options: list[str]) -> str:
+    close = difflib.get_close_matches(word, options, n=1, cutoff=0.6)
+    return f" (did you mean '{close[0]}'?)" if close else f" (expected one of: {', '.join(options)})"
+
+
+def _mapping(ctx: _Ctx, node: yaml.Node, where: str, allowed: list[str]) -> dict[str, yaml.Node]:
+    if not isinstance(node, yaml.MappingNode):
+        raise ctx.fail(node, f"{where} must be a mapping, got {_kind(node)}")
+    out: dict[str, yaml.Node] = {}
+    for knode, vnode in node.value:
+        key = knode.value if isinstance(knode, yaml.ScalarNode) else None
+        if not isinstance(key, str):
+            raise ctx.fail(knode, f"{where} has a key that is not a string")
+        if key not in allowed:
+            prefix = f"{where}" if where != "top level" else "the top level"
+            raise ctx.fail(knode, f"unknown key '{key}' in {prefix}{_suggest(key, allowed)}")
+        if key in out:
+            raise ctx.fail(knode, f"{_join(where, key)} is given twice")
+        out[key] = vnode
+    return out
+
+
+def _join(where: str, key: str) -> str:
+    return key if where == "top level" else f"{where}.{key}"
+
+
+def _kind(node: yaml.Node) -> str:
+    if isinstance(node, yaml.MappingNode):
+        return "a mapping"
+    if isinstance(node, yaml.SequenceNode):
+        return "a list"
+    if node.tag.endswith(":null"):
+        return "nothing"
+    return repr(node.value)
+
+
+def _scalar(ctx: _Ctx, node: yaml.Node, where: str) -> Any:
+    if not isinstance(node, yaml.ScalarNode):
+        raise ctx.fail(node, f"{where} must be a single value, got {_kind(node)}")
+    return yaml.safe_load(yaml.serialize(node))
+
+
+def _str(ctx: _Ctx, node: yaml.Node, where: str, *, empty_ok: bool = False) -> str:
+    value = _scalar(ctx, node, where)
+    if isinstance(value, bool) or value is None or isinstance(value, (dict, list)):
+        raise ctx.fail(node, f"{where} must be a string, got {_kind(node)}")
+    text = str(value)
+    if not empty_ok and not text.strip():
+        raise ctx.fail(node, f"{where} must not be empty")
+    return text
+
+
+def _pos_int(ctx: _Ctx, node: yaml.Node, where: str) -> int:
+    value = _scalar(ctx, node, where)
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise ctx.fail(node, f"{where} must be a positive integer, got {_kind(node)}")
+    return value
+
+
+def _list(ctx: _Ctx, node: yaml.Node, where: str) -> list[yaml.Node]:
+    if not isinstance(node, yaml.SequenceNode):
+        raise ctx.fail(node, f"{where} must be a list, got {_kind(node)}")
+    return list(node.value)
+
+
+def _str_list(ctx: _Ctx, node: yaml.Node, where: str) -> tuple[str, ...]:
+    return tuple(_str(ctx, n, f"{where}[{i}]") for i, n in enumerate(_list(ctx, node, where)))
+
+
+def _settings(ctx: _Ctx, node: yaml.Node) -> Settings:
+    keys = [
+        "threads",
+        "iterations",
+        "repeat",
+        "test_timeout",
+        "job_timeout",
+        "gil_modes",
+        "min_parallel_fraction",
+    ]
+    m = _mapping(ctx, node, "settings", keys)
+    kw: dict[str, Any] = {}
+    for key in ("threads", "iterations", "repeat", "test_timeout", "job_timeout"):
+        if key in m:
+            kw[key] = _pos_int(ctx, m[key], f"settings.{key}")
+    if "gil_modes" in m:
+        modes = []
+        items = _list(ctx, m["gil_modes"], "settings.gil_modes")
+        if not items:
+            raise ctx.fail(m["gil_modes"], "settings.gil_modes must list at least one of 0, 1")
+        for i, n in enumerate(items):
+            v = _scalar(ctx, n, f"settings.gil_modes[{i}]")
+            if isinstance(v, bool) or v not in (0, 1):
+                raise ctx.fail(n, f"settings.gil_modes[{i}] must be 0 or 1, got {_kind(n)}")
+            if v in modes:
+                raise ctx.fail(n, f"settings.gil_modes[{i}] repeats mode {v}")
+            modes.append(v)
+        kw["gil_modes"] = tuple(modes)
+    if "min_parallel_fraction" in m:
+        n = m["min_parallel_fraction"]
+        v = _scalar(ctx, n, "settings.min_parallel_fraction")
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v <= 1:
+            raise ctx.fail(
+                n, f"settings.min_parallel_fraction must be a number from 0 to 1, got {_kind(n)}"
+            )
+        kw["min_parallel_fraction"] = float(v)
+    return Settings(**kw)
+
+
+def _source(ctx: _Ctx, node: yaml.Node, where: str, base: Path) -> Source:
+    if isinstance(node, yaml.ScalarNode):
+        text = _str(ctx, node, where)
+        kind, _, rest = text.partition(":")
+        if kind == "debian" and rest:
+            if rest != "trixie":
+                raise ctx.fail(node, f"{where} debian suite '{rest}' is not supported (use 'debian:trixie')")
+            return Source(kind="debian", suite=rest)
+        if kind == "tarball" and rest:
+            return Source(kind="tarball", path=_existing(ctx, node, where, base, rest))
+        raise ctx.fail(
+            node,
+            f"{where} must be 'debian:trixie', 'tarball:PATH' or a mapping "
+            f"{{url: ..., sha256: ...}}, got {text!r}",
+        )
+    m = _mapping(ctx, node, where, ["url", "sha256", "tarball"])
+    if "url" in m and "tarball" in m:
+        raise ctx.fail(node, f"{where} takes either url or tarball, not both")
+    sha = _str(ctx, m["sha256"], f"{where}.sha256") if "sha256" in m else ""
+    if sha and (len(sha) != 64 or any(c not in "0123456789abcdef" for c in sha.lower())):
+        raise ctx.fail(m["sha256"], f"{where}.sha256 must be 64 hex digits, got {sha!r}")
+    if "url" in m:
+        url = _str(ctx, m["url"], f"{where}.url")
+        if not url.startswith(("https://", "http://")):
+            raise ctx.fail(m["url"], f"{where}.url must be an http(s) URL, got {url!r}")
+        if not sha:
+            raise ctx.fail(node, f"{where} with a url needs sha256 (the tarball's digest)")
+        return Source(kind="url", url=url, sha256=sha.lower())
+    if "tarball" in m:
+        p = _existing(ctx, m["tarball"], f"{where}.tarball", base, _str(ctx, m["tarball"], where))
+        return Source(kind="tarball", path=p, sha256=sha.lower())
+    raise ctx.fail(node, f"{where} needs url (with sha256) or tarball")
+
+
+def _existing(ctx: _Ctx, node: yaml.Node, where: str, base: Path, text: str) -> str:
+    p = (base / text).resolve()
+    if not p.exists():
+        raise ctx.fail(node, f"{where} names {text!r}, which does not exist (relative to {base})")
+    return str(p)
+
+
+def _interpreter(ctx: _Ctx, node: yaml.Node, where: str, base: Path) -> Interpreter:
+    m = _mapping(ctx, node, where, ["name", "version", "source", "configure", "sanitizer"])
+    for req in ("name", "version", "source"):
+        if req not in m:
+            raise ctx.fail(node, f"{where} needs '{req}'")
+    version = _str(ctx, m["version"], f"{where}.version")
+    try:
+        v = Version(version)
+    except InvalidVersion:
+        raise ctx.fail(m["version"], f"{where}.version must be a CPython version like 3.13.5, got {version!r}") from None
+    if v.release < (3, 13):
+        raise ctx.fail(m["version"], f"{where}.version {version} has no free-threaded build (3.13 or later)")
+    sanitizer = None
+    if "sanitizer" in m:
+        sanitizer = _str(ctx, m["sanitizer"], f"{where}.sanitizer")
+        if sanitizer not in SANITIZERS:
+            raise ctx.fail(m["sanitizer"], f"{where}.sanitizer must be 'thread', got {sanitizer!r}")
+    configure = _str_list(ctx, m["configure"], f"{where}.configure") if "configure" in m else ()
+    for i, flag in enumerate(configure):
+        if flag in ("--enable-gil", "--disable-gil=no"):
+            raise ctx.fail(m["configure"].value[i], f"{where}.configure[{i}] {flag!r} contradicts --disable-gil")
+    return Interpreter(
+        name=_str(ctx, m["name"], f"{where}.name"),
+        version=version,
+        source=_source(ctx, m["source"], f"{where}.source", base),
+        configure=configure,
+        sanitizer=sanitizer,
+    )
+
+
+PACKAGE_KEYS = [
+    "name",
+    "version",
+    "path",
+    "tests",
+    "test_requires",
+    "pytest_args",
+    "env",
+    "runner",
+    "tox_env",
+    "skip",
+    "notes",
+    "links",
+    "tsan_suppressions",
+]
+
+
+def _package(ctx: _Ctx, node: yaml.Node, where: str, base: Path) -> Package:
+    m = _mapping(ctx, node, where, PACKAGE_KEYS)
+    if "name" not in m:
+        raise ctx.fail(node, f"{where} needs 'name'")
+    name = _str(ctx, m["name"], f"{where}.name")
+    kw: dict[str, Any] = {"name": name}
+    if "version" in m and "path" in m:
+        raise ctx.fail(m["path"], f"{where} takes either version (PyPI) or path (local), not both")
+    if "version" in m:
+        spec = _str(ctx, m["version"], f"{where}.version")
+        if spec[0].isdigit():
+            spec = "==" + spec
+        try:
+            SpecifierSet(spec)
+        except InvalidSpecifier:
+            raise ctx.fail(
+                m["version"], f"{where}.version is not a PEP 440 version or specifier: {spec!r}"
+            ) from None
+        kw["version"] = spec
+    if "path" in m:
+        kw["path"] = _existing(ctx, m["path"], f"{where}.path", base, _str(ctx, m["path"], where))
+        if not Path(kw["path"]).is_dir():
+            raise ctx.fail(m["path"], f"{where}.path must be a directory (a source tree)")
+    if "tests" in m:
+        kw["tests"] = _str(ctx, m["tests"], f"{where}.tests")
+    if "test_requires" in m:
+        reqs = _str_list(ctx, m["test_requires"], f"{where}.test_requires")
+        from packaging.requirements import InvalidRequirement, Requirement
+
+        for i, r in enumerate(reqs):
+            try:
+                Requirement(r)
+            except InvalidRequirement as e:
+                raise ctx.fail(m["test_requires"].value[i], f"{where}.test_requires[{i}] {e}") from None
+        kw["test_requires"] = reqs
+    if "pytest_args" in m:
+        kw["pytest_args"] = _str_list(ctx, m["pytest_args"], f"{where}.pytest_args")
+    if "env" in m:
+        em = _mapping_any(ctx, m["env"], f"{where}.env")
+        env = []
+        for k, vn in em.items():
+            if k in ("PYTHON_GIL", "PYTHONGIL"):
+                raise ctx.fail(vn, f"{where}.env.{k} is set by the harness per mode; use settings.gil_modes")
+            env.append((k, _str(ctx, vn, f"{where}.env.{k}", empty_ok=True)))
+        kw["env"] = tuple(env)
+    if "runner" in m:
+        runner = _str(ctx, m["runner"], f"{where}.runner")
+        if runner not in RUNNERS:
+            raise ctx.fail(m["runner"], f"{where}.runner must be one of pytest, tox, got {runner!r}{_suggest(runner, list(RUNNERS))}")
+        kw["runner"] = runner
+    if "tox_env" in m:
+        kw["tox_env"] = _str(ctx, m["tox_env"], f"{where}.tox_env")
+    if kw.get("runner") == "tox" and not kw.get("tox_env"):
+        raise ctx.fail(node, f"{where} with runner: tox needs tox_env")
+    if "skip" in m:
+        skips = []
+        for i, sn in enumerate(_list(ctx, m["skip"], f"{where}.skip")):
+            sw = f"{where}.skip[{i}]"
+            sm = _mapping(ctx, sn, sw, ["test", "reason"])
+            if "test" not in sm or "reason" not in sm:
+                raise ctx.fail(sn, f"{sw} needs both 'test' and 'reason'")
+            skips.append(Skip(test=_str(ctx, sm["test"], f"{sw}.test"), reason=_str(ctx, sm["reason"], f"{sw}.reason")))
+        kw["skip"] = tuple(skips)
+    if "notes" in m:
+        kw["notes"] = _str(ctx, m["notes"], f"{where}.notes")
+    if "links" in m:
+        links = _str_list(ctx, m["links"], f"{where}.links")
+        for i, link in enumerate(links):
+            if not link.startswith(("https://", "http://")):
+                raise ctx.fail(m["links"].value[i], f"{where}.links[{i}] must be an http(s) URL, got {link!r}")
+        kw["links"] = links
+    if "tsan_suppressions" in m:
+        kw["tsan_suppressions"] = _existing(
+            ctx, m["tsan_suppressions"], f"{where}.tsan_suppressions", base,
+            _str(ctx, m["tsan_suppressions"], where),
+        )
+    return Package(**kw)
+
+
+def _mapping_any(ctx: _Ctx, node: yaml.Node, where: str) -> dict[str, yaml.Node]:
+    if not isinstance(node, yaml.MappingNode):
+        raise ctx.fail(node, f"{where} must be a mapping, got {_kind(node)}")
+    out = {}
+    for kn, vn in node.value:
+        key = _str(ctx, kn, f"{where} key")
+        if key in out:
+            raise ctx.fail(kn, f"{where}.{key} is given twice")
+        out[key] = vn
+    return out
+
+
+def _each(
+    ctx: _Ctx, node: yaml.Node, where: str, build: Callable[[_Ctx, yaml.Node, str, Path], Any], base: Path
+) -> list[tuple[yaml.Node, Any]]:
+    items = _list(ctx, node, where)
+    if not items:
+        raise ctx.fail(node, f"{where} must list at least one entry")
+    return [(n, build(ctx, n, f"{where}[{i}]", base)) for i, n in enumerate(items)]
+
+
+def loads(text: str, *, file: str = "matrix.yaml", base: Path | None = None) -> MatrixSpec:
+    """Parse matrix text; ``file`` is only used in error messages."""
+    ctx = _Ctx(file)
+    base = base or Path.cwd()
+    if "\t" in text:
+        lineno = text[: text.index("\t")].count("\n") + 1
+        raise ConfigError("a tab character; YAML indents with spaces only", file=file, line=lineno)
+    try:
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.MarkedYAMLError as e:
+        mark = e.problem_mark or e.context_mark
+        line = mark.line + 1 if mark else 1
+        raise ConfigError(f"YAML syntax error: {e.problem or e.context}", file=file, line=line) from None
+    except yaml.YAMLError as e:
+        raise ConfigError(f"YAML error: {e}", file=file, line=1) from None
+    if root is None:
+        raise ConfigError("the file is empty; it needs 'interpreters' and 'packages'", file=file, line=1)
+    top = _mapping(ctx, root, "top level", ["settings", "interpreters", "packages"])
+    for req in ("interpreters", "packages"):
+        if req not in top:
+            raise ctx.fail(root, f"the top level needs '{req}'")
+    settings = _settings(ctx, top["settings"]) if "settings" in top else Settings()
+    interps = _each(ctx, top["interpreters"], "interpreters", _interpreter, base)
+    pkgs = _each(ctx, top["packages"], "packages", _package, base)
+    seen: dict[str, int] = {}
+    for i, (n, it) in enumerate(interps):
+        if it.name in seen:
+            raise ctx.fail(n, f"interpreters[{i}].name {it.name!r} repeats interpreters[{seen[it.name]}]")
+        seen[it.name] = i
+    seen = {}
+    for i, (n, pk) in enumerate(pkgs):
+        key = canonicalize_name(pk.name)
+        if key in seen:
+            raise ctx.fail(n, f"packages[{i}].name {pk.name!r} repeats packages[{seen[key]}]")
+        seen[key] = i
+    spec = MatrixSpec(
+        file=file,
+        settings=settings,
+        interpreters=tuple(it for _, it in interps),
+        packages=tuple(pk for _, pk in pkgs),
+    )
+    digest = hashlib.sha256(json.dumps(spec.to_dict(), sort_keys=True).encode()).hexdigest()[:16]
+    return MatrixSpec(
+        file=file,
+        settings=settings,
+        interpreters=spec.interpreters,
+        packages=spec.packages,
+        digest=digest,
+    )
+
+
+def load(path: str | Path) -> MatrixSpec:
+    p = Path(path)
+    shown = str(path)
+    try:
+        size = p.stat().st_size
+    except FileNotFoundError:
+        raise ConfigError("no such file (pass --matrix FILE)", file=shown) from None
+    if p.is_dir():
+        raise ConfigError("is a directory, not a matrix file", file=shown)
+    if size > MAX_MATRIX_BYTES:
+        raise ConfigError(
+            f"the file is {size} bytes; a matrix larger than {MAX_MATRIX_BYTES} bytes is refused",
+            file=shown,
+            line=1,
+        )
+    raw = p.read_bytes()
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = raw[: e.start].count(b"\n") + 1
+        raise ConfigError("the file is not valid UTF-8", file=shown, line=line) from None
+    return loads(text, file=shown, base=p.resolve().parent)

@@ -1,0 +1,272 @@
+"""The values that cross module and machine boundaries.
+
+Everything here is a frozen dataclass with ``to_dict``/``from_dict``; JobResult
+is what a job writes to ``OUT/results/<job_id>.json`` and the only thing the
+report step reads, so shards from many machines merge with the same code.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+RESULT_SCHEMA = 1
+
+# Verdicts, most severe first.  These strings are the contract of report.json.
+VERDICTS = (
+    "build-failure",
+    "infra-error",
+    "ft-crash",
+    "crash",
+    "hang",
+    "ft-race",
+    "thread-unsafe",
+    "gil-reenabled",
+    "baseline-failure",
+    "compatible",
+    "no-tests",
+)
+# Finding kinds that are shown but never decide the verdict.
+INFO_KINDS = ("no-thread-coverage",)
+FINDING_KINDS = VERDICTS[:-2] + INFO_KINDS
+
+# Per-test outcomes in a phase.
+OUTCOMES = ("passed", "failed", "error", "skipped", "crashed", "timeout")
+
+
+def _build(cls: type, data: dict[str, Any]) -> Any:
+    names = {f.name for f in fields(cls)}
+    return cls(**{k: v for k, v in data.items() if k in names})
+
+
+@dataclass(frozen=True, kw_only=True)
+class Exec:
+    """What running one command gave: the backend's whole answer."""
+
+    exit_code: int | None  # None when the process was killed by us (timeout)
+    signal: int | None = None  # the signal that ended it, if any
+    timed_out: bool = False
+    oom_killed: bool = False
+    duration: float = 0.0
+    infra: str = ""  # non-empty: the backend itself failed ("docker daemon went away")
+
+
+@dataclass(frozen=True, kw_only=True)
+class TestCase:
+    """One test id's outcome in one phase."""
+
+    outcome: str  # one of OUTCOMES
+    message: str = ""  # first line(s) of the failure, for evidence
+    parallel: bool | None = None  # ran in parallel threads (pytest-run-parallel), if known
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> TestCase:
+        return _build(cls, d)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Phase:
+    """One command of a job, with its outcome and what the parsers read from it."""
+
+    name: str  # "install", "probe", "plain-gil0", "threads-gil1-r2", "tsan-gil0-r1"
+    kind: str  # "install" | "probe" | "plain" | "threads" | "tsan"
+    gil: int | None = None  # PYTHON_GIL of the run; None for install/probe (default mode)
+    rep: int = 0  # 1-based repetition of a threads run, 0 otherwise
+    command: tuple[str, ...] = ()
+    env: dict[str, str] = field(default_factory=dict)  # what the harness set (not the whole env)
+    cwd: str = ""
+    exit_code: int | None = None
+    signal: int | None = None
+    timed_out: bool = False
+    oom_killed: bool = False
+    duration: float = 0.0
+    log: str = ""  # path relative to the output dir
+    junit: str = ""  # path relative to the output dir, "" when none was written
+    infra: str = ""
+    # Filled by harness.parse from the log and the JUnit XML:
+    tests: dict[str, TestCase] = field(default_factory=dict)
+    counts: dict[str, int] = field(default_factory=dict)  # outcome -> n
+    crash: dict[str, Any] = field(default_factory=dict)  # signal, test_id, stack, excerpt
+    hang: dict[str, Any] = field(default_factory=dict)  # test_id, excerpt
+    gil_modules: tuple[str, ...] = ()  # modules named in GIL-re-enabled warnings
+    parallel: dict[str, Any] = field(default_factory=dict)  # run-parallel coverage
+    tsan: tuple[dict[str, Any], ...] = ()  # TSan reports
+    excerpt: str = ""  # tail of the log, for evidence
+
+    @property
+    def ok(self) -> bool:
+        return self.exit_code == 0 and not self.timed_out and not self.infra
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["command"] = list(self.command)
+        d["gil_modules"] = list(self.gil_modules)
+        d["tsan"] = list(self.tsan)
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Phase:
+        d = dict(d)
+        d["command"] = tuple(d.get("command", ()))
+        d["gil_modules"] = tuple(d.get("gil_modules", ()))
+        d["tsan"] = tuple(d.get("tsan", ()))
+        d["tests"] = {k: TestCase.from_dict(v) for k, v in d.get("tests", {}).items()}
+        return _build(cls, d)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Finding:
+    kind: str  # one of FINDING_KINDS
+    test_id: str = ""
+    modes: tuple[int, ...] = ()  # PYTHON_GIL modes it was seen in
+    count: int = 0  # k in k/R
+    runs: int = 0  # R in k/R
+    evidence: str = ""  # "junit" | "signal" | "timeout" | "warning" | "tsan" | "compiler" | "log"
+    excerpt: str = ""  # the log lines that show it
+    signal: int | None = None
+    stack_top: str = ""
+    module: str = ""  # for gil-reenabled: the module that re-enabled the GIL
+    message: str = ""  # one-line cause, e.g. "GIL re-enabled by `pkg._speedups`"
+    reproduce: str = ""  # shell command that reproduces it on its own
+    phase: str = ""  # phase name it was seen in first
+
+    @property
+    def ratio(self) -> str:
+        return f"{self.count}/{self.runs}" if self.runs else ""
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["modes"] = list(self.modes)
+        d["ratio"] = self.ratio
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Finding:
+        d = dict(d)
+        d["modes"] = tuple(d.get("modes", ()))
+        return _build(cls, d)
+
+
+@dataclass(frozen=True, kw_only=True)
+class InterpreterInfo:
+    name: str
+    version: str
+    key: str  # cache key: version + source digest + flags
+    configure: tuple[str, ...] = ()
+    free_threaded: bool = True  # Py_GIL_DISABLED == 1, checked after the build
+    sanitizer: str | None = None
+    python: str = ""  # path of the executable, as the backend sees it
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["configure"] = list(self.configure)
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> InterpreterInfo:
+        d = dict(d)
+        d["configure"] = tuple(d.get("configure", ()))
+        return _build(cls, d)
+
+
+@dataclass(frozen=True, kw_only=True)
+class JobResult:
+    """Everything one (interpreter, package) job found; one JSON file on disk."""
+
+    schema: int = RESULT_SCHEMA
+    job_id: str
+    key: str  # matrix entry + interpreter digest + settings; resume compares it
+    package: str
+    requested: str = ""  # version spec or local path
+    version: str = ""  # the version actually installed
+    source: str = "pypi"  # "pypi" | "local"
+    interpreter: InterpreterInfo
+    settings: dict[str, Any] = field(default_factory=dict)
+    backend: str = "local"
+    started: str = ""  # ISO 8601 UTC
+    finished: str = ""
+    harness_version: str = ""
+    phases: tuple[Phase, ...] = ()
+    verdict: str = ""
+    qualifier: str = ""  # e.g. "low thread coverage: 3/120 tests in threads"
+    findings: tuple[Finding, ...] = ()
+    coverage: dict[str, Any] = field(default_factory=dict)  # per mode: parallel/single/skipped
+    wheel: dict[str, Any] = field(default_factory=dict)  # ft wheel available / installed
+    metadata: dict[str, Any] = field(default_factory=dict)  # project urls, summary
+    notes: str = ""
+    links: tuple[str, ...] = ()
+
+    def phase(self, name: str) -> Phase | None:
+        return next((p for p in self.phases if p.name == name), None)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "schema": self.schema,
+            "job_id": self.job_id,
+            "key": self.key,
+            "package": self.package,
+            "requested": self.requested,
+            "version": self.version,
+            "source": self.source,
+            "interpreter": self.interpreter.to_dict(),
+            "settings": dict(self.settings),
+            "backend": self.backend,
+            "started": self.started,
+            "finished": self.finished,
+            "harness_version": self.harness_version,
+            "phases": [p.to_dict() for p in self.phases],
+            "verdict": self.verdict,
+            "qualifier": self.qualifier,
+            "findings": [f.to_dict() for f in self.findings],
+            "coverage": dict(self.coverage),
+            "wheel": dict(self.wheel),
+            "metadata": dict(self.metadata),
+            "notes": self.notes,
+            "links": list(self.links),
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> JobResult:
+        if not isinstance(d, dict):
+            raise ValueError("a result must be a JSON object")
+        if d.get("schema") != RESULT_SCHEMA:
+            raise ValueError(f"result schema {d.get('schema')!r}, expected {RESULT_SCHEMA}")
+        for req in ("job_id", "key", "package", "interpreter"):
+            if req not in d:
+                raise ValueError(f"result has no {req!r}")
+        d = dict(d)
+        d["interpreter"] = InterpreterInfo.from_dict(d["interpreter"])
+        d["phases"] = tuple(Phase.from_dict(p) for p in d.get("phases", ()))
+        d["findings"] = tuple(Finding.from_dict(f) for f in d.get("findings", ()))
+        d["links"] = tuple(d.get("links", ()))
+        return _build(cls, d)
+
+
+def write_json_atomic(path: Path, data: Any) -> None:
+    """Write JSON so a reader sees the old file or the new one, never half of one."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump(data, f, indent=1, sort_keys=False)
+            f.write("\n")
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+
+
+def read_result(path: Path) -> JobResult:
+    """Read one result file; ValueError (naming nothing) if it is not a valid result."""
+    with open(path, encoding="utf-8") as f:
+        data = json.load(f)
+    return JobResult.from_dict(data)

@@ -7,13 +7,20 @@ interpreter's build key, the settings), so a rerun resumes by comparing keys.
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import heapq
 import json
+import os
 import re
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any
 
+from .errors import ConfigError
 from .matrix import Interpreter, MatrixSpec, Package, Settings
+from .model import read_result
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -62,3 +69,252 @@ def make_plan(spec: MatrixSpec) -> list[Job]:
                 )
             )
     return jobs
+
+
+# --------------------------------------------------------------------------- sharding
+#
+# A plan is split by longest-processing-time-first: jobs sorted by expected
+# seconds (longest first, ties by plan order), each given to the shard with the
+# least work so far (ties to the lowest shard).  Nothing depends on hashing or
+# on the machine, so every runner computes the same split from the same input.
+
+# Size heuristic, used when no duration was recorded for a job (seconds).
+INSTALL_SECONDS = {"local": 20.0, "pypi": 45.0}
+NATIVE_INSTALL_SECONDS = 90.0  # extra for building a C/C++/Cython/Rust extension
+PROBE_SECONDS = 5.0
+PLAIN_SECONDS = 30.0  # one plain pytest run
+NATIVE_FACTOR = 1.5  # native test suites tend to be larger and slower
+TSAN_FACTOR = 4.0  # a ThreadSanitizer interpreter runs everything several times slower
+NATIVE_SUFFIXES = (".c", ".cc", ".cpp", ".cxx", ".pyx", ".rs")
+NATIVE_MARKERS = ("Cargo.toml",)
+_SCAN_LIMIT = 5000  # files looked at per local tree for the native hint
+
+
+def parse_shard(text: str) -> tuple[int, int]:
+    """``"2/3"`` -> ``(2, 3)``; anything else is a ConfigError in the CLI's words."""
+    m = re.fullmatch(r"\s*(\d+)\s*/\s*(\d+)\s*", str(text))
+    if not m:
+        raise ConfigError(f"--shard must be I/N with 1 <= I <= N, got {text!r}")
+    index, count = int(m.group(1)), int(m.group(2))
+    _check_shard(index, count)
+    return index, count
+
+
+def _check_shard(index: int, count: int) -> None:
+    ok = all(isinstance(v, int) and not isinstance(v, bool) for v in (index, count))
+    if not ok or count < 1 or not 1 <= index <= count:
+        raise ConfigError(f"--shard must be I/N with 1 <= I <= N, got {index}/{count}")
+
+
+def _check_count(count: int) -> None:
+    if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+        raise ConfigError(f"--shards must be a positive integer, got {count!r}")
+
+
+@functools.lru_cache(maxsize=4096)
+def _has_native_code(path: str) -> bool:
+    """True when a local source tree carries extension sources (bounded scan, sorted walk)."""
+    seen = 0
+    for _root, dirs, files in os.walk(path):
+        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in ("venv", ".venv"))
+        for name in sorted(files):
+            seen += 1
+            if name.endswith(NATIVE_SUFFIXES) or name in NATIVE_MARKERS:
+                return True
+            if seen >= _SCAN_LIMIT:
+                return False
+    return False
+
+
+def heuristic_seconds(job: Job) -> float:
+    """Expected seconds of a job from its shape alone (no recorded duration)."""
+    s = job.settings
+    source = "local" if job.package.is_local else "pypi"
+    native = job.package.is_local and _has_native_code(job.package.path)
+    install = INSTALL_SECONDS[source] + (NATIVE_INSTALL_SECONDS if native else 0.0)
+    plain = PLAIN_SECONDS * (NATIVE_FACTOR if native else 1.0)
+    # A threaded run does `iterations` passes over the suite in parallel threads.
+    threads = plain * max(1.0, s.iterations / 2)
+    runs = len(s.gil_modes) * (plain + s.repeat * threads)
+    total = install + PROBE_SECONDS + runs
+    if job.interpreter.sanitizer == "thread":
+        total *= TSAN_FACTOR
+    return round(total, 3)
+
+
+def expected_seconds(
+    jobs: Sequence[Job], durations: Mapping[str, float] | None = None
+) -> list[float]:
+    """Expected seconds per job: the recorded duration, else the heuristic.
+
+    With some durations recorded, the heuristic of the other jobs is scaled by
+    how far the heuristic was off for the recorded ones, so the two kinds of
+    number are comparable.
+    """
+    guess = [heuristic_seconds(j) for j in jobs]
+    known = dict(durations or {})
+    scale = 1.0
+    rec = [(known[j.job_id], g) for j, g in zip(jobs, guess, strict=True) if j.job_id in known]
+    if rec and sum(g for _, g in rec) > 0 and sum(d for d, _ in rec) > 0:
+        scale = sum(d for d, _ in rec) / sum(g for _, g in rec)
+    out = []
+    for j, g in zip(jobs, guess, strict=True):
+        d = known.get(j.job_id)
+        out.append(float(d) if d is not None and d >= 0 else round(g * scale, 3))
+    return out
+
+
+def assign(
+    jobs: Sequence[Job], count: int, durations: Mapping[str, float] | None = None
+) -> list[int]:
+    """The 1-based shard of every job (same order as ``jobs``), by LPT."""
+    _check_count(count)
+    ids = [j.job_id for j in jobs]
+    if len(set(ids)) != len(ids):
+        dup = sorted({i for i in ids if ids.count(i) > 1})
+        raise ConfigError(f"the plan names a job twice: {', '.join(dup)}")
+    cost = expected_seconds(jobs, durations)
+    order = sorted(range(len(jobs)), key=lambda i: (-cost[i], i))
+    heap = [(0.0, s) for s in range(1, count + 1)]
+    out = [0] * len(jobs)
+    for i in order:
+        load, s = heapq.heappop(heap)
+        out[i] = s
+        heapq.heappush(heap, (load + cost[i], s))
+    return out
+
+
+def shard(
+    jobs: Sequence[Job],
+    index: int,
+    count: int,
+    durations: Mapping[str, float] | None = None,
+) -> list[Job]:
+    """Shard ``index`` of ``count`` (1-based), in plan order.  Pure and deterministic."""
+    _check_shard(index, count)
+    where = assign(jobs, count, durations)
+    return [j for j, s in zip(jobs, where, strict=True) if s == index]
+
+
+# --------------------------------------------------------------------------- durations
+
+
+def _number(v: Any) -> float | None:
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0:
+        return None
+    return float(v)
+
+
+def _package_seconds(entry: dict[str, Any]) -> float | None:
+    phases = entry.get("phases")
+    if isinstance(phases, list):
+        vals = [_number(p.get("duration")) for p in phases if isinstance(p, dict)]
+        vals = [v for v in vals if v is not None]
+        if vals:
+            return sum(vals)
+    if isinstance(phases, dict):  # {"install": {"duration": ..}} or {"install": 12.3}
+        vals = [_number(p.get("duration") if isinstance(p, dict) else p) for p in phases.values()]
+        vals = [v for v in vals if v is not None]
+        if vals:
+            return sum(vals)
+    for key in ("duration", "seconds"):
+        v = _number(entry.get(key))
+        if v is not None:
+            return v
+    return None
+
+
+def _from_report(path: Path) -> dict[str, float]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise ConfigError(f"cannot read durations: {e}", file=str(path)) from None
+    if not isinstance(data, dict) or not isinstance(data.get("packages"), list):
+        raise ConfigError(
+            "not a report.json (it needs a 'packages' list); pass a report or a run's --out dir",
+            file=str(path),
+        )
+    out: dict[str, float] = {}
+    for entry in data["packages"]:
+        if not isinstance(entry, dict) or not isinstance(entry.get("job_id"), str):
+            continue
+        secs = _package_seconds(entry)
+        if secs is not None:
+            out[entry["job_id"]] = round(secs, 3)
+    return out
+
+
+def _from_results(files: list[Path]) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for f in files:
+        try:
+            res = read_result(f)
+        except (OSError, UnicodeDecodeError, ValueError) as e:
+            raise ConfigError(f"cannot read result for durations: {e}", file=str(f)) from None
+        out[res.job_id] = round(sum(p.duration for p in res.phases), 3)
+    return out
+
+
+def durations_from_report(path: Path) -> dict[str, float]:
+    """job_id -> seconds from a previous run: a report.json, or a --out dir / results dir."""
+    path = Path(path)
+    if path.is_dir():
+        if (path / "report.json").is_file():
+            return _from_report(path / "report.json")
+        results = path / "results" if (path / "results").is_dir() else path
+        files = sorted(results.glob("*.json"))
+        if not files:
+            raise ConfigError("no report.json and no result files to read durations from", file=str(path))
+        return _from_results(files)
+    if not path.exists():
+        raise ConfigError("no such file (pass --durations REPORT.json)", file=str(path))
+    return _from_report(path)
+
+
+# --------------------------------------------------------------------------- rendering
+
+PLAN_SCHEMA = 1
+FORMATS = ("json", "github")
+
+
+def render_plan(
+    jobs: Sequence[Job],
+    *,
+    fmt: str,
+    shards: int = 1,
+    durations: Mapping[str, float] | None = None,
+) -> str:
+    """The plan as text: ``json`` (every job with its shard) or ``github`` (a strategy.matrix)."""
+    if fmt not in FORMATS:
+        raise ConfigError(f"--format must be one of {', '.join(FORMATS)}, got {fmt!r}")
+    _check_count(shards)
+    where = assign(jobs, shards, durations)
+    cost = expected_seconds(jobs, durations)
+    totals = [0.0] * shards
+    counts = [0] * shards
+    for s, c in zip(where, cost, strict=True):
+        totals[s - 1] += c
+        counts[s - 1] += 1
+    if fmt == "github":
+        include = [
+            {
+                "shard": f"{i}/{shards}",
+                "index": i,
+                "jobs": counts[i - 1],
+                "expected_seconds": round(totals[i - 1], 1),
+            }
+            for i in range(1, shards + 1)
+            if counts[i - 1]
+        ]
+        return json.dumps({"include": include}, separators=(",", ":"))
+    doc = {
+        "schema": PLAN_SCHEMA,
+        "shards": shards,
+        "total_seconds": round(sum(cost), 1),
+        "shard_seconds": [round(t, 1) for t in totals],
+        "jobs": [
+            {**j.to_dict(), "shard": s, "expected_seconds": round(c, 1)}
+            for j, s, c in zip(jobs, where, cost, strict=True)
+        ],
+    }
+    return json.dumps(doc, indent=1)

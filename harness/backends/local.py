@@ -1,0 +1,96 @@
+"""Local backend: a venv per job and plain subprocesses, each in its own process group.
+
+No isolation beyond that: use it for quick work on your own packages; the
+docker backend is the one for untrusted code.  ``network=False`` cannot be
+enforced here and is only recorded.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+from ..model import Exec
+from .base import Workspace
+
+# Variables of the harness's own environment that must not leak into a job.
+_DROP_PREFIXES = ("PYTHON", "VIRTUAL_ENV", "PIP_", "CONDA", "PYTEST_", "COV_")
+
+
+def clean_env(extra: dict[str, str]) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(_DROP_PREFIXES)}
+    for k in ("PIP_CERT", "PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "PIP_TRUSTED_HOST", "PIP_FIND_LINKS"):
+        if k in os.environ:  # how the user reaches the index is theirs to keep
+            env[k] = os.environ[k]
+    env.update(extra)
+    return env
+
+
+class LocalBackend:
+    name = "local"
+
+    def __init__(self) -> None:
+        self._procs: dict[int, subprocess.Popen] = {}
+        self._lock = threading.Lock()
+        self._cancelled = threading.Event()
+
+    def open(self, job_id: str, host_root: Path, python: str, source: str) -> Workspace:
+        return Workspace(host_root=host_root, root=str(host_root), python=python, source=source)
+
+    def run(self, ws: Workspace, argv: list[str], *, env: dict[str, str], cwd: str, timeout: float,
+            log: Path, network: bool) -> Exec:
+        if self._cancelled.is_set():
+            return Exec(exit_code=None, infra="cancelled")
+        start = time.monotonic()
+        with open(log, "ab") as out:
+            try:
+                proc = subprocess.Popen(argv, cwd=cwd, env=clean_env(env), stdout=out,
+                                        stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                        start_new_session=True)
+            except OSError as e:
+                return Exec(exit_code=None, infra=f"cannot start {argv[0]}: {e}",
+                            duration=time.monotonic() - start)
+            with self._lock:
+                self._procs[proc.pid] = proc
+            timed_out = False
+            try:
+                proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                timed_out = True
+                _kill_group(proc)
+                proc.wait()
+            finally:
+                with self._lock:
+                    self._procs.pop(proc.pid, None)
+                _kill_group(proc)  # leftovers of the group (daemonised children)
+        rc = proc.returncode
+        sig = -rc if rc is not None and rc < 0 else None
+        if timed_out:
+            out_note = f"\n[ft-harness] killed after {timeout:.0f}s (job timeout)\n"
+            with open(log, "a") as f:
+                f.write(out_note)
+        return Exec(exit_code=None if timed_out else rc, signal=None if timed_out else sig,
+                    timed_out=timed_out, duration=time.monotonic() - start,
+                    infra="cancelled" if self._cancelled.is_set() else "")
+
+    def close(self, ws: Workspace) -> None:
+        return None
+
+    def cancel(self) -> None:
+        """End every running command (SIGINT/SIGTERM of the harness)."""
+        self._cancelled.set()
+        with self._lock:
+            procs = list(self._procs.values())
+        for p in procs:
+            _kill_group(p)
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass

@@ -1,0 +1,259 @@
+"""The steps inside one job: fetch, install, probe, plain and threaded runs.
+
+Only commands go through the backend; this module decides what to run and in
+what order, then hands the raw phases to ``harness.parse`` and
+``harness.verdict``.  A package's failure comes back as data in the
+JobResult, never as an exception.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import shlex
+import shutil
+import tarfile
+import time
+import zipfile
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from pathlib import Path
+
+from packaging.utils import InvalidSdistFilename, canonicalize_name, parse_sdist_filename
+
+from . import __version__, parse, verdict, wheels
+from .backends.base import Backend, Workspace
+from .errors import InfraError
+from .model import Finding, InterpreterInfo, JobResult, Phase
+from .plan import Job
+
+log = logging.getLogger(__name__)
+
+# The test tools every job installs, pinned so two runs test with the same tools.
+TOOLS = ("pytest==8.4.2", "pytest-run-parallel==0.10.0", "pytest-xdist==3.8.0", "pytest-timeout==2.4.0")
+INNER = Path(__file__).parent / "_inner"
+INSTALL_TIMEOUT = 1200.0
+COPY_IGNORE = shutil.ignore_patterns(".git", ".nox", ".tox", "build", "dist", "*.egg-info", "__pycache__", "*.so")
+
+Progress = Callable[[str, str], None]  # (job_id, step)
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+@dataclass
+class _Ctx:
+    job: Job
+    ws: Workspace
+    backend: Backend
+    out: Path
+    deadline: float
+    progress: Progress
+    phases: list[Phase]
+
+    def remaining(self) -> float:
+        return max(1.0, self.deadline - time.monotonic())
+
+    def rel(self, host_path: Path) -> str:
+        return str(host_path.relative_to(self.out))
+
+
+def _base_env(job: Job) -> dict[str, str]:
+    env = dict(job.package.env)
+    env.update({"PYTHONFAULTHANDLER": "1", "PYTHONDONTWRITEBYTECODE": "1", "PIP_DISABLE_PIP_VERSION_CHECK": "1",
+                "PIP_NO_INPUT": "1", "PYTHONUNBUFFERED": "1"})
+    return env
+
+
+def _run(ctx: _Ctx, name: str, kind: str, argv: list[str], *, env: dict[str, str], cwd: str,
+         timeout: float, network: bool = False, gil: int | None = None, rep: int = 0,
+         junit: str = "") -> Phase:
+    ctx.progress(ctx.job.job_id, name)
+    log_host = ctx.ws.host("logs", f"{name}.log")
+    log_host.parent.mkdir(parents=True, exist_ok=True)
+    with open(log_host, "w") as f:
+        f.write(f"$ {shlex.join(argv)}\n# cwd: {cwd}\n# env: {json.dumps(env, sort_keys=True)}\n")
+    ex = ctx.backend.run(ctx.ws, argv, env=env, cwd=cwd, timeout=min(timeout, ctx.remaining()),
+                         log=log_host, network=network)
+    junit_host = ctx.ws.host(*junit.split("/")) if junit else None
+    phase = Phase(
+        name=name, kind=kind, gil=gil, rep=rep, command=tuple(argv), env=dict(env), cwd=cwd,
+        exit_code=ex.exit_code, signal=ex.signal, timed_out=ex.timed_out, oom_killed=ex.oom_killed,
+        duration=round(ex.duration, 3), log=ctx.rel(log_host),
+        junit=ctx.rel(junit_host) if junit_host is not None and junit_host.exists() else "",
+        infra=ex.infra,
+    )
+    phase = parse.parse_phase(phase, ctx.out)
+    ctx.phases.append(phase)
+    log.info("%s %s: exit %s in %.1fs", ctx.job.job_id, name, ex.exit_code, ex.duration)
+    return phase
+
+
+def _extract(archive: Path, dest: Path) -> Path:
+    """Extract an sdist safely (tarfile's 'data' filter) and return its top directory."""
+    dest.mkdir(parents=True, exist_ok=True)
+    if archive.suffix == ".zip":
+        with zipfile.ZipFile(archive) as zf:
+            for member in zf.namelist():
+                if member.startswith("/") or ".." in Path(member).parts:
+                    raise ValueError(f"unsafe path in {archive.name}: {member}")
+            zf.extractall(dest)
+    else:
+        with tarfile.open(archive) as tf:
+            tf.extractall(dest, filter="data")
+    tops = [p for p in dest.iterdir() if p.is_dir()]
+    return tops[0] if len(tops) == 1 else dest
+
+
+def _tests_path(job: Job, src_host: Path) -> str:
+    if job.package.tests:
+        return job.package.tests
+    for cand in ("tests", "test", "testing"):
+        if (src_host / cand).is_dir():
+            return cand
+    return ""
+
+
+def _has_tests(src_host: Path, tests: str) -> bool:
+    root = src_host / tests if tests else src_host
+    if root.is_file():
+        return True
+    if not root.is_dir():
+        return False
+    return any(root.rglob("test_*.py")) or any(root.rglob("*_test.py"))
+
+
+def pytest_args(job: Job, tests: str, junit: str) -> list[str]:
+    args = ["-P", "-m", "pytest", "-p", "no:cacheprovider", "-n", "auto",
+            f"--timeout={job.settings.test_timeout}", "-rfE", "-v", f"--junitxml={junit}"]
+    exprs = []
+    for s in job.package.skip:
+        if "::" in s.test or s.test.endswith(".py"):
+            args.append(f"--deselect={s.test}")
+        else:
+            exprs.append(f"not ({s.test})")
+    if exprs:
+        args += ["-k", " and ".join(exprs)]
+    args += list(job.package.pytest_args)
+    if tests:
+        args.append(tests)
+    return args
+
+
+def run_job(job: Job, *, interp: InterpreterInfo, python: str, backend: Backend, out: Path, key: str,
+            progress: Progress = lambda job_id, step: None) -> JobResult:
+    started = _now()
+    host_root = out / "work" / job.job_id
+    shutil.rmtree(host_root, ignore_errors=True)
+    host_root.mkdir(parents=True)
+    for d in ("logs", "junit"):
+        (host_root / d).mkdir()
+    ws = backend.open(job.job_id, host_root, python, job.package.path)
+    ctx = _Ctx(job=job, ws=ws, backend=backend, out=out, progress=progress, phases=[],
+               deadline=time.monotonic() + job.settings.job_timeout)
+    version, extra = "", {}
+    try:
+        version, extra = _steps(ctx)
+    finally:
+        backend.close(ws)
+    probe = extra.get("probe", {})
+    decision = verdict.decide(ctx.phases, settings=job.settings, probe=probe)
+    findings: tuple[Finding, ...] = decision.findings
+    wheel = wheels.wheel_info(job, version=version, install_report=host_root / "logs" / "install-report.json",
+                              interp=interp, probe=probe) if ctx.phases else {}
+    return JobResult(
+        job_id=job.job_id, key=key, package=job.package.name,
+        requested=job.package.path or job.package.version, version=version or probe.get("version", ""),
+        source="local" if job.package.is_local else "pypi", interpreter=interp,
+        settings={k: list(v) if isinstance(v, tuple) else v for k, v in vars(job.settings).items()},
+        backend=backend.name, started=started, finished=_now(), harness_version=__version__,
+        phases=tuple(ctx.phases), verdict=decision.verdict, qualifier=decision.qualifier,
+        findings=findings, coverage=decision.coverage, wheel=wheel,
+        metadata=probe.get("metadata", {}), notes=job.package.notes, links=job.package.links,
+    )
+
+
+def _steps(ctx: _Ctx) -> tuple[str, dict]:
+    """Run the phases; stop early where a later phase would mean nothing."""
+    job, ws = ctx.job, ctx.ws
+    env = _base_env(job)
+    vpy = ws.path("venv", "bin", "python")
+    src_host = ws.host("src")
+    version = ""
+    # 1. source
+    if job.package.is_local:
+        shutil.copytree(job.package.path, src_host / "pkg", ignore=COPY_IGNORE, symlinks=True)
+        src_host = src_host / "pkg"
+        target = ws.path("src", "pkg")
+    else:
+        spec = f"{job.package.name}{job.package.version}"
+        fetch = _run(ctx, "fetch", "install", [ws.python, "-m", "pip", "download", "--no-deps",
+                     "--no-binary", ":all:", "--dest", ws.path("sdist"), spec],
+                     env=env, cwd=ws.root, timeout=INSTALL_TIMEOUT, network=True)
+        archives = sorted(ws.host("sdist").glob("*")) if ws.host("sdist").is_dir() else []
+        if not fetch.ok or not archives:
+            return "", {}
+        try:
+            _, ver = parse_sdist_filename(archives[0].name)
+            version = str(ver)
+        except InvalidSdistFilename:
+            version = ""
+        try:
+            top = _extract(archives[0], src_host)
+        except (OSError, ValueError, tarfile.TarError, zipfile.BadZipFile) as e:
+            raise InfraError(f"{job.job_id}: cannot extract {archives[0].name}: {e}") from None
+        src_host = top
+        target = f"{job.package.name}=={version}" if version else spec
+    src = ws.path(*src_host.relative_to(ws.host_root).parts)
+    # 2. install
+    pip = [vpy, "-m", "pip", "install", "--report", ws.path("logs", "install-report.json"),
+           target, *TOOLS, *job.package.test_requires]
+    install = _run(ctx, "install", "install",
+                   ["sh", "-c", f"{shlex.quote(ws.python)} -m venv {shlex.quote(ws.path('venv'))} && "
+                    + shlex.join(pip)],
+                   env=env, cwd=ws.root, timeout=INSTALL_TIMEOUT, network=True)
+    if not install.ok:
+        return version, {}
+    # 3. probe, in the default mode (with PYTHON_GIL=0 the warning is not printed)
+    shutil.copy2(INNER / "probe.py", ws.host("probe.py"))
+    dist = canonicalize_name(job.package.name) if not job.package.is_local else job.package.name
+    _run(ctx, "probe", "probe", [vpy, "-W", "default", ws.path("probe.py"), dist, ws.path("logs", "probe.json")],
+         env=env, cwd=ws.root, timeout=300)
+    probe = _read_json(ws.host("logs", "probe.json"))
+    version = version or probe.get("version", "")
+    extra = {"probe": probe}
+    # 4. test runs
+    tests = _tests_path(job, src_host)
+    if not _has_tests(src_host, tests):
+        log.info("%s: no tests in the source", job.job_id)
+        return version, extra
+    s = job.settings
+    for mode in s.gil_modes:
+        menv = {**env, "PYTHON_GIL": str(mode)}
+        name = f"plain-gil{mode}"
+        _run(ctx, name, "plain", [vpy, *pytest_args(job, tests, ws.path("junit", f"{name}.xml"))],
+             env=menv, cwd=src, timeout=s.job_timeout, gil=mode, junit=f"junit/{name}.xml")
+        for rep in range(1, s.repeat + 1):
+            name = f"threads-gil{mode}-r{rep}"
+            argv = [vpy, *pytest_args(job, tests, ws.path("junit", f"{name}.xml"))]
+            argv[argv.index("-rfE"):argv.index("-rfE")] = [
+                f"--parallel-threads={s.threads}", f"--iterations={s.iterations}"]
+            _run(ctx, name, "threads", argv, env=menv, cwd=src, timeout=s.job_timeout, gil=mode,
+                 rep=rep, junit=f"junit/{name}.xml")
+    return version, extra
+
+
+def _read_json(path: Path) -> dict:
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def mark_infra(result: JobResult, message: str) -> JobResult:
+    """A JobResult for a job the harness could not run: blamed on us, not the package."""
+    f = Finding(kind="infra-error", evidence="log", excerpt=message, message=message)
+    return replace(result, verdict="infra-error", findings=(f, *result.findings))

@@ -1,0 +1,114 @@
+"""Is there a free-threaded wheel for the tested release, and which one did we install?
+
+Read from the index's JSON metadata and pip's install report, the
+``packaging.utils``/``packaging.tags`` way: a wheel counts as free-threaded
+for CPython 3.13 when one of its tags has abi ``cp313t``; a ``none-any`` wheel
+is reported as ``pure`` (it runs on any build, GIL or not).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import platform
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote, urlparse
+
+from packaging.utils import (
+    InvalidWheelFilename,
+    canonicalize_name,
+    parse_wheel_filename,
+)
+
+from .model import InterpreterInfo
+
+log = logging.getLogger(__name__)
+INDEX_JSON = "https://pypi.org/pypi/{name}/{version}/json"
+
+
+def ft_abi(version: str) -> str:
+    major, minor = version.split(".")[:2]
+    return f"cp{major}{minor}t"
+
+
+def classify_wheel(filename: str, version: str, machine: str | None = None) -> str:
+    """'free-threaded' | 'pure' | 'gil-only' | 'other-platform' for one wheel file name."""
+    machine = machine or platform.machine()
+    try:
+        _, _, _, tags = parse_wheel_filename(filename)
+    except InvalidWheelFilename:
+        return "other-platform"
+    abi = ft_abi(version)
+    kinds = set()
+    for t in tags:
+        if t.abi == "none" and t.platform == "any":
+            kinds.add("pure")
+        elif t.abi == abi:
+            ok_platform = machine in t.platform and ("linux" in t.platform)
+            kinds.add("free-threaded" if ok_platform else "other-platform")
+        else:
+            kinds.add("gil-only")
+    for k in ("free-threaded", "pure", "gil-only", "other-platform"):
+        if k in kinds:
+            return k
+    return "other-platform"
+
+
+def availability(files: list[str], version: str, machine: str | None = None) -> str:
+    """Summarise a release's files: 'free-threaded', 'pure', 'gil-only' or 'sdist-only'."""
+    kinds = {classify_wheel(f, version, machine) for f in files if f.endswith(".whl")}
+    for k in ("free-threaded", "pure", "gil-only"):
+        if k in kinds:
+            return k
+    return "sdist-only"
+
+
+def index_files(name: str, version: str, timeout: float = 20) -> list[str] | None:
+    url = INDEX_JSON.format(name=canonicalize_name(name), version=version)
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as r:
+            data = json.load(r)
+    except (urllib.error.URLError, OSError, ValueError) as e:
+        log.warning("wheel availability for %s %s unknown: %s", name, version, e)
+        return None
+    return [u.get("filename", "") for u in data.get("urls", [])]
+
+
+def installed_from(report: dict[str, Any], name: str) -> str:
+    """The file pip installed for ``name`` per its --report JSON ('' when unknown)."""
+    want = canonicalize_name(name)
+    for item in report.get("install", []):
+        meta = item.get("metadata", {})
+        if canonicalize_name(meta.get("name", "")) == want:
+            url = item.get("download_info", {}).get("url", "")
+            return Path(unquote(urlparse(url).path)).name
+    return ""
+
+
+def wheel_info(job: Any, *, version: str, install_report: Path, interp: InterpreterInfo,
+               probe: dict[str, Any]) -> dict[str, Any]:
+    try:
+        report = json.loads(install_report.read_text())
+    except (OSError, ValueError):
+        report = {}
+    installed = installed_from(report, job.package.name)
+    if job.package.is_local:
+        how = "local source"
+    elif installed.endswith(".whl"):
+        how = f"wheel ({classify_wheel(installed, interp.version)})"
+    elif installed:
+        how = "built from sdist"
+    else:
+        how = "unknown"
+    info: dict[str, Any] = {"installed": how, "installed_file": installed}
+    if not job.package.is_local and version:
+        files = index_files(job.package.name, version)
+        info["available"] = availability(files, interp.version) if files is not None else "unknown"
+    else:
+        info["available"] = "n/a"
+    if probe.get("modules") and how == "wheel (free-threaded)":
+        info["warning"] = "the free-threaded wheel re-enables the GIL: " + ", ".join(probe["modules"])
+    return info

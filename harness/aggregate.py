@@ -1,0 +1,256 @@
+"""JobResult files -> the report.json document every renderer reads.
+
+``load_results`` reads result files from one or more output directories (the
+shards of a run, or one local run) and names every file it could not use;
+``build_report`` turns the results into one plain, deterministically ordered
+dict, so a report merged from three shards equals the unsharded one apart
+from timestamps.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import shutil
+from collections.abc import Sequence
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from .errors import ConfigError
+from .model import VERDICTS, JobResult, Phase, read_result
+
+log = logging.getLogger(__name__)
+
+REPORT_SCHEMA = 1
+_SEVERITY = {v: i for i, v in enumerate(VERDICTS)}
+
+
+def _result_files(d: Path) -> list[Path]:
+    """The result files of an output dir (DIR/results/*.json), or of a results dir itself."""
+    sub = d / "results"
+    if sub.is_dir():
+        return sorted(sub.glob("*.json"))
+    return sorted(d.glob("*.json"))
+
+
+def load_results(dirs: Sequence[Path]) -> tuple[list[JobResult], list[str]]:
+    """Read every result file under ``dirs``; return (results, problems).
+
+    A file that is not valid JSON, or not a valid result, is named in
+    ``problems`` and left out, never merged.  The same job id in two files
+    with different content is a ConfigError naming both (shards must be
+    disjoint); identical copies are merged silently.
+    """
+    problems: list[str] = []
+    seen: dict[str, tuple[Path, dict[str, Any]]] = {}
+    results: list[JobResult] = []
+    for d in dirs:
+        d = Path(d)
+        if not d.is_dir():
+            raise ConfigError("not a directory (expected an output dir of `ft-harness run`)",
+                              file=str(d))
+        for path in _result_files(d):
+            name = str(path)  # as the user gave the dir: "shard1/results/x.json"
+            try:
+                raw = path.read_text(encoding="utf-8")
+                data = json.loads(raw)
+            except UnicodeDecodeError:
+                problems.append(f"{name}: not UTF-8 text")
+                continue
+            except json.JSONDecodeError as e:
+                problems.append(f"{name}: not valid JSON (line {e.lineno})")
+                continue
+            except OSError as e:
+                problems.append(f"{name}: cannot read ({e.strerror})")
+                continue
+            try:
+                res = read_result(path)
+            except (ValueError, TypeError, KeyError, AttributeError) as e:
+                problems.append(f"{name}: not a valid result ({e})")
+                continue
+            if res.verdict not in VERDICTS:
+                problems.append(f"{name}: unknown verdict {res.verdict!r}")
+                continue
+            if res.job_id in seen:
+                other, other_data = seen[res.job_id]
+                if other_data != data:
+                    raise ConfigError(
+                        f"job {res.job_id!r} also in {other} with different content "
+                        "(shards must be disjoint)",
+                        file=str(path),
+                    )
+                log.info("%s: same result as %s, merged", path, other)
+                continue
+            seen[res.job_id] = (path, data)
+            results.append(res)
+    for p in problems:
+        log.warning("skipped %s", p)
+    return results, problems
+
+
+def _phase_outcome(p: Phase) -> str:
+    if p.infra:
+        return "infra"
+    if p.timed_out:
+        return "timed out"
+    if p.oom_killed:
+        return "oom"
+    if p.signal is not None or p.crash:
+        return "crashed"
+    if p.exit_code == 0:
+        return "ok"
+    return "failed"
+
+
+def _safe_log(path: str) -> str:
+    """A log path relative to the output dir, or "" if it is not one we may link to."""
+    if not path or "\\" in path or ":" in path:
+        return ""
+    pp = PurePosixPath(path)
+    if pp.is_absolute() or ".." in pp.parts:
+        return ""
+    return str(pp)
+
+
+def _phase(p: Phase) -> dict[str, Any]:
+    return {
+        "name": p.name,
+        "kind": p.kind,
+        "gil": p.gil,
+        "rep": p.rep,
+        "outcome": _phase_outcome(p),
+        "exit_code": p.exit_code,
+        "signal": p.signal,
+        "timed_out": p.timed_out,
+        "oom_killed": p.oom_killed,
+        "infra": p.infra,
+        "duration": round(p.duration, 3),
+        "counts": {k: int(v) for k, v in sorted(p.counts.items())},
+        "command": list(p.command),
+        "env": dict(sorted(p.env.items())),
+        "log": _safe_log(p.log),
+        "junit": _safe_log(p.junit),
+        "gil_modules": list(p.gil_modules),
+    }
+
+
+def _package(r: JobResult) -> dict[str, Any]:
+    findings = sorted(
+        (f.to_dict() for f in r.findings),
+        key=lambda f: _SEVERITY.get(f["kind"], len(VERDICTS)),
+    )
+    it = r.interpreter
+    verdict_label = f"{r.verdict} ({r.qualifier})" if r.qualifier else r.verdict
+    return {
+        "job_id": r.job_id,
+        "key": r.key,
+        "name": r.package,
+        "version": r.version,
+        "requested": r.requested,
+        "source": r.source,
+        "interpreter": {
+            "name": it.name,
+            "version": it.version,
+            "key": it.key,
+            "configure": list(it.configure),
+            "free_threaded": it.free_threaded,
+            "sanitizer": it.sanitizer,
+        },
+        "settings": dict(sorted(r.settings.items())),
+        "backend": r.backend,
+        "started": r.started,
+        "finished": r.finished,
+        "harness_version": r.harness_version,
+        "duration": round(sum(p.duration for p in r.phases), 3),
+        "verdict": r.verdict,
+        "qualifier": r.qualifier,
+        "verdict_label": verdict_label,
+        "findings": findings,
+        "phases": [_phase(p) for p in r.phases],
+        "coverage": r.coverage,
+        "wheel": r.wheel,
+        "metadata": r.metadata,
+        "notes": r.notes,
+        "links": list(r.links),
+        "logs": [lp for lp in (_safe_log(p.log) for p in r.phases) if lp],
+    }
+
+
+def _sort_key(p: dict[str, Any]) -> tuple[str, str, str]:
+    return (p["name"].lower(), p["interpreter"]["name"], p["job_id"])
+
+
+def build_report(
+    results: Sequence[JobResult],
+    *,
+    meta: dict[str, Any],
+    previous: dict[str, Any] | None = None,
+    expected_jobs: Sequence[str] | None = None,
+) -> dict[str, Any]:
+    """The report.json document for ``results`` (see harness/schema/report.schema.json).
+
+    ``meta`` (harness_version, matrix_digest, ...) overrides what is derived
+    from the results; ``previous`` (an older report) adds ``changes``;
+    ``expected_jobs`` (the plan's job ids) lists the ones without a result.
+    """
+    packages = sorted((_package(r) for r in results), key=_sort_key)
+    summary = {v: 0 for v in VERDICTS}
+    for p in packages:
+        summary[p["verdict"]] += 1
+    starts = [r.started for r in results if r.started]
+    ends = [r.finished for r in results if r.finished]
+    derived: dict[str, Any] = {
+        "harness_version": ",".join(sorted({r.harness_version for r in results} - {""})),
+        "matrix_digest": "",
+        "started": min(starts) if starts else "",
+        "finished": max(ends) if ends else "",
+        "backends": sorted({r.backend for r in results}),
+        "interpreters": sorted({r.interpreter.name for r in results}),
+        "jobs": len(packages),
+    }
+    derived.update(meta)
+    have = {p["job_id"] for p in packages}
+    report: dict[str, Any] = {
+        "schema": REPORT_SCHEMA,
+        "meta": derived,
+        "summary": summary,
+        "packages": packages,
+        "missing": sorted(set(expected_jobs or ()) - have),
+    }
+    if previous is not None:
+        from .diff import diff_reports
+
+        changes = diff_reports(previous, report)
+        report["changes"] = [c.to_dict() for c in changes]
+        by_job = {c.job_id: c.kind for c in changes}
+        for p in packages:
+            if p["job_id"] in by_job:
+                p["change"] = by_job[p["job_id"]]
+    return report
+
+
+def copy_logs(report: dict[str, Any], dirs: Sequence[Path], out: Path) -> int:
+    """Copy the logs a report links to from the dirs they were written in into ``out``.
+
+    Needed when ``report --out`` is not the run's own output dir (merged
+    shards), so the site's relative log links resolve.  Returns files copied.
+    """
+    out = Path(out).resolve()
+    roots = []
+    for d in dirs:
+        d = Path(d).resolve()
+        roots.append(d.parent if d.name == "results" and not (d / "results").is_dir() else d)
+    copied = 0
+    for pkg in report["packages"]:
+        for rel in pkg["logs"] + [ph["junit"] for ph in pkg["phases"] if ph["junit"]]:
+            dest = out / rel
+            if dest.exists():
+                continue
+            for root in roots:
+                src = root / rel
+                if root != out and src.is_file():
+                    dest.parent.mkdir(parents=True, exist_ok=True)
+                    shutil.copyfile(src, dest)
+                    copied += 1
+                    break
+    return copied

@@ -1,0 +1,123 @@
+"""What changed between two report.json documents, and whether it is a regression.
+
+Packages are matched by job id (interpreter + package).  A verdict in
+``OK_VERDICTS`` (compatible, no-tests) is "ok"; every other verdict is a
+problem.  ok -> problem is ``newly-broken``, problem -> ok is ``fixed``, any
+other verdict change is ``verdict-changed``; a regression is a newly-broken
+package or a verdict that became more severe (earlier in model.VERDICTS).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from .errors import ConfigError
+from .model import VERDICTS
+
+CHANGE_KINDS = ("newly-broken", "fixed", "verdict-changed", "new-package", "removed")
+OK_VERDICTS = ("compatible", "no-tests")
+_SEVERITY = {v: i for i, v in enumerate(VERDICTS)}
+
+
+@dataclass(frozen=True, kw_only=True)
+class Change:
+    kind: str  # one of CHANGE_KINDS
+    job_id: str
+    package: str
+    interpreter: str = ""
+    old: str | None = None  # verdict before (None for new-package)
+    new: str | None = None  # verdict now (None for removed)
+    old_version: str = ""
+    new_version: str = ""
+
+    @property
+    def regression(self) -> bool:
+        if self.kind == "newly-broken":
+            return True
+        if self.kind == "verdict-changed" and self.old and self.new:
+            return _SEVERITY.get(self.new, 99) < _SEVERITY.get(self.old, 99)
+        return False
+
+    def describe(self) -> str:
+        ver = ""
+        if self.old_version and self.new_version and self.old_version != self.new_version:
+            ver = f" ({self.old_version} -> {self.new_version})"
+        elif self.new_version or self.old_version:
+            ver = f" {self.new_version or self.old_version}"
+        where = f" [{self.interpreter}]" if self.interpreter else ""
+        if self.kind == "new-package":
+            what = f"new, {self.new}"
+        elif self.kind == "removed":
+            what = f"removed, was {self.old}"
+        else:
+            what = f"{self.old} -> {self.new}"
+        return f"{self.kind}: {self.package}{ver}{where}: {what}"
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["regression"] = self.regression
+        return d
+
+
+def _index(report: dict[str, Any], which: str) -> dict[str, dict[str, Any]]:
+    if not isinstance(report, dict) or not isinstance(report.get("packages"), list):
+        raise ConfigError(f"{which} report has no 'packages' list (is it a report.json?)")
+    out: dict[str, dict[str, Any]] = {}
+    for p in report["packages"]:
+        if not isinstance(p, dict) or "job_id" not in p or "verdict" not in p:
+            raise ConfigError(f"{which} report has a package without job_id/verdict")
+        out[p["job_id"]] = p
+    return out
+
+
+def diff_reports(old: dict[str, Any], new: dict[str, Any]) -> list[Change]:
+    """Every package whose verdict changed, appeared or disappeared, sorted by job id."""
+    a, b = _index(old, "old"), _index(new, "new")
+    changes: list[Change] = []
+    for job_id in sorted(set(a) | set(b)):
+        pa, pb = a.get(job_id), b.get(job_id)
+        ref = pb or pa
+        assert ref is not None
+        common = {
+            "job_id": job_id,
+            "package": ref.get("name", job_id),
+            "interpreter": (ref.get("interpreter") or {}).get("name", ""),
+            "old_version": (pa or {}).get("version", ""),
+            "new_version": (pb or {}).get("version", ""),
+        }
+        if pa is None:
+            changes.append(Change(kind="new-package", new=pb["verdict"], **common))  # type: ignore[index]
+            continue
+        if pb is None:
+            changes.append(Change(kind="removed", old=pa["verdict"], **common))
+            continue
+        vo, vn = pa["verdict"], pb["verdict"]
+        if vo == vn:
+            continue
+        if vo in OK_VERDICTS and vn not in OK_VERDICTS:
+            kind = "newly-broken"
+        elif vo not in OK_VERDICTS and vn in OK_VERDICTS:
+            kind = "fixed"
+        else:
+            kind = "verdict-changed"
+        changes.append(Change(kind=kind, old=vo, new=vn, **common))
+    return changes
+
+
+def has_regression(changes: list[Change]) -> bool:
+    """True when a CI gate should fail: something broke or got more severe."""
+    return any(c.regression for c in changes)
+
+
+def format_changes(changes: list[Change]) -> str:
+    """The changes as text, one line each, regressions marked; a line saying so if none."""
+    if not changes:
+        return "no changes"
+    lines = []
+    for c in changes:
+        mark = "!" if c.regression else " "
+        lines.append(f"{mark} {c.describe()}")
+    n_reg = sum(c.regression for c in changes)
+    lines.append(f"{len(changes)} change(s), {n_reg} regression(s)")
+    return "\n".join(lines)

@@ -1,0 +1,318 @@
+"""Regenerate the JobResult files the report tests read (run from the repo root).
+
+    python tests/data/report/make_results.py
+
+Every result is built with harness.model's own dataclasses and written with
+model.write_json_atomic, so no field exists here that model.py does not have.
+Logs, excerpts, the compiler error and the GIL warning are real output captured
+on the free-threaded 3.13.5 build (tests/data/report/captured/, paths shortened
+to /w/venv and /w/src); the verdicts are the ones harness.verdict is specified
+to give for them (issue 4's table).
+
+  run1/     a full run: 12 jobs, every verdict, logs under work/<job>/logs/
+  run0/     the previous run: 10 jobs, some verdicts different
+  hostile/  one job whose test ids, excerpts, notes, links and metadata carry HTML/JS
+  corrupt/  a truncated file, a non-JSON file, a wrong-schema file, one valid result
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parents[2]))
+
+from harness.model import (  # noqa: E402
+    Finding,
+    InterpreterInfo,
+    JobResult,
+    Phase,
+    write_json_atomic,
+)
+
+CAP = HERE / "captured"
+INTERP = InterpreterInfo(
+    name="cp313t",
+    version="3.13.5",
+    key="3.13.5-3f1a9c2e-disable-gil",
+    configure=("--disable-gil",),
+    free_threaded=True,
+    python="/opt/ft313t/bin/python3.13t",
+)
+SETTINGS = {"threads": 4, "iterations": 5, "repeat": 3, "test_timeout": 120,
+            "job_timeout": 1800, "gil_modes": [0, 1], "min_parallel_fraction": 0.5}
+PY = "venv/bin/python"
+
+
+def _cap(name: str, start: int = 0, end: int | None = None) -> str:
+    lines = (CAP / name).read_text().splitlines()
+    return "\n".join(lines[start:end])
+
+
+def _pytest_cmd(mode: int, threads: bool, rep: int = 0) -> tuple[str, ...]:
+    name = f"threads-gil{mode}-r{rep}" if threads else f"plain-gil{mode}"
+    cmd = [PY, "-P", "-m", "pytest", "-p", "no:cacheprovider", "-n", "auto"]
+    if threads:
+        cmd += ["--parallel-threads=4", "--iterations=5"]
+    return (*cmd, "--timeout=120", "-rfE", "-v", f"--junitxml=junit/{name}.xml", "tests")
+
+
+def phases(job: str, *, counts: dict[str, dict[str, int]] | None = None,
+           fail: dict[str, int] | None = None, signal: dict[str, int] | None = None,
+           timed_out: tuple[str, ...] = (), durations: float = 1.0,
+           tests_run: bool = True, gil_modules: tuple[str, ...] = ()) -> tuple[Phase, ...]:
+    counts = counts or {}
+    fail = fail or {}
+    signal = signal or {}
+    out = [
+        Phase(name="install", kind="install", command=(PY, "-m", "pip", "install", "..."),
+              exit_code=0, duration=round(8.0 * durations, 2), log=f"work/{job}/logs/install.log"),
+        Phase(name="probe", kind="probe", command=(PY, "-W", "default", "probe.py"),
+              exit_code=0, duration=0.4, log=f"work/{job}/logs/probe.log",
+              gil_modules=gil_modules),
+    ]
+    if not tests_run:
+        return tuple(out)
+    for mode in (0, 1):
+        names = [(f"plain-gil{mode}", "plain", 0)] + [
+            (f"threads-gil{mode}-r{k}", "threads", k) for k in (1, 2, 3)]
+        for name, kind, rep in names:
+            c = counts.get(name, counts.get("*", {"passed": 10}))
+            out.append(Phase(
+                name=name, kind=kind, gil=mode, rep=rep,
+                command=_pytest_cmd(mode, kind == "threads", rep),
+                env={"PYTHON_GIL": str(mode), "PYTHONFAULTHANDLER": "1"}, cwd="src",
+                exit_code=fail.get(name, 0) if name not in signal else None,
+                signal=signal.get(name), timed_out=name in timed_out,
+                duration=round((2.5 if kind == "plain" else 4.0) * durations, 2),
+                log=f"work/{job}/logs/{name}.log", junit=f"work/{job}/junit/{name}.xml",
+                counts=c, gil_modules=gil_modules,
+            ))
+    return tuple(out)
+
+
+def repro(mode: int, test_id: str, threads: bool = False) -> str:
+    par = " --parallel-threads=4 --iterations=5" if threads else ""
+    return (f"cd src && PYTHON_GIL={mode} PYTHONFAULTHANDLER=1 ../{PY} -P -m pytest "
+            f"-p no:cacheprovider{par} --timeout=120 '{test_id}'")
+
+
+def result(job: str, package: str, version: str, verdict: str, *, source: str = "pypi",
+           ph: tuple[Phase, ...] = (), findings: tuple[Finding, ...] = (), qualifier: str = "",
+           coverage: dict | None = None, wheel: dict | None = None, notes: str = "",
+           links: tuple[str, ...] = (), metadata: dict | None = None, t: int = 0) -> JobResult:
+    return JobResult(
+        job_id=f"cp313t--{job}", key=f"k-{job}-{version}", package=package,
+        requested=f"=={version}" if source == "pypi" else f"fixtures/packages/{package}",
+        version=version, source=source, interpreter=INTERP, settings=SETTINGS,
+        backend="local", started=f"2026-12-03T08:{10 + t:02d}:00Z",
+        finished=f"2026-12-03T08:{11 + t:02d}:30Z", harness_version="0.1.0",
+        phases=ph, verdict=verdict, qualifier=qualifier, findings=findings,
+        coverage=coverage or {"0": {"parallel": 10, "single": 0, "skipped": 0},
+                              "1": {"parallel": 10, "single": 0, "skipped": 0}},
+        wheel=wheel or {}, metadata=metadata or {}, notes=notes, links=links,
+    )
+
+
+def run1() -> list[JobResult]:
+    crash_x = _cap("plain-gil0.log", 16, 29)
+    hang_x = _cap("plain-gil0.log", 58, 66)
+    bug_x = _cap("threads-gil0-r1.log", 21, 31)
+    cc = _cap("build-refuses.log")
+    gil = _cap("probe-gil.log")
+    rs = []
+    rs.append(result("attrs", "attrs", "25.3.0", "compatible", ph=phases("cp313t--attrs"),
+                     wheel={"ft_wheel": False, "pure": True, "installed": "wheel",
+                            "file": "attrs-25.3.0-py3-none-any.whl"},
+                     metadata={"summary": "Classes Without Boilerplate",
+                               "project_urls": {"Homepage": "https://www.attrs.org/",
+                                                "Source": "https://github.com/python-attrs/attrs"}},
+                     t=0))
+    rs.append(result(
+        "msgpack", "msgpack", "1.0.5", "gil-reenabled", ph=phases("cp313t--msgpack",
+                                                                  gil_modules=("msgpack._cmsgpack",)),
+        findings=(Finding(kind="gil-reenabled", module="msgpack._cmsgpack", evidence="warning",
+                          excerpt=gil.replace("_speedups", "msgpack._cmsgpack"), modes=(0,),
+                          message="GIL re-enabled by `msgpack._cmsgpack`", phase="probe",
+                          reproduce=f"{PY} -W default -c 'import msgpack._cmsgpack, sys; "
+                                    "print(sys._is_gil_enabled())'"),),
+        wheel={"ft_wheel": False, "installed": "sdist"},
+        links=("https://github.com/msgpack/msgpack-python/issues/613",),
+        notes="Fixed upstream in 1.1.0 (declares Py_mod_gil).", t=1))
+    rs.append(result(
+        "fx-ft-crash", "fx-ft-crash", "0.1", "ft-crash", source="local",
+        ph=phases("cp313t--fx-ft-crash", signal={"plain-gil0": 11},
+                  counts={"plain-gil0": {"passed": 4, "crashed": 1}}),
+        findings=(Finding(kind="ft-crash", test_id="tests/test_grow.py::test_concurrent_append",
+                          modes=(0,), count=1, runs=1, evidence="signal", signal=11,
+                          stack_top="grow_append (fx_ft_crash/_grow.c:41)",
+                          excerpt=crash_x, message="SIGSEGV with the GIL off only",
+                          reproduce=repro(0, "tests/test_grow.py::test_concurrent_append"),
+                          phase="plain-gil0"),), t=2))
+    rs.append(result(
+        "fx-crash", "fx-crash", "0.1", "crash", source="local",
+        ph=phases("cp313t--fx-crash", signal={"plain-gil0": 11, "plain-gil1": 11}),
+        findings=(Finding(kind="crash", test_id="tests/test_demo.py::test_crash", modes=(0, 1),
+                          count=2, runs=2, evidence="signal", signal=11, excerpt=crash_x,
+                          stack_top="string_at (ctypes/__init__.py:538)",
+                          message="Segmentation fault in both GIL modes",
+                          reproduce=repro(1, "tests/test_demo.py::test_crash"),
+                          phase="plain-gil0"),), t=3))
+    rs.append(result(
+        "fx-race", "fx-race", "0.1", "ft-race", source="local",
+        ph=phases("cp313t--fx-race", fail={"threads-gil0-r1": 1, "threads-gil0-r3": 1},
+                  counts={"threads-gil0-r1": {"passed": 9, "failed": 1},
+                          "threads-gil0-r3": {"passed": 9, "failed": 1}}),
+        findings=(Finding(kind="ft-race", test_id="tests/test_buf.py::test_shared_buffer",
+                          modes=(0,), count=2, runs=3, evidence="junit",
+                          excerpt="PARALLEL FAILED tests/test_buf.py::test_shared_buffer\n"
+                                  "AssertionError: assert b'abcd' == b'abab'",
+                          message="fails in threaded runs with the GIL off only (2/3)",
+                          reproduce=repro(0, "tests/test_buf.py::test_shared_buffer", True),
+                          phase="threads-gil0-r1"),), t=4))
+    rs.append(result(
+        "fx-thread-unsafe", "fx-thread-unsafe", "0.1", "thread-unsafe", source="local",
+        ph=phases("cp313t--fx-thread-unsafe", fail={f"threads-gil{m}-r{k}": 1
+                                                     for m in (0, 1) for k in (1, 2, 3)}),
+        findings=(Finding(kind="thread-unsafe", test_id="tests/test_state.py::test_global_counter",
+                          modes=(0, 1), count=6, runs=6, evidence="junit",
+                          excerpt="PARALLEL FAILED tests/test_state.py::test_global_counter",
+                          message="fails in threaded runs in both GIL modes",
+                          reproduce=repro(1, "tests/test_state.py::test_global_counter", True),
+                          phase="threads-gil0-r1"),), t=5))
+    rs.append(result(
+        "fx-hang", "fx-hang", "0.1", "hang", source="local",
+        ph=phases("cp313t--fx-hang", fail={"plain-gil0": 1, "plain-gil1": 1},
+                  counts={"plain-gil0": {"passed": 4, "timeout": 1},
+                          "plain-gil1": {"passed": 4, "timeout": 1}}),
+        findings=(Finding(kind="hang", test_id="tests/test_demo.py::test_hang", modes=(0, 1),
+                          count=2, runs=2, evidence="timeout", excerpt=hang_x,
+                          message="timed out after 120 s (pytest-timeout)",
+                          reproduce=repro(0, "tests/test_demo.py::test_hang"),
+                          phase="plain-gil0"),), t=6))
+    rs.append(result(
+        "fx-baseline", "fx-baseline", "0.1", "baseline-failure", source="local",
+        ph=phases("cp313t--fx-baseline", fail={n: 1 for n in (
+            "plain-gil0", "plain-gil1", "threads-gil0-r1", "threads-gil0-r2", "threads-gil0-r3",
+            "threads-gil1-r1", "threads-gil1-r2", "threads-gil1-r3")},
+                  counts={"*": {"passed": 9, "failed": 1}}),
+        findings=(Finding(kind="baseline-failure", test_id="tests/test_demo.py::test_plain_bug",
+                          modes=(0, 1), count=2, runs=2, evidence="junit", excerpt=bug_x,
+                          message="AssertionError: assert 'freethreaded' == 'free threaded'",
+                          reproduce=repro(1, "tests/test_demo.py::test_plain_bug"),
+                          phase="plain-gil1"),), t=7))
+    rs.append(result(
+        "fx-all-unsafe", "fx-all-unsafe", "0.1", "compatible", source="local",
+        ph=phases("cp313t--fx-all-unsafe"),
+        qualifier="low thread coverage: 0/8 tests in threads",
+        coverage={"0": {"parallel": 0, "single": 8, "skipped": 0,
+                        "reasons": {"thread_unsafe marker": 8}},
+                  "1": {"parallel": 0, "single": 8, "skipped": 0}},
+        findings=(Finding(kind="no-thread-coverage", modes=(0, 1), evidence="log",
+                          excerpt="Collected 0 items to run in parallel",
+                          message="no test ran in parallel threads (8 marked thread_unsafe)",
+                          phase="threads-gil0-r1"),), t=8))
+    rs.append(result(
+        "fx-refuses-ft", "fx-refuses-ft", "0.1", "build-failure", source="local",
+        ph=(Phase(name="install", kind="install", command=(PY, "-m", "pip", "install", "."),
+                  exit_code=1, duration=3.2, log="work/cp313t--fx-refuses-ft/logs/install.log"),),
+        findings=(Finding(kind="build-failure", evidence="compiler", excerpt=cc,
+                          message="refuses_ft.c:3:2: error: #error \"refuses_ft does not support "
+                                  "the free-threaded build (Py_GIL_DISABLED)\"",
+                          reproduce=f"{PY} -m pip install fixtures/packages/fx-refuses-ft",
+                          phase="install"),),
+        coverage={}, t=9))
+    rs.append(result("fx-notests", "fx-notests", "0.1", "no-tests", source="local",
+                     ph=phases("cp313t--fx-notests", tests_run=False), coverage={}, t=10))
+    rs.append(result(
+        "idna", "idna", "3.10", "infra-error",
+        ph=(Phase(name="install", kind="install", command=(PY, "-m", "pip", "install", "idna==3.10"),
+                  exit_code=None, timed_out=True, duration=600.0, infra="install timed out after 600 s",
+                  log="work/cp313t--idna/logs/install.log"),),
+        findings=(Finding(kind="infra-error", evidence="timeout", phase="install",
+                          message="install timed out after 600 s (network?)",
+                          reproduce=f"{PY} -m pip install idna==3.10"),),
+        coverage={}, t=11))
+    return rs
+
+
+def run0() -> list[JobResult]:
+    """The previous run: fx-race was compatible, fx-hang was ft-race, idna compatible, an old
+    package since removed, fx-notests and fx-all-unsafe not there yet."""
+    by = {r.package: r for r in run1()}
+    out = []
+    for r in by.values():
+        if r.package in ("fx-notests", "fx-all-unsafe"):
+            continue
+        d = r.to_dict()
+        if r.package == "fx-race":
+            d.update(verdict="compatible", findings=[])
+        if r.package == "fx-hang":
+            d.update(verdict="ft-race")
+        if r.package == "idna":
+            d.update(verdict="compatible", findings=[], version="3.9")
+        if r.package == "fx-ft-crash":
+            d.update(verdict="crash")
+        out.append(JobResult.from_dict(d))
+    old = by["attrs"].to_dict()
+    old.update(job_id="cp313t--simplejson", package="simplejson", version="3.19.3",
+               key="k-simplejson")
+    out.append(JobResult.from_dict(old))
+    return out
+
+
+XSS = "<script>alert(1)</script>"
+XSS2 = "</pre><img src=x onerror=alert(1)>"
+
+
+def hostile() -> JobResult:
+    return result(
+        "evil", "evil-pkg", "1.0", "ft-race", ph=phases("cp313t--evil"),
+        findings=(
+            Finding(kind="ft-race", test_id=f"tests/test_x.py::test_{XSS}", modes=(0,), count=1,
+                    runs=3, evidence="junit", excerpt=f"boom {XSS2} {XSS}",
+                    message=f"assert {XSS2}", reproduce=f"pytest 'tests/test_x.py::{XSS}'",
+                    stack_top=XSS2, phase="threads-gil0-r1"),
+            Finding(kind="no-thread-coverage", test_id=XSS2, excerpt=XSS, message=XSS),
+        ),
+        qualifier=XSS, notes=f"note {XSS} {XSS2}",
+        links=("javascript:alert(1)", f"https://example.org/{XSS}"),
+        metadata={"summary": XSS2, "project_urls": {"Home": "javascript:alert(1)",
+                                                    XSS: "https://example.org/?q=<b>"}},
+        wheel={"ft_wheel": XSS}, t=0)
+
+
+def main() -> None:
+    for sub in ("run1", "run0", "hostile", "corrupt"):
+        shutil.rmtree(HERE / sub, ignore_errors=True)
+    for r in run1():
+        write_json_atomic(HERE / "run1" / "results" / f"{r.job_id}.json", r.to_dict())
+        logs = HERE / "run1" / "work" / r.job_id / "logs"
+        logs.mkdir(parents=True)
+        wanted = {f.phase for f in r.findings} | {"probe"}
+        for ph in r.phases:
+            if ph.name not in wanted:
+                continue  # keep the test data small: logs of the phases findings cite
+            src = {"plain-gil0": "plain-gil0.log", "plain-gil1": "plain-gil1.log",
+                   "probe": "probe-gil.log", "install": "build-refuses.log"}.get(
+                ph.name, "threads-gil0-r1.log")
+            shutil.copyfile(CAP / src, HERE / "run1" / ph.log)
+    for r in run0():
+        write_json_atomic(HERE / "run0" / "results" / f"{r.job_id}.json", r.to_dict())
+    h = hostile()
+    write_json_atomic(HERE / "hostile" / "results" / f"{h.job_id}.json", h.to_dict())
+    c = HERE / "corrupt" / "results"
+    good = run1()[0]
+    write_json_atomic(c / f"{good.job_id}.json", good.to_dict())
+    text = (HERE / "run1" / "results" / "cp313t--msgpack.json").read_text()
+    (c / "truncated.json").write_text(text[: len(text) // 3])
+    (c / "notjson.json").write_text("this is not json\n")
+    wrong = run1()[1].to_dict()
+    wrong["schema"] = 99
+    write_json_atomic(c / "wrongschema.json", wrong)
+
+
+if __name__ == "__main__":
+    main()

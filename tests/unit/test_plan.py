@@ -1,0 +1,339 @@
+"""Plan and shards: disjoint, complete, identical across processes, balanced."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from harness import matrix, plan
+from harness.errors import ConfigError
+from harness.model import InterpreterInfo, JobResult, Phase, write_json_atomic
+
+ROOT = Path(__file__).resolve().parents[2]
+N_PYPI = 22
+N_LOCAL = 8  # half of them carry a C source file
+
+
+def _write_matrix(tmp: Path) -> Path:
+    """A 60-job matrix: 30 packages (PyPI names and local trees) x 2 interpreters."""
+    lines = [
+        "settings: {repeat: 2, iterations: 4, gil_modes: [0, 1]}",
+        "interpreters:",
+        "  - {name: ft313, version: 3.13.5, source: 'debian:trixie'}",
+        "  - {name: ft313-tsan, version: 3.13.5, source: 'debian:trixie', sanitizer: thread}",
+        "packages:",
+    ]
+    for i in range(N_PYPI):
+        lines.append(f"  - {{name: pypi-pkg-{i:02d}, version: '>=1.{i}'}}")
+    for i in range(N_LOCAL):
+        tree = tmp / "src" / f"local{i}"
+        (tree / "pkg").mkdir(parents=True)
+        (tree / "pkg" / "__init__.py").write_text("")
+        if i % 2:
+            (tree / "pkg" / "_speedups.c").write_text("/* native */\n")
+        lines.append(f"  - {{name: local-{i}, path: src/local{i}}}")
+    path = tmp / "matrix.yaml"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+@pytest.fixture(scope="module")
+def matrix_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return _write_matrix(tmp_path_factory.mktemp("plan"))
+
+
+@pytest.fixture(scope="module")
+def jobs(matrix_file: Path) -> list[plan.Job]:
+    return plan.make_plan(matrix.load(matrix_file))
+
+
+def _durations(jobs: list[plan.Job], seed: int = 7) -> dict[str, float]:
+    """Skewed, recorded-looking durations: a few long jobs, many short ones."""
+    rng = random.Random(seed)
+    return {j.job_id: round(rng.lognormvariate(5.0, 1.1), 2) for j in jobs}
+
+
+def test_matrix_has_50_plus_jobs(jobs):
+    assert len(jobs) == 2 * (N_PYPI + N_LOCAL) >= 50
+
+
+@pytest.mark.parametrize("count", range(1, 9))
+@pytest.mark.parametrize("with_durations", [False, True])
+def test_shards_are_disjoint_and_cover_the_plan(jobs, count, with_durations):
+    durations = _durations(jobs) if with_durations else None
+    seen: list[str] = []
+    for index in range(1, count + 1):
+        part = plan.shard(jobs, index, count, durations)
+        seen += [j.job_id for j in part]
+        # plan order is kept inside a shard
+        positions = [jobs.index(j) for j in part]
+        assert positions == sorted(positions)
+    assert len(seen) == len(set(seen)), "a job is in two shards"
+    assert sorted(seen) == sorted(j.job_id for j in jobs), "a job is in no shard"
+
+
+@pytest.mark.parametrize("count", range(1, 9))
+def test_balance_with_recorded_durations(jobs, count):
+    durations = _durations(jobs)
+    totals = [
+        sum(durations[j.job_id] for j in plan.shard(jobs, i, count, durations))
+        for i in range(1, count + 1)
+    ]
+    total = sum(durations.values())
+    bound = 1.15 * max(total / count, max(durations.values()))
+    assert max(totals) <= bound, (count, totals, bound)
+
+
+def test_balance_check_can_fail(jobs):
+    """Round-robin on the same skewed durations breaks the bound: the check above has teeth."""
+    durations = _durations(jobs)
+    count = 5
+    totals = [
+        sum(durations[j.job_id] for j in jobs[i::count]) for i in range(count)
+    ]
+    bound = 1.15 * max(sum(durations.values()) / count, max(durations.values()))
+    assert max(totals) > bound
+
+
+def test_heuristic_ranks_tsan_and_native_jobs_longer(jobs):
+    by_id = {j.job_id: j for j in jobs}
+    plain = plan.heuristic_seconds(by_id["ft313--pypi-pkg-00"])
+    tsan = plan.heuristic_seconds(by_id["ft313-tsan--pypi-pkg-00"])
+    native = plan.heuristic_seconds(by_id["ft313--local-1"])
+    pure = plan.heuristic_seconds(by_id["ft313--local-0"])
+    assert tsan > plain and native > pure
+
+
+def test_heuristic_grows_with_modes_and_repeat(tmp_path):
+    def one(settings: str) -> float:
+        spec = matrix.loads(
+            f"settings: {settings}\ninterpreters:\n"
+            "  - {name: a, version: 3.13.5, source: 'debian:trixie'}\npackages:\n  - {name: x}\n"
+        )
+        return plan.heuristic_seconds(plan.make_plan(spec)[0])
+
+    assert one("{gil_modes: [0], repeat: 1}") < one("{gil_modes: [0, 1], repeat: 1}")
+    assert one("{gil_modes: [0], repeat: 1}") < one("{gil_modes: [0], repeat: 3}")
+
+
+def test_heuristic_balances_without_durations(jobs):
+    expected = dict(zip((j.job_id for j in jobs), plan.expected_seconds(jobs), strict=True))
+    totals = [sum(expected[j.job_id] for j in plan.shard(jobs, i, 3)) for i in (1, 2, 3)]
+    assert max(totals) <= 1.15 * max(sum(expected.values()) / 3, max(expected.values()))
+
+
+def test_partial_durations_scale_the_heuristic(jobs):
+    # every recorded job took 10x its heuristic: unrecorded ones are expected to as well
+    rec = {j.job_id: plan.heuristic_seconds(j) * 10 for j in jobs[:5]}
+    got = plan.expected_seconds(jobs, rec)
+    assert got[:5] == [rec[j.job_id] for j in jobs[:5]]
+    assert got[5] == pytest.approx(plan.heuristic_seconds(jobs[5]) * 10, rel=1e-3)
+
+
+_CHILD = """
+import json, sys
+from harness import matrix, plan
+jobs = plan.make_plan(matrix.load(sys.argv[1]))
+d = json.loads(sys.argv[2])
+print(json.dumps({f"{n}{k}": plan.assign(jobs, n, dur)
+                  for n in range(1, 9) for k, dur in (("h", None), ("d", d))}))
+"""
+
+
+def test_split_is_identical_across_processes(matrix_file, jobs):
+    durations = _durations(jobs)
+    # a reversed dict: the split must not depend on the order of the durations mapping
+    arg = json.dumps(dict(reversed(list(durations.items()))))
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", _CHILD, str(matrix_file), arg],
+            stdout=subprocess.PIPE, text=True, cwd=ROOT,
+            env={**os.environ, "PYTHONHASHSEED": seed, "PYTHONPATH": str(ROOT)},
+        )
+        for seed in ("1", "31337")
+    ]
+    outs = [json.loads(p.communicate(timeout=60)[0]) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0]
+    here = {
+        f"{n}{k}": plan.assign(jobs, n, dur)
+        for n in range(1, 9)
+        for k, dur in (("h", None), ("d", durations))
+    }
+    assert outs[0] == outs[1] == here
+    assert here["3h"] != here["3d"]  # the durations did change the split
+
+
+def test_cli_plan_shards_identical_across_processes(matrix_file):
+    """`ft-harness plan --shards N --format json` for N in 1..8, two hash seeds, in parallel."""
+    base = [sys.executable, "-m", "harness", "plan", "--matrix", str(matrix_file)]
+    if subprocess.run([*base, "--help"], capture_output=True, cwd=ROOT).returncode != 0:
+        pytest.skip("the `plan` subcommand is not wired into harness/__main__.py yet")
+    runs = {
+        (n, seed): subprocess.Popen(
+            [*base, "--shards", str(n), "--format", "json"],
+            stdout=subprocess.PIPE, text=True, cwd=ROOT,
+            env={**os.environ, "PYTHONHASHSEED": seed, "PYTHONPATH": str(ROOT)},
+        )
+        for n in range(1, 9)
+        for seed in ("0", "12345")
+    }
+    docs = {k: json.loads(p.communicate(timeout=120)[0]) for k, p in runs.items()}
+    assert all(p.returncode == 0 for p in runs.values())
+    for n in range(1, 9):
+        a, b = docs[(n, "0")], docs[(n, "12345")]
+        assert a == b
+        shard_of = {j["job_id"]: j["shard"] for j in a["jobs"]}
+        assert len(shard_of) == len(a["jobs"]) == 2 * (N_PYPI + N_LOCAL)
+        assert set(shard_of.values()) == set(range(1, n + 1))
+
+
+@pytest.mark.parametrize(
+    "text", ["0/3", "4/3", "3/0", "1", "a/b", "-1/3", "1/3/4", "", "1.5/3"]
+)
+def test_parse_shard_rejects(text):
+    with pytest.raises(ConfigError, match=r"--shard must be I/N with 1 <= I <= N, got"):
+        plan.parse_shard(text)
+
+
+def test_parse_shard_accepts():
+    assert plan.parse_shard("2/3") == (2, 3)
+    assert plan.parse_shard(" 1 / 1 ") == (1, 1)
+
+
+@pytest.mark.parametrize(("index", "count"), [(0, 2), (3, 2), (1, 0), (True, 2)])
+def test_shard_validates(jobs, index, count):
+    with pytest.raises(ConfigError, match="--shard must be I/N"):
+        plan.shard(jobs, index, count)
+
+
+def test_more_shards_than_jobs(jobs):
+    few = jobs[:3]
+    parts = [plan.shard(few, i, 5) for i in range(1, 6)]
+    assert sorted(len(p) for p in parts) == [0, 0, 1, 1, 1]
+    gh = json.loads(plan.render_plan(few, fmt="github", shards=5))
+    assert [e["shard"] for e in gh["include"]] == ["1/5", "2/5", "3/5"]
+
+
+# --------------------------------------------------------------------------- durations
+
+
+def _result(job_id: str, secs: list[float]) -> JobResult:
+    phases = tuple(
+        Phase(name=n, kind=n.split("-")[0], duration=s)
+        for n, s in zip(["install", "probe", "plain-gil0", "threads-gil0-r1"], secs, strict=False)
+    )
+    return JobResult(
+        job_id=job_id,
+        key="k",
+        package=job_id.split("--")[1],
+        interpreter=InterpreterInfo(name="ft313", version="3.13.5", key="ik"),
+        phases=phases,
+    )
+
+
+def test_durations_from_report_json(tmp_path):
+    report = {
+        "schema": 1,
+        "packages": [
+            {"job_id": "ft313--a", "phases": [{"name": "install", "duration": 10.5},
+                                              {"name": "plain-gil0", "duration": 4.5}]},
+            {"job_id": "ft313--b", "phases": [{"name": "install", "duration": 2}]},
+            {"job_id": "ft313--c", "phases": []},  # nothing recorded: left to the heuristic
+        ],
+    }
+    p = tmp_path / "report.json"
+    p.write_text(json.dumps(report))
+    assert plan.durations_from_report(p) == {"ft313--a": 15.0, "ft313--b": 2.0}
+    assert plan.durations_from_report(tmp_path) == {"ft313--a": 15.0, "ft313--b": 2.0}
+
+
+def test_durations_from_aggregated_report(tmp_path):
+    """The report.json that harness.aggregate writes, from captured results, gives the same."""
+    from harness import aggregate
+    from harness.model import read_result
+
+    run0 = ROOT / "tests" / "data" / "report" / "run0"
+    results = [read_result(f) for f in sorted((run0 / "results").glob("*.json"))]
+    report = aggregate.build_report(results, meta={})
+    p = tmp_path / "report.json"
+    p.write_text(json.dumps(report))
+    got = plan.durations_from_report(p)
+    assert got == plan.durations_from_report(run0)
+    assert len(got) == len(results) and got["cp313t--idna"] > got["cp313t--fx-refuses-ft"]
+
+
+def test_durations_from_result_files(tmp_path):
+    out = tmp_path / "out"
+    write_json_atomic(out / "results" / "ft313--a.json", _result("ft313--a", [3, 1, 20, 40]).to_dict())
+    write_json_atomic(out / "results" / "ft313--b.json", _result("ft313--b", [5, 1]).to_dict())
+    assert plan.durations_from_report(out) == {"ft313--a": 64.0, "ft313--b": 6.0}
+    assert plan.durations_from_report(out / "results") == {"ft313--a": 64.0, "ft313--b": 6.0}
+
+
+@pytest.mark.parametrize(
+    "content", ["{not json", "[1, 2]", '{"packages": 3}', "\xff\xfe".encode("latin-1")]
+)
+def test_durations_bad_report_names_file(tmp_path, content):
+    p = tmp_path / "old-report.json"
+    if isinstance(content, bytes):
+        p.write_bytes(content)
+    else:
+        p.write_text(content)
+    with pytest.raises(ConfigError) as e:
+        plan.durations_from_report(p)
+    assert str(p) in str(e.value)
+
+
+def test_durations_missing_and_bad_result(tmp_path):
+    with pytest.raises(ConfigError, match="no such file"):
+        plan.durations_from_report(tmp_path / "nope.json")
+    with pytest.raises(ConfigError, match="no report.json and no result files"):
+        plan.durations_from_report(tmp_path)
+    bad = tmp_path / "results" / "x.json"
+    bad.parent.mkdir()
+    bad.write_text('{"schema": 99}')
+    with pytest.raises(ConfigError) as e:
+        plan.durations_from_report(tmp_path)
+    assert str(bad) in str(e.value)
+
+
+# --------------------------------------------------------------------------- rendering
+
+
+def test_render_github_matrix(jobs):
+    text = plan.render_plan(jobs, fmt="github", shards=4, durations=_durations(jobs))
+    assert "\n" not in text  # one line, for $GITHUB_OUTPUT
+    doc = json.loads(text)
+    assert [e["shard"] for e in doc["include"]] == ["1/4", "2/4", "3/4", "4/4"]
+    assert [e["index"] for e in doc["include"]] == [1, 2, 3, 4]
+    assert sum(e["jobs"] for e in doc["include"]) == len(jobs)
+    for e in doc["include"]:
+        i, n = plan.parse_shard(e["shard"])
+        assert e["jobs"] == len(plan.shard(jobs, i, n, _durations(jobs)))
+
+
+def test_render_json_plan(jobs):
+    durations = _durations(jobs)
+    doc = json.loads(plan.render_plan(jobs, fmt="json", shards=3, durations=durations))
+    assert doc["schema"] == plan.PLAN_SCHEMA and doc["shards"] == 3
+    assert [j["job_id"] for j in doc["jobs"]] == [j.job_id for j in jobs]
+    first = doc["jobs"][0]
+    assert set(first) >= {"job_id", "interpreter", "package", "source", "shard", "expected_seconds"}
+    assert first["expected_seconds"] == round(durations[first["job_id"]], 1)
+    sources = {j["package"]: j["source"] for j in doc["jobs"]}
+    assert sources["local-0"] == "local" and sources["pypi-pkg-00"] == "pypi"
+    for j in doc["jobs"]:
+        assert j["job_id"] in {x.job_id for x in plan.shard(jobs, j["shard"], 3, durations)}
+
+
+def test_render_rejects_bad_format_and_count(jobs):
+    with pytest.raises(ConfigError, match="--format must be one of json, github"):
+        plan.render_plan(jobs, fmt="yaml", shards=2)
+    with pytest.raises(ConfigError, match="--shards must be a positive integer"):
+        plan.render_plan(jobs, fmt="json", shards=0)

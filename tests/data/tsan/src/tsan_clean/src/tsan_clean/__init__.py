@@ -1,0 +1,3 @@
+from ._clean import incr, value
+
+__all__ = ["incr", "value"]

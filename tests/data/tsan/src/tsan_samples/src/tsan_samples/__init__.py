@@ -1,0 +1,3 @@
+from ._samples import incr, lock_ab, lock_ba, uaf, value
+
+__all__ = ["incr", "lock_ab", "lock_ba", "uaf", "value"]

@@ -1,0 +1,336 @@
+"""Docker backend: every command of a job runs in its own hardened container.
+
+The job's host directory (OUT/work/<job_id>) is bind-mounted at /work, so the venv,
+logs and JUnit files written inside are plain files on the host, parsed there by the
+same code as the local backend.  The backend only runs commands and returns Exec.
+
+Every container: user non-root, cap_drop ALL, no-new-privileges, pids/memory/CPU
+limits, read-only root with a tmpfs /tmp, a docker-init PID 1, labels
+``ft-harness.run`` / ``ft-harness.job``.  ``network=True`` (install) adds the default
+bridge, the host's CA bundle read-only and the shared pip cache volume;
+``network=False`` is ``network_mode="none"``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import threading
+import time
+from pathlib import Path
+
+from ..errors import InfraError
+from ..model import Exec
+from .base import Workspace
+
+log = logging.getLogger(__name__)
+
+LABEL = "ft-harness"
+PIP_CACHE_VOLUME = "ft-harness-pip-cache"
+PIP_CACHE = "/cache/pip"
+CA_IN_CONTAINER = "/etc/ssl/certs/ft-harness-host-ca.crt"
+HOST_CA = Path("/etc/ssl/certs/ca-certificates.crt")
+ROOT = "/work"
+SOURCE_RO = "/source"
+PYTHON = "/opt/python/bin/python3.13t"
+RUNTIME_UID = 1000
+POLL = 5.0  # seconds between checks of a running container (also bounds close() latency)
+
+
+def _daemon_error(e: BaseException) -> InfraError:
+    """One line for the CLI: the engine refused something, or it does not answer at all."""
+    try:
+        import docker.errors
+
+        if isinstance(e, docker.errors.APIError) and e.response is not None:
+            return InfraError(f"docker engine error: {e.explanation or e}")
+    except ImportError:
+        pass
+    text = str(e).strip().splitlines()
+    return InfraError(f"docker daemon is not answering: {text[0] if text else type(e).__name__}")
+
+
+def docker_client(timeout: float = 60):
+    """A client for the local engine, or InfraError in one line."""
+    import docker
+
+    try:
+        client = docker.from_env(timeout=timeout)
+        client.ping()
+        return client
+    except Exception as e:
+        raise _daemon_error(e) from None
+
+
+def docker_available() -> tuple[bool, str]:
+    """(True, engine version) when a docker engine answers, else (False, the reason)."""
+    try:
+        import docker  # noqa: F401
+    except ImportError:
+        return False, "the docker SDK for Python is not installed (pip install docker)"
+    try:
+        client = docker_client(timeout=5)
+        version = client.version().get("Version", "?")
+        client.close()
+        return True, f"docker engine {version}"
+    except InfraError as e:
+        return False, str(e)
+
+
+class DockerBackend:
+    name = "docker"
+
+    def __init__(self, *, image: str, run_id: str, cpus: float, mem_limit: str = "2g",
+                 pids_limit: int = 512, ca_bundle: Path | None = None, client=None,
+                 tmpfs_size: str = "1g"):
+        self.image = image
+        self.run_id = run_id
+        self.cpus = cpus
+        self.mem_limit = mem_limit
+        self.pids_limit = pids_limit
+        self.tmpfs_size = tmpfs_size
+        if ca_bundle is None and HOST_CA.exists():
+            ca_bundle = HOST_CA
+        self.ca_bundle = ca_bundle
+        self.client = client or docker_client()
+        # Containers run as 1000:1000 when we are root (and chown the workspace to it);
+        # otherwise as the calling user, so files stay ours on the host.  Never uid 0.
+        if os.geteuid() == 0:
+            self.uid, self.gid = RUNTIME_UID, RUNTIME_UID
+        else:
+            self.uid, self.gid = os.geteuid(), os.getegid()
+        self._lock = threading.Lock()
+        self._live: dict[str, set[str]] = {}  # job_id -> container ids still around
+        self._closed: set[str] = set()
+        self._mounts: dict[str, dict[str, dict[str, str]]] = {}
+        self._ensure_pip_cache()
+
+    # ---------------------------------------------------------------- setup
+
+    def _ensure_pip_cache(self) -> None:
+        import docker.errors
+
+        try:
+            try:
+                self.client.volumes.get(PIP_CACHE_VOLUME)
+            except docker.errors.NotFound:
+                self.client.volumes.create(PIP_CACHE_VOLUME, labels={f"{LABEL}.cache": "pip"})
+        except Exception as e:
+            raise _daemon_error(e) from None
+
+    def _own(self, root: Path) -> None:
+        """Make the workspace writable for the container user (only needed as root)."""
+        if os.geteuid() != 0:
+            return
+        for dirpath, dirnames, filenames in os.walk(root):
+            for name in (dirpath, *(os.path.join(dirpath, n) for n in dirnames + filenames)):
+                with contextlib.suppress(OSError):
+                    st = os.lstat(name)
+                    if st.st_uid != self.uid or st.st_gid != self.gid:
+                        os.lchown(name, self.uid, self.gid)
+
+    def open(self, job_id: str, host_root: Path, python: str, source: str) -> Workspace:
+        host_root = Path(host_root).resolve()
+        host_root.mkdir(parents=True, exist_ok=True)
+        self._own(host_root)
+        mounts = {str(host_root): {"bind": ROOT, "mode": "rw"}}
+        seen_source = ""
+        if source:
+            src = Path(source).resolve()
+            if src == host_root or host_root in src.parents:
+                seen_source = f"{ROOT}/{src.relative_to(host_root)}".rstrip("/.")
+            else:
+                mounts[str(src)] = {"bind": SOURCE_RO, "mode": "ro"}
+                seen_source = SOURCE_RO
+        with self._lock:
+            self._live.setdefault(job_id, set())
+            self._closed.discard(job_id)
+            self._mounts[job_id] = mounts
+        return Workspace(host_root=host_root, root=ROOT, python=PYTHON, source=seen_source)
+
+    # ---------------------------------------------------------------- running
+
+    def _job_id(self, ws: Workspace) -> str:
+        return ws.host_root.name
+
+    def _in_container(self, ws: Workspace, path: Path) -> str | None:
+        path = Path(path).resolve()
+        if ws.host_root == path or ws.host_root in path.parents:
+            return f"{ROOT}/{path.relative_to(ws.host_root)}"
+        return None
+
+    def _config(self, ws: Workspace, argv: list[str], env: dict[str, str], cwd: str,
+                log_in: str | None, network: bool) -> dict:
+        job_id = self._job_id(ws)
+        environment = {"HOME": "/tmp", "TMPDIR": "/tmp", **env}
+        volumes = dict(self._mounts.get(job_id, {str(ws.host_root): {"bind": ROOT, "mode": "rw"}}))
+        if network:
+            volumes[PIP_CACHE_VOLUME] = {"bind": PIP_CACHE, "mode": "rw"}
+            environment.setdefault("PIP_CACHE_DIR", PIP_CACHE)
+            if self.ca_bundle:
+                volumes[str(self.ca_bundle)] = {"bind": CA_IN_CONTAINER, "mode": "ro"}
+                for var in ("PIP_CERT", "SSL_CERT_FILE", "REQUESTS_CA_BUNDLE"):
+                    environment[var] = CA_IN_CONTAINER
+        if log_in is not None:
+            # The shell opens the log on the mount and execs the command: stdout and stderr
+            # share one file descriptor, so their interleaving is exact, as in the local backend.
+            command = ["/bin/sh", "-c", 'exec "$@" >"$0" 2>&1', log_in, *argv]
+        else:
+            command = list(argv)
+        return dict(
+            image=self.image,
+            command=command,
+            environment=environment,
+            working_dir=cwd or ROOT,
+            user=f"{self.uid}:{self.gid}",
+            labels={f"{LABEL}.run": self.run_id, f"{LABEL}.job": job_id},
+            volumes=volumes,
+            network_mode="bridge" if network else "none",
+            cap_drop=["ALL"],
+            security_opt=["no-new-privileges"],
+            pids_limit=self.pids_limit,
+            mem_limit=self.mem_limit,
+            memswap_limit=self.mem_limit,
+            nano_cpus=int(self.cpus * 1e9),
+            read_only=True,
+            tmpfs={"/tmp": f"rw,exec,nosuid,size={self.tmpfs_size}"},
+            init=True,
+            detach=True,
+        )
+
+    def run(self, ws: Workspace, argv: list[str], *, env: dict[str, str], cwd: str,
+            timeout: float, log: Path, network: bool) -> Exec:
+        job_id = self._job_id(ws)
+        with self._lock:
+            if job_id in self._closed:
+                return Exec(exit_code=None, infra="job was closed (interrupted)")
+        log = Path(log)
+        log.parent.mkdir(parents=True, exist_ok=True)
+        log_in = self._in_container(ws, log)
+        if log_in is not None:
+            log.unlink(missing_ok=True)
+        self._own(ws.host_root)
+        config = self._config(ws, argv, env, cwd, log_in, network)
+        started = time.monotonic()
+        try:
+            container = self.client.containers.create(**config)
+        except Exception as e:
+            return self._create_failed(e, log, started)
+        with self._lock:
+            closed = job_id in self._closed
+            self._live.setdefault(job_id, set()).add(container.id)
+        try:
+            if closed:
+                return Exec(exit_code=None, infra="job was closed (interrupted)")
+            container.start()
+            timed_out = self._wait(container, started + timeout)
+            duration = time.monotonic() - started
+            if timed_out:
+                with contextlib.suppress(Exception):
+                    container.kill()
+                self._wait(container, time.monotonic() + 30)
+            state = self._state(container)
+            self._collect_logs(container, log, appended=log_in is not None)
+        except InfraError:
+            raise
+        except Exception as e:
+            if self._gone(container):
+                return Exec(exit_code=None, duration=time.monotonic() - started,
+                            infra="container was removed while running (job closed)")
+            raise _daemon_error(e) from None
+        finally:
+            self._remove(job_id, container)
+        return self._outcome(state, timed_out, duration)
+
+    def _create_failed(self, e: Exception, log: Path, started: float) -> Exec:
+        import docker.errors
+
+        if isinstance(e, docker.errors.ImageNotFound):
+            raise InfraError(f"docker image {self.image} is missing (run `ft-harness image`)") from None
+        raise _daemon_error(e) from None
+
+    def _wait(self, container, deadline: float) -> bool:
+        """Wait for the container to stop; True when the deadline passed first."""
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return True
+            try:
+                container.wait(timeout=max(1, min(POLL, left)))
+                return False
+            except Exception:
+                # A read timeout (still running) or a daemon that went away: ask again.
+                state = self._state(container)
+                if state.get("Status") not in ("running", "created", "restarting"):
+                    return False
+
+    def _state(self, container) -> dict:
+        import docker.errors
+
+        try:
+            return self.client.api.inspect_container(container.id)["State"]
+        except docker.errors.NotFound:
+            raise _Removed() from None
+        except Exception as e:
+            raise _daemon_error(e) from None
+
+    def _gone(self, container) -> bool:
+        try:
+            self._state(container)
+            return False
+        except _Removed:
+            return True
+        except InfraError:
+            return False
+
+    def _collect_logs(self, container, log: Path, *, appended: bool) -> None:
+        """Whatever reached docker's log (the command's output, or the shell's own error)."""
+        try:
+            data = container.logs(stdout=True, stderr=True)
+        except Exception:
+            data = b""
+        if appended and not data:
+            return
+        with open(log, "ab" if appended else "wb") as f:
+            f.write(data)
+
+    @staticmethod
+    def _outcome(state: dict, timed_out: bool, duration: float) -> Exec:
+        code = state.get("ExitCode")
+        oom = bool(state.get("OOMKilled"))
+        if timed_out:
+            return Exec(exit_code=None, timed_out=True, oom_killed=oom, duration=duration)
+        signal = code - 128 if isinstance(code, int) and 128 < code < 128 + 65 else None
+        return Exec(exit_code=code, signal=signal, oom_killed=oom, duration=duration,
+                    infra=state.get("Error") or "")
+
+    def _remove(self, job_id: str, container) -> None:
+        with contextlib.suppress(Exception):
+            container.remove(force=True)
+        with self._lock:
+            self._live.get(job_id, set()).discard(container.id)
+
+    # ---------------------------------------------------------------- closing
+
+    def close(self, ws: Workspace) -> None:
+        """Remove every container of the job (also ones a run() is waiting on). Idempotent."""
+        job_id = self._job_id(ws)
+        with self._lock:
+            self._closed.add(job_id)
+            ids = set(self._live.get(job_id, set()))
+        flt = {"label": [f"{LABEL}.run={self.run_id}", f"{LABEL}.job={job_id}"]}
+        try:
+            ids |= {c.id for c in self.client.containers.list(all=True, filters=flt)}
+        except Exception as e:
+            log.warning("listing containers of %s: %s", job_id, e)
+        for cid in ids:
+            with contextlib.suppress(Exception):
+                self.client.api.remove_container(cid, force=True)
+        with self._lock:
+            self._live.pop(job_id, None)
+            self._mounts.pop(job_id, None)
+
+
+class _Removed(Exception):
+    """The container disappeared (close() removed it)."""

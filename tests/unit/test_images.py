@@ -1,0 +1,72 @@
+"""Pure parts of harness.images: tags, digests, the build script and the build context."""
+
+from __future__ import annotations
+
+import shlex
+import tarfile
+from pathlib import Path
+
+from harness import images, interpreters, matrix
+
+MATRIX = """
+interpreters:
+  - name: ft313
+    version: 3.13.5
+    source: debian:trixie
+    configure: [--with-lto]
+packages:
+  - name: six
+"""
+
+
+def _interp():
+    return matrix.loads(MATRIX).interpreters[0]
+
+
+def test_base_tag_is_a_digest_of_every_input():
+    a = images.base_inputs("trixie", "http://deb.debian.org/debian")
+    assert images.base_tag(a) == images.base_tag(dict(a))  # deterministic
+    assert images.base_tag(a).startswith("ft-harness/base:trixie-")
+    tags = {images.base_tag(a)}
+    for key, other in (("suite", "forky"), ("mirror", "http://example/debian"),
+                       ("packages", "ca-certificates"), ("script", "0" * 64)):
+        tags.add(images.base_tag({**a, key: other}))
+    assert len(tags) == 5  # each input changes the tag
+
+
+def test_base_inputs_cover_the_bootstrap_script():
+    a = images.base_inputs("trixie", "http://m/debian")
+    assert a["packages"] == "ca-certificates,python3"
+    assert len(a["script"]) == 64 and images.BOOTSTRAP.exists()
+
+
+def test_build_script_runs_the_local_builders_commands():
+    interp = _interp()
+    script = images.build_script(interp, jobs=3)
+    expected = interpreters.build_commands("/tmp/ft-build/src", "/opt/python",
+                                           interp.configure_flags, 3)
+    lines = script.splitlines()
+    assert lines[0] == "set -eu"
+    assert [shlex.split(line) for line in lines[-len(expected):]] == expected
+    assert "--disable-gil" in script and "--with-lto" in script
+    assert "--prefix=/opt/python" in script
+
+
+def test_interpreter_tag_and_python_path():
+    assert images.interpreter_tag("cpython-3.13.5-ft-abc") == "ft-harness/interp:cpython-3.13.5-ft-abc"
+    assert images.python_path(_interp()) == "/opt/python/bin/python3.13t"
+
+
+def test_build_context_holds_dockerfile_script_and_tarball(tmp_path: Path):
+    tarball = tmp_path / "Python-3.13.5.tar.xz"
+    tarball.write_bytes(b"not really a tarball")
+    ctx = images._context(_interp(), tarball, jobs=2)
+    with tarfile.open(fileobj=ctx) as tf:
+        names = sorted(tf.getnames())
+        dockerfile = tf.extractfile("Dockerfile").read().decode()
+        script = tf.extractfile("build.sh").read().decode()
+        source = tf.extractfile("source.tar").read()
+    assert names == ["Dockerfile", "build.sh", "source.tar"]
+    assert "FROM ${BASE}" in dockerfile and "useradd --uid 1000" in dockerfile
+    assert script == images.build_script(_interp(), 2)
+    assert source == b"not really a tarball"

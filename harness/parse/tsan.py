@@ -147,6 +147,10 @@ def _sections(lines: list[str]) -> list[tuple[str, list[dict[str, Any]]]]:
         text = raw.strip()
         if not text or text.startswith("Hint:"):
             continue
+        if text.startswith("[failed to restore the stack]"):
+            frames.append({"n": 0, "func": "", "file": "", "line": None, "module": "",
+                           "origin": "unknown", "unrestored": True})
+            continue
         if header or frames:
             out.append((header, frames))
         header, frames = text, []
@@ -189,6 +193,8 @@ def _report(b: _Block) -> dict[str, Any]:
             or b.deadly and frames and not stacks
         ):
             am = _ACCESS.match(header)
+            if not header:  # a deadly signal's stack has no header line
+                entry["title"] = b.title
             entry["thread"] = th.group("thread").removeprefix("thread ") if th else ""
             entry["access"] = am.group("access").lower() if am else ""
             entry["previous"] = bool(am and am.group("prev"))
@@ -252,12 +258,13 @@ def parse_tsan(text: str) -> list[dict[str, Any]]:
                 current_test = ""
             continue
         m = _WARNING.match(line) or _ERROR.match(line) or _FATAL.match(line)
-        if m and not (block and block.deadly and line.startswith("==")):
+        if m:
             if block is not None:
                 reports.append(_report(block))
             pid = m.groupdict().get("pid")
             deadly = m.re is not _WARNING
-            block = _Block(m.group("title"), int(pid) if pid else None, current_test, deadly)
+            title = re.sub(r"\s*\(pc 0x[0-9a-f]+.*\)$", "", m.group("title"))
+            block = _Block(title, int(pid) if pid else None, current_test, deadly)
             continue
         if block is None:
             continue

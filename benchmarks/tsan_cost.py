@@ -1,0 +1,128 @@
+"""What the TSan variant costs: the threaded pytest run of each fixture package under the
+TSan interpreter vs the same run under the plain free-threaded interpreter, side by side.
+
+    python benchmarks/tsan_cost.py [--rounds 3] [--plain PY] [--tsan PY] [--json FILE]
+
+Both interpreters come from the harness's own cache (built if missing) unless given.
+Each round runs every package once on each interpreter, alternating which goes first,
+so machine noise hits both sides alike; the figure is the ratio per round, its median
+and its spread.  Install time is reported apart (it is paid once per job).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from harness import interpreters, matrix, tsan  # noqa: E402
+from harness.job import TOOLS  # noqa: E402
+
+DATA = ROOT / "tests" / "data" / "tsan" / "src"
+FIXTURES = ROOT / "tests" / "fixtures" / "packages"
+# (name, source tree, tests) -- the fixture packages of the TSan issue; H2's, else ours.
+CANDIDATES = (
+    ("race (C, unlocked counter)", ("ft_tsan_counter", DATA / "tsan_samples"), "tests/test_race.py"),
+    ("clean (C, locked)", ("ft_clean", DATA / "tsan_clean"), "tests"),
+    ("pure Python", ("ft_purepy", DATA / "tsan_purepy"), "tests"),
+)
+THREADS, ITERATIONS = 4, 3
+
+MATRIX = """
+interpreters:
+  - {name: plain, version: 3.13.5, source: "debian:trixie"}
+  - {name: tsan, version: 3.13.5, source: "debian:trixie", sanitizer: thread}
+packages:
+  - {name: six}
+"""
+
+
+def _packages() -> list[tuple[str, Path, str]]:
+    out = []
+    for label, (fixture, ours), tests_path in CANDIDATES:
+        tree = FIXTURES / fixture if (FIXTURES / fixture / "tests").is_dir() else ours
+        out.append((label, tree, tests_path if (tree / tests_path).exists() else "tests"))
+    return out
+
+
+def _venv(python: Path, where: Path, trees: list[Path], env: dict[str, str]) -> tuple[Path, float]:
+    t = time.monotonic()
+    subprocess.run([str(python), "-m", "venv", str(where)], check=True, env=env)
+    vpy = where / "bin" / "python"
+    subprocess.run([str(vpy), "-m", "pip", "install", "-q", *TOOLS, *map(str, trees)],
+                   check=True, env=env)
+    return vpy, time.monotonic() - t
+
+
+def _run(vpy: Path, tree: Path, tests_path: str, env: dict[str, str]) -> tuple[float, int]:
+    argv = [str(vpy), "-P", "-m", "pytest", "-p", "no:cacheprovider", "-n", "auto",
+            f"--parallel-threads={THREADS}", f"--iterations={ITERATIONS}", "-q", tests_path]
+    if "TSAN_OPTIONS" in env:
+        argv[5:5] = ["-p", tsan.MARKER_PLUGIN]
+    t = time.monotonic()
+    r = subprocess.run(argv, cwd=tree, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return time.monotonic() - t, r.returncode
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--plain", type=Path)
+    ap.add_argument("--tsan", type=Path)
+    ap.add_argument("--json", type=Path)
+    a = ap.parse_args()
+    spec = matrix.loads(MATRIX)
+    cache = interpreters.cache_root()
+    plain = a.plain or interpreters.ensure_built(spec.interpreters[0], cache).python
+    built = interpreters.ensure_built(spec.interpreters[1], cache)
+    tsan_py = a.tsan or built.python
+    pkgs = _packages()
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "TSAN"))}
+    base.update({"PIP_DISABLE_PIP_VERSION_CHECK": "1", "PYTHONDONTWRITEBYTECODE": "1"})
+    with tempfile.TemporaryDirectory(prefix="tsan-cost-") as tmp:
+        tmpd = Path(tmp)
+        supp = tsan.write_suppressions(built.source_tarball, None, tmpd / "tsan.supp")
+        inst_env = {**base, **tsan.install_env(str(tmpd / "install-logs"), [str(supp)])}
+        vplain, t_inst_plain = _venv(plain, tmpd / "plain", [p for _, p, _ in pkgs], base)
+        vtsan, t_inst_tsan = _venv(tsan_py, tmpd / "tsan", [p for _, p, _ in pkgs], inst_env)
+        print(f"install (venv + tools + 3 packages): plain {t_inst_plain:.1f} s, "
+              f"tsan {t_inst_tsan:.1f} s, ratio {t_inst_tsan / t_inst_plain:.2f}x")
+        rows: dict[str, dict[str, list[float]]] = {label: {"plain": [], "tsan": [], "ratio": []}
+                                                   for label, _, _ in pkgs}
+        for rnd in range(a.rounds):
+            for label, tree, tests_path in pkgs:
+                run_env = {**base, "PYTHON_GIL": "0"}
+                tsan_env = {**run_env, "PYTHONPATH": str(tsan.marker_dir()),
+                            **tsan.tsan_env(str(tmpd / f"logs-{rnd}"), [str(supp)])}
+                sides = [("plain", vplain, run_env), ("tsan", vtsan, tsan_env)]
+                if rnd % 2:
+                    sides.reverse()
+                got = {}
+                for side, vpy, env in sides:
+                    got[side], _ = _run(vpy, tree, tests_path, env)
+                    rows[label][side].append(got[side])
+                rows[label]["ratio"].append(got["tsan"] / got["plain"])
+        print(f"threaded pytest run (-n auto --parallel-threads={THREADS} "
+              f"--iterations={ITERATIONS}, PYTHON_GIL=0), {a.rounds} rounds:")
+        print(f"{'package':30} {'plain s':>8} {'tsan s':>8} {'ratio':>7} {'min-max':>13}")
+        for label, r in rows.items():
+            print(f"{label:30} {statistics.median(r['plain']):8.2f} "
+                  f"{statistics.median(r['tsan']):8.2f} {statistics.median(r['ratio']):6.2f}x "
+                  f"{min(r['ratio']):5.2f}-{max(r['ratio']):5.2f}x")
+        if a.json:
+            a.json.write_text(json.dumps({"rounds": a.rounds, "install": {
+                "plain": t_inst_plain, "tsan": t_inst_tsan}, "runs": rows}, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

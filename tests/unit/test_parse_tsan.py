@@ -1,0 +1,144 @@
+"""harness.parse.tsan on ThreadSanitizer output captured on this machine (tests/data/tsan)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from harness.parse.tsan import dedup, excerpt, parse_frame, parse_tsan, parse_tsan_dir
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "tsan"
+
+
+def _read(*parts: str) -> str:
+    return DATA.joinpath(*parts).read_text()
+
+
+# ------------------------------------------------------------------ plain C programs (gcc 12 libtsan)
+
+
+def test_c_race_attributed_by_markers():
+    [r] = parse_tsan(_read("c", "race_markers.log"))
+    assert r["kind"] == "data race"
+    assert r["complete"]
+    assert r["test_id"] == "a"  # the marker before it, not "b" after
+    assert r["location"] == {"file": "/tmp/h6/c/t.c", "line": 9, "func": "w"}
+    assert [s["access"] for s in r["stacks"]] == ["read", "write"]
+    assert [s["previous"] for s in r["stacks"]] == [False, True]
+    assert [s["thread"] for s in r["stacks"]] == ["T2", "T1"]
+    assert [t["thread"] for t in r["threads"]] == ["T2", "T1"]
+    assert r["location_text"].startswith("Location is global 'counter'")
+    assert r["pid"] > 0
+
+
+def test_c_use_after_free_and_lock_order():
+    uaf, loi = parse_tsan(_read("c", "uaf_lockorder.log"))
+    assert uaf["kind"] == "heap-use-after-free"
+    assert uaf["location"]["func"] == "late_reader"
+    # free() is the sanitizer's interceptor: a runtime frame, not the package's
+    prev = uaf["stacks"][1]["frames"]
+    assert prev[0]["func"] == "free" and prev[0]["origin"] == "runtime"
+    assert prev[1]["func"] == "main" and prev[1]["origin"] == "package"
+    # "As if synchronized via sleep" is neither an access stack nor a thread
+    assert any(o["title"].startswith("As if synchronized via sleep") for o in uaf["other"])
+    assert loi["kind"] == "lock-order-inversion"
+    assert loi["title"] == "lock-order-inversion (potential deadlock)"
+    assert len(loi["stacks"]) == 2  # the two "acquired here while holding" stacks
+    assert {s["frames"][1]["func"] for s in loi["stacks"]} == {"ab", "ba"}
+    assert loi["signature"] != uaf["signature"]
+
+
+def test_c_deadly_signal():
+    [r] = parse_tsan(_read("c", "segv.log"))
+    assert r["deadly"] and r["kind"] == "SEGV"
+    assert r["complete"]
+    assert r["stacks"][0]["frames"][0]["func"] == "crash"
+    assert r["top_package_frame"] == "crash /tmp/h6/c/s.c:2"
+    assert "0x" not in r["title"].split("address")[0]
+
+
+# ------------------------------------------------------------------ frames
+
+
+@pytest.mark.parametrize(
+    ("line", "func", "file", "lineno", "module", "origin"),
+    [
+        ("    #0 w /tmp/h6/c/t.c:9 (t+0x121f)", "w", "/tmp/h6/c/t.c", 9, "t", "package"),
+        ("    #1 pthread_create ../../../../src/libsanitizer/tsan/tsan_interceptors_posix.cpp:1001"
+         " (libtsan.so.2+0x5e686)", "pthread_create",
+         "../../../../src/libsanitizer/tsan/tsan_interceptors_posix.cpp", 1001, "libtsan.so.2",
+         "runtime"),
+        ("    #2 start_thread nptl/pthread_create.c:442 (libc.so.6+0x891f4)", "start_thread",
+         "nptl/pthread_create.c", 442, "libc.so.6", "runtime"),
+        ("    #3 _PyEval_EvalFrameDefault Python/generated_cases.c.h:813:23 (python3.13t+0x2d3a1)",
+         "_PyEval_EvalFrameDefault", "Python/generated_cases.c.h", 813, "python3.13t",
+         "interpreter"),
+        ("    #4 <null> <null> (libfoo.so+0x1234)", "", "", None, "libfoo.so", "package"),
+        ("    #5 0x7f0000001234 (<unknown module>)", "", "", None, "<unknown module>", "unknown"),
+    ],
+)
+def test_parse_frame(line, func, file, lineno, module, origin):
+    fr = parse_frame(line)
+    assert fr is not None
+    assert (fr["func"], fr["file"], fr["line"], fr["module"], fr["origin"]) == (
+        func, file, lineno, module, origin)
+
+
+def test_not_a_frame():
+    assert parse_frame("  Thread T1 (tid=1, running) created by main thread at:") is None
+
+
+# ------------------------------------------------------------------ robustness
+
+
+def test_every_truncation_parses():
+    """Cut the log at every line (and mid-line): never an exception, never a phantom report."""
+    text = _read("c", "uaf_lockorder.log")
+    full = parse_tsan(text)
+    for cut in range(0, len(text), 11):
+        got = parse_tsan(text[:cut])
+        assert len(got) <= len(full)
+        for r in got[:-1]:
+            assert r["complete"]
+
+
+def test_truncated_report_is_kept_incomplete():
+    text = _read("c", "uaf_lockorder.log")
+    cut = text.index("Mutex M0 acquired here")
+    *done, last = parse_tsan(text[:cut])
+    assert [r["kind"] for r in done] == ["heap-use-after-free"]
+    assert last["kind"] == "lock-order-inversion" and not last["complete"]
+    assert last["summary"] == ""
+
+
+def test_garbage_and_empty():
+    assert parse_tsan("") == []
+    assert parse_tsan("\x00\xff random\n#0 not in a report\nSUMMARY: ThreadSanitizer: x\n") == []
+
+
+def test_dedup_counts_and_collects_tests():
+    r1 = parse_tsan(_read("c", "race_markers.log"))
+    r2 = parse_tsan(_read("c", "race_markers.log").replace("test start a", "test start z"))
+    [d] = dedup(r1 + r2 + r1)
+    assert d["count"] == 3
+    assert d["test_ids"] == ["a", "z"]
+    # idempotent: deduping a deduped list keeps the counts
+    assert dedup([d])[0]["count"] == 3
+
+
+def test_excerpt_shows_both_stacks():
+    [r] = parse_tsan(_read("c", "race_markers.log"))
+    ex = excerpt(r)
+    assert "Read of size 8" in ex and "Previous write of size 8" in ex
+    assert "*#0 w /tmp/h6/c/t.c:9" in ex
+    assert ex.endswith("in w")
+
+
+def test_parse_dir(tmp_path):
+    (tmp_path / "tsan.101").write_text(_read("c", "race_markers.log"))
+    (tmp_path / "tsan.99").write_text(_read("c", "segv.log"))
+    (tmp_path / "other.log").write_text(_read("c", "segv.log"))
+    got = parse_tsan_dir(tmp_path)
+    assert [(r["log"], r["kind"]) for r in got] == [("tsan.99", "SEGV"), ("tsan.101", "data race")]
+    assert parse_tsan_dir(tmp_path / "missing") == []

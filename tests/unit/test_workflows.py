@@ -1,0 +1,192 @@
+"""Structural rules for the GitHub workflows; each rule is also shown failing on a bad snippet."""
+
+from __future__ import annotations
+
+import re
+import shlex
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from harness.__main__ import build_parser
+
+ROOT = Path(__file__).resolve().parents[2]
+WORKFLOWS = ROOT / ".github" / "workflows"
+FILES = sorted(WORKFLOWS.glob("*.yml"))
+USES = re.compile(r"^\s*(?:-\s+)?uses:\s*(\S+)(.*)$")
+PINNED = re.compile(r"^[\w.-]+/[\w.-]+(?:/[\w./-]+)?@[0-9a-f]{40}$")
+VERSION_COMMENT = re.compile(r"^\s*#\s*v\d+\.\d+\.\d+\s*$")
+HARNESS = re.compile(r'.*ft-harness\)?"?\s+([a-z].*)$')  # also `"$(command -v ft-harness)" image`
+WRITE_OK = {"publish": {"pages", "id-token"}}  # the only job that may write anything
+
+
+def _load(text: str) -> dict[str, Any]:
+    data = yaml.safe_load(text)
+    if True in data:  # YAML 1.1 reads the key `on` as a boolean
+        data["on"] = data.pop(True)
+    return data
+
+
+# --------------------------------------------------------------------------- rule checkers
+
+
+def unpinned(text: str) -> list[str]:
+    """`uses:` lines not pinned to a full commit SHA with a `# vX.Y.Z` comment."""
+    bad = []
+    for n, line in enumerate(text.splitlines(), 1):
+        m = USES.match(line)
+        if m and not m.group(1).startswith("./") and not (
+            PINNED.match(m.group(1)) and VERSION_COMMENT.match(m.group(2))
+        ):
+            bad.append(f"{n}: {line.strip()}")
+    return bad
+
+
+def _steps(data: dict[str, Any]):
+    for name, job in (data.get("jobs") or {}).items():
+        for step in job.get("steps") or []:
+            yield name, step
+
+
+def expressions_in_run(data: dict[str, Any]) -> list[str]:
+    """`${{ }}` inside a run: script (inputs must come in through env:)."""
+    return [f"{job}: {s['run'][:60]!r}" for job, s in _steps(data) if "${{" in str(s.get("run", ""))]
+
+
+def credential_checkouts(data: dict[str, Any]) -> list[str]:
+    return [
+        job
+        for job, s in _steps(data)
+        if str(s.get("uses", "")).startswith("actions/checkout@")
+        and (s.get("with") or {}).get("persist-credentials") is not False
+    ]
+
+
+def permission_problems(data: dict[str, Any]) -> list[str]:
+    bad = []
+    top = data.get("permissions", "missing")
+    if top not in ({}, {"contents": "read"}):
+        bad.append(f"top-level permissions {top!r}")
+    for name, job in (data.get("jobs") or {}).items():
+        perms = job.get("permissions", "missing")
+        if not isinstance(perms, dict):
+            bad.append(f"{name}: permissions {perms!r} (set them per job)")
+            continue
+        for scope, level in perms.items():
+            if level != "read" and scope not in WRITE_OK.get(name, set()):
+                bad.append(f"{name}: {scope}: {level}")
+    return bad
+
+
+def harness_invocations(data: dict[str, Any]) -> list[tuple[str, list[str]]]:
+    """Every `ft-harness ...` command line in run: scripts, as argv with shell values filled in."""
+    out = []
+    for job, s in _steps(data):
+        for line in str(s.get("run", "")).splitlines():
+            m = HARNESS.search(line)
+            quoted = line.lstrip().startswith("echo ") and "$(ft-harness " not in line
+            if not m or quoted or line.lstrip().startswith("#"):
+                continue
+            cmd = m.group(1)
+            cmd = re.split(r"\s(?:\||>|>>|&&|;)\s|\)\"", cmd)[0]
+            argv = []
+            for tok in shlex.split(cmd):
+                if tok == "${args[@]}":
+                    continue
+                argv.append("4" if tok == "$SHARDS" else ("x" if "$" in tok else tok))
+            out.append((job, argv))
+    return out
+
+
+def unknown_harness_args(data: dict[str, Any]) -> list[str]:
+    """ft-harness invocations the real CLI parser refuses."""
+    bad = []
+    for job, argv in harness_invocations(data):
+        try:
+            build_parser().parse_args(argv)
+        except SystemExit:
+            bad.append(f"{job}: ft-harness {' '.join(argv)}")
+    return bad
+
+
+# --------------------------------------------------------------------------- the real workflows
+
+
+def test_both_workflows_exist():
+    assert {p.name for p in FILES} >= {"matrix.yml", "ci.yml"}
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)
+def test_general_rules(path, capsys):
+    text = path.read_text()
+    data = _load(text)
+    assert unpinned(text) == []
+    assert expressions_in_run(data) == []
+    assert credential_checkouts(data) == []
+    assert permission_problems(data) == []
+    assert "concurrency" in data
+    assert unknown_harness_args(data) == []
+    capsys.readouterr()  # argparse's usage text on a failure is not a test result
+
+
+def test_matrix_workflow_shape():
+    data = _load((WORKFLOWS / "matrix.yml").read_text())
+    on, jobs = data["on"], data["jobs"]
+    assert {"schedule", "workflow_dispatch", "pull_request"} <= set(on)
+    assert set(on["workflow_dispatch"]["inputs"]) == {"matrix", "shards"}
+    assert {"harness/**", "matrix.yaml", "containers/**"} <= set(on["pull_request"]["paths"])
+    needs = {k: set([v["needs"]] if isinstance(v.get("needs"), str) else v.get("needs", [])) for k, v in jobs.items()}
+    assert needs == {"plan": set(), "image": set(), "run": {"plan", "image"},
+                     "report": {"plan", "run"}, "publish": {"report"}}
+    run = jobs["run"]
+    assert run["strategy"]["fail-fast"] is False
+    assert run["strategy"]["matrix"] == "${{ fromJSON(needs.plan.outputs.shards) }}"
+    uploads = [s for s in run["steps"] if "upload-artifact@" in str(s.get("uses", ""))]
+    assert uploads and uploads[0]["if"] == "always()"
+    shard_step = next(s for s in run["steps"] if "--shard" in str(s.get("run", "")))
+    assert shard_step["env"]["SHARD"] == "${{ matrix.shard }}"
+    assert "default_branch" in jobs["publish"]["if"] and "pull_request" in jobs["publish"]["if"]
+    assert any("deploy-pages@" in str(s.get("uses")) for s in jobs["publish"]["steps"])
+    assert any("upload-pages-artifact@" in str(s.get("uses")) for s in jobs["report"]["steps"])
+    commands = {argv[0] for _, argv in harness_invocations(data)}
+    assert commands == {"plan", "image", "run", "report", "diff"}
+    plan_argv = [a for j, a in harness_invocations(data) if j == "plan"]
+    assert ["plan", "--matrix", "x", "--shards", "4", "--format", "github"] in plan_argv
+
+
+def test_ci_workflow_runs_ci_script():
+    data = _load((WORKFLOWS / "ci.yml").read_text())
+    assert {"push", "pull_request"} <= set(data["on"])
+    runs = [s.get("run") for _, s in _steps(data) if s.get("run")]
+    assert runs == ["bash .ci/run"]
+
+
+# --------------------------------------------------------------------------- the rules can fail
+
+BAD = """\
+name: bad
+on: pull_request
+permissions: write-all
+jobs:
+  build:
+    runs-on: ubuntu-latest
+    permissions:
+      contents: write
+    steps:
+      - uses: actions/checkout@v4
+      - uses: actions/setup-python@a26af69be951a213d495a4c3e4e4022e16d87065
+      - run: echo "${{ github.event.pull_request.title }}"
+      - run: ft-harness plan --shards "$SHARDS" --formt github
+"""
+
+
+def test_rules_catch_a_bad_workflow(capsys):
+    data = _load(BAD)
+    assert [b.split(":")[0] for b in unpinned(BAD)] == ["10", "11"]  # tag; SHA without comment
+    assert len(expressions_in_run(data)) == 1
+    assert credential_checkouts(data) == ["build"]
+    assert permission_problems(data) == ["top-level permissions 'write-all'", "build: contents: write"]
+    assert unknown_harness_args(data) == ['build: ft-harness plan --shards 4 --formt github']
+    capsys.readouterr()

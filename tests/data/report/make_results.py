@@ -110,8 +110,9 @@ def result(job: str, package: str, version: str, verdict: str, *, source: str = 
         backend="local", started=f"2026-12-03T08:{10 + t:02d}:00Z",
         finished=f"2026-12-03T08:{11 + t:02d}:30Z", harness_version="0.1.0",
         phases=ph, verdict=verdict, qualifier=qualifier, findings=findings,
-        coverage=coverage or {"0": {"parallel": 10, "single": 0, "skipped": 0},
-                              "1": {"parallel": 10, "single": 0, "skipped": 0}},
+        coverage=coverage if coverage is not None else {
+            "0": {"parallel": 10, "single": 0, "skipped": 0},
+            "1": {"parallel": 10, "single": 0, "skipped": 0}},
         wheel=wheel or {}, metadata=metadata or {}, notes=notes, links=links,
     )
 

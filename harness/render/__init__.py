@@ -1,0 +1,83 @@
+"""Write every format of a report: report.json, report.md, junit.xml and site/.
+
+All of them are rendered from the report.json document (harness.aggregate),
+never from the results directly.  Each file is written whole then renamed
+into place, so a reader never sees half of one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from ..model import write_json_atomic
+from . import history as _history
+from . import html, junit, markdown
+
+log = logging.getLogger(__name__)
+
+# GitHub refuses a step summary over 1 MiB; keep ours well under it.
+STEP_SUMMARY_LIMIT = 900_000
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+
+
+def step_summary(md: str) -> str:
+    """report.md cut to what GitHub accepts as a step summary."""
+    data = md.encode("utf-8")
+    if len(data) <= STEP_SUMMARY_LIMIT:
+        return md
+    cut = data[:STEP_SUMMARY_LIMIT].decode("utf-8", "ignore")
+    cut = cut[: cut.rfind("\n") + 1]
+    if cut.count("```") % 2:  # do not leave a code fence open
+        cut += "```\n"
+    return cut + "\n_… report.md truncated for the step summary; see the report artifact._\n"
+
+
+def write_all(report: dict[str, Any], out: Path, *,
+              history: dict[str, Any] | None = None) -> list[Path]:
+    """Render ``report`` into ``out``; returns the files written.
+
+    ``history`` is the previous site's history.json (or None); the new one,
+    extended by this run and trimmed to the last 10 runs, is written to
+    out/site/history.json and drawn on the pages.  When $GITHUB_STEP_SUMMARY
+    is set, report.md is appended to it.
+    """
+    out = Path(out)
+    written: list[Path] = []
+    write_json_atomic(out / "report.json", report)
+    written.append(out / "report.json")
+    md = markdown.render(report)
+    write_text_atomic(out / "report.md", md)
+    written.append(out / "report.md")
+    write_text_atomic(out / "junit.xml", junit.render(report))
+    written.append(out / "junit.xml")
+    hist = _history.update(history, report)
+    site = out / "site"
+    for rel, text in html.render_site(report, out, hist).items():
+        write_text_atomic(site / rel, text)
+        written.append(site / rel)
+    write_json_atomic(site / "history.json", hist)
+    written.append(site / "history.json")
+    summary_path = os.environ.get("GITHUB_STEP_SUMMARY")
+    if summary_path:
+        with open(summary_path, "a", encoding="utf-8") as f:
+            f.write(step_summary(md))
+        log.info("appended report.md to $GITHUB_STEP_SUMMARY (%s)", summary_path)
+    log.info("wrote %d report files under %s", len(written), out)
+    return written

@@ -1,0 +1,112 @@
+/* ft-harness site: sort and filter the package table, copy reproduce commands.
+ * Reads package data only through textContent and data-* attributes and writes
+ * only textContent, attributes and the hidden flag: nothing from a package is
+ * ever parsed as HTML or run. */
+(function () {
+  "use strict";
+
+  var table = document.getElementById("packages");
+  if (table) {
+    var tbody = table.tBodies[0];
+    var rows = Array.prototype.slice.call(tbody.rows);
+    var select = document.getElementById("verdict-filter");
+    var search = document.getElementById("search");
+    var shown = document.getElementById("shown");
+    var empty = document.getElementById("empty");
+    var chips = Array.prototype.slice.call(document.querySelectorAll(".chip[data-filter]"));
+
+    var apply = function () {
+      var verdict = select.value;
+      var q = search.value.trim().toLowerCase();
+      var n = 0;
+      rows.forEach(function (row) {
+        var ok = (!verdict || row.getAttribute("data-verdict") === verdict) &&
+          (!q || (row.getAttribute("data-name") || "").indexOf(q) !== -1);
+        row.hidden = !ok;
+        if (ok) { n += 1; }
+      });
+      shown.textContent = n + " of " + rows.length + " shown";
+      empty.hidden = n !== 0;
+      chips.forEach(function (chip) {
+        chip.classList.toggle("is-active", chip.getAttribute("data-filter") === verdict);
+      });
+      var params = new URLSearchParams();
+      if (verdict) { params.set("verdict", verdict); }
+      if (q) { params.set("q", q); }
+      var hash = params.toString();
+      if (history.replaceState) {
+        history.replaceState(null, "", hash ? "#" + hash : location.pathname + location.search);
+      }
+    };
+
+    chips.forEach(function (chip) {
+      chip.addEventListener("click", function () {
+        var v = chip.getAttribute("data-filter");
+        select.value = (select.value === v) ? "" : v;
+        apply();
+      });
+    });
+    select.addEventListener("change", apply);
+    search.addEventListener("input", apply);
+
+    var initial = new URLSearchParams(location.hash.slice(1));
+    var wanted = initial.get("verdict") || "";
+    if (Array.prototype.some.call(select.options, function (o) { return o.value === wanted; })) {
+      select.value = wanted;
+    }
+    search.value = initial.get("q") || "";
+
+    var buttons = Array.prototype.slice.call(table.tHead.querySelectorAll("button[data-sort]"));
+    buttons.forEach(function (button) {
+      button.addEventListener("click", function () {
+        var col = button.closest("th").cellIndex;
+        var numeric = button.getAttribute("data-sort") === "num";
+        var dir = button.getAttribute("aria-sort") === "ascending" ? -1 : 1;
+        buttons.forEach(function (b) { b.removeAttribute("aria-sort"); });
+        button.setAttribute("aria-sort", dir === 1 ? "ascending" : "descending");
+        var key = function (row) {
+          var cell = row.cells[col];
+          var v = cell.hasAttribute("data-sort") ? cell.getAttribute("data-sort") : cell.textContent;
+          return numeric ? parseFloat(v) : v.toLowerCase();
+        };
+        var sorted = rows.slice().sort(function (a, b) {
+          var ka = key(a), kb = key(b);
+          if (numeric) {
+            if (isNaN(ka)) { ka = -Infinity; }
+            if (isNaN(kb)) { kb = -Infinity; }
+            return (ka - kb) * dir || rows.indexOf(a) - rows.indexOf(b);
+          }
+          return (ka < kb ? -1 : ka > kb ? 1 : 0) * dir || rows.indexOf(a) - rows.indexOf(b);
+        });
+        sorted.forEach(function (row) { tbody.appendChild(row); });
+      });
+    });
+    apply();
+  }
+
+  Array.prototype.forEach.call(document.querySelectorAll("button.copy[data-copy]"), function (button) {
+    button.addEventListener("click", function () {
+      var pre = document.getElementById(button.getAttribute("data-copy"));
+      if (!pre) { return; }
+      var text = pre.textContent;
+      var done = function () {
+        button.textContent = "copied";
+        setTimeout(function () { button.textContent = "copy"; }, 1500);
+      };
+      if (navigator.clipboard && window.isSecureContext) {
+        navigator.clipboard.writeText(text).then(done, function () { selectText(pre); });
+      } else {
+        selectText(pre);
+      }
+    });
+  });
+
+  function selectText(el) {
+    var range = document.createRange();
+    range.selectNodeContents(el);
+    var sel = window.getSelection();
+    sel.removeAllRanges();
+    sel.addRange(range);
+    try { if (document.execCommand("copy")) { return; } } catch (e) { /* select only */ }
+  }
+}());

@@ -159,9 +159,10 @@ def _prepare(spec, jobs, backend_name: str, cache: Path, run_id: str, workers: i
 
 def cmd_run(args: argparse.Namespace) -> int:
     from . import interpreters, matrix, plan
+
+    spec = matrix.load(args.matrix)  # bad input fails here, before anything heavy is imported
     from .runner import run_plan
 
-    spec = matrix.load(args.matrix)
     jobs = plan.make_plan(spec)
     if args.interpreter:
         jobs = [j for j in jobs if j.interpreter.name in args.interpreter]

@@ -157,7 +157,8 @@ def _kind(node: yaml.Node) -> str:
         return "a list"
     if node.tag.endswith(":null"):
         return "nothing"
-    return repr(node.value)
+    value = yaml.safe_load(yaml.serialize(node))
+    return repr(value) if isinstance(value, str) else str(value)
 
 
 def _scalar(ctx: _Ctx, node: yaml.Node, where: str) -> Any:
@@ -353,7 +354,10 @@ def _package(ctx: _Ctx, node: yaml.Node, where: str, base: Path) -> Package:
             try:
                 Requirement(r)
             except InvalidRequirement as e:
-                raise ctx.fail(m["test_requires"].value[i], f"{where}.test_requires[{i}] {e}") from None
+                first = str(e).splitlines()[0]
+                raise ctx.fail(
+                    m["test_requires"].value[i], f"{where}.test_requires[{i}] is not a requirement: {first}"
+                ) from None
         kw["test_requires"] = reqs
     if "pytest_args" in m:
         kw["pytest_args"] = _str_list(ctx, m["pytest_args"], f"{where}.pytest_args")

@@ -1,0 +1,77 @@
+"""nox sessions: matrix (the main job), tests, lint, image, report, bench, simulate-ci.
+
+`nox -s matrix -- --jobs 2 --shard 1/3` passes everything after `--` to `ft-harness run`.
+"""
+
+from __future__ import annotations
+
+import os
+
+import nox
+
+nox.options.default_venv_backend = "venv"
+nox.options.reuse_existing_virtualenvs = True
+nox.options.sessions = ["tests"]
+
+PYTHON = False  # the harness runs on the python that runs nox (3.11+); it builds the free-threaded one
+LINT_TOOLS = ["ruff==0.17.6", "zizmor==1.32.0", "check-jsonschema==0.39.0"]
+
+
+def _install(session: nox.Session, *extra: str) -> None:
+    session.install("-e", ".[test]", *extra)
+
+
+@nox.session(python=PYTHON)
+def matrix(session: nox.Session) -> None:
+    """Run the default matrix.yaml end to end (extra args go to `ft-harness run`)."""
+    _install(session)
+    args = session.posargs or []
+    if not any(a == "--matrix" or a.startswith("--matrix=") for a in args):
+        args = ["--matrix", "matrix.yaml", *args]
+    if not any(a == "--out" or a.startswith("--out=") for a in args):
+        args = [*args, "--out", "out"]
+    session.run("ft-harness", "run", *args)
+
+
+@nox.session(python=PYTHON)
+def tests(session: nox.Session) -> None:
+    """Unit, integration, docker, browser and reliability tests (markers skip what cannot run here)."""
+    _install(session)
+    session.run("pytest", *(session.posargs or ["tests"]))
+
+
+@nox.session(python=PYTHON)
+def lint(session: nox.Session) -> None:
+    """ruff on the code; zizmor + schema + actionlint on the workflows."""
+    session.install(*LINT_TOOLS)
+    session.run("ruff", "check", "harness", "tests", "benchmarks", "noxfile.py")
+    if os.path.exists("tools/lint-workflows"):
+        session.run("python", "tools/lint-workflows", external=True)
+
+
+@nox.session(python=PYTHON)
+def image(session: nox.Session) -> None:
+    """Build (or reuse) the docker base and interpreter images."""
+    _install(session)
+    session.run("ft-harness", "image", *session.posargs)
+
+
+@nox.session(python=PYTHON)
+def report(session: nox.Session) -> None:
+    """Re-render the report of out/ (extra args go to `ft-harness report`)."""
+    _install(session)
+    session.run("ft-harness", "report", *(session.posargs or ["out"]))
+
+
+@nox.session(python=PYTHON)
+def bench(session: nox.Session) -> None:
+    """The harness's own cost: overhead, schedule, cache and scale, as side-by-side ratios."""
+    _install(session)
+    session.run("python", "benchmarks/run.py", *session.posargs)
+
+
+@nox.session(name="simulate-ci", python=PYTHON)
+def simulate_ci(session: nox.Session) -> None:
+    """The workflow's shard -> merge path, locally: 3 shards of the fixture matrix, merged."""
+    _install(session)
+    session.run("pytest", "tests/integration/test_shards.py", *session.posargs)

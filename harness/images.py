@@ -332,7 +332,7 @@ def clean(client, run_label: str | None = None) -> list[str]:
             with contextlib.suppress(Exception):
                 c.remove(force=True)
                 removed.append(f"container {c.name} ({c.labels.get(f'{LABEL}.job', '?')})")
-        for kind in ("check",):  # stray check containers of an interrupted image build
+        for kind in ("check",) if run_label is None else ():  # of an interrupted image build
             for c in client.containers.list(all=True, filters={"label": f"{LABEL}.kind={kind}"}):
                 with contextlib.suppress(Exception):
                     c.remove(force=True)

@@ -104,6 +104,7 @@ class DockerBackend:
         self._live: dict[str, set[str]] = {}  # job_id -> container ids still around
         self._closed: set[str] = set()
         self._mounts: dict[str, dict[str, dict[str, str]]] = {}
+        self._jobs: dict[str, str] = {}  # host_root -> job_id
         self._ensure_pip_cache()
 
     # ---------------------------------------------------------------- setup
@@ -147,12 +148,14 @@ class DockerBackend:
             self._live.setdefault(job_id, set())
             self._closed.discard(job_id)
             self._mounts[job_id] = mounts
+            self._jobs[str(host_root)] = job_id
         return Workspace(host_root=host_root, root=ROOT, python=PYTHON, source=seen_source)
 
     # ---------------------------------------------------------------- running
 
     def _job_id(self, ws: Workspace) -> str:
-        return ws.host_root.name
+        with self._lock:
+            return self._jobs.get(str(ws.host_root), ws.host_root.name)
 
     def _in_container(self, ws: Workspace, path: Path) -> str | None:
         path = Path(path).resolve()
@@ -330,6 +333,14 @@ class DockerBackend:
         with self._lock:
             self._live.pop(job_id, None)
             self._mounts.pop(job_id, None)
+
+    def close_all(self) -> list[str]:
+        """Remove every container and volume of this run (for SIGINT/exit); idempotent."""
+        from ..images import clean
+
+        with self._lock:
+            self._closed.update(self._live)
+        return clean(self.client, self.run_id)
 
 
 class _Removed(Exception):

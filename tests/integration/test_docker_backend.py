@@ -1,0 +1,322 @@
+"""The docker backend on a real engine with the real free-threaded interpreter image.
+
+Isolation is proved from inside a test container (no network, uid != 0, no
+capabilities, host files invisible, read-only root), and the faults a package can
+cause (fork bomb, memory hog, a container SIGKILLed from outside, a hang, the
+daemon going away) each come back as an Exec — the harness goes on.  After every
+test nothing labelled with the test's run id is left.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+import threading
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from harness import images, interpreters, matrix
+from harness.backends.docker import PIP_CACHE_VOLUME, DockerBackend, docker_available
+from harness.errors import InfraError
+
+OK, WHY = docker_available()
+pytestmark = [pytest.mark.docker, pytest.mark.integration,
+              pytest.mark.skipif(not OK, reason=f"no docker engine: {WHY}")]
+
+MATRIX = """
+interpreters:
+  - name: ft313
+    version: 3.13.5
+    source: debian:trixie
+packages:
+  - name: six
+"""
+PY = "/opt/python/bin/python3.13t"
+
+
+@pytest.fixture(scope="module")
+def client():
+    import docker
+
+    c = docker.from_env(timeout=600)
+    yield c
+    c.close()
+
+
+@pytest.fixture(scope="module")
+def image(client) -> str:
+    interp = matrix.loads(MATRIX).interpreters[0]
+    return images.ensure_interpreter_image(client, interp, interpreters.cache_root()).tag
+
+
+def _leftovers(client, run_id: str) -> list[str]:
+    flt = {"label": f"ft-harness.run={run_id}"}
+    return ([c.name for c in client.containers.list(all=True, filters=flt)]
+            + [v.name for v in client.volumes.list(filters=flt)])
+
+
+@pytest.fixture
+def backend(client, image):
+    run_id = f"test-{uuid.uuid4().hex[:10]}"
+    b = DockerBackend(image=image, run_id=run_id, cpus=1.0, mem_limit="512m", pids_limit=128)
+    yield b
+    assert _leftovers(client, run_id) == [], "containers/volumes of the run were left behind"
+
+
+@pytest.fixture
+def ws(backend, tmp_path):
+    w = backend.open("job1", tmp_path / "work" / "job1", PY, "")
+    yield w
+    backend.close(w)
+
+
+def run_py(backend, ws, code: str, *, timeout: float = 60, network: bool = False,
+           name: str = "step"):
+    log = ws.host("logs", f"{name}.log")
+    res = backend.run(ws, [PY, "-c", code], env={"PYTHONUNBUFFERED": "1"}, cwd="/work",
+                      timeout=timeout, log=log, network=network)
+    return res, log.read_text() if log.exists() else ""
+
+
+def test_command_output_exit_code_and_files_come_back(backend, ws):
+    res, out = run_py(backend, ws, "import sys, os\nprint('out'); print('err', file=sys.stderr)\n"
+                      "open('/work/made-inside.txt', 'w').write(str(os.getuid()))\nsys.exit(3)")
+    assert res.exit_code == 3 and res.signal is None and not res.timed_out and not res.oom_killed
+    assert out.splitlines() == ["out", "err"]
+    assert ws.host("made-inside.txt").read_text() == "1000"
+    assert ws.root == "/work" and ws.python == PY and res.duration > 0
+
+
+def test_isolation_inside_the_test_container(backend, ws, tmp_path):
+    secret = tmp_path / "host-secret.txt"
+    secret.write_text("do not read")
+    code = f"""
+import os, socket
+r = {{}}
+s = socket.socket(); s.settimeout(5)
+try:
+    s.connect(("1.1.1.1", 53)); r["connect"] = "connected"
+except OSError as e:
+    r["connect"] = type(e).__name__
+try:
+    socket.getaddrinfo("pypi.org", 443); r["dns"] = "resolved"
+except OSError as e:
+    r["dns"] = type(e).__name__
+r["uid"] = os.getuid()
+r["capeff"] = [l.split()[1] for l in open("/proc/self/status") if l.startswith("CapEff")][0]
+r["nnp"] = [l.split()[1] for l in open("/proc/self/status") if l.startswith("NoNewPrivs")][0]
+r["secret"] = os.path.exists({str(secret)!r})
+r["repo"] = os.path.exists("/work/main") or os.path.exists("/root/.cache/ft-harness")
+try:
+    open("/usr/ft-harness-probe", "w"); r["rootfs"] = "writable"
+except OSError as e:
+    r["rootfs"] = e.strerror
+open("/tmp/x", "w").write("ok"); r["tmp"] = open("/tmp/x").read()
+r["ifaces"] = sorted(n for _, n in socket.if_nameindex())
+print(repr(r))
+"""
+    res, out = run_py(backend, ws, code)
+    assert res.exit_code == 0, out
+    r = eval(out.strip().splitlines()[-1])  # our own repr, printed above
+    assert r["connect"] in ("OSError", "ConnectionRefusedError", "TimeoutError") or \
+        r["connect"].endswith("Error"), r
+    assert r["connect"] != "connected" and r["dns"] != "resolved"
+    assert r["ifaces"] == ["lo"]
+    assert r["uid"] != 0 and r["uid"] == 1000
+    assert int(r["capeff"], 16) == 0 and r["nnp"] == "1"
+    assert r["secret"] is False and r["repo"] is False
+    assert r["rootfs"] == "Read-only file system" and r["tmp"] == "ok"
+
+
+@pytest.mark.network
+def test_install_step_has_network_ca_and_the_shared_pip_cache(backend, ws, client):
+    code = ("import os, urllib.request\n"
+            "print(urllib.request.urlopen('https://pypi.org/simple/six/', timeout=30).status)\n"
+            "print(os.environ['PIP_CERT'] == os.environ['SSL_CERT_FILE'])\n"
+            "open(os.environ['PIP_CACHE_DIR'] + '/.ft-harness-probe', 'w').write('x')\n")
+    res, out = run_py(backend, ws, code, network=True)
+    assert res.exit_code == 0, out
+    assert out.split() == ["200", "True"]
+    vol = client.volumes.get(PIP_CACHE_VOLUME)
+    assert vol.attrs["Labels"] == {"ft-harness.cache": "pip"}
+
+
+def test_fork_bomb_is_stopped_by_the_pids_limit(backend, ws):
+    # First a counting bomb: how many processes exist when fork starts failing.
+    count = """
+import os, sys, time
+kids = []
+try:
+    while True:
+        pid = os.fork()
+        if pid == 0:
+            time.sleep(60); os._exit(0)
+        kids.append(pid)
+except BlockingIOError as e:
+    print("stopped", len(kids), e.strerror)
+for k in kids:
+    os.kill(k, 9)
+"""
+    res, out = run_py(backend, ws, count, name="count")
+    assert res.exit_code == 0, out
+    word, n, why = out.split(maxsplit=2)
+    assert word == "stopped" and 50 < int(n) < 128 and "temporarily unavailable" in why
+    # Then a real bomb (every process forks forever): bounded by the limit, ended by the timeout.
+    bomb = "import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass\n"
+    started = time.monotonic()
+    res, _ = run_py(backend, ws, bomb, timeout=10, name="bomb")
+    assert res.timed_out is True and res.exit_code is None
+    assert time.monotonic() - started < 60
+    # ... and the harness goes on in the same job.
+    res, out = run_py(backend, ws, "print('alive')", name="after")
+    assert res.exit_code == 0 and out.strip() == "alive"
+
+
+def test_memory_hog_is_stopped_by_the_memory_limit(backend, ws):
+    hog = "chunks = []\nwhile True:\n    chunks.append(bytearray(16 << 20))\n"
+    res, out = run_py(backend, ws, hog, timeout=120, name="hog")
+    assert res.oom_killed is True, (res, out)
+    assert res.signal == 9 and res.exit_code == 137 and not res.timed_out
+    res, out = run_py(backend, ws, "print('alive')", name="after")
+    assert res.exit_code == 0 and out.strip() == "alive"
+
+
+def test_container_killed_from_outside_gives_a_signal(backend, ws, client):
+    box = {}
+    t = threading.Thread(target=lambda: box.update(r=run_py(backend, ws, "import time; "
+                         "print('up', flush=True); time.sleep(120)", name="victim")))
+    t.start()
+    flt = {"label": [f"ft-harness.run={backend.run_id}", "ft-harness.job=job1"]}
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        running = client.containers.list(filters=flt)
+        if running and ws.host("logs", "victim.log").exists() and \
+                "up" in ws.host("logs", "victim.log").read_text():
+            break
+        time.sleep(0.2)
+    running[0].kill(signal="SIGKILL")
+    t.join(60)
+    res, out = box["r"]
+    assert res.signal == 9 and res.exit_code == 137
+    assert not res.timed_out and not res.oom_killed
+    assert out.strip() == "up"
+
+
+def test_timeout_kills_the_container(backend, ws):
+    started = time.monotonic()
+    res, out = run_py(backend, ws, "import time; print('start', flush=True); time.sleep(300)",
+                      timeout=3, name="hang")
+    took = time.monotonic() - started
+    assert res.timed_out is True and res.exit_code is None
+    assert 3 <= res.duration < 15 and took < 45
+    assert out.strip() == "start"
+
+
+def test_close_mid_run_removes_the_container_and_is_idempotent(backend, ws, client):
+    box = {}
+    t = threading.Thread(target=lambda: box.update(r=run_py(
+        backend, ws, "import time; time.sleep(120)", name="long")))
+    t.start()
+    flt = {"label": [f"ft-harness.run={backend.run_id}"]}
+    deadline = time.monotonic() + 60
+    while not client.containers.list(filters=flt) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    closers = [threading.Thread(target=backend.close, args=(ws,)) for _ in range(3)]
+    for c in closers:
+        c.start()
+    for c in closers:
+        c.join(30)
+    t.join(60)
+    res, _ = box["r"]
+    assert res.exit_code is None and res.infra
+    assert client.containers.list(all=True, filters=flt) == []
+    res, _ = run_py(backend, ws, "print(1)", name="after-close")
+    assert res.infra and res.exit_code is None  # a closed job runs nothing more
+
+
+class _Proxy:
+    """A unix-socket proxy in front of the docker socket that can be cut: the daemon
+    'goes away' for the backend while the real engine keeps running for the cleanup."""
+
+    def __init__(self, path: Path, target: str = "/var/run/docker.sock"):
+        self.path, self.target, self.alive = path, target, True
+        self.server = socket.socket(socket.AF_UNIX)
+        self.server.bind(str(path))
+        self.server.listen(16)
+        self.conns: list[socket.socket] = []
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self):
+        while self.alive:
+            try:
+                a, _ = self.server.accept()
+            except OSError:
+                return
+            b = socket.socket(socket.AF_UNIX)
+            b.connect(self.target)
+            self.conns += [a, b]
+            for x, y in ((a, b), (b, a)):
+                threading.Thread(target=self._pipe, args=(x, y), daemon=True).start()
+
+    @staticmethod
+    def _pipe(x, y):
+        try:
+            while data := x.recv(65536):
+                y.sendall(data)
+        except OSError:
+            pass
+        finally:
+            for s in (x, y):
+                with contextlib.suppress(OSError):
+                    s.shutdown(socket.SHUT_RDWR)
+
+    def cut(self):
+        self.alive = False
+        self.server.close()
+        os.unlink(self.path)
+        for s in self.conns:
+            with contextlib.suppress(OSError):
+                s.shutdown(socket.SHUT_RDWR)
+
+
+def test_daemon_going_away_mid_run_is_one_clear_infra_error(client, image, tmp_path):
+    import docker
+
+    proxy = _Proxy(tmp_path / "docker.sock")
+    run_id = f"test-{uuid.uuid4().hex[:10]}"
+    via = docker.DockerClient(base_url=f"unix://{proxy.path}", timeout=30)
+    b = DockerBackend(image=image, run_id=run_id, cpus=1.0, client=via)
+    ws = b.open("job1", tmp_path / "work" / "job1", PY, "")
+    timer = threading.Timer(3, proxy.cut)
+    timer.start()
+    try:
+        with pytest.raises(InfraError) as err:
+            b.run(ws, [PY, "-c", "import time; time.sleep(60)"], env={}, cwd="/work",
+                  timeout=120, log=ws.host("logs", "x.log"), network=False)
+        msg = str(err.value)
+        assert msg.startswith("docker daemon is not answering: ") and "\n" not in msg
+        assert err.value.return_code == 4
+    finally:
+        timer.join()
+        for c in client.containers.list(all=True, filters={"label": f"ft-harness.run={run_id}"}):
+            c.remove(force=True)
+
+
+def test_local_source_outside_the_workspace_is_mounted_read_only(backend, tmp_path):
+    src = tmp_path / "pkg"
+    (src / "pkg").mkdir(parents=True)
+    (src / "pkg" / "__init__.py").write_text("X = 42\n")
+    w = backend.open("job2", tmp_path / "work" / "job2", PY, str(src))
+    try:
+        assert w.source == "/source"
+        res = backend.run(w, [PY, "-c", "import pkg; print(pkg.X); open('/source/y', 'w')"],
+                          env={"PYTHONPATH": w.source}, cwd="/work", timeout=60,
+                          log=w.host("logs", "src.log"), network=False)
+        out = w.host("logs", "src.log").read_text()
+        assert res.exit_code == 1 and out.startswith("42\n") and "Read-only file system" in out
+    finally:
+        backend.close(w)

@@ -1,0 +1,126 @@
+"""Base and interpreter images on a real docker engine: built once, then reused.
+
+The first run builds the base image (debootstrap, ~1-3 min) and the free-threaded
+interpreter image (~5 min on 2 cores); every later run reuses them by tag.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import subprocess
+import uuid
+from pathlib import Path
+
+import pytest
+
+from harness import images, interpreters, matrix
+from harness.backends.docker import docker_available
+
+OK, WHY = docker_available()
+pytestmark = [pytest.mark.docker, pytest.mark.integration,
+              pytest.mark.skipif(not OK, reason=f"no docker engine: {WHY}")]
+
+MATRIX = """
+interpreters:
+  - name: ft313
+    version: 3.13.5
+    source: debian:trixie
+packages:
+  - name: six
+"""
+CONFIG = ("import json, sys, sysconfig; print(json.dumps({'args': sysconfig.get_config_var("
+          "'CONFIG_ARGS'), 'gil': sysconfig.get_config_var('Py_GIL_DISABLED'), "
+          "'version': sys.version.split()[0]}))")
+
+
+@pytest.fixture(scope="module")
+def client():
+    import docker
+
+    c = docker.from_env(timeout=600)
+    yield c
+    c.close()
+
+
+@pytest.fixture(scope="module")
+def interp():
+    return matrix.loads(MATRIX).interpreters[0]
+
+
+@pytest.fixture(scope="module")
+def cache() -> Path:
+    return interpreters.cache_root()
+
+
+@pytest.mark.slow
+def test_interpreter_image_is_built_once_then_reused(client, interp, cache, caplog):
+    caplog.set_level(logging.INFO, logger="harness.images")
+    first = images.ensure_interpreter_image(client, interp, cache)
+    caplog.clear()
+    second = images.ensure_interpreter_image(client, interp, cache)
+    assert second.reused is True
+    assert second.tag == first.tag and second.id == first.id
+    assert second.tag == f"ft-harness/interp:{second.key}"
+    assert second.python == "/opt/python/bin/python3.13t"
+    assert f"reused image {second.tag}" in caplog.text
+    assert "built image" not in caplog.text
+    base = images.ensure_base(client, cache)
+    assert base.reused is True
+
+    labels = client.images.get(second.tag).labels
+    tarball = interpreters.fetch_source(interp, cache)
+    assert labels["ft-harness.key"] == interpreters.build_key(interp, tarball)
+    assert labels["ft-harness.configure"] == "--disable-gil"
+    assert labels["ft-harness.base"] == base.tag
+    assert labels["ft-harness.source-sha256"] == interpreters._sha256(tarball)
+    facts = images.check_image(client, second.tag, interp)
+    assert facts["Py_GIL_DISABLED"] == 1 and facts["gil_enabled"] is False
+
+
+@pytest.mark.slow
+def test_image_interpreter_matches_the_local_build(client, interp, cache):
+    """Same tarball, same configure flags: the docker and local interpreters agree."""
+    ref = images.ensure_interpreter_image(client, interp, cache)
+    out = client.containers.run(ref.tag, [ref.python, "-c", CONFIG], network_mode="none",
+                                remove=True)
+    inside = json.loads(out)
+    local = cache / "interpreters" / ref.key / "bin" / "python3.13t"
+    if not (local / ".." / ".." / "ft-harness.json").resolve().exists():
+        pytest.skip(f"no local build of {ref.key} in {cache} to compare with")
+    here = json.loads(subprocess.run([str(local), "-c", CONFIG], capture_output=True,
+                                     text=True, check=True).stdout)
+    assert inside["version"] == here["version"] == interp.version
+    assert inside["gil"] == here["gil"] == 1
+    strip = lambda args: [a for a in args.split() if not a.strip("'").startswith("--prefix=")]  # noqa: E731
+    assert strip(inside["args"]) == strip(here["args"])
+
+
+def test_runtime_user_and_workdir(client, interp, cache):
+    ref = images.ensure_interpreter_image(client, interp, cache)
+    out = client.containers.run(ref.tag, ["sh", "-c", "id -u; id -g; pwd; test -w /work && echo w"],
+                                network_mode="none", remove=True).decode().split()
+    assert out == ["1000", "1000", "/work", "w"]
+
+
+def test_clean_removes_only_the_given_run(client, interp, cache):
+    ref = images.ensure_base(client, cache)
+    mine, other = f"t-{uuid.uuid4().hex[:8]}", f"t-{uuid.uuid4().hex[:8]}"
+    made = []
+    for run in (mine, other):
+        made.append(client.containers.create(ref.tag, ["true"], labels={
+            "ft-harness.run": run, "ft-harness.job": "j1"}))
+        made.append(client.volumes.create(f"ft-harness-test-{run}", labels={"ft-harness.run": run}))
+    try:
+        removed = images.clean(client, mine)
+        assert len(removed) == 2 and any(r.startswith("volume ft-harness-test-") for r in removed)
+        left = client.containers.list(all=True, filters={"label": "ft-harness.run=" + mine})
+        assert left == []
+        assert client.volumes.list(filters={"label": "ft-harness.run=" + mine}) == []
+        assert len(client.containers.list(all=True, filters={"label": "ft-harness.run=" + other})) == 1
+        assert len(images.clean(client, other)) == 2
+    finally:
+        for obj in made:
+            with contextlib.suppress(Exception):
+                obj.remove(force=True)

@@ -317,6 +317,13 @@ def check_image(client, tag: str, interp: Interpreter) -> dict:
     return facts
 
 
+def ensure_images(client, interps, cache: Path) -> list[ImageRef]:
+    """What ``ft-harness image`` does: the base, then one image per interpreter."""
+    refs = [ensure_base(client, cache)]
+    refs += [ensure_interpreter_image(client, i, cache) for i in interps]
+    return refs
+
+
 # ------------------------------------------------------------------ cleaning
 
 

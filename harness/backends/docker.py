@@ -105,6 +105,7 @@ class DockerBackend:
         self._closed: set[str] = set()
         self._mounts: dict[str, dict[str, dict[str, str]]] = {}
         self._jobs: dict[str, str] = {}  # host_root -> job_id
+        self._cancelled = False
         self._ensure_pip_cache()
 
     # ---------------------------------------------------------------- setup
@@ -178,7 +179,7 @@ class DockerBackend:
         if log_in is not None:
             # The shell opens the log on the mount and execs the command: stdout and stderr
             # share one file descriptor, so their interleaving is exact, as in the local backend.
-            command = ["/bin/sh", "-c", 'exec "$@" >"$0" 2>&1', log_in, *argv]
+            command = ["/bin/sh", "-c", 'exec "$@" >>"$0" 2>&1', log_in, *argv]
         else:
             command = list(argv)
         return dict(
@@ -206,13 +207,11 @@ class DockerBackend:
             timeout: float, log: Path, network: bool) -> Exec:
         job_id = self._job_id(ws)
         with self._lock:
-            if job_id in self._closed:
+            if job_id in self._closed or self._cancelled:
                 return Exec(exit_code=None, infra="job was closed (interrupted)")
         log = Path(log)
         log.parent.mkdir(parents=True, exist_ok=True)
         log_in = self._in_container(ws, log)
-        if log_in is not None:
-            log.unlink(missing_ok=True)
         self._own(ws.host_root)
         config = self._config(ws, argv, env, cwd, log_in, network)
         started = time.monotonic()
@@ -221,7 +220,7 @@ class DockerBackend:
         except Exception as e:
             return self._create_failed(e, log, started)
         with self._lock:
-            closed = job_id in self._closed
+            closed = job_id in self._closed or self._cancelled
             self._live.setdefault(job_id, set()).add(container.id)
         try:
             if closed:
@@ -235,6 +234,9 @@ class DockerBackend:
                 self._wait(container, time.monotonic() + 30)
             state = self._state(container)
             self._collect_logs(container, log, appended=log_in is not None)
+            if timed_out:  # the same note as the local backend
+                with open(log, "a") as f:
+                    f.write(f"\n[ft-harness] killed after {timeout:.0f}s (job timeout)\n")
         except InfraError:
             raise
         except Exception as e:
@@ -293,10 +295,9 @@ class DockerBackend:
             data = container.logs(stdout=True, stderr=True)
         except Exception:
             data = b""
-        if appended and not data:
-            return
-        with open(log, "ab" if appended else "wb") as f:
-            f.write(data)
+        if data:
+            with open(log, "ab") as f:
+                f.write(data)
 
     @staticmethod
     def _outcome(state: dict, timed_out: bool, duration: float) -> Exec:
@@ -341,6 +342,26 @@ class DockerBackend:
         with self._lock:
             self._closed.update(self._live)
         return clean(self.client, self.run_id)
+
+    def cancel(self) -> None:
+        """SIGINT/SIGTERM of the harness: no new commands, every running container removed.
+
+        A run() waiting on a removed container returns Exec(infra=...) within POLL seconds.
+        """
+        with self._lock:
+            self._cancelled = True
+        try:
+            self.close_all()
+        except InfraError as e:
+            log.warning("cleaning up after cancel: %s", e)
+
+    def healthy(self) -> bool:
+        """False once the daemon stops answering (the runner then stops the run)."""
+        try:
+            self.client.ping()
+            return True
+        except Exception:
+            return False
 
 
 class _Removed(Exception):

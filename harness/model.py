@@ -59,6 +59,8 @@ class Exec:
 class TestCase:
     """One test id's outcome in one phase."""
 
+    __test__ = False  # not a pytest test class
+
     outcome: str  # one of OUTCOMES
     message: str = ""  # first line(s) of the failure, for evidence
     parallel: bool | None = None  # ran in parallel threads (pytest-run-parallel), if known

@@ -1,0 +1,85 @@
+"""Result files: round-trip through JSON, atomic writes, job keys."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from harness import matrix, plan
+from harness.model import (
+    VERDICTS,
+    Finding,
+    InterpreterInfo,
+    JobResult,
+    Phase,
+    TestCase,
+    read_result,
+    write_json_atomic,
+)
+
+MATRIX = """\
+interpreters: [{name: ft, version: "3.13.5", source: "debian:trixie"}]
+packages:
+  - {name: six, version: "1.17.0"}
+  - {name: idna}
+"""
+
+
+def sample() -> JobResult:
+    phase = Phase(name="threads-gil0-r1", kind="threads", gil=0, rep=1, command=("pytest", "-x"),
+                  env={"PYTHON_GIL": "0"}, exit_code=1, duration=1.5, log="work/x/logs/a.log",
+                  tests={"t.py::test_a": TestCase(outcome="failed", message="boom", parallel=True)},
+                  counts={"failed": 1}, gil_modules=("pkg._speedups",))
+    finding = Finding(kind="ft-race", test_id="t.py::test_a", modes=(0,), count=3, runs=5,
+                      evidence="junit", excerpt="boom", reproduce="cd x && pytest t.py::test_a")
+    return JobResult(job_id="ft--six", key="k1", package="six", version="1.17.0",
+                     interpreter=InterpreterInfo(name="ft", version="3.13.5", key="cpython-3.13.5-ft-x",
+                                                 configure=("--disable-gil",)),
+                     phases=(phase,), verdict="ft-race", findings=(finding,), links=("https://x",))
+
+
+def test_round_trip(tmp_path: Path) -> None:
+    res = sample()
+    path = tmp_path / "results" / "ft--six.json"
+    write_json_atomic(path, res.to_dict())
+    back = read_result(path)
+    assert back == res
+    assert json.loads(path.read_text())["findings"][0]["ratio"] == "3/5"
+    assert list(tmp_path.joinpath("results").iterdir()) == [path]  # no temp file left behind
+
+
+def test_wrong_schema_is_refused(tmp_path: Path) -> None:
+    d = sample().to_dict()
+    d["schema"] = 99
+    with pytest.raises(ValueError, match="schema 99"):
+        JobResult.from_dict(d)
+    with pytest.raises(ValueError, match="no 'key'"):
+        JobResult.from_dict({k: v for k, v in sample().to_dict().items() if k != "key"})
+
+
+def test_atomic_write_keeps_old_file_on_failure(tmp_path: Path) -> None:
+    path = tmp_path / "r.json"
+    write_json_atomic(path, {"a": 1})
+    with pytest.raises(TypeError):
+        write_json_atomic(path, {"a": object()})
+    assert json.loads(path.read_text()) == {"a": 1}
+    assert [p.name for p in tmp_path.iterdir()] == ["r.json"]
+
+
+def test_verdict_order_is_the_contract() -> None:
+    assert VERDICTS[0] == "build-failure" and VERDICTS[-2:] == ("compatible", "no-tests")
+
+
+def test_job_keys() -> None:
+    spec = matrix.loads(MATRIX)
+    jobs = plan.make_plan(spec)
+    assert [j.job_id for j in jobs] == ["ft--six", "ft--idna"]
+    a, b = jobs
+    assert a.key("interp1") == plan.make_plan(matrix.loads(MATRIX))[0].key("interp1")  # stable
+    assert a.key("interp1") != a.key("interp2")  # interpreter digest counts
+    assert a.key("interp1") != b.key("interp1")
+    changed = replace(a, settings=replace(a.settings, repeat=9))
+    assert changed.key("interp1") != a.key("interp1")  # settings count

@@ -65,7 +65,7 @@ def _env() -> jinja2.Environment:
     env.filters.update(duration=fmt_duration, modes=mode_list, counts=phase_summary,
                        coverage=coverage_summary, coverage_modes=coverage_modes,
                        coverage_extra=coverage_extra, wheel=wheel_summary, flatten=flatten,
-                       safe_url=safe_url, urls=project_urls, shjoin=shlex.join,
+                       http_url=safe_url, urls=project_urls, shjoin=shlex.join,
                        shenv=lambda env: "".join(f"{k}={shlex.quote(v)} " for k, v in env.items()))
     env.globals.update(VERDICTS=VERDICTS, SEVERITY=SEVERITY, INFO_KINDS=INFO_KINDS,
                        CHANGE_LABEL=CHANGE_LABEL)

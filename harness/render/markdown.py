@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from typing import Any
+from urllib.parse import quote
 
 from ..model import VERDICTS
 from .common import (
@@ -37,6 +38,7 @@ ICON = {
 CHANGE_ICON = {"newly-broken": "🔻", "fixed": "🔺", "verdict-changed": "🔁",
                "new-package": "🆕", "removed": "➖"}
 MAX_EXCERPT_LINES = 40
+_URL_SAFE = ":/?#@!$&'()*+,;=%~-._"  # everything else (<, >, spaces, quotes) is %-encoded
 _SPECIAL = re.compile(r"([\\`*_\[\]|~])")
 
 
@@ -173,7 +175,7 @@ def _details(p: dict[str, Any]) -> list[str]:
         out += [f"> **Note:** {text(p['notes'])}", ""]
     links = [u for u in p["links"] if safe_url(u)]
     for u in links:
-        out.append(f"- <{u}>")
+        out.append(f"- <{quote(u, safe=_URL_SAFE)}>")
     if links:
         out.append("")
     return out

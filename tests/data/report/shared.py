@@ -1,0 +1,37 @@
+"""Shared by the report tests (import as tests.data.report.shared): reports built from here."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from harness import aggregate
+
+DATA = Path(__file__).resolve().parent
+XSS = "<script>alert(1)</script>"
+XSS2 = "</pre><img src=x onerror=alert(1)>"
+
+
+def load(*names: str) -> list:
+    results, problems = aggregate.load_results([DATA / n for n in names])
+    assert problems == []
+    return results
+
+
+def previous() -> dict:
+    return aggregate.build_report(load("run0"), meta={"finished": "2026-12-02T08:00:00Z"})
+
+
+def full_report(with_previous: bool = True, hostile: bool = True) -> dict:
+    results = load("run1", "hostile") if hostile else load("run1")
+    return aggregate.build_report(
+        results, meta={"matrix_digest": "ab12cd34ef56aa"},
+        previous=previous() if with_previous else None,
+        expected_jobs=[r.job_id for r in results] + ["cp313t--lost"])
+
+
+def out_dir(tmp: Path) -> Path:
+    """An output dir holding run1's logs, as `ft-harness run` leaves it."""
+    out = tmp / "out"
+    shutil.copytree(DATA / "run1", out)
+    return out

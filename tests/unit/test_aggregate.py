@@ -1,0 +1,206 @@
+"""harness.aggregate: reading result files, building report.json, schema, shard merging."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from harness import aggregate
+from harness.errors import ConfigError
+from harness.model import VERDICTS, JobResult, write_json_atomic
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "report"
+SCHEMA = json.loads(
+    (Path(__file__).resolve().parents[2] / "harness" / "schema" / "report.schema.json").read_text()
+)
+EXPECTED_VERDICTS = {
+    "cp313t--attrs": "compatible",
+    "cp313t--fx-all-unsafe": "compatible",
+    "cp313t--fx-baseline": "baseline-failure",
+    "cp313t--fx-crash": "crash",
+    "cp313t--fx-ft-crash": "ft-crash",
+    "cp313t--fx-hang": "hang",
+    "cp313t--fx-notests": "no-tests",
+    "cp313t--fx-race": "ft-race",
+    "cp313t--fx-refuses-ft": "build-failure",
+    "cp313t--fx-thread-unsafe": "thread-unsafe",
+    "cp313t--idna": "infra-error",
+    "cp313t--msgpack": "gil-reenabled",
+}
+
+
+def validator() -> jsonschema.Draft202012Validator:
+    jsonschema.Draft202012Validator.check_schema(SCHEMA)
+    return jsonschema.Draft202012Validator(SCHEMA)
+
+
+def run1_report(**kw) -> dict:
+    results, problems = aggregate.load_results([DATA / "run1"])
+    assert problems == []
+    return aggregate.build_report(results, meta={"matrix_digest": "d1"}, **kw)
+
+
+def test_load_run_dir_reads_every_result():
+    results, problems = aggregate.load_results([DATA / "run1"])
+    assert problems == []
+    assert {r.job_id: r.verdict for r in results} == EXPECTED_VERDICTS
+
+
+def test_load_accepts_the_results_dir_itself():
+    a, _ = aggregate.load_results([DATA / "run1"])
+    b, _ = aggregate.load_results([DATA / "run1" / "results"])
+    assert [r.to_dict() for r in a] == [r.to_dict() for r in b]
+
+
+def test_corrupt_files_are_named_and_left_out():
+    results, problems = aggregate.load_results([DATA / "corrupt"])
+    assert [r.job_id for r in results] == ["cp313t--attrs"]
+    by_file = {p.split(":")[0].rsplit("/", 1)[-1]: p for p in problems}
+    assert set(by_file) == {"notjson.json", "truncated.json", "wrongschema.json"}
+    assert "not valid JSON (line 1)" in by_file["notjson.json"]
+    assert "not valid JSON (line " in by_file["truncated.json"]
+    assert "result schema 99, expected 1" in by_file["wrongschema.json"]
+    assert all(p.startswith(str(DATA / "corrupt" / "results")) for p in problems)
+
+
+def test_unknown_verdict_is_a_problem(tmp_path):
+    d = json.loads((DATA / "run1/results/cp313t--attrs.json").read_text())
+    d["verdict"] = "mostly-fine"
+    write_json_atomic(tmp_path / "results" / "x.json", d)
+    results, problems = aggregate.load_results([tmp_path])
+    assert results == []
+    assert problems == [f"{tmp_path / 'results' / 'x.json'}: unknown verdict 'mostly-fine'"]
+
+
+def test_same_job_with_different_content_in_two_dirs_is_an_error(tmp_path):
+    for n in ("a", "b"):
+        shutil.copytree(DATA / "run1" / "results", tmp_path / n / "results")
+    f = tmp_path / "b" / "results" / "cp313t--fx-race.json"
+    d = json.loads(f.read_text())
+    d["verdict"] = "compatible"
+    write_json_atomic(f, d)
+    with pytest.raises(ConfigError) as e:
+        aggregate.load_results([tmp_path / "a", tmp_path / "b"])
+    msg = str(e.value)
+    assert "cp313t--fx-race" in msg
+    assert str(tmp_path / "a" / "results" / "cp313t--fx-race.json") in msg
+    assert str(f) in msg
+    assert e.value.return_code == 2
+
+
+def test_identical_copies_merge_once(tmp_path):
+    for n in ("a", "b"):
+        shutil.copytree(DATA / "run1" / "results", tmp_path / n / "results")
+    results, problems = aggregate.load_results([tmp_path / "a", tmp_path / "b"])
+    assert len(results) == len(EXPECTED_VERDICTS) and problems == []
+
+
+def test_missing_dir_is_a_config_error(tmp_path):
+    with pytest.raises(ConfigError, match="not a directory"):
+        aggregate.load_results([tmp_path / "nope"])
+
+
+def test_report_validates_against_schema_with_previous_and_missing():
+    r0, _ = aggregate.load_results([DATA / "run0"])
+    old = aggregate.build_report(r0, meta={})
+    rep = run1_report(previous=old, expected_jobs=[*EXPECTED_VERDICTS, "cp313t--lost"])
+    validator().validate(rep)
+    validator().validate(old)
+    assert rep["missing"] == ["cp313t--lost"]
+    assert rep["changes"]  # run0 differs from run1
+
+
+def test_schema_rejects_what_it_should():
+    v = validator()
+    rep = run1_report()
+    bad = json.loads(json.dumps(rep))
+    bad["packages"][0]["verdict"] = "fine"
+    assert not v.is_valid(bad)
+    bad = json.loads(json.dumps(rep))
+    bad["packages"][0]["phases"][0]["log"] = "../../etc/passwd"
+    assert not v.is_valid(bad)
+    bad = json.loads(json.dumps(rep))
+    del bad["summary"]["hang"]
+    assert not v.is_valid(bad)
+    bad = json.loads(json.dumps(rep))
+    bad["packages"][0]["findings"] = [{"kind": "crash"}]
+    assert not v.is_valid(bad)
+
+
+def test_package_entries_carry_what_the_issue_lists():
+    rep = run1_report()
+    assert rep["schema"] == 1
+    assert rep["summary"] == {v: list(EXPECTED_VERDICTS.values()).count(v) for v in VERDICTS}
+    assert list(rep["summary"]) == list(VERDICTS)
+    names = [p["name"] for p in rep["packages"]]
+    assert names == sorted(names, key=str.lower)
+    crash = next(p for p in rep["packages"] if p["job_id"] == "cp313t--fx-ft-crash")
+    assert crash["interpreter"] == {
+        "name": "cp313t", "version": "3.13.5", "key": "3.13.5-3f1a9c2e-disable-gil",
+        "configure": ["--disable-gil"], "free_threaded": True, "sanitizer": None,
+    }
+    (f,) = crash["findings"]
+    assert (f["kind"], f["test_id"], f["modes"], f["ratio"], f["signal"]) == (
+        "ft-crash", "tests/test_grow.py::test_concurrent_append", [0], "1/1", 11)
+    assert "Fatal Python error: Segmentation fault" in f["excerpt"]
+    assert f["reproduce"].startswith("cd src && PYTHON_GIL=0 ")
+    ph = {p["name"]: p for p in crash["phases"]}
+    assert ph["plain-gil0"]["outcome"] == "crashed" and ph["plain-gil0"]["signal"] == 11
+    assert ph["plain-gil1"]["outcome"] == "ok"
+    assert crash["duration"] == pytest.approx(sum(p["duration"] for p in crash["phases"]))
+    assert "work/cp313t--fx-ft-crash/logs/plain-gil0.log" in crash["logs"]
+    meta = rep["meta"]
+    assert meta["matrix_digest"] == "d1" and meta["backends"] == ["local"]
+    assert meta["started"] == "2026-12-03T08:10:00Z" and meta["finished"] == "2026-12-03T08:22:30Z"
+    unsafe = next(p for p in rep["packages"] if p["name"] == "fx-all-unsafe")
+    assert unsafe["verdict_label"] == "compatible (low thread coverage: 0/8 tests in threads)"
+    msgpack = next(p for p in rep["packages"] if p["name"] == "msgpack")
+    assert msgpack["links"] == ["https://github.com/msgpack/msgpack-python/issues/613"]
+    assert msgpack["wheel"]["installed"] == "sdist"
+
+
+def test_findings_sorted_most_severe_first():
+    d = json.loads((DATA / "hostile/results/cp313t--evil.json").read_text())
+    d["findings"] = list(reversed(d["findings"]))
+    rep = aggregate.build_report([JobResult.from_dict(d)], meta={})
+    assert [f["kind"] for f in rep["packages"][0]["findings"]] == ["ft-race", "no-thread-coverage"]
+
+
+def test_unsafe_log_paths_are_dropped():
+    d = json.loads((DATA / "run1/results/cp313t--attrs.json").read_text())
+    d["phases"][0]["log"] = "../../../etc/passwd"
+    d["phases"][1]["log"] = "/etc/passwd"
+    rep = aggregate.build_report([JobResult.from_dict(d)], meta={})
+    p = rep["packages"][0]
+    assert p["phases"][0]["log"] == "" and p["phases"][1]["log"] == ""
+    assert all(not lp.startswith(("/", "..")) for lp in p["logs"])
+
+
+def test_three_shards_merge_to_the_unsharded_report(tmp_path):
+    files = sorted((DATA / "run1" / "results").glob("*.json"))
+    shards = [tmp_path / f"shard{i}" for i in range(3)]
+    for i, f in enumerate(files):
+        (shards[i % 3] / "results").mkdir(parents=True, exist_ok=True)
+        shutil.copy(f, shards[i % 3] / "results" / f.name)
+    merged, problems = aggregate.load_results(list(reversed(shards)))
+    assert problems == []
+    whole = run1_report(expected_jobs=list(EXPECTED_VERDICTS))
+    parts = aggregate.build_report(merged, meta={"matrix_digest": "d1"},
+                                   expected_jobs=list(EXPECTED_VERDICTS))
+    assert json.dumps(parts, sort_keys=True) == json.dumps(whole, sort_keys=True)
+    lost = aggregate.build_report(merged[1:], meta={}, expected_jobs=list(EXPECTED_VERDICTS))
+    assert lost["missing"] == [merged[0].job_id]
+
+
+def test_copy_logs_brings_linked_logs_into_a_new_out_dir(tmp_path):
+    rep = run1_report()
+    n = aggregate.copy_logs(rep, [DATA / "run1"], tmp_path)
+    on_disk = {str(p.relative_to(DATA / "run1")) for p in (DATA / "run1" / "work").rglob("*.log")}
+    assert n == len(on_disk)
+    for rel in on_disk:
+        assert (tmp_path / rel).read_bytes() == (DATA / "run1" / rel).read_bytes()
+    assert aggregate.copy_logs(rep, [DATA / "run1"], tmp_path) == 0  # already there

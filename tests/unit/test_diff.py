@@ -1,0 +1,97 @@
+"""harness.diff: what changed between two reports, and which changes are regressions."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+import pytest
+
+from harness import aggregate, diff
+from harness.errors import ConfigError
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "report"
+
+
+def report(name: str) -> dict:
+    results, problems = aggregate.load_results([DATA / name])
+    assert problems == []
+    return aggregate.build_report(results, meta={})
+
+
+@pytest.fixture(scope="module")
+def run0() -> dict:
+    return report("run0")
+
+
+@pytest.fixture(scope="module")
+def run1() -> dict:
+    return report("run1")
+
+
+def test_identical_reports_have_no_changes(run1):
+    changes = diff.diff_reports(run1, copy.deepcopy(run1))
+    assert changes == []
+    assert not diff.has_regression(changes)
+    assert diff.format_changes(changes) == "no changes"
+
+
+def test_one_verdict_changed_is_exactly_one_change(run1):
+    new = copy.deepcopy(run1)
+    attrs = next(p for p in new["packages"] if p["name"] == "attrs")
+    attrs["verdict"] = "ft-race"
+    changes = diff.diff_reports(run1, new)
+    assert [(c.kind, c.package, c.old, c.new) for c in changes] == [
+        ("newly-broken", "attrs", "compatible", "ft-race")]
+    assert diff.has_regression(changes)
+    text = diff.format_changes(changes)
+    assert text.splitlines() == [
+        "! newly-broken: attrs 25.3.0 [cp313t]: compatible -> ft-race",
+        "1 change(s), 1 regression(s)",
+    ]
+
+
+def test_run0_to_run1(run0, run1):
+    got = {c.job_id: (c.kind, c.old, c.new, c.regression) for c in diff.diff_reports(run0, run1)}
+    assert got == {
+        "cp313t--fx-all-unsafe": ("new-package", None, "compatible", False),
+        "cp313t--fx-notests": ("new-package", None, "no-tests", False),
+        "cp313t--fx-race": ("newly-broken", "compatible", "ft-race", True),
+        "cp313t--idna": ("newly-broken", "compatible", "infra-error", True),
+        "cp313t--fx-hang": ("verdict-changed", "ft-race", "hang", True),  # hang is more severe
+        "cp313t--fx-ft-crash": ("verdict-changed", "crash", "ft-crash", True),
+        "cp313t--simplejson": ("removed", "compatible", None, False),
+    }
+    idna = next(c for c in diff.diff_reports(run0, run1) if c.package == "idna")
+    assert (idna.old_version, idna.new_version) == ("3.9", "3.10")
+    assert "idna (3.9 -> 3.10)" in idna.describe()
+
+
+def test_the_reverse_direction_fixes_and_improves(run0, run1):
+    changes = {c.job_id: c for c in diff.diff_reports(run1, run0)}
+    assert changes["cp313t--fx-race"].kind == "fixed"
+    assert not changes["cp313t--fx-race"].regression
+    assert changes["cp313t--fx-hang"].kind == "verdict-changed"
+    assert not changes["cp313t--fx-hang"].regression  # hang -> ft-race is less severe
+    assert changes["cp313t--simplejson"].kind == "new-package"
+    assert changes["cp313t--fx-notests"].kind == "removed"
+    assert changes["cp313t--fx-ft-crash"].kind == "verdict-changed"  # ft-crash -> crash
+    assert not diff.has_regression(list(changes.values()))  # ft-crash is the more severe one
+
+
+def test_not_a_report_is_a_config_error(run1):
+    with pytest.raises(ConfigError, match="old report has no 'packages'"):
+        diff.diff_reports({"schema": 1}, run1)
+    with pytest.raises(ConfigError, match="without job_id"):
+        diff.diff_reports(run1, {"packages": [{"name": "x"}]})
+
+
+def test_build_report_marks_changes_on_packages(run0):
+    results, _ = aggregate.load_results([DATA / "run1"])
+    rep = aggregate.build_report(results, meta={}, previous=run0)
+    marks = {p["name"]: p.get("change") for p in rep["packages"]}
+    assert marks["fx-race"] == "newly-broken"
+    assert marks["attrs"] is None
+    assert {c["kind"] for c in rep["changes"]} == {
+        "new-package", "newly-broken", "verdict-changed", "removed"}
+    assert all("regression" in c for c in rep["changes"])

@@ -1,0 +1,78 @@
+"""harness.render.junit: one test case per package x finding, read back with junitparser."""
+
+from __future__ import annotations
+
+import copy
+
+from junitparser import Error, Failure, JUnitXml, Skipped
+
+from harness.model import INFO_KINDS
+from harness.render import junit
+from tests.data.report.shared import XSS, XSS2, full_report
+
+
+def parse(tmp_path, report) -> JUnitXml:
+    f = tmp_path / "junit.xml"
+    f.write_text(junit.render(report), encoding="utf-8")
+    return JUnitXml.fromfile(str(f))
+
+
+def cases(xml: JUnitXml) -> dict[tuple[str, str], object]:
+    return {(c.classname, c.name): c for suite in xml for c in suite}
+
+
+def test_one_case_per_package_and_finding(tmp_path):
+    rep = full_report()
+    xml = parse(tmp_path, rep)
+    got = cases(xml)
+    # a case per finding, plus a verdict case for packages without a blocking finding
+    expected = sum(
+        len(p["findings"]) + (not any(f["kind"] not in INFO_KINDS for f in p["findings"]))
+        for p in rep["packages"])
+    assert expected == 15
+    assert len(got) == expected
+    suites = list(xml)
+    assert [s.name for s in suites] == ["free-threaded cp313t"]
+    assert suites[0].tests == expected
+
+
+def test_verdicts_map_to_pass_failure_error_skip(tmp_path):
+    got = cases(parse(tmp_path, full_report()))
+    attrs = got[("cp313t.attrs", "verdict: compatible")]
+    assert attrs.is_passed
+    race = got[("cp313t.fx-race", "ft-race: tests/test_buf.py::test_shared_buffer")]
+    (res,) = race.result
+    assert isinstance(res, Failure) and res.type == "ft-race"
+    assert "seen in 2/3 runs" in res.text and "reproduce: cd src && PYTHON_GIL=0" in res.text
+    assert "PARALLEL FAILED" in res.text
+    (infra,) = got[("cp313t.idna", "infra-error")].result
+    assert isinstance(infra, Error)
+    (skip,) = got[("cp313t.fx-all-unsafe", "no-thread-coverage")].result
+    assert isinstance(skip, Skipped)
+    unsafe = got[("cp313t.fx-all-unsafe",
+                  "verdict: compatible (low thread coverage: 0/8 tests in threads)")]
+    assert unsafe.is_passed
+    (nt,) = got[("cp313t.fx-notests", "verdict: no-tests")].result
+    assert isinstance(nt, Skipped)
+    (crash,) = got[("cp313t.fx-ft-crash", "ft-crash: tests/test_grow.py::test_concurrent_append")].result
+    assert isinstance(crash, Failure) and "Fatal Python error: Segmentation fault" in crash.text
+
+
+def test_totals_on_the_root(tmp_path):
+    xml = parse(tmp_path, full_report())
+    suite = next(iter(xml))
+    fails = sum(1 for c in suite for r in c.result if isinstance(r, Failure))
+    errors = sum(1 for c in suite for r in c.result if isinstance(r, Error))
+    skips = sum(1 for c in suite for r in c.result if isinstance(r, Skipped))
+    assert (suite.failures, suite.errors, suite.skipped) == (fails, errors, skips)
+    # one failure per blocking finding: 8 fixtures/real packages + evil-pkg; idna's is an error
+    assert (fails, errors, skips) == (9, 1, 3)  # skipped: 2 no-thread-coverage + no-tests
+
+
+def test_hostile_and_control_characters_round_trip(tmp_path):
+    rep = copy.deepcopy(full_report())
+    evil = next(p for p in rep["packages"] if p["name"] == "evil-pkg")
+    evil["findings"][0]["excerpt"] += "\x1b[31mred\x1b[0m \x00 end"
+    got = cases(parse(tmp_path, rep))
+    (res,) = got[("cp313t.evil-pkg", f"ft-race: tests/test_x.py::test_{XSS}")].result
+    assert XSS2 in res.text and "[31mred" in res.text and "\x1b" not in res.text

@@ -1,0 +1,106 @@
+"""harness.render.markdown: the summary line, the table, findings, changes, escaping."""
+
+from __future__ import annotations
+
+import re
+
+from harness import render
+from harness.render import markdown
+from tests.data.report.shared import XSS, XSS2, full_report, out_dir
+
+
+def test_summary_line_counts_every_verdict_present():
+    rep = full_report()
+    line = markdown.summary_line(rep)
+    assert line.startswith("**13 packages**: ")
+    assert "🔀 2 ft-race" in line and "✅ 2 compatible" in line and "⛔ 1 build-failure" in line
+    assert "hang" in line and "❓ 1 missing" in line
+    assert "thread-unsafe" in line and "0 " not in line  # zero counts are left out
+
+
+def test_table_has_a_row_per_package_with_its_verdict():
+    rep = full_report()
+    md = markdown.render(rep)
+    rows = [ln for ln in md.splitlines() if ln.startswith("| ") and " | cp313t | " in ln]
+    assert len(rows) == len(rep["packages"]) == 13
+    for p in rep["packages"]:
+        (row,) = [r for r in rows if r.startswith(f"| {markdown.text(p['name'])} |")]
+        assert f"**{p['verdict']}**" in row
+    unsafe = next(r for r in rows if r.startswith("| fx-all-unsafe |"))
+    assert "(low thread coverage: 0/8 tests in threads)" in unsafe
+    assert "0/16 (0%)" in unsafe
+    msgpack = next(r for r in rows if r.startswith("| msgpack |"))
+    assert "no ft wheel, installed sdist" in msgpack
+
+
+def test_findings_show_test_id_modes_ratio_evidence_and_reproduce():
+    md = markdown.render(full_report(with_previous=False, hostile=False))
+    sec = md.split("### 🔀 fx-race 0.1 — ft-race")[1].split("###")[0]
+    assert "**ft-race** ` tests/test_buf.py::test_shared_buffer `" in sec
+    assert "GIL off (PYTHON_GIL=0), 2/3 runs, evidence: junit" in sec
+    assert "```sh\n  cd src && PYTHON_GIL=0 PYTHONFAULTHANDLER=1 ../venv/bin/python -P -m pytest" in sec
+    assert "PARALLEL FAILED tests/test_buf.py::test_shared_buffer" in sec
+    crash = md.split("ft-crash 0.1 — ft-crash")[1].split("###")[0]
+    assert "signal 11" in crash and "Fatal Python error: Segmentation fault" in crash
+    assert "> **Note:** Fixed upstream in 1.1.0" in md
+    assert "- <https://github.com/msgpack/msgpack-python/issues/613>" in md
+    assert "## Changes" not in md
+
+
+def test_changes_are_marked_when_previous_is_given():
+    md = markdown.render(full_report())
+    changes = md.split("## Changes since the previous report")[1].split("\n## ")[0]
+    assert "| 🔻 **regression** | fx-race 0.1 | newly-broken | compatible | ft-race |" in changes
+    assert "| ➖  | simplejson 3.19.3 | removed | compatible | — |" in changes
+    assert "| fx-race | 0.1 | cp313t | 🔀 **ft-race** |" in md
+    assert md.count("🔻 newly-broken") == 2  # fx-race and idna rows
+
+
+def test_hostile_text_is_inert():
+    md = markdown.render(full_report())
+    outside_code = re.sub(r"(?ms)^ *(`{3,}).*?^ *\1$", "", md)  # fenced blocks
+    outside_code = re.sub(r"(`+) .*? \1", "", outside_code)  # code spans: literal in Markdown
+    assert XSS not in outside_code and "<img" not in outside_code
+    assert "&lt;script&gt;alert\\(1\\)&lt;/script&gt;" in outside_code or \
+        "&lt;script&gt;alert(1)&lt;/script&gt;" in outside_code
+    assert "javascript:" not in md  # unsafe links are not linked
+    assert XSS2 in md  # but the evidence is kept, inside a code fence
+
+
+def test_code_survives_backticks_and_pipes():
+    assert markdown.code("a`b") == "`` a`b ``"
+    assert markdown.code("x|y") == "` x\\|y `"
+    body = "```\nnot the end\n```"
+    fenced = markdown.block(body)
+    assert fenced.startswith("````\n") and fenced.endswith("\n````")
+
+
+def test_long_excerpts_are_cut_from_the_top():
+    text = "\n".join(f"line {i}" for i in range(100))
+    out = markdown.block(text)
+    assert "[... 60 earlier lines; see the log]" in out and "line 99" in out and "line 59\n" not in out
+
+
+def test_write_all_appends_to_the_step_summary(tmp_path, monkeypatch):
+    summary = tmp_path / "summary.md"
+    summary.write_text("previous step\n")
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    out = out_dir(tmp_path)
+    render.write_all(full_report(), out)
+    text = summary.read_text()
+    assert text.startswith("previous step\n# Free-threaded compatibility report")
+    assert text.endswith((out / "report.md").read_text())
+
+
+def test_no_step_summary_without_the_variable(tmp_path, monkeypatch):
+    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
+    written = render.write_all(full_report(), out_dir(tmp_path))
+    assert all(p.exists() for p in written)
+
+
+def test_step_summary_is_cut_under_the_limit(monkeypatch):
+    monkeypatch.setattr(render, "STEP_SUMMARY_LIMIT", 2000)
+    md = markdown.render(full_report())
+    cut = render.step_summary(md)
+    assert len(cut.encode()) < 2200 and "truncated for the step summary" in cut
+    assert cut.count("```") % 2 == 0

@@ -1,0 +1,139 @@
+"""Read one phase's log and JUnit XML into the fields of model.Phase.
+
+:func:`parse_phase` never raises on what a package's run wrote: a missing,
+truncated or garbled file gives what could be read plus the raw tail of the
+log in ``excerpt``.  Test ids are pytest node ids (``tests/test_x.py::TestK::test_y[p]``),
+the same for plain, xdist and pytest-run-parallel runs of the same suite.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections import Counter
+from pathlib import Path
+
+from ..model import OUTCOMES, Phase, TestCase
+from .crash import find_crashes
+from .gil import gil_modules
+from .hang import find_hang
+from .junit import CRASHED_RE, TIMEOUT_RE, guess_nodeid, junit_key, parse_junit
+from .parallel import parse_parallel
+from .pytestlog import parse_log
+
+__all__ = ["parse_phase", "gil_modules", "read_text", "tail"]
+
+log = logging.getLogger(__name__)
+
+MAX_READ = 32 * 1024 * 1024  # a runaway log is read head + tail, not whole
+TAIL_LINES = 60
+TAIL_CHARS = 6000
+FINAL_WORDS = {
+    "passed": "passed", "failed": "failed", "error": "error", "errors": "error",
+    "skipped": "skipped", "xfailed": "skipped", "xpassed": "passed", "deselected": "",
+    "warnings": "", "warning": "", "rerun": "",
+}
+
+
+def read_text(path: Path) -> str:
+    """A file's text, '' when missing; undecodable bytes replaced, huge files cut in the middle."""
+    try:
+        size = path.stat().st_size
+        with open(path, "rb") as f:
+            if size <= MAX_READ:
+                data = f.read()
+            else:
+                head = f.read(MAX_READ // 2)
+                f.seek(size - MAX_READ // 2)
+                data = head + b"\n[... cut ...]\n" + f.read()
+    except OSError:
+        return ""
+    return data.replace(b"\x00", b"").decode("utf-8", errors="replace")
+
+
+def tail(text: str, lines: int = TAIL_LINES, chars: int = TAIL_CHARS) -> str:
+    out = "\n".join(text.rstrip().splitlines()[-lines:])
+    return out[-chars:]
+
+
+def _outcome_from_message(outcome: str, message: str) -> str:
+    if outcome in ("failed", "error"):
+        if CRASHED_RE.search(message):
+            return "crashed"
+        if TIMEOUT_RE.search(message):
+            return "timeout"
+    return outcome
+
+
+def _parse(phase: Phase, out_dir: Path) -> Phase:
+    text = read_text(out_dir / phase.log) if phase.log else ""
+    jtext = read_text(out_dir / phase.junit) if phase.junit else ""
+    plog = parse_log(text)
+    cases, clean = parse_junit(jtext) if jtext else ([], False)
+    if jtext and not clean:
+        log.info("%s: JUnit XML is truncated or malformed; read %d cases", phase.name, len(cases))
+
+    known = set(plog.tests) | set(plog.started) | {m.group("id") for m in CRASHED_RE.finditer(text)}
+    by_key = {junit_key(t): t for t in known}
+    tests: dict[str, TestCase] = {}
+    for c in cases:
+        tid = by_key.get(c.key) or guess_nodeid(c)
+        lt = plog.tests.get(tid)
+        prev = tests.get(tid)
+        if prev is not None and prev.outcome not in ("passed", "skipped"):
+            continue  # a second <testcase> for a teardown error after a failure
+        tests[tid] = TestCase(
+            outcome=c.outcome, message=c.message or (lt.message if lt else ""),
+            parallel=lt.parallel if lt else None,
+        )
+    for tid, lt in plog.tests.items():
+        if tid not in tests:
+            tests[tid] = TestCase(outcome=_outcome_from_message(lt.outcome, lt.message),
+                                  message=lt.message, parallel=lt.parallel)
+
+    crashes = find_crashes(text, exit_code=phase.exit_code, sig=phase.signal,
+                           unfinished=plog.unfinished)
+    for c in crashes:
+        if c["test_id"]:
+            msg = c["fatal"] or (f"signal {c['signal']}" if c["signal"] else "worker crashed")
+            tests[c["test_id"]] = TestCase(outcome="crashed", message=msg[:300],
+                                           parallel=tests[c["test_id"]].parallel
+                                           if c["test_id"] in tests else None)
+    crash = dict(crashes[0], all=crashes) if crashes else {}
+
+    timed = [t for t, tc in tests.items() if tc.outcome == "timeout"]
+    hang = find_hang(text, timed_out_tests=timed, timed_out=phase.timed_out,
+                     unfinished=plog.unfinished, finished=plog.finished)
+    if hang.get("running") and hang["running"] not in tests:
+        tests[hang["running"]] = TestCase(outcome="timeout", message=hang.get("why", ""))
+
+    parallel = {}
+    if phase.kind in ("threads", "collect"):
+        parallel = parse_parallel(text, plog, collect_only=phase.kind == "collect")
+
+    counts = Counter(tc.outcome for tc in tests.values())
+    if not tests and plog.final:
+        for word, n in plog.final.items():
+            key = FINAL_WORDS.get(word, "")
+            if key:
+                counts[key] += n
+    return dataclasses.replace(
+        phase,
+        tests=tests,
+        counts={k: counts[k] for k in OUTCOMES if counts.get(k)},
+        crash=crash,
+        hang=hang,
+        gil_modules=tuple(gil_modules(text)),
+        parallel=parallel,
+        excerpt=tail(text),
+    )
+
+
+def parse_phase(phase: Phase, out_dir: Path) -> Phase:
+    """``phase`` with tests, counts, crash, hang, gil_modules, parallel and excerpt filled in."""
+    try:
+        return _parse(phase, Path(out_dir))
+    except Exception:  # a bug of ours must not lose the package's result
+        log.exception("parsing phase %s failed", phase.name)
+        text = read_text(Path(out_dir) / phase.log) if phase.log else ""
+        return dataclasses.replace(phase, excerpt=tail(text))

@@ -1,0 +1,160 @@
+"""Crashes: exit by signal, faulthandler's ``Fatal Python error`` blocks, xdist's crashed workers.
+
+With ``PYTHONFAULTHANDLER=1`` a dying interpreter prints::
+
+    Fatal Python error: Segmentation fault
+    <blank>
+    Current thread 0x... (most recent call first):
+      File "/src/tests/test_x.py", line 10 in test_y
+      ...
+
+pytest-xdist then reports ``worker 'gw1' crashed while running '<node id>'``
+and goes on; without xdist the whole pytest process dies by the signal and
+the running test is the last node id that ``-v`` printed without a result.
+Worker stderr is interleaved with the controller's output, so blocks are
+matched to crashed tests by the test function named in the stack.
+"""
+
+from __future__ import annotations
+
+import re
+import signal as _signal
+from typing import Any
+
+from .junit import CRASHED_RE
+
+FATAL_RE = re.compile(r"Fatal Python error: (?P<what>[^\n]*)")
+FRAME_RE = re.compile(r'^\s+File "(?P<file>[^"]+)", line (?P<line>\d+) in (?P<func>\S+)')
+CURRENT_RE = re.compile(r"^(?:Current thread|Thread) 0x[0-9a-f]+ .*most recent call first")
+SIGNAL_OF = {
+    "Segmentation fault": _signal.SIGSEGV,
+    "Aborted": _signal.SIGABRT,
+    "Bus error": _signal.SIGBUS,
+    "Floating-point exception": _signal.SIGFPE,
+    "Floating point exception": _signal.SIGFPE,
+    "Illegal instruction": _signal.SIGILL,
+}
+MAX_FRAMES = 25
+
+
+def signal_of(what: str) -> int | None:
+    for name, sig in SIGNAL_OF.items():
+        if what.startswith(name):
+            return int(sig)
+    return None
+
+
+def _is_lib(path: str) -> bool:
+    return "site-packages" in path or "/lib/python3" in path or path.startswith("<")
+
+
+def fatal_blocks(text: str) -> list[dict[str, Any]]:
+    """Every ``Fatal Python error`` with the current thread's stack that follows it."""
+    lines = text.splitlines()
+    blocks = []
+    for i, line in enumerate(lines):
+        m = FATAL_RE.search(line)
+        if not m:
+            continue
+        what = m.group("what").strip()
+        frames: list[str] = []
+        in_current = False
+        for nxt in lines[i + 1 : i + 400]:
+            if FATAL_RE.search(nxt):
+                break
+            if CURRENT_RE.match(nxt.strip()):
+                in_current = nxt.lstrip().startswith("Current thread")
+                if frames and not in_current:
+                    break
+                continue
+            fm = FRAME_RE.match(nxt)
+            if fm and in_current and len(frames) < MAX_FRAMES:
+                frames.append(nxt.strip())
+        test_frame = next(
+            (f for f in frames if not _is_lib(FRAME_RE.match("  " + f).group("file"))), ""
+        )
+        blocks.append(
+            {
+                "fatal": what,
+                "signal": signal_of(what),
+                "stack": frames,
+                "stack_top": frames[0] if frames else "",
+                "test_frame": test_frame,
+                "excerpt": "\n".join([line.strip(), *frames[:8]]),
+            }
+        )
+    return blocks
+
+
+def _func(test_id: str) -> str:
+    return test_id.rsplit("::", 1)[-1].split("[", 1)[0]
+
+
+def _frame_func(frame: str) -> str:
+    m = FRAME_RE.match("  " + frame)
+    return m.group("func") if m else ""
+
+
+def phase_signal(exit_code: int | None, sig: int | None) -> int | None:
+    if sig:
+        return sig
+    if exit_code is not None and exit_code < 0:
+        return -exit_code
+    if exit_code is not None and 128 < exit_code < 128 + 65:
+        return exit_code - 128  # via a shell
+    return None
+
+
+def find_crashes(
+    text: str, *, exit_code: int | None, sig: int | None, unfinished: list[str]
+) -> list[dict[str, Any]]:
+    """One entry per crashed test (or one without a test id when none can be named)."""
+    blocks = fatal_blocks(text)
+    used: set[int] = set()
+    crashes = []
+    crashed_ids = list(dict.fromkeys(m.group("id") for m in CRASHED_RE.finditer(text)))
+
+    def take(test_id: str) -> dict[str, Any]:
+        for i, b in enumerate(blocks):
+            if i not in used and b["test_frame"] and _frame_func(b["test_frame"]) == _func(test_id):
+                used.add(i)
+                return b
+        for i, b in enumerate(blocks):
+            if i not in used and not b["test_frame"]:
+                used.add(i)
+                return b
+        return {}
+
+    for tid in crashed_ids:
+        b = take(tid)
+        line = next(m.group(0) for m in CRASHED_RE.finditer(text) if m.group("id") == tid)
+        crashes.append(
+            {
+                "test_id": tid,
+                "signal": b.get("signal"),
+                "fatal": b.get("fatal", ""),
+                "stack_top": b.get("stack_top", ""),
+                "test_frame": b.get("test_frame", ""),
+                "excerpt": "\n".join(x for x in (line, b.get("excerpt", "")) if x),
+                "worker": True,
+            }
+        )
+    psig = phase_signal(exit_code, sig)
+    if psig is not None and psig not in (_signal.SIGKILL, _signal.SIGTERM, _signal.SIGINT):
+        rest = [b for i, b in enumerate(blocks) if i not in used]
+        b = rest[-1] if rest else {}
+        tid = unfinished[-1] if unfinished else ""
+        if not tid and b.get("test_frame"):
+            tid = ""  # a stack without a node id: keep the frame as evidence only
+        crashes.append(
+            {
+                "test_id": tid,
+                "signal": psig,
+                "fatal": b.get("fatal", ""),
+                "stack_top": b.get("stack_top", ""),
+                "test_frame": b.get("test_frame", ""),
+                "excerpt": b.get("excerpt", "") or f"process ended by signal {psig}",
+                "worker": False,
+            }
+        )
+    return crashes

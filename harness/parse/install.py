@@ -1,0 +1,65 @@
+"""Why an install phase failed: the package's build, or our infrastructure.
+
+A compiler's ``file.c:3:2: error: ...`` (or a missing Rust/Cython toolchain)
+is the package's problem (``build-failure``); pip's network and disk errors
+and a timed-out install are ours (``infra-error``).
+"""
+
+from __future__ import annotations
+
+import re
+
+COMPILER_RE = re.compile(
+    r"^\s*(?P<line>\S+\.(?:c|cc|cpp|cxx|h|hh|hpp|pyx|pxd|f|f90|rs|m|mm)[:(]\d+[^\n]*?"
+    r"\b(?:fatal )?error\b[^\n]*)$",
+    re.M,
+)
+OTHER_ERROR_RE = re.compile(r"^\s*(?P<line>(?:error\[E\d+\]|fatal error:|Error compiling Cython)[^\n]*)$", re.M)
+INFRA_PATTERNS = (
+    "No matching distribution found",
+    "Could not fetch URL",
+    "Temporary failure in name resolution",
+    "Name or service not known",
+    "Failed to establish a new connection",
+    "No space left on device",
+    "Read timed out",
+    "Connection reset by peer",
+    "Network is unreachable",
+    "SSLError",
+    "CERTIFICATE_VERIFY_FAILED",
+    "ProxyError",
+    "Disk quota exceeded",
+)
+BUILD_PATTERNS = (
+    "Failed building wheel",
+    "Failed to build",
+    "subprocess-exited-with-error",
+    "metadata-generation-failed",
+    "can't find Rust compiler",
+    "Microsoft Visual C++",
+)
+PIP_ERROR_RE = re.compile(r"^ERROR: (?P<line>.*)$", re.M)
+
+
+def classify_install(text: str, *, timed_out: bool, infra: str = "") -> tuple[str, str, str]:
+    """(kind, evidence, excerpt): kind is "build-failure" or "infra-error"."""
+    if infra:
+        return "infra-error", "log", infra
+    m = COMPILER_RE.search(text) or OTHER_ERROR_RE.search(text)
+    if m:
+        return "build-failure", "compiler", m.group("line").strip()
+    if timed_out:
+        return "infra-error", "timeout", "the install timed out"
+    for pat in INFRA_PATTERNS:
+        if pat in text:
+            line = next(ln.strip() for ln in text.splitlines() if pat in ln)
+            return "infra-error", "log", line
+    for pat in BUILD_PATTERNS:
+        if pat in text:
+            line = next(ln.strip() for ln in text.splitlines() if pat in ln)
+            return "build-failure", "log", line
+    pm = PIP_ERROR_RE.search(text)
+    if pm:
+        return "build-failure", "log", pm.group(0).strip()
+    tail = "\n".join(text.strip().splitlines()[-5:])
+    return "infra-error", "log", tail or "install failed with no output"

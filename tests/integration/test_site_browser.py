@@ -1,0 +1,183 @@
+"""The static site in a real headless Chromium (Debian's), driven by playwright.
+
+Opens site/index.html from disk (file://), checks every package row and its
+verdict, filtering and sorting, a package page's findings, and that hostile
+test ids / excerpts render as text without running anything.  Screenshots go
+to the test's tmp dir and, when FT_HARNESS_ARTIFACTS is set, there too (CI
+uploads them).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from harness import render
+from harness.render import history
+from tests.data.report.shared import XSS, XSS2, full_report, out_dir, previous
+
+pytestmark = pytest.mark.browser
+
+CHROMIUM = Path(os.environ.get("FT_HARNESS_CHROMIUM", "/usr/bin/chromium"))
+ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+        "--disable-component-update", "--disable-sync", "--no-first-run"]
+
+sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed "
+                               "(pip install playwright; never `playwright install`)")
+if not CHROMIUM.exists():
+    pytest.skip(f"no Chromium at {CHROMIUM} (apt-get install chromium)", allow_module_level=True)
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory) -> tuple[Path, dict]:
+    out = out_dir(tmp_path_factory.mktemp("browser"))
+    rep = full_report()
+    render.write_all(rep, out, history=history.update(None, previous()))
+    return out, rep
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[object]:
+    with sync_api.sync_playwright() as p:
+        b = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
+        yield b
+        b.close()
+
+
+@pytest.fixture
+def page(browser):
+    """A page that records dialogs, page errors and any request leaving file://."""
+    ctx = browser.new_context(viewport={"width": 1280, "height": 900})
+    pg = ctx.new_page()
+    pg.dialogs, pg.errors, pg.remote = [], [], []
+    pg.on("dialog", lambda d: (pg.dialogs.append(d.message), d.dismiss()))
+    pg.on("pageerror", lambda e: pg.errors.append(str(e)))
+    pg.on("request", lambda r: None if r.url.startswith("file://") else pg.remote.append(r.url))
+    yield pg
+    assert pg.errors == [], pg.errors
+    assert pg.remote == [], pg.remote
+    ctx.close()
+
+
+def shoot(pg, tmp_path: Path, name: str) -> Path:
+    path = tmp_path / name
+    pg.screenshot(path=str(path), full_page=True)
+    assert path.stat().st_size > 10_000
+    dest = os.environ.get("FT_HARNESS_ARTIFACTS")
+    if dest:
+        Path(dest).mkdir(parents=True, exist_ok=True)
+        shutil.copy(path, Path(dest) / name)
+    return path
+
+
+def visible_jobs(pg) -> list[str]:
+    return pg.eval_on_selector_all(
+        "#packages tbody tr", "rows => rows.filter(r => !r.hidden).map(r => r.dataset.job)")
+
+
+def test_every_package_row_is_there_with_its_verdict(site, page, tmp_path):
+    out, rep = site
+    page.goto((out / "site/index.html").as_uri())
+    rows = page.locator("#packages tbody tr")
+    assert rows.count() == len(rep["packages"]) == 13
+    for p in rep["packages"]:
+        row = page.locator(f'#packages tbody tr[data-job="{p["job_id"]}"]')
+        assert row.locator("td.name a").inner_text() == p["name"]
+        assert row.locator(".badge").inner_text() == p["verdict"]
+        assert row.is_visible()
+    assert page.locator("#shown").inner_text() == "13 of 13 shown"
+    shoot(page, tmp_path, "site-index-desktop.png")
+    page.set_viewport_size({"width": 390, "height": 844})
+    # at phone width the table is a list of cards: nothing may stick out sideways
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
+    shoot(page, tmp_path, "site-index-phone.png")
+
+
+def test_filter_by_verdict_with_the_select_and_the_chips(site, page):
+    out, rep = site
+    page.goto((out / "site/index.html").as_uri())
+    by_verdict = {}
+    for p in rep["packages"]:
+        by_verdict.setdefault(p["verdict"], set()).add(p["job_id"])
+    page.select_option("#verdict-filter", "ft-race")
+    assert set(visible_jobs(page)) == by_verdict["ft-race"] and len(by_verdict["ft-race"]) == 2
+    assert page.locator("#shown").inner_text() == "2 of 13 shown"
+    page.click('.chip[data-filter="compatible"]')
+    assert set(visible_jobs(page)) == by_verdict["compatible"]
+    assert page.input_value("#verdict-filter") == "compatible"
+    assert "verdict=compatible" in page.evaluate("location.hash")
+    page.click('.chip[data-filter="compatible"]')  # a second click clears the filter
+    assert len(visible_jobs(page)) == 13
+    page.select_option("#verdict-filter", "hang")  # no package with it but one
+    page.fill("#search", "nomatch")
+    assert visible_jobs(page) == [] and page.locator("#empty").is_visible()
+    page.select_option("#verdict-filter", "")
+    page.fill("#search", "fx-c")
+    assert set(visible_jobs(page)) == {"cp313t--fx-crash"}
+    # the filter survives a reload through the URL hash
+    page.fill("#search", "")
+    page.select_option("#verdict-filter", "gil-reenabled")
+    page.reload()
+    assert visible_jobs(page) == ["cp313t--msgpack"]
+
+
+def test_sorting_by_column(site, page):
+    out, rep = site
+    page.goto((out / "site/index.html").as_uri())
+    page.click("#packages thead button:text('Package')")
+    names = page.eval_on_selector_all("#packages tbody td.name a", "as => as.map(a => a.textContent)")
+    assert names == sorted((p["name"] for p in rep["packages"]), key=str.lower)
+    page.click("#packages thead button:text('Package')")
+    names = page.eval_on_selector_all("#packages tbody td.name a", "as => as.map(a => a.textContent)")
+    assert names == sorted((p["name"] for p in rep["packages"]), key=str.lower, reverse=True)
+    page.click("#packages thead button:text('Verdict')")
+    first = page.locator("#packages tbody tr").first.get_attribute("data-verdict")
+    assert first == "build-failure"
+
+
+def test_a_package_page_shows_its_findings(site, page, tmp_path):
+    out, _ = site
+    page.goto((out / "site/index.html").as_uri())
+    with page.expect_navigation():
+        page.click('#packages td.name a:text-is("fx-ft-crash")')
+    assert page.url.endswith("/site/pkg/cp313t--fx-ft-crash.html")
+    finding = page.locator("article.finding").first
+    assert finding.locator(".kind").inner_text() == "ft-crash"
+    assert finding.locator(".test-id").inner_text() == "tests/test_grow.py::test_concurrent_append"
+    assert "Fatal Python error: Segmentation fault" in finding.locator("pre.excerpt").inner_text()
+    assert finding.locator("pre.wrap").inner_text().startswith("cd src && PYTHON_GIL=0 ")
+    assert page.get_by_text("3.13.5-3f1a9c2e-disable-gil").is_visible()
+    log = page.locator('a[href$="plain-gil0.log"]')
+    assert log.count() == 1
+    with page.expect_navigation():
+        log.click()
+    assert "Fatal Python error: Segmentation fault" in page.content()
+    page.go_back()
+    shoot(page, tmp_path, "site-package-desktop.png")
+    page.set_viewport_size({"width": 390, "height": 844})
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
+    shoot(page, tmp_path, "site-package-phone.png")
+
+
+def test_hostile_test_ids_and_output_render_as_text(site, page, tmp_path):
+    out, _ = site
+    page.add_init_script("window.__pwned = 0;")
+    for rel in ("site/index.html", "site/pkg/cp313t--evil.html"):
+        page.goto((out / rel).as_uri())
+        page.wait_for_load_state("load")
+        assert page.locator("img").count() == 0
+        assert page.locator("script").count() == 1  # ours only
+    finding = page.locator("article.finding").first
+    assert finding.locator(".test-id").inner_text() == f"tests/test_x.py::test_{XSS}"
+    assert finding.locator(".test-id").is_visible()
+    assert XSS2 in finding.locator("pre.excerpt").inner_text()
+    assert finding.locator("pre.excerpt").is_visible()
+    assert page.get_by_text(f"note {XSS} {XSS2}").is_visible()
+    assert page.locator('a[href^="javascript:"]').count() == 0
+    page.click("button.copy")  # our JS still works on this page
+    shoot(page, tmp_path, "site-xss.png")
+    assert page.dialogs == []

@@ -142,3 +142,104 @@ def test_parse_dir(tmp_path):
     got = parse_tsan_dir(tmp_path)
     assert [(r["log"], r["kind"]) for r in got] == [("tsan.99", "SEGV"), ("tsan.101", "data race")]
     assert parse_tsan_dir(tmp_path / "missing") == []
+
+
+# ------------------------------------------------------------------ harness.tsan (env, suppressions, findings)
+
+from harness import tsan  # noqa: E402
+from harness.model import Phase  # noqa: E402
+
+CPYTHON_SUPP = DATA / "cpython-3.13.5-suppressions_free_threading.txt"
+
+
+def _opts(env: dict[str, str]) -> dict[str, str]:
+    import shlex
+
+    return dict(w.split("=", 1) for w in shlex.split(env["TSAN_OPTIONS"]))
+
+
+def test_tsan_env():
+    env = tsan.tsan_env("/w/logs/tsan/threads-r1/", ["/w/tsan.supp"])
+    o = _opts(env)
+    assert o["log_path"] == "/w/logs/tsan/threads-r1/tsan"
+    assert o["suppressions"] == "/w/tsan.supp"
+    assert o["halt_on_error"] == "0" and o["exitcode"] == "0"
+    assert o["second_deadlock_stack"] == "1"
+    assert "suppressions" not in _opts(tsan.tsan_env("/w", []))
+
+
+def test_tsan_env_quotes_separators_and_refuses_two_files():
+    o = _opts(tsan.tsan_env("/a dir:with,seps", ["/s p/x.supp"]))
+    assert o["log_path"] == "/a dir:with,seps/tsan"
+    assert o["suppressions"] == "/s p/x.supp"
+    with pytest.raises(ValueError, match="one suppressions file"):
+        tsan.tsan_env("/w", ["/a", "/b"])
+
+
+def test_install_env_keeps_pip_alive():
+    env = tsan.install_env("/w/logs/tsan/install", ["/w/tsan.supp"])
+    o = _opts(env)
+    assert o["exitcode"] == "0" and o["log_path"] == "/w/logs/tsan/install/tsan"
+    assert env["CFLAGS"] == env["LDFLAGS"] == "-fsanitize=thread"
+
+
+def _tarball(tmp_path: Path) -> Path:
+    import tarfile
+
+    tb = tmp_path / "Python-3.13.5.tar.xz"
+    with tarfile.open(tb, "w:xz") as tf:
+        tf.add(CPYTHON_SUPP, arcname="Python-3.13.5/Tools/tsan/suppressions_free_threading.txt")
+        tf.add(CPYTHON_SUPP, arcname="Python-3.13.5/Tools/tsan/suppressions.txt")
+    return tb
+
+
+def test_write_suppressions_merges_cpython_and_package(tmp_path):
+    extra = tmp_path / "pkg.supp"
+    extra.write_text("race:my_package_known_race\n")
+    out = tsan.write_suppressions(_tarball(tmp_path), str(extra), tmp_path / "job" / "tsan.supp")
+    text = out.read_text()
+    assert "race_top:assign_version_tag" in text and "race:set_allocator_unlocked" in text
+    assert text.rstrip().endswith("race:my_package_known_race")
+    assert text.index("assign_version_tag") < text.index("my_package_known_race")
+    none = tsan.write_suppressions(_tarball(tmp_path), None, tmp_path / "b.supp").read_text()
+    assert "my_package" not in none and "thread:pthread_create" in none
+
+
+def test_write_suppressions_errors(tmp_path):
+    from harness.errors import BuildError
+
+    with pytest.raises(BuildError, match="tsan_suppressions"):
+        tsan.write_suppressions(_tarball(tmp_path), str(tmp_path / "nope"), tmp_path / "x.supp")
+    bad = tmp_path / "bad.tar.xz"
+    bad.write_bytes(b"not a tarball")
+    with pytest.raises(BuildError):
+        tsan.write_suppressions(bad, None, tmp_path / "y.supp")
+
+
+def _phase(rep: int, text: str, gil: int = 0) -> Phase:
+    return Phase(name=f"tsan-gil{gil}-r{rep}", kind="tsan", gil=gil, rep=rep,
+                 tsan=tuple(dedup(parse_tsan(text))))
+
+
+def test_findings_count_runs_not_reports():
+    race = _read("c", "race_markers.log")
+    phases = [_phase(1, race + race), _phase(2, ""), _phase(3, race),
+              Phase(name="threads-gil0-r1", kind="threads", gil=0, rep=1)]
+    [f] = tsan.findings_from_tsan(phases)
+    assert (f.kind, f.evidence, f.count, f.runs, f.modes) == ("ft-race", "tsan", 2, 3, (0,))
+    assert f.test_id == "a"
+    assert f.stack_top == "w /tmp/h6/c/t.c:9"
+    assert f.phase == "tsan-gil0-r1"
+    assert "Previous write" in f.excerpt
+    assert "`w`" in f.message
+
+
+def test_findings_kinds():
+    phases = [_phase(1, _read("c", "uaf_lockorder.log") + _read("c", "segv.log"))]
+    got = {f.message.split(" in ")[0]: f.kind for f in tsan.findings_from_tsan(phases)}
+    assert got == {
+        "ThreadSanitizer: heap-use-after-free": "ft-race",
+        "ThreadSanitizer: lock-order-inversion": "hang",
+        "ThreadSanitizer: SEGV": "ft-crash",
+    }
+    assert tsan.findings_from_tsan([]) == []

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import re
 from collections import Counter
 from pathlib import Path
 
@@ -19,9 +20,9 @@ from .gil import gil_modules
 from .hang import find_hang
 from .junit import CRASHED_RE, TIMEOUT_RE, guess_nodeid, junit_key, parse_junit
 from .parallel import parse_parallel
-from .pytestlog import parse_log
+from .pytestlog import FINAL_RE, parse_log
 
-__all__ = ["parse_phase", "gil_modules", "read_text", "tail"]
+__all__ = ["NOTE", "parse_phase", "gil_modules", "read_text", "tail", "incomplete"]
 
 log = logging.getLogger(__name__)
 
@@ -56,9 +57,13 @@ def tail(text: str, lines: int = TAIL_LINES, chars: int = TAIL_CHARS) -> str:
     return out[-chars:]
 
 
+CRASHED_SHORT_RE = re.compile(r"worker '[^']+' crashed")
+NOTE = "[ft-harness] "  # parser notes appended to an excerpt, e.g. an unreadable JUnit file
+
+
 def _outcome_from_message(outcome: str, message: str) -> str:
     if outcome in ("failed", "error"):
-        if CRASHED_RE.search(message):
+        if CRASHED_RE.search(message) or CRASHED_SHORT_RE.search(message):
             return "crashed"
         if TIMEOUT_RE.search(message):
             return "timeout"
@@ -70,13 +75,18 @@ def _parse(phase: Phase, out_dir: Path) -> Phase:
     jtext = read_text(out_dir / phase.junit) if phase.junit else ""
     plog = parse_log(text)
     cases, clean = parse_junit(jtext) if jtext else ([], False)
+    notes = []
     if jtext and not clean:
         log.info("%s: JUnit XML is truncated or malformed; read %d cases", phase.name, len(cases))
+        notes.append(f"{NOTE}{phase.junit} is truncated or malformed ({len(cases)} test cases read)")
 
     known = set(plog.tests) | set(plog.started) | {m.group("id") for m in CRASHED_RE.finditer(text)}
     by_key = {junit_key(t): t for t in known}
     tests: dict[str, TestCase] = {}
     for c in cases:
+        if c.key == ("pytest", "internal"):  # INTERNALERROR: pytest's own, not a test
+            notes.append(f"{NOTE}pytest INTERNALERROR: {c.message}")
+            continue
         tid = by_key.get(c.key) or guess_nodeid(c)
         lt = plog.tests.get(tid)
         prev = tests.get(tid)
@@ -125,7 +135,7 @@ def _parse(phase: Phase, out_dir: Path) -> Phase:
         hang=hang,
         gil_modules=tuple(gil_modules(text)),
         parallel=parallel,
-        excerpt=tail(text),
+        excerpt="\n".join([tail(text), *notes]).strip(),
     )
 
 
@@ -137,3 +147,20 @@ def parse_phase(phase: Phase, out_dir: Path) -> Phase:
         log.exception("parsing phase %s failed", phase.name)
         text = read_text(Path(out_dir) / phase.log) if phase.log else ""
         return dataclasses.replace(phase, excerpt=tail(text))
+
+
+def incomplete(phase: Phase) -> str:
+    """Why a parsed pytest phase's results cannot be trusted in full ('' when they can).
+
+    pytest always ends with its ``== N passed in Xs ==`` line, and a crash by
+    signal or the job timeout explain a missing one; anything else means the
+    log was cut or garbled.
+    """
+    if phase.kind not in ("plain", "threads"):
+        return ""
+    problems = [ln[len(NOTE):] for ln in phase.excerpt.splitlines() if ln.startswith(NOTE)]
+    if phase.timed_out or phase.crash or (phase.signal and phase.signal not in (9, 15)):
+        return "; ".join(problems)
+    if phase.exit_code in (0, 1, 2, 3, 4, 5) and not FINAL_RE.search(phase.excerpt):
+        problems.insert(0, "the log has no pytest summary line (cut or garbled)")
+    return "; ".join(problems)

@@ -15,20 +15,20 @@ COMPILER_RE = re.compile(
     re.M,
 )
 OTHER_ERROR_RE = re.compile(r"^\s*(?P<line>(?:error\[E\d+\]|fatal error:|Error compiling Cython)[^\n]*)$", re.M)
-INFRA_PATTERNS = (
-    "No matching distribution found",
-    "Could not fetch URL",
+INFRA_PATTERNS = (  # most specific first: the first that matches names the cause
+    "No space left on device",
+    "Disk quota exceeded",
     "Temporary failure in name resolution",
     "Name or service not known",
     "Failed to establish a new connection",
-    "No space left on device",
+    "Could not fetch URL",
     "Read timed out",
     "Connection reset by peer",
     "Network is unreachable",
     "SSLError",
     "CERTIFICATE_VERIFY_FAILED",
     "ProxyError",
-    "Disk quota exceeded",
+    "No matching distribution found",
 )
 BUILD_PATTERNS = (
     "Failed building wheel",

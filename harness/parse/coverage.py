@@ -1,0 +1,121 @@
+"""How much of a suite the threaded runs actually ran in threads (issue #10).
+
+Per GIL mode: tests that ran in parallel threads, tests pytest-run-parallel
+ran single-threaded (thread-unsafe, with its reason) or skipped as
+thread-unsafe, and tests skipped for their own reasons.  The facts come from
+trusted sources only: a threaded run without pytest-xdist (per-test
+``PARALLEL`` markers) or a ``--collect-only`` run of the threaded command
+(phase kind ``collect``); a threaded run under xdist alone leaves coverage
+unknown, because its controller reports nothing true about threads.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from ..matrix import Settings
+from ..model import Finding, Phase
+
+MAX_REASONS = 200
+
+
+def _mode_coverage(mode: int, threads: list[Phase], sources: list[Phase]) -> dict[str, Any]:
+    trusted = [p for p in sources if p.parallel.get("trusted")]
+    single: dict[str, str] = {}
+    skipped_unsafe: dict[str, str] = {}
+    for p in trusted:
+        single.update(p.parallel.get("single", {}))
+        skipped_unsafe.update(p.parallel.get("skipped", {}))
+    ran: set[str] = set()
+    seen: set[str] = set()
+    for p in threads:
+        for tid, tc in p.tests.items():
+            seen.add(tid)
+            if tc.outcome != "skipped":
+                ran.add(tid)
+    skipped = seen - ran - set(skipped_unsafe)
+    total = len(ran | set(skipped_unsafe))
+    known = bool(trusted)
+    in_threads = len(ran - set(single) - set(skipped_unsafe)) if known else None
+    reasons = dict(list({**single, **skipped_unsafe}.items())[:MAX_REASONS])
+    collected = next((p.parallel.get("collected_parallel") for p in trusted
+                      if p.parallel.get("collected_parallel") is not None), None)
+    return {
+        "mode": mode,
+        "known": known,
+        "source": ",".join(sorted({p.parallel.get("source", "") for p in trusted})) or "none",
+        "in_threads": in_threads,
+        "single": len(set(single) & ran) if known else None,
+        "skipped_unsafe": len(skipped_unsafe) if known else None,
+        "skipped": len(skipped),
+        "total": total,
+        "collected_parallel": collected,
+        "reasons": reasons,
+    }
+
+
+def compute(phases: Sequence[Phase]) -> dict[str, Any]:
+    """``{"gil0": {...}, "gil1": {...}}`` for every mode with a threaded run."""
+    out: dict[str, Any] = {}
+    modes = sorted({p.gil for p in phases if p.kind == "threads" and p.gil is not None})
+    for m in modes:
+        threads = [p for p in phases if p.kind == "threads" and p.gil == m]
+        collect = [p for p in phases if p.kind == "collect" and p.gil == m]
+        if not collect:  # one collect phase may serve every mode
+            collect = [p for p in phases if p.kind == "collect" and p.gil is None]
+        out[f"gil{m}"] = _mode_coverage(m, threads, threads + collect)
+    return out
+
+
+def _lowest(cov: dict[str, Any]) -> dict[str, Any] | None:
+    known = [c for c in cov.values() if c["known"] and c["total"]]
+    if not known:
+        return None
+    return min(known, key=lambda c: (c["in_threads"] / c["total"], c["mode"]))
+
+
+def qualifier(cov: dict[str, Any], settings: Settings) -> str:
+    """"low thread coverage: k/n tests in threads" below settings.min_parallel_fraction."""
+    if not cov:
+        return ""
+    low = _lowest(cov)
+    if low is None:
+        if any(c["total"] for c in cov.values()):
+            return "thread coverage unknown"
+        return ""
+    k, n = low["in_threads"], low["total"]
+    if k / n < settings.min_parallel_fraction:
+        return f"low thread coverage: {k}/{n} tests in threads"
+    return ""
+
+
+def findings(cov: dict[str, Any], phases: Sequence[Phase]) -> list[Finding]:
+    """One ``no-thread-coverage`` finding when no test ran in threads (in the modes named)."""
+    zero = [c for c in cov.values() if c["known"] and c["total"] and c["in_threads"] == 0]
+    if not zero:
+        return []
+    from ..verdict import reproduce  # the command helpers live with the verdict
+
+    modes = tuple(c["mode"] for c in zero)
+    n = max(c["total"] for c in zero)
+    src = next((p for p in phases if p.kind == "collect" and p.gil in modes), None) or next(
+        p for p in phases if p.kind == "threads" and p.gil in modes
+    )
+    reasons = zero[0]["reasons"]
+    lines = [f"{tid}: {why}" for tid, why in list(reasons.items())[:8]]
+    if len(reasons) > 8:
+        lines.append(f"... and {len(reasons) - 8} more")
+    return [
+        Finding(
+            kind="no-thread-coverage",
+            modes=modes,
+            count=0,
+            runs=n,
+            evidence="log",
+            excerpt="\n".join(lines) or "no test ran in parallel threads",
+            message=f"0/{n} tests ran in parallel threads (pytest-run-parallel ran them single-threaded)",
+            reproduce=reproduce(src, None),
+            phase=src.name,
+        )
+    ]

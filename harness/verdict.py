@@ -1,0 +1,399 @@
+"""Per-test outcomes across a job's phases -> findings -> one verdict (issue #4).
+
+The table of outcomes is test id x phase (plain/threads x GIL mode x repetition).
+Rules, in the order of model.VERDICTS (most severe first):
+
+- build-failure / infra-error: the install phase failed (compiler error vs pip,
+  network, disk, timeout); a later phase the backend could not run, or whose
+  pytest died of a usage/internal error, is infra-error.
+- ft-crash: a test crashed (signal) with the GIL off and never with it on;
+  crash: it crashed with the GIL on (in both modes, or only with it on).
+- hang: pytest-timeout fired, or the job-level timeout killed the phase.
+- ft-race: passes in every plain run, fails in some GIL-off threaded runs and
+  in no GIL-on threaded run; ``k/R`` = failing GIL-off repetitions / all of them.
+- thread-unsafe: passes in plain runs, fails in threaded runs with the GIL on
+  (in both modes, or only with it on).
+- gil-reenabled: the probe saw the GIL re-enabled on import (modules named).
+- baseline-failure: fails in a plain run (with the GIL on; GIL-off-only plain
+  failures too, marked with that mode).  Such tests are blamed for nothing else
+  that a failure would show (ft-race, thread-unsafe); crashes and hangs still count.
+- no-tests: no test ran anywhere (only the probe counts); else compatible.
+
+``no-thread-coverage`` (0 tests ran in threads) is shown but never decides.
+"""
+
+from __future__ import annotations
+
+import logging
+import shlex
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from .matrix import Settings
+from .model import INFO_KINDS, VERDICTS, Finding, Phase
+from .parse import coverage as _coverage
+from .parse import incomplete
+from .parse.gil import warning_lines
+from .parse.install import classify_install
+
+__all__ = ["Decision", "decide", "reproduce"]
+
+log = logging.getLogger(__name__)
+
+BAD = ("failed", "error")
+RUN_KINDS = ("plain", "threads")
+PYTEST_BROKE = (3, 4)  # internal error, usage error: pytest itself, not a test
+
+
+@dataclass(frozen=True, kw_only=True)
+class Decision:
+    verdict: str
+    qualifier: str = ""
+    findings: tuple[Finding, ...] = ()
+    coverage: dict[str, Any] = field(default_factory=dict)
+
+
+# ------------------------------------------------------------------ reproduce commands
+
+_DROP_FLAG = ("--junitxml", "--junit-xml", "--numprocesses", "--collect-only", "--co", "--dist")
+_DROP_THREADS = ("--parallel-threads", "--iterations")
+_VALUE_OPTS = ("-p", "-k", "-m", "-c", "-o", "-W", "--rootdir", "--confcutdir", "--basetemp",
+               "--deselect", "--ignore", "--ignore-glob", "-r", "--tb", "--durations", "--maxfail")
+
+
+def _pytest_args(cmd: Sequence[str]) -> tuple[list[str], list[str]]:
+    """(head up to and including ``-m pytest``, the pytest arguments)."""
+    for i in range(len(cmd) - 1):
+        if cmd[i] == "-m" and cmd[i + 1] == "pytest":
+            return list(cmd[: i + 2]), list(cmd[i + 2 :])
+    return list(cmd), []
+
+
+def reproduce(phase: Phase, test_id: str | None) -> str:
+    """A shell command that reproduces what ``phase`` found, on its own.
+
+    pytest runs lose ``--junitxml`` and ``-n auto`` (a crash then ends pytest
+    itself, which is what one wants to see) and, when ``test_id`` is given,
+    their test paths, replaced by that id; plain runs keep no thread options,
+    threaded runs keep ``--parallel-threads``/``--iterations``.
+    """
+    head, args = _pytest_args(phase.command)
+    if not args:
+        cmd = list(phase.command)
+    else:
+        kept: list[str] = []
+        paths: list[str] = []
+        i = 0
+        while i < len(args):
+            a = args[i]
+            name = a.split("=", 1)[0]
+            if a in ("-n", "--dist") or (a.startswith("-n") and len(a) > 2 and a[2:3] != "-"):
+                i += 2 if a in ("-n", "--dist") else 1
+                continue
+            if name in _DROP_FLAG or (phase.kind != "threads" and name in _DROP_THREADS):
+                i += 1 if "=" in a or name in ("--collect-only", "--co") else 2
+                continue
+            if a in _VALUE_OPTS and i + 1 < len(args):
+                kept += [a, args[i + 1]]
+                i += 2
+                continue
+            (paths if not a.startswith("-") else kept).append(a)
+            i += 1
+        cmd = head + kept + ([test_id] if test_id else paths)
+    env = " ".join(f"{k}={shlex.quote(v)}" for k, v in sorted(phase.env.items()))
+    line = " ".join(shlex.quote(c) for c in cmd)
+    if phase.gil is None and phase.kind in ("probe", "install") and "PYTHON_GIL" not in phase.env:
+        line = f"env -u PYTHON_GIL {line}" if phase.kind == "probe" else line
+    prefix = f"cd {shlex.quote(phase.cwd)} && " if phase.cwd else ""
+    return f"{prefix}{env + ' ' if env else ''}{line}"
+
+
+def probe_command(probe_phase: Phase | None, phases: Sequence[Phase], module: str) -> str:
+    """The import that shows a GIL warning: ``python -W default -c "import mod; ..."``."""
+    python = ""
+    for p in [probe_phase, *phases]:
+        if p is not None and p.command and p.kind in ("probe", "plain", "threads"):
+            python = p.command[0]
+            break
+    if not module:
+        return reproduce(probe_phase, None) if probe_phase else ""
+    code = f"import sys, {module}; print(sys._is_gil_enabled())"
+    py = shlex.quote(python or "python")
+    return f"env -u PYTHON_GIL {py} -P -W default -c {shlex.quote(code)}"
+
+
+# ------------------------------------------------------------------ findings
+
+
+def _severity(kind: str) -> int:
+    return VERDICTS.index(kind) if kind in VERDICTS else len(VERDICTS)
+
+
+def _install_findings(phase: Phase) -> list[Finding]:
+    if phase.ok:
+        return []
+    kind, evidence, excerpt = classify_install(
+        phase.excerpt, timed_out=phase.timed_out, infra=phase.infra
+    )
+    if kind == "build-failure" and evidence != "compiler":
+        message = f"install failed: {excerpt}"
+    elif kind == "build-failure":
+        message = f"does not build for the free-threaded interpreter: {excerpt}"
+    else:
+        message = f"harness problem during install: {excerpt}"
+    return [
+        Finding(
+            kind=kind,
+            evidence=evidence,
+            excerpt=excerpt if excerpt in phase.excerpt else f"{excerpt}\n{phase.excerpt[-1500:]}",
+            message=message[:300],
+            reproduce=reproduce(phase, None),
+            phase=phase.name,
+        )
+    ]
+
+
+def _broken_run(phase: Phase) -> Finding | None:
+    """A plain/threads phase that gave no usable result, through no fault of a test."""
+    cut = incomplete(phase)
+    if phase.infra:
+        why = f"the backend failed: {phase.infra}"
+    elif cut:
+        why = f"its results are incomplete: {cut}"
+    elif phase.exit_code in PYTEST_BROKE and not phase.crash and not phase.timed_out:
+        what = "an internal error" if phase.exit_code == 3 else "a usage error"
+        why = f"pytest stopped with {what} (exit code {phase.exit_code})"
+    elif phase.tests or phase.crash or phase.hang:
+        return None
+    elif phase.exit_code == 2:
+        why = "pytest was interrupted before running tests (exit code 2)"
+    elif phase.exit_code not in (0, 5, None) or phase.signal:
+        why = f"exit code {phase.exit_code}, and no test results could be read"
+    else:
+        return None
+    return Finding(
+        kind="infra-error",
+        modes=(phase.gil,) if phase.gil is not None else (),
+        evidence="log",
+        excerpt=phase.excerpt[-2000:] or "(empty log)",
+        message=f"{phase.name}: {why}",
+        reproduce=reproduce(phase, None),
+        phase=phase.name,
+    )
+
+
+def _table(phases: Sequence[Phase]) -> dict[str, dict[str, str]]:
+    """test id -> phase name -> outcome."""
+    table: dict[str, dict[str, str]] = {}
+    for p in phases:
+        for tid, tc in p.tests.items():
+            table.setdefault(tid, {})[p.name] = tc.outcome
+    return table
+
+
+def _excerpt_for(phase: Phase, tid: str, fallback: str = "") -> str:
+    tc = phase.tests.get(tid)
+    msg = tc.message if tc else ""
+    return f"{tid}: {msg}".strip(": ") if msg else (fallback or tid)
+
+
+def _crash_findings(phases: Sequence[Phase], ran_modes: set[int]) -> list[Finding]:
+    seen: dict[str, list[tuple[Phase, dict[str, Any]]]] = {}
+    for p in phases:
+        if p.kind not in RUN_KINDS:
+            continue
+        for c in p.crash.get("all", []):
+            seen.setdefault(c.get("test_id", ""), []).append((p, c))
+    out = []
+    for tid, hits in seen.items():
+        modes = tuple(sorted({p.gil for p, _ in hits if p.gil is not None}))
+        kind = "ft-crash" if modes == (0,) and 1 in ran_modes else "crash"
+        relevant = [p for p in phases if p.kind in RUN_KINDS and p.gil in modes]
+        first_p, first_c = hits[0]
+        sig = first_c.get("signal")
+        where = f"{tid} " if tid else "the test process "
+        mode_txt = "with the GIL off only" if kind == "ft-crash" else f"in modes {list(modes)}"
+        out.append(
+            Finding(
+                kind=kind,
+                test_id=tid,
+                modes=modes,
+                count=len(hits),
+                runs=len(relevant),
+                evidence="signal",
+                excerpt=first_c.get("excerpt", ""),
+                signal=sig,
+                stack_top=first_c.get("test_frame") or first_c.get("stack_top", ""),
+                message=f"{where}crashed ({first_c.get('fatal') or f'signal {sig}'}) {mode_txt}",
+                reproduce=reproduce(first_p, tid or None),
+                phase=first_p.name,
+            )
+        )
+    return out
+
+
+def _hang_findings(phases: Sequence[Phase]) -> list[Finding]:
+    seen: dict[str, list[tuple[Phase, dict[str, Any]]]] = {}
+    for p in phases:
+        if p.kind not in RUN_KINDS or not p.hang:
+            continue
+        for t in p.hang.get("tests", []):
+            seen.setdefault(t["test_id"], []).append((p, t))
+        if p.hang.get("job_timeout") and not p.hang.get("tests"):
+            seen.setdefault(p.hang.get("running", ""), []).append(
+                (p, {"excerpt": p.hang.get("why", ""), "stack_top": ""})
+            )
+    out = []
+    for tid, hits in seen.items():
+        modes = tuple(sorted({p.gil for p, _ in hits if p.gil is not None}))
+        kinds = sorted({p.kind for p, _ in hits})
+        first_p, first = hits[0]
+        out.append(
+            Finding(
+                kind="hang",
+                test_id=tid,
+                modes=modes,
+                count=len(hits),
+                runs=len([p for p in phases if p.kind in kinds and p.gil in modes]),
+                evidence="timeout",
+                excerpt=first.get("excerpt", ""),
+                stack_top=first.get("stack_top", ""),
+                message=f"{tid or 'a test'} timed out in {'/'.join(kinds)} runs, modes {list(modes)}",
+                reproduce=reproduce(first_p, tid or None),
+                phase=first_p.name,
+            )
+        )
+    return out
+
+
+def _failure_findings(
+    phases: Sequence[Phase], ran_modes: set[int], blamed: set[str]
+) -> tuple[list[Finding], set[str]]:
+    """baseline-failure, ft-race, thread-unsafe; returns them and the baseline test ids."""
+    plain = [p for p in phases if p.kind == "plain"]
+    threads = [p for p in phases if p.kind == "threads"]
+    table = _table(plain + threads)
+    out: list[Finding] = []
+    baseline: set[str] = set()
+    for tid, row in table.items():
+        plain_bad = [p for p in plain if row.get(p.name) in BAD]
+        if plain_bad:
+            baseline.add(tid)
+            if tid in blamed:
+                continue
+            modes = tuple(sorted({p.gil for p in plain_bad if p.gil is not None}))
+            first = next((p for p in plain_bad if p.gil == 1), plain_bad[0])
+            note = "" if 1 in modes or 1 not in ran_modes else " (with the GIL off only)"
+            out.append(
+                Finding(
+                    kind="baseline-failure",
+                    test_id=tid,
+                    modes=modes,
+                    count=len(plain_bad),
+                    runs=len(plain),
+                    evidence="junit",
+                    excerpt=_excerpt_for(first, tid),
+                    message=f"{tid} fails in a plain run{note}: not thread-related",
+                    reproduce=reproduce(first, tid),
+                    phase=first.name,
+                )
+            )
+            continue
+        if tid in blamed:
+            continue
+        bad_by_mode = {
+            m: [p for p in threads if p.gil == m and row.get(p.name) in BAD] for m in ran_modes
+        }
+        fail_modes = tuple(sorted(m for m, ps in bad_by_mode.items() if ps))
+        if not fail_modes:
+            continue
+        if fail_modes == (0,):
+            kind, modes = "ft-race", (0,)
+            why = "fails in threaded runs with the GIL off only; passes in plain runs"
+        else:
+            kind, modes = "thread-unsafe", fail_modes
+            why = "fails in threaded runs with the GIL on too: not thread-safe regardless of the GIL"
+        hits = [p for m in modes for p in bad_by_mode[m]]
+        runs = [p for p in threads if p.gil in modes and p.name in row]
+        first = hits[0]
+        out.append(
+            Finding(
+                kind=kind,
+                test_id=tid,
+                modes=modes,
+                count=len(hits),
+                runs=len(runs),
+                evidence="junit",
+                excerpt=_excerpt_for(first, tid),
+                message=f"{tid} {why} ({len(hits)}/{len(runs)})",
+                reproduce=reproduce(first, tid),
+                phase=first.name,
+            )
+        )
+    return out, baseline
+
+
+def _gil_findings(phases: Sequence[Phase], probe: dict[str, Any]) -> list[Finding]:
+    probe_phase = next((p for p in phases if p.kind == "probe"), None)
+    modules: list[str] = list(probe_phase.gil_modules) if probe_phase else []
+    if not modules and not probe.get("gil_enabled"):
+        return []
+    text = probe_phase.excerpt if probe_phase else ""
+    cmd = probe_command(probe_phase, phases, modules[0] if modules else "")
+    if not modules:
+        return [
+            Finding(
+                kind="gil-reenabled",
+                evidence="log",
+                excerpt=f"sys._is_gil_enabled() is True after importing {probe.get('modules', [])}",
+                message="GIL re-enabled on import (no module named in a warning)",
+                reproduce=cmd,
+                phase=probe_phase.name if probe_phase else "probe",
+            )
+        ]
+    return [
+        Finding(
+            kind="gil-reenabled",
+            module=mod,
+            evidence="warning",
+            excerpt="\n".join(warning_lines(text, mod)) or f"module '{mod}'",
+            message=f"GIL re-enabled by `{mod}`",
+            reproduce=probe_command(probe_phase, phases, mod),
+            phase=probe_phase.name if probe_phase else "probe",
+        )
+        for mod in modules
+    ]
+
+
+def decide(phases: Sequence[Phase], *, settings: Settings, probe: dict[str, Any]) -> Decision:
+    """The verdict, its qualifier, every finding and the threaded-run coverage of one job."""
+    probe = probe if isinstance(probe, dict) else {}
+    install = next((p for p in phases if p.kind == "install"), None)
+    if install is not None:
+        found = _install_findings(install)
+        if found:
+            return Decision(verdict=found[0].kind, findings=tuple(found))
+    runs = [p for p in phases if p.kind in RUN_KINDS]
+    ran_modes = {p.gil for p in runs if p.gil is not None}
+    findings: list[Finding] = [f for p in runs if (f := _broken_run(p)) is not None]
+    crashes = _crash_findings(phases, ran_modes)
+    hangs = _hang_findings(phases)
+    blamed = {f.test_id for f in crashes + hangs if f.test_id}
+    failures, _baseline = _failure_findings(phases, ran_modes, blamed)
+    findings += crashes + hangs + failures + _gil_findings(phases, probe)
+    cov = _coverage.compute(phases)
+    findings += _coverage.findings(cov, phases)
+    findings.sort(key=lambda f: (_severity(f.kind), f.test_id))
+    ran_any = any(
+        tc.outcome != "skipped" for p in runs for tc in p.tests.values()
+    ) or any(p.crash for p in runs)
+    deciding = [f for f in findings if f.kind not in INFO_KINDS]
+    if deciding:
+        verdict = deciding[0].kind
+    elif not ran_any:
+        verdict = "no-tests"
+    else:
+        verdict = "compatible"
+    qualifier = _coverage.qualifier(cov, settings) if verdict == "compatible" else ""
+    return Decision(verdict=verdict, qualifier=qualifier, findings=tuple(findings), coverage=cov)

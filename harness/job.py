@@ -32,6 +32,7 @@ log = logging.getLogger(__name__)
 
 # The test tools every job installs, pinned so two runs test with the same tools.
 TOOLS = ("pytest==8.4.2", "pytest-run-parallel==0.10.0", "pytest-xdist==3.8.0", "pytest-timeout==2.4.0")
+TOX = ("tox==4.67.15",)
 INNER = Path(__file__).parent / "_inner"
 INSTALL_TIMEOUT = 1200.0
 COPY_IGNORE = shutil.ignore_patterns(".git", ".nox", ".tox", "build", "dist", "*.egg-info", "__pycache__", "*.so")
@@ -145,6 +146,7 @@ def pytest_args(job: Job, tests: str, junit: str) -> list[str]:
 def run_job(job: Job, *, interp: InterpreterInfo, python: str, backend: Backend, out: Path, key: str,
             progress: Progress = lambda job_id, step: None) -> JobResult:
     started = _now()
+    out = out.resolve()
     host_root = out / "work" / job.job_id
     shutil.rmtree(host_root, ignore_errors=True)
     host_root.mkdir(parents=True)
@@ -208,18 +210,25 @@ def _steps(ctx: _Ctx) -> tuple[str, dict]:
         target = f"{job.package.name}=={version}" if version else spec
     src = ws.path(*src_host.relative_to(ws.host_root).parts)
     # 2. install
+    tox = job.package.runner == "tox"
     pip = [vpy, "-m", "pip", "install", "--report", ws.path("logs", "install-report.json"),
-           target, *TOOLS, *job.package.test_requires]
-    install = _run(ctx, "install", "install",
-                   ["sh", "-c", f"{shlex.quote(ws.python)} -m venv {shlex.quote(ws.path('venv'))} && "
-                    + shlex.join(pip)],
+           target, *TOOLS, *job.package.test_requires, *(TOX if tox else ())]
+    script = f"{shlex.quote(ws.python)} -m venv {shlex.quote(ws.path('venv'))} && {shlex.join(pip)}"
+    if tox:  # tox builds its env now, with network; the test phases reuse it offline
+        script += f" && cd {shlex.quote(src)} && " + shlex.join(
+            [vpy, "-m", "tox", "-e", job.package.tox_env, "--notest", *_tox_overrides(job, ws)])
+    install = _run(ctx, "install", "install", ["sh", "-c", script],
                    env=env, cwd=ws.root, timeout=INSTALL_TIMEOUT, network=True)
     if not install.ok:
         return version, {}
+    if tox:
+        vpy_tests = f"{src}/.tox/{job.package.tox_env}/bin/python"
+    else:
+        vpy_tests = vpy
     # 3. probe, in the default mode (with PYTHON_GIL=0 the warning is not printed)
     shutil.copy2(INNER / "probe.py", ws.host("probe.py"))
     dist = canonicalize_name(job.package.name) if not job.package.is_local else job.package.name
-    _run(ctx, "probe", "probe", [vpy, "-W", "default", ws.path("probe.py"), dist, ws.path("logs", "probe.json")],
+    _run(ctx, "probe", "probe", [vpy_tests, "-W", "default", ws.path("probe.py"), dist, ws.path("logs", "probe.json")],
          env=env, cwd=ws.root, timeout=300)
     probe = _read_json(ws.host("logs", "probe.json"))
     version = version or probe.get("version", "")
@@ -233,16 +242,34 @@ def _steps(ctx: _Ctx) -> tuple[str, dict]:
     for mode in s.gil_modes:
         menv = {**env, "PYTHON_GIL": str(mode)}
         name = f"plain-gil{mode}"
-        _run(ctx, name, "plain", [vpy, *pytest_args(job, tests, ws.path("junit", f"{name}.xml"))],
+        _run(ctx, name, "plain", _test_argv(job, ws, vpy, tests, name, threaded=False),
              env=menv, cwd=src, timeout=s.job_timeout, gil=mode, junit=f"junit/{name}.xml")
         for rep in range(1, s.repeat + 1):
             name = f"threads-gil{mode}-r{rep}"
-            argv = [vpy, *pytest_args(job, tests, ws.path("junit", f"{name}.xml"))]
-            argv[argv.index("-rfE"):argv.index("-rfE")] = [
-                f"--parallel-threads={s.threads}", f"--iterations={s.iterations}"]
+            argv = _test_argv(job, ws, vpy, tests, name, threaded=True)
             _run(ctx, name, "threads", argv, env=menv, cwd=src, timeout=s.job_timeout, gil=mode,
                  rep=rep, junit=f"junit/{name}.xml")
     return version, extra
+
+
+def _tox_overrides(job: Job, ws: Workspace) -> list[str]:
+    env = job.package.tox_env
+    return ["-x", f"testenv:{env}.basepython={ws.python}",
+            "-x", f"testenv:{env}.deps+={chr(10).join(TOOLS)}"]
+
+
+def _test_argv(job: Job, ws: Workspace, vpy: str, tests: str, name: str, *, threaded: bool) -> list[str]:
+    """pytest directly, or tox with the pytest arguments as posargs (its env must pass {posargs})."""
+    args = pytest_args(job, tests, ws.path("junit", f"{name}.xml"))
+    if threaded:
+        s = job.settings
+        args[args.index("-rfE"):args.index("-rfE")] = [
+            f"--parallel-threads={s.threads}", f"--iterations={s.iterations}"]
+    if job.package.runner != "tox":
+        return [vpy, *args]
+    posargs = args[5:]  # drop "-P -m pytest -p no:cacheprovider": the tox env's command runs pytest
+    return [vpy, "-m", "tox", "-e", job.package.tox_env, "--skip-pkg-install",
+            *_tox_overrides(job, ws), "--", *posargs]
 
 
 def _read_json(path: Path) -> dict:

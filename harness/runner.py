@@ -97,6 +97,7 @@ def run_plan(spec: MatrixSpec, jobs: Sequence[Job], *, out: Path, backend: Any,
              reporter: Reporter | None = None) -> RunSummary:
     """Run ``jobs`` (already sharded) with ``workers`` at once; return what ran and what was reused."""
     reporter = reporter or NullReporter()
+    out = out.resolve()
     summary = RunSummary(started=datetime.now(UTC).isoformat(timespec="seconds"))
     (out / "results").mkdir(parents=True, exist_ok=True)
     todo: list[tuple[Job, str]] = []

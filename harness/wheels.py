@@ -18,15 +18,18 @@ from typing import Any
 from urllib.parse import unquote, urlparse
 
 from packaging.utils import (
+    InvalidSdistFilename,
     InvalidWheelFilename,
     canonicalize_name,
+    parse_sdist_filename,
     parse_wheel_filename,
 )
+from packaging.version import Version
 
 from .model import InterpreterInfo
 
 log = logging.getLogger(__name__)
-INDEX_JSON = "https://pypi.org/pypi/{name}/{version}/json"
+SIMPLE_JSON = "https://pypi.org/simple/{name}/"
 
 
 def ft_abi(version: str) -> str:
@@ -66,15 +69,28 @@ def availability(files: list[str], version: str, machine: str | None = None) -> 
     return "sdist-only"
 
 
-def index_files(name: str, version: str, timeout: float = 20) -> list[str] | None:
-    url = INDEX_JSON.format(name=canonicalize_name(name), version=version)
+def _file_version(filename: str) -> str:
     try:
-        with urllib.request.urlopen(url, timeout=timeout) as r:
+        if filename.endswith(".whl"):
+            return str(parse_wheel_filename(filename)[1])
+        return str(parse_sdist_filename(filename)[1])
+    except (InvalidWheelFilename, InvalidSdistFilename):
+        return ""
+
+
+def index_files(name: str, version: str, timeout: float = 20) -> list[str] | None:
+    """File names of one release, from the index's JSON simple API (PEP 691)."""
+    url = SIMPLE_JSON.format(name=canonicalize_name(name))
+    req = urllib.request.Request(url, headers={"Accept": "application/vnd.pypi.simple.v1+json"})
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as r:
             data = json.load(r)
     except (urllib.error.URLError, OSError, ValueError) as e:
         log.warning("wheel availability for %s %s unknown: %s", name, version, e)
         return None
-    return [u.get("filename", "") for u in data.get("urls", [])]
+    want = str(Version(version))
+    return [f["filename"] for f in data.get("files", [])
+            if isinstance(f, dict) and _file_version(f.get("filename", "")) == want]
 
 
 def installed_from(report: dict[str, Any], name: str) -> str:

@@ -1,0 +1,99 @@
+"""The spine end to end: real interpreter, real PyPI package, real local package, resume, SIGINT."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import FIXTURES, INTERP_YAML, ROOT, cli, results
+
+pytestmark = [pytest.mark.integration, pytest.mark.network]
+
+SETTINGS = "settings: {repeat: 1, iterations: 2, test_timeout: 60, job_timeout: 900}\n"
+
+
+def write_matrix(tmp: Path, packages: str) -> Path:
+    m = tmp / "matrix.yaml"
+    m.write_text(SETTINGS + INTERP_YAML + "packages:\n" + packages)
+    return m
+
+
+@pytest.fixture(scope="module")
+def first_run(tmp_path_factory, ft_interpreter):
+    tmp = tmp_path_factory.mktemp("pipeline")
+    m = write_matrix(tmp, f"  - {{name: iniconfig, version: '==2.1.0'}}\n"
+                          f"  - {{name: ft_clean, path: {FIXTURES / 'ft_clean'}}}\n")
+    r = cli("run", "--matrix", str(m), "--out", str(tmp / "out"), "--backend", "local", "--jobs", "2")
+    return tmp, m, r
+
+
+def test_every_phase_of_both_jobs(first_run) -> None:
+    tmp, _, r = first_run
+    assert r.returncode == 0, r.stdout + r.stderr
+    res = results(tmp / "out")
+    assert set(res) == {"cpython3.13t--iniconfig", "cpython3.13t--ft_clean"}
+    expected = ["install", "probe", "plain-gil0", "threads-gil0-r1", "plain-gil1", "threads-gil1-r1"]
+    for job_id, d in res.items():
+        names = [p["name"] for p in d["phases"]]
+        assert names == (["fetch"] if d["source"] == "pypi" else []) + expected, job_id
+        for p in d["phases"]:
+            assert (tmp / "out" / p["log"]).is_file()
+            if p["kind"] in ("plain", "threads"):
+                assert p["env"]["PYTHON_GIL"] == str(p["gil"])
+                assert (tmp / "out" / p["junit"]).is_file(), p
+        assert d["interpreter"]["free_threaded"] is True
+        assert d["verdict"]
+    assert res["cpython3.13t--iniconfig"]["version"] == "2.1.0"
+    md = (tmp / "out" / "report.md").read_text()
+    assert "iniconfig" in md and "ft\\_clean" in md or "ft_clean" in md
+
+
+def test_second_run_reuses_everything_and_force_reruns(first_run) -> None:
+    tmp, m, _ = first_run
+    out = tmp / "out"
+    before = {p.name: p.read_bytes() for p in (out / "results").iterdir()}
+    r = cli("run", "--matrix", str(m), "--out", str(out), "--backend", "local", "-v")
+    assert r.returncode == 0, r.stderr
+    assert "cache hit" in r.stdout + r.stderr
+    assert "0 jobs ran, 2 reused" in r.stdout
+    assert {p.name: p.read_bytes() for p in (out / "results").iterdir()} == before
+    r = cli("run", "--matrix", str(m), "--out", str(out), "--backend", "local", "--force",
+            "--package", "ft_clean")
+    assert r.returncode == 0 and "1 jobs ran" in r.stdout, r.stdout + r.stderr
+
+
+def test_sigint_keeps_finished_results_and_resume_runs_the_rest(tmp_path: Path, ft_interpreter) -> None:
+    names = ["ft_baseline", "ft_clean", "ft_mixed"]
+    m = write_matrix(tmp_path, "".join(f"  - {{name: {n}, path: {FIXTURES / n}}}\n" for n in names))
+    out = tmp_path / "out"
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "CI": "true"}
+    proc = subprocess.Popen([sys.executable, "-m", "harness", "run", "--matrix", str(m), "--out", str(out),
+                             "--backend", "local", "--jobs", "1"], env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    deadline = time.monotonic() + 600
+    while time.monotonic() < deadline and not list((out / "results").glob("*.json")):
+        time.sleep(0.5)
+    time.sleep(3)  # the second job is now in flight
+    proc.send_signal(signal.SIGINT)
+    output, _ = proc.communicate(timeout=120)
+    assert proc.returncode == 130, output
+    done = {p.name: p.read_bytes() for p in (out / "results").glob("*.json")}
+    assert len(done) == 1, output
+    assert not [p for p in (out / "results").iterdir() if p.suffix != ".json"]  # no temp files
+    # no child of ours is left running
+    ps = subprocess.run(["ps", "-eo", "pid,args"], capture_output=True, text=True).stdout
+    assert str(out) not in ps
+    r = cli("run", "--matrix", str(m), "--out", str(out), "--backend", "local")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "2 jobs ran, 1 reused" in r.stdout
+    for name, data in done.items():
+        assert (out / "results" / name).read_bytes() == data
+    assert len(list((out / "results").glob("*.json"))) == 3
+    json.loads((out / "report.json").read_text())

@@ -232,6 +232,11 @@ class DockerBackend:
                 with contextlib.suppress(Exception):
                     container.kill()
                 self._wait(container, time.monotonic() + 30)
+            with self._lock:
+                closed = job_id in self._closed or self._cancelled
+            if closed:  # close()/cancel() removed it under us: not the command's outcome
+                return Exec(exit_code=None, duration=time.monotonic() - started,
+                            infra="job was closed (interrupted) while running")
             state = self._state(container)
             self._collect_logs(container, log, appended=log_in is not None)
             if timed_out:  # the same note as the local backend

@@ -53,70 +53,77 @@ def _int(v: Any) -> int | None:
     return v if isinstance(v, int) and not isinstance(v, bool) else None
 
 
+def _modes(coverage: dict[str, Any]) -> list[dict[str, Any]]:
+    """The per-mode entries harness.parse.coverage writes ({"gil0": {...}, ...}), by mode."""
+    rows = [d for d in coverage.values() if isinstance(d, dict) and "total" in d]
+    return sorted(rows, key=lambda d: (_int(d.get("mode")) is None, d.get("mode") or 0))
+
+
 def coverage_counts(coverage: dict[str, Any]) -> tuple[int, int] | None:
-    """(tests run in threads, tests in total) over all modes' threaded runs, if known."""
-    par = tot = 0
-    found = False
-    for mode in coverage.values():
-        if not isinstance(mode, dict) or _int(mode.get("parallel")) is None:
-            continue
-        found = True
-        p = _int(mode.get("parallel")) or 0
-        rest = sum(_int(mode.get(k)) or 0 for k in ("single", "skipped"))
-        total = _int(mode.get("total"))
-        par += p
-        tot += total if total is not None else p + rest
-    return (par, tot) if found else None
+    """(tests run in threads, tests in total) of the least-covered mode, when it is known."""
+    known = [(d["in_threads"], d["total"]) for d in _modes(coverage)
+             if d.get("known") and _int(d.get("in_threads")) is not None and _int(d.get("total"))]
+    if not known:
+        return None
+    return min(known, key=lambda kn: (kn[0] / kn[1], kn[1]))
 
 
 def coverage_modes(coverage: dict[str, Any]) -> list[dict[str, Any]]:
-    """Rows of a per-mode coverage table, for the modes whose counts we understand."""
+    """Rows of the per-mode coverage table on a package page."""
     rows = []
-    for mode, d in coverage.items():
-        if isinstance(d, dict) and _int(d.get("parallel")) is not None:
-            rows.append({"mode": mode, "parallel": d.get("parallel"),
-                         "single": _s(d.get("single", "—")), "skipped": _s(d.get("skipped", "—"))})
+    for d in _modes(coverage):
+        mode = d.get("mode")
+        known = bool(d.get("known"))
+        rows.append({
+            "mode": f"PYTHON_GIL={mode}" if _int(mode) is not None else _s(mode),
+            "in_threads": _s(d.get("in_threads")) if known else "unknown",
+            "single": _s(d.get("single")) if known else "—",
+            "skipped_unsafe": _s(d.get("skipped_unsafe")) if known else "—",
+            "skipped": _s(d.get("skipped")),
+            "total": _s(d.get("total")),
+            "source": _s(d.get("source", "")),
+            "reasons": sorted((str(k), _s(v)) for k, v in (d.get("reasons") or {}).items()),
+        })
     return rows
 
 
-def coverage_extra(coverage: dict[str, Any]) -> list[tuple[str, str]]:
-    """What coverage_modes does not show (reasons, other keys), as (key, text) pairs."""
-    out = []
-    for mode, d in coverage.items():
-        if isinstance(d, dict) and _int(d.get("parallel")) is not None:
-            rest = {k: v for k, v in d.items() if k not in ("parallel", "single", "skipped")}
-            out += flatten(rest, f"PYTHON_GIL={mode}") if rest else []
-        else:
-            out += flatten({mode: d})
-    return out
-
-
 def coverage_summary(coverage: dict[str, Any]) -> str:
+    """'k/n (p%)' tests in threads for the least-covered mode; 'unknown' when not measured."""
     if not coverage:
         return "—"
     pair = coverage_counts(coverage)
     if pair is None:
-        return kv_line(coverage)
+        rows = _modes(coverage)
+        if rows and all(_int(d.get("total")) == 0 for d in rows):
+            return "no tests"
+        return "unknown" if rows else kv_line(coverage)
     par, tot = pair
-    pct = f" ({100 * par // tot}%)" if tot else ""
-    return f"{par}/{tot}{pct}"
+    return f"{par}/{tot} ({100 * par // tot}%)"
+
+
+WHEEL_AVAILABLE = {
+    "free-threaded": "free-threaded wheel",
+    "pure": "pure-Python wheel",
+    "gil-only": "no free-threaded wheel",
+    "sdist-only": "sdist only",
+    "n/a": "local source",
+    "unknown": "wheels unknown",
+}
 
 
 def wheel_summary(wheel: dict[str, Any]) -> str:
-    """One line: is there a free-threaded wheel, and what did the harness install."""
+    """One line: is there a free-threaded wheel, what was installed, does it keep the GIL off."""
     if not wheel:
         return "—"
     bits = []
-    ft = wheel.get("ft_wheel")
-    if ft is True:
-        bits.append("ft wheel")
-    elif ft is False:
-        bits.append("pure-Python wheel" if wheel.get("pure") else "no ft wheel")
+    avail = wheel.get("available")
+    if isinstance(avail, str) and avail:
+        bits.append(WHEEL_AVAILABLE.get(avail, avail))
     installed = wheel.get("installed")
-    if isinstance(installed, str) and installed:
-        bits.append(f"installed {installed}")
-    if wheel.get("reenables_gil") or wheel.get("gil_reenabled"):
-        bits.append("wheel re-enables the GIL")
+    if isinstance(installed, str) and installed and installed != "local source":
+        bits.append(f"installed {installed}" if installed.startswith("wheel") else installed)
+    if wheel.get("warning"):
+        bits.append("⚠ the wheel re-enables the GIL")
     return ", ".join(bits) or kv_line(wheel)
 
 

@@ -22,7 +22,6 @@ from ..model import INFO_KINDS, VERDICTS
 from .common import (
     SEVERITY,
     coverage_counts,
-    coverage_extra,
     coverage_modes,
     coverage_summary,
     flatten,
@@ -64,7 +63,7 @@ def _env() -> jinja2.Environment:
     )
     env.filters.update(duration=fmt_duration, modes=mode_list, counts=phase_summary,
                        coverage=coverage_summary, coverage_modes=coverage_modes,
-                       coverage_extra=coverage_extra, wheel=wheel_summary, flatten=flatten,
+                       wheel=wheel_summary, flatten=flatten,
                        http_url=safe_url, urls=project_urls, shjoin=shlex.join,
                        shenv=lambda env: "".join(f"{k}={shlex.quote(v)} " for k, v in env.items()))
     env.globals.update(VERDICTS=VERDICTS, SEVERITY=SEVERITY, INFO_KINDS=INFO_KINDS,

@@ -160,7 +160,7 @@ def test_package_entries_carry_what_the_issue_lists():
     assert unsafe["verdict_label"] == "compatible (low thread coverage: 0/8 tests in threads)"
     msgpack = next(p for p in rep["packages"] if p["name"] == "msgpack")
     assert msgpack["links"] == ["https://github.com/msgpack/msgpack-python/issues/613"]
-    assert msgpack["wheel"]["installed"] == "sdist"
+    assert msgpack["wheel"]["installed"] == "built from sdist"
 
 
 def test_findings_sorted_most_severe_first():

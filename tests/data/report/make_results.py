@@ -99,6 +99,14 @@ def repro(mode: int, test_id: str, threads: bool = False) -> str:
             f"-p no:cacheprovider{par} --timeout=120 '{test_id}'")
 
 
+def cov(mode: int, *, in_threads: int, total: int, single: int = 0, unsafe: int = 0,
+        reasons: dict[str, str] | None = None) -> dict:
+    """One mode's entry as harness.parse.coverage.compute writes it."""
+    return {"mode": mode, "known": True, "source": "junit,log", "in_threads": in_threads,
+            "single": single, "skipped_unsafe": unsafe, "skipped": 0, "total": total,
+            "collected_parallel": in_threads, "reasons": reasons or {}}
+
+
 def result(job: str, package: str, version: str, verdict: str, *, source: str = "pypi",
            ph: tuple[Phase, ...] = (), findings: tuple[Finding, ...] = (), qualifier: str = "",
            coverage: dict | None = None, wheel: dict | None = None, notes: str = "",
@@ -111,9 +119,11 @@ def result(job: str, package: str, version: str, verdict: str, *, source: str = 
         finished=f"2026-12-03T08:{11 + t:02d}:30Z", harness_version="0.1.0",
         phases=ph, verdict=verdict, qualifier=qualifier, findings=findings,
         coverage=coverage if coverage is not None else {
-            "0": {"parallel": 10, "single": 0, "skipped": 0},
-            "1": {"parallel": 10, "single": 0, "skipped": 0}},
-        wheel=wheel or {}, metadata=metadata or {}, notes=notes, links=links,
+            f"gil{m}": cov(m, in_threads=10, total=10) for m in (0, 1)},
+        wheel=wheel if wheel is not None else (
+            {"installed": "local source", "installed_file": "", "available": "n/a"}
+            if source == "local" else {}),
+        metadata=metadata or {}, notes=notes, links=links,
     )
 
 
@@ -125,8 +135,8 @@ def run1() -> list[JobResult]:
     gil = _cap("probe-gil.log")
     rs = []
     rs.append(result("attrs", "attrs", "25.3.0", "compatible", ph=phases("cp313t--attrs"),
-                     wheel={"ft_wheel": False, "pure": True, "installed": "wheel",
-                            "file": "attrs-25.3.0-py3-none-any.whl"},
+                     wheel={"installed": "wheel (pure)", "available": "pure",
+                            "installed_file": "attrs-25.3.0-py3-none-any.whl"},
                      metadata={"summary": "Classes Without Boilerplate",
                                "project_urls": {"Homepage": "https://www.attrs.org/",
                                                 "Source": "https://github.com/python-attrs/attrs"}},
@@ -139,7 +149,8 @@ def run1() -> list[JobResult]:
                           message="GIL re-enabled by `msgpack._cmsgpack`", phase="probe",
                           reproduce=f"{PY} -W default -c 'import msgpack._cmsgpack, sys; "
                                     "print(sys._is_gil_enabled())'"),),
-        wheel={"ft_wheel": False, "installed": "sdist"},
+        wheel={"installed": "built from sdist", "installed_file": "msgpack-1.0.5.tar.gz",
+               "available": "gil-only"},
         links=("https://github.com/msgpack/msgpack-python/issues/613",),
         notes="Fixed upstream in 1.1.0 (declares Py_mod_gil).", t=1))
     rs.append(result(
@@ -208,9 +219,9 @@ def run1() -> list[JobResult]:
         "fx-all-unsafe", "fx-all-unsafe", "0.1", "compatible", source="local",
         ph=phases("cp313t--fx-all-unsafe"),
         qualifier="low thread coverage: 0/8 tests in threads",
-        coverage={"0": {"parallel": 0, "single": 8, "skipped": 0,
-                        "reasons": {"thread_unsafe marker": 8}},
-                  "1": {"parallel": 0, "single": 8, "skipped": 0}},
+        coverage={f"gil{m}": cov(m, in_threads=0, total=8, single=8, reasons={
+            f"tests/test_all.py::test_{i}": "marked thread_unsafe" for i in range(8)})
+            for m in (0, 1)},
         findings=(Finding(kind="no-thread-coverage", modes=(0, 1), evidence="log",
                           excerpt="Collected 0 items to run in parallel",
                           message="no test ran in parallel threads (8 marked thread_unsafe)",
@@ -282,7 +293,8 @@ def hostile() -> JobResult:
         links=("javascript:alert(1)", f"https://example.org/{XSS}"),
         metadata={"summary": XSS2, "project_urls": {"Home": "javascript:alert(1)",
                                                     XSS: "https://example.org/?q=<b>"}},
-        wheel={"ft_wheel": XSS}, t=0)
+        wheel={"installed": XSS, "available": XSS2, "warning": XSS},
+        coverage={"gil0": cov(0, in_threads=1, total=2, single=1, reasons={XSS: XSS2})}, t=0)
 
 
 def main() -> None:

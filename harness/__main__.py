@@ -128,7 +128,8 @@ def _prepare(spec, jobs, backend_name: str, cache: Path, run_id: str, workers: i
     if backend_name == "local":
         from .backends.local import LocalBackend
 
-        backend = LocalBackend()
+        tsan = any(i.sanitizer for i in needed.values())
+        backend = LocalBackend(mem_limit=None if tsan else 4 << 30)
         for name, interp in needed.items():
             built = interpreters.ensure_built(interp, cache)
             print(f"interpreter {name}: {'cache hit' if built.cache_hit else 'built'} ({built.info.key})",

@@ -123,15 +123,21 @@ def run_plan(spec: MatrixSpec, jobs: Sequence[Job], *, out: Path, backend: Any,
         try:
             res = run_job(job, interp=p.info, python=p.python, backend=backend, out=out, key=key,
                           progress=reporter.step)
-        except InfraError as e:
-            if _backend_broken(backend):
+        except (InfraError, OSError) as e:
+            if isinstance(e, InfraError) and _backend_broken(backend):
                 fatal.append(e)
                 cancelled.set()
                 return None
-            res = infra_result(job, key, p, backend.name, str(e))
+            why = str(e) if isinstance(e, InfraError) else f"{e.strerror or e} ({e.filename or 'harness I/O'})"
+            res = infra_result(job, key, p, backend.name, why)
         if cancelled.is_set():
             return None  # interrupted mid-job: leave no partial result
-        write_json_atomic(result_path(out, job.job_id), res.to_dict())
+        try:
+            write_json_atomic(result_path(out, job.job_id), res.to_dict())
+        except OSError as e:
+            fatal.append(InfraError(f"cannot write {result_path(out, job.job_id)}: {e.strerror or e}"))
+            cancelled.set()
+            return None
         reporter.done(res, time.monotonic() - t0)
         return res
 

@@ -7,7 +7,9 @@ enforced here and is only recorded.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import resource
 import signal
 import subprocess
 import threading
@@ -33,7 +35,9 @@ def clean_env(extra: dict[str, str]) -> dict[str, str]:
 class LocalBackend:
     name = "local"
 
-    def __init__(self) -> None:
+    def __init__(self, *, mem_limit: int | None = 4 << 30) -> None:
+        """``mem_limit``: RLIMIT_DATA per process in bytes (None: none; TSan needs none)."""
+        self.mem_limit = mem_limit
         self._procs: dict[int, subprocess.Popen] = {}
         self._lock = threading.Lock()
         self._cancelled = threading.Event()
@@ -54,6 +58,7 @@ class LocalBackend:
             except OSError as e:
                 return Exec(exit_code=None, infra=f"cannot start {argv[0]}: {e}",
                             duration=time.monotonic() - start)
+            self._limit(proc.pid)
             with self._lock:
                 self._procs[proc.pid] = proc
             timed_out = False
@@ -79,6 +84,12 @@ class LocalBackend:
 
     def close(self, ws: Workspace) -> None:
         return None
+
+    def _limit(self, pid: int) -> None:
+        """Cap the data segment of the new process (its children inherit the cap)."""
+        if self.mem_limit:
+            with contextlib.suppress(ProcessLookupError, PermissionError, OSError):
+                resource.prlimit(pid, resource.RLIMIT_DATA, (self.mem_limit, self.mem_limit))
 
     def cancel(self) -> None:
         """End every running command (SIGINT/SIGTERM of the harness)."""

@@ -165,17 +165,18 @@ def cmd_run(args: argparse.Namespace) -> int:
     from .runner import run_plan
 
     jobs = plan.make_plan(spec)
-    if args.interpreter:
-        jobs = [j for j in jobs if j.interpreter.name in args.interpreter]
-    if args.package:
-        jobs = [j for j in jobs if j.package.name in args.package]
-        unknown = set(args.package) - {j.package.name for j in jobs}
-        if unknown:
-            raise ConfigError(f"--package {sorted(unknown)[0]!r} is not in {args.matrix}")
-    if args.shard:
+    if args.shard:  # shard the whole plan first, so the split is the one `ft-harness plan` prints
         i, n = plan.parse_shard(args.shard)
         durations = plan.durations_from_report(Path(args.durations)) if args.durations else None
         jobs = plan.shard(jobs, i, n, durations)
+    if args.interpreter:
+        jobs = [j for j in jobs if j.interpreter.name in args.interpreter]
+    if args.package:
+        known = {p.name for p in spec.packages}
+        unknown = set(args.package) - known
+        if unknown:
+            raise ConfigError(f"--package {sorted(unknown)[0]!r} is not in {args.matrix}")
+        jobs = [j for j in jobs if j.package.name in args.package]
     out = Path(args.out)
     cache = interpreters.cache_root(args.cache)
     backend_name = _choose_backend(args.backend)
@@ -243,9 +244,16 @@ def cmd_report(args: argparse.Namespace) -> int:
     meta = {"harness_version": __version__, "started": now, "finished": now, "backend": "",
             "sources": [str(d) for d in args.dirs]}
     out = Path(args.out) if args.out else Path(args.dirs[0])
+    expected = None
+    if args.matrix:
+        from . import matrix, plan
+
+        spec = matrix.load(args.matrix)
+        expected = [j.job_id for j in plan.make_plan(spec)]
+        meta["matrix"], meta["matrix_digest"] = str(args.matrix), spec.digest
     report = _write_report([Path(d) for d in args.dirs], out, meta=meta,
                            previous=Path(args.previous) if args.previous else None,
-                           expected=None, history=Path(args.history) if args.history else None)
+                           expected=expected, history=Path(args.history) if args.history else None)
     return _gate(report, args.fail_on)
 
 
@@ -361,6 +369,7 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("--out", help="where to write the report (default: the first dir)")
     rp.add_argument("--previous", help="an earlier report.json, to mark what changed")
     rp.add_argument("--history", help="an earlier site's history.json, to keep verdict history")
+    rp.add_argument("--matrix", help="the matrix the dirs ran, so jobs missing from all of them are listed")
     rp.add_argument("--fail-on", help="comma-separated verdicts that make the exit code 1")
     rp.set_defaults(func=cmd_report)
 

@@ -1,0 +1,147 @@
+"""The TSan variant end to end on the real TSan interpreter (built through the harness's cache):
+install fixture packages under TSan, run their tests threaded with PYTHON_GIL=0 under
+tsan_env + the marker plugin, parse the logs, turn them into findings.
+
+Acceptance (issue #8): the unlocked counter gives an ft-race finding naming the C function
+and the test id in 5 of 5 runs; the clean C fixture and a pure-Python one give none.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from harness import interpreters, matrix, tsan
+from harness.job import TOOLS
+from harness.model import Phase
+from harness.parse.tsan import dedup, parse_tsan_dir
+
+pytestmark = [pytest.mark.integration, pytest.mark.tsan, pytest.mark.slow, pytest.mark.network]
+
+ROOT = Path(__file__).resolve().parents[2]
+FIXTURES = ROOT / "tests" / "fixtures" / "packages"
+DATA = ROOT / "tests" / "data" / "tsan"
+RUNS = 5
+THREADS, ITERATIONS = 4, 2
+PACKAGES = {
+    "ft_tsan_counter": FIXTURES / "ft_tsan_counter",
+    "ft_clean": FIXTURES / "ft_clean",
+    "tsan_purepy": DATA / "src" / "tsan_purepy",
+}
+MATRIX = """
+interpreters:
+  - {name: cpython3.13t-tsan, version: 3.13.5, source: "debian:trixie", sanitizer: thread}
+packages:
+  - {name: six}
+"""
+
+
+@dataclass(frozen=True)
+class Env:
+    python: Path
+    supp: Path
+    root: Path
+    base: dict[str, str]
+    install_reports: list
+
+
+def _base_env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "TSAN", "PIP_"))}
+    env.update({"PYTHONDONTWRITEBYTECODE": "1", "PIP_DISABLE_PIP_VERSION_CHECK": "1",
+                "PYTHONFAULTHANDLER": "1"})
+    return env
+
+
+@pytest.fixture(scope="module")
+def venv(tmp_path_factory) -> Env:
+    built = interpreters.ensure_built(matrix.loads(MATRIX).interpreters[0], interpreters.cache_root())
+    root = tmp_path_factory.mktemp("tsan")
+    supp = tsan.write_suppressions(built.source_tarball, None, root / "tsan.supp")
+    base = _base_env()
+    inst_logs = root / "logs" / "install"
+    inst_logs.mkdir(parents=True)
+    env = {**base, **tsan.install_env(str(inst_logs), [str(supp)])}
+    vdir = root / "venv"
+    subprocess.run([str(built.python), "-m", "venv", str(vdir)], env=env, check=True, timeout=600)
+    py = vdir / "bin" / "python"
+    r = subprocess.run([str(py), "-m", "pip", "install", "-q", *TOOLS, *map(str, PACKAGES.values())],
+                       env=env, capture_output=True, text=True, timeout=1800)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    assert "ThreadSanitizer" not in r.stderr  # quiet: reports went to the install log dir
+    return Env(python=py, supp=supp, root=root, base=base, install_reports=parse_tsan_dir(inst_logs))
+
+
+def _run(e: Env, pkg: str, rep: int, gil: int = 0) -> Phase:
+    tree = e.root / "src" / pkg
+    if not tree.exists():
+        shutil.copytree(PACKAGES[pkg], tree, ignore=shutil.ignore_patterns("build", "*.egg-info"))
+    name = f"tsan-{pkg}-gil{gil}-r{rep}"
+    logs = e.root / "logs" / name
+    logs.mkdir(parents=True)
+    env = {**e.base, "PYTHON_GIL": str(gil), "PYTHONPATH": str(tsan.marker_dir()),
+           **tsan.tsan_env(str(logs), [str(e.supp)])}
+    argv = [str(e.python), "-P", "-m", "pytest", "-p", "no:cacheprovider", "-p", tsan.MARKER_PLUGIN,
+            "-n", "auto", f"--parallel-threads={THREADS}", f"--iterations={ITERATIONS}",
+            "--timeout=600", "-rfE", "-v", "tests"]
+    r = subprocess.run(argv, cwd=tree, env=env, capture_output=True, text=True, timeout=1200)
+    (logs.parent / f"{name}.log").write_text(r.stdout + r.stderr)
+    assert r.returncode == 0, r.stdout[-3000:]  # the tests pass: only TSan can tell
+    assert "ThreadSanitizer" not in r.stdout + r.stderr  # reports go to the log files only
+    return Phase(name=name, kind="tsan", gil=gil, rep=rep, exit_code=r.returncode,
+                 tsan=tuple(dedup(parse_tsan_dir(logs))))
+
+
+def test_extensions_are_instrumented(venv):
+    sos = list((venv.python.parent.parent / "lib").rglob("ft_tsan_counter/_count*.so"))
+    assert len(sos) == 1
+    out = subprocess.run(["readelf", "-d", "-s", str(sos[0])], capture_output=True, text=True).stdout
+    assert "__tsan_" in out  # compiled with -fsanitize=thread: calls into the TSan runtime
+
+
+def test_unlocked_counter_is_a_race_in_5_of_5_runs(venv):
+    phases = [_run(venv, "ft_tsan_counter", rep) for rep in range(1, RUNS + 1)]
+    findings = tsan.findings_from_tsan(phases)
+    [f] = [f for f in findings if "bump" in f.stack_top]
+    assert (f.kind, f.evidence, f.count, f.runs, f.modes) == ("ft-race", "tsan", RUNS, RUNS, (0,))
+    assert f.stack_top.startswith("bump ") and "_count.c:" in f.stack_top
+    assert f.test_id == "tests/test_bump.py::test_bump_returns"
+    assert "Previous" in f.excerpt and "*#0 bump" in f.excerpt
+    for ph in phases:
+        [r] = [r for r in ph.tsan if r["top_package_frame"].startswith("bump ")]
+        assert r["kind"] == "data race" and r["location"]["func"] == "bump"
+        assert r["interpreter_frames"], "the interpreter's frames are told apart"
+        assert all(fr["origin"] != "package" for fr in r["interpreter_frames"])
+    # nothing else: suppressions cover the interpreter's own races
+    assert findings == [f], [x.message for x in findings]
+
+
+@pytest.mark.parametrize("pkg", ["ft_clean", "tsan_purepy"])
+def test_clean_packages_give_no_report_in_5_of_5_runs(venv, pkg):
+    phases = [_run(venv, pkg, rep) for rep in range(1, RUNS + 1)]
+    assert tsan.findings_from_tsan(phases) == []
+    leftover = [(ph.name, r["kind"], r["summary"]) for ph in phases for r in ph.tsan]
+    assert leftover == []
+
+
+def test_no_race_with_the_gil(venv):
+    assert tsan.findings_from_tsan([_run(venv, "ft_tsan_counter", 1, gil=1)]) == []
+
+
+def test_tsan_options_quoting_is_read_by_the_runtime(tmp_path):
+    """A log dir with separators in its name: the runtime must write where tsan_env says."""
+    if not shutil.which("gcc"):
+        pytest.skip("gcc not found")
+    exe = tmp_path / "uaf"
+    subprocess.run(["gcc", "-g", "-fsanitize=thread", str(DATA / "c" / "uaf_lockorder.c"), "-o",
+                    str(exe), "-lpthread"], check=True)
+    logs = tmp_path / "a dir,with:seps"
+    logs.mkdir()
+    env = {**_base_env(), **tsan.tsan_env(str(logs), [])}
+    r = subprocess.run([str(exe)], env=env, capture_output=True, text=True)
+    assert r.returncode == 0 and "ThreadSanitizer" not in r.stderr
+    assert [x["kind"] for x in parse_tsan_dir(logs)] == ["heap-use-after-free", "lock-order-inversion"]

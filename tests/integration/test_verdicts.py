@@ -1,0 +1,153 @@
+"""Every fixture package gets its verdict *and* its cause, on the real free-threaded interpreter.
+
+One run of the whole fixture matrix (local backend, --jobs 2) feeds every assertion.
+The 5-of-5 stability check is `FT_HARNESS_ROUNDS=5 pytest tests/integration/test_verdicts.py`
+(CI runs one round to stay inside its time limit).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import cli, fixture_matrix, results
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+ROUNDS = int(os.environ.get("FT_HARNESS_ROUNDS", "1"))
+SETTINGS = "settings: {threads: 4, iterations: 5, repeat: 3, test_timeout: 20, job_timeout: 600}"
+VERDICT_FIXTURES = ["ft_allunsafe", "ft_baseline", "ft_clean", "ft_deadlock", "ft_gilslot", "ft_mixed",
+                    "ft_nobuild", "ft_notests", "ft_realloc", "ft_sharedbuf", "ft_threadunsafe", "ft_xss"]
+
+
+@pytest.fixture(scope="session", params=range(ROUNDS), ids=lambda i: f"round{i + 1}")
+def fixture_run(request, tmp_path_factory, ft_interpreter) -> dict[str, dict]:
+    tmp = tmp_path_factory.mktemp(f"verdicts{request.param}")
+    m = fixture_matrix(tmp, VERDICT_FIXTURES, SETTINGS)
+    r = cli("run", "--matrix", str(m), "--out", str(tmp / "out"), "--backend", "local", "--jobs", "2")
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    res = {k.split("--", 1)[1]: v for k, v in results(tmp / "out").items()}
+    res["_out"] = {"path": str(tmp / "out")}
+    return res
+
+
+def kinds(d: dict, kind: str) -> list[dict]:
+    return [f for f in d["findings"] if f["kind"] == kind]
+
+
+def only(d: dict, kind: str) -> dict:
+    found = kinds(d, kind)
+    assert found, (d["verdict"], d["findings"])
+    return found[0]
+
+
+def test_clean_is_compatible_with_no_false_alarm(fixture_run) -> None:
+    d = fixture_run["ft_clean"]
+    assert d["verdict"] == "compatible", d["findings"]
+    assert not [f for f in d["findings"] if f["kind"] in ("ft-race", "ft-crash", "crash", "hang")]
+
+
+def test_gil_reenabled_names_the_module(fixture_run) -> None:
+    d = fixture_run["ft_gilslot"]
+    assert d["verdict"] == "gil-reenabled"
+    assert only(d, "gil-reenabled")["module"] == "ft_gilslot._speedups"
+
+
+def test_shared_buffer_is_a_race_only_without_the_gil(fixture_run) -> None:
+    d = fixture_run["ft_sharedbuf"]
+    assert d["verdict"] == "ft-race", d["findings"]
+    f = only(d, "ft-race")
+    assert f["modes"] == [0]
+    assert f["test_id"].startswith("tests/test_label.py::")
+    assert f["runs"] == 3 and 1 <= f["count"] <= 3
+    assert f["reproduce"] and "PYTHON_GIL=0" in f["reproduce"] and "--parallel-threads" in f["reproduce"]
+
+
+def test_realloc_race_crashes_only_without_the_gil(fixture_run) -> None:
+    d = fixture_run["ft_realloc"]
+    assert d["verdict"] == "ft-crash", d["findings"]
+    f = only(d, "ft-crash")
+    assert f["modes"] == [0]
+    assert f["test_id"].startswith("tests/test_fill.py::")
+    assert f["signal"] in (signal.SIGSEGV, signal.SIGABRT, signal.SIGBUS), f
+
+
+def test_lock_order_deadlock_is_a_hang(fixture_run) -> None:
+    d = fixture_run["ft_deadlock"]
+    assert d["verdict"] == "hang", d["findings"]
+    assert only(d, "hang")["test_id"].startswith("tests/test_ledger.py::")
+
+
+def test_check_then_act_is_thread_unsafe_in_both_modes(fixture_run) -> None:
+    d = fixture_run["ft_threadunsafe"]
+    assert d["verdict"] == "thread-unsafe", d["findings"]
+    f = only(d, "thread-unsafe")
+    assert f["modes"] == [0, 1] and f["test_id"].startswith("tests/test_slots.py::")
+
+
+def test_plain_bug_is_a_baseline_failure(fixture_run) -> None:
+    d = fixture_run["ft_baseline"]
+    assert d["verdict"] == "baseline-failure"
+    assert only(d, "baseline-failure")["test_id"].startswith("tests/")
+    assert not kinds(d, "ft-race") and not kinds(d, "thread-unsafe")  # excluded from blame elsewhere
+
+
+def test_refusing_py_gil_disabled_is_a_build_failure(fixture_run) -> None:
+    d = fixture_run["ft_nobuild"]
+    assert d["verdict"] == "build-failure"
+    assert "error" in only(d, "build-failure")["excerpt"]
+
+
+def test_no_tests(fixture_run) -> None:
+    assert fixture_run["ft_notests"]["verdict"] == "no-tests"
+
+
+def test_all_thread_unsafe_tests_means_no_thread_coverage(fixture_run) -> None:
+    d = fixture_run["ft_allunsafe"]
+    assert d["verdict"] == "compatible"
+    assert kinds(d, "no-thread-coverage")
+    assert "low thread coverage: 0/" in d["qualifier"]
+
+
+def test_mixed_suite_counts(fixture_run) -> None:
+    d = fixture_run["ft_mixed"]
+    assert d["verdict"] == "compatible", d["findings"]
+    cov = d["coverage"]["gil0"]
+    assert (cov["in_threads"], cov["total"]) == (4, 6), cov
+    assert cov["skipped_unsafe"] == 2
+
+
+def test_hostile_output_is_kept_verbatim_in_json(fixture_run) -> None:
+    d = fixture_run["ft_xss"]
+    assert d["verdict"] == "baseline-failure"
+    text = " ".join(f["test_id"] + f["excerpt"] for f in d["findings"])
+    assert "<script>alert(1)</script>" in text
+
+
+def test_reproduce_command_reproduces_the_crash(fixture_run) -> None:
+    """Run the ft-crash finding's reproduce command by hand: it must die by a signal again."""
+    f = only(fixture_run["ft_realloc"], "ft-crash")
+    r = subprocess.run(["bash", "-c", f["reproduce"]], capture_output=True, text=True, timeout=300)
+    out = r.stdout + r.stderr
+    assert r.returncode != 0
+    assert "Fatal Python error" in out or "crashed" in out or r.returncode < 0, out[-2000:]
+
+
+def test_reproduce_command_reproduces_the_race(fixture_run) -> None:
+    f = only(fixture_run["ft_sharedbuf"], "ft-race")
+    fails = 0
+    for _ in range(3):
+        r = subprocess.run(["bash", "-c", f["reproduce"]], capture_output=True, text=True, timeout=300)
+        fails += r.returncode != 0
+    assert fails >= 1
+
+
+def test_report_lists_every_fixture(fixture_run) -> None:
+    out = Path(fixture_run["_out"]["path"])
+    md = (out / "report.md").read_text()
+    for name in VERDICT_FIXTURES:
+        assert name.replace("_", "\\_") in md or name in md
+    assert "ft-race" in md and "ft-crash" in md

@@ -162,7 +162,9 @@ def run_job(job: Job, *, interp: InterpreterInfo, python: str, backend: Backend,
         backend.close(ws)
     probe = extra.get("probe", {})
     decision = verdict.decide(ctx.phases, settings=job.settings, probe=probe)
-    findings: tuple[Finding, ...] = decision.findings
+    findings: tuple[Finding, ...] = tuple(
+        replace(f, reproduce=wrap_reproduce(backend, ws, f.reproduce)) if f.reproduce else f
+        for f in decision.findings)
     wheel = wheels.wheel_info(job, version=version, install_report=host_root / "logs" / "install-report.json",
                               interp=interp, probe=probe) if ctx.phases else {}
     return JobResult(
@@ -270,6 +272,15 @@ def _test_argv(job: Job, ws: Workspace, vpy: str, tests: str, name: str, *, thre
     posargs = args[5:]  # drop "-P -m pytest -p no:cacheprovider": the tox env's command runs pytest
     return [vpy, "-m", "tox", "-e", job.package.tox_env, "--skip-pkg-install",
             *_tox_overrides(job, ws), "--", *posargs]
+
+
+def wrap_reproduce(backend: Backend, ws: Workspace, command: str) -> str:
+    """A finding's command as a user runs it by hand: as is locally, inside the same image on docker."""
+    image = getattr(backend, "image", "")
+    if backend.name != "docker" or not image:
+        return command
+    return shlex.join(["docker", "run", "--rm", "--network", "none", "--user", "1000:1000",
+                       "-v", f"{ws.host_root}:{ws.root}", image, "sh", "-c", command])
 
 
 def _read_json(path: Path) -> dict:

@@ -63,10 +63,13 @@ _VALUE_OPTS = ("-p", "-k", "-m", "-c", "-o", "-W", "--rootdir", "--confcutdir", 
 
 
 def _pytest_args(cmd: Sequence[str]) -> tuple[list[str], list[str]]:
-    """(head up to and including ``-m pytest``, the pytest arguments)."""
+    """(head up to ``-m pytest``, or a tox command up to its ``--``; the pytest arguments)."""
     for i in range(len(cmd) - 1):
         if cmd[i] == "-m" and cmd[i + 1] == "pytest":
             return list(cmd[: i + 2]), list(cmd[i + 2 :])
+        if cmd[i] == "-m" and cmd[i + 1] == "tox" and "--" in cmd[i:]:
+            j = list(cmd).index("--", i)
+            return list(cmd[: j + 1]), list(cmd[j + 1 :])
     return list(cmd), []
 
 
@@ -337,16 +340,22 @@ def _failure_findings(
 def _gil_findings(phases: Sequence[Phase], probe: dict[str, Any]) -> list[Finding]:
     probe_phase = next((p for p in phases if p.kind == "probe"), None)
     modules: list[str] = list(probe_phase.gil_modules) if probe_phase else []
+    named = probe.get("modules", [])
+    for mod in named if isinstance(named, list) else []:
+        if isinstance(mod, str) and mod not in modules:
+            modules.append(mod)
     if not modules and not probe.get("gil_enabled"):
         return []
-    text = probe_phase.excerpt if probe_phase else ""
+    text = "\n".join([probe_phase.excerpt if probe_phase else "",
+                      *[w for w in probe.get("warnings", []) if isinstance(w, str)]])
     cmd = probe_command(probe_phase, phases, modules[0] if modules else "")
     if not modules:
         return [
             Finding(
                 kind="gil-reenabled",
                 evidence="log",
-                excerpt=f"sys._is_gil_enabled() is True after importing {probe.get('modules', [])}",
+                excerpt="sys._is_gil_enabled() is True after importing "
+                f"{probe.get('imported', probe.get('modules', []))}",
                 message="GIL re-enabled on import (no module named in a warning)",
                 reproduce=cmd,
                 phase=probe_phase.name if probe_phase else "probe",

@@ -58,7 +58,7 @@ def tail(text: str, lines: int = TAIL_LINES, chars: int = TAIL_CHARS) -> str:
 
 
 CRASHED_SHORT_RE = re.compile(r"worker '[^']+' crashed")
-NOTE = "[ft-harness] "  # parser notes appended to an excerpt, e.g. an unreadable JUnit file
+NOTE = "[ft-harness parse] "  # parser notes appended to an excerpt, e.g. an unreadable JUnit file
 
 
 def _outcome_from_message(outcome: str, message: str) -> str:
@@ -159,8 +159,8 @@ def incomplete(phase: Phase) -> str:
     if phase.kind not in ("plain", "threads"):
         return ""
     problems = [ln[len(NOTE):] for ln in phase.excerpt.splitlines() if ln.startswith(NOTE)]
-    if phase.timed_out or phase.crash or (phase.signal and phase.signal not in (9, 15)):
-        return "; ".join(problems)
+    if phase.timed_out or phase.crash or phase.signal:
+        return ""  # a hang or a crash explains a cut log; those findings say so
     if phase.exit_code in (0, 1, 2, 3, 4, 5) and not FINAL_RE.search(phase.excerpt):
         problems.insert(0, "the log has no pytest summary line (cut or garbled)")
     return "; ".join(problems)

@@ -26,6 +26,26 @@ def timeout_blocks(text: str) -> list[str]:
     return out
 
 
+HEADER_RE = re.compile(r"^_{3,} (?:ERROR at \w+ of )?(?P<title>.+?) _{3,}$", re.M)
+LOC_RE = re.compile(r"^(?P<loc>[^\s:]+\.py:\d+): \w+", re.M)
+
+
+def _report_location(text: str, func: str) -> str:
+    """``tests/test_x.py:14`` from the failure report of ``func`` ("E   Failed: Timeout ...")."""
+    for h in HEADER_RE.finditer(text):
+        title = h.group("title").rsplit(".", 1)[-1].split("[", 1)[0]
+        if title != func:
+            continue
+        nxt = HEADER_RE.search(text, h.end())
+        body = text[h.end() : nxt.start() if nxt else len(text)]
+        if "Timeout" not in body:
+            continue
+        m = LOC_RE.search(body)
+        if m:
+            return m.group("loc")
+    return ""
+
+
 def _test_frames(block: str) -> list[str]:
     return [
         m.group(0).strip()
@@ -51,7 +71,8 @@ def find_hang(
         func = tid.rsplit("::", 1)[-1].split("[", 1)[0]
         block = next((b for b in blocks if f"in {func}" in b), "")
         frames = _test_frames(block)
-        per_test.append({"test_id": tid, "stack_top": frames[0] if frames else "",
+        top = frames[0] if frames else _report_location(text, func)
+        per_test.append({"test_id": tid, "stack_top": top,
                          "excerpt": "\n".join([f"{tid}: Timeout from pytest-timeout", *frames[:6]])})
     hang: dict[str, Any] = {"tests": per_test, "job_timeout": timed_out}
     if timed_out:

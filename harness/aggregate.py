@@ -13,11 +13,12 @@ import json
 import logging
 import shutil
 from collections.abc import Sequence
-from pathlib import Path, PurePosixPath
+from dataclasses import fields
+from pathlib import Path
 from typing import Any
 
 from .errors import ConfigError
-from .model import VERDICTS, JobResult, Phase, read_result
+from .model import VERDICTS, Finding, JobResult, Phase, read_result
 
 log = logging.getLogger(__name__)
 
@@ -104,12 +105,12 @@ def _phase_outcome(p: Phase) -> str:
 
 def _safe_log(path: str) -> str:
     """A log path relative to the output dir, or "" if it is not one we may link to."""
-    if not path or "\\" in path or ":" in path:
+    if not path or "\\" in path or ":" in path or path.startswith("/"):
         return ""
-    pp = PurePosixPath(path)
-    if pp.is_absolute() or ".." in pp.parts:
+    parts = [x for x in path.split("/") if x not in ("", ".")]
+    if ".." in parts:
         return ""
-    return str(pp)
+    return "/".join(parts)
 
 
 def _phase(p: Phase) -> dict[str, Any]:
@@ -134,9 +135,20 @@ def _phase(p: Phase) -> dict[str, Any]:
     }
 
 
+_FINDING_FIELDS = tuple(f.name for f in fields(Finding))
+
+
+def _finding(f: Finding) -> dict[str, Any]:
+    """Finding.to_dict without dataclasses.asdict's deep copy (reports can hold 10,000 jobs)."""
+    d = {name: getattr(f, name) for name in _FINDING_FIELDS}
+    d["modes"] = list(f.modes)
+    d["ratio"] = f.ratio
+    return d
+
+
 def _package(r: JobResult) -> dict[str, Any]:
     findings = sorted(
-        (f.to_dict() for f in r.findings),
+        (_finding(f) for f in r.findings),
         key=lambda f: _SEVERITY.get(f["kind"], len(VERDICTS)),
     )
     it = r.interpreter

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import os
 import shlex
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
@@ -64,21 +65,47 @@ def _env() -> jinja2.Environment:
     env.filters.update(duration=fmt_duration, modes=mode_list, counts=phase_summary,
                        coverage=coverage_summary, coverage_modes=coverage_modes,
                        wheel=wheel_summary, flatten=flatten,
-                       http_url=safe_url, urls=project_urls, shjoin=shlex.join,
-                       shenv=lambda env: "".join(f"{k}={shlex.quote(v)} " for k, v in env.items()))
+                       http_url=safe_url, urls=project_urls)
     env.globals.update(VERDICTS=VERDICTS, SEVERITY=SEVERITY, INFO_KINDS=INFO_KINDS,
                        CHANGE_LABEL=CHANGE_LABEL)
     return env
 
 
-def _log_href(rel: str, out: Path) -> str:
+def _log_href(rel: str, out: str) -> str:
     """Relative link from site/pkg/ to OUT/<rel> if that file is there, else ""."""
-    if not rel:
+    if not rel or rel.startswith("/") or ".." in rel.split("/"):
         return ""
-    pp = PurePosixPath(rel)
-    if pp.is_absolute() or ".." in pp.parts or not (out / pp).is_file():
+    if not os.path.isfile(os.path.join(out, rel)):
         return ""
-    return "../../" + quote(str(pp))
+    return "../../" + quote(rel)
+
+
+def _phase_row(ph: dict[str, Any], out: str) -> dict[str, Any]:
+    """Everything a row of the phases table shows, as plain strings (cheaper than filters)."""
+    exit_code = "—" if ph["exit_code"] is None else str(ph["exit_code"])
+    if ph["signal"]:
+        exit_code += f" (signal {ph['signal']})"
+    return {
+        "name": ph["name"],
+        "gil": "" if ph["gil"] is None else f"PYTHON_GIL={ph['gil']}",
+        "outcome": ph["outcome"],
+        "cls": "o-" + ph["outcome"].replace(" ", "-"),
+        "infra": ph["infra"],
+        "exit": exit_code,
+        "counts": phase_summary(ph["counts"]),
+        "time": fmt_duration(ph["duration"]),
+        "log": ph["log"],
+        "href": _log_href(ph["log"], out),
+        "junit_href": _log_href(ph["junit"], out),
+        "command": _command(ph),
+    }
+
+
+def _command(ph: dict[str, Any]) -> str:
+    if not ph["command"]:
+        return ""
+    env = "".join(f"{k}={shlex.quote(v)} " for k, v in ph["env"].items())
+    return env + shlex.join(ph["command"])
 
 
 def _coverage_pct(p: dict[str, Any]) -> int:
@@ -120,8 +147,7 @@ def render_site(report: dict[str, Any], out: Path,
     tpl = env.get_template("package.html")
     for row in rows:
         p = row["p"]
-        logs = [{"phase": ph, "href": _log_href(ph["log"], out),
-                 "junit_href": _log_href(ph["junit"], out)} for ph in p["phases"]]
+        logs = [_phase_row(ph, str(out)) for ph in p["phases"]]
         changes = [c for c in report.get("changes") or [] if c["job_id"] == p["job_id"]]
         pages[row["page"]] = tpl.render(row=row, p=p, phases=logs, change=changes[0] if changes
                                         else None, root="../", **common)

@@ -1,0 +1,230 @@
+"""Every verdict rule of issue #4 (and the coverage rules of #10) on phases parsed from
+captured real runs (tests/data/parse/<case>/; the commands are in each CMD file)."""
+
+import dataclasses
+import json
+import shlex
+from pathlib import Path
+
+import pytest
+
+from harness.matrix import Settings
+from harness.model import FINDING_KINDS, VERDICTS, Phase
+from harness.parse import coverage, parse_phase
+from harness.verdict import decide, reproduce
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "parse"
+CASES = sorted(p.name for p in DATA.iterdir() if (p / "phases").is_dir())
+S = Settings()
+
+
+def load(*cases: str, keep=lambda p: True) -> list[Phase]:
+    out = []
+    for case in cases:
+        d = DATA / case
+        for pj in sorted((d / "phases").glob("*.json")):
+            p = parse_phase(Phase.from_dict(json.loads(pj.read_text())), d)
+            if keep(p):
+                out.append(p)
+    return out
+
+
+def by_kind(decision, kind):
+    return {f.test_id: f for f in decision.findings if f.kind == kind}
+
+
+def test_build_failure_names_the_compiler_error():
+    d = decide(load("install-build-failure"), settings=S, probe={})
+    assert d.verdict == "build-failure"
+    (f,) = d.findings
+    assert f.evidence == "compiler"
+    assert f.excerpt.startswith('src/ext.c:3:2: error: #error "badbuild does not support')
+    assert "pip install /tmp/h1/pkgs/badbuild" in f.reproduce
+
+
+@pytest.mark.parametrize("case", ["install-dns", "install-no-match"])
+def test_pip_and_network_failures_are_infra_errors(case):
+    d = decide(load(case), settings=S, probe={})
+    assert d.verdict == "infra-error" and d.findings[0].phase == "install"
+
+
+def test_timed_out_install_is_infra_even_with_a_partial_log():
+    (p,) = load("install-build-failure-cut")
+    d = decide([dataclasses.replace(p, timed_out=True, exit_code=None)], settings=S, probe={})
+    assert d.verdict in ("build-failure", "infra-error")
+    (q,) = load("install-no-match")
+    d = decide([dataclasses.replace(q, timed_out=True, exit_code=None)], settings=S, probe={})
+    assert d.verdict == "infra-error"
+
+
+def test_ft_crash_and_crash():
+    d = decide(load("crash"), settings=S, probe={})
+    assert d.verdict == "ft-crash"
+    ft = by_kind(d, "ft-crash")["tests/test_crash.py::test_segv_nogil_only"]
+    assert ft.modes == (0,) and ft.signal == 11 and ft.ratio == "3/3"
+    assert ft.stack_top.endswith("line 15 in test_segv_nogil_only")
+    both = by_kind(d, "crash")["tests/test_crash.py::test_segv"]
+    assert both.modes == (0, 1) and both.ratio == "6/6"
+    assert "tests/test_crash.py::test_segv" not in by_kind(d, "ft-crash")
+
+
+def test_crash_without_xdist():
+    d = decide(load("crash-noxdist"), settings=S, probe={})
+    assert d.verdict == "crash"
+    assert set(by_kind(d, "crash")) == {"tests/test_crash.py::test_segv"}
+
+
+def test_gil_off_crash_is_not_ft_crash_when_gil_on_was_not_run():
+    d = decide(load("crash", keep=lambda p: p.gil == 0), settings=S, probe={})
+    assert "tests/test_crash.py::test_segv_nogil_only" in by_kind(d, "crash")
+    assert not by_kind(d, "ft-crash")
+
+
+def test_hang_with_modes_and_kinds():
+    d = decide(load("hang"), settings=S, probe={})
+    assert d.verdict == "hang"
+    h = by_kind(d, "hang")
+    assert h["tests/test_hang.py::test_lock_order"].modes == (0, 1)
+    assert "in threads runs" in h["tests/test_hang.py::test_lock_order"].message
+    assert "plain/threads" in h["tests/test_hang.py::test_sleeps_forever"].message
+    assert h["tests/test_hang.py::test_sleeps_forever"].evidence == "timeout"
+
+
+def test_job_level_timeout_is_a_hang_not_an_infra_error():
+    d = decide(load("hang-noxdist"), settings=S, probe={})
+    assert d.verdict == "hang" and not by_kind(d, "infra-error")
+
+
+def test_ft_race_thread_unsafe_and_baseline_in_one_suite():
+    d = decide(load("mix"), settings=S, probe={})
+    assert d.verdict == "ft-race"
+    race = by_kind(d, "ft-race")
+    assert set(race) == {"tests/test_mix.py::test_race"}
+    assert race["tests/test_mix.py::test_race"].modes == (0,)
+    assert race["tests/test_mix.py::test_race"].ratio == "3/3"
+    unsafe = by_kind(d, "thread-unsafe")
+    assert set(unsafe) == {"tests/test_mix.py::test_shared_list"}
+    assert unsafe["tests/test_mix.py::test_shared_list"].modes == (0, 1)
+    assert unsafe["tests/test_mix.py::test_shared_list"].ratio == "6/6"
+    base = by_kind(d, "baseline-failure")
+    assert set(base) == {"tests/test_mix.py::test_baseline_fail"}  # and blamed for nothing else
+    kinds = [f.kind for f in d.findings]
+    assert kinds == sorted(kinds, key=VERDICTS.index)
+
+
+def test_flaky_race_is_counted_k_of_r():
+    d = decide(load("flaky"), settings=S, probe={})
+    assert d.verdict == "ft-race"
+    f = by_kind(d, "ft-race")["tests/test_flaky.py::test_rare_race"]
+    assert (f.count, f.runs) == (3, 4) and f.ratio == "3/4"
+
+
+def test_gil_reenabled_names_the_module():
+    probe = json.loads((DATA / "probe-gil/probe.json").read_text())
+    d = decide(load("probe-gil", "gilext"), settings=S, probe=probe)
+    assert d.verdict == "gil-reenabled"
+    (f,) = d.findings
+    assert f.module == "legacyext" and f.evidence == "warning"
+    assert "has been enabled to load module 'legacyext'" in f.excerpt
+    assert "import sys, legacyext" in f.reproduce and "env -u PYTHON_GIL" in f.reproduce
+
+
+def test_gil_reenabled_beats_no_tests():
+    probe = json.loads((DATA / "probe-gil/probe.json").read_text())
+    assert decide(load("probe-gil", "empty"), settings=S, probe=probe).verdict == "gil-reenabled"
+
+
+def test_baseline_failure_from_a_collection_error():
+    d = decide(load("collerr"), settings=S, probe={})
+    assert d.verdict == "baseline-failure"
+    assert set(by_kind(d, "baseline-failure")) == {"tests/test_broken.py"}
+
+
+def test_compatible_with_full_coverage():
+    d = decide(load("gilext"), settings=S, probe={"gil_enabled": False, "modules": []})
+    assert d.verdict == "compatible" and d.qualifier == "" and d.findings == ()
+    assert d.coverage["gil0"]["in_threads"] == d.coverage["gil0"]["total"] == 2
+
+
+def test_no_tests():
+    d = decide(load("empty"), settings=S, probe={})
+    assert d.verdict == "no-tests" and d.findings == ()
+
+
+def test_all_thread_unsafe_suite_gets_the_finding_and_the_qualifier():
+    for case in ("allunsafe", "allunsafe-noxdist"):
+        d = decide(load(case), settings=S, probe={})
+        assert d.verdict == "compatible"
+        assert d.qualifier == "low thread coverage: 0/3 tests in threads"
+        (f,) = d.findings
+        assert f.kind == "no-thread-coverage" and f.modes == (0, 1) and f.ratio == "0/3"
+        assert "uses thread-unsafe fixture(s): {'capsys'}" in f.excerpt
+        cov = d.coverage["gil0"]
+        assert (cov["in_threads"], cov["single"], cov["skipped"], cov["total"]) == (0, 3, 1, 3)
+
+
+def test_mixed_coverage_counts_and_threshold():
+    cov = decide(load("mix"), settings=S, probe={}).coverage
+    g0 = cov["gil0"]
+    assert (g0["in_threads"], g0["single"], g0["skipped"], g0["total"]) == (8, 2, 2, 10)
+    assert g0["reasons"]["tests/test_mix.py::test_marked_unsafe"] == "touches global config"
+    assert coverage.qualifier(cov, S) == ""
+    strict = Settings(min_parallel_fraction=0.9)
+    assert coverage.qualifier(cov, strict) == "low thread coverage: 8/10 tests in threads"
+
+
+def test_coverage_unknown_without_a_trusted_source():
+    phases = load("gilext", keep=lambda p: p.kind != "collect")
+    d = decide(phases, settings=S, probe={})
+    assert d.verdict == "compatible" and d.qualifier == "thread coverage unknown"
+    assert d.coverage["gil0"]["in_threads"] is None
+
+
+@pytest.mark.parametrize("case", ["mix-cut", "hang-cut", "mix-garbled"])
+def test_cut_or_garbled_runs_are_infra_errors_with_the_raw_tail(case):
+    d = decide(load(case), settings=S, probe={})
+    assert d.verdict == "infra-error"
+    f = by_kind(d, "infra-error")
+    assert all(x.excerpt and "incomplete" in x.message for x in f.values())
+
+
+def test_pytest_internal_error_is_infra():
+    d = decide(load("gilext-default"), settings=S, probe={})
+    assert d.verdict == "infra-error"
+    assert any(f.phase == "threads-default" for f in d.findings)
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_every_decision_is_in_the_contract_and_has_evidence(case):
+    d = decide(load(case), settings=S, probe={})
+    assert d.verdict in VERDICTS
+    for f in d.findings:
+        assert f.kind in FINDING_KINDS
+        assert f.excerpt.strip() and f.reproduce.strip() and f.message
+
+
+def test_reproduce_threads_finding():
+    d = decide(load("mix"), settings=S, probe={})
+    cmd = by_kind(d, "ft-race")["tests/test_mix.py::test_race"].reproduce
+    assert cmd.startswith("cd /tmp/h1/suites/mix && ")
+    argv = shlex.split(cmd.split(" && ", 1)[1])
+    assert "PYTHON_GIL=0" in argv and "PYTHONFAULTHANDLER=1" in argv
+    assert "--parallel-threads=4" in argv and "--iterations=5" in argv and "--timeout=10" in argv
+    assert "-n" not in argv and not any(a.startswith("--junitxml") for a in argv)
+    assert argv[-1] == "tests/test_mix.py::test_race" and "tests" not in argv
+
+
+def test_reproduce_plain_finding_drops_thread_flags_and_quotes_ids():
+    (p,) = load("mix", keep=lambda p: p.name == "plain-gil1")
+    cmd = reproduce(p, "tests/test_mix.py::test_param[d e]")
+    assert "--parallel-threads" not in cmd and "PYTHON_GIL=1" in cmd
+    assert cmd.endswith("'tests/test_mix.py::test_param[d e]'")
+    assert reproduce(p, None).endswith(" tests")  # no id: the whole suite, minus junit/-n
+
+
+def test_reproduce_tox_command():
+    (p,) = load("mix", keep=lambda p: p.name == "threads-gil0-r1")
+    tox = ("/v/bin/python", "-m", "tox", "-e", "py313t", "--", "-n", "auto",
+           "--parallel-threads=4", "--junitxml=/w/junit/x.xml", "-v", "tests")
+    cmd = reproduce(dataclasses.replace(p, command=tox), "tests/t.py::t")
+    assert cmd.endswith("-m tox -e py313t -- --parallel-threads=4 -v tests/t.py::t")

@@ -203,6 +203,8 @@ def _write_report(dirs: list[Path], out: Path, *, meta: dict, previous: Path | N
     prev = _load_json(previous) if previous else None
     report = aggregate.build_report(results, meta=meta, previous=prev, expected_jobs=expected)
     hist = _load_json(history) if history else None
+    if any(Path(d).resolve() != out.resolve() for d in dirs):
+        aggregate.copy_logs(report, dirs, out)  # merged shards: the site links to logs under out/
     written = render.write_all(report, out, history=hist)
     for p in written:
         if p.name in ("report.md", "report.json", "index.html", "junit.xml"):

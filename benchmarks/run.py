@@ -1,0 +1,208 @@
+"""ft-harness benchmark: overhead, schedule, cache and scale, as ratios measured side by side.
+
+    python benchmarks/run.py [--quick] [--rounds 3] [--sections overhead,schedule,cache,scale]
+                             [--with-default-matrix] [--tsan] [--results benchmarks/results]
+
+Writes RESULTS/latest.json and RESULTS/latest.md and prints the four sections.  The
+machine's noise hits both sides of every ratio alike; absolute seconds are only context.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import json
+import logging
+import os
+import pstats
+import shlex
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from benchmarks import overhead, report, scale, schedule  # noqa: E402
+from benchmarks.common import FIXTURES, SETTINGS, fixture, write_matrix  # noqa: E402
+
+log = logging.getLogger("bench")
+SECTIONS = ("scale", "overhead", "schedule", "cache")
+REAL_PACKAGE = {"name": "six", "version": "==1.17.0"}  # a small PyPI sdist that ships its tests
+OVERHEAD_FIXTURES = ("ft_clean", "ft_mixed")
+SCHEDULE_FIXTURES = ("ft_clean", "ft_mixed", "ft_baseline")
+BUDGET = 19 * 60.0
+
+
+def _load() -> str:
+    try:
+        return " ".join(f"{x:.1f}" for x in os.getloadavg())
+    except OSError:
+        return "?"
+
+
+def _profile_report(n: int, tmp: Path) -> dict[str, Any]:
+    """Where the report time goes, at n packages (cProfile, top 12 by own time)."""
+    prof = cProfile.Profile()
+    prof.enable()
+    scale.one_size(n, tmp / "profile")
+    prof.disable()
+    st = pstats.Stats(prof)
+    rows = []
+    for (file, line, fn), (_cc, calls, tt, ct, _callers) in st.stats.items():  # type: ignore[attr-defined]
+        rows.append({"function": f"{Path(file).name}:{line}({fn})", "tottime": tt, "cumtime": ct,
+                     "calls": calls})
+    rows.sort(key=lambda r: -r["tottime"])
+    return {"packages": n, "top": [{**r, "tottime": round(r["tottime"], 3),
+                                    "cumtime": round(r["cumtime"], 3)} for r in rows[:12]]}
+
+
+def _fixture_matrix(tmp: Path, names: tuple[str, ...]) -> Path:
+    return write_matrix(tmp / "fixtures.yaml", [fixture(n) for n in names if (FIXTURES / n).is_dir()])
+
+
+def _default_matrix_estimate(path: Path) -> float | None:
+    from harness import matrix, plan
+
+    try:
+        jobs = plan.make_plan(matrix.load(str(path)))
+    except Exception as e:  # noqa: BLE001 - a broken default matrix is reported, not fatal
+        log.warning("default matrix %s: %s", path, e)
+        return None
+    return sum(plan.expected_seconds(jobs))
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true",
+                    help="fixtures only for overhead, one GIL mode, scale up to 10,000 still")
+    ap.add_argument("--rounds", type=int, default=3, help="overhead rounds (>= 3; default 3)")
+    ap.add_argument("--sections", default=",".join(SECTIONS))
+    ap.add_argument("--with-default-matrix", action="store_true",
+                    help="also time the default matrix.yaml in the schedule section")
+    ap.add_argument("--tsan", action="store_true", help="also run benchmarks/tsan_cost.py")
+    ap.add_argument("--budget", type=float, default=BUDGET, help="seconds the whole run may take")
+    ap.add_argument("--results", type=Path, default=ROOT / "benchmarks" / "results")
+    ap.add_argument("--keep", action="store_true", help="keep the temporary output dirs")
+    ap.add_argument("--scale-sizes", default=",".join(map(str, scale.SIZES)),
+                    help="package counts of the scale section (default: 10,100,1000,10000)")
+    ap.add_argument("--render-only", action="store_true",
+                    help="only re-render RESULTS/latest.md from RESULTS/latest.json")
+    args = ap.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="[bench %(asctime)s] %(message)s", datefmt="%H:%M:%S")
+    if args.render_only:
+        doc = json.loads((args.results / "latest.json").read_text())
+        md = report.render(doc)
+        (args.results / "latest.md").write_text(md)
+        print(md)
+        return 0
+    logging.getLogger("harness").setLevel(logging.WARNING)
+    wanted = [s.strip() for s in args.sections.split(",") if s.strip()]
+    t_start = time.monotonic()
+    settings = dict(SETTINGS, gil_modes=[0]) if args.quick else dict(SETTINGS)
+    doc: dict[str, Any] = {
+        "schema": 1,
+        "meta": {"date": datetime.now(UTC).isoformat(timespec="seconds"), "cpus": os.cpu_count(),
+                 "load_start": _load(), "quick": args.quick, "settings": settings,
+                 "command": "python benchmarks/run.py " + shlex.join(argv or sys.argv[1:]),
+                 "python": sys.version.split()[0]},
+        "sections": {}, "errors": {}, "notes": [],
+    }
+    tmp = Path(tempfile.mkdtemp(prefix="ft-bench-"))
+    common_settings = settings
+    import benchmarks.common as common
+
+    common.SETTINGS.clear()
+    common.SETTINGS.update(common_settings)
+    overhead_pkgs = [fixture(n) for n in OVERHEAD_FIXTURES] + ([] if args.quick else [REAL_PACKAGE])
+    fixture_m = _fixture_matrix(tmp, SCHEDULE_FIXTURES)
+
+    def section(name: str, fn, *a, **kw):  # noqa: ANN001, ANN202
+        if name not in wanted:
+            return None
+        log.info("section %s (%.0f s elapsed)", name, time.monotonic() - t_start)
+        t0 = time.monotonic()
+        try:
+            value = fn(*a, **kw)
+        except Exception:  # noqa: BLE001 - one failed section must not lose the others
+            doc["errors"][name] = traceback.format_exc()
+            log.error("section %s failed:\n%s", name, doc["errors"][name])
+            return None
+        value["seconds"] = round(time.monotonic() - t0, 1)
+        doc["sections"][name] = value
+        return value
+
+    sizes = tuple(int(x) for x in args.scale_sizes.split(",") if x.strip())
+    sc = section("scale", scale.measure, tmp, sizes)
+    if sc and sc["largest_report_seconds"] > sc["target_report_seconds"]:
+        log.info("scale: the largest report missed its target; profiling at 1,000 packages")
+        sc["profile"] = _profile_report(1000, tmp)
+    section("overhead", overhead.measure, overhead_pkgs, rounds=max(3, args.rounds), tmp=tmp)
+    if "schedule" in wanted or "cache" in wanted:
+        sched = {"target": 1.10, "matrices": [], "skipped": []}
+        one = section("schedule-fixtures", schedule.measure, fixture_m, tmp, "fixtures")
+        doc["sections"].pop("schedule-fixtures", None)
+        if one:
+            sched["matrices"].append(one)
+        default = ROOT / "matrix.yaml"
+        est = _default_matrix_estimate(default) if default.is_file() else None
+        left = args.budget - (time.monotonic() - t_start)
+        if not default.is_file():
+            sched["skipped"].append("the default matrix.yaml does not exist yet.")
+        elif args.with_default_matrix:
+            two = section("schedule-default", schedule.measure, default, tmp, "default")
+            doc["sections"].pop("schedule-default", None)
+            if two:
+                sched["matrices"].append(two)
+        else:
+            sched["skipped"].append(
+                f"the default matrix.yaml (plan estimate {est or 0:.0f} s per pass, two passes "
+                f"needed; {left:.0f} s of the {args.budget:.0f} s budget left) does not fit; "
+                "`python benchmarks/run.py --with-default-matrix` times it.")
+        if "schedule" in wanted:
+            doc["sections"]["schedule"] = sched
+        if "cache" in wanted and one:
+            c = section("cache", schedule.cache, fixture_m, tmp, "fixtures", one["j1"])
+            ov = doc["sections"].get("overhead")
+            if c and ov:
+                per_job = [len(r["harness"]["downloads"]) for p in ov["packages"].values()
+                           for r in p["rounds"]]
+                c["force_rerun_downloads"] = f"{min(per_job)}–{max(per_job)}" if per_job else None
+    if args.tsan and (ROOT / "benchmarks" / "tsan_cost.py").is_file():
+        section("tsan", _tsan, tmp)
+    doc["meta"]["load_end"] = _load()
+    doc["meta"]["total_seconds"] = round(time.monotonic() - t_start, 1)
+    if doc["meta"]["total_seconds"] > args.budget:
+        doc["notes"].append(f"the run took {doc['meta']['total_seconds']:.0f} s, over its "
+                            f"{args.budget:.0f} s budget (load average {doc['meta']['load_end']}).")
+    args.results.mkdir(parents=True, exist_ok=True)
+    (args.results / "latest.json").write_text(json.dumps(doc, indent=1) + "\n")
+    md = report.render(doc)
+    (args.results / "latest.md").write_text(md)
+    print(md)
+    print(f"wrote {args.results / 'latest.json'} and {args.results / 'latest.md'}")
+    if not args.keep:
+        import shutil
+
+        shutil.rmtree(tmp, ignore_errors=True)
+    else:
+        print(f"kept {tmp}")
+    return 1 if doc["errors"] else 0
+
+
+def _tsan(tmp: Path) -> dict[str, Any]:
+    out = tmp / "tsan.json"
+    p = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "tsan_cost.py"), "--json", str(out)],
+                       capture_output=True, text=True, timeout=3600, cwd=ROOT)
+    data = json.loads(out.read_text()) if out.is_file() else {}
+    return {"returncode": p.returncode, "stdout": p.stdout[-4000:], "data": data}
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,47 @@
+"""The scale section's synthetic results are real JobResults and cover every verdict."""
+
+from __future__ import annotations
+
+import json
+
+from benchmarks import scale
+from benchmarks.common import write_matrix
+from harness import matrix, plan
+from harness.model import VERDICTS, InterpreterInfo, JobResult
+
+
+def test_synthetic_results_round_trip_and_cycle_verdicts(tmp_path) -> None:
+    n = len(VERDICTS) + 2
+    spec = matrix.load(str(write_matrix(tmp_path / "m.yaml",
+                                        [scale._package_entry(i) for i in range(n)])))
+    jobs = plan.make_plan(spec)
+    assert len(jobs) == n
+    interp = InterpreterInfo(name="cpython3.13t", version="3.13.5", key="k", python="/x")
+    results = [scale.synthetic_result(j, i, interp) for i, j in enumerate(jobs)]
+    back = [JobResult.from_dict(json.loads(json.dumps(r.to_dict()))) for r in results]
+    assert back == results
+    assert {r.verdict for r in results} == set(VERDICTS)
+    for r in results:
+        tests = [p for p in r.phases if p.kind in ("plain", "threads")]
+        assert len(tests) == 4 and all(len(p.tests) == scale.TESTS for p in tests)
+        assert bool(r.findings) == (r.verdict not in ("compatible", "no-tests"))
+        assert r.key == jobs[results.index(r)].key("k")
+
+
+def test_one_size_times_every_step(tmp_path) -> None:
+    row = scale.one_size(3, tmp_path)
+    assert row["packages"] == 3
+    for key in ("matrix_load", "plan_make", "plan_render", "load_results", "build_report", "write_all"):
+        assert row[key] >= 0 and key in row["cpu"]
+    assert row["files_written"] >= 3 and not (tmp_path / "scale-3").exists()
+
+
+def test_bare_steps_are_the_commands_a_person_runs() -> None:
+    from benchmarks.overhead import bare_steps
+
+    interp = InterpreterInfo(name="cpython3.13t", version="3.13.5", key="k", python="/x")
+    spec = matrix.loads('interpreters: [{name: cpython3.13t, version: "3.13.5", source: "debian:trixie"}]\n'
+                        "packages: [{name: six, version: '==1.17.0'}]\n")
+    res = scale.synthetic_result(plan.make_plan(spec)[0], 9, interp).to_dict()
+    names = [p["name"] for p in bare_steps(res)]
+    assert names == ["fetch", "install", "plain-gil0", "threads-gil0-r1", "plain-gil1", "threads-gil1-r1"]

@@ -7,6 +7,7 @@ report step reads, so shards from many machines merge with the same code.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import tempfile
@@ -38,8 +39,13 @@ FINDING_KINDS = VERDICTS[:-2] + INFO_KINDS
 OUTCOMES = ("passed", "failed", "error", "skipped", "crashed", "timeout")
 
 
+@functools.cache
+def _field_names(cls: type) -> frozenset[str]:
+    return frozenset(f.name for f in fields(cls))
+
+
 def _build(cls: type, data: dict[str, Any]) -> Any:
-    names = {f.name for f in fields(cls)}
+    names = _field_names(cls)
     return cls(**{k: v for k, v in data.items() if k in names})
 
 

@@ -218,7 +218,7 @@ class DockerBackend:
         try:
             container = self.client.containers.create(**config)
         except Exception as e:
-            return self._create_failed(e, log, started)
+            raise self._create_failed(e) from None
         with self._lock:
             closed = job_id in self._closed or self._cancelled
             self._live.setdefault(job_id, set()).add(container.id)
@@ -253,12 +253,12 @@ class DockerBackend:
             self._remove(job_id, container)
         return self._outcome(state, timed_out, duration)
 
-    def _create_failed(self, e: Exception, log: Path, started: float) -> Exec:
+    def _create_failed(self, e: Exception) -> InfraError:
         import docker.errors
 
         if isinstance(e, docker.errors.ImageNotFound):
-            raise InfraError(f"docker image {self.image} is missing (run `ft-harness image`)") from None
-        raise _daemon_error(e) from None
+            return InfraError(f"docker image {self.image} is missing (run `ft-harness image`)")
+        return _daemon_error(e)
 
     def _wait(self, container, deadline: float) -> bool:
         """Wait for the container to stop; True when the deadline passed first."""

@@ -1,0 +1,89 @@
+"""`ft-harness run --backend docker` end to end: same verdicts as the local backend,
+and nothing of ours left behind after a run or a SIGINT."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from harness.backends.docker import docker_available
+
+OK, WHY = docker_available()
+pytestmark = [pytest.mark.docker, pytest.mark.integration, pytest.mark.network, pytest.mark.slow,
+              pytest.mark.skipif(not OK, reason=f"no docker engine: {WHY}")]
+
+REPO = Path(__file__).resolve().parents[2]
+MATRIX = REPO / "tests" / "fixtures" / "matrix.yaml"
+# A clean package, a C-extension crash without the GIL, a missing Py_mod_gil slot, a plain bug.
+PACKAGES = ("ft_clean", "ft_realloc", "ft_gilslot", "ft_baseline")
+
+
+def _ours(run_suffix: str) -> list[str]:
+    import docker
+
+    c = docker.from_env()
+    names = [x.name for x in c.containers.list(all=True, filters={"label": "ft-harness.run"})
+             if x.labels["ft-harness.run"].endswith(run_suffix)]
+    names += [v.name for v in c.volumes.list(filters={"label": "ft-harness.run"})
+              if v.attrs["Labels"]["ft-harness.run"].endswith(run_suffix)]
+    return names
+
+
+def _run(out: Path, backend: str, packages=PACKAGES, **kw) -> subprocess.Popen:
+    argv = [sys.executable, "-m", "harness", "run", "--matrix", str(MATRIX), "--out", str(out),
+            "--backend", backend, "--jobs", "2", "--interpreter", "cp313t"]
+    for p in packages:
+        argv += ["--package", p]
+    return subprocess.Popen(argv, cwd=REPO, env={**os.environ, "CI": "true"}, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, **kw)
+
+
+def _verdicts(out: Path) -> dict[str, tuple[str, tuple[str, ...]]]:
+    report = json.loads((out / "report.json").read_text())
+    return {p["name"]: (p["verdict"], tuple(sorted({f["kind"] for f in p["findings"]})))
+            for p in report["packages"]}
+
+
+def test_docker_gives_the_same_verdicts_as_local(tmp_path):
+    procs, outs = {}, {}
+    for b in ("docker", "local"):  # one after the other: the same load for both
+        procs[b] = _run(tmp_path / b, b)
+        outs[b] = procs[b].communicate(timeout=3000)[0]
+    for b, p in procs.items():
+        assert p.returncode == 0, outs[b][-3000:]
+        assert _ours(f"-{p.pid}") == []
+    docker_v, local_v = _verdicts(tmp_path / "docker"), _verdicts(tmp_path / "local")
+    assert set(docker_v) == set(PACKAGES)
+    assert docker_v == local_v
+    assert docker_v["ft_realloc"][0] in ("ft-crash", "crash")
+    assert docker_v["ft_gilslot"][0] == "gil-reenabled"
+    results = json.loads((tmp_path / "docker" / "results" / "cp313t--ft_clean.json").read_text())
+    assert results["backend"] == "docker"
+
+
+def test_sigint_mid_run_leaves_no_containers(tmp_path):
+    proc = _run(tmp_path / "out", "docker", packages=("ft_clean", "ft_baseline"))
+    import docker
+
+    c = docker.from_env()
+    deadline = time.monotonic() + 600
+    while time.monotonic() < deadline and proc.poll() is None:
+        running = [x for x in c.containers.list(filters={"label": "ft-harness.run"})
+                   if x.labels["ft-harness.run"].endswith(f"-{proc.pid}")]
+        if running:
+            break
+        time.sleep(0.5)
+    assert proc.poll() is None, "the run ended before any container started"
+    proc.send_signal(signal.SIGINT)
+    out = proc.communicate(timeout=120)[0]
+    assert proc.returncode == 130, out[-2000:]
+    assert _ours(f"-{proc.pid}") == []
+    assert not list((tmp_path / "out" / "results").glob("*.json")) or all(
+        json.loads(p.read_text())["job_id"] for p in (tmp_path / "out" / "results").glob("*.json"))

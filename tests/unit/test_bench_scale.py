@@ -45,3 +45,18 @@ def test_bare_steps_are_the_commands_a_person_runs() -> None:
     res = scale.synthetic_result(plan.make_plan(spec)[0], 9, interp).to_dict()
     names = [p["name"] for p in bare_steps(res)]
     assert names == ["fetch", "install", "plain-gil0", "threads-gil0-r1", "plain-gil1", "threads-gil1-r1"]
+
+
+def test_written_results_name_their_own_job(tmp_path) -> None:
+    from harness.model import read_result
+
+    spec = matrix.load(str(write_matrix(tmp_path / "m.yaml",
+                                        [scale._package_entry(i) for i in range(13)])))
+    jobs = plan.make_plan(spec)
+    interp = InterpreterInfo(name="cpython3.13t", version="3.13.5", key="k", python="/x")
+    scale.write_results(jobs, interp, tmp_path)
+    for i, job in enumerate(jobs):
+        r = read_result(tmp_path / f"{job.job_id}.json")
+        assert (r.job_id, r.package, r.key) == (job.job_id, job.package.name, job.key("k"))
+        assert r.requested == job.package.version and "zzdummy" not in json.dumps(r.to_dict())
+        assert r.verdict == VERDICTS[i % len(VERDICTS)]

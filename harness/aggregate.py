@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import ConfigError
-from .model import VERDICTS, Finding, JobResult, Phase, read_result
+from .model import VERDICTS, Finding, JobResult, Phase
 
 log = logging.getLogger(__name__)
 
@@ -34,16 +34,34 @@ def _result_files(d: Path) -> list[Path]:
     return sorted(d.glob("*.json"))
 
 
-def load_results(dirs: Sequence[Path]) -> tuple[list[JobResult], list[str]]:
+def _drop_tests(data: dict[str, Any]) -> dict[str, Any]:
+    """``data`` without the per-test outcomes of its phases (the report never shows them)."""
+    phases = data.get("phases")
+    if not isinstance(phases, list):
+        return data
+    slim = [{k: v for k, v in p.items() if k != "tests"} if isinstance(p, dict) else p
+            for p in phases]
+    return {**data, "phases": slim}
+
+
+def _read_json(path: Path) -> Any:
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)
+
+
+def load_results(dirs: Sequence[Path], *,
+                 tests: bool = False) -> tuple[list[JobResult], list[str]]:
     """Read every result file under ``dirs``; return (results, problems).
 
     A file that is not valid JSON, or not a valid result, is named in
     ``problems`` and left out, never merged.  The same job id in two files
     with different content is a ConfigError naming both (shards must be
-    disjoint); identical copies are merged silently.
+    disjoint); identical copies are merged silently.  Per-test outcomes
+    (``Phase.tests``) are only kept with ``tests=True``: no report shows them,
+    and at 10,000 jobs they are most of the loading time.
     """
     problems: list[str] = []
-    seen: dict[str, tuple[Path, dict[str, Any]]] = {}
+    seen: dict[str, Path] = {}
     results: list[JobResult] = []
     for d in dirs:
         d = Path(d)
@@ -53,8 +71,7 @@ def load_results(dirs: Sequence[Path]) -> tuple[list[JobResult], list[str]]:
         for path in _result_files(d):
             name = str(path)  # as the user gave the dir: "shard1/results/x.json"
             try:
-                raw = path.read_text(encoding="utf-8")
-                data = json.loads(raw)
+                data = _read_json(path)
             except UnicodeDecodeError:
                 problems.append(f"{name}: not UTF-8 text")
                 continue
@@ -65,16 +82,16 @@ def load_results(dirs: Sequence[Path]) -> tuple[list[JobResult], list[str]]:
                 problems.append(f"{name}: cannot read ({e.strerror})")
                 continue
             try:
-                res = read_result(path)
+                res = JobResult.from_dict(data if tests else _drop_tests(data))
             except (ValueError, TypeError, KeyError, AttributeError) as e:
                 problems.append(f"{name}: not a valid result ({e})")
                 continue
             if res.verdict not in VERDICTS:
                 problems.append(f"{name}: unknown verdict {res.verdict!r}")
                 continue
-            if res.job_id in seen:
-                other, other_data = seen[res.job_id]
-                if other_data != data:
+            if res.job_id in seen:  # rare: re-read the first copy rather than keep every dict
+                other = seen[res.job_id]
+                if _read_json(other) != data:
                     raise ConfigError(
                         f"job {res.job_id!r} also in {other} with different content "
                         "(shards must be disjoint)",
@@ -82,7 +99,7 @@ def load_results(dirs: Sequence[Path]) -> tuple[list[JobResult], list[str]]:
                     )
                 log.info("%s: same result as %s, merged", path, other)
                 continue
-            seen[res.job_id] = (path, data)
+            seen[res.job_id] = path
             results.append(res)
     for p in problems:
         log.warning("skipped %s", p)
@@ -107,6 +124,9 @@ def _safe_log(path: str) -> str:
     """A log path relative to the output dir, or "" if it is not one we may link to."""
     if not path or "\\" in path or ":" in path or path.startswith("/"):
         return ""
+    if (".." not in path and "//" not in path and "./" not in path
+            and not path.endswith(("/", "/."))):
+        return path if path != "." else ""  # already plain (nearly always): no split/join
     parts = [x for x in path.split("/") if x not in ("", ".")]
     if ".." in parts:
         return ""
@@ -151,6 +171,7 @@ def _package(r: JobResult) -> dict[str, Any]:
         (_finding(f) for f in r.findings),
         key=lambda f: _SEVERITY.get(f["kind"], len(VERDICTS)),
     )
+    phases = [_phase(p) for p in r.phases]
     it = r.interpreter
     verdict_label = f"{r.verdict} ({r.qualifier})" if r.qualifier else r.verdict
     return {
@@ -178,13 +199,13 @@ def _package(r: JobResult) -> dict[str, Any]:
         "qualifier": r.qualifier,
         "verdict_label": verdict_label,
         "findings": findings,
-        "phases": [_phase(p) for p in r.phases],
+        "phases": phases,
         "coverage": r.coverage,
         "wheel": r.wheel,
         "metadata": r.metadata,
         "notes": r.notes,
         "links": list(r.links),
-        "logs": [lp for lp in (_safe_log(p.log) for p in r.phases) if lp],
+        "logs": [ph["log"] for ph in phases if ph["log"]],
     }
 
 

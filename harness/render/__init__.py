@@ -11,7 +11,9 @@ import contextlib
 import json
 import logging
 import os
+import shutil
 import tempfile
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -68,6 +70,39 @@ def report_json(report: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def write_pages(site: Path, pages: Iterable[tuple[str, str]]) -> list[Path]:
+    """Write the package pages ("pkg/<name>.html", text) as one directory swap.
+
+    The pages go, plainly written, into a fresh hidden directory next to
+    site/pkg, which then replaces site/pkg whole: a reader sees the old set of
+    pages or the new one (a page per file atomically would cost a temp file
+    and a rename per package).  Pages of packages no longer in the report go.
+    """
+    site.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(dir=site, prefix=".pkg-"))
+    written: list[Path] = []
+    try:
+        os.chmod(tmp, 0o755)  # mkdtemp makes it 0700; the site is for everyone to read
+        for rel, text in pages:
+            name = rel.removeprefix("pkg/")
+            if "/" in name or name.startswith("."):
+                raise ValueError(f"not a page name: {rel!r}")
+            with open(tmp / name, "w", encoding="utf-8") as f:
+                f.write(text)
+            written.append(site / "pkg" / name)
+        final, trash = site / "pkg", None
+        if final.exists():
+            trash = Path(tempfile.mkdtemp(dir=site, prefix=".pkg-old-"))
+            os.replace(final, trash / "pkg")
+        os.replace(tmp, final)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    if trash is not None:
+        shutil.rmtree(trash, ignore_errors=True)
+    return written
+
+
 def write_all(report: dict[str, Any], out: Path, *,
               history: dict[str, Any] | None = None) -> list[Path]:
     """Render ``report`` into ``out``; returns the files written.
@@ -88,9 +123,10 @@ def write_all(report: dict[str, Any], out: Path, *,
     written.append(out / "junit.xml")
     hist = _history.update(history, report)
     site = out / "site"
-    for rel, text in html.render_site(report, out, hist).items():
-        write_text_atomic(site / rel, text)
-        written.append(site / rel)
+    rows = html.index_rows(report, hist)
+    written += write_pages(site, html.iter_pages(report, out, rows))
+    write_text_atomic(site / "index.html", html.render_index(report, rows))
+    written.append(site / "index.html")
     write_json_atomic(site / "history.json", hist)
     written.append(site / "history.json")
     summary_path = os.environ.get("GITHUB_STEP_SUMMARY")

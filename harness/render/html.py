@@ -9,9 +9,11 @@ rendering bug could not make the browser run a package's text.
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
 import os
 import shlex
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -53,14 +55,30 @@ def page_name(job_id: str) -> str:
     return f"{safe or 'job'}.html"
 
 
+class _Env(jinja2.Environment):
+    """``x.key`` on one of our dicts is a plain item lookup (jinja's default tries
+    getattr first and pays for an AttributeError on every field of every row)."""
+
+    def getattr(self, obj: Any, attribute: str) -> Any:
+        if type(obj) is dict:  # noqa: E721 - exactly dict: the report's own values
+            try:
+                return obj[attribute]
+            except KeyError:
+                pass
+        return super().getattr(obj, attribute)
+
+
+@functools.cache
 def _env() -> jinja2.Environment:
-    env = jinja2.Environment(
+    """One environment per process: templates are compiled once and reused."""
+    env = _Env(
         loader=jinja2.FileSystemLoader(HERE / "templates"),
         autoescape=True,  # every template, whatever its extension
         undefined=jinja2.StrictUndefined,
         trim_blocks=True,
         lstrip_blocks=True,
         keep_trailing_newline=True,
+        auto_reload=False,
     )
     env.filters.update(duration=fmt_duration, modes=mode_list, counts=phase_summary,
                        coverage=coverage_summary, coverage_modes=coverage_modes,
@@ -71,16 +89,45 @@ def _env() -> jinja2.Environment:
     return env
 
 
-def _log_href(rel: str, out: str) -> str:
+@functools.cache
+def _common() -> dict[str, Any]:
+    """Our inline CSS and JS and the CSP that allows exactly them, hashed once per process."""
+    css, js = _asset("site.css"), _asset("site.js")
+    csp = (f"default-src 'none'; style-src '{_sha(css)}'; script-src '{_sha(js)}'; "
+           "img-src data:; base-uri 'none'; form-action 'none'")
+    return {"css": Markup(css), "js": Markup(js), "csp": csp}
+
+
+class _Listing:
+    """Which files exist under ``out``: one scandir per directory instead of a stat per link."""
+
+    def __init__(self, out: str):
+        self.out = out
+        self.dirs: dict[str, frozenset[str]] = {}
+
+    def has(self, rel: str) -> bool:
+        d, _, name = rel.rpartition("/")
+        names = self.dirs.get(d)
+        if names is None:
+            try:
+                with os.scandir(os.path.join(self.out, d)) as it:
+                    names = frozenset(e.name for e in it if e.is_file())
+            except OSError:
+                names = frozenset()
+            self.dirs[d] = names
+        return name in names
+
+
+def _log_href(rel: str, files: _Listing) -> str:
     """Relative link from site/pkg/ to OUT/<rel> if that file is there, else ""."""
     if not rel or rel.startswith("/") or ".." in rel.split("/"):
         return ""
-    if not os.path.isfile(os.path.join(out, rel)):
+    if not files.has(rel):
         return ""
     return "../../" + quote(rel)
 
 
-def _phase_row(ph: dict[str, Any], out: str) -> dict[str, Any]:
+def _phase_row(ph: dict[str, Any], files: _Listing) -> dict[str, Any]:
     """Everything a row of the phases table shows, as plain strings (cheaper than filters)."""
     exit_code = "—" if ph["exit_code"] is None else str(ph["exit_code"])
     if ph["signal"]:
@@ -95,17 +142,20 @@ def _phase_row(ph: dict[str, Any], out: str) -> dict[str, Any]:
         "counts": phase_summary(ph["counts"]),
         "time": fmt_duration(ph["duration"]),
         "log": ph["log"],
-        "href": _log_href(ph["log"], out),
-        "junit_href": _log_href(ph["junit"], out),
+        "href": _log_href(ph["log"], files),
+        "junit_href": _log_href(ph["junit"], files),
         "command": _command(ph),
     }
+
+
+_quote = functools.lru_cache(maxsize=1 << 16)(shlex.quote)  # the same words recur in every job
 
 
 def _command(ph: dict[str, Any]) -> str:
     if not ph["command"]:
         return ""
-    env = "".join(f"{k}={shlex.quote(v)} " for k, v in ph["env"].items())
-    return env + shlex.join(ph["command"])
+    env = "".join(f"{k}={_quote(v)} " for k, v in ph["env"].items())
+    return env + " ".join(_quote(w) for w in ph["command"])
 
 
 def _coverage_pct(p: dict[str, Any]) -> int:
@@ -121,34 +171,70 @@ def _history_for(history: dict[str, Any] | None, job_id: str) -> list[dict[str, 
     return list(history.get("packages", {}).get(job_id, []))
 
 
-def render_site(report: dict[str, Any], out: Path,
-                history: dict[str, Any] | None = None) -> dict[str, str]:
-    """{relative path under site/: html text} for the index and every package page."""
-    env = _env()
-    css, js = _asset("site.css"), _asset("site.js")
-    csp = (f"default-src 'none'; style-src '{_sha(css)}'; script-src '{_sha(js)}'; "
-           "img-src data:; base-uri 'none'; form-action 'none'")
-    common = {"css": Markup(css), "js": Markup(js), "csp": csp, "meta": report["meta"],
-              "summary": report["summary"]}
+def _kinds(p: dict[str, Any]) -> list[str]:
+    return sorted({f["kind"] for f in p["findings"]}, key=lambda k: SEVERITY.get(k, len(VERDICTS)))
+
+
+def index_rows(report: dict[str, Any],
+               history: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    """One row per package, in report order, with what both the index and its page show."""
     rows = []
     for p in report["packages"]:
+        wheel = wheel_summary(p["wheel"])
         rows.append({
             "p": p,
             "page": "pkg/" + page_name(p["job_id"]),
             "severity": SEVERITY[p["verdict"]],
             "coverage_pct": _coverage_pct(p),
-            "kinds": sorted({f["kind"] for f in p["findings"]},
-                            key=lambda k: SEVERITY.get(k, len(VERDICTS))),
+            "coverage": coverage_summary(p["coverage"]),
+            "wheel": wheel,
+            "time": fmt_duration(p["duration"]),
+            "name_key": p["name"].lower(),
+            "change": p.get("change", ""),
+            "kinds": _kinds(p),
             "history": _history_for(history, p["job_id"]),
         })
-    pages = {"index.html": env.get_template("index.html").render(
-        rows=rows, changes=report.get("changes"), missing=report.get("missing", []),
-        root="", **common)}
-    tpl = env.get_template("package.html")
+    return rows
+
+
+def render_index(report: dict[str, Any], rows: list[dict[str, Any]]) -> str:
+    """index.html: the table of every package, most severe first."""
+    ordered = sorted(rows, key=lambda r: r["severity"])  # stable: report order within a verdict
+    return _env().get_template("index.html").render(
+        rows=ordered, changes=report.get("changes"), missing=report.get("missing", []),
+        root="", meta=report["meta"], summary=report["summary"], **_common())
+
+
+def render_page(report: dict[str, Any], row: dict[str, Any], files: _Listing,
+                change: dict[str, Any] | None) -> str:
+    """One package page (site/<row["page"]>)."""
+    p = row["p"]
+    return _env().get_template("package.html").render(
+        row=row, p=p, phases=[_phase_row(ph, files) for ph in p["phases"]], change=change,
+        wheel_warning=p["wheel"].get("warning") if isinstance(p["wheel"], dict) else None,
+        root="../", meta=report["meta"], summary=report["summary"], **_common())
+
+
+def changes_by_job(report: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    out: dict[str, dict[str, Any]] = {}
+    for c in report.get("changes") or []:
+        out.setdefault(c["job_id"], c)  # the first change of a job, as before
+    return out
+
+
+def iter_pages(report: dict[str, Any], out: Path, rows: list[dict[str, Any]],
+               ) -> Iterator[tuple[str, str]]:
+    """(path under site/, html) of each row's package page, rendered one at a time."""
+    files = _Listing(str(out))
+    by_job = changes_by_job(report)
     for row in rows:
-        p = row["p"]
-        logs = [_phase_row(ph, str(out)) for ph in p["phases"]]
-        changes = [c for c in report.get("changes") or [] if c["job_id"] == p["job_id"]]
-        pages[row["page"]] = tpl.render(row=row, p=p, phases=logs, change=changes[0] if changes
-                                        else None, root="../", **common)
+        yield row["page"], render_page(report, row, files, by_job.get(row["p"]["job_id"]))
+
+
+def render_site(report: dict[str, Any], out: Path,
+                history: dict[str, Any] | None = None) -> dict[str, str]:
+    """{relative path under site/: html text} for the index and every package page."""
+    rows = index_rows(report, history)
+    pages = {"index.html": render_index(report, rows)}
+    pages.update(iter_pages(report, out, rows))
     return pages

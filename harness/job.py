@@ -223,10 +223,7 @@ def _steps(ctx: _Ctx) -> tuple[str, dict]:
                    env=env, cwd=ws.root, timeout=INSTALL_TIMEOUT, network=True)
     if not install.ok:
         return version, {}
-    if tox:
-        vpy_tests = f"{src}/.tox/{job.package.tox_env}/bin/python"
-    else:
-        vpy_tests = vpy
+    vpy_tests = f"{src}/.tox/{job.package.tox_env}/bin/python" if tox else vpy
     # 3. probe, in the default mode (with PYTHON_GIL=0 the warning is not printed)
     shutil.copy2(INNER / "probe.py", ws.host("probe.py"))
     dist = canonicalize_name(job.package.name) if not job.package.is_local else job.package.name

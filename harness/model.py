@@ -8,6 +8,7 @@ report step reads, so shards from many machines merge with the same code.
 from __future__ import annotations
 
 import functools
+import contextlib
 import json
 import os
 import tempfile
@@ -266,10 +267,8 @@ def write_json_atomic(path: Path, data: Any) -> None:
             os.fsync(f.fileno())
         os.replace(tmp, path)
     except BaseException:
-        try:
+        with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
-        except FileNotFoundError:
-            pass
         raise
 
 

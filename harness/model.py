@@ -7,8 +7,8 @@ report step reads, so shards from many machines merge with the same code.
 
 from __future__ import annotations
 
-import functools
 import contextlib
+import functools
 import json
 import os
 import tempfile

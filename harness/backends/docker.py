@@ -36,6 +36,7 @@ SOURCE_RO = "/source"
 PYTHON = "/opt/python/bin/python3.13t"
 RUNTIME_UID = 1000
 POLL = 5.0  # seconds between checks of a running container (also bounds close() latency)
+STOP_PROBE = 10.0  # after an outside SIGTERM/SIGKILL: how long to watch for a daemon going away
 
 
 def _daemon_error(e: BaseException) -> InfraError:
@@ -188,7 +189,7 @@ class DockerBackend:
             environment=environment,
             working_dir=cwd or ROOT,
             user=f"{self.uid}:{self.gid}",
-            labels={f"{LABEL}.run": self.run_id, f"{LABEL}.job": job_id},
+            labels={f"{LABEL}.run": self.run_id, f"{LABEL}.job": job_id, f"{LABEL}.kind": "job"},
             volumes=volumes,
             network_mode="bridge" if network else "none",
             cap_drop=["ALL"],
@@ -238,6 +239,8 @@ class DockerBackend:
                 return Exec(exit_code=None, duration=time.monotonic() - started,
                             infra="job was closed (interrupted) while running")
             state = self._state(container)
+            if not timed_out:
+                self._check_external_stop(state)
             self._collect_logs(container, log, appended=log_in is not None)
             if timed_out:  # the same note as the local backend
                 with open(log, "a") as f:
@@ -259,6 +262,20 @@ class DockerBackend:
         if isinstance(e, docker.errors.ImageNotFound):
             return InfraError(f"docker image {self.image} is missing (run `ft-harness image`)")
         return _daemon_error(e)
+
+    def _check_external_stop(self, state: dict) -> None:
+        """A SIGTERM/SIGKILL we did not send may be the daemon shutting down (it stops every
+        container first, then exits): then it is InfraError, not the package's signal."""
+        code = state.get("ExitCode")
+        if state.get("OOMKilled") or code not in (128 + 9, 128 + 15):
+            return
+        deadline = time.monotonic() + STOP_PROBE
+        while time.monotonic() < deadline:
+            try:
+                self.client.ping()
+            except Exception as e:
+                raise _daemon_error(e) from None
+            time.sleep(0.25)
 
     def _wait(self, container, deadline: float) -> bool:
         """Wait for the container to stop; True when the deadline passed first."""

@@ -1,4 +1,4 @@
-# ruff: noqa: E401, E402, BLE001
+# ruff: noqa: E401, E402, BLE001, I001
 """Run H2's fixture packages through install + probe + COMMON.md phases (+ collect), then decide."""
 import json, os, shutil, subprocess, sys
 from pathlib import Path

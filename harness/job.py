@@ -243,6 +243,13 @@ def _steps(ctx: _Ctx) -> tuple[str, dict]:
         name = f"plain-gil{mode}"
         _run(ctx, name, "plain", _test_argv(job, ws, vpy, tests, name, threaded=False),
              env=menv, cwd=src, timeout=s.job_timeout, gil=mode, junit=f"junit/{name}.xml")
+        # what the threaded runs will really run in threads: -n auto hides it, so ask
+        # pytest-run-parallel once per mode, without workers (a fraction of a second)
+        name = f"collect-gil{mode}"
+        collect = [a for a in _test_argv(job, ws, vpy, tests, name, threaded=True)
+                   if not a.startswith("--junitxml") and a not in ("-n", "auto")]
+        collect.insert(collect.index("-rfE"), "--collect-only")
+        _run(ctx, name, "collect", collect, env=menv, cwd=src, timeout=300, gil=mode)
         for rep in range(1, s.repeat + 1):
             name = f"threads-gil{mode}-r{rep}"
             argv = _test_argv(job, ws, vpy, tests, name, threaded=True)

@@ -104,14 +104,15 @@ def installed_from(report: dict[str, Any], name: str) -> str:
     return ""
 
 
-def wheel_info(job: Any, *, version: str, install_report: Path, interp: InterpreterInfo,
-               probe: dict[str, Any]) -> dict[str, Any]:
+def wheel_info(name: str, *, local: bool, version: str, install_report: Path,
+               interp: InterpreterInfo, probe: dict[str, Any]) -> dict[str, Any]:
+    """The wheel column: what the index offers for this release and what pip installed."""
     try:
         report = json.loads(install_report.read_text())
     except (OSError, ValueError):
         report = {}
-    installed = installed_from(report, job.package.name)
-    if job.package.is_local:
+    installed = installed_from(report, name)
+    if local:
         how = "local source"
     elif installed.endswith(".whl"):
         how = f"wheel ({classify_wheel(installed, interp.version)})"
@@ -120,8 +121,8 @@ def wheel_info(job: Any, *, version: str, install_report: Path, interp: Interpre
     else:
         how = "unknown"
     info: dict[str, Any] = {"installed": how, "installed_file": installed}
-    if not job.package.is_local and version:
-        files = index_files(job.package.name, version)
+    if not local and version:
+        files = index_files(name, version)
         info["available"] = availability(files, interp.version) if files is not None else "unknown"
     else:
         info["available"] = "n/a"

@@ -1,0 +1,77 @@
+"""Real PyPI releases through the harness's own probe and wheel check, on the real interpreter.
+
+Expected values were verified by hand on the free-threaded 3.13.5 build:
+- ``pip install --no-binary markupsafe markupsafe==2.1.5`` then
+  ``python -W default -c "import markupsafe, sys; print(sys._is_gil_enabled())"`` printed
+  ``RuntimeWarning: The global interpreter lock (GIL) has been enabled to load module
+  'markupsafe._speedups' ...`` and ``True`` (captured: tests/data/real/markupsafe-2.1.5/probe.log);
+  the same for 3.0.4 printed no warning and ``False`` (3.0.0 added the Py_mod_gil slot).
+- Wheels: the index's file list for frozenlist 1.8.0 has ``cp313-cp313t-manylinux*_x86_64``
+  wheels; msgpack 1.2.4 has cp314t/cp315t wheels but none for cp313t (captured:
+  tests/data/real/index/files.json), so pip builds msgpack from the sdist.
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from harness import wheels
+from harness.job import INNER
+from harness.model import InterpreterInfo
+
+pytestmark = [pytest.mark.integration, pytest.mark.network]
+CAPTURED = Path(__file__).parents[1] / "data" / "real" / "index" / "files.json"
+
+
+def venv(tmp: Path, ft_interpreter) -> Path:
+    subprocess.run([str(ft_interpreter.python), "-m", "venv", str(tmp / "venv")], check=True)
+    return tmp / "venv" / "bin" / "python"
+
+
+def probe(py: Path, dist: str, tmp: Path) -> dict:
+    out = tmp / "probe.json"
+    r = subprocess.run([str(py), "-W", "default", str(INNER / "probe.py"), dist, str(out)],
+                       capture_output=True, text=True, timeout=120, env={"PATH": "/usr/bin:/bin"})
+    assert r.returncode == 0, r.stderr
+    data = json.loads(out.read_text())
+    data["stderr"] = r.stderr
+    return data
+
+
+@pytest.mark.parametrize("version, modules, gil", [("2.1.5", ["markupsafe._speedups"], True),
+                                                   ("3.0.4", [], False)])
+def test_markupsafe_gil_probe(tmp_path: Path, ft_interpreter, version, modules, gil) -> None:
+    py = venv(tmp_path, ft_interpreter)
+    subprocess.run([str(py), "-m", "pip", "install", "-q", "--no-binary", "markupsafe",
+                    f"markupsafe=={version}"], check=True, timeout=600)
+    d = probe(py, "markupsafe", tmp_path)
+    assert d["modules"] == modules
+    assert d["gil_enabled"] is gil
+    if modules:
+        assert "has been enabled to load module 'markupsafe._speedups'" in d["stderr"]
+
+
+@pytest.mark.skipif(platform.machine() != "x86_64", reason="the captured wheel lists are x86_64 facts")
+@pytest.mark.parametrize("name, version, available, installed", [
+    ("frozenlist", "1.8.0", "free-threaded", "wheel (free-threaded)"),
+    ("msgpack", "1.2.4", "gil-only", "built from sdist"),
+])
+def test_wheel_column(tmp_path: Path, ft_interpreter, name, version, available, installed) -> None:
+    files = wheels.index_files(name, version)
+    assert files, "the index answered with no files"
+    assert wheels.availability(files, "3.13.5") == available
+    captured = json.loads(CAPTURED.read_text())[f"{name}=={version}"]
+    assert wheels.availability(captured, "3.13.5") == available
+    py = venv(tmp_path, ft_interpreter)
+    report = tmp_path / "report.json"
+    subprocess.run([str(py), "-m", "pip", "install", "-q", "--no-deps", "--report", str(report),
+                    f"{name}=={version}"], check=True, timeout=900)
+    info = wheels.wheel_info(name, local=False, version=version, install_report=report,
+                             interp=InterpreterInfo(name="ft", version="3.13.5", key="k"), probe={})
+    assert info["available"] == available
+    assert info["installed"] == installed

@@ -162,6 +162,8 @@ def _broken_run(phase: Phase) -> Finding | None:
     cut = incomplete(phase)
     if phase.infra:
         why = f"the backend failed: {phase.infra}"
+    elif phase.oom_killed:
+        why = "out of memory: the run hit its memory limit and was killed"
     elif cut:
         why = f"its results are incomplete: {cut}"
     elif phase.exit_code in PYTEST_BROKE and not phase.crash and not phase.timed_out:

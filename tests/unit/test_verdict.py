@@ -228,3 +228,12 @@ def test_reproduce_tox_command():
            "--parallel-threads=4", "--junitxml=/w/junit/x.xml", "-v", "tests")
     cmd = reproduce(dataclasses.replace(p, command=tox), "tests/t.py::t")
     assert cmd.endswith("-m tox -e py313t -- --parallel-threads=4 -v tests/t.py::t")
+
+
+def test_oom_killed_run_is_infra_error_out_of_memory():
+    phases = load("mix")
+    victim = next(p for p in phases if p.kind == "threads")
+    oom = dataclasses.replace(victim, oom_killed=True, exit_code=137, signal=9)
+    d = decide([oom if p is victim else p for p in phases], settings=S, probe={})
+    assert d.verdict == "infra-error"
+    assert any("out of memory" in f.message for f in d.findings if f.kind == "infra-error")

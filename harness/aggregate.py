@@ -49,6 +49,26 @@ def _read_json(path: Path) -> Any:
         return json.load(f)
 
 
+def _parse(path: Path, tests: bool) -> tuple[JobResult | None, str]:
+    """(result, "") or (None, why this file cannot be used)."""
+    name = str(path)  # as the user gave the dir: "shard1/results/x.json"
+    try:
+        data = _read_json(path)
+    except UnicodeDecodeError:
+        return None, f"{name}: not UTF-8 text"
+    except json.JSONDecodeError as e:
+        return None, f"{name}: not valid JSON (line {e.lineno})"
+    except OSError as e:
+        return None, f"{name}: cannot read ({e.strerror})"
+    try:
+        res = JobResult.from_dict(data if tests else _drop_tests(data))
+    except (ValueError, TypeError, KeyError, AttributeError) as e:
+        return None, f"{name}: not a valid result ({e})"
+    if res.verdict not in VERDICTS:
+        return None, f"{name}: unknown verdict {res.verdict!r}"
+    return res, ""
+
+
 def load_results(dirs: Sequence[Path], *,
                  tests: bool = False) -> tuple[list[JobResult], list[str]]:
     """Read every result file under ``dirs``; return (results, problems).
@@ -58,49 +78,36 @@ def load_results(dirs: Sequence[Path], *,
     with different content is a ConfigError naming both (shards must be
     disjoint); identical copies are merged silently.  Per-test outcomes
     (``Phase.tests``) are only kept with ``tests=True``: no report shows them,
-    and at 10,000 jobs they are most of the loading time.
+    and at 10,000 jobs they are most of the loading time.  (Parsing in forked
+    workers was tried: sending the results back costs more than it saves.)
     """
-    problems: list[str] = []
-    seen: dict[str, Path] = {}
-    results: list[JobResult] = []
+    paths: list[Path] = []
     for d in dirs:
         d = Path(d)
         if not d.is_dir():
             raise ConfigError("not a directory (expected an output dir of `ft-harness run`)",
                               file=str(d))
-        for path in _result_files(d):
-            name = str(path)  # as the user gave the dir: "shard1/results/x.json"
-            try:
-                data = _read_json(path)
-            except UnicodeDecodeError:
-                problems.append(f"{name}: not UTF-8 text")
-                continue
-            except json.JSONDecodeError as e:
-                problems.append(f"{name}: not valid JSON (line {e.lineno})")
-                continue
-            except OSError as e:
-                problems.append(f"{name}: cannot read ({e.strerror})")
-                continue
-            try:
-                res = JobResult.from_dict(data if tests else _drop_tests(data))
-            except (ValueError, TypeError, KeyError, AttributeError) as e:
-                problems.append(f"{name}: not a valid result ({e})")
-                continue
-            if res.verdict not in VERDICTS:
-                problems.append(f"{name}: unknown verdict {res.verdict!r}")
-                continue
-            if res.job_id in seen:  # rare: re-read the first copy rather than keep every dict
-                other = seen[res.job_id]
-                if _read_json(other) != data:
-                    raise ConfigError(
-                        f"job {res.job_id!r} also in {other} with different content "
-                        "(shards must be disjoint)",
-                        file=str(path),
-                    )
-                log.info("%s: same result as %s, merged", path, other)
-                continue
-            seen[res.job_id] = path
-            results.append(res)
+        paths += _result_files(d)
+    parsed = [_parse(p, tests) for p in paths]
+    problems: list[str] = []
+    seen: dict[str, Path] = {}
+    results: list[JobResult] = []
+    for path, (res, problem) in zip(paths, parsed, strict=True):
+        if res is None:
+            problems.append(problem)
+            continue
+        if res.job_id in seen:  # rare: re-read both rather than keep every file's dict
+            other = seen[res.job_id]
+            if _read_json(other) != _read_json(path):
+                raise ConfigError(
+                    f"job {res.job_id!r} also in {other} with different content "
+                    "(shards must be disjoint)",
+                    file=str(path),
+                )
+            log.info("%s: same result as %s, merged", path, other)
+            continue
+        seen[res.job_id] = path
+        results.append(res)
     for p in problems:
         log.warning("skipped %s", p)
     return results, problems

@@ -13,13 +13,13 @@ import logging
 import os
 import shutil
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from ..model import write_json_atomic
 from . import history as _history
-from . import html, junit, markdown
+from . import html, junit, markdown, pool
 
 log = logging.getLogger(__name__)
 
@@ -70,27 +70,57 @@ def report_json(report: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_pages(site: Path, pages: Iterable[tuple[str, str]]) -> list[Path]:
-    """Write the package pages ("pkg/<name>.html", text) as one directory swap.
+def _page_file(rel: str) -> str:
+    name = rel.removeprefix("pkg/")
+    if "/" in name or name.startswith(".") or not name:
+        raise ValueError(f"not a page name: {rel!r}")
+    return name
+
+
+def _write_range(state: tuple[dict[str, Any], Path, list[dict[str, Any]], Path],
+                 part: tuple[int, int]) -> list[str]:
+    """Render and write the package pages of rows[start:stop] into ``tmp``."""
+    report, out, rows, tmp = state
+    names = []
+    for rel, text in html.iter_pages(report, out, rows[part[0]:part[1]]):
+        name = _page_file(rel)
+        with open(tmp / name, "w", encoding="utf-8") as f:
+            f.write(text)
+        names.append(name)
+    return names
+
+
+def write_pages(site: Path, report: dict[str, Any], out: Path, rows: list[dict[str, Any]],
+                *, then: Callable[[], None] = lambda: None) -> list[Path]:
+    """Write every row's package page under site/pkg/ as one directory swap.
 
     The pages go, plainly written, into a fresh hidden directory next to
     site/pkg, which then replaces site/pkg whole: a reader sees the old set of
-    pages or the new one (a page per file atomically would cost a temp file
-    and a rename per package).  Pages of packages no longer in the report go.
+    pages or the new one (a temp file and a rename per page cost more than the
+    page).  Pages of packages no longer in the report go.  Big reports are
+    rendered by forked workers on every core (harness.render.pool); ``then``
+    runs in this process meanwhile (or after, when there are no workers).
     """
     site.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=site, prefix=".pkg-"))
-    written: list[Path] = []
+    trash = None
     try:
         os.chmod(tmp, 0o755)  # mkdtemp makes it 0700; the site is for everyone to read
-        for rel, text in pages:
-            name = rel.removeprefix("pkg/")
-            if "/" in name or name.startswith("."):
-                raise ValueError(f"not a page name: {rel!r}")
-            with open(tmp / name, "w", encoding="utf-8") as f:
-                f.write(text)
-            written.append(site / "pkg" / name)
-        final, trash = site / "pkg", None
+        state = (report, out, rows, tmp)
+        html.warm()  # compile the templates once, before forking
+        size = min(200, -(-len(rows) // (4 * pool.workers())))  # ≥ 4 parts a worker
+        wait = pool.start(_write_range, state, pool.chunks(len(rows), size), items=len(rows))
+        if wait is None:
+            names = _write_range(state, (0, len(rows)))
+            then()
+        else:
+            try:
+                then()
+            except BaseException:
+                wait(cancel=True)
+                raise
+            names = [n for part in wait() for n in part]
+        final = site / "pkg"
         if final.exists():
             trash = Path(tempfile.mkdtemp(dir=site, prefix=".pkg-old-"))
             os.replace(final, trash / "pkg")
@@ -98,9 +128,10 @@ def write_pages(site: Path, pages: Iterable[tuple[str, str]]) -> list[Path]:
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-    if trash is not None:
-        shutil.rmtree(trash, ignore_errors=True)
-    return written
+    finally:
+        if trash is not None:
+            shutil.rmtree(trash, ignore_errors=True)
+    return [final / n for n in names]
 
 
 def write_all(report: dict[str, Any], out: Path, *,
@@ -114,19 +145,22 @@ def write_all(report: dict[str, Any], out: Path, *,
     """
     out = Path(out)
     written: list[Path] = []
-    write_text_atomic(out / "report.json", report_json(report))
-    written.append(out / "report.json")
-    md = markdown.render(report)
-    write_text_atomic(out / "report.md", md)
-    written.append(out / "report.md")
-    write_text_atomic(out / "junit.xml", junit.render(report))
-    written.append(out / "junit.xml")
     hist = _history.update(history, report)
     site = out / "site"
     rows = html.index_rows(report, hist)
-    written += write_pages(site, html.iter_pages(report, out, rows))
-    write_text_atomic(site / "index.html", html.render_index(report, rows))
-    written.append(site / "index.html")
+    md = ""
+
+    def the_rest() -> None:  # in this process, while workers render the package pages
+        nonlocal md
+        write_text_atomic(out / "report.json", report_json(report))
+        md = markdown.render(report)
+        write_text_atomic(out / "report.md", md)
+        write_text_atomic(out / "junit.xml", junit.render(report))
+        write_text_atomic(site / "index.html", html.render_index(report, rows))
+
+    pages = write_pages(site, report, out, rows, then=the_rest)
+    written += [out / "report.json", out / "report.md", out / "junit.xml",
+                site / "index.html", *pages]
     write_json_atomic(site / "history.json", hist)
     written.append(site / "history.json")
     summary_path = os.environ.get("GITHUB_STEP_SUMMARY")

@@ -98,6 +98,13 @@ def _common() -> dict[str, Any]:
     return {"css": Markup(css), "js": Markup(js), "csp": csp}
 
 
+def warm() -> None:
+    """Compile the templates and hash the assets now (before forking workers)."""
+    _common()
+    for name in ("index.html", "package.html"):
+        _env().get_template(name)
+
+
 class _Listing:
     """Which files exist under ``out``: one scandir per directory instead of a stat per link."""
 

@@ -204,3 +204,25 @@ def test_copy_logs_brings_linked_logs_into_a_new_out_dir(tmp_path):
     for rel in on_disk:
         assert (tmp_path / rel).read_bytes() == (DATA / "run1" / rel).read_bytes()
     assert aggregate.copy_logs(rep, [DATA / "run1"], tmp_path) == 0  # already there
+
+
+def test_per_test_outcomes_are_kept_only_when_asked(tmp_path):
+    d = json.loads((DATA / "run1/results/cp313t--fx-race.json").read_text())
+    d["phases"][2]["tests"] = {"tests/test_buf.py::test_shared_buffer": {
+        "outcome": "failed", "message": "AssertionError", "parallel": True}}
+    write_json_atomic(tmp_path / "results" / "x.json", d)
+    (lean,), _ = aggregate.load_results([tmp_path])
+    (full,), _ = aggregate.load_results([tmp_path], tests=True)
+    assert full.to_dict() == JobResult.from_dict(d).to_dict()
+    assert full.phases[2].tests["tests/test_buf.py::test_shared_buffer"].outcome == "failed"
+    assert all(not ph.tests for ph in lean.phases)
+    assert lean.to_dict() == {**full.to_dict(), "phases": [
+        {**ph.to_dict(), "tests": {}} for ph in full.phases]}
+    assert aggregate.build_report([lean], meta={}) == aggregate.build_report([full], meta={})
+
+
+def test_safe_log_fast_path_agrees_with_the_slow_one():
+    for path, want in [("work/j/logs/a.log", "work/j/logs/a.log"), ("./a", "a"), ("a/./b", "a/b"),
+                       ("a//b", "a/b"), ("a/", "a"), ("a/.", "a"), (".", ""), ("a/../b", ""),
+                       ("..", ""), ("/a", ""), ("c:/a", ""), ("a\\b", ""), ("a..b/c", "a..b/c")]:
+        assert aggregate._safe_log(path) == want, path

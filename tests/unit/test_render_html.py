@@ -5,7 +5,9 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import os
 import re
+import threading
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -154,3 +156,38 @@ def test_page_names_are_file_name_safe():
     assert html.page_name("cp313t--attrs") == "cp313t--attrs.html"
     assert html.page_name("../../x y") == "_.._x_y.html"
     assert "/" not in html.page_name("a/b")
+
+
+def _tree(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*"))
+            if p.is_file()}
+
+
+def test_forked_workers_write_the_same_site_as_one_process(tmp_path, monkeypatch):
+    from harness.render import pool
+
+    rep = full_report()
+    serial, forked = out_dir(tmp_path / "a"), out_dir(tmp_path / "b")
+    monkeypatch.setattr(pool, "PARALLEL_MIN", 10**9)
+    render.write_all(rep, serial)
+    if pool.workers() < 2 or threading.active_count() > 1:
+        pytest.skip("one core, or threads alive: write_all renders in-process")
+    monkeypatch.setattr(pool, "PARALLEL_MIN", 1)
+    (forked / "site/pkg").mkdir(parents=True)
+    (forked / "site/pkg/stale.html").write_text("a page from an older report")
+    marks = tmp_path / "pids"
+    marks.mkdir()
+    real = html.render_page
+
+    def spy(*a, **kw):
+        (marks / str(os.getpid())).touch()
+        return real(*a, **kw)
+
+    monkeypatch.setattr(html, "render_page", spy)
+    written = render.write_all(rep, forked)
+    pids = {int(p.name) for p in marks.iterdir()}
+    assert pids and os.getpid() not in pids  # the pages were rendered by forked workers
+    assert _tree(serial / "site") == _tree(forked / "site")  # and the stale page is gone
+    assert sorted(p.name for p in written if p.parent.name == "pkg") == sorted(
+        f"{p['job_id']}.html" for p in rep["packages"])
+    assert not [p for p in (forked / "site").iterdir() if p.name.startswith(".")]

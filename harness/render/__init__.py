@@ -52,6 +52,9 @@ def step_summary(md: str) -> str:
     return cut + "\n_… report.md truncated for the step summary; see the report artifact._\n"
 
 
+_ENCODE = json.JSONEncoder(ensure_ascii=False).encode  # one C encoder for every line
+
+
 def report_json(report: dict[str, Any]) -> str:
     """report.json text: one package (or change) per line, so it stays greppable and diffable
     and is encoded by json's C encoder (an indented dump of 10,000 packages takes ~25 s)."""
@@ -62,7 +65,7 @@ def report_json(report: dict[str, Any]) -> str:
     for key in ("changes", "packages"):
         if key not in report:
             continue
-        items = [json.dumps(x, ensure_ascii=False) for x in report[key]]
+        items = [_ENCODE(x) for x in report[key]]
         body = ",\n".join(items)
         lines.append(f"{json.dumps(key)}: [\n{body}\n]," if items else f"{json.dumps(key)}: [],")
     lines[-1] = lines[-1].rstrip(",")

@@ -7,6 +7,7 @@ is fenced with a fence longer than any backtick run inside it.
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any
 from urllib.parse import quote
@@ -44,7 +45,12 @@ _SPECIAL = re.compile(r"([\\`*_\[\]|~])")
 
 def text(s: Any) -> str:
     """One line of package-supplied text, inert in Markdown and in GitHub's HTML."""
-    s = _SPECIAL.sub(r"\\\1", str(s))
+    return _text(str(s))
+
+
+@functools.lru_cache(maxsize=1 << 16)  # names, phases, outcomes recur on many rows
+def _text(s: str) -> str:
+    s = _SPECIAL.sub(r"\\\1", s)
     s = s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
     return " ".join(s.split())
 

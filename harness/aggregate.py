@@ -9,6 +9,7 @@ from timestamps.
 
 from __future__ import annotations
 
+import gc
 import json
 import logging
 import shutil
@@ -19,6 +20,7 @@ from typing import Any
 
 from .errors import ConfigError
 from .model import VERDICTS, Finding, JobResult, Phase
+from .render.pool import frozen_heap
 
 log = logging.getLogger(__name__)
 
@@ -88,7 +90,12 @@ def load_results(dirs: Sequence[Path], *,
             raise ConfigError("not a directory (expected an output dir of `ft-harness run`)",
                               file=str(d))
         paths += _result_files(d)
-    parsed = [_parse(p, tests) for p in paths]
+    with frozen_heap():  # each file's objects are frozen as the next ones are parsed
+        parsed = []
+        for i, p in enumerate(paths):
+            parsed.append(_parse(p, tests))
+            if i % 1000 == 999:
+                gc.freeze()
     problems: list[str] = []
     seen: dict[str, Path] = {}
     results: list[JobResult] = []
@@ -233,7 +240,8 @@ def build_report(
     from the results; ``previous`` (an older report) adds ``changes``;
     ``expected_jobs`` (the plan's job ids) lists the ones without a result.
     """
-    packages = sorted((_package(r) for r in results), key=_sort_key)
+    with frozen_heap():  # the results are not garbage: do not walk them on every collection
+        packages = sorted((_package(r) for r in results), key=_sort_key)
     summary = {v: 0 for v in VERDICTS}
     for p in packages:
         summary[p["verdict"]] += 1

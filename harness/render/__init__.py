@@ -146,7 +146,11 @@ def write_all(report: dict[str, Any], out: Path, *,
     out/site/history.json and drawn on the pages.  When $GITHUB_STEP_SUMMARY
     is set, report.md is appended to it.
     """
-    out = Path(out)
+    with pool.frozen_heap():
+        return _write_all(report, Path(out), history)
+
+
+def _write_all(report: dict[str, Any], out: Path, history: dict[str, Any] | None) -> list[Path]:
     written: list[Path] = []
     hist = _history.update(history, report)
     site = out / "site"

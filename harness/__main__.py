@@ -134,7 +134,8 @@ def _prepare(spec, jobs, backend_name: str, cache: Path, run_id: str, workers: i
             built = interpreters.ensure_built(interp, cache)
             print(f"interpreter {name}: {'cache hit' if built.cache_hit else 'built'} ({built.info.key})",
                   flush=True)
-            prepared[name] = Prepared(info=built.info, python=str(built.python), cache_hit=built.cache_hit)
+            prepared[name] = Prepared(info=built.info, python=str(built.python), cache_hit=built.cache_hit,
+                                      source_tarball=str(built.source_tarball))
         return backend, prepared
     import docker
 
@@ -150,7 +151,8 @@ def _prepare(spec, jobs, backend_name: str, cache: Path, run_id: str, workers: i
         info = interpreters.InterpreterInfo(
             name=interp.name, version=interp.version, key=ref.key, configure=interp.configure_flags,
             free_threaded=True, sanitizer=interp.sanitizer, python=ref.python)
-        prepared[name] = Prepared(info=info, python=ref.python, cache_hit=ref.reused)
+        prepared[name] = Prepared(info=info, python=ref.python, cache_hit=ref.reused,
+                                  source_tarball=str(interpreters.fetch_source(interp, cache)))
     if len({r.tag for r in images_by_name.values()}) > 1:
         raise ConfigError("the docker backend runs one interpreter per run for now; use --interpreter NAME")
     ref = next(iter(images_by_name.values()))

@@ -22,10 +22,11 @@ from pathlib import Path
 
 from packaging.utils import InvalidSdistFilename, canonicalize_name, parse_sdist_filename
 
-from . import __version__, parse, verdict, wheels
+from . import __version__, parse, tsan, verdict, wheels
 from .backends.base import Backend, Workspace
 from .errors import InfraError
-from .model import Finding, InterpreterInfo, JobResult, Phase
+from .model import VERDICTS, Finding, InterpreterInfo, JobResult, Phase
+from .parse.tsan import parse_tsan_dir
 from .plan import Job
 
 log = logging.getLogger(__name__)
@@ -53,6 +54,12 @@ class _Ctx:
     deadline: float
     progress: Progress
     phases: list[Phase]
+    interp: InterpreterInfo
+    tarball: str = ""
+
+    @property
+    def tsan(self) -> bool:
+        return self.interp.sanitizer == "thread"
 
     def remaining(self) -> float:
         return max(1.0, self.deadline - time.monotonic())
@@ -70,7 +77,7 @@ def _base_env(job: Job) -> dict[str, str]:
 
 def _run(ctx: _Ctx, name: str, kind: str, argv: list[str], *, env: dict[str, str], cwd: str,
          timeout: float, network: bool = False, gil: int | None = None, rep: int = 0,
-         junit: str = "") -> Phase:
+         junit: str = "", tsan_dir: Path | None = None) -> Phase:
     ctx.progress(ctx.job.job_id, name)
     log_host = ctx.ws.host("logs", f"{name}.log")
     log_host.parent.mkdir(parents=True, exist_ok=True)
@@ -87,6 +94,8 @@ def _run(ctx: _Ctx, name: str, kind: str, argv: list[str], *, env: dict[str, str
         infra=ex.infra,
     )
     phase = parse.parse_phase(phase, ctx.out)
+    if tsan_dir is not None:
+        phase = replace(phase, tsan=tuple(parse_tsan_dir(tsan_dir)))
     ctx.phases.append(phase)
     log.info("%s %s: exit %s in %.1fs", ctx.job.job_id, name, ex.exit_code, ex.duration)
     return phase
@@ -144,7 +153,7 @@ def pytest_args(job: Job, tests: str, junit: str) -> list[str]:
 
 
 def run_job(job: Job, *, interp: InterpreterInfo, python: str, backend: Backend, out: Path, key: str,
-            progress: Progress = lambda job_id, step: None) -> JobResult:
+            progress: Progress = lambda job_id, step: None, tarball: str = "") -> JobResult:
     started = _now()
     out = out.resolve()
     host_root = out / "work" / job.job_id
@@ -154,7 +163,7 @@ def run_job(job: Job, *, interp: InterpreterInfo, python: str, backend: Backend,
         (host_root / d).mkdir()
     ws = backend.open(job.job_id, host_root, python, job.package.path)
     ctx = _Ctx(job=job, ws=ws, backend=backend, out=out, progress=progress, phases=[],
-               deadline=time.monotonic() + job.settings.job_timeout)
+               deadline=time.monotonic() + job.settings.job_timeout, interp=interp, tarball=tarball)
     version, extra = "", {}
     try:
         version, extra = _steps(ctx)
@@ -162,6 +171,11 @@ def run_job(job: Job, *, interp: InterpreterInfo, python: str, backend: Backend,
         backend.close(ws)
     probe = extra.get("probe", {})
     decision = verdict.decide(ctx.phases, settings=job.settings, probe=probe)
+    if ctx.tsan:
+        found = [f if f.reproduce else replace(f, reproduce=verdict.reproduce(
+            next(p for p in ctx.phases if p.name == f.phase), f.test_id or None))
+            for f in tsan.findings_from_tsan(ctx.phases)]
+        decision = with_tsan(decision, found)
     findings: tuple[Finding, ...] = tuple(
         replace(f, reproduce=wrap_reproduce(backend, ws, f.reproduce)) if f.reproduce else f
         for f in decision.findings)
@@ -183,6 +197,14 @@ def _steps(ctx: _Ctx) -> tuple[str, dict]:
     """Run the phases; stop early where a later phase would mean nothing."""
     job, ws = ctx.job, ctx.ws
     env = _base_env(job)
+    supp: list[str] = []
+    if ctx.tsan:  # one merged suppressions file; the marker plugin beside the job
+        tsan.write_suppressions(Path(ctx.tarball), job.package.tsan_suppressions or None,
+                                ws.host("tsan.supp"))
+        supp = [ws.path("tsan.supp")]
+        ws.host("inner").mkdir(exist_ok=True)
+        shutil.copy2(INNER / "tsan_marker.py", ws.host("inner", "tsan_marker.py"))
+        env = {**env, **tsan.install_env(ws.path("logs", "tsan", "install"), supp)}
     vpy = ws.path("venv", "bin", "python")
     src_host = ws.host("src")
     version = ""
@@ -238,11 +260,16 @@ def _steps(ctx: _Ctx) -> tuple[str, dict]:
         log.info("%s: no tests in the source", job.job_id)
         return version, extra
     s = job.settings
+    base_env = _base_env(job)
     for mode in s.gil_modes:
-        menv = {**env, "PYTHON_GIL": str(mode)}
+        menv = {**base_env, "PYTHON_GIL": str(mode)}
         name = f"plain-gil{mode}"
+        penv, tdir = menv, None
+        if ctx.tsan:
+            penv = {**menv, **tsan.tsan_env(ws.path("logs", "tsan", name), supp)}
+            tdir = ws.host("logs", "tsan", name)
         _run(ctx, name, "plain", _test_argv(job, ws, vpy, tests, name, threaded=False),
-             env=menv, cwd=src, timeout=s.job_timeout, gil=mode, junit=f"junit/{name}.xml")
+             env=penv, cwd=src, timeout=s.job_timeout, gil=mode, junit=f"junit/{name}.xml", tsan_dir=tdir)
         # what the threaded runs will really run in threads: -n auto hides it, so ask
         # pytest-run-parallel once per mode, without workers (a fraction of a second)
         name = f"collect-gil{mode}"
@@ -251,6 +278,16 @@ def _steps(ctx: _Ctx) -> tuple[str, dict]:
         collect.insert(collect.index("-rfE"), "--collect-only")
         _run(ctx, name, "collect", collect, env=menv, cwd=src, timeout=300, gil=mode)
         for rep in range(1, s.repeat + 1):
+            if ctx.tsan:  # the threaded run under ThreadSanitizer, markers per test
+                name = f"tsan-gil{mode}-r{rep}"
+                argv = _test_argv(job, ws, vpy, tests, name, threaded=True)
+                argv[argv.index("-rfE"):argv.index("-rfE")] = ["-p", tsan.MARKER_PLUGIN]
+                tenv = {**menv, **tsan.tsan_env(ws.path("logs", "tsan", name), supp),
+                        "PYTHONPATH": ws.path("inner")}
+                ws.host("logs", "tsan", name).mkdir(parents=True, exist_ok=True)
+                _run(ctx, name, "tsan", argv, env=tenv, cwd=src, timeout=s.job_timeout, gil=mode,
+                     rep=rep, junit=f"junit/{name}.xml", tsan_dir=ws.host("logs", "tsan", name))
+                continue
             name = f"threads-gil{mode}-r{rep}"
             argv = _test_argv(job, ws, vpy, tests, name, threaded=True)
             _run(ctx, name, "threads", argv, env=menv, cwd=src, timeout=s.job_timeout, gil=mode,
@@ -276,6 +313,21 @@ def _test_argv(job: Job, ws: Workspace, vpy: str, tests: str, name: str, *, thre
     posargs = args[5:]  # drop "-P -m pytest -p no:cacheprovider": the tox env's command runs pytest
     return [vpy, "-m", "tox", "-e", job.package.tox_env, "--skip-pkg-install",
             *_tox_overrides(job, ws), "--", *posargs]
+
+
+def with_tsan(decision: verdict.Decision, found: list[Finding]) -> verdict.Decision:
+    """Merge TSan findings into a decision; the verdict becomes the most severe finding."""
+    if not found:
+        return decision
+    findings = sorted((*decision.findings, *found), key=lambda f: _severity(f.kind))
+    worst = min((f.kind for f in findings if f.kind in VERDICTS), key=_severity)
+    verdict_ = worst if _severity(worst) < _severity(decision.verdict) else decision.verdict
+    qualifier = decision.qualifier if verdict_ == "compatible" else ""
+    return replace(decision, verdict=verdict_, findings=tuple(findings), qualifier=qualifier)
+
+
+def _severity(kind: str) -> int:
+    return VERDICTS.index(kind) if kind in VERDICTS else len(VERDICTS)
 
 
 def wrap_reproduce(backend: Backend, ws: Workspace, command: str) -> str:

@@ -49,6 +49,7 @@ class Prepared:
     info: InterpreterInfo
     python: str
     cache_hit: bool
+    source_tarball: str = ""  # the CPython source it was built from (TSan suppressions come from it)
 
 
 @dataclass(kw_only=True)
@@ -122,7 +123,7 @@ def run_plan(spec: MatrixSpec, jobs: Sequence[Job], *, out: Path, backend: Any,
         t0 = time.monotonic()
         try:
             res = run_job(job, interp=p.info, python=p.python, backend=backend, out=out, key=key,
-                          progress=reporter.step)
+                          progress=reporter.step, tarball=p.source_tarball)
         except (InfraError, OSError) as e:
             if isinstance(e, InfraError) and _backend_broken(backend):
                 fatal.append(e)

@@ -29,7 +29,9 @@ def write_matrix(tmp: Path, packages: str) -> Path:
 def first_run(tmp_path_factory, ft_interpreter):
     tmp = tmp_path_factory.mktemp("pipeline")
     m = write_matrix(tmp, f"  - {{name: iniconfig, version: '==2.1.0'}}\n"
-                          f"  - {{name: ft_clean, path: {FIXTURES / 'ft_clean'}}}\n")
+                          f"  - name: ft_clean\n    path: {FIXTURES / 'ft_clean'}\n"
+                          f"    notes: 'Curator note <b>bold?</b>'\n"
+                          f"    links: ['https://example.org/issues/42?a=1&b=<x>']\n")
     r = cli("run", "--matrix", str(m), "--out", str(tmp / "out"), "--backend", "local", "--jobs", "2")
     return tmp, m, r
 
@@ -97,3 +99,17 @@ def test_sigint_keeps_finished_results_and_resume_runs_the_rest(tmp_path: Path, 
         assert (out / "results" / name).read_bytes() == data
     assert len(list((out / "results").glob("*.json"))) == 3
     json.loads((out / "report.json").read_text())
+
+
+def test_notes_and_links_reach_every_format(first_run) -> None:
+    tmp, _, _ = first_run
+    out = tmp / "out"
+    report = json.loads((out / "report.json").read_text())
+    pkg = next(p for p in report["packages"] if p["name"] == "ft_clean")
+    assert pkg["notes"] == "Curator note <b>bold?</b>"
+    assert pkg["links"] == ["https://example.org/issues/42?a=1&b=<x>"]
+    md = (out / "report.md").read_text()
+    assert "Curator note" in md and "<b>" not in md  # escaped, not rendered
+    page = (out / "site" / "pkg" / "cpython3.13t--ft_clean.html").read_text()
+    assert "Curator note &lt;b&gt;bold?&lt;/b&gt;" in page
+    assert "https://example.org/issues/42?a=1&amp;b=" in page

@@ -216,7 +216,7 @@ def _steps(ctx: _Ctx) -> tuple[str, dict]:
     else:
         spec = f"{job.package.name}{job.package.version}"
         fetch = _run(ctx, "fetch", "install", [ws.python, "-m", "pip", "download", "--no-deps",
-                     "--no-binary", ":all:", "--dest", ws.path("sdist"), spec],
+                     "--no-binary", canonicalize_name(job.package.name), "--dest", ws.path("sdist"), spec],
                      env=env, cwd=ws.root, timeout=INSTALL_TIMEOUT, network=True)
         archives = sorted(ws.host("sdist").glob("*")) if ws.host("sdist").is_dir() else []
         if not fetch.ok or not archives:

@@ -28,7 +28,7 @@ def write_matrix(tmp: Path, packages: str) -> Path:
 @pytest.fixture(scope="module")
 def first_run(tmp_path_factory, ft_interpreter):
     tmp = tmp_path_factory.mktemp("pipeline")
-    m = write_matrix(tmp, f"  - {{name: iniconfig, version: '==2.1.0'}}\n"
+    m = write_matrix(tmp, f"  - {{name: iniconfig, version: '==2.3.1', tests: testing}}\n"
                           f"  - name: ft_clean\n    path: {FIXTURES / 'ft_clean'}\n"
                           f"    notes: 'Curator note <b>bold?</b>'\n"
                           f"    links: ['https://example.org/issues/42?a=1&b=<x>']\n")
@@ -54,7 +54,7 @@ def test_every_phase_of_both_jobs(first_run) -> None:
                 assert (tmp / "out" / p["junit"]).is_file(), p
         assert d["interpreter"]["free_threaded"] is True
         assert d["verdict"]
-    assert res["cpython3.13t--iniconfig"]["version"] == "2.1.0"
+    assert res["cpython3.13t--iniconfig"]["version"] == "2.3.1"
     md = (tmp / "out" / "report.md").read_text()
     assert "iniconfig" in md and "ft\\_clean" in md or "ft_clean" in md
 

@@ -58,7 +58,7 @@ _RUNTIME_MODULE = re.compile(
 )
 _RUNTIME_FILE = re.compile(r"(?:libsanitizer|compiler-rt|/tsan_[^/]*$|^\.\./sysdeps|/sysdeps/|^\./nptl|/nptl/)")
 # CPython's own source tree: the python binary, libpython, and stdlib extension modules.
-_PY_MODULE = re.compile(r"^(?:python\d[\d.]*t?(?:-\w+)?|libpython\d[\d.]*t?\.so.*)$")
+_PY_MODULE = re.compile(r"^(?:python(?:\d[\d.]*t?)?(?:-\w+)?|libpython\d[\d.]*t?\.so.*)$")
 _PY_FILE = re.compile(
     r"(?:^|/)(?:\./)?(?:Objects|Python|Include|Parser|Programs|Modules)/[^/].*\.[ch]$"
 )

@@ -243,3 +243,20 @@ def test_findings_kinds():
         "ThreadSanitizer: SEGV": "ft-crash",
     }
     assert tsan.findings_from_tsan([]) == []
+
+
+def test_pip_install_without_suppressions_is_interpreter_only():
+    """`pip install` under the TSan build with no suppressions: CPython's own race,
+    no package frame, so no finding -- and CPython's suppressions name it."""
+    reports = parse_tsan(_read("py", "install_nosupp.log"))
+    assert len(reports) == 2
+    for r in reports:
+        assert r["kind"] == "data race"
+        assert r["location"]["func"] == "set_allocator_unlocked"
+        assert r["location"]["file"] == "Objects/obmalloc.c"
+        assert not r["in_package"] and r["top_package_frame"] == ""
+        assert {f["origin"] for f in r["stacks"][0]["frames"]} <= {"interpreter", "runtime"}
+        assert r["interpreter_frames"][0]["module"] == "python"
+    phase = Phase(name="tsan-gil0-r1", kind="tsan", gil=0, rep=1, tsan=tuple(dedup(reports)))
+    assert tsan.findings_from_tsan([phase]) == []
+    assert "race:set_allocator_unlocked" in CPYTHON_SUPP.read_text()

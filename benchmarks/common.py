@@ -58,6 +58,36 @@ def lower_bound(times: Sequence[float], workers: int) -> float:
     return max(sum(times) / workers, max(times))
 
 
+def best_makespan(times: Sequence[float], workers: int, limit: int = 12) -> float | None:
+    """The shortest makespan any split of these whole jobs over ``workers`` can reach (exact;
+    None past ``limit`` jobs).  With few jobs it is well above ``lower_bound``: 3 equal jobs
+    on 2 workers need 2 job lengths, not 1.5."""
+    if workers < 1:
+        raise ValueError("workers must be >= 1")
+    if len(times) > limit:
+        return None
+    best = float("inf")
+    loads = [0.0] * workers
+
+    def place(i: int) -> None:
+        nonlocal best
+        if i == len(order):
+            best = min(best, max(loads))
+            return
+        seen = set()
+        for w in range(workers):
+            if loads[w] in seen or loads[w] + order[i] >= best:
+                continue
+            seen.add(loads[w])
+            loads[w] += order[i]
+            place(i + 1)
+            loads[w] -= order[i]
+
+    order = sorted((float(t) for t in times), reverse=True)
+    place(0)
+    return best if order else 0.0
+
+
 def iso_epoch(text: str) -> float:
     """ISO 8601 (as JobResult.started/finished) -> seconds since the epoch."""
     return datetime.fromisoformat(text).timestamp()

@@ -43,14 +43,15 @@ def schedule_lines(d: dict[str, Any]) -> list[str]:
     out = [f"## 2. schedule (makespan vs max(Σ job time / workers, longest job); target ≤ "
            f"{d['target']}×)", "",
            "| matrix | --jobs | jobs | Σ job time | longest | lower bound | job span | ratio (span) | "
-           "CLI wall | ratio (wall) |",
-           "|---|---|---|---|---|---|---|---|---|---|"]
+           "CLI wall | ratio (wall) | best split of these jobs | span / best |",
+           "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for m in d["matrices"]:
         for key in ("j1", "j2"):
             r = m[key]
             out.append(f"| {m['matrix']} | {r['jobs']} | {r['n_jobs']} | {_s(r['sum_job_seconds'])} | "
                        f"{_s(r['longest_job'])} | {_s(r['lower_bound'])} | {_s(r['span'])} | "
-                       f"{_x(r['ratio_span'])} | {_s(r['wall'])} | {_x(r['ratio_wall'])} |")
+                       f"{_x(r['ratio_span'])} | {_s(r['wall'])} | {_x(r['ratio_wall'])} | "
+                       f"{_s(r.get('best_makespan'))} | {_x(r.get('ratio_span_best'))} |")
         out.append(f"| {m['matrix']} | speed-up 1→2 | | | | | | | {_x(m['speedup_wall'])} | |")
     for note in d.get("skipped", []):
         out += ["", f"Not measured: {note}"]
@@ -107,7 +108,12 @@ def render(doc: dict[str, Any]) -> str:
     for key, fn in (("overhead", overhead_lines), ("schedule", schedule_lines),
                     ("cache", cache_lines), ("scale", scale_lines)):
         if key in doc["sections"]:
-            lines += fn(doc["sections"][key]) + [""]
+            sec = doc["sections"][key]
+            lines += fn(sec)
+            m_ = sec.get("measured")
+            if m_ and doc["meta"].get("merged_from"):
+                lines += ["", f"_measured {m_['date']}, load average at start {m_['load_start']}_"]
+            lines += [""]
         elif key in doc.get("errors", {}):
             lines += [f"## {key}: failed", "", "```", doc["errors"][key][-1500:], "```", ""]
     if "tsan" in doc["sections"]:

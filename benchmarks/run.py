@@ -50,9 +50,7 @@ def _load() -> str:
 def _profile_report(n: int, tmp: Path) -> dict[str, Any]:
     """Where the report time goes, at n packages (cProfile, top 12 by own time)."""
     prof = cProfile.Profile()
-    prof.enable()
-    scale.one_size(n, tmp / "profile")
-    prof.disable()
+    scale.one_size(n, tmp / "profile", profiler=prof)  # only the report steps are profiled
     st = pstats.Stats(prof)
     rows = []
     for (file, line, fn), (_cc, calls, tt, ct, _callers) in st.stats.items():  # type: ignore[attr-defined]
@@ -92,6 +90,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--keep", action="store_true", help="keep the temporary output dirs")
     ap.add_argument("--scale-sizes", default=",".join(map(str, scale.SIZES)),
                     help="package counts of the scale section (default: 10,100,1000,10000)")
+    ap.add_argument("--merge", action="store_true",
+                    help="keep the sections of RESULTS/latest.json that this run does not measure")
     ap.add_argument("--render-only", action="store_true",
                     help="only re-render RESULTS/latest.md from RESULTS/latest.json")
     args = ap.parse_args(argv)
@@ -123,8 +123,8 @@ def main(argv: list[str] | None = None) -> int:
     overhead_pkgs = [fixture(n) for n in OVERHEAD_FIXTURES] + ([] if args.quick else [REAL_PACKAGE])
     fixture_m = _fixture_matrix(tmp, SCHEDULE_FIXTURES)
 
-    def section(name: str, fn, *a, **kw):  # noqa: ANN001, ANN202
-        if name not in wanted:
+    def section(name: str, fn, *a, gate: str = "", **kw):  # noqa: ANN001, ANN202
+        if (gate or name) not in wanted:
             return None
         log.info("section %s (%.0f s elapsed)", name, time.monotonic() - t_start)
         t0 = time.monotonic()
@@ -146,7 +146,8 @@ def main(argv: list[str] | None = None) -> int:
     section("overhead", overhead.measure, overhead_pkgs, rounds=max(3, args.rounds), tmp=tmp)
     if "schedule" in wanted or "cache" in wanted:
         sched = {"target": 1.10, "matrices": [], "skipped": []}
-        one = section("schedule-fixtures", schedule.measure, fixture_m, tmp, "fixtures")
+        one = section("schedule-fixtures", schedule.measure, fixture_m, tmp, "fixtures",
+                      gate="schedule" if "schedule" in wanted else "cache")
         doc["sections"].pop("schedule-fixtures", None)
         if one:
             sched["matrices"].append(one)
@@ -156,7 +157,8 @@ def main(argv: list[str] | None = None) -> int:
         if not default.is_file():
             sched["skipped"].append("the default matrix.yaml does not exist yet.")
         elif args.with_default_matrix:
-            two = section("schedule-default", schedule.measure, default, tmp, "default")
+            two = section("schedule-default", schedule.measure, default, tmp, "default",
+                          gate="schedule")
             doc["sections"].pop("schedule-default", None)
             if two:
                 sched["matrices"].append(two)
@@ -182,6 +184,17 @@ def main(argv: list[str] | None = None) -> int:
         doc["notes"].append(f"the run took {doc['meta']['total_seconds']:.0f} s, over its "
                             f"{args.budget:.0f} s budget (load average {doc['meta']['load_end']}).")
     args.results.mkdir(parents=True, exist_ok=True)
+    if args.merge and (args.results / "latest.json").is_file():
+        old = json.loads((args.results / "latest.json").read_text())
+        kept = {k: v for k, v in old.get("sections", {}).items() if k not in doc["sections"]}
+        for v in kept.values():
+            v.setdefault("measured", {"date": old["meta"]["date"], "load_start": old["meta"]["load_start"],
+                                      "run_seconds": old["meta"].get("total_seconds")})
+        doc["sections"] = {**kept, **doc["sections"]}
+        doc["meta"]["merged_from"] = old["meta"]["date"]
+        doc["notes"] = old.get("notes", []) + doc["notes"]
+    for v in doc["sections"].values():
+        v.setdefault("measured", {"date": doc["meta"]["date"], "load_start": doc["meta"]["load_start"]})
     (args.results / "latest.json").write_text(json.dumps(doc, indent=1) + "\n")
     md = report.render(doc)
     (args.results / "latest.md").write_text(md)

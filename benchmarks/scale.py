@@ -104,7 +104,7 @@ def _timed(step: str, fn, *args, **kw) -> tuple[Any, float]:  # noqa: ANN001
     return value, time.perf_counter() - t0
 
 
-def one_size(n: int, tmp: Path) -> dict[str, Any]:
+def one_size(n: int, tmp: Path, profiler: Any = None) -> dict[str, Any]:
     base = tmp / f"scale-{n}"
     shutil.rmtree(base, ignore_errors=True)
     path = write_matrix(base / "matrix.yaml", [_package_entry(i) for i in range(n)])
@@ -120,11 +120,15 @@ def one_size(n: int, tmp: Path) -> dict[str, Any]:
     write_results(jobs, interp, results_dir)  # not timed
     t_gen = time.perf_counter() - t0
     out = base / "out"
+    if profiler is not None:
+        profiler.enable()
     (loaded, problems), t_loadres = _timed("load_results", aggregate.load_results, [out])
     assert len(loaded) == n and not problems, problems[:3]
     report, t_build = _timed("build_report", aggregate.build_report, loaded, meta={"harness_version": "bench"},
                              expected_jobs=[j.job_id for j in jobs])
     written, t_write = _timed("write_all", render.write_all, report, out)
+    if profiler is not None:
+        profiler.disable()
     sizes = sum(p.stat().st_size for p in written if p.is_file())
     plan_s = t_make + t_render
     report_s = t_loadres + t_build + t_write

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from .common import (
+    best_makespan,
     count_downloads,
     iso_epoch,
     job_seconds,
@@ -39,6 +40,7 @@ def _run(matrix: Path, out: Path, jobs: int) -> dict[str, Any]:
     span = (max(iso_epoch(v["finished"]) for v in res.values())
             - min(iso_epoch(v["started"]) for v in res.values())) if res else 0.0
     lb = lower_bound(list(times.values()), jobs)
+    best = best_makespan(list(times.values()), jobs)
     return {
         "jobs": jobs,
         "n_jobs": len(res),
@@ -50,6 +52,8 @@ def _run(matrix: Path, out: Path, jobs: int) -> dict[str, Any]:
         "wall": run.wall,
         "ratio_span": ratio(span, lb),
         "ratio_wall": ratio(run.wall, lb),
+        "best_makespan": best,  # exact optimum for these whole jobs
+        "ratio_span_best": ratio(span, best) if best else None,
         "cli": parse_cli(run.stdout + run.stderr),
         "verdicts": {k: v["verdict"] for k, v in res.items()},
         "argv": list(run.argv[1:]),

@@ -118,3 +118,22 @@ def test_a_failed_section_is_shown_not_dropped() -> None:
     doc["errors"] = {"cache": "Traceback ...\nRuntimeError: run exited 4"}
     md = report.render(doc)
     assert "## cache: failed" in md and "RuntimeError: run exited 4" in md
+
+
+@pytest.mark.parametrize(("times", "workers", "best"), [
+    ([100, 100, 100], 2, 200),  # whole jobs: the relaxed bound says 150
+    ([30, 5, 5], 2, 30),
+    ([7, 5, 4, 4], 2, 11),  # 7+4 | 5+4; the relaxed bound says 10
+    ([], 3, 0),
+])
+def test_best_makespan_exact(times: list[float], workers: int, best: float) -> None:
+    from benchmarks.common import best_makespan
+
+    assert best_makespan(times, workers) == best
+    assert best_makespan(times, workers) >= lower_bound(times, workers)
+
+
+def test_best_makespan_gives_up_on_many_jobs() -> None:
+    from benchmarks.common import best_makespan
+
+    assert best_makespan([1.0] * 13, 2) is None

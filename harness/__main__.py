@@ -340,6 +340,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--version", action="version", version=f"ft-harness {__version__}")
     p.add_argument("-v", "--verbose", action="store_true", help="log every step")
     sub = p.add_subparsers(dest="command", required=True)
+    common = argparse.ArgumentParser(add_help=False)  # so `ft-harness run -v` works too
+    common.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS,
+                        help="log every step")
 
     def matrix_arg(sp: argparse.ArgumentParser) -> None:
         sp.add_argument("--matrix", default="matrix.yaml", help="matrix file (default: matrix.yaml)")
@@ -347,7 +350,7 @@ def build_parser() -> argparse.ArgumentParser:
     def cache_arg(sp: argparse.ArgumentParser) -> None:
         sp.add_argument("--cache", help="cache dir (default: $FT_HARNESS_CACHE or ~/.cache/ft-harness)")
 
-    r = sub.add_parser("run", help="build/reuse interpreters, run every job, write results and the report")
+    r = sub.add_parser("run", parents=[common], help="build/reuse interpreters, run every job, write results and the report")
     matrix_arg(r)
     cache_arg(r)
     r.add_argument("--out", default="out", help="output dir (default: out); a rerun resumes")
@@ -362,13 +365,13 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--fail-on", help="comma-separated verdicts that make the exit code 1")
     r.set_defaults(func=cmd_run)
 
-    b = sub.add_parser("build", help="build (or reuse) the matrix's free-threaded interpreters")
+    b = sub.add_parser("build", parents=[common], help="build (or reuse) the matrix's free-threaded interpreters")
     matrix_arg(b)
     cache_arg(b)
     b.add_argument("--interpreter", action="append", help="only this interpreter (repeatable)")
     b.set_defaults(func=cmd_build)
 
-    rp = sub.add_parser("report", help="merge result dirs into report.json, report.md, junit.xml, site/")
+    rp = sub.add_parser("report", parents=[common], help="merge result dirs into report.json, report.md, junit.xml, site/")
     rp.add_argument("dirs", nargs="+", help="output dirs of runs (or shards)")
     rp.add_argument("--out", help="where to write the report (default: the first dir)")
     rp.add_argument("--previous", help="an earlier report.json, to mark what changed")
@@ -377,24 +380,24 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("--fail-on", help="comma-separated verdicts that make the exit code 1")
     rp.set_defaults(func=cmd_report)
 
-    d = sub.add_parser("diff", help="compare two report.json files; exit 1 on a regression")
+    d = sub.add_parser("diff", parents=[common], help="compare two report.json files; exit 1 on a regression")
     d.add_argument("old")
     d.add_argument("new")
     d.set_defaults(func=cmd_diff)
 
-    pl = sub.add_parser("plan", help="print the jobs, optionally split into shards")
+    pl = sub.add_parser("plan", parents=[common], help="print the jobs, optionally split into shards")
     matrix_arg(pl)
     pl.add_argument("--format", choices=("json", "github"), default="json")
     pl.add_argument("--shards", type=_pos_int, default=1)
     pl.add_argument("--durations", help="a previous report.json, to balance shards by duration")
     pl.set_defaults(func=cmd_plan)
 
-    im = sub.add_parser("image", help="build (or reuse) the docker base and interpreter images")
+    im = sub.add_parser("image", parents=[common], help="build (or reuse) the docker base and interpreter images")
     matrix_arg(im)
     cache_arg(im)
     im.set_defaults(func=cmd_image)
 
-    c = sub.add_parser("clean", help="remove containers and volumes left by earlier runs")
+    c = sub.add_parser("clean", parents=[common], help="remove containers and volumes left by earlier runs")
     c.set_defaults(func=cmd_clean)
     return p
 

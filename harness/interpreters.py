@@ -205,7 +205,8 @@ def build_env(interp: Interpreter) -> dict[str, str]:
 
 
 @contextlib.contextmanager
-def _locked(path: Path) -> Iterator[None]:
+def build_lock(path: Path) -> Iterator[None]:
+    """Hold an exclusive file lock (two builds of one key wait for each other)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "a") as f:
         try:
@@ -264,7 +265,7 @@ def ensure_built(interp: Interpreter, cache: Path, *, jobs: int | None = None) -
         log.info("interpreter %s: cache hit (%s)", interp.name, key)
         return Built(info=_info(interp, key, python), prefix=prefix, python=python,
                      source_tarball=tarball, cache_hit=True)
-    with _locked(base / f"{key}.lock"):
+    with build_lock(base / f"{key}.lock"):
         if marker.exists():  # built by whoever held the lock
             log.info("interpreter %s: cache hit (%s, built concurrently)", interp.name, key)
             return Built(info=_info(interp, key, python), prefix=prefix, python=python,

@@ -117,7 +117,8 @@ def test_mixed_suite_counts(fixture_run) -> None:
     assert d["verdict"] == "compatible", d["findings"]
     cov = d["coverage"]["gil0"]
     assert (cov["in_threads"], cov["total"]) == (4, 6), cov
-    assert cov["skipped_unsafe"] == 2
+    assert cov["single"] == 2  # the two marked thread_unsafe ran single-threaded
+    assert len(cov["reasons"]) == 2
 
 
 def test_hostile_output_is_kept_verbatim_in_json(fixture_run) -> None:

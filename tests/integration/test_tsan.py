@@ -109,7 +109,9 @@ def test_unlocked_counter_is_a_race_in_every_run(venv):
     findings = tsan.findings_from_tsan(phases)
     [f] = [f for f in findings if "bump" in f.stack_top]
     assert (f.kind, f.evidence, f.count, f.runs, f.modes) == ("ft-race", "tsan", RUNS, RUNS, (0,))
-    assert f.stack_top.startswith("bump ") and "_count.c:" in f.stack_top
+    # the package's frame: its C function in its extension module (file:line when TSan's
+    # symbolizer resolves the .so's debug info; gcc 12's gives "<null>" for pip-built ones here)
+    assert f.stack_top.startswith("bump ") and "_count" in f.stack_top
     assert f.test_id == "tests/test_bump.py::test_bump_returns"
     assert "Previous" in f.excerpt and "*#0 bump" in f.excerpt
     for ph in phases:

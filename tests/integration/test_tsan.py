@@ -70,7 +70,14 @@ def venv(tmp_path_factory) -> Env:
     vdir = root / "venv"
     subprocess.run([str(built.python), "-m", "venv", str(vdir)], env=env, check=True, timeout=600)
     py = vdir / "bin" / "python"
-    r = subprocess.run([str(py), "-m", "pip", "install", "-q", *TOOLS, *map(str, PACKAGES.values())],
+    # install from clean copies: a build/ dir left in a source tree by an earlier plain-interpreter
+    # build would be reused by setuptools and hide the package from TSan
+    copies = []
+    for name, src in PACKAGES.items():
+        dst = root / "pkgsrc" / name
+        shutil.copytree(src, dst, ignore=shutil.ignore_patterns("build", "*.egg-info", "*.so"))
+        copies.append(str(dst))
+    r = subprocess.run([str(py), "-m", "pip", "install", "-q", *TOOLS, *copies],
                        env=env, capture_output=True, text=True, timeout=1800)
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
     assert "ThreadSanitizer" not in r.stderr  # quiet: reports went to the install log dir

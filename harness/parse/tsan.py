@@ -42,6 +42,8 @@ _ERROR = re.compile(r"^==(?P<pid>\d+)==ERROR: ThreadSanitizer: (?P<title>.*?)\s*
 _FATAL = re.compile(r"^(?:==\d+==)?FATAL: ThreadSanitizer:? (?P<title>.*?)\s*$")
 _SUMMARY = re.compile(r"^SUMMARY: ThreadSanitizer: (?P<text>.*?)\s*$")
 _SUMMARY_LOC = re.compile(r"(?P<file>\S+?):(?P<line>\d+)(?::\d+)? in (?P<func>.+)$")
+# without debug line info TSan names the module and offset: "(/x/_count...so+0x1194) in bump"
+_SUMMARY_MOD = re.compile(r"\((?P<file>[^()\s]+?)\+0x[0-9a-f]+\) in (?P<func>.+)$")
 _FRAME = re.compile(r"^\s*#(?P<n>\d+)\s+(?P<body>.*?)\s*$")
 _MODULE = re.compile(r"\((?P<module>[^()]*?)(?:\+0x[0-9a-f]+)?\)$")
 _FILELINE = re.compile(r"^(?P<file>\S+?):(?P<line>\d+)(?::\d+)?$")
@@ -206,6 +208,8 @@ def _report(b: _Block) -> dict[str, Any]:
     if sm:
         summary_loc = {"file": sm.group("file"), "line": int(sm.group("line")),
                        "func": sm.group("func").strip()}
+    elif mm := _SUMMARY_MOD.search(b.summary):
+        summary_loc = {"file": mm.group("file"), "line": None, "func": mm.group("func").strip()}
     seen: set[str] = set()
     package_frames: list[dict[str, Any]] = []
     interpreter_frames: list[dict[str, Any]] = []

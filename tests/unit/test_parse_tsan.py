@@ -260,3 +260,17 @@ def test_pip_install_without_suppressions_is_interpreter_only():
     phase = Phase(name="tsan-gil0-r1", kind="tsan", gil=0, rep=1, tsan=tuple(dedup(reports)))
     assert tsan.findings_from_tsan([phase]) == []
     assert "race:set_allocator_unlocked" in CPYTHON_SUPP.read_text()
+
+
+def test_pip_built_extension_without_line_info():
+    """Captured from the harness's TSan run of ft_tsan_counter (gcc 12 libtsan): the package
+    frame has no file:line, only the module and offset; the summary still names the function."""
+    from harness.parse.tsan import dedup, parse_tsan_dir
+
+    reports = dedup(parse_tsan_dir(Path(__file__).parents[1] / "data" / "tsan" / "py" / "counter_noline"))
+    [r] = reports
+    assert r["kind"] == "data race"
+    assert r["location"]["func"] == "bump" and r["location"]["line"] is None
+    assert r["location"]["file"].endswith("_count.cpython-313t-x86_64-linux-gnu.so")
+    assert r["top_package_frame"].startswith("bump ")
+    assert r["test_ids"] == ["tests/test_bump.py::test_bump_returns"]

@@ -255,21 +255,26 @@ class JobResult:
         return _build(cls, d)
 
 
-def write_json_atomic(path: Path, data: Any) -> None:
-    """Write JSON so a reader sees the old file or the new one, never half of one."""
+def write_text_atomic(path: Path, text: str, *, fsync: bool = False) -> None:
+    """Write text so a reader sees the old file or the new one, never half of one."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(data, f, indent=1, sort_keys=False)
-            f.write("\n")
-            f.flush()
-            os.fsync(f.fileno())
+            f.write(text)
+            if fsync:
+                f.flush()
+                os.fsync(f.fileno())
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
+
+
+def write_json_atomic(path: Path, data: Any) -> None:
+    """A result file: JSON, written atomically and fsynced before the rename."""
+    write_text_atomic(path, json.dumps(data, indent=1, sort_keys=False) + "\n", fsync=True)
 
 
 def read_result(path: Path) -> JobResult:

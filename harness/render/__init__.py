@@ -7,7 +7,6 @@ into place, so a reader never sees half of one.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
 import os
@@ -17,7 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ..model import write_json_atomic
+from ..model import write_json_atomic, write_text_atomic
 from . import history as _history
 from . import html, junit, markdown, pool
 
@@ -25,19 +24,6 @@ log = logging.getLogger(__name__)
 
 # GitHub refuses a step summary over 1 MiB; keep ours well under it.
 STEP_SUMMARY_LIMIT = 900_000
-
-
-def write_text_atomic(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
 
 
 def step_summary(md: str) -> str:

@@ -50,6 +50,13 @@ def lint(session: nox.Session) -> None:
 
 
 @nox.session
+def build(session: nox.Session) -> None:
+    """Build (or reuse) the interpreters of a matrix (extra args go to `ft-harness build`)."""
+    _install(session)
+    session.run("ft-harness", "build", *(session.posargs or ["--matrix", "matrix.yaml"]))
+
+
+@nox.session
 def image(session: nox.Session) -> None:
     """Build (or reuse) the docker base and interpreter images."""
     _install(session)

@@ -129,7 +129,7 @@ def _prepare(spec, jobs, backend_name: str, cache: Path, run_id: str, workers: i
         from .backends.local import LocalBackend
 
         tsan = any(i.sanitizer for i in needed.values())
-        backend = LocalBackend(mem_limit=None if tsan else 4 << 30)
+        backend = LocalBackend(mem_limit=None if tsan else 4 << 30, pip_cache=cache / "pip")
         for name, interp in needed.items():
             built = interpreters.ensure_built(interp, cache)
             print(f"interpreter {name}: {'cache hit' if built.cache_hit else 'built'} ({built.info.key})",

@@ -205,6 +205,9 @@ def _steps(ctx: _Ctx) -> tuple[str, dict]:
         ws.host("inner").mkdir(exist_ok=True)
         shutil.copy2(INNER / "tsan_marker.py", ws.host("inner", "tsan_marker.py"))
         env = {**env, **tsan.install_env(ws.path("logs", "tsan", "install"), supp)}
+    if ws.pip_cache:  # one pip cache per interpreter build: a wheel pip built for the plain
+        # interpreter carries the same cp313t tag as one built with -fsanitize=thread
+        env["PIP_CACHE_DIR"] = f"{ws.pip_cache}/{ctx.interp.key}"
     vpy = ws.path("venv", "bin", "python")
     src_host = ws.host("src")
     version = ""

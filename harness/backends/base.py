@@ -17,6 +17,7 @@ class Workspace:
     root: str  # the same directory as the backend's commands see it
     python: str  # the free-threaded interpreter, as the backend sees it
     source: str = ""  # a local package's source tree, as the backend sees it
+    pip_cache: str = ""  # the shared pip cache root, as the backend sees it ("" = pip's default)
 
     def path(self, *parts: str) -> str:
         return "/".join([self.root.rstrip("/"), *parts])

@@ -151,7 +151,7 @@ class DockerBackend:
             self._closed.discard(job_id)
             self._mounts[job_id] = mounts
             self._jobs[str(host_root)] = job_id
-        return Workspace(host_root=host_root, root=ROOT, python=PYTHON, source=seen_source)
+        return Workspace(host_root=host_root, root=ROOT, python=PYTHON, source=seen_source, pip_cache=PIP_CACHE)
 
     # ---------------------------------------------------------------- running
 

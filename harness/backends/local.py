@@ -35,15 +35,18 @@ def clean_env(extra: dict[str, str]) -> dict[str, str]:
 class LocalBackend:
     name = "local"
 
-    def __init__(self, *, mem_limit: int | None = 4 << 30) -> None:
-        """``mem_limit``: RLIMIT_DATA per process in bytes (None: none; TSan needs none)."""
+    def __init__(self, *, mem_limit: int | None = 4 << 30, pip_cache: Path | None = None) -> None:
+        """``mem_limit``: RLIMIT_DATA per process in bytes (None: none; TSan needs none).
+        ``pip_cache``: the root of the jobs' pip caches (one per interpreter build below it)."""
         self.mem_limit = mem_limit
+        self.pip_cache = pip_cache
         self._procs: dict[int, subprocess.Popen] = {}
         self._lock = threading.Lock()
         self._cancelled = threading.Event()
 
     def open(self, job_id: str, host_root: Path, python: str, source: str) -> Workspace:
-        return Workspace(host_root=host_root, root=str(host_root), python=python, source=source)
+        return Workspace(host_root=host_root, root=str(host_root), python=python, source=source,
+                         pip_cache=str(self.pip_cache) if self.pip_cache else "")
 
     def run(self, ws: Workspace, argv: list[str], *, env: dict[str, str], cwd: str, timeout: float,
             log: Path, network: bool) -> Exec:

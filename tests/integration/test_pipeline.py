@@ -54,6 +54,9 @@ def test_every_phase_of_both_jobs(first_run) -> None:
                 assert (tmp / "out" / p["junit"]).is_file(), p
         assert d["interpreter"]["free_threaded"] is True
         assert d["verdict"]
+        # pip's cache is one per interpreter build (a TSan build's wheels carry the same tag)
+        install = next(p for p in d["phases"] if p["name"] == "install")
+        assert install["env"]["PIP_CACHE_DIR"].endswith(f"/pip/{d['interpreter']['key']}"), install["env"]
     assert res["cpython3.13t--iniconfig"]["version"] == "2.3.1"
     md = (tmp / "out" / "report.md").read_text()
     assert "iniconfig" in md and "ft\\_clean" in md or "ft_clean" in md

@@ -34,12 +34,7 @@ PACKAGES = {
     "ft_clean": FIXTURES / "ft_clean",
     "tsan_purepy": DATA / "src" / "tsan_purepy",
 }
-MATRIX = """
-interpreters:
-  - {name: cpython3.13t-tsan, version: 3.13.5, source: "debian:trixie", sanitizer: thread}
-packages:
-  - {name: six}
-"""
+MATRIX = ROOT / "examples" / "tsan.yaml"  # the same interpreter key as .ci/run builds
 
 
 @dataclass(frozen=True)
@@ -60,7 +55,7 @@ def _base_env() -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def venv(tmp_path_factory) -> Env:
-    interp = matrix.loads(MATRIX).interpreters[0]
+    interp = matrix.load(MATRIX).interpreters[0]
     cache = interpreters.cache_root()
     key = interpreters.build_key(interp, interpreters.fetch_source(interp, cache))
     if not (cache / "interpreters" / key / "ft-harness.json").exists() and not os.environ.get(

@@ -60,8 +60,8 @@ def venv(tmp_path_factory) -> Env:
     key = interpreters.build_key(interp, interpreters.fetch_source(interp, cache))
     if not (cache / "interpreters" / key / "ft-harness.json").exists() and not os.environ.get(
             "FT_HARNESS_BUILD_TSAN"):
-        pytest.skip(f"the TSan interpreter {key} is not built yet (about 40 min on 2 cores, longer than "
-                    "CI allows next to the rest): `ft-harness build` a matrix with `sanitizer: thread`, "
+        pytest.skip(f"the TSan interpreter {key} is not built yet (about 14 min on 2 cores; "
+                    ".ci/run builds it first): `ft-harness build --matrix examples/tsan.yaml`, "
                     "or set FT_HARNESS_BUILD_TSAN=1")
     built = interpreters.ensure_built(interp, cache)
     root = tmp_path_factory.mktemp("tsan")

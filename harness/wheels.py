@@ -105,14 +105,17 @@ def installed_from(report: dict[str, Any], name: str) -> str:
 
 
 def wheel_info(name: str, *, local: bool, version: str, install_report: Path,
-               interp: InterpreterInfo, probe: dict[str, Any]) -> dict[str, Any]:
-    """The wheel column: what the index offers for this release and what pip installed."""
+               interp: InterpreterInfo, probe: dict[str, Any], installed_ok: bool = True) -> dict[str, Any]:
+    """The wheel column: what the index offers for this release and what pip installed
+    (``installed_ok``: the install phase succeeded; pip may write its report and then fail)."""
     try:
         report = json.loads(install_report.read_text())
     except (OSError, ValueError):
         report = {}
     installed = installed_from(report, name)
-    if local:
+    if not installed_ok:
+        how = "not installed"
+    elif local:
         how = "local source"
     elif installed.endswith(".whl"):
         how = f"wheel ({classify_wheel(installed, interp.version)})"

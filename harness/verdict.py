@@ -290,20 +290,8 @@ def _failure_findings(
             modes = tuple(sorted({p.gil for p in plain_bad if p.gil is not None}))
             first = next((p for p in plain_bad if p.gil == 1), plain_bad[0])
             note = "" if 1 in modes or 1 not in ran_modes else " (with the GIL off only)"
-            out.append(
-                Finding(
-                    kind="baseline-failure",
-                    test_id=tid,
-                    modes=modes,
-                    count=len(plain_bad),
-                    runs=len(plain),
-                    evidence="junit",
-                    excerpt=_excerpt_for(first, tid),
-                    message=f"{tid} fails in a plain run{note}: not thread-related",
-                    reproduce=reproduce(first, tid),
-                    phase=first.name,
-                )
-            )
+            out.append(_junit_finding("baseline-failure", tid, modes, first, len(plain_bad), len(plain),
+                                      f"{tid} fails in a plain run{note}: not thread-related"))
             continue
         if tid in blamed:
             continue
@@ -321,22 +309,17 @@ def _failure_findings(
             why = "fails in threaded runs with the GIL on too: not thread-safe regardless of the GIL"
         hits = [p for m in modes for p in bad_by_mode[m]]
         runs = [p for p in threads if p.gil in modes and p.name in row]
-        first = hits[0]
-        out.append(
-            Finding(
-                kind=kind,
-                test_id=tid,
-                modes=modes,
-                count=len(hits),
-                runs=len(runs),
-                evidence="junit",
-                excerpt=_excerpt_for(first, tid),
-                message=f"{tid} {why} ({len(hits)}/{len(runs)})",
-                reproduce=reproduce(first, tid),
-                phase=first.name,
-            )
-        )
+        out.append(_junit_finding(kind, tid, modes, hits[0], len(hits), len(runs),
+                                  f"{tid} {why} ({len(hits)}/{len(runs)})"))
     return out, baseline
+
+
+def _junit_finding(kind: str, tid: str, modes: tuple[int, ...], first: Phase, count: int, runs: int,
+                   message: str) -> Finding:
+    """A test's failure seen in JUnit: evidence and the reproduce command from its first bad run."""
+    return Finding(kind=kind, test_id=tid, modes=modes, count=count, runs=runs, evidence="junit",
+                   excerpt=_excerpt_for(first, tid), message=message, reproduce=reproduce(first, tid),
+                   phase=first.name)
 
 
 def _gil_findings(phases: Sequence[Phase], probe: dict[str, Any]) -> list[Finding]:

@@ -19,37 +19,18 @@ from pathlib import Path
 
 import pytest
 
-from harness import images, interpreters, matrix
-from harness.backends.docker import PIP_CACHE_VOLUME, DockerBackend, docker_available
+from harness import images, interpreters
+from harness.backends.docker import PIP_CACHE_VOLUME, DockerBackend
 from harness.errors import InfraError
+from tests.integration.conftest import DOCKER
 
-OK, WHY = docker_available()
-pytestmark = [pytest.mark.docker, pytest.mark.integration,
-              pytest.mark.skipif(not OK, reason=f"no docker engine: {WHY}")]
+pytestmark = DOCKER
 
-MATRIX = """
-interpreters:
-  - name: ft313
-    version: 3.13.5
-    source: debian:trixie
-packages:
-  - name: six
-"""
 PY = "/opt/python/bin/python3.13t"
 
 
 @pytest.fixture(scope="module")
-def client():
-    import docker
-
-    c = docker.from_env(timeout=600)
-    yield c
-    c.close()
-
-
-@pytest.fixture(scope="module")
-def image(client) -> str:
-    interp = matrix.loads(MATRIX).interpreters[0]
+def image(client, interp) -> str:
     return images.ensure_interpreter_image(client, interp, interpreters.cache_root()).tag
 
 

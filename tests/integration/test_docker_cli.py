@@ -13,12 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from harness.backends.docker import docker_available
 from tests.conftest import fixture_matrix
+from tests.integration.conftest import DOCKER
 
-OK, WHY = docker_available()
-pytestmark = [pytest.mark.docker, pytest.mark.integration, pytest.mark.network, pytest.mark.slow,
-              pytest.mark.skipif(not OK, reason=f"no docker engine: {WHY}")]
+pytestmark = [*DOCKER, pytest.mark.network, pytest.mark.slow]
 
 REPO = Path(__file__).resolve().parents[2]
 # light settings: the comparison is of verdicts, and CI has a time limit

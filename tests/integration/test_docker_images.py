@@ -15,38 +15,14 @@ from pathlib import Path
 
 import pytest
 
-from harness import images, interpreters, matrix
-from harness.backends.docker import docker_available
+from harness import images, interpreters
+from tests.integration.conftest import DOCKER
 
-OK, WHY = docker_available()
-pytestmark = [pytest.mark.docker, pytest.mark.integration,
-              pytest.mark.skipif(not OK, reason=f"no docker engine: {WHY}")]
+pytestmark = DOCKER
 
-MATRIX = """
-interpreters:
-  - name: ft313
-    version: 3.13.5
-    source: debian:trixie
-packages:
-  - name: six
-"""
 CONFIG = ("import json, sys, sysconfig; print(json.dumps({'args': sysconfig.get_config_var("
           "'CONFIG_ARGS'), 'gil': sysconfig.get_config_var('Py_GIL_DISABLED'), "
           "'version': sys.version.split()[0]}))")
-
-
-@pytest.fixture(scope="module")
-def client():
-    import docker
-
-    c = docker.from_env(timeout=600)
-    yield c
-    c.close()
-
-
-@pytest.fixture(scope="module")
-def interp():
-    return matrix.loads(MATRIX).interpreters[0]
 
 
 @pytest.fixture(scope="module")

@@ -52,7 +52,9 @@ def schedule_lines(d: dict[str, Any]) -> list[str]:
                        f"{_s(r['longest_job'])} | {_s(r['lower_bound'])} | {_s(r['span'])} | "
                        f"{_x(r['ratio_span'])} | {_s(r['wall'])} | {_x(r['ratio_wall'])} | "
                        f"{_s(r.get('best_makespan'))} | {_x(r.get('ratio_span_best'))} |")
-        out.append(f"| {m['matrix']} | speed-up 1→2 | | | | | | | {_x(m['speedup_wall'])} | |")
+        order = f" (--jobs {m['first']} ran first)" if m.get("first") == 2 else ""
+        where = f", {m['backend']} backend" if m.get("backend", "local") != "local" else ""
+        out.append(f"| {m['matrix']}{where} | speed-up 1→2{order} | | | | | | | {_x(m['speedup_wall'])} | |")
     for note in d.get("skipped", []):
         out += ["", f"Not measured: {note}"]
     return out

@@ -36,7 +36,7 @@ log = logging.getLogger("bench")
 SECTIONS = ("scale", "overhead", "schedule", "cache")
 REAL_PACKAGE = {"name": "six", "version": "==1.17.0"}  # a small PyPI sdist that ships its tests
 OVERHEAD_FIXTURES = ("ft_clean", "ft_mixed")
-SCHEDULE_FIXTURES = ("ft_clean", "ft_mixed", "ft_baseline")
+SCHEDULE_FIXTURES = ("ft_clean", "ft_mixed", "ft_baseline", "ft_gilslot")  # 4 jobs: 2 workers can split them
 BUDGET = 19 * 60.0
 
 

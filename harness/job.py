@@ -275,13 +275,14 @@ def _steps(ctx: _Ctx) -> tuple[str, dict]:
             tdir = ws.host("logs", "tsan", name)
         _run(ctx, name, "plain", _test_argv(job, ws, vpy, tests, name, threaded=False),
              env=penv, cwd=src, timeout=s.job_timeout, gil=mode, junit=f"junit/{name}.xml", tsan_dir=tdir)
-        # what the threaded runs will really run in threads: -n auto hides it, so ask
-        # pytest-run-parallel once per mode, without workers (a fraction of a second)
-        name = f"collect-gil{mode}"
-        collect = [a for a in _test_argv(job, ws, vpy, tests, name, threaded=True)
-                   if not a.startswith("--junitxml") and a not in ("-n", "auto")]
-        collect.insert(collect.index("-rfE"), "--collect-only")
-        _run(ctx, name, "collect", collect, env=menv, cwd=src, timeout=300, gil=mode)
+        if mode == s.gil_modes[0]:
+            # what the threaded runs will really run in threads: -n auto hides it, so ask
+            # pytest-run-parallel once, without workers; which tests it runs single-threaded is
+            # decided at collection, the same in every GIL mode, so one run serves them all
+            collect = [a for a in _test_argv(job, ws, vpy, tests, "collect", threaded=True)
+                       if not a.startswith("--junitxml") and a not in ("-n", "auto")]
+            collect.insert(collect.index("-rfE"), "--collect-only")
+            _run(ctx, "collect", "collect", collect, env=menv, cwd=src, timeout=300)
         for rep in range(1, s.repeat + 1):
             if ctx.tsan:  # the threaded run under ThreadSanitizer, markers per test
                 name = f"tsan-gil{mode}-r{rep}"

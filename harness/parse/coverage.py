@@ -99,7 +99,7 @@ def findings(cov: dict[str, Any], phases: Sequence[Phase]) -> list[Finding]:
 
     modes = tuple(c["mode"] for c in zero)
     n = max(c["total"] for c in zero)
-    src = next((p for p in phases if p.kind == "collect" and p.gil in modes), None) or next(
+    src = next((p for p in phases if p.kind == "collect" and p.gil in (*modes, None)), None) or next(
         p for p in phases if p.kind == "threads" and p.gil in modes
     )
     reasons = zero[0]["reasons"]

@@ -20,6 +20,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.utils import InvalidSdistFilename, canonicalize_name, parse_sdist_filename
 
 from . import __version__, parse, tsan, verdict, wheels
@@ -169,6 +170,8 @@ def run_job(job: Job, *, interp: InterpreterInfo, python: str, backend: Backend,
         version, extra = _steps(ctx)
     finally:
         backend.close(ws)
+    if not version and not job.package.is_local:  # the fetch failed: a pinned spec still names it
+        version = pinned_version(job.package.version)
     probe = extra.get("probe", {})
     decision = verdict.decide(ctx.phases, settings=job.settings, probe=probe)
     if ctx.tsan:
@@ -176,9 +179,10 @@ def run_job(job: Job, *, interp: InterpreterInfo, python: str, backend: Backend,
             next(p for p in ctx.phases if p.name == f.phase), f.test_id or None))
             for f in tsan.findings_from_tsan(ctx.phases)]
         decision = with_tsan(decision, found)
+    network_phases = {p.name for p in ctx.phases if p.kind == "install"}  # fetch, install
     findings: tuple[Finding, ...] = tuple(
-        replace(f, reproduce=wrap_reproduce(backend, ws, f.reproduce)) if f.reproduce else f
-        for f in decision.findings)
+        replace(f, reproduce=wrap_reproduce(backend, ws, f.reproduce, network=f.phase in network_phases))
+        if f.reproduce else f for f in decision.findings)
     install_ok = any(p.name == "install" and p.ok for p in ctx.phases)
     wheel = wheels.wheel_info(job.package.name, local=job.package.is_local, version=version,
                               install_report=host_root / "logs" / "install-report.json",
@@ -193,6 +197,17 @@ def run_job(job: Job, *, interp: InterpreterInfo, python: str, backend: Backend,
         findings=findings, coverage=decision.coverage, wheel=wheel,
         metadata=probe.get("metadata", {}), notes=job.package.notes, links=job.package.links,
     )
+
+
+def pinned_version(spec: str) -> str:
+    """'2.1.1' for '==2.1.1' (the one release a spec allows), else ''."""
+    try:
+        specs = list(SpecifierSet(spec))
+    except InvalidSpecifier:
+        return ""
+    if len(specs) == 1 and specs[0].operator in ("==", "===") and "*" not in specs[0].version:
+        return specs[0].version
+    return ""
 
 
 def _steps(ctx: _Ctx) -> tuple[str, dict]:
@@ -336,13 +351,25 @@ def _severity(kind: str) -> int:
     return VERDICTS.index(kind) if kind in VERDICTS else len(VERDICTS)
 
 
-def wrap_reproduce(backend: Backend, ws: Workspace, command: str) -> str:
-    """A finding's command as a user runs it by hand: as is locally, inside the same image on docker."""
+def wrap_reproduce(backend: Backend, ws: Workspace, command: str, *, network: bool = False) -> str:
+    """A finding's command as a user runs it by hand: as is locally, inside the same image on docker
+    (with the network, the pip cache volume and the host's CA bundle for a fetch or install step,
+    as the job had them; without the network for the test steps)."""
     image = getattr(backend, "image", "")
     if backend.name != "docker" or not image:
         return command
-    return shlex.join(["docker", "run", "--rm", "--network", "none", "--user", "1000:1000",
-                       "-v", f"{ws.host_root}:{ws.root}", image, "sh", "-c", command])
+    argv = ["docker", "run", "--rm", "--user", "1000:1000", "-v", f"{ws.host_root}:{ws.root}"]
+    if not network:
+        argv[3:3] = ["--network", "none"]
+    else:
+        from .backends.docker import CA_IN_CONTAINER, PIP_CACHE, PIP_CACHE_VOLUME
+
+        argv += ["-v", f"{PIP_CACHE_VOLUME}:{PIP_CACHE}"]
+        ca = getattr(backend, "ca_bundle", None)
+        if ca:
+            argv += ["-v", f"{ca}:{CA_IN_CONTAINER}:ro", "-e", f"PIP_CERT={CA_IN_CONTAINER}",
+                     "-e", f"SSL_CERT_FILE={CA_IN_CONTAINER}"]
+    return shlex.join([*argv, image, "sh", "-c", command])
 
 
 def _read_json(path: Path) -> dict:

@@ -201,7 +201,7 @@ def main(argv: list[str] | None = None) -> int:
                                                            "load_start": old["meta"]["load_start"]})
                     for m in old["sections"]["schedule"]["matrices"] if m["matrix"] not in labels]
             new["matrices"] = olds + new["matrices"]
-            if labels >= {"default"}:
+            if any(m["matrix"] == "default" for m in new["matrices"]):  # timed now or kept
                 new["skipped"] = [n for n in new["skipped"] if "default matrix" not in n]
         for v in kept.values():
             v.setdefault("measured", {"date": old["meta"]["date"], "load_start": old["meta"]["load_start"],

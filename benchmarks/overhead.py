@@ -13,8 +13,11 @@ vs the bare runs of the same commands) and *whole job* (A's wall time vs all of 
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import os
 import shutil
+import signal
 import subprocess
 import time
 from pathlib import Path
@@ -43,11 +46,18 @@ def run_bare(res: dict[str, Any], out: Path, logs: Path) -> dict[str, Any]:
     for p in bare_steps(res):
         t0 = time.monotonic()
         with open(logs / f"{p['name']}.log", "wb") as f:
-            proc = subprocess.run(p["command"], cwd=p["cwd"], env=clean_env(p["env"]), stdout=f,
-                                  stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                  start_new_session=True, timeout=1800)
+            proc = subprocess.Popen(p["command"], cwd=p["cwd"], env=clean_env(p["env"]), stdout=f,
+                                    stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                    start_new_session=True)
+            try:  # as long as the harness gave the whole job; then the group goes, as there
+                code = proc.wait(timeout=res["settings"]["job_timeout"])
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+                code = None
         phases.append({"name": p["name"], "kind": p["kind"], "seconds": time.monotonic() - t0,
-                       "exit_code": proc.returncode, "harness_exit_code": p["exit_code"]})
+                       "exit_code": code, "harness_exit_code": p["exit_code"]})
     return {"phases": phases, "downloads": _downloads_in(logs, ("fetch", "install"))}
 
 

@@ -26,7 +26,7 @@ def _ok(value: float | None, target: float) -> str:
 
 
 def overhead_lines(d: dict[str, Any]) -> list[str]:
-    out = [f"## 1. overhead (harness vs bare, {d['rounds']} rounds A B A B; target ≤ {d['target']}×)", "",
+    out = [f"## 1. overhead (harness vs bare, {d['rounds']} rounds, A B then B A alternating; target ≤ {d['target']}×)", "",
            "| package | verdict | test phases | whole job | harness wall | bare total | harness's own time |",
            "|---|---|---|---|---|---|---|"]
     for name, p in d["packages"].items():

@@ -181,7 +181,7 @@ def run_job(job: Job, *, interp: InterpreterInfo, python: str, backend: Backend,
         decision = with_tsan(decision, found)
     network_phases = {p.name for p in ctx.phases if p.kind == "install"}  # fetch, install
     findings: tuple[Finding, ...] = tuple(
-        replace(f, reproduce=wrap_reproduce(backend, ws, f.reproduce, network=f.phase in network_phases))
+        replace(f, reproduce=backend.reproduce_command(ws, f.reproduce, network=f.phase in network_phases))
         if f.reproduce else f for f in decision.findings)
     install_ok = any(p.name == "install" and p.ok for p in ctx.phases)
     wheel = wheels.wheel_info(job.package.name, local=job.package.is_local, version=version,
@@ -349,27 +349,6 @@ def with_tsan(decision: verdict.Decision, found: list[Finding]) -> verdict.Decis
 
 def _severity(kind: str) -> int:
     return VERDICTS.index(kind) if kind in VERDICTS else len(VERDICTS)
-
-
-def wrap_reproduce(backend: Backend, ws: Workspace, command: str, *, network: bool = False) -> str:
-    """A finding's command as a user runs it by hand: as is locally, inside the same image on docker
-    (with the network, the pip cache volume and the host's CA bundle for a fetch or install step,
-    as the job had them; without the network for the test steps)."""
-    image = getattr(backend, "image", "")
-    if backend.name != "docker" or not image:
-        return command
-    argv = ["docker", "run", "--rm", "--user", "1000:1000", "-v", f"{ws.host_root}:{ws.root}"]
-    if not network:
-        argv[3:3] = ["--network", "none"]
-    else:
-        from .backends.docker import CA_IN_CONTAINER, PIP_CACHE, PIP_CACHE_VOLUME
-
-        argv += ["-v", f"{PIP_CACHE_VOLUME}:{PIP_CACHE}"]
-        ca = getattr(backend, "ca_bundle", None)
-        if ca:
-            argv += ["-v", f"{ca}:{CA_IN_CONTAINER}:ro", "-e", f"PIP_CERT={CA_IN_CONTAINER}",
-                     "-e", f"SSL_CERT_FILE={CA_IN_CONTAINER}"]
-    return shlex.join([*argv, image, "sh", "-c", command])
 
 
 def _read_json(path: Path) -> dict:

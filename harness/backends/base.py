@@ -48,6 +48,10 @@ class Backend(Protocol):
         command's own failure; raises InfraError only when the backend itself broke."""
         ...
 
+    def reproduce_command(self, ws: Workspace, command: str, *, network: bool) -> str:
+        """``command`` (a shell line) as a user runs it by hand where this backend ran it."""
+        ...
+
     def close(self, ws: Workspace) -> None:
         """Remove whatever open() made (containers, volumes); idempotent."""
         ...

@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import shlex
 import threading
 import time
 from pathlib import Path
@@ -338,6 +339,18 @@ class DockerBackend:
             self._live.get(job_id, set()).discard(container.id)
 
     # ---------------------------------------------------------------- closing
+
+    def reproduce_command(self, ws: Workspace, command: str, *, network: bool) -> str:
+        """Inside the same image: a fetch/install step with the network, the pip cache volume and
+        the host's CA bundle, as the job had them; a test step without the network."""
+        argv = ["docker", "run", "--rm", *(() if network else ("--network", "none")),
+                "--user", "1000:1000", "-v", f"{ws.host_root}:{ws.root}"]
+        if network:
+            argv += ["-v", f"{PIP_CACHE_VOLUME}:{PIP_CACHE}"]
+            if self.ca_bundle:
+                argv += ["-v", f"{self.ca_bundle}:{CA_IN_CONTAINER}:ro", "-e", f"PIP_CERT={CA_IN_CONTAINER}",
+                         "-e", f"SSL_CERT_FILE={CA_IN_CONTAINER}"]
+        return shlex.join([*argv, self.image, "sh", "-c", command])
 
     def close(self, ws: Workspace) -> None:
         """Remove every container of the job (also ones a run() is waiting on). Idempotent."""

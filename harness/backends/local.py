@@ -85,6 +85,9 @@ class LocalBackend:
                     timed_out=timed_out, duration=time.monotonic() - start,
                     infra="cancelled" if self._cancelled.is_set() else "")
 
+    def reproduce_command(self, ws: Workspace, command: str, *, network: bool) -> str:
+        return command
+
     def close(self, ws: Workspace) -> None:
         return None
 

@@ -308,14 +308,12 @@ def test_local_source_outside_the_workspace_is_mounted_read_only(backend, tmp_pa
 def test_reproduce_commands_run_by_hand_with_the_network_only_for_install_steps(backend, ws):
     """A finding's reproduce line is pasted into a shell as is: a fetch/install one needs the
     network, the CA bundle and the cache volume the job had; a test step must not get a network."""
-    from harness.job import wrap_reproduce
-
     cmd = (f"PIP_CACHE_DIR=/cache/pip/x {PY} -m pip download --no-deps --dest /tmp/d six==1.17.0 "
            "&& echo fetched")
-    online = subprocess.run(wrap_reproduce(backend, ws, cmd, network=True), shell=True,
+    online = subprocess.run(backend.reproduce_command(ws, cmd, network=True), shell=True,
                             capture_output=True, text=True, timeout=300)
     assert online.returncode == 0 and "fetched" in online.stdout, online.stdout + online.stderr
-    offline_cmd = wrap_reproduce(backend, ws, cmd)
+    offline_cmd = backend.reproduce_command(ws, cmd, network=False)
     assert "--network none" in offline_cmd
     offline = subprocess.run(offline_cmd, shell=True, capture_output=True, text=True, timeout=300)
     assert offline.returncode != 0 and "fetched" not in offline.stdout

@@ -14,6 +14,7 @@ import shlex
 import shutil
 import tarfile
 import time
+import tomllib
 import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -136,9 +137,51 @@ def _has_tests(src_host: Path, tests: str) -> bool:
     return any(root.rglob("test_*.py")) or any(root.rglob("*_test.py"))
 
 
-def pytest_args(job: Job, tests: str, junit: str) -> list[str]:
+PYTEST_CONFIGS = ("pytest.ini", ".pytest.ini", "pyproject.toml", "tox.ini", "setup.cfg")
+
+
+def has_pytest_config(src_host: Path, tests: str) -> bool:
+    """Whether pytest, started on ``tests``, finds a configuration inside the package's source.
+
+    pytest walks up from its arguments to the first configuration it finds; without one of the
+    package's own it would walk out of the workspace and take whatever lies above ``--out`` (a
+    pyproject.toml with ``--strict-markers``, a root conftest), so such suites get ``-c /dev/null``.
+    """
+    start = src_host / tests if tests else src_host
+    d = start if start.is_dir() else start.parent
+    root = src_host.resolve()
+    for here in [d.resolve(), *d.resolve().parents]:
+        for name in PYTEST_CONFIGS:
+            f = here / name
+            if f.is_file() and _is_pytest_config(f):
+                return True
+        if here == root or root not in here.parents:
+            break
+    return False
+
+
+def _is_pytest_config(f: Path) -> bool:
+    if f.name in ("pytest.ini", ".pytest.ini"):
+        return True  # pytest takes these even when empty
+    try:
+        text = f.read_text(errors="replace")
+    except OSError:
+        return False
+    if f.name == "pyproject.toml":
+        try:
+            tool = tomllib.loads(text).get("tool", {})
+        except tomllib.TOMLDecodeError:
+            return False
+        return isinstance(tool, dict) and "pytest" in tool
+    section = "[pytest]" if f.name == "tox.ini" else "[tool:pytest]"
+    return any(line.strip() == section for line in text.splitlines())
+
+
+def pytest_args(job: Job, tests: str, junit: str, *, rootdir: str, own_config: bool) -> list[str]:
+    """pytest's arguments; rootdir and conftest search are pinned to the package's source."""
     args = ["-P", "-m", "pytest", "-p", "no:cacheprovider", "-n", "auto",
-            f"--timeout={job.settings.test_timeout}", "-rfE", "-v", f"--junitxml={junit}"]
+            f"--timeout={job.settings.test_timeout}", "-rfE", "-v", f"--junitxml={junit}",
+            f"--rootdir={rootdir}", f"--confcutdir={rootdir}", *(() if own_config else ("-c", "/dev/null"))]
     exprs = []
     for s in job.package.skip:
         if "::" in s.test or s.test.endswith(".py"):
@@ -281,6 +324,11 @@ def _steps(ctx: _Ctx) -> tuple[str, dict]:
         return version, extra
     s = job.settings
     base_env = _base_env(job)
+    own_config = has_pytest_config(src_host, tests)
+
+    def argv_for(name: str, threaded: bool) -> list[str]:
+        return _test_argv(job, ws, vpy, tests, name, threaded=threaded, src=src, own_config=own_config)
+
     for mode in s.gil_modes:
         menv = {**base_env, "PYTHON_GIL": str(mode)}
         name = f"plain-gil{mode}"
@@ -288,20 +336,20 @@ def _steps(ctx: _Ctx) -> tuple[str, dict]:
         if ctx.tsan:
             penv = {**menv, **tsan.tsan_env(ws.path("logs", "tsan", name), supp)}
             tdir = ws.host("logs", "tsan", name)
-        _run(ctx, name, "plain", _test_argv(job, ws, vpy, tests, name, threaded=False),
+        _run(ctx, name, "plain", argv_for(name, False),
              env=penv, cwd=src, timeout=s.job_timeout, gil=mode, junit=f"junit/{name}.xml", tsan_dir=tdir)
         if mode == s.gil_modes[0]:
             # what the threaded runs will really run in threads: -n auto hides it, so ask
             # pytest-run-parallel once, without workers; which tests it runs single-threaded is
             # decided at collection, the same in every GIL mode, so one run serves them all
-            collect = [a for a in _test_argv(job, ws, vpy, tests, "collect", threaded=True)
+            collect = [a for a in argv_for("collect", True)
                        if not a.startswith("--junitxml") and a not in ("-n", "auto")]
             collect.insert(collect.index("-rfE"), "--collect-only")
             _run(ctx, "collect", "collect", collect, env=menv, cwd=src, timeout=300)
         for rep in range(1, s.repeat + 1):
             if ctx.tsan:  # the threaded run under ThreadSanitizer, markers per test
                 name = f"tsan-gil{mode}-r{rep}"
-                argv = _test_argv(job, ws, vpy, tests, name, threaded=True)
+                argv = argv_for(name, True)
                 argv[argv.index("-rfE"):argv.index("-rfE")] = ["-p", tsan.MARKER_PLUGIN]
                 tenv = {**menv, **tsan.tsan_env(ws.path("logs", "tsan", name), supp),
                         "PYTHONPATH": ws.path("inner")}
@@ -310,7 +358,7 @@ def _steps(ctx: _Ctx) -> tuple[str, dict]:
                      rep=rep, junit=f"junit/{name}.xml", tsan_dir=ws.host("logs", "tsan", name))
                 continue
             name = f"threads-gil{mode}-r{rep}"
-            argv = _test_argv(job, ws, vpy, tests, name, threaded=True)
+            argv = argv_for(name, True)
             _run(ctx, name, "threads", argv, env=menv, cwd=src, timeout=s.job_timeout, gil=mode,
                  rep=rep, junit=f"junit/{name}.xml")
     return version, extra
@@ -322,9 +370,10 @@ def _tox_overrides(job: Job, ws: Workspace) -> list[str]:
             "-x", f"testenv:{env}.deps+={chr(10).join(TOOLS)}"]
 
 
-def _test_argv(job: Job, ws: Workspace, vpy: str, tests: str, name: str, *, threaded: bool) -> list[str]:
+def _test_argv(job: Job, ws: Workspace, vpy: str, tests: str, name: str, *, threaded: bool,
+               src: str, own_config: bool) -> list[str]:
     """pytest directly, or tox with the pytest arguments as posargs (its env must pass {posargs})."""
-    args = pytest_args(job, tests, ws.path("junit", f"{name}.xml"))
+    args = pytest_args(job, tests, ws.path("junit", f"{name}.xml"), rootdir=src, own_config=own_config)
     if threaded:
         s = job.settings
         args[args.index("-rfE"):args.index("-rfE")] = [

@@ -363,9 +363,8 @@ def _gil_findings(phases: Sequence[Phase], probe: dict[str, Any]) -> list[Findin
 def decide(phases: Sequence[Phase], *, settings: Settings, probe: dict[str, Any]) -> Decision:
     """The verdict, its qualifier, every finding and the threaded-run coverage of one job."""
     probe = probe if isinstance(probe, dict) else {}
-    install = next((p for p in phases if p.kind == "install"), None)
-    if install is not None:
-        found = _install_findings(install)
+    for step in (p for p in phases if p.kind == "install"):  # fetch, then install (each may fail)
+        found = _install_findings(step)
         if found:
             return Decision(verdict=found[0].kind, findings=tuple(found))
     runs = [p for p in phases if p.kind in RUN_KINDS]

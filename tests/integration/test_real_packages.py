@@ -75,3 +75,22 @@ def test_wheel_column(tmp_path: Path, ft_interpreter, name, version, available, 
                              interp=InterpreterInfo(name="ft", version="3.13.5", key="k"), probe={})
     assert info["available"] == available
     assert info["installed"] == installed
+
+
+def test_a_release_that_downloads_but_does_not_compile_is_build_failure(tmp_path: Path,
+                                                                        ft_interpreter) -> None:
+    """msgpack 1.0.8: the sdist downloads (fetch exits 0), its Cython-made C++ does not compile
+    for 3.13t. Before issue #20 this was `no-tests`: the verdict read only the fetch."""
+    from tests.conftest import INTERP_YAML, cli, results
+
+    m = tmp_path / "matrix.yaml"
+    m.write_text("settings: {repeat: 1, job_timeout: 900}\n" + INTERP_YAML
+                 + "packages: [{name: msgpack, version: '==1.0.8'}]\n")
+    r = cli("run", "--matrix", str(m), "--out", str(tmp_path / "out"), "--backend", "local")
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    (d,) = results(tmp_path / "out").values()
+    assert [(p["name"], p["exit_code"]) for p in d["phases"]] == [("fetch", 0), ("install", 1)]
+    assert d["verdict"] == "build-failure" and d["version"] == "1.0.8"
+    (f,) = d["findings"]
+    assert f["evidence"] == "compiler" and f["phase"] == "install"
+    assert f["excerpt"].startswith("msgpack/_cmsgpack.cpp:") and ": error: " in f["excerpt"]

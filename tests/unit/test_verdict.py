@@ -42,6 +42,19 @@ def test_build_failure_names_the_compiler_error():
     assert "pip install /tmp/h1/pkgs/badbuild" in f.reproduce
 
 
+def test_a_compile_failure_after_a_good_fetch_is_build_failure():
+    # msgpack 1.0.8 from PyPI: fetch exits 0, install's C++ compile fails (issue #20: the verdict
+    # read only the first install-kind phase, the fetch, and said no-tests)
+    phases = load("install-pypi-compile")
+    assert [(p.name, p.exit_code) for p in phases] == [("fetch", 0), ("install", 1)]
+    d = decide(phases, settings=S, probe={})
+    assert d.verdict == "build-failure"
+    (f,) = d.findings
+    assert (f.evidence, f.phase) == ("compiler", "install")
+    assert f.excerpt.startswith("msgpack/_cmsgpack.cpp:19109:9: error: ")
+    assert "CYTHON_METH_FASTCALL" in f.message
+
+
 @pytest.mark.parametrize("case", ["install-dns", "install-no-match"])
 def test_pip_and_network_failures_are_infra_errors(case):
     d = decide(load(case), settings=S, probe={})

@@ -19,13 +19,12 @@ from pathlib import Path
 from typing import Any
 
 from .errors import ConfigError
-from .model import VERDICTS, Finding, JobResult, Phase
+from .model import VERDICTS, Finding, JobResult, Phase, severity
 from .render.pool import frozen_heap
 
 log = logging.getLogger(__name__)
 
 REPORT_SCHEMA = 1
-_SEVERITY = {v: i for i, v in enumerate(VERDICTS)}
 
 
 def _result_files(d: Path) -> list[Path]:
@@ -183,7 +182,7 @@ def _finding(f: Finding) -> dict[str, Any]:
 def _package(r: JobResult) -> dict[str, Any]:
     findings = sorted(
         (_finding(f) for f in r.findings),
-        key=lambda f: _SEVERITY.get(f["kind"], len(VERDICTS)),
+        key=lambda f: severity(f["kind"]),
     )
     phases = [_phase(p) for p in r.phases]
     it = r.interpreter

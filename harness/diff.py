@@ -13,11 +13,10 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from .errors import ConfigError
-from .model import VERDICTS
+from .model import severity
 
 CHANGE_KINDS = ("newly-broken", "fixed", "verdict-changed", "new-package", "removed")
 OK_VERDICTS = ("compatible", "no-tests")
-_SEVERITY = {v: i for i, v in enumerate(VERDICTS)}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -36,7 +35,7 @@ class Change:
         if self.kind == "newly-broken":
             return True
         if self.kind == "verdict-changed" and self.old and self.new:
-            return _SEVERITY.get(self.new, 99) < _SEVERITY.get(self.old, 99)
+            return severity(self.new) < severity(self.old)
         return False
 
     def describe(self) -> str:

@@ -18,7 +18,6 @@ import tomllib
 import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime
 from pathlib import Path
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
@@ -27,7 +26,7 @@ from packaging.utils import InvalidSdistFilename, canonicalize_name, parse_sdist
 from . import __version__, parse, tsan, verdict, wheels
 from .backends.base import Backend, Workspace
 from .errors import InfraError
-from .model import VERDICTS, Finding, InterpreterInfo, JobResult, Phase
+from .model import Finding, InterpreterInfo, JobResult, Phase, now_iso
 from .parse.tsan import parse_tsan_dir
 from .plan import Job
 
@@ -41,10 +40,6 @@ INSTALL_TIMEOUT = 1200.0
 COPY_IGNORE = shutil.ignore_patterns(".git", ".nox", ".tox", "build", "dist", "*.egg-info", "__pycache__", "*.so")
 
 Progress = Callable[[str, str], None]  # (job_id, step)
-
-
-def _now() -> str:
-    return datetime.now(UTC).isoformat(timespec="seconds")
 
 
 @dataclass
@@ -198,7 +193,7 @@ def pytest_args(job: Job, tests: str, junit: str, *, rootdir: str, own_config: b
 
 def run_job(job: Job, *, interp: InterpreterInfo, python: str, backend: Backend, out: Path, key: str,
             progress: Progress = lambda job_id, step: None, tarball: str = "") -> JobResult:
-    started = _now()
+    started = now_iso()
     out = out.resolve()
     host_root = out / "work" / job.job_id
     shutil.rmtree(host_root, ignore_errors=True)
@@ -217,11 +212,6 @@ def run_job(job: Job, *, interp: InterpreterInfo, python: str, backend: Backend,
         version = pinned_version(job.package.version)
     probe = extra.get("probe", {})
     decision = verdict.decide(ctx.phases, settings=job.settings, probe=probe)
-    if ctx.tsan:
-        found = [f if f.reproduce else replace(f, reproduce=verdict.reproduce(
-            next(p for p in ctx.phases if p.name == f.phase), f.test_id or None))
-            for f in tsan.findings_from_tsan(ctx.phases)]
-        decision = with_tsan(decision, found)
     network_phases = {p.name for p in ctx.phases if p.kind == "install"}  # fetch, install
     findings: tuple[Finding, ...] = tuple(
         replace(f, reproduce=backend.reproduce_command(ws, f.reproduce, network=f.phase in network_phases))
@@ -235,7 +225,7 @@ def run_job(job: Job, *, interp: InterpreterInfo, python: str, backend: Backend,
         requested=job.package.path or job.package.version, version=version or probe.get("version", ""),
         source="local" if job.package.is_local else "pypi", interpreter=interp,
         settings={k: list(v) if isinstance(v, tuple) else v for k, v in vars(job.settings).items()},
-        backend=backend.name, started=started, finished=_now(), harness_version=__version__,
+        backend=backend.name, started=started, finished=now_iso(), harness_version=__version__,
         phases=tuple(ctx.phases), verdict=decision.verdict, qualifier=decision.qualifier,
         findings=findings, coverage=decision.coverage, wheel=wheel,
         metadata=probe.get("metadata", {}), notes=job.package.notes, links=job.package.links,
@@ -385,30 +375,9 @@ def _test_argv(job: Job, ws: Workspace, vpy: str, tests: str, name: str, *, thre
             *_tox_overrides(job, ws), "--", *posargs]
 
 
-def with_tsan(decision: verdict.Decision, found: list[Finding]) -> verdict.Decision:
-    """Merge TSan findings into a decision; the verdict becomes the most severe finding."""
-    if not found:
-        return decision
-    findings = sorted((*decision.findings, *found), key=lambda f: _severity(f.kind))
-    worst = min((f.kind for f in findings if f.kind in VERDICTS), key=_severity)
-    verdict_ = worst if _severity(worst) < _severity(decision.verdict) else decision.verdict
-    qualifier = decision.qualifier if verdict_ == "compatible" else ""
-    return replace(decision, verdict=verdict_, findings=tuple(findings), qualifier=qualifier)
-
-
-def _severity(kind: str) -> int:
-    return VERDICTS.index(kind) if kind in VERDICTS else len(VERDICTS)
-
-
 def _read_json(path: Path) -> dict:
     try:
         data = json.loads(path.read_text())
     except (OSError, ValueError):
         return {}
     return data if isinstance(data, dict) else {}
-
-
-def mark_infra(result: JobResult, message: str) -> JobResult:
-    """A JobResult for a job the harness could not run: blamed on us, not the package."""
-    f = Finding(kind="infra-error", evidence="log", excerpt=message, message=message)
-    return replace(result, verdict="infra-error", findings=(f, *result.findings))

@@ -13,6 +13,7 @@ import json
 import os
 import tempfile
 from dataclasses import asdict, dataclass, field, fields
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +33,21 @@ VERDICTS = (
     "compatible",
     "no-tests",
 )
+
+
+def severity(kind: str) -> int:
+    """A verdict's (or finding kind's) rank: 0 is the most severe; unknown words rank last."""
+    return _RANK.get(kind, len(VERDICTS))
+
+
+_RANK = {v: i for i, v in enumerate(VERDICTS)}
+
+
+def now_iso() -> str:
+    """Now, as the ISO 8601 UTC text every result and report carries."""
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
 # Finding kinds that are shown but never decide the verdict.
 INFO_KINDS = ("no-thread-coverage",)
 FINDING_KINDS = VERDICTS[:-2] + INFO_KINDS

@@ -1,4 +1,4 @@
-"""The ThreadSanitizer variant: environment, suppressions, and TSan reports -> findings.
+"""The ThreadSanitizer variant: environment and suppressions (its findings: harness.verdict.tsan).
 
 How a job uses it (see the module docstring of ``harness._inner.tsan_marker``)::
 
@@ -8,7 +8,7 @@ How a job uses it (see the module docstring of ``harness._inner.tsan_marker``)::
     tsan run: env |= tsan_env(<logs>/tsan/<phase>, [<supp>]) | {"PYTHON_GIL": "0"}
               env["PYTHONPATH"] = marker_dir() (as the backend sees it); pytest ... -p tsan_marker
     parse:    Phase(tsan=tuple(parse_tsan_dir(<host logs>/tsan/<phase>)))
-    verdict:  findings_from_tsan(phases)
+    verdict:  harness.verdict.decide reads the tsan phases (harness.verdict.tsan)
 """
 
 from __future__ import annotations
@@ -16,14 +16,11 @@ from __future__ import annotations
 import functools
 import logging
 import tarfile
-from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from .errors import BuildError
-from .model import Finding, Phase
-from .parse.tsan import LOG_PREFIX, dedup, excerpt
+from .parse.tsan import LOG_PREFIX
 
 log = logging.getLogger(__name__)
 
@@ -131,57 +128,3 @@ def write_suppressions(tarball: Path, extra: str | None, dest: Path) -> Path:
 
 
 # ------------------------------------------------------------------ findings
-
-# TSan report kind -> finding kind; anything else is a race.
-_KIND = {
-    "lock-order-inversion": "hang",  # TSan: "potential deadlock"
-}
-
-
-def _finding_kind(report: dict[str, Any], modes: set[int]) -> str:
-    if report.get("deadly"):
-        return "ft-crash" if modes and modes <= {0} else "crash"
-    return _KIND.get(report.get("kind", ""), "ft-race")
-
-
-def findings_from_tsan(phases: Sequence[Phase]) -> list[Finding]:
-    """One finding per report signature with a frame in the package, over all tsan phases:
-    ``count`` = runs that reported it, ``runs`` = tsan runs.  Reports with no package
-    frame (interpreter noise the suppressions missed) are left out and logged."""
-    runs = [p for p in phases if p.kind == "tsan"]
-    seen_in: dict[str, list[Phase]] = {}
-    first: dict[str, dict[str, Any]] = {}
-    tests: dict[str, Counter[str]] = {}
-    occurrences: Counter[str] = Counter()
-    for ph in runs:
-        for r in dedup(ph.tsan):
-            sig = r["signature"]
-            if not r.get("in_package") and not r.get("deadly"):
-                log.info("%s: TSan %s with no package frame (%s) not counted", ph.name,
-                         r.get("kind"), r.get("summary", "")[:120])
-                continue
-            first.setdefault(sig, r)
-            seen_in.setdefault(sig, []).append(ph)
-            occurrences[sig] += r.get("count", 1)
-            tests.setdefault(sig, Counter()).update(r.get("test_ids") or [""])
-    out = []
-    for sig, r in first.items():
-        phs = seen_in[sig]
-        modes = {p.gil for p in phs if p.gil is not None}
-        test_id = next((t for t, _ in tests[sig].most_common() if t), "")
-        top = r.get("top_package_frame") or (r.get("location") or {}).get("func", "")
-        func = (r.get("package_frames") or [{}])[0].get("func") or top
-        out.append(Finding(
-            kind=_finding_kind(r, modes),
-            evidence="tsan",
-            test_id=test_id,
-            modes=tuple(sorted(modes)),
-            count=len(phs),
-            runs=len(runs),
-            stack_top=top,
-            excerpt=excerpt(r),
-            message=f"ThreadSanitizer: {r.get('kind')} in `{func}`"
-                    + (f" ({occurrences[sig]} reports)" if occurrences[sig] > 1 else ""),
-            phase=phs[0].name,
-        ))
-    return out

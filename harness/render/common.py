@@ -10,10 +10,6 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import urlsplit
 
-from ..model import VERDICTS
-
-SEVERITY = {v: i for i, v in enumerate(VERDICTS)}
-
 
 def fmt_duration(seconds: float | int | None) -> str:
     if not seconds:
@@ -54,7 +50,7 @@ def _int(v: Any) -> int | None:
 
 
 def _modes(coverage: dict[str, Any]) -> list[dict[str, Any]]:
-    """The per-mode entries harness.parse.coverage writes ({"gil0": {...}, ...}), by mode."""
+    """The per-mode entries harness.verdict.coverage writes ({"gil0": {...}, ...}), by mode."""
     rows = [d for d in coverage.values() if isinstance(d, dict) and "total" in d]
     return sorted(rows, key=lambda d: (_int(d.get("mode")) is None, d.get("mode") or 0))
 

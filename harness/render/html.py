@@ -21,9 +21,8 @@ from urllib.parse import quote
 import jinja2
 from markupsafe import Markup
 
-from ..model import INFO_KINDS, VERDICTS
+from ..model import INFO_KINDS, VERDICTS, severity
 from .common import (
-    SEVERITY,
     coverage_counts,
     coverage_modes,
     coverage_summary,
@@ -84,7 +83,7 @@ def _env() -> jinja2.Environment:
                        coverage=coverage_summary, coverage_modes=coverage_modes,
                        wheel=wheel_summary, flatten=flatten,
                        http_url=safe_url, urls=project_urls)
-    env.globals.update(VERDICTS=VERDICTS, SEVERITY=SEVERITY, INFO_KINDS=INFO_KINDS,
+    env.globals.update(VERDICTS=VERDICTS, INFO_KINDS=INFO_KINDS,
                        CHANGE_LABEL=CHANGE_LABEL)
     return env
 
@@ -179,7 +178,7 @@ def _history_for(history: dict[str, Any] | None, job_id: str) -> list[dict[str, 
 
 
 def _kinds(p: dict[str, Any]) -> list[str]:
-    return sorted({f["kind"] for f in p["findings"]}, key=lambda k: SEVERITY.get(k, len(VERDICTS)))
+    return sorted({f["kind"] for f in p["findings"]}, key=severity)
 
 
 def index_rows(report: dict[str, Any],
@@ -191,7 +190,7 @@ def index_rows(report: dict[str, Any],
         rows.append({
             "p": p,
             "page": "pkg/" + page_name(p["job_id"]),
-            "severity": SEVERITY[p["verdict"]],
+            "severity": severity(p["verdict"]),
             "coverage_pct": _coverage_pct(p),
             "coverage": coverage_summary(p["coverage"]),
             "wheel": wheel,

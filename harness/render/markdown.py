@@ -12,7 +12,7 @@ import re
 from typing import Any
 from urllib.parse import quote
 
-from ..model import VERDICTS
+from ..model import severity
 from .common import (
     coverage_summary,
     fmt_duration,
@@ -122,7 +122,7 @@ def _changes(report: dict[str, Any]) -> list[str]:
 
 
 def _row(p: dict[str, Any]) -> str:
-    kinds = sorted({f["kind"] for f in p["findings"]}, key=_sev)
+    kinds = sorted({f["kind"] for f in p["findings"]}, key=severity)
     findings = ", ".join(f"{ICON[k]} {k}" for k in kinds) or "—"
     verdict = f"{ICON[p['verdict']]} **{p['verdict']}**"
     if p["qualifier"]:
@@ -132,10 +132,6 @@ def _row(p: dict[str, Any]) -> str:
     return (f"| {text(p['name'])} | {text(p['version'])} | {text(p['interpreter']['name'])} "
             f"| {verdict} | {findings} | {text(coverage_summary(p['coverage']))} "
             f"| {text(wheel_summary(p['wheel']))} | {fmt_duration(p['duration'])} | {change} |")
-
-
-def _sev(kind: str) -> int:
-    return VERDICTS.index(kind) if kind in VERDICTS else len(VERDICTS)
 
 
 def _finding(f: dict[str, Any]) -> list[str]:
@@ -214,7 +210,7 @@ def render(report: dict[str, Any], *, title: str = "Free-threaded compatibility 
     with_findings = [p for p in report["packages"] if p["findings"] or p["notes"] or p["links"]]
     if with_findings:
         lines += ["## Findings", ""]
-        for p in sorted(with_findings, key=lambda p: _sev(p["verdict"])):
+        for p in sorted(with_findings, key=lambda p: severity(p["verdict"])):
             lines += _details(p)
     lines += _phases(report)
     return "\n".join(lines).rstrip() + "\n"

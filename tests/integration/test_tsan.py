@@ -20,6 +20,7 @@ from harness import interpreters, matrix, tsan
 from harness.job import TOOLS
 from harness.model import Phase
 from harness.parse.tsan import dedup, parse_tsan_dir
+from harness.verdict.tsan import tsan_findings
 
 pytestmark = [pytest.mark.integration, pytest.mark.tsan, pytest.mark.slow, pytest.mark.network]
 
@@ -116,7 +117,7 @@ def test_extensions_are_instrumented(venv):
 
 def test_unlocked_counter_is_a_race_in_every_run(venv):
     phases = [_run(venv, "ft_tsan_counter", rep) for rep in range(1, RUNS + 1)]
-    findings = tsan.findings_from_tsan(phases)
+    findings = tsan_findings(phases)
     [f] = [f for f in findings if "bump" in f.stack_top]
     assert (f.kind, f.evidence, f.count, f.runs, f.modes) == ("ft-race", "tsan", RUNS, RUNS, (0,))
     # the package's frame: its C function in its extension module (file:line when TSan's
@@ -136,13 +137,13 @@ def test_unlocked_counter_is_a_race_in_every_run(venv):
 @pytest.mark.parametrize("pkg", ["ft_clean", "tsan_purepy"])
 def test_clean_packages_give_no_report_in_any_run(venv, pkg):
     phases = [_run(venv, pkg, rep) for rep in range(1, RUNS + 1)]
-    assert tsan.findings_from_tsan(phases) == []
+    assert tsan_findings(phases) == []
     leftover = [(ph.name, r["kind"], r["summary"]) for ph in phases for r in ph.tsan]
     assert leftover == []
 
 
 def test_no_race_with_the_gil(venv):
-    assert tsan.findings_from_tsan([_run(venv, "ft_tsan_counter", 1, gil=1)]) == []
+    assert tsan_findings([_run(venv, "ft_tsan_counter", 1, gil=1)]) == []
 
 
 def test_tsan_options_quoting_is_read_by_the_runtime(tmp_path):

@@ -148,6 +148,7 @@ def test_parse_dir(tmp_path):
 
 from harness import tsan  # noqa: E402
 from harness.model import Phase  # noqa: E402
+from harness.verdict.tsan import tsan_findings  # noqa: E402
 
 CPYTHON_SUPP = DATA / "cpython-3.13.5-suppressions_free_threading.txt"
 
@@ -225,7 +226,7 @@ def test_findings_count_runs_not_reports():
     race = _read("c", "race_markers.log")
     phases = [_phase(1, race + race), _phase(2, ""), _phase(3, race),
               Phase(name="threads-gil0-r1", kind="threads", gil=0, rep=1)]
-    [f] = tsan.findings_from_tsan(phases)
+    [f] = tsan_findings(phases)
     assert (f.kind, f.evidence, f.count, f.runs, f.modes) == ("ft-race", "tsan", 2, 3, (0,))
     assert f.test_id == "a"
     assert f.stack_top == "w /tmp/h6/c/t.c:9"
@@ -236,13 +237,13 @@ def test_findings_count_runs_not_reports():
 
 def test_findings_kinds():
     phases = [_phase(1, _read("c", "uaf_lockorder.log") + _read("c", "segv.log"))]
-    got = {f.message.split(" in ")[0]: f.kind for f in tsan.findings_from_tsan(phases)}
+    got = {f.message.split(" in ")[0]: f.kind for f in tsan_findings(phases)}
     assert got == {
         "ThreadSanitizer: heap-use-after-free": "ft-race",
         "ThreadSanitizer: lock-order-inversion": "hang",
         "ThreadSanitizer: SEGV": "ft-crash",
     }
-    assert tsan.findings_from_tsan([]) == []
+    assert tsan_findings([]) == []
 
 
 def test_pip_install_without_suppressions_is_interpreter_only():
@@ -258,7 +259,7 @@ def test_pip_install_without_suppressions_is_interpreter_only():
         assert {f["origin"] for f in r["stacks"][0]["frames"]} <= {"interpreter", "runtime"}
         assert r["interpreter_frames"][0]["module"] == "python"
     phase = Phase(name="tsan-gil0-r1", kind="tsan", gil=0, rep=1, tsan=tuple(dedup(reports)))
-    assert tsan.findings_from_tsan([phase]) == []
+    assert tsan_findings([phase]) == []
     assert "race:set_allocator_unlocked" in CPYTHON_SUPP.read_text()
 
 

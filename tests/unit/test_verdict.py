@@ -10,8 +10,8 @@ import pytest
 
 from harness.matrix import Settings
 from harness.model import FINDING_KINDS, VERDICTS, Phase
-from harness.parse import coverage, parse_phase
-from harness.verdict import decide, reproduce
+from harness.parse import parse_phase
+from harness.verdict import coverage, decide, reproduce
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "parse"
 CASES = sorted(p.name for p in DATA.iterdir() if (p / "phases").is_dir())

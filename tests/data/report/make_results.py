@@ -101,7 +101,7 @@ def repro(mode: int, test_id: str, threads: bool = False) -> str:
 
 def cov(mode: int, *, in_threads: int, total: int, single: int = 0, unsafe: int = 0,
         reasons: dict[str, str] | None = None) -> dict:
-    """One mode's entry as harness.parse.coverage.compute writes it."""
+    """One mode's entry as harness.verdict.coverage.compute writes it."""
     return {"mode": mode, "known": True, "source": "junit,log", "in_threads": in_threads,
             "single": single, "skipped_unsafe": unsafe, "skipped": 0, "total": total,
             "collected_parallel": in_threads, "reasons": reasons or {}}

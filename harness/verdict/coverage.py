@@ -16,6 +16,7 @@ from typing import Any
 
 from ..matrix import Settings
 from ..model import Finding, Phase
+from .commands import reproduce
 
 MAX_REASONS = 200
 
@@ -95,8 +96,6 @@ def findings(cov: dict[str, Any], phases: Sequence[Phase]) -> list[Finding]:
     zero = [c for c in cov.values() if c["known"] and c["total"] and c["in_threads"] == 0]
     if not zero:
         return []
-    from ..verdict import reproduce  # the command helpers live with the verdict
-
     modes = tuple(c["mode"] for c in zero)
     n = max(c["total"] for c in zero)
     src = next((p for p in phases if p.kind == "collect" and p.gil in (*modes, None)), None) or next(

@@ -1,0 +1,10 @@
+"""The verdict stage: a job's phases in, findings and one verdict out (pure: no I/O).
+
+``rules`` holds the rules in the order of model.VERDICTS, ``coverage`` the thread coverage of
+the threaded runs, ``tsan`` the ThreadSanitizer findings, ``commands`` the reproduce commands.
+"""
+
+from .commands import probe_command, reproduce
+from .rules import Decision, decide
+
+__all__ = ["Decision", "decide", "probe_command", "reproduce"]

@@ -26,7 +26,7 @@ from packaging.utils import InvalidSdistFilename, canonicalize_name, parse_sdist
 from . import __version__, parse, tsan, verdict, wheels
 from .backends.base import Backend, Workspace
 from .errors import InfraError
-from .model import Finding, InterpreterInfo, JobResult, Phase, now_iso
+from .model import Finding, InterpreterInfo, JobResult, Phase, TestCommand, now_iso
 from .parse.tsan import parse_tsan_dir
 from .plan import Job
 
@@ -72,9 +72,11 @@ def _base_env(job: Job) -> dict[str, str]:
     return env
 
 
-def _run(ctx: _Ctx, name: str, kind: str, argv: list[str], *, env: dict[str, str], cwd: str,
-         timeout: float, network: bool = False, gil: int | None = None, rep: int = 0,
+def _run(ctx: _Ctx, name: str, kind: str, cmd: list[str] | TestCommand, *, env: dict[str, str],
+         cwd: str, timeout: float, network: bool = False, gil: int | None = None, rep: int = 0,
          junit: str = "", tsan_dir: Path | None = None) -> Phase:
+    test_command = cmd if isinstance(cmd, TestCommand) else None
+    argv = list(cmd.argv()) if isinstance(cmd, TestCommand) else cmd
     ctx.progress(ctx.job.job_id, name)
     log_host = ctx.ws.host("logs", f"{name}.log")
     log_host.parent.mkdir(parents=True, exist_ok=True)
@@ -84,7 +86,8 @@ def _run(ctx: _Ctx, name: str, kind: str, argv: list[str], *, env: dict[str, str
                          log=log_host, network=network)
     junit_host = ctx.ws.host(*junit.split("/")) if junit else None
     phase = Phase(
-        name=name, kind=kind, gil=gil, rep=rep, command=tuple(argv), env=dict(env), cwd=cwd,
+        name=name, kind=kind, gil=gil, rep=rep, command=tuple(argv), test_command=test_command,
+        env=dict(env), cwd=cwd,
         exit_code=ex.exit_code, signal=ex.signal, timed_out=ex.timed_out, oom_killed=ex.oom_killed,
         duration=round(ex.duration, 3), log=ctx.rel(log_host),
         junit=ctx.rel(junit_host) if junit_host is not None and junit_host.exists() else "",
@@ -172,23 +175,19 @@ def _is_pytest_config(f: Path) -> bool:
     return any(line.strip() == section for line in text.splitlines())
 
 
-def pytest_args(job: Job, tests: str, junit: str, *, rootdir: str, own_config: bool) -> list[str]:
-    """pytest's arguments; rootdir and conftest search are pinned to the package's source."""
-    args = ["-P", "-m", "pytest", "-p", "no:cacheprovider", "-n", "auto",
-            f"--timeout={job.settings.test_timeout}", "-rfE", "-v", f"--junitxml={junit}",
+def pytest_options(job: Job, *, rootdir: str, own_config: bool) -> tuple[str, ...]:
+    """pytest's options for every test phase; rootdir and conftest search pinned to the source."""
+    opts = [f"--timeout={job.settings.test_timeout}", "-rfE", "-v",
             f"--rootdir={rootdir}", f"--confcutdir={rootdir}", *(() if own_config else ("-c", "/dev/null"))]
     exprs = []
     for s in job.package.skip:
         if "::" in s.test or s.test.endswith(".py"):
-            args.append(f"--deselect={s.test}")
+            opts.append(f"--deselect={s.test}")
         else:
             exprs.append(f"not ({s.test})")
     if exprs:
-        args += ["-k", " and ".join(exprs)]
-    args += list(job.package.pytest_args)
-    if tests:
-        args.append(tests)
-    return args
+        opts += ["-k", " and ".join(exprs)]
+    return (*opts, *job.package.pytest_args)
 
 
 def run_job(job: Job, *, interp: InterpreterInfo, python: str, backend: Backend, out: Path, key: str,
@@ -314,10 +313,11 @@ def _steps(ctx: _Ctx) -> tuple[str, dict]:
         return version, extra
     s = job.settings
     base_env = _base_env(job)
-    own_config = has_pytest_config(src_host, tests)
+    base = _test_command(job, ws, vpy, tests, src=src, own_config=has_pytest_config(src_host, tests))
+    threads = (f"--parallel-threads={s.threads}", f"--iterations={s.iterations}")
 
-    def argv_for(name: str, threaded: bool) -> list[str]:
-        return _test_argv(job, ws, vpy, tests, name, threaded=threaded, src=src, own_config=own_config)
+    def run_once(name: str) -> tuple[str, ...]:  # what only this run needs: workers, its JUnit file
+        return ("-n", "auto", f"--junitxml={ws.path('junit', f'{name}.xml')}")
 
     for mode in s.gil_modes:
         menv = {**base_env, "PYTHON_GIL": str(mode)}
@@ -326,31 +326,28 @@ def _steps(ctx: _Ctx) -> tuple[str, dict]:
         if ctx.tsan:
             penv = {**menv, **tsan.tsan_env(ws.path("logs", "tsan", name), supp)}
             tdir = ws.host("logs", "tsan", name)
-        _run(ctx, name, "plain", argv_for(name, False),
+        _run(ctx, name, "plain", replace(base, this_run=run_once(name)),
              env=penv, cwd=src, timeout=s.job_timeout, gil=mode, junit=f"junit/{name}.xml", tsan_dir=tdir)
         if mode == s.gil_modes[0]:
             # what the threaded runs will really run in threads: -n auto hides it, so ask
             # pytest-run-parallel once, without workers; which tests it runs single-threaded is
             # decided at collection, the same in every GIL mode, so one run serves them all
-            collect = [a for a in argv_for("collect", True)
-                       if not a.startswith("--junitxml") and a not in ("-n", "auto")]
-            collect.insert(collect.index("-rfE"), "--collect-only")
-            _run(ctx, "collect", "collect", collect, env=menv, cwd=src, timeout=300)
+            _run(ctx, "collect", "collect", replace(base, threads=threads, this_run=("--collect-only",)),
+                 env=menv, cwd=src, timeout=300)
         for rep in range(1, s.repeat + 1):
             if ctx.tsan:  # the threaded run under ThreadSanitizer, markers per test
                 name = f"tsan-gil{mode}-r{rep}"
-                argv = argv_for(name, True)
-                argv[argv.index("-rfE"):argv.index("-rfE")] = ["-p", tsan.MARKER_PLUGIN]
                 tenv = {**menv, **tsan.tsan_env(ws.path("logs", "tsan", name), supp),
                         "PYTHONPATH": ws.path("inner")}
                 ws.host("logs", "tsan", name).mkdir(parents=True, exist_ok=True)
-                _run(ctx, name, "tsan", argv, env=tenv, cwd=src, timeout=s.job_timeout, gil=mode,
+                _run(ctx, name, "tsan", replace(base, plugins=("-p", tsan.MARKER_PLUGIN), threads=threads,
+                                                this_run=run_once(name)),
+                     env=tenv, cwd=src, timeout=s.job_timeout, gil=mode,
                      rep=rep, junit=f"junit/{name}.xml", tsan_dir=ws.host("logs", "tsan", name))
                 continue
             name = f"threads-gil{mode}-r{rep}"
-            argv = argv_for(name, True)
-            _run(ctx, name, "threads", argv, env=menv, cwd=src, timeout=s.job_timeout, gil=mode,
-                 rep=rep, junit=f"junit/{name}.xml")
+            _run(ctx, name, "threads", replace(base, threads=threads, this_run=run_once(name)),
+                 env=menv, cwd=src, timeout=s.job_timeout, gil=mode, rep=rep, junit=f"junit/{name}.xml")
     return version, extra
 
 
@@ -360,19 +357,16 @@ def _tox_overrides(job: Job, ws: Workspace) -> list[str]:
             "-x", f"testenv:{env}.deps+={chr(10).join(TOOLS)}"]
 
 
-def _test_argv(job: Job, ws: Workspace, vpy: str, tests: str, name: str, *, threaded: bool,
-               src: str, own_config: bool) -> list[str]:
+def _test_command(job: Job, ws: Workspace, vpy: str, tests: str, *, src: str,
+                  own_config: bool) -> TestCommand:
     """pytest directly, or tox with the pytest arguments as posargs (its env must pass {posargs})."""
-    args = pytest_args(job, tests, ws.path("junit", f"{name}.xml"), rootdir=src, own_config=own_config)
-    if threaded:
-        s = job.settings
-        args[args.index("-rfE"):args.index("-rfE")] = [
-            f"--parallel-threads={s.threads}", f"--iterations={s.iterations}"]
-    if job.package.runner != "tox":
-        return [vpy, *args]
-    posargs = args[5:]  # drop "-P -m pytest -p no:cacheprovider": the tox env's command runs pytest
-    return [vpy, "-m", "tox", "-e", job.package.tox_env, "--skip-pkg-install",
-            *_tox_overrides(job, ws), "--", *posargs]
+    if job.package.runner == "tox":  # the tox env's command runs pytest
+        head: tuple[str, ...] = (vpy, "-m", "tox", "-e", job.package.tox_env, "--skip-pkg-install",
+                                 *_tox_overrides(job, ws), "--")
+    else:
+        head = (vpy, "-P", "-m", "pytest", "-p", "no:cacheprovider")
+    return TestCommand(head=head, options=pytest_options(job, rootdir=src, own_config=own_config),
+                       paths=(tests,) if tests else ())
 
 
 def _read_json(path: Path) -> dict:

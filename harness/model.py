@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-RESULT_SCHEMA = 1
+RESULT_SCHEMA = 2  # 2: Phase.test_command (the command in parts)
 
 # Verdicts, most severe first.  These strings are the contract of report.json.
 VERDICTS = (
@@ -94,6 +94,38 @@ class TestCase:
 
 
 @dataclass(frozen=True, kw_only=True)
+class TestCommand:
+    """A test phase's command in its parts: a one-test reproduce is built from them, never parsed.
+
+    ``argv()`` is what ran; ``alone(test_id)`` the same run without what only this run needed
+    (``-n auto``, ``--junitxml``, ``--collect-only``), on one test id or the whole suite.
+    """
+
+    __test__ = False  # not a pytest test class
+
+    head: tuple[str, ...]  # interpreter + ``-P -m pytest -p no:cacheprovider``, or tox's up to ``--``
+    options: tuple[str, ...] = ()  # timeout, rootdir/config, skips, the package's pytest_args
+    plugins: tuple[str, ...] = ()  # e.g. ``-p tsan_marker`` (a reproduce keeps them)
+    threads: tuple[str, ...] = ()  # ``--parallel-threads=N --iterations=I``
+    this_run: tuple[str, ...] = ()  # ``-n auto``, ``--junitxml=...``, ``--collect-only``
+    paths: tuple[str, ...] = ()  # the suite's path(s)
+
+    def argv(self) -> tuple[str, ...]:
+        return (*self.head, *self.options, *self.plugins, *self.threads, *self.this_run, *self.paths)
+
+    def alone(self, test_id: str | None) -> tuple[str, ...]:
+        return (*self.head, *self.options, *self.plugins, *self.threads,
+                *((test_id,) if test_id else self.paths))
+
+    def to_dict(self) -> dict[str, list[str]]:
+        return {f.name: list(getattr(self, f.name)) for f in fields(self)}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> TestCommand:
+        return _build(cls, {k: tuple(v) for k, v in d.items() if isinstance(v, list | tuple)})
+
+
+@dataclass(frozen=True, kw_only=True)
 class Phase:
     """One command of a job, with its outcome and what the parsers read from it."""
 
@@ -102,6 +134,7 @@ class Phase:
     gil: int | None = None  # PYTHON_GIL of the run; None for install/probe (default mode)
     rep: int = 0  # 1-based repetition of a threads run, 0 otherwise
     command: tuple[str, ...] = ()
+    test_command: TestCommand | None = None  # the parts of ``command``, for pytest/tox phases
     env: dict[str, str] = field(default_factory=dict)  # what the harness set (not the whole env)
     cwd: str = ""
     exit_code: int | None = None
@@ -129,6 +162,7 @@ class Phase:
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["command"] = list(self.command)
+        d["test_command"] = self.test_command.to_dict() if self.test_command else None
         d["gil_modules"] = list(self.gil_modules)
         d["tsan"] = list(self.tsan)
         return d
@@ -137,6 +171,8 @@ class Phase:
     def from_dict(cls, d: dict[str, Any]) -> Phase:
         d = dict(d)
         d["command"] = tuple(d.get("command", ()))
+        tc = d.get("test_command")
+        d["test_command"] = TestCommand.from_dict(tc) if isinstance(tc, dict) and tc.get("head") else None
         d["gil_modules"] = tuple(d.get("gil_modules", ()))
         d["tsan"] = tuple(d.get("tsan", ()))
         d["tests"] = {k: TestCase.from_dict(v) for k, v in d.get("tests", {}).items()}

@@ -43,3 +43,52 @@ def test_has_pytest_config(tmp_path: Path, where: str, name: str, text: str, fou
     assert has_pytest_config(src, "tests") is found
     assert has_pytest_config(src, "tests/test_x.py") is found
     assert has_pytest_config(src, "") is (found and where == "")
+
+
+# the command builder: each test phase's command in parts, so a reproduce is built (issue #18)
+from harness import matrix, plan  # noqa: E402
+from harness.backends.base import Workspace  # noqa: E402
+from harness.job import _test_command  # noqa: E402
+from harness.model import Phase  # noqa: E402
+from harness.verdict import reproduce  # noqa: E402
+
+MATRIX = """\
+interpreters: [{name: cp313t, version: "3.13.5", source: "debian:trixie"}]
+packages:
+  - name: six
+    pytest_args: [--import-mode=importlib]
+    skip: [{test: "test_six.py::test_lazy", reason: r}, {test: "slow and net", reason: r}]
+  - {name: toxpkg, runner: tox, tox_env: py313t}
+"""
+
+
+def _jobs() -> dict[str, plan.Job]:
+    return {j.package.name: j for j in plan.make_plan(matrix.loads(MATRIX))}
+
+
+def test_test_command_parts_and_their_reproduce() -> None:
+    ws = Workspace(host_root=Path("/nonexistent"), root="/w", python="/py")
+    tc = _test_command(_jobs()["six"], ws, "/w/venv/bin/python", "tests", src="/w/src/six-1.17.0",
+                       own_config=False)
+    assert tc.head == ("/w/venv/bin/python", "-P", "-m", "pytest", "-p", "no:cacheprovider")
+    assert tc.paths == ("tests",)
+    assert {"--rootdir=/w/src/six-1.17.0", "--confcutdir=/w/src/six-1.17.0", "--import-mode=importlib",
+            "--deselect=test_six.py::test_lazy"} <= set(tc.options)
+    assert tc.options[tc.options.index("-c") + 1] == "/dev/null"
+    assert tc.options[tc.options.index("-k") + 1] == "not (slow and net)"
+    ran = Phase(name="threads-gil0-r1", kind="threads", gil=0, cwd="/w/src/six-1.17.0",
+                test_command=tc.__class__(**{**vars(tc), "threads": ("--parallel-threads=4",),
+                                             "this_run": ("-n", "auto", "--junitxml=/w/j.xml")}))
+    line = reproduce(ran, "test_six.py::test_x[a b]")
+    assert line.startswith("cd /w/src/six-1.17.0 && /w/venv/bin/python -P -m pytest")
+    assert "--parallel-threads=4" in line and "-n auto" not in line and "--junitxml" not in line
+    assert line.endswith(" --parallel-threads=4 'test_six.py::test_x[a b]'")
+    assert _test_command(_jobs()["six"], ws, "/v/python", "tests", src="/s", own_config=True).options.count("-c") == 0
+
+
+def test_tox_test_command_passes_pytest_options_as_posargs() -> None:
+    ws = Workspace(host_root=Path("/nonexistent"), root="/w", python="/py")
+    tc = _test_command(_jobs()["toxpkg"], ws, "/w/venv/bin/python", "", src="/w/src/p", own_config=True)
+    assert tc.head[:6] == ("/w/venv/bin/python", "-m", "tox", "-e", "py313t", "--skip-pkg-install")
+    assert tc.head[-1] == "--" and "testenv:py313t.basepython=/py" in tc.head
+    assert tc.paths == () and tc.options[0].startswith("--timeout=")

@@ -83,3 +83,15 @@ def test_job_keys() -> None:
     assert a.key("interp1") != b.key("interp1")
     changed = replace(a, settings=replace(a.settings, repeat=9))
     assert changed.key("interp1") != a.key("interp1")  # settings count
+
+
+def test_a_phase_keeps_its_test_command_parts_across_the_disk() -> None:
+    from harness.model import Phase, TestCommand
+
+    tc = TestCommand(head=("py", "-P", "-m", "pytest"), options=("-v",), threads=("--iterations=2",),
+                     this_run=("-n", "auto"), paths=("tests",))
+    p = Phase(name="threads-gil0-r1", kind="threads", gil=0, command=tc.argv(), test_command=tc)
+    back = Phase.from_dict(json.loads(json.dumps(p.to_dict())))
+    assert back == p and back.test_command == tc
+    assert back.command == ("py", "-P", "-m", "pytest", "-v", "--iterations=2", "-n", "auto", "tests")
+    assert Phase.from_dict({"name": "install", "kind": "install", "test_command": None}).test_command is None

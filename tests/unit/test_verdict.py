@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from harness.matrix import Settings
-from harness.model import FINDING_KINDS, VERDICTS, Phase
+from harness.model import FINDING_KINDS, VERDICTS, Phase, TestCommand
 from harness.parse import parse_phase
 from harness.verdict import coverage, decide, reproduce
 
@@ -237,10 +237,19 @@ def test_reproduce_plain_finding_drops_thread_flags_and_quotes_ids():
 
 def test_reproduce_tox_command():
     (p,) = load("mix", keep=lambda p: p.name == "threads-gil0-r1")
-    tox = ("/v/bin/python", "-m", "tox", "-e", "py313t", "--", "-n", "auto",
-           "--parallel-threads=4", "--junitxml=/w/junit/x.xml", "-v", "tests")
-    cmd = reproduce(dataclasses.replace(p, command=tox), "tests/t.py::t")
-    assert cmd.endswith("-m tox -e py313t -- --parallel-threads=4 -v tests/t.py::t")
+    tc = TestCommand(head=("/v/bin/python", "-m", "tox", "-e", "py313t", "--"), options=("-v",),
+                     threads=("--parallel-threads=4",), paths=("tests",),
+                     this_run=("-n", "auto", "--junitxml=/w/junit/x.xml"))
+    cmd = reproduce(dataclasses.replace(p, command=tc.argv(), test_command=tc), "tests/t.py::t")
+    assert cmd.endswith("-m tox -e py313t -- -v --parallel-threads=4 tests/t.py::t")
+    assert reproduce(dataclasses.replace(p, command=tc.argv(), test_command=tc), None).endswith(
+        "--parallel-threads=4 tests")
+
+
+def test_a_phase_without_parts_is_its_command_as_it_ran():
+    (p,) = load("install-build-failure")
+    assert p.test_command is None
+    assert reproduce(p, "ignored::id").endswith("pip install /tmp/h1/pkgs/badbuild")
 
 
 def test_oom_killed_run_is_infra_error_out_of_memory():

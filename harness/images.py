@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import importlib.resources
 import io
 import json
 import logging
@@ -33,7 +34,15 @@ from .matrix import Interpreter
 
 log = logging.getLogger(__name__)
 
-CONTAINERS = Path(__file__).resolve().parent.parent / "containers"
+
+def _containers() -> Path:
+    """containers/ as the wheel ships it (harness/containers, mapped by setup.py), or the
+    checkout's top-level containers/ when harness runs from the source tree or an editable install."""
+    shipped = Path(str(importlib.resources.files("harness") / "containers"))
+    return shipped if shipped.is_dir() else Path(__file__).resolve().parent.parent / "containers"
+
+
+CONTAINERS = _containers()
 BOOTSTRAP = CONTAINERS / "bootstrap-base.sh"
 DOCKERFILE = CONTAINERS / "interpreter.Dockerfile"
 BASE_REPO = "ft-harness/base"

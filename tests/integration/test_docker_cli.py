@@ -7,13 +7,12 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import fixture_matrix
+from tests.conftest import HARNESS, SOURCE_PATH, fixture_matrix
 from tests.integration.conftest import DOCKER
 
 pytestmark = [*DOCKER, pytest.mark.network, pytest.mark.slow]
@@ -39,10 +38,10 @@ def _ours(run_suffix: str) -> list[str]:
 def _run(out: Path, backend: str, packages=PACKAGES, **kw) -> subprocess.Popen:
     out.mkdir(parents=True, exist_ok=True)
     matrix = fixture_matrix(out.parent, list(packages), SETTINGS)
-    argv = [sys.executable, "-m", "harness", "run", "--matrix", str(matrix), "--out", str(out),
+    argv = [*HARNESS, "run", "--matrix", str(matrix), "--out", str(out),
             "--backend", backend, "--jobs", "2"]
-    return subprocess.Popen(argv, cwd=REPO, env={**os.environ, "CI": "true"}, text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, **kw)
+    return subprocess.Popen(argv, cwd=REPO, env={**os.environ, **SOURCE_PATH, "CI": "true"},
+                            text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, **kw)
 
 
 def _verdicts(out: Path) -> dict[str, tuple[str, tuple[str, ...]]]:

@@ -6,13 +6,12 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import FIXTURES, INTERP_YAML, ROOT, cli, results
+from tests.conftest import FIXTURES, HARNESS, INTERP_YAML, SOURCE_PATH, cli, results
 
 pytestmark = [pytest.mark.integration, pytest.mark.network]
 
@@ -80,8 +79,8 @@ def test_sigint_keeps_finished_results_and_resume_runs_the_rest(tmp_path: Path, 
     names = ["ft_baseline", "ft_clean", "ft_mixed"]
     m = write_matrix(tmp_path, "".join(f"  - {{name: {n}, path: {FIXTURES / n}}}\n" for n in names))
     out = tmp_path / "out"
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "CI": "true"}
-    proc = subprocess.Popen([sys.executable, "-m", "harness", "run", "--matrix", str(m), "--out", str(out),
+    env = {**os.environ, **SOURCE_PATH, "CI": "true"}
+    proc = subprocess.Popen([*HARNESS, "run", "--matrix", str(m), "--out", str(out),
                              "--backend", "local", "--jobs", "1"], env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True, start_new_session=True)
     deadline = time.monotonic() + 600

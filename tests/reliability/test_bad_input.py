@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+from tests.conftest import HARNESS, SOURCE_PATH
 
 pytestmark = pytest.mark.reliability
 BAD = Path(__file__).parents[1] / "data" / "bad_matrices"
@@ -15,8 +16,8 @@ CASES = sorted(BAD.glob("*.yaml"))
 
 
 def run_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "harness", *args], cwd=cwd, capture_output=True,
-                          text=True, timeout=60, env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(Path(__file__).parents[2])})
+    return subprocess.run([*HARNESS, *args], cwd=cwd, capture_output=True,
+                          text=True, timeout=60, env={"PATH": "/usr/bin:/bin", **SOURCE_PATH})
 
 
 def expected(path: Path) -> tuple[int, str]:

@@ -12,14 +12,13 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
 from harness.model import read_result
-from tests.conftest import FIXTURES, INTERP_YAML, ROOT, cli, results
+from tests.conftest import FIXTURES, HARNESS, INTERP_YAML, SOURCE_PATH, cli, results
 
 pytestmark = [pytest.mark.reliability, pytest.mark.integration, pytest.mark.slow]
 FAULTS = Path(__file__).resolve().parents[1] / "fixtures" / "faults"
@@ -109,8 +108,8 @@ def test_child_killed_from_outside(tmp_path: Path, ft_interpreter, record) -> No
     marker = tmp_path / "pid"
     m = matrix(tmp_path, ["fault_sleeper"], "{repeat: 1, iterations: 1, test_timeout: 300, gil_modes: [0]}",
                extra=f", env: {{FT_FAULT_MARKER: '{marker}'}}")
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "CI": "true"}
-    proc = subprocess.Popen([sys.executable, "-m", "harness", "run", "--matrix", str(m), "--out",
+    env = {**os.environ, **SOURCE_PATH, "CI": "true"}
+    proc = subprocess.Popen([*HARNESS, "run", "--matrix", str(m), "--out",
                              str(tmp_path / "out"), "--backend", "local"], env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     deadline = time.monotonic() + 600
@@ -131,8 +130,8 @@ def test_no_network_during_install(tmp_path: Path, ft_interpreter, record) -> No
         pytest.skip("needs root and unshare(1) to take the network away")
     m = matrix(tmp_path, ["ft_clean"], "{repeat: 1, iterations: 1, gil_modes: [0]}")
     out = tmp_path / "out"
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "CI": "true", "PIP_RETRIES": "0", "PIP_DEFAULT_TIMEOUT": "5"}
-    r = subprocess.run(["unshare", "--net", sys.executable, "-m", "harness", "run", "--matrix", str(m),
+    env = {**os.environ, **SOURCE_PATH, "CI": "true", "PIP_RETRIES": "0", "PIP_DEFAULT_TIMEOUT": "5"}
+    r = subprocess.run(["unshare", "--net", *HARNESS, "run", "--matrix", str(m),
                         "--out", str(out), "--backend", "local"], env=env, capture_output=True, text=True,
                        timeout=900)
     assert r.returncode == 0, r.stdout + r.stderr
@@ -174,8 +173,8 @@ def test_disk_full_in_the_output_dir(tmp_path: Path, ft_interpreter, record) -> 
 def test_signal_mid_run_then_resume(tmp_path: Path, ft_interpreter, record, sig) -> None:
     m = matrix(tmp_path, ["ft_baseline", "ft_notests", "ft_clean"], "{repeat: 1, iterations: 1, gil_modes: [0]}")
     out = tmp_path / "out"
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "CI": "true"}
-    proc = subprocess.Popen([sys.executable, "-m", "harness", "run", "--matrix", str(m), "--out", str(out),
+    env = {**os.environ, **SOURCE_PATH, "CI": "true"}
+    proc = subprocess.Popen([*HARNESS, "run", "--matrix", str(m), "--out", str(out),
                              "--backend", "local"], env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True)
     deadline = time.monotonic() + 600

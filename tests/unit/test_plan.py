@@ -14,6 +14,7 @@ import pytest
 from harness import matrix, plan
 from harness.errors import ConfigError
 from harness.model import InterpreterInfo, JobResult, Phase, write_json_atomic
+from tests.conftest import HARNESS, SOURCE_PATH
 
 ROOT = Path(__file__).resolve().parents[2]
 N_PYPI = 22
@@ -152,9 +153,9 @@ def test_split_is_identical_across_processes(matrix_file, jobs):
     arg = json.dumps(dict(reversed(list(durations.items()))))
     procs = [
         subprocess.Popen(
-            [sys.executable, "-c", _CHILD, str(matrix_file), arg],
+            [sys.executable, "-P", "-c", _CHILD, str(matrix_file), arg],
             stdout=subprocess.PIPE, text=True, cwd=ROOT,
-            env={**os.environ, "PYTHONHASHSEED": seed, "PYTHONPATH": str(ROOT)},
+            env={**os.environ, "PYTHONHASHSEED": seed, **SOURCE_PATH},
         )
         for seed in ("1", "31337")
     ]
@@ -171,14 +172,15 @@ def test_split_is_identical_across_processes(matrix_file, jobs):
 
 def test_cli_plan_shards_identical_across_processes(matrix_file):
     """`ft-harness plan --shards N --format json` for N in 1..8, two hash seeds, in parallel."""
-    base = [sys.executable, "-m", "harness", "plan", "--matrix", str(matrix_file)]
-    if subprocess.run([*base, "--help"], capture_output=True, cwd=ROOT).returncode != 0:
+    base = [*HARNESS, "plan", "--matrix", str(matrix_file)]
+    if subprocess.run([*base, "--help"], capture_output=True, cwd=ROOT,
+                      env={**os.environ, **SOURCE_PATH}).returncode != 0:
         pytest.skip("the `plan` subcommand is not wired into harness/__main__.py yet")
     runs = {
         (n, seed): subprocess.Popen(
             [*base, "--shards", str(n), "--format", "json"],
             stdout=subprocess.PIPE, text=True, cwd=ROOT,
-            env={**os.environ, "PYTHONHASHSEED": seed, "PYTHONPATH": str(ROOT)},
+            env={**os.environ, "PYTHONHASHSEED": seed, **SOURCE_PATH},
         )
         for n in range(1, 9)
         for seed in ("0", "12345")

@@ -10,6 +10,7 @@ from __future__ import annotations
 import difflib
 import hashlib
 import json
+import re
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -25,6 +26,9 @@ from .errors import ConfigError
 MAX_MATRIX_BYTES = 1_000_000
 RUNNERS = ("pytest", "tox")
 SANITIZERS = ("thread",)
+SOURCE_FORMS = "'debian:SUITE', 'tarball:PATH', 'python:PATH_OR_NAME' or a mapping {url: ..., sha256: ...}"
+# A Debian suite or codename as the archive names it: trixie, forky, sid, trixie-backports.
+SUITE_RE = re.compile(r"[a-z][a-z0-9]*(?:-[a-z0-9]+)*")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -42,27 +46,45 @@ class Settings:
 class Source:
     """Where an interpreter's source comes from: exactly one kind."""
 
-    kind: str  # "debian" | "url" | "tarball"
+    kind: str  # "debian" | "url" | "tarball" | "python"
     suite: str = ""  # debian
     url: str = ""  # url
     sha256: str = ""  # url (required), tarball (optional)
-    path: str = ""  # tarball, absolute
+    path: str = ""  # tarball, absolute; python: absolute path, or "" when found on PATH by name
+    name: str = ""  # python: a command name looked up on PATH when the run starts (python3.14t)
+
+    @property
+    def builds(self) -> bool:
+        """True when the harness builds the interpreter (False: an installed one is used)."""
+        return self.kind != "python"
 
     def describe(self) -> str:
         if self.kind == "debian":
             return f"debian:{self.suite}"
         if self.kind == "url":
             return f"url:{self.url}"
+        if self.kind == "python":
+            return f"python:{self.path or self.name}"
         return f"tarball:{self.path}"
 
 
 @dataclass(frozen=True, kw_only=True)
 class Interpreter:
     name: str
-    version: str
+    version: str  # "" only for source python: (the interpreter's own version is recorded)
     source: Source
     configure: tuple[str, ...] = ()
     sanitizer: str | None = None
+    # (file, line, "interpreters[0]"): where the entry is, for errors found when the run starts
+    # (a Debian suite that ships another version, an installed GIL build).  Not part of the
+    # matrix digest or of any key: moving an entry changes nothing of a result.
+    origin: tuple[str, int, str] = field(default=("", 0, ""), compare=False)
+
+    def fail(self, msg: str) -> ConfigError:
+        """A one-line error about this entry: ``matrix.yaml:14: interpreters[0].source ...``."""
+        file, line, where = self.origin
+        return ConfigError(f"{where or 'interpreter ' + repr(self.name)}{msg}", file=file or None,
+                           line=line or None)
 
     @property
     def configure_flags(self) -> tuple[str, ...]:
@@ -109,7 +131,10 @@ class MatrixSpec:
     digest: str = field(default="")
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        d = asdict(self)
+        for it in d["interpreters"]:
+            it.pop("origin", None)
+        return d
 
 
 # --------------------------------------------------------------------------- loader
@@ -238,16 +263,21 @@ def _source(ctx: _Ctx, node: yaml.Node, where: str, base: Path) -> Source:
         text = _str(ctx, node, where)
         kind, _, rest = text.partition(":")
         if kind == "debian" and rest:
-            if rest != "trixie":
-                raise ctx.fail(node, f"{where} debian suite '{rest}' is not supported (use 'debian:trixie')")
+            if not SUITE_RE.fullmatch(rest):
+                raise ctx.fail(node, f"{where} debian suite {rest!r} is not a Debian suite name "
+                                     "(like trixie, forky, sid)")
             return Source(kind="debian", suite=rest)
         if kind == "tarball" and rest:
             return Source(kind="tarball", path=_existing(ctx, node, where, base, rest))
-        raise ctx.fail(
-            node,
-            f"{where} must be 'debian:trixie', 'tarball:PATH' or a mapping "
-            f"{{url: ..., sha256: ...}}, got {text!r}",
-        )
+        if kind == "python" and rest:
+            if "/" not in rest:  # a command name: looked up on PATH when the run starts
+                return Source(kind="python", name=rest)
+            p = Path(_existing(ctx, node, where, base, rest))
+            if not p.is_file():
+                raise ctx.fail(node, f"{where} names {rest!r}, which is not a file (the interpreter's executable)")
+            absolute = (base / rest).absolute()  # keep a venv's bin/python as given, not resolved
+            return Source(kind="python", path=str(absolute))
+        raise ctx.fail(node, f"{where} must be {SOURCE_FORMS}, got {text!r}")
     m = _mapping(ctx, node, where, ["url", "sha256", "tarball"])
     if "url" in m and "tarball" in m:
         raise ctx.fail(node, f"{where} takes either url or tarball, not both")
@@ -276,16 +306,23 @@ def _existing(ctx: _Ctx, node: yaml.Node, where: str, base: Path, text: str) -> 
 
 def _interpreter(ctx: _Ctx, node: yaml.Node, where: str, base: Path) -> Interpreter:
     m = _mapping(ctx, node, where, ["name", "version", "source", "configure", "sanitizer"])
-    for req in ("name", "version", "source"):
+    for req in ("name", "source"):
         if req not in m:
             raise ctx.fail(node, f"{where} needs '{req}'")
-    version = _str(ctx, m["version"], f"{where}.version")
-    try:
-        v = Version(version)
-    except InvalidVersion:
-        raise ctx.fail(m["version"], f"{where}.version must be a CPython version like 3.13.5, got {version!r}") from None
-    if v.release < (3, 13):
-        raise ctx.fail(m["version"], f"{where}.version {version} has no free-threaded build (3.13 or later)")
+    source = _source(ctx, m["source"], f"{where}.source", base)
+    if "version" not in m and source.builds:
+        raise ctx.fail(node, f"{where} needs 'version' (the CPython version {source.describe()} builds)")
+    version = _str(ctx, m["version"], f"{where}.version") if "version" in m else ""
+    if version:
+        try:
+            v = Version(version)
+        except InvalidVersion:
+            raise ctx.fail(m["version"], f"{where}.version must be a CPython version like 3.13.5, got {version!r}") from None
+        if v.release < (3, 13):
+            raise ctx.fail(m["version"], f"{where}.version {version} has no free-threaded build (3.13 or later)")
+        if source.builds and len(v.release) != 3:
+            raise ctx.fail(m["version"], f"{where}.version must name a release to build, like "
+                                         f"{v.release[0]}.{v.release[1]}.0, got {version!r}")
     sanitizer = None
     if "sanitizer" in m:
         sanitizer = _str(ctx, m["sanitizer"], f"{where}.sanitizer")
@@ -295,12 +332,19 @@ def _interpreter(ctx: _Ctx, node: yaml.Node, where: str, base: Path) -> Interpre
     for i, flag in enumerate(configure):
         if flag in ("--enable-gil", "--disable-gil=no"):
             raise ctx.fail(m["configure"].value[i], f"{where}.configure[{i}] {flag!r} contradicts --disable-gil")
+    if not source.builds:
+        for key in ("configure", "sanitizer"):
+            if key in m:
+                raise ctx.fail(m[key], f"{where}.{key} needs a source the harness builds "
+                                       f"(debian:, url:, tarball:); {source.describe()} is already built")
+    line = m["source"].start_mark.line + 1  # what goes wrong at run time is about the source
     return Interpreter(
         name=_str(ctx, m["name"], f"{where}.name"),
         version=version,
-        source=_source(ctx, m["source"], f"{where}.source", base),
+        source=source,
         configure=configure,
         sanitizer=sanitizer,
+        origin=(ctx.file, line, where),
     )
 
 

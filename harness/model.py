@@ -214,23 +214,54 @@ class Finding:
 
 @dataclass(frozen=True, kw_only=True)
 class InterpreterInfo:
+    """What an interpreter said about itself when it was checked (harness.interpreters.probe).
+
+    Everything version-specific that the harness uses comes from here, never from a literal:
+    the executable's name, the wheel tags it accepts, its ``-VV`` line, its ``sys.flags``.
+    Results written before these fields existed read back with them empty.
+    """
+
     name: str
-    version: str
-    key: str  # cache key: version + source digest + flags
+    version: str  # X.Y.Z, as the interpreter reports it (sys.version_info)
+    key: str  # cache key: version + source digest + flags (or the installed executable's identity)
     configure: tuple[str, ...] = ()
     free_threaded: bool = True  # Py_GIL_DISABLED == 1, checked after the build
     sanitizer: str | None = None
     python: str = ""  # path of the executable, as the backend sees it
+    source: str = ""  # "debian:forky", "url:https://…", "tarball:…", "python:/usr/bin/python3.14t"
+    installed: bool = False  # True: an interpreter the harness found installed, not one it built
+    full_version: str = ""  # platform.python_version(): "3.15.0rc1"
+    vv: str = ""  # the `python -VV` line: "Python 3.14.0 free-threading build (main, …) [GCC …]"
+    python_name: str = ""  # the executable's name in its bin/ (python + LDVERSION + EXE): python3.14t
+    soabi: str = ""  # sysconfig SOABI: cpython-314t-x86_64-linux-gnu
+    # The wheel tags the interpreter accepts (packaging.tags.sys_tags() run by it), kept compact
+    # as its interpreter-abi pairs in priority order ("cp315-cp315t", "cp315-abi3t", "cp315-none",
+    # "py3-none", ...) and its platforms ("manylinux_2_36_x86_64", ...): a wheel tag fits when
+    # its pair and its platform (or "any") are both listed.
+    tag_pairs: tuple[str, ...] = ()
+    platforms: tuple[str, ...] = ()
+    # sys.flags that change how threaded tests behave (3.14t turns both on by default):
+    # {"thread_inherit_context": 1, "context_aware_warnings": 1}; absent on 3.13.
+    flags: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def bin_relpath(self) -> str:
+        """The executable relative to the install prefix (``bin/python3.14t``), '' if unknown."""
+        return f"bin/{self.python_name}" if self.python_name else ""
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["configure"] = list(self.configure)
+        d["tag_pairs"] = list(self.tag_pairs)
+        d["platforms"] = list(self.platforms)
         return d
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> InterpreterInfo:
         d = dict(d)
-        d["configure"] = tuple(d.get("configure", ()))
+        for key in ("configure", "tag_pairs", "platforms"):
+            d[key] = tuple(d.get(key) or ())
+        d["flags"] = dict(d.get("flags") or {})
         return _build(cls, d)
 
 

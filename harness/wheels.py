@@ -1,9 +1,16 @@
 """Is there a free-threaded wheel for the tested release, and which one did we install?
 
 Read from the index's JSON metadata and pip's install report, the
-``packaging.utils``/``packaging.tags`` way: a wheel counts as free-threaded
-for CPython 3.13 when one of its tags has abi ``cp313t``; a ``none-any`` wheel
+``packaging.utils``/``packaging.tags`` way.  A wheel counts as free-threaded
+when one of its tags is one the interpreter accepts, as it said itself
+(``packaging.tags.sys_tags()`` run by it, kept in InterpreterInfo.tag_pairs and
+.platforms): ``cp313t``/``cp314t``/``cp315t`` and PEP 803's ``abi3t``
+(``cp315-abi3t``, ``cp315-abi3.abi3t``) alike, and never a plain ``abi3``,
+which free-threaded builds do not load.  A ``none`` ABI wheel (``none-any``)
 is reported as ``pure`` (it runs on any build, GIL or not).
+
+Results written before interpreters recorded their tags fall back to the tags
+``packaging`` computes for that version on this machine.
 """
 
 from __future__ import annotations
@@ -17,6 +24,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlparse
 
+from packaging import tags as ptags
 from packaging.utils import (
     InvalidSdistFilename,
     InvalidWheelFilename,
@@ -33,40 +41,70 @@ SIMPLE_JSON = "https://pypi.org/simple/{name}/"
 
 
 def ft_abi(version: str) -> str:
+    """The version-specific free-threaded ABI of CPython ``version``: ``3.14.0`` -> ``cp314t``."""
     major, minor = version.split(".")[:2]
     return f"cp{major}{minor}t"
 
 
-def classify_wheel(filename: str, version: str, machine: str | None = None) -> str:
-    """'free-threaded' | 'pure' | 'gil-only' | 'other-platform' for one wheel file name."""
-    machine = machine or platform.machine()
+def _version_pairs(version: str) -> tuple[str, ...]:
+    """The interpreter-abi pairs a free-threaded CPython ``version`` accepts, computed by
+    packaging here (for results that did not record the interpreter's own sys_tags())."""
+    major, minor = (int(x) for x in version.split(".")[:2])
+    pv = (major, minor)
+    found = [*ptags.cpython_tags(pv, abis=[ft_abi(version)], platforms=["any"]),
+             *ptags.compatible_tags(pv, f"cp{major}{minor}", platforms=["any"])]
+    return tuple(dict.fromkeys(f"{t.interpreter}-{t.abi}" for t in found))
+
+
+def classify_wheel(filename: str, version: str = "", machine: str | None = None, *,
+                   interp: InterpreterInfo | None = None) -> str:
+    """'free-threaded' | 'pure' | 'gil-only' | 'other-platform' for one wheel file name.
+
+    With ``interp`` (and its recorded tags) the interpreter decides; else ``version`` does,
+    with a linux + ``machine`` platform check."""
     try:
         _, _, _, tags = parse_wheel_filename(filename)
     except InvalidWheelFilename:
         return "other-platform"
-    abi = ft_abi(version)
+    if interp is not None and interp.tag_pairs:
+        pairs, platforms = set(interp.tag_pairs), set(interp.platforms)
+
+        def fits(platform_: str) -> bool:
+            return platform_ in platforms
+    else:
+        version = version or (interp.version if interp else "")
+        pairs = set(_version_pairs(version))
+        machine = machine or platform.machine()
+
+        def fits(platform_: str) -> bool:
+            return machine in platform_ and "linux" in platform_
     kinds = set()
     for t in tags:
         if t.abi == "none" and t.platform == "any":
             kinds.add("pure")
-        elif t.abi == abi:
-            ok_platform = machine in t.platform and ("linux" in t.platform)
-            kinds.add("free-threaded" if ok_platform else "other-platform")
+        elif f"{t.interpreter}-{t.abi}" in pairs:
+            if fits(t.platform):
+                kinds.add("pure" if t.abi == "none" else "free-threaded")
+            else:
+                kinds.add("other-platform")
         else:
             kinds.add("gil-only")
-    for k in ("free-threaded", "pure", "gil-only", "other-platform"):
+    # a compressed tag set (cp315-abi3.abi3t-macosx…) is told by its free-threaded half
+    for k in ("free-threaded", "pure", "other-platform", "gil-only"):
         if k in kinds:
             return k
     return "other-platform"
 
 
-def availability(files: list[str], version: str, machine: str | None = None) -> str:
-    """Summarise a release's files: 'free-threaded', 'pure', 'gil-only' or 'sdist-only'."""
-    kinds = {classify_wheel(f, version, machine) for f in files if f.endswith(".whl")}
-    for k in ("free-threaded", "pure", "gil-only"):
+def availability(files: list[str], version: str = "", machine: str | None = None, *,
+                 interp: InterpreterInfo | None = None) -> str:
+    """Summarise a release's files: 'free-threaded', 'pure', 'gil-only' (wheels, none for this
+    interpreter on this platform) or 'sdist-only'."""
+    kinds = {classify_wheel(f, version, machine, interp=interp) for f in files if f.endswith(".whl")}
+    for k in ("free-threaded", "pure"):
         if k in kinds:
             return k
-    return "sdist-only"
+    return "gil-only" if kinds else "sdist-only"
 
 
 def _file_version(filename: str) -> str:
@@ -118,7 +156,7 @@ def wheel_info(name: str, *, local: bool, version: str, install_report: Path,
     elif local:
         how = "local source"
     elif installed.endswith(".whl"):
-        how = f"wheel ({classify_wheel(installed, interp.version)})"
+        how = f"wheel ({classify_wheel(installed, interp.version, interp=interp)})"
     elif installed:
         how = "built from sdist"
     else:
@@ -126,7 +164,8 @@ def wheel_info(name: str, *, local: bool, version: str, install_report: Path,
     info: dict[str, Any] = {"installed": how, "installed_file": installed}
     if not local and version:
         files = index_files(name, version)
-        info["available"] = availability(files, interp.version) if files is not None else "unknown"
+        info["available"] = (availability(files, interp.version, interp=interp)
+                             if files is not None else "unknown")
     else:
         info["available"] = "n/a"
     if probe.get("modules") and how == "wheel (free-threaded)":

@@ -86,8 +86,19 @@ def test_defaults() -> None:
          "interpreters[0] needs 'source'"),
         ('interpreters: [{name: a, version: "three", source: "debian:trixie"}]\npackages: [{name: a}]\n',
          1, "interpreters[0].version must be a CPython version"),
-        ('interpreters: [{name: a, version: "3.13.5", source: "debian:sid"}]\npackages: [{name: a}]\n',
-         1, "interpreters[0].source debian suite 'sid' is not supported"),
+        ('interpreters: [{name: a, version: "3.13.5", source: "debian:Trixie 13"}]\npackages: [{name: a}]\n',
+         1, "interpreters[0].source debian suite 'Trixie 13' is not a Debian suite name"),
+        ('interpreters:\n  - {name: a, version: "3.14", source: {url: "https://x.org/P.tgz", sha256: "'
+         + "a" * 64 + '"}}\npackages: [{name: a}]\n', 2,
+         "interpreters[0].version must name a release to build, like 3.14.0, got '3.14'"),
+        ('interpreters:\n  - name: a\n    source: "debian:forky"\npackages: [{name: a}]\n', 2,
+         "interpreters[0] needs 'version' (the CPython version debian:forky builds)"),
+        ('interpreters:\n  - name: a\n    source: "python:python3.14t"\n    sanitizer: thread\n'
+         'packages: [{name: a}]\n', 4, "interpreters[0].sanitizer needs a source the harness builds"),
+        ('interpreters:\n  - name: a\n    source: "python:./nope/python3.14t"\npackages: [{name: a}]\n',
+         3, "interpreters[0].source names './nope/python3.14t', which does not exist"),
+        ('interpreters:\n  - name: a\n    source: "pyhton:python3.14t"\npackages: [{name: a}]\n',
+         3, "interpreters[0].source must be 'debian:SUITE', 'tarball:PATH', 'python:PATH_OR_NAME'"),
         ('interpreters:\n  - {name: a, version: "3.13.5", source: "debian:trixie"}\n'
          '  - {name: a, version: "3.13.5", source: "debian:trixie"}\npackages: [{name: a}]\n',
          3, "interpreters[1].name 'a' repeats interpreters[0]"),

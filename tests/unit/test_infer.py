@@ -1,0 +1,168 @@
+"""Test setup inferred from sdists: real metadata captured in tests/data/infer (see its README)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from harness.infer import TestSetup, infer_test_setup
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "infer"
+
+
+def test_dependency_groups_attrs():
+    s = infer_test_setup(DATA / "attrs-26.1.0", "attrs")
+    assert s == TestSetup(
+        tests="tests",
+        # pytest and pytest-xdist[psutil] are the harness's own; cloudpickle's marker holds
+        requires=('cloudpickle; platform_python_implementation == "CPython"', "hypothesis",
+                  "pympler"),
+        # --strict-config stays: every ini key (addopts, xfail_strict, testpaths,
+        # filterwarnings) is pytest's own
+        pytest_args=(),
+        sources=("tests dir: tests/", "test deps from [dependency-groups] tests"),
+    )
+
+
+def test_optional_dependencies_beat_a_dev_group_tenacity():
+    # [dependency-groups] has only dev (ruff, mypy, sphinx ...); the test extra is what tests need
+    s = infer_test_setup(DATA / "tenacity-9.2.1", "tenacity")
+    assert s.requires == ("tornado>=6.0",)
+    assert s.sources == ("tests dir: tests/", "test deps from [project.optional-dependencies] test")
+    assert s.pytest_args == ()
+
+
+def test_requirements_file_jinja2():
+    # requirements/tests.txt (pip-compile output) is found before tox.ini's -r of the same file,
+    # and before requirements/tests37.txt (shortest name first)
+    s = infer_test_setup(DATA / "jinja2-3.1.6", "Jinja2")
+    assert s.requires == ("attrs==24.3.0", "idna==3.10", "iniconfig==2.0.0",
+                          "outcome==1.3.0.post0", "packaging==24.2", "pluggy==1.5.0",
+                          "sniffio==1.3.1", "sortedcontainers==2.4.0", "trio==0.27.0")
+    assert s.sources == ("tests dir: tests/", "test deps from requirements/tests.txt")
+
+
+def test_tox_ini_only_python_dateutil():
+    # deps = -rrequirements-dev.txt; pytest, pytest-cov, pytest-xdist and coverage dropped
+    s = infer_test_setup(DATA / "python_dateutil-4.0.0", "python-dateutil")
+    assert s.requires == ("freezegun", "hypothesis>=3.30", "build>=0.3.0", "attrs>=21.2.0")
+    assert s.sources == ("tests dir: tests/", "test deps from tox.ini [testenv] deps")
+
+
+def test_coverage_in_addopts_frozenlist():
+    # matrix.yaml's hand config for frozenlist is pytest_args: ["-o", "addopts="]
+    s = infer_test_setup(DATA / "frozenlist-1.8.0", "frozenlist")
+    assert s.requires == ("cython==3.1.4",)  # requirements/test.txt -> -r cython.txt
+    assert s.pytest_args == ("-o", "addopts=", "--durations=10", "--showlocals",
+                             "--doctest-modules", "--strict-markers")
+    assert s.sources == (
+        "tests dir: tests/",
+        "test deps from requirements/test.txt",
+        "addopts neutralized (pytest.ini): -p pytest_cov (coverage is not measured), "
+        "--cov (coverage is not measured), --cov-config=.coveragerc (coverage is not measured), "
+        "--cov-context=test (coverage is not measured)",
+        "addopts kept: --durations=10 --showlocals --doctest-modules --strict-markers",
+    )
+
+
+def test_setup_cfg_extras_zipp():
+    # testing = ... with backslash-continued markers; python_implementation is the old name
+    s = infer_test_setup(DATA / "zipp-3.17.0", "zipp")
+    assert s.requires == (
+        "pytest-checkdocs>=2.4",
+        'pytest-black>=0.3.7; platform_python_implementation != "PyPy"',
+        'pytest-mypy>=0.9.1; platform_python_implementation != "PyPy"',
+        "pytest-enabler>=2.2", "pytest-ruff", "jaraco.itertools", "jaraco.functools",
+        "more_itertools", "big-O", "pytest-ignore-flaky",
+    )
+    assert s.sources == ("tests dir: tests/", "test deps from setup.cfg extras_require testing")
+    assert s.pytest_args == ()  # addopts=--doctest-modules is harmless
+
+
+def test_markers_and_workers_propcache():
+    s = infer_test_setup(DATA / "propcache-0.5.4", "propcache")
+    assert s.requires == ("cython==3.3.0", "expandvars", "setuptools")
+    assert 'marker false for the target, not installed: tomli; python_version < "3.11"' in s.sources
+    assert s.pytest_args == ("-o", "addopts=", "--durations=10", "--showlocals",
+                             "--doctest-modules", "--strict-markers")
+    assert any("--numprocesses=auto (the harness picks workers per phase)" in n for n in s.sources)
+    # the marker is evaluated for the environment given
+    old = infer_test_setup(DATA / "propcache-0.5.4", "propcache",
+                           environment={"python_version": "3.10", "python_full_version": "3.10.4"})
+    assert old.requires == (*s.requires, 'tomli; python_version < "3.11"')
+
+
+def test_round_trip():
+    s = infer_test_setup(DATA / "frozenlist-1.8.0", "frozenlist")
+    d = s.to_dict()
+    assert d["pytest_args"][:2] == ["-o", "addopts="]
+    assert TestSetup.from_dict(d) == s
+
+
+# ------------------------------------------------------------------- the rules, on small trees
+
+
+def _tree(root: Path, files: dict[str, str]) -> Path:
+    for name, text in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+    return root
+
+
+def test_include_group_cycle_and_self_extra(tmp_path):
+    src = _tree(tmp_path, {"pyproject.toml": """
+[project]
+name = "demo"
+[project.optional-dependencies]
+extra1 = ["rich"]
+[dependency-groups]
+test = ["demo[extra1]", {include-group = "more"}, "not a requirement !!", "pytest>=8"]
+more = ["attrs", {include-group = "test"}, {include-group = "ghost"}]
+""", "src/demo/tests/test_x.py": ""})
+    s = infer_test_setup(src, "demo")
+    assert s.tests == "src/demo/tests"
+    assert s.requires == ("attrs", "rich")
+    assert "include-group cycle at 'test' cut" in s.sources
+    assert "include-group 'ghost' of 'more' does not exist" in s.sources
+    assert "'not a requirement !!' skipped: not a requirement" in s.sources
+
+
+def test_tox_substitution_extras_and_escape(tmp_path):
+    src = _tree(tmp_path, {
+        "setup.cfg": "[options.extras_require]\nfancy =\n    numpy\n",
+        "tox.ini": "[base]\ndeps = requests\n[testenv]\ndeps =\n    {[base]deps}\n"
+                   "    -r ../outside.txt\n    py38: mock\n    {env:EXTRA}\n    .\nextras = fancy\n",
+        "demo/tests/test_x.py": "",
+    })
+    (tmp_path.parent / "outside.txt").write_text("evil\n")
+    s = infer_test_setup(src, "demo")
+    assert s.tests == "demo/tests"
+    assert s.requires == ("requests", "numpy")
+    assert "requirements file ../outside.txt skipped: not in the sdist" in s.sources
+    assert "'py38: mock' skipped: tox substitution or factor" in s.sources
+
+
+@pytest.mark.parametrize(("addopts", "args", "why"), [
+    ('"-p xdist -p no:cacheprovider -ra"', (), ""),  # nothing to neutralize: untouched
+    ('"-p pytest_asyncio -x -n 4"', ("-o", "addopts=", "-p", "pytest_asyncio"),
+     "-n 4 (the harness picks workers per phase)"),
+    ('"-p myplugin"', ("-o", "addopts="), "-p myplugin (myplugin not installed)"),
+    ('"--strict-config"', ("-o", "addopts="),
+     "--strict-config (ini keys no installed plugin may know: asyncio_mode)"),
+])
+def test_addopts_rules(tmp_path, addopts, args, why):
+    src = _tree(tmp_path, {
+        "pyproject.toml": f'[tool.pytest.ini_options]\naddopts = {addopts}\nasyncio_mode = "auto"\n'
+                          '[dependency-groups]\ntest = ["pytest-asyncio"]\n',
+        "tests/test_x.py": ""})
+    s = infer_test_setup(src, "demo")
+    assert s.pytest_args == args
+    neutral = [n for n in s.sources if n.startswith("addopts neutralized")]
+    assert neutral == ([f"addopts neutralized (pyproject.toml): {why}"] if why else [])
+
+
+def test_nothing_declared(tmp_path):
+    s = infer_test_setup(_tree(tmp_path, {"x.py": ""}), "demo")
+    assert s == TestSetup(sources=("tests dir: none found (pytest searches the root)",
+                                   "test deps: none declared"))

@@ -46,6 +46,9 @@ class Job:
         return {
             "job_id": self.job_id,
             "interpreter": self.interpreter.name,
+            # what the matrix asks for ("" for an installed python: that has not run yet)
+            "interpreter_version": self.interpreter.version,
+            "interpreter_source": self.interpreter.source.describe(),
             "package": self.package.name,
             "source": "local" if self.package.is_local else "pypi",
         }
@@ -292,9 +295,11 @@ def render_plan(
     cost = expected_seconds(jobs, durations)
     totals = [0.0] * shards
     counts = [0] * shards
-    for s, c in zip(where, cost, strict=True):
+    needs: list[dict[str, None]] = [{} for _ in range(shards)]  # interpreters, in plan order
+    for s, c, j in zip(where, cost, jobs, strict=True):
         totals[s - 1] += c
         counts[s - 1] += 1
+        needs[s - 1].setdefault(j.interpreter.name, None)
     if fmt == "github":
         include = [
             {
@@ -302,6 +307,8 @@ def render_plan(
                 "index": i,
                 "jobs": counts[i - 1],
                 "expected_seconds": round(totals[i - 1], 1),
+                # the interpreters (so the images) this shard's jobs need, comma-separated
+                "interpreters": ",".join(needs[i - 1]),
             }
             for i in range(1, shards + 1)
             if counts[i - 1]

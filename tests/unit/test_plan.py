@@ -317,7 +317,37 @@ def test_render_github_matrix(jobs):
     assert sum(e["jobs"] for e in doc["include"]) == len(jobs)
     for e in doc["include"]:
         i, n = plan.parse_shard(e["shard"])
-        assert e["jobs"] == len(plan.shard(jobs, i, n, _durations(jobs)))
+        mine = plan.shard(jobs, i, n, _durations(jobs))
+        assert e["jobs"] == len(mine)
+        assert e["interpreters"].split(",") == list(dict.fromkeys(j.interpreter.name for j in mine))
+
+
+def test_every_interpreter_package_pair_is_one_job_in_exactly_one_shard(tmp_path):
+    """Several interpreters (two built versions and an installed one): one job per
+    (interpreter, package), each in one shard; a shard names the interpreters it needs."""
+    exe = tmp_path / "bin" / "python3.14t"
+    exe.parent.mkdir()
+    exe.write_text("")
+    f = tmp_path / "m.yaml"
+    f.write_text("interpreters:\n"
+                 "  - {name: cp313-trixie, version: 3.13.5, source: 'debian:trixie'}\n"
+                 "  - {name: cp313-forky, version: 3.13.15, source: 'debian:forky'}\n"
+                 "  - {name: cp314t, source: 'python:bin/python3.14t'}\n"
+                 "packages: [{name: a}, {name: b}, {name: c, version: '1.0'}]\n")
+    jobs = plan.make_plan(matrix.load(f))
+    assert [j.job_id for j in jobs] == [f"{i}--{p}" for i in ("cp313-trixie", "cp313-forky", "cp314t")
+                                        for p in "abc"]
+    doc = json.loads(plan.render_plan(jobs, fmt="json", shards=4))
+    by_id = {j["job_id"]: j for j in doc["jobs"]}
+    assert by_id["cp313-forky--a"]["interpreter_version"] == "3.13.15"
+    assert by_id["cp313-forky--a"]["interpreter_source"] == "debian:forky"
+    assert by_id["cp314t--c"]["interpreter_version"] == ""
+    assert by_id["cp314t--c"]["interpreter_source"] == f"python:{exe}"
+    seen = [j.job_id for i in range(1, 5) for j in plan.shard(jobs, i, 4)]
+    assert sorted(seen) == sorted(by_id)
+    gh = json.loads(plan.render_plan(jobs, fmt="github", shards=4))
+    named = {n for e in gh["include"] for n in e["interpreters"].split(",")}
+    assert named == {"cp313-trixie", "cp313-forky", "cp314t"}
 
 
 def test_render_json_plan(jobs):

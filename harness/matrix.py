@@ -116,6 +116,9 @@ class Package:
     notes: str = ""
     links: tuple[str, ...] = ()
     tsan_suppressions: str = ""  # absolute path
+    # why no version could be fixed for a selected project (select.expand); the job records it
+    # as its outcome instead of fetching
+    unresolved: str = ""
 
     @property
     def is_local(self) -> bool:
@@ -123,11 +126,22 @@ class Package:
 
 
 @dataclass(frozen=True, kw_only=True)
+class Selector:
+    """``{top: N, from: FILE, extensions_only: true, exclude: [...]}`` (expanded by select.py)."""
+
+    top: int
+    source: str = ""  # absolute path of ``from:``; "" = the snapshot shipped in harness/data
+    extensions_only: bool = False
+    exclude: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, kw_only=True)
 class MatrixSpec:
     file: str
     settings: Settings
     interpreters: tuple[Interpreter, ...]
-    packages: tuple[Package, ...]
+    packages: tuple[Package, ...]  # the explicit entries (overrides of a selector's picks)
+    selectors: tuple[Selector, ...] = ()
     digest: str = field(default="")
 
     def to_dict(self) -> dict[str, Any]:
@@ -447,6 +461,44 @@ def _package(ctx: _Ctx, node: yaml.Node, where: str, base: Path) -> Package:
     return Package(**kw)
 
 
+SELECTOR_KEYS = ["top", "from", "extensions_only", "exclude"]
+
+
+def _package_entry(ctx: _Ctx, node: yaml.Node, where: str, base: Path) -> Package | Selector:
+    """A package entry, or a selector when the mapping has ``top``."""
+    if isinstance(node, yaml.MappingNode) and any(
+        isinstance(k, yaml.ScalarNode) and k.value == "top" for k, _ in node.value
+    ):
+        return _selector(ctx, node, where, base)
+    return _package(ctx, node, where, base)
+
+
+def _selector(ctx: _Ctx, node: yaml.Node, where: str, base: Path) -> Selector:
+    allowed = SELECTOR_KEYS + [k for k in PACKAGE_KEYS if k not in SELECTOR_KEYS]
+    m = _mapping(ctx, node, where, allowed)
+    for key in m:
+        if key not in SELECTOR_KEYS:
+            raise ctx.fail(m[key], f"{where}.{key} is a package setting; a selector {{top: N}} "
+                                   f"takes only {', '.join(SELECTOR_KEYS)} (give the package its "
+                                   "own entry to override it)")
+    kw: dict[str, Any] = {"top": _pos_int(ctx, m["top"], f"{where}.top")}
+    if "from" in m:
+        kw["source"] = _existing(ctx, m["from"], f"{where}.from", base,
+                                 _str(ctx, m["from"], f"{where}.from"))
+        if not Path(kw["source"]).is_file():
+            raise ctx.fail(m["from"], f"{where}.from must be a file (top-pypi-packages JSON or "
+                                      "one name a line)")
+    if "extensions_only" in m:
+        v = _scalar(ctx, m["extensions_only"], f"{where}.extensions_only")
+        if not isinstance(v, bool):
+            raise ctx.fail(m["extensions_only"], f"{where}.extensions_only must be true or false, "
+                                                 f"got {_kind(m['extensions_only'])}")
+        kw["extensions_only"] = v
+    if "exclude" in m:
+        kw["exclude"] = _str_list(ctx, m["exclude"], f"{where}.exclude")
+    return Selector(**kw)
+
+
 def _mapping_any(ctx: _Ctx, node: yaml.Node, where: str) -> dict[str, yaml.Node]:
     if not isinstance(node, yaml.MappingNode):
         raise ctx.fail(node, f"{where} must be a mapping, got {_kind(node)}")
@@ -491,14 +543,18 @@ def loads(text: str, *, file: str = "matrix.yaml", base: Path | None = None) -> 
             raise ctx.fail(root, f"the top level needs '{req}'")
     settings = _settings(ctx, top["settings"]) if "settings" in top else Settings()
     interps = _each(ctx, top["interpreters"], "interpreters", _interpreter, base)
-    pkgs = _each(ctx, top["packages"], "packages", _package, base)
+    entries = _each(ctx, top["packages"], "packages", _package_entry, base)
+    pkgs = [(n, e) for n, e in entries if isinstance(e, Package)]
+    selectors = tuple(e for _, e in entries if isinstance(e, Selector))
     seen: dict[str, int] = {}
     for i, (n, it) in enumerate(interps):
         if it.name in seen:
             raise ctx.fail(n, f"interpreters[{i}].name {it.name!r} repeats interpreters[{seen[it.name]}]")
         seen[it.name] = i
     seen = {}
-    for i, (n, pk) in enumerate(pkgs):
+    for i, (n, pk) in enumerate(entries):
+        if not isinstance(pk, Package):
+            continue
         key = canonicalize_name(pk.name)
         if key in seen:
             raise ctx.fail(n, f"packages[{i}].name {pk.name!r} repeats packages[{seen[key]}]")
@@ -508,6 +564,7 @@ def loads(text: str, *, file: str = "matrix.yaml", base: Path | None = None) -> 
         settings=settings,
         interpreters=tuple(it for _, it in interps),
         packages=tuple(pk for _, pk in pkgs),
+        selectors=selectors,
     )
     digest = hashlib.sha256(json.dumps(spec.to_dict(), sort_keys=True).encode()).hexdigest()[:16]
     return MatrixSpec(
@@ -515,6 +572,7 @@ def loads(text: str, *, file: str = "matrix.yaml", base: Path | None = None) -> 
         settings=settings,
         interpreters=spec.interpreters,
         packages=spec.packages,
+        selectors=spec.selectors,
         digest=digest,
     )
 

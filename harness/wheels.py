@@ -116,6 +116,17 @@ def _file_version(filename: str) -> str:
         return ""
 
 
+def simple_json(name: str, timeout: float = 20) -> dict[str, Any]:
+    """A project's page from the index's JSON simple API (PEP 691); raises OSError/ValueError."""
+    url = SIMPLE_JSON.format(name=canonicalize_name(name))
+    req = urllib.request.Request(url, headers={"Accept": "application/vnd.pypi.simple.v1+json"})
+    with urllib.request.urlopen(req, timeout=timeout) as r:
+        data = json.load(r)
+    if not isinstance(data, dict):
+        raise ValueError(f"{url}: not a PEP 691 project page")
+    return data
+
+
 def index_files(name: str, version: str, timeout: float = 20) -> list[str] | None:
     """File names of one release, from the index's JSON simple API (PEP 691)."""
     url = SIMPLE_JSON.format(name=canonicalize_name(name))

@@ -138,8 +138,8 @@ def test_matrix_workflow_shape():
     assert set(on["workflow_dispatch"]["inputs"]) == {"matrix", "shards"}
     assert {"harness/**", "matrix.yaml", "containers/**"} <= set(on["pull_request"]["paths"])
     needs = {k: set([v["needs"]] if isinstance(v.get("needs"), str) else v.get("needs", [])) for k, v in jobs.items()}
-    assert needs == {"plan": set(), "image": set(), "run": {"plan", "image"},
-                     "report": {"plan", "run"}, "publish": {"report"}}
+    assert needs == {"plan": set(), "image": set(), "run": {"plan", "image"}, "current": set(),
+                     "report": {"plan", "run", "current"}, "publish": {"report"}}
     run = jobs["run"]
     assert run["strategy"]["fail-fast"] is False
     assert run["strategy"]["matrix"] == "${{ fromJSON(needs.plan.outputs.shards) }}"
@@ -154,6 +154,30 @@ def test_matrix_workflow_shape():
     assert commands == {"plan", "image", "run", "report", "diff"}
     plan_argv = [a for j, a in harness_invocations(data) if j == "plan"]
     assert ["plan", "--matrix", "x", "--shards", "4", "--format", "github"] in plan_argv
+
+
+def test_matrix_workflow_314t_column():
+    """The 3.14t column: setup-python's free-threaded 3.14, examples/current.yaml's installed
+    interpreter on the local backend, uploaded as one more shard the report job merges."""
+    from harness import matrix
+
+    jobs = _load((WORKFLOWS / "matrix.yml").read_text())["jobs"]
+    steps = jobs["current"]["steps"]
+    ft = next(s for s in steps if s.get("id") == "ft")
+    assert "setup-python@" in ft["uses"] and ft["with"]["python-version"] == "3.14t"
+    run = next(s for s in steps if "ft-harness run" in str(s.get("run", "")))
+    assert run["env"]["FT_PYTHON"] == "${{ steps.ft.outputs.python-path }}"
+    argv = shlex.split(run["run"].splitlines()[-1])
+    assert argv[:2] == ["ft-harness", "run"]
+    name = argv[argv.index("--interpreter") + 1]
+    assert argv[argv.index("--backend") + 1] == "local"
+    spec = matrix.load(ROOT / argv[argv.index("--matrix") + 1])
+    it = next(i for i in spec.interpreters if i.name == name)
+    assert (it.source.kind, it.source.name) == ("python", "python3.14t")
+    upload = next(s for s in steps if "upload-artifact@" in str(s.get("uses", "")))
+    assert upload["with"]["name"].startswith("shard-") and upload["if"] == "always()"
+    merge = next(s for s in jobs["report"]["steps"] if "ft-harness report" in str(s.get("run", "")))
+    assert "shards/shard-*/" in merge["run"]
 
 
 def test_ci_workflow_runs_ci_script():

@@ -2,8 +2,13 @@
 
 CPython (free-threaded build, default GIL mode) warns once per module::
 
-    RuntimeWarning: The global interpreter lock (GIL) has been enabled to load
-    module 'pkg._speedups', which has not declared that it can run safely ...
+    <frozen importlib._bootstrap>:488: RuntimeWarning: The global interpreter lock (GIL)
+    has been enabled to load module 'pkg._speedups', which has not declared that it can
+    run safely ...
+
+The message is the same in 3.13 and 3.14 (``_PyImport_CheckGILForModule``); the
+``<frozen importlib._bootstrap>:NNN`` prefix is not (488 on 3.13, 491 on 3.14), so
+only the message is matched (tests: tests/data/real/py314/gil-warning.log).
 
 pytest-run-parallel (without --ignore-gil-enabled) turns the same event into
 ``GIL was dynamically re-enabled during <stage> to load module '<name>'``.

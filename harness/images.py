@@ -63,9 +63,36 @@ class ImageRef:
     seconds: float = 0.0  # build time; 0 when reused
 
 
-def _daemon_error(e: Exception) -> InfraError:
-    first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-    return InfraError(f"docker daemon is not answering: {first}")
+def daemon_error(e: BaseException) -> InfraError:
+    """One line for the CLI: the engine refused something, or it does not answer at all.
+
+    The one helper for every docker call of the harness (images here, containers in
+    harness.backends.docker)."""
+    try:
+        import docker.errors
+
+        if isinstance(e, docker.errors.APIError) and e.response is not None:
+            return InfraError(f"docker engine error: {e.explanation or e}")
+    except ImportError:
+        pass
+    text = str(e).strip().splitlines()
+    return InfraError(f"docker daemon is not answering: {text[0] if text else type(e).__name__}")
+
+
+def docker_client(timeout: float = 60):  # a docker.DockerClient (the SDK is imported lazily)
+    """The one way the harness reaches the local engine: a client that answered a ping, or
+    InfraError in one line (also when the docker SDK is not installed)."""
+    try:
+        import docker
+    except ImportError:
+        raise InfraError("the docker SDK for Python is not installed "
+                         "(pip install docker)") from None
+    try:
+        client = docker.from_env(timeout=timeout)
+        client.ping()
+        return client
+    except Exception as e:  # any failure to reach the daemon is the same to the user
+        raise daemon_error(e) from None
 
 
 def _find(client, tag: str):
@@ -75,10 +102,8 @@ def _find(client, tag: str):
         return client.images.get(tag)
     except docker.errors.ImageNotFound:
         return None
-    except (docker.errors.DockerException, OSError) as e:
-        raise _daemon_error(e) from None
-    except Exception as e:  # requests' ConnectionError and friends
-        raise _daemon_error(e) from None
+    except Exception as e:  # DockerException, OSError, requests' ConnectionError and friends
+        raise daemon_error(e) from None
 
 
 # ------------------------------------------------------------------ base image
@@ -149,7 +174,7 @@ def _bootstrap_and_import(client, tag: str, inputs: dict[str, str], images: Path
                 tar.stdout, repository=repo, tag=version, changes=changes)
         except Exception as e:
             tar.kill()
-            raise _daemon_error(e) from None
+            raise daemon_error(e) from None
         finally:
             tar.wait()
         if tar.returncode != 0:
@@ -270,7 +295,7 @@ def _build_interpreter(client, interp: Interpreter, tarball: Path, key: str, tag
     except BuildError:
         raise
     except Exception as e:
-        raise _daemon_error(e) from None
+        raise daemon_error(e) from None
     if error:
         raise BuildError(f"building image {tag}: {error.splitlines()[-1]}; see {log_path}")
     try:
@@ -299,7 +324,7 @@ def check_image(client, tag: str, interp: Interpreter) -> dict:
 
         if isinstance(e, docker.errors.ContainerError):
             raise BuildError(f"the interpreter in {tag} does not run: {e}") from None
-        raise _daemon_error(e) from None
+        raise daemon_error(e) from None
     if facts["Py_GIL_DISABLED"] != 1 or facts["gil_enabled"]:
         raise BuildError(f"{tag} is not a free-threaded build (Py_GIL_DISABLED={facts['Py_GIL_DISABLED']})")
     if facts["version"] != interp.version:
@@ -307,13 +332,6 @@ def check_image(client, tag: str, interp: Interpreter) -> dict:
     if interp.sanitizer == "thread" and "-fsanitize=thread" not in facts["CFLAGS"]:
         raise BuildError(f"{tag} was asked for TSan but its CFLAGS lack -fsanitize=thread")
     return facts
-
-
-def ensure_images(client, interps, cache: Path) -> list[ImageRef]:
-    """What ``ft-harness image`` does: the base, then one image per interpreter."""
-    refs = [ensure_base(client, cache)]
-    refs += [ensure_interpreter_image(client, i, cache) for i in interps]
-    return refs
 
 
 # ------------------------------------------------------------------ cleaning
@@ -341,7 +359,7 @@ def clean(client, run_label: str | None = None) -> list[str]:
                 v.remove(force=True)
                 removed.append(f"volume {v.name}")
     except Exception as e:
-        raise _daemon_error(e) from None
+        raise daemon_error(e) from None
     for line in removed:
         log.info("removed %s", line)
     return removed

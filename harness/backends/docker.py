@@ -22,6 +22,7 @@ import time
 from pathlib import Path
 
 from ..errors import InfraError
+from ..images import clean, daemon_error, docker_client
 from ..model import Exec
 from .base import Workspace
 
@@ -40,37 +41,8 @@ POLL = 5.0  # seconds between checks of a running container (also bounds close()
 STOP_PROBE = 10.0  # after an outside SIGTERM/SIGKILL: how long to watch for a daemon going away
 
 
-def _daemon_error(e: BaseException) -> InfraError:
-    """One line for the CLI: the engine refused something, or it does not answer at all."""
-    try:
-        import docker.errors
-
-        if isinstance(e, docker.errors.APIError) and e.response is not None:
-            return InfraError(f"docker engine error: {e.explanation or e}")
-    except ImportError:
-        pass
-    text = str(e).strip().splitlines()
-    return InfraError(f"docker daemon is not answering: {text[0] if text else type(e).__name__}")
-
-
-def docker_client(timeout: float = 60):
-    """A client for the local engine, or InfraError in one line."""
-    import docker
-
-    try:
-        client = docker.from_env(timeout=timeout)
-        client.ping()
-        return client
-    except Exception as e:
-        raise _daemon_error(e) from None
-
-
 def docker_available() -> tuple[bool, str]:
     """(True, engine version) when a docker engine answers, else (False, the reason)."""
-    try:
-        import docker  # noqa: F401
-    except ImportError:
-        return False, "the docker SDK for Python is not installed (pip install docker)"
     try:
         client = docker_client(timeout=5)
         version = client.version().get("Version", "?")
@@ -121,7 +93,7 @@ class DockerBackend:
             except docker.errors.NotFound:
                 self.client.volumes.create(PIP_CACHE_VOLUME, labels={f"{LABEL}.cache": "pip"})
         except Exception as e:
-            raise _daemon_error(e) from None
+            raise daemon_error(e) from None
 
     def _own(self, root: Path) -> None:
         """Make the workspace writable for the container user (only needed as root)."""
@@ -152,7 +124,8 @@ class DockerBackend:
             self._closed.discard(job_id)
             self._mounts[job_id] = mounts
             self._jobs[str(host_root)] = job_id
-        return Workspace(host_root=host_root, root=ROOT, python=PYTHON, source=seen_source, pip_cache=PIP_CACHE)
+        return Workspace(host_root=host_root, root=ROOT, python=PYTHON, source=seen_source,
+                         pip_cache=PIP_CACHE)
 
     # ---------------------------------------------------------------- running
 
@@ -252,7 +225,7 @@ class DockerBackend:
             if self._gone(container):
                 return Exec(exit_code=None, duration=time.monotonic() - started,
                             infra="container was removed while running (job closed)")
-            raise _daemon_error(e) from None
+            raise daemon_error(e) from None
         finally:
             self._remove(job_id, container)
         return self._outcome(state, timed_out, duration)
@@ -262,7 +235,7 @@ class DockerBackend:
 
         if isinstance(e, docker.errors.ImageNotFound):
             return InfraError(f"docker image {self.image} is missing (run `ft-harness image`)")
-        return _daemon_error(e)
+        return daemon_error(e)
 
     def _check_external_stop(self, state: dict) -> None:
         """A SIGTERM/SIGKILL we did not send may be the daemon shutting down (it stops every
@@ -275,7 +248,7 @@ class DockerBackend:
             try:
                 self.client.ping()
             except Exception as e:
-                raise _daemon_error(e) from None
+                raise daemon_error(e) from None
             time.sleep(0.25)
 
     def _wait(self, container, deadline: float) -> bool:
@@ -301,7 +274,7 @@ class DockerBackend:
         except docker.errors.NotFound:
             raise _Removed() from None
         except Exception as e:
-            raise _daemon_error(e) from None
+            raise daemon_error(e) from None
 
     def _gone(self, container) -> bool:
         try:
@@ -348,7 +321,8 @@ class DockerBackend:
         if network:
             argv += ["-v", f"{PIP_CACHE_VOLUME}:{PIP_CACHE}"]
             if self.ca_bundle:
-                argv += ["-v", f"{self.ca_bundle}:{CA_IN_CONTAINER}:ro", "-e", f"PIP_CERT={CA_IN_CONTAINER}",
+                argv += ["-v", f"{self.ca_bundle}:{CA_IN_CONTAINER}:ro",
+                         "-e", f"PIP_CERT={CA_IN_CONTAINER}",
                          "-e", f"SSL_CERT_FILE={CA_IN_CONTAINER}"]
         return shlex.join([*argv, self.image, "sh", "-c", command])
 
@@ -372,8 +346,6 @@ class DockerBackend:
 
     def close_all(self) -> list[str]:
         """Remove every container and volume of this run (for SIGINT/exit); idempotent."""
-        from ..images import clean
-
         with self._lock:
             self._closed.update(self._live)
         return clean(self.client, self.run_id)

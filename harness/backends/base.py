@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from ..model import Exec
+from ..model import Exec, InterpreterInfo
+
+Say = Callable[[str], None]  # one line for the user (the CLI prints it; the default logs it)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -24,6 +27,16 @@ class Workspace:
 
     def host(self, *parts: str) -> Path:
         return self.host_root.joinpath(*parts)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Prepared:
+    """An interpreter ready for jobs: its facts and the python path as the backend sees it."""
+
+    info: InterpreterInfo
+    python: str
+    cache_hit: bool
+    source_tarball: str = ""  # the CPython source it was built from (TSan suppressions read it)
 
 
 class Backend(Protocol):
@@ -55,3 +68,21 @@ class Backend(Protocol):
     def close(self, ws: Workspace) -> None:
         """Remove whatever open() made (containers, volumes); idempotent."""
         ...
+
+    def cancel(self) -> None:
+        """SIGINT/SIGTERM of the harness: start nothing new, end every running command.
+        A run() in flight returns soon after with ``Exec.infra`` set."""
+        ...
+
+    def healthy(self) -> bool:
+        """False once the backend itself is broken (a daemon gone): the runner then stops the
+        whole run instead of recording an infra-error for every job left."""
+        ...
+
+
+@dataclass(frozen=True, kw_only=True)
+class Opened:
+    """What ``open_backend`` returns: the backend and every interpreter the jobs need."""
+
+    backend: Backend
+    prepared: dict[str, Prepared]  # interpreter name -> Prepared

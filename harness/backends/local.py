@@ -21,11 +21,13 @@ from .base import Workspace
 
 # Variables of the harness's own environment that must not leak into a job.
 _DROP_PREFIXES = ("PYTHON", "VIRTUAL_ENV", "PIP_", "CONDA", "PYTEST_", "COV_")
+# ... except how the user reaches the package index.
+_KEEP = ("PIP_CERT", "PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "PIP_TRUSTED_HOST", "PIP_FIND_LINKS")
 
 
 def clean_env(extra: dict[str, str]) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(_DROP_PREFIXES)}
-    for k in ("PIP_CERT", "PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "PIP_TRUSTED_HOST", "PIP_FIND_LINKS"):
+    for k in _KEEP:
         if k in os.environ:  # how the user reaches the index is theirs to keep
             env[k] = os.environ[k]
     env.update(extra)
@@ -104,6 +106,10 @@ class LocalBackend:
             procs = list(self._procs.values())
         for p in procs:
             _kill_group(p)
+
+    def healthy(self) -> bool:
+        """Always: the local machine has no daemon that could go away under a run."""
+        return True
 
 
 def _kill_group(proc: subprocess.Popen) -> None:

@@ -1,0 +1,197 @@
+"""harness.backends.local on real subprocesses: exit codes, signals, the job timeout killing the
+whole process group, the data cap, the cleaned environment, cancel."""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import signal
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from harness.backends.base import Workspace
+from harness.backends.local import LocalBackend
+from harness.model import Exec
+
+PY = sys.executable
+
+
+def run(backend: LocalBackend, tmp: Path, argv: list[str], *, timeout: float = 60,
+        env: dict[str, str] | None = None, cwd: Path | None = None) -> tuple[Exec, str]:
+    ws = backend.open("job", tmp, PY, "")
+    log = tmp / "logs" / "step.log"
+    log.parent.mkdir(exist_ok=True)
+    ex = backend.run(ws, argv, env=env or {}, cwd=str(cwd or tmp), timeout=timeout, log=log,
+                     network=False)
+    return ex, log.read_text() if log.exists() else ""
+
+
+def gone(pid: int, within: float = 10.0) -> bool:
+    """True once ``pid`` no longer runs (exited, or a zombie nobody reaped yet)."""
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (FileNotFoundError, ProcessLookupError):
+            return True
+        if state in ("Z", "X"):
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def test_exit_code_and_both_streams_in_the_log(tmp_path: Path) -> None:
+    log = tmp_path / "logs" / "step.log"
+    log.parent.mkdir()
+    log.write_text("$ header written by job.py\n")
+    ex, text = run(LocalBackend(), tmp_path, ["sh", "-c", "echo to-out; echo to-err >&2; exit 3"])
+    assert (ex.exit_code, ex.signal, ex.timed_out, ex.infra) == (3, None, False, "")
+    assert ex.duration > 0
+    assert text == "$ header written by job.py\nto-out\nto-err\n"  # appended, in order
+
+
+@pytest.mark.parametrize("sig", [signal.SIGSEGV, signal.SIGABRT, signal.SIGKILL])
+def test_a_signal_is_reported_as_the_signal(tmp_path: Path, sig: signal.Signals) -> None:
+    ex, _ = run(LocalBackend(), tmp_path,
+                [PY, "-c", f"import os; os.kill(os.getpid(), {int(sig)})"])
+    assert ex.signal == sig
+    assert ex.exit_code == -sig
+    assert not ex.timed_out
+
+
+def test_each_command_leads_its_own_process_group(tmp_path: Path) -> None:
+    code = "import os; print(os.getpid(), os.getpgid(0), os.getsid(0))"
+    ex, text = run(LocalBackend(), tmp_path, [PY, "-c", code])
+    assert ex.exit_code == 0
+    pid, pgid, sid = map(int, text.split())
+    assert pid == pgid == sid  # a new session: a kill of the group cannot reach the harness
+    assert pgid != os.getpgid(0)
+
+
+def test_the_timeout_kills_the_whole_group(tmp_path: Path) -> None:
+    script = "sleep 300 & echo $! > child.pid; echo started; sleep 300"
+    t0 = time.monotonic()
+    ex, text = run(LocalBackend(), tmp_path, ["sh", "-c", script], timeout=1)
+    assert time.monotonic() - t0 < 20
+    assert ex.timed_out
+    assert (ex.exit_code, ex.signal) == (None, None)  # a hang, not the package's signal
+    assert text.startswith("started\n")
+    assert text.endswith("\n[ft-harness] killed after 1s (job timeout)\n")
+    assert gone(int((tmp_path / "child.pid").read_text()))
+
+
+def test_leftovers_of_a_finished_command_are_killed(tmp_path: Path) -> None:
+    ex, _ = run(LocalBackend(), tmp_path, ["sh", "-c", "sleep 300 & echo $! > child.pid"])
+    assert ex.exit_code == 0 and not ex.timed_out
+    assert gone(int((tmp_path / "child.pid").read_text()))
+
+
+CAP_PROBE = """
+import resource, sys, time
+cap = int(sys.argv[1])
+deadline = time.monotonic() + 5
+while resource.getrlimit(resource.RLIMIT_DATA)[0] != cap:  # set just after the process starts
+    if time.monotonic() > deadline:
+        print("no cap:", resource.getrlimit(resource.RLIMIT_DATA)); sys.exit(2)
+    time.sleep(0.01)
+try:
+    block = bytearray(4 * cap)
+except MemoryError:
+    print("capped"); sys.exit(0)
+print("allocated", len(block)); sys.exit(1)
+"""
+
+
+def test_the_data_cap_stops_a_runaway_allocation(tmp_path: Path) -> None:
+    cap = 256 << 20
+    ex, text = run(LocalBackend(mem_limit=cap), tmp_path, [PY, "-c", CAP_PROBE, str(cap)])
+    assert (ex.exit_code, text.strip()) == (0, "capped")
+
+
+def test_no_cap_leaves_the_limit_as_it_was(tmp_path: Path) -> None:
+    code = "import resource; print(*resource.getrlimit(resource.RLIMIT_DATA))"
+    ex, text = run(LocalBackend(mem_limit=None), tmp_path, [PY, "-c", code])
+    assert ex.exit_code == 0
+    assert tuple(map(int, text.split())) == resource.getrlimit(resource.RLIMIT_DATA)
+
+
+def test_the_harness_environment_does_not_leak_into_a_job(tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PYTHONPATH", "/harness/own/path")
+    monkeypatch.setenv("VIRTUAL_ENV", "/harness/venv")
+    monkeypatch.setenv("PIP_NO_CACHE_DIR", "1")
+    monkeypatch.setenv("PYTEST_ADDOPTS", "-x")
+    monkeypatch.setenv("PIP_INDEX_URL", "https://mirror.invalid/simple")  # the user's index stays
+    monkeypatch.setenv("FT_UNRELATED", "kept")
+    code = "import json, os; print(json.dumps(dict(os.environ)))"
+    ex, text = run(LocalBackend(), tmp_path, [PY, "-c", code],
+                   env={"PYTHON_GIL": "0", "FT_UNRELATED": "the job's own"})
+    assert ex.exit_code == 0
+    env = json.loads(text)
+    for leaked in ("PYTHONPATH", "VIRTUAL_ENV", "PIP_NO_CACHE_DIR", "PYTEST_ADDOPTS"):
+        assert leaked not in env
+    assert env["PIP_INDEX_URL"] == "https://mirror.invalid/simple"
+    assert env["PYTHON_GIL"] == "0"  # the job's env is applied after the cleaning
+    assert env["FT_UNRELATED"] == "the job's own"
+
+
+def test_cwd_and_an_empty_stdin(tmp_path: Path) -> None:
+    (tmp_path / "src").mkdir()
+    code = "import os, sys; print(os.getcwd()); print(repr(sys.stdin.read()))"
+    saved, (r, w) = os.dup(0), os.pipe()
+    os.dup2(r, 0)  # the harness's own stdin is a pipe nobody closes (as under a CI runner)
+    try:
+        ex, text = run(LocalBackend(), tmp_path, [PY, "-c", code], cwd=tmp_path / "src",
+                       timeout=10)
+    finally:
+        os.dup2(saved, 0)
+        for fd in (saved, r, w):
+            os.close(fd)
+    assert (ex.exit_code, ex.timed_out) == (0, False)  # a read of stdin does not wait forever
+    assert text.splitlines() == [str(tmp_path / "src"), "''"]
+
+
+def test_a_command_that_cannot_start_is_an_outcome_not_an_exception(tmp_path: Path) -> None:
+    ex, _ = run(LocalBackend(), tmp_path, [str(tmp_path / "no-such-program")])
+    assert ex.exit_code is None and not ex.timed_out
+    assert ex.infra.startswith(f"cannot start {tmp_path / 'no-such-program'}:")
+
+
+def test_cancel_ends_a_running_command_and_starts_no_new_one(tmp_path: Path) -> None:
+    backend = LocalBackend()
+    got: list[Exec] = []
+    script = "echo started > started; exec sleep 300"
+    t = threading.Thread(target=lambda: got.append(
+        run(backend, tmp_path, ["sh", "-c", script], timeout=120)[0]))
+    t.start()
+    deadline = time.monotonic() + 20
+    while not (tmp_path / "started").exists():
+        assert time.monotonic() < deadline, "the command never started"
+        time.sleep(0.02)
+    backend.cancel()
+    t.join(20)
+    assert not t.is_alive()
+    (ex,) = got
+    assert ex.infra == "cancelled" and ex.signal == signal.SIGKILL and not ex.timed_out
+    ex, _ = run(backend, tmp_path, ["sh", "-c", "touch ran"])
+    assert (ex.exit_code, ex.infra) == (None, "cancelled")
+    assert not (tmp_path / "ran").exists()
+
+
+def test_workspace_and_the_rest_of_the_protocol(tmp_path: Path) -> None:
+    backend = LocalBackend(pip_cache=tmp_path / "pip")
+    ws = backend.open("job", tmp_path / "work" / "job", "/opt/py/bin/python3.13t", "/src/pkg")
+    assert ws == Workspace(host_root=tmp_path / "work" / "job", root=str(tmp_path / "work" / "job"),
+                           python="/opt/py/bin/python3.13t", source="/src/pkg",
+                           pip_cache=str(tmp_path / "pip"))
+    assert ws.path("logs", "x.log") == f"{tmp_path}/work/job/logs/x.log"
+    assert LocalBackend().open("job", tmp_path, PY, "").pip_cache == ""
+    assert backend.reproduce_command(ws, "python -m pytest -x", network=True) == "python -m pytest -x"
+    assert backend.healthy()
+    backend.close(ws)
+    backend.close(ws)  # idempotent

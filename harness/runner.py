@@ -1,8 +1,10 @@
-"""Run a plan: interpreters first, then jobs N at a time, each result written the moment it is done.
+"""Run a plan: jobs N at a time, each result written the moment it is done.
 
 Resume: a job whose result file exists with the same key (and is not an
 ``infra-error``) is skipped.  SIGINT/SIGTERM: running commands are killed,
-in-flight jobs write nothing, finished results stay untouched.
+in-flight jobs write nothing, finished results stay untouched.  A backend that
+breaks (``healthy()`` false after an InfraError) or a result that cannot be
+written stops the whole run with InfraError.
 """
 
 from __future__ import annotations
@@ -19,37 +21,23 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from . import __version__
+from .backends.base import Backend, Prepared
 from .errors import InfraError, Interrupted
-from .job import run_job
-from .matrix import MatrixSpec
+from .job import Progress, run_job
 from .model import Finding, InterpreterInfo, JobResult, read_result, write_json_atomic
 from .plan import Job
+from .progress import NullReporter, Reporter
+
+__all__ = ["JobRunner", "Prepared", "RunSummary", "existing_result", "result_path", "run_plan"]
 
 log = logging.getLogger(__name__)
 
 
-class Reporter(Protocol):
-    def start(self, total: int, skipped: int) -> None: ...
-    def step(self, job_id: str, step: str) -> None: ...
-    def done(self, result: JobResult, elapsed: float) -> None: ...
-    def finish(self) -> None: ...
+class JobRunner(Protocol):
+    """The steps of one job (``job.run_job``); a test of the scheduler passes a fake."""
 
-
-class NullReporter:
-    def start(self, total: int, skipped: int) -> None: ...
-    def step(self, job_id: str, step: str) -> None: ...
-    def done(self, result: JobResult, elapsed: float) -> None: ...
-    def finish(self) -> None: ...
-
-
-@dataclass(frozen=True, kw_only=True)
-class Prepared:
-    """An interpreter ready for jobs: its facts and the python path as the backend sees it."""
-
-    info: InterpreterInfo
-    python: str
-    cache_hit: bool
-    source_tarball: str = ""  # the CPython source it was built from (TSan suppressions come from it)
+    def __call__(self, job: Job, *, interp: InterpreterInfo, python: str, backend: Backend,
+                 out: Path, key: str, progress: Progress, tarball: str) -> JobResult: ...
 
 
 @dataclass(kw_only=True)
@@ -59,6 +47,10 @@ class RunSummary:
     results: list[JobResult] = field(default_factory=list)
     started: str = ""
     finished: str = ""
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
 
 
 def result_path(out: Path, job_id: str) -> Path:
@@ -81,7 +73,7 @@ def existing_result(out: Path, job_id: str, key: str) -> JobResult | None:
 
 
 def infra_result(job: Job, key: str, prepared: Prepared, backend: str, message: str) -> JobResult:
-    now = datetime.now(UTC).isoformat(timespec="seconds")
+    now = _now()
     return JobResult(
         job_id=job.job_id, key=key, package=job.package.name,
         requested=job.package.path or job.package.version,
@@ -93,26 +85,36 @@ def infra_result(job: Job, key: str, prepared: Prepared, backend: str, message: 
     )
 
 
-def run_plan(spec: MatrixSpec, jobs: Sequence[Job], *, out: Path, backend: Any,
-             prepared: dict[str, Prepared], workers: int = 1, force: bool = False,
-             reporter: Reporter | None = None) -> RunSummary:
-    """Run ``jobs`` (already sharded) with ``workers`` at once; return what ran and what was reused."""
-    reporter = reporter or NullReporter()
-    out = out.resolve()
-    summary = RunSummary(started=datetime.now(UTC).isoformat(timespec="seconds"))
-    (out / "results").mkdir(parents=True, exist_ok=True)
+def _split(jobs: Sequence[Job], out: Path, prepared: dict[str, Prepared], force: bool,
+           summary: RunSummary) -> list[tuple[Job, str]]:
+    """The jobs still to run, with their keys; the others go to ``summary`` as reused."""
     todo: list[tuple[Job, str]] = []
     for job in jobs:
         key = job.key(prepared[job.interpreter.name].info.key)
         prev = None if force else existing_result(out, job.job_id, key)
-        if prev is not None:
-            summary.skipped.append(job.job_id)
-            summary.results.append(prev)
-        else:
+        if prev is None:
             todo.append((job, key))
+            continue
+        log.info("%s: finished in an earlier run, skipped (use --force to rerun)", job.job_id)
+        summary.skipped.append(job.job_id)
+        summary.results.append(prev)
+    return todo
+
+
+def run_plan(jobs: Sequence[Job], *, out: Path, backend: Backend, prepared: dict[str, Prepared],
+             workers: int = 1, force: bool = False, reporter: Reporter | None = None,
+             run_one: JobRunner | None = None) -> RunSummary:
+    """Run ``jobs`` (already sharded) with ``workers`` at once; return what ran and what was reused.
+
+    ``prepared`` has every interpreter the jobs name (``backends.open_backend`` returns it);
+    ``run_one`` runs one job's steps (default: ``job.run_job``)."""
+    reporter = reporter or NullReporter()
+    steps: JobRunner = run_one or run_job
+    out = out.resolve()
+    summary = RunSummary(started=_now())
+    (out / "results").mkdir(parents=True, exist_ok=True)
+    todo = _split(jobs, out, prepared, force, summary)
     reporter.start(len(jobs), len(summary.skipped))
-    for job_id in summary.skipped:
-        log.info("%s: finished in an earlier run, skipped (use --force to rerun)", job_id)
     cancelled = threading.Event()
     fatal: list[InfraError] = []
 
@@ -122,35 +124,41 @@ def run_plan(spec: MatrixSpec, jobs: Sequence[Job], *, out: Path, backend: Any,
         p = prepared[job.interpreter.name]
         t0 = time.monotonic()
         try:
-            res = run_job(job, interp=p.info, python=p.python, backend=backend, out=out, key=key,
+            res = steps(job, interp=p.info, python=p.python, backend=backend, out=out, key=key,
                           progress=reporter.step, tarball=p.source_tarball)
         except (InfraError, OSError) as e:
-            if isinstance(e, InfraError) and _backend_broken(backend):
+            if isinstance(e, InfraError) and not backend.healthy():
                 fatal.append(e)
                 cancelled.set()
                 return None
-            why = str(e) if isinstance(e, InfraError) else f"{e.strerror or e} ({e.filename or 'harness I/O'})"
+            why = (str(e) if isinstance(e, InfraError)
+                   else f"{e.strerror or e} ({e.filename or 'harness I/O'})")
             res = infra_result(job, key, p, backend.name, why)
         if cancelled.is_set():
             return None  # interrupted mid-job: leave no partial result
         try:
             write_json_atomic(result_path(out, job.job_id), res.to_dict())
         except OSError as e:
-            fatal.append(InfraError(f"cannot write {result_path(out, job.job_id)}: {e.strerror or e}"))
+            where = result_path(out, job.job_id)
+            fatal.append(InfraError(f"cannot write {where}: {e.strerror or e}"))
             cancelled.set()
             return None
         reporter.done(res, time.monotonic() - t0)
         return res
 
+    main_thread = threading.current_thread() is threading.main_thread()
     old_term = signal.getsignal(signal.SIGTERM)
-    if threading.current_thread() is threading.main_thread():
+    if main_thread:
         signal.signal(signal.SIGTERM, _sigterm)
     pool = ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="job")
-    futures: dict[Future, str] = {}
+
+    def stop() -> None:
+        cancelled.set()
+        backend.cancel()
+        pool.shutdown(wait=True, cancel_futures=True)
+
     try:
-        for job, key in todo:
-            futures[pool.submit(one, job, key)] = job.job_id
-        pending = set(futures)
+        pending: set[Future[JobResult | None]] = {pool.submit(one, job, key) for job, key in todo}
         while pending:
             finished, pending = wait(pending, timeout=0.5, return_when=FIRST_COMPLETED)
             for f in finished:
@@ -161,37 +169,22 @@ def run_plan(spec: MatrixSpec, jobs: Sequence[Job], *, out: Path, backend: Any,
             if fatal:
                 raise fatal[0]
     except KeyboardInterrupt:
-        cancelled.set()
-        _cancel(backend)
-        pool.shutdown(wait=True, cancel_futures=True)
+        stop()
         raise Interrupted(
-            f"interrupted: {len(summary.ran) + len(summary.skipped)} of {len(jobs)} results kept in "
-            f"{out / 'results'}; rerun the same command to finish the rest"
+            f"interrupted: {len(summary.ran) + len(summary.skipped)} of {len(jobs)} results kept "
+            f"in {out / 'results'}; rerun the same command to finish the rest"
         ) from None
-    except InfraError:
-        cancelled.set()
-        _cancel(backend)
-        pool.shutdown(wait=True, cancel_futures=True)
+    except BaseException:  # the backend broke, a result could not be written, or a bug of ours
+        stop()
         raise
     finally:
         pool.shutdown(wait=True)
-        if threading.current_thread() is threading.main_thread():
+        if main_thread:
             signal.signal(signal.SIGTERM, old_term)
         reporter.finish()
-    summary.finished = datetime.now(UTC).isoformat(timespec="seconds")
+    summary.finished = _now()
     return summary
 
 
 def _sigterm(signum: int, frame: Any) -> None:
     raise KeyboardInterrupt
-
-
-def _cancel(backend: Any) -> None:
-    cancel = getattr(backend, "cancel", None)
-    if cancel is not None:
-        cancel()
-
-
-def _backend_broken(backend: Any) -> bool:
-    check = getattr(backend, "healthy", None)
-    return check is not None and not check()

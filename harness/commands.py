@@ -1,0 +1,212 @@
+"""The subcommands: each takes the parsed arguments and returns an exit code.
+
+With ``__main__`` (the parser, errors to exit codes) and ``progress`` (a run's live
+lines) this is the command line, the only code that prints.  Each command loads its
+input first and imports the heavy modules after, so bad input fails at once.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from . import __version__
+from .errors import ConfigError, RegressionError
+from .model import VERDICTS
+
+if TYPE_CHECKING:
+    from .matrix import MatrixSpec
+    from .plan import Job
+
+
+def _say(line: str) -> None:
+    print(line, flush=True)
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+# ----------------------------------------------------------------------------- run
+
+
+def select_jobs(spec: MatrixSpec, args: argparse.Namespace) -> list[Job]:
+    """The plan's jobs that ``--shard``, ``--interpreter`` and ``--package`` leave."""
+    from . import plan
+
+    jobs = plan.make_plan(spec)
+    if args.shard:  # shard the whole plan first, so the split is the one `ft-harness plan` prints
+        i, n = plan.parse_shard(args.shard)
+        durations = plan.durations_from_report(Path(args.durations)) if args.durations else None
+        jobs = plan.shard(jobs, i, n, durations)
+    if args.interpreter:
+        jobs = [j for j in jobs if j.interpreter.name in args.interpreter]
+    if args.package:
+        unknown = set(args.package) - {p.name for p in spec.packages}
+        if unknown:
+            raise ConfigError(f"--package {sorted(unknown)[0]!r} is not in {args.matrix}")
+        jobs = [j for j in jobs if j.package.name in args.package]
+    return jobs
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from . import interpreters, matrix
+
+    spec = matrix.load(args.matrix)  # bad input fails here, before anything heavy is imported
+    from . import backends, progress
+    from .runner import run_plan
+
+    jobs = select_jobs(spec, args)
+    out = Path(args.out)
+    cache = interpreters.cache_root(args.cache)
+    backend_name, note = backends.choose(args.backend)
+    if note:
+        print(f"ft-harness: {note}", file=sys.stderr)
+    opened = backends.open_backend(
+        backend_name, [j.interpreter for j in jobs], cache=cache,
+        run_id=f"{int(time.time())}-{os.getpid()}", workers=args.jobs, say=_say)
+    summary = run_plan(jobs, out=out, backend=opened.backend, prepared=opened.prepared,
+                       workers=args.jobs, force=args.force, reporter=progress.make_reporter())
+    print(f"{len(summary.ran)} jobs ran, {len(summary.skipped)} reused from {out / 'results'}")
+    meta = {"harness_version": __version__, "matrix": str(args.matrix),
+            "matrix_digest": spec.digest, "started": summary.started,
+            "finished": summary.finished, "backend": backend_name, "shard": args.shard or ""}
+    report = write_report([out], out, meta=meta, previous=None,
+                          expected=[j.job_id for j in jobs])
+    return gate(report, args.fail_on)
+
+
+# ----------------------------------------------------------------------------- report
+
+
+def write_report(dirs: list[Path], out: Path, *, meta: dict[str, Any], previous: Path | None,
+                 expected: list[str] | None, history: Path | None = None) -> dict[str, Any]:
+    """Aggregate the result files of ``dirs`` and render every report into ``out``."""
+    from . import aggregate, render
+
+    results, problems = aggregate.load_results(dirs)
+    for p in problems:
+        print(f"ft-harness: skipped {p}", file=sys.stderr)
+    prev = load_json(previous) if previous else None
+    report = aggregate.build_report(results, meta=meta, previous=prev, expected_jobs=expected)
+    hist = load_json(history) if history else None
+    if any(Path(d).resolve() != out.resolve() for d in dirs):
+        aggregate.copy_logs(report, dirs, out)  # merged shards: the site links to logs under out/
+    for path in render.write_all(report, out, history=hist):
+        if path.name in ("report.md", "report.json", "index.html", "junit.xml"):
+            print(f"wrote {path}")
+    summary = ", ".join(f"{n} {v}" for v, n in report.get("summary", {}).items() if n)
+    print(f"summary: {summary or 'no packages'}")
+    if report.get("missing"):
+        print(f"missing results: {', '.join(report['missing'])}", file=sys.stderr)
+    return report
+
+
+def load_json(path: Path) -> Any:
+    try:
+        return json.loads(Path(path).read_text())
+    except FileNotFoundError:
+        raise ConfigError("no such file", file=str(path)) from None
+    except json.JSONDecodeError as e:
+        raise ConfigError(f"not valid JSON: {e.msg}", file=str(path), line=e.lineno) from None
+
+
+def gate(report: dict[str, Any], fail_on: str | None) -> int:
+    """0, or RegressionError (exit 1) when a package's verdict is one of ``--fail-on``."""
+    if not fail_on:
+        return 0
+    wanted = {v.strip() for v in fail_on.split(",") if v.strip()}
+    bad = wanted - set(VERDICTS)
+    if bad:
+        raise ConfigError(f"--fail-on: unknown verdict {sorted(bad)[0]!r} "
+                          f"(one of {', '.join(VERDICTS)})")
+    hit = [p for p in report.get("packages", []) if p.get("verdict") in wanted]
+    if hit:
+        names = ", ".join(f"{p['name']} ({p['verdict']})" for p in hit)
+        raise RegressionError(f"--fail-on matched: {names}")
+    return 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    now = _now()
+    meta: dict[str, Any] = {"harness_version": __version__, "started": now, "finished": now,
+                            "backend": "", "sources": [str(d) for d in args.dirs]}
+    out = Path(args.out) if args.out else Path(args.dirs[0])
+    expected = None
+    if args.matrix:
+        from . import matrix, plan
+
+        spec = matrix.load(args.matrix)
+        expected = [j.job_id for j in plan.make_plan(spec)]
+        meta["matrix"], meta["matrix_digest"] = str(args.matrix), spec.digest
+    report = write_report([Path(d) for d in args.dirs], out, meta=meta,
+                          previous=Path(args.previous) if args.previous else None,
+                          expected=expected,
+                          history=Path(args.history) if args.history else None)
+    return gate(report, args.fail_on)
+
+
+def cmd_diff(args: argparse.Namespace) -> int:
+    from . import diff
+
+    old, new = load_json(Path(args.old)), load_json(Path(args.new))
+    changes = diff.diff_reports(old, new)
+    print(diff.format_changes(changes))
+    return 1 if diff.has_regression(changes) else 0
+
+
+# ----------------------------------------------------------------------------- the rest
+
+
+def cmd_build(args: argparse.Namespace) -> int:
+    from . import interpreters, matrix
+
+    spec = matrix.load(args.matrix)
+    cache = interpreters.cache_root(args.cache)
+    for interp in spec.interpreters:
+        if args.interpreter and interp.name not in args.interpreter:
+            continue
+        t0 = time.monotonic()
+        built = interpreters.ensure_built(interp, cache)
+        state = "cache hit" if built.cache_hit else f"built in {time.monotonic() - t0:.0f}s"
+        print(f"{interp.name}: {state}: {built.python}")
+    return 0
+
+
+def cmd_plan(args: argparse.Namespace) -> int:
+    from . import matrix, plan
+
+    spec = matrix.load(args.matrix)
+    jobs = plan.make_plan(spec)
+    durations = plan.durations_from_report(Path(args.durations)) if args.durations else None
+    print(plan.render_plan(jobs, fmt=args.format, shards=args.shards, durations=durations))
+    return 0
+
+
+def cmd_image(args: argparse.Namespace) -> int:
+    from . import images, interpreters, matrix
+
+    spec = matrix.load(args.matrix)
+    cache = interpreters.cache_root(args.cache)
+    client = images.docker_client()
+    base = images.ensure_base(client, cache)
+    print(f"base image {base.tag}: {'reused' if base.reused else 'built'}")
+    for interp in spec.interpreters:
+        ref = images.ensure_interpreter_image(client, interp, cache)
+        print(f"interpreter image {ref.tag}: {'reused' if ref.reused else 'built'}")
+    return 0
+
+
+def cmd_clean(args: argparse.Namespace) -> int:
+    from . import images
+
+    removed = images.clean(images.docker_client(), None)
+    print(f"removed {len(removed)} leftover containers/volumes"
+          + (": " + ", ".join(removed) if removed else ""))
+    return 0

@@ -1,0 +1,125 @@
+"""Progress of a run for the person watching it: which job, which step, elapsed, done/total.
+
+``make_reporter()`` picks plain lines for CI and pipes (``CI=true`` or stderr not a
+terminal) and a live status table (rich) in a terminal.  The runner calls a
+``Reporter`` from its job threads; a reporter never raises into a job: a closed
+stdout (``ft-harness run | head``) silences it, and the jobs go on.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import time
+from typing import IO, Any, Protocol
+
+from .model import JobResult
+
+
+def in_ci() -> bool:
+    return os.environ.get("CI", "").lower() in ("1", "true", "yes")
+
+
+class Reporter(Protocol):
+    def start(self, total: int, skipped: int) -> None: ...
+    def step(self, job_id: str, step: str) -> None: ...
+    def done(self, result: JobResult, elapsed: float) -> None: ...
+    def finish(self) -> None: ...
+
+
+class NullReporter:
+    def start(self, total: int, skipped: int) -> None: ...
+    def step(self, job_id: str, step: str) -> None: ...
+    def done(self, result: JobResult, elapsed: float) -> None: ...
+    def finish(self) -> None: ...
+
+
+def _verdict(result: JobResult) -> str:
+    return result.verdict + (f" ({result.qualifier})" if result.qualifier else "")
+
+
+class PlainReporter:
+    """Plain lines (CI, pipes): one per step, on stdout."""
+
+    def __init__(self, stream: IO[str] | None = None) -> None:
+        self.total = 0
+        self.done_n = 0
+        self.t0 = time.monotonic()
+        self._stream = stream
+        self._lock = threading.Lock()
+        self._silent = False
+
+    def _say(self, text: str) -> None:
+        with self._lock:
+            if self._silent:
+                return
+            try:
+                print(f"[{time.monotonic() - self.t0:7.1f}s] {text}",
+                      file=self._stream or sys.stdout, flush=True)
+            except BrokenPipeError:  # nobody reads any more; the results still get written
+                self._silent = True
+
+    def start(self, total: int, skipped: int) -> None:
+        self.total, self.done_n = total, skipped
+        self._say(f"{total} jobs: {skipped} already done, {total - skipped} to run")
+
+    def step(self, job_id: str, step: str) -> None:
+        self._say(f"[{self.done_n}/{self.total}] {job_id}: {step}")
+
+    def done(self, result: JobResult, elapsed: float) -> None:
+        with self._lock:  # jobs finish in several threads at once
+            self.done_n += 1
+            n = self.done_n
+        self._say(f"[{n}/{self.total}] {result.job_id}: {_verdict(result)} in {elapsed:.0f}s")
+
+    def finish(self) -> None:
+        pass
+
+
+class RichReporter(PlainReporter):
+    """A live status line per running job, on stderr (a terminal)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        from rich.console import Console
+        from rich.live import Live
+
+        self.console = Console(stderr=True)
+        self.running: dict[str, tuple[str, float]] = {}
+        self.live = Live(console=self.console, refresh_per_second=4, transient=True)
+
+    def _render(self) -> Any:
+        from rich.table import Table
+
+        t = Table.grid(padding=(0, 2))
+        t.add_row(f"[bold]{self.done_n}/{self.total} done[/]", f"{time.monotonic() - self.t0:.0f}s")
+        for job_id, (step, since) in sorted(self.running.items()):
+            t.add_row(f"  {job_id}", f"{step} ({time.monotonic() - since:.0f}s)")
+        return t
+
+    def start(self, total: int, skipped: int) -> None:
+        self.total, self.done_n = total, skipped
+        self.console.print(f"{total} jobs: {skipped} already done, {total - skipped} to run")
+        self.live.start()
+
+    def step(self, job_id: str, step: str) -> None:
+        self.running[job_id] = (step, time.monotonic())
+        self.live.update(self._render())
+
+    def done(self, result: JobResult, elapsed: float) -> None:
+        self.done_n += 1
+        self.running.pop(result.job_id, None)
+        extra = f" ({result.qualifier})" if result.qualifier else ""
+        self.live.console.print(f"[{self.done_n}/{self.total}] {result.job_id}: "
+                                f"[bold]{result.verdict}[/]{extra} in {elapsed:.0f}s")
+        self.live.update(self._render())
+
+    def finish(self) -> None:
+        self.live.stop()
+
+
+def make_reporter() -> Reporter:
+    if in_ci() or not sys.stderr.isatty():
+        return PlainReporter()
+    return RichReporter()

@@ -348,7 +348,33 @@ def _steps(ctx: _Ctx) -> tuple[str, dict]:
             name = f"threads-gil{mode}-r{rep}"
             _run(ctx, name, "threads", replace(base, threads=threads, this_run=run_once(name)),
                  env=menv, cwd=src, timeout=s.job_timeout, gil=mode, rep=rep, junit=f"junit/{name}.xml")
+    if s.confirm and not ctx.tsan:
+        _confirm(ctx, probe, base_env)
     return version, extra
+
+
+def _confirm(ctx: _Ctx, probe: dict, base_env: dict[str, str]) -> None:
+    """Re-run each red finding's test alone (verdict.confirm), within settings.confirm_budget."""
+    s, ws = ctx.job.settings, ctx.ws
+    found = verdict.decide(ctx.phases, settings=s, probe=probe).findings
+    by_name = {p.name: p for p in ctx.phases}
+    end = time.monotonic() + s.confirm_budget
+    for i, target in enumerate(verdict.confirm_targets(found, ctx.phases), 1):
+        src = by_name[target.phase]
+        assert src.test_command is not None  # confirm_targets keeps only phases with one
+        for rep in range(1, s.confirm + 1):
+            for mode in s.gil_modes:
+                left = end - time.monotonic()
+                if left < 5:
+                    log.info("%s: confirmation budget (%ss) spent", ctx.job.job_id, s.confirm_budget)
+                    return
+                name = f"confirm{i}-gil{mode}-r{rep}"
+                # alone, pytest-timeout's thread method dumps every thread and ends the process at
+                # test_timeout, even in a wait no signal interrupts (its signal method cannot)
+                cmd = replace(src.test_command, paths=(target.test_id,), this_run=(
+                    "--timeout-method=thread", f"--junitxml={ws.path('junit', f'{name}.xml')}"))
+                _run(ctx, name, "confirm", cmd, env={**base_env, "PYTHON_GIL": str(mode)}, cwd=src.cwd,
+                     timeout=min(left, s.test_timeout + 30), gil=mode, rep=rep, junit=f"junit/{name}.xml")
 
 
 def _tox_overrides(job: Job, ws: Workspace) -> list[str]:

@@ -40,6 +40,8 @@ class Settings:
     job_timeout: int = 1800
     gil_modes: tuple[int, ...] = (0, 1)
     min_parallel_fraction: float = 0.5
+    confirm: int = 5  # re-runs, per GIL mode, of each crash/race/hang finding's test alone (0: off)
+    confirm_budget: int = 600  # seconds per job those re-runs may take together
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -242,12 +244,20 @@ def _settings(ctx: _Ctx, node: yaml.Node) -> Settings:
         "job_timeout",
         "gil_modes",
         "min_parallel_fraction",
+        "confirm",
+        "confirm_budget",
     ]
     m = _mapping(ctx, node, "settings", keys)
     kw: dict[str, Any] = {}
-    for key in ("threads", "iterations", "repeat", "test_timeout", "job_timeout"):
+    for key in ("threads", "iterations", "repeat", "test_timeout", "job_timeout", "confirm_budget"):
         if key in m:
             kw[key] = _pos_int(ctx, m[key], f"settings.{key}")
+    if "confirm" in m:
+        v = _scalar(ctx, m["confirm"], "settings.confirm")
+        if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= 100:
+            raise ctx.fail(m["confirm"], "settings.confirm must be an integer from 0 (off) to 100, "
+                                         f"got {_kind(m['confirm'])}")
+        kw["confirm"] = v
     if "gil_modes" in m:
         modes = []
         items = _list(ctx, m["gil_modes"], "settings.gil_modes")

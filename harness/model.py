@@ -49,7 +49,7 @@ def now_iso() -> str:
 
 
 # Finding kinds that are shown but never decide the verdict.
-INFO_KINDS = ("no-thread-coverage",)
+INFO_KINDS = ("no-thread-coverage", "unconfirmed")
 FINDING_KINDS = VERDICTS[:-2] + INFO_KINDS
 
 # Per-test outcomes in a phase.
@@ -194,6 +194,8 @@ class Finding:
     message: str = ""  # one-line cause, e.g. "GIL re-enabled by `pkg._speedups`"
     reproduce: str = ""  # shell command that reproduces it on its own
     phase: str = ""  # phase name it was seen in first
+    # re-runs of the test alone, per GIL mode: {"gil0": "4/5", "gil1": "0/5"} (settings.confirm)
+    confirmed: dict[str, str] = field(default_factory=dict)
 
     @property
     def ratio(self) -> str:
@@ -203,6 +205,7 @@ class Finding:
         d = asdict(self)
         d["modes"] = list(self.modes)
         d["ratio"] = self.ratio
+        d["confirmed"] = dict(self.confirmed)
         return d
 
     @classmethod

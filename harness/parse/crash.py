@@ -48,8 +48,32 @@ def _is_lib(path: str) -> bool:
     return "site-packages" in path or "/lib/python3" in path or path.startswith("<")
 
 
+OTHER_FRAMES = 2  # innermost frames shown for each thread that is not the crashing one
+MAX_THREADS = 16
+
+
+def _dump_lines(lines: list[str]) -> list[tuple[str, list[str]]]:
+    """faulthandler's dump after a ``Fatal Python error`` line: (thread header, its frames)."""
+    threads: list[tuple[str, list[str]]] = []
+    for nxt in lines:
+        if FATAL_RE.search(nxt):
+            break
+        text = nxt.strip()
+        if CURRENT_RE.match(text):
+            threads.append((text.split(" (most recent", 1)[0], []))
+        elif FRAME_RE.match(nxt) and threads:
+            threads[-1][1].append(text)
+        elif text and threads and not text.startswith("<no Python frame>"):
+            break  # the dump is over ("Extension modules: ...", pytest's next line)
+    return threads
+
+
 def fatal_blocks(text: str) -> list[dict[str, Any]]:
-    """Every ``Fatal Python error`` with the current thread's stack that follows it."""
+    """Every ``Fatal Python error`` with the crashing thread's stack and where the others were.
+
+    ``excerpt`` is the error line, the crashing ("Current") thread's innermost frames, and for
+    each other thread its innermost frames outside the standard library and pytest's machinery.
+    """
     lines = text.splitlines()
     blocks = []
     for i, line in enumerate(lines):
@@ -57,22 +81,19 @@ def fatal_blocks(text: str) -> list[dict[str, Any]]:
         if not m:
             continue
         what = m.group("what").strip()
-        frames: list[str] = []
-        in_current = False
-        for nxt in lines[i + 1 : i + 400]:
-            if FATAL_RE.search(nxt):
-                break
-            if CURRENT_RE.match(nxt.strip()):
-                in_current = nxt.lstrip().startswith("Current thread")
-                if frames and not in_current:
-                    break
-                continue
-            fm = FRAME_RE.match(nxt)
-            if fm and in_current and len(frames) < MAX_FRAMES:
-                frames.append(nxt.strip())
+        threads = _dump_lines(lines[i + 1 : i + 2000])
+        current = next((fr for head, fr in threads if head.startswith("Current thread")), [])
+        frames = current[:MAX_FRAMES]
         test_frame = next(
             (f for f in frames if not _is_lib(FRAME_RE.match("  " + f).group("file"))), ""
         )
+        excerpt = [f"Fatal Python error: {what}"]
+        for head, fr in threads[:MAX_THREADS]:
+            if head.startswith("Current thread"):
+                excerpt += [f"{head} (crashed):", *(f"  {f}" for f in fr[:8])]
+                continue
+            own = [f for f in fr if not _is_machinery(f)][:OTHER_FRAMES]
+            excerpt += [f"{head}:", *(f"  {f}" for f in own or fr[:1])]
         blocks.append(
             {
                 "fatal": what,
@@ -80,10 +101,19 @@ def fatal_blocks(text: str) -> list[dict[str, Any]]:
                 "stack": frames,
                 "stack_top": frames[0] if frames else "",
                 "test_frame": test_frame,
-                "excerpt": "\n".join([line.strip(), *frames[:8]]),
+                "excerpt": "\n".join(excerpt),
             }
         )
     return blocks
+
+
+MACHINERY = ("/_pytest/", "/pluggy/", "/pytest_run_parallel/", "/xdist/", "/execnet/", "<frozen ")
+
+
+def _is_machinery(frame: str) -> bool:
+    m = FRAME_RE.match("  " + frame)
+    path = m.group("file") if m else ""
+    return any(x in path for x in MACHINERY) or ("/lib/python3" in path and "site-packages" not in path)
 
 
 def _func(test_id: str) -> str:

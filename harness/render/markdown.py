@@ -35,6 +35,7 @@ ICON = {
     "compatible": "✅",
     "no-tests": "⚪",
     "no-thread-coverage": "ℹ️",
+    "unconfirmed": "❔",
 }
 CHANGE_ICON = {"newly-broken": "🔻", "fixed": "🔺", "verdict-changed": "🔁",
                "new-package": "🆕", "removed": "➖"}

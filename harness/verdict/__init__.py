@@ -1,10 +1,13 @@
 """The verdict stage: a job's phases in, findings and one verdict out (pure: no I/O).
 
 ``rules`` holds the rules in the order of model.VERDICTS, ``coverage`` the thread coverage of
-the threaded runs, ``tsan`` the ThreadSanitizer findings, ``commands`` the reproduce commands.
+the threaded runs, ``tsan`` the ThreadSanitizer findings, ``confirm`` what re-running a finding's
+test alone showed, ``commands`` the reproduce commands.
 """
 
 from .commands import probe_command, reproduce
+from .confirm import Target
+from .confirm import targets as confirm_targets
 from .rules import Decision, decide
 
-__all__ = ["Decision", "decide", "probe_command", "reproduce"]
+__all__ = ["Decision", "Target", "confirm_targets", "decide", "probe_command", "reproduce"]

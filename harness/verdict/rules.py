@@ -19,7 +19,11 @@ Rules, in the order of model.VERDICTS (most severe first):
   that a failure would show (ft-race, thread-unsafe); crashes and hangs still count.
 - no-tests: no test ran anywhere (only the probe counts); else compatible.
 
-``no-thread-coverage`` (0 tests ran in threads) is shown but never decides.
+Then confirmation (``verdict.confirm``): the test of each ft-crash, crash, hang and ft-race
+finding is re-run alone ``settings.confirm`` times per GIL mode; a finding seen once that never
+recurs alone becomes ``unconfirmed``, and a crash gets its signal and stack from a run alone.
+
+``no-thread-coverage`` (0 tests ran in threads) and ``unconfirmed`` are shown but never decide.
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ from ..model import INFO_KINDS, Finding, Phase, severity
 from ..parse import incomplete
 from ..parse.gil import warning_lines
 from ..parse.install import classify_install
+from . import confirm as _confirm
 from . import coverage as _coverage
 from .commands import probe_command, reproduce
 from .tsan import tsan_findings
@@ -302,6 +307,7 @@ def decide(phases: Sequence[Phase], *, settings: Settings, probe: dict[str, Any]
     findings += crashes + hangs + failures + _gil_findings(phases, probe) + tsan_findings(phases)
     cov = _coverage.compute(phases)
     findings += _coverage.findings(cov, phases)
+    findings = _confirm.apply(findings, phases)
     findings.sort(key=lambda f: (severity(f.kind), f.test_id))
     ran_any = any(
         tc.outcome != "skipped" for p in runs for tc in p.tests.values()

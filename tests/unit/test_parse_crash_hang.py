@@ -63,7 +63,13 @@ def test_pytest_timeout_names_the_test_and_its_frame():
     assert p.hang["test_id"] == "tests/test_hang.py::test_sleeps_forever"
     assert p.hang["tests"][0]["stack_top"] == "tests/test_hang.py:14"
     t0 = phase("hang", "threads-gil0-r1").hang["tests"]
-    assert any("line 14, in test_sleeps_forever" in x["stack_top"] for x in t0)
+    assert any(x["stack_top"] == "tests/test_hang.py:14 in test_sleeps_forever: time.sleep(600)"
+               for x in t0)
+    lock = next(x for x in t0 if x["test_id"].endswith("test_lock_order"))
+    # every thread, and where it waits (issue #20: only the test's own frame was shown, 4 times)
+    assert lock["excerpt"].count(" waits in tests/test_hang.py:") == 4
+    assert "in test_lock_order: with second:" in lock["excerpt"]
+    assert "in test_lock_order: with first:" in lock["excerpt"]
     assert p.hang["job_timeout"] is False
     t = phase("hang", "threads-gil0-r1")
     assert {x["test_id"] for x in t.hang["tests"]} == {

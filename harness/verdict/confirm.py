@@ -1,0 +1,116 @@
+"""Confirmation: a red finding's test re-run alone, ``settings.confirm`` times per GIL mode.
+
+Real suites are not deterministic under threads, so one flaky repetition must not decide a red
+verdict for a whole package. After the suite's runs, the job re-runs the test of each
+``ft-crash``, ``crash``, ``hang`` and ``ft-race`` finding (the most severe first, at most
+``MAX_TARGETS`` tests, within ``settings.confirm_budget`` seconds) on its own: the same command
+as the phase that found it (threads as in that phase), without pytest-xdist, in every GIL mode.
+Those ``confirm`` phases decide nothing on their own; they change the findings:
+
+- every finding gets ``confirmed`` = ``{"gil0": "k/N", ...}``: runs alone in which the test did
+  not pass, per mode;
+- a crash seen under pytest-xdist, whose controller reports only "worker crashed", gets the
+  signal, the innermost Python frame (faulthandler's first frame of the crashing thread) and
+  faulthandler's dump of all threads from the first run alone that crashed;
+- a finding seen once in the suite's runs that never recurs alone becomes ``unconfirmed``: shown
+  with its real rate, never the verdict;
+- one seen more than once that never recurs alone stays, and says it did not recur alone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+from ..model import Finding, Phase
+
+CONFIRM_KINDS = ("ft-crash", "crash", "hang", "ft-race")
+MAX_TARGETS = 4
+PASSED = ("passed", "skipped")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Target:
+    """One test to re-run alone, and the phase whose command (and thread options) it copies."""
+
+    test_id: str
+    kind: str
+    phase: str
+
+
+def targets(findings: Sequence[Finding], phases: Sequence[Phase]) -> list[Target]:
+    """The tests to confirm: red findings with a test id, most severe first, one per test."""
+    by_name = {p.name: p for p in phases}
+    out: list[Target] = []
+    for f in findings:
+        if f.kind not in CONFIRM_KINDS or not f.test_id or any(t.test_id == f.test_id for t in out):
+            continue
+        src = by_name.get(f.phase)
+        if src is None or src.test_command is None:
+            continue
+        out.append(Target(test_id=f.test_id, kind=f.kind, phase=f.phase))
+        if len(out) == MAX_TARGETS:
+            break
+    return out
+
+
+def _recurred(p: Phase, test_id: str) -> bool:
+    tc = p.tests.get(test_id)
+    if p.crash or p.hang or p.timed_out or (p.signal is not None and not p.infra):
+        return True
+    if tc is not None:
+        return tc.outcome not in PASSED
+    return p.exit_code not in (0, 5)  # no result for the test: it did not get to pass
+
+
+def _dump(p: Phase) -> str:
+    """faulthandler's dump of every thread (parse.crash), else the run's log tail."""
+    return p.crash.get("excerpt", "") or p.excerpt
+
+
+def _alone_runs(f: Finding, confirm: Sequence[Phase]) -> list[Phase]:
+    return [p for p in confirm if p.test_command is not None and p.test_command.paths == (f.test_id,)]
+
+
+def apply(findings: Sequence[Finding], phases: Sequence[Phase]) -> list[Finding]:
+    """The findings with what the runs alone showed (see the module docstring)."""
+    confirm = [p for p in phases if p.kind == "confirm"]
+    if not confirm:
+        return list(findings)
+    out = []
+    for f in findings:
+        runs = _alone_runs(f, confirm) if f.kind in CONFIRM_KINDS and f.test_id else []
+        if not runs:
+            out.append(f)
+            continue
+        modes = sorted({p.gil for p in runs if p.gil is not None})
+        hit = {m: [p for p in runs if p.gil == m and _recurred(p, f.test_id)] for m in modes}
+        n = {m: len([p for p in runs if p.gil == m]) for m in modes}
+        confirmed = {f"gil{m}": f"{len(hit[m])}/{n[m]}" for m in modes}
+        said = ", ".join(f"{len(hit[m])}/{n[m]} with the GIL {'off' if m == 0 else 'on'}" for m in modes)
+        k = sum(len(v) for v in hit.values())
+        g = replace(f, confirmed=confirmed)
+        if f.kind in ("ft-crash", "crash"):
+            alone = next((p for m in modes for p in hit[m] if p.crash or p.signal is not None), None)
+            if alone is not None:
+                sig = alone.crash.get("signal") or alone.signal
+                top = alone.crash.get("stack_top") or alone.crash.get("test_frame", "")
+                fatal = alone.crash.get("fatal") or "killed"
+                g = replace(g, signal=sig if sig is not None else f.signal, stack_top=top or f.stack_top,
+                            excerpt=_dump(alone) or f.excerpt,
+                            message=f"{f.message.replace('(signal None)', f'(signal {sig})')}"
+                                    f"; alone: {fatal}, signal {sig}")
+        elif f.kind == "hang":
+            alone = next((p for m in modes for p in hit[m] if p.hang), None)
+            if alone is not None and alone.hang.get("excerpt"):
+                g = replace(g, excerpt=alone.hang["excerpt"], stack_top=alone.hang.get("stack_top", "")
+                            or (alone.hang.get("tests") or [{}])[0].get("stack_top", "") or f.stack_top)
+        if k == 0 and f.count <= 1:
+            g = replace(g, kind="unconfirmed",
+                        message=f"{f.kind} seen once ({f.ratio}) and not again alone ({said}): {g.message}")
+        elif k == 0:
+            g = replace(g, message=f"{g.message}; did not recur alone ({said})")
+        else:
+            g = replace(g, message=f"{g.message}; recurred alone {said}")
+        out.append(g)
+    return out

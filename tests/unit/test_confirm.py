@@ -1,0 +1,85 @@
+"""Confirmation (issue #20) on real runs of the fixtures, captured with their runs alone.
+
+tests/data/parse/confirm-*/ are whole jobs of a real harness run (local backend, 3.13.5t,
+`confirm: 3`, deadlock `confirm: 2`), stored by tests/data/parse/_tools/from_result.py.
+"""
+
+from __future__ import annotations
+
+import signal
+
+from harness.matrix import Settings
+from harness.verdict import confirm_targets, decide
+from tests.unit.test_verdict import load
+
+S = Settings()
+
+
+def only(d, kind):
+    (f,) = [f for f in d.findings if f.kind == kind]
+    return f
+
+
+def test_a_crash_under_xdist_gets_signal_stack_and_dump_from_its_runs_alone():
+    main = load("confirm-realloc", keep=lambda p: p.kind != "confirm")
+    before = only(decide(main, settings=S, probe={}), "ft-crash")
+    d = decide(load("confirm-realloc"), settings=S, probe={})
+    assert d.verdict == "ft-crash"
+    f = only(d, "ft-crash")
+    assert f.test_id == before.test_id == "tests/test_fill.py::test_fill_large"
+    assert f.confirmed == {"gil0": "3/3", "gil1": "0/3"}
+    assert f.signal in (signal.SIGSEGV, signal.SIGABRT)
+    assert f.stack_top.endswith("tests/test_fill.py\", line 13 in test_fill_large")
+    assert f.excerpt.startswith("Fatal Python error: ")
+    assert "Current thread" in f.excerpt or "Thread 0x" in f.excerpt  # faulthandler's dump
+    assert "recurred alone 3/3 with the GIL off, 0/3 with the GIL on" in f.message
+
+
+def test_a_race_is_confirmed_per_mode():
+    f = only(decide(load("confirm-sharedbuf"), settings=S, probe={}), "ft-race")
+    assert f.test_id == "tests/test_label.py::test_label_roundtrip"
+    assert f.confirmed == {"gil0": "3/3", "gil1": "0/3"} and f.ratio == "3/3"
+
+
+def test_a_hang_alone_shows_where_each_thread_waits_in_the_package():
+    d = decide(load("confirm-deadlock"), settings=S, probe={})
+    f = only(d, "hang")
+    assert f.confirmed == {"gil0": "2/2", "gil1": "2/2"}
+    assert f.stack_top.startswith("ft_deadlock/ledger.py:")
+    assert "waits in ft_deadlock/ledger.py:22 in post: with _accounts_lock:" in f.excerpt
+    assert " in audit: with _accounts_lock:" in f.excerpt and " in post: with _journal_lock:" in f.excerpt
+
+
+def test_seen_once_and_never_alone_is_unconfirmed_not_the_verdict():
+    # the race of the shared buffer seen in one GIL-off repetition, and its runs alone all passing
+    # (the GIL-on ones): the finding stays, with its rate, but cannot turn the verdict red
+    def keep(p):
+        if p.kind == "threads" and p.gil == 0:
+            return p.rep == 1
+        return p.kind != "confirm" or p.gil == 1
+
+    d = decide(load("confirm-sharedbuf", keep=keep), settings=S, probe={})
+    f = only(d, "unconfirmed")
+    assert f.ratio == "1/1" and f.confirmed == {"gil1": "0/3"}
+    assert f.message.startswith("ft-race seen once (1/1) and not again alone (0/3 with the GIL on)")
+    assert d.verdict == "compatible"
+
+
+def test_seen_twice_and_never_alone_stays_and_says_so():
+    def keep(p):
+        if p.kind == "threads" and p.gil == 0:
+            return p.rep in (1, 2)
+        return p.kind != "confirm" or p.gil == 1
+
+    d = decide(load("confirm-sharedbuf", keep=keep), settings=S, probe={})
+    f = only(d, "ft-race")
+    assert d.verdict == "ft-race" and f.message.endswith("did not recur alone (0/3 with the GIL on)")
+
+
+def test_targets_most_severe_first_one_per_test():
+    phases = load("confirm-realloc", keep=lambda p: p.kind != "confirm")
+    d = decide(phases, settings=S, probe={})
+    (t,) = confirm_targets(d.findings, phases)
+    assert (t.test_id, t.kind) == ("tests/test_fill.py::test_fill_large", "ft-crash")
+    assert t.phase.startswith(("threads-gil0", "plain-gil0"))
+    assert confirm_targets([], phases) == []

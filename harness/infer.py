@@ -193,13 +193,15 @@ def _requires(src: Path, dist: str, env: Mapping[str, str], notes: list[str]) ->
     pyproject = _read_toml(src / "pyproject.toml", notes)
     setup_cfg = _read_ini(src / "setup.cfg", notes)
     tox = _read_ini(src / "tox.ini", notes)
-    groups = {canonicalize_name(k): v for k, v in pyproject.get("dependency-groups", {}).items()}
+    groups: dict[str, Any] = {canonicalize_name(k): v
+                              for k, v in pyproject.get("dependency-groups", {}).items()}
     extras: dict[str, list[str]] = {}
     if setup_cfg is not None and setup_cfg.has_section("options.extras_require"):
         for k, v in setup_cfg["options.extras_require"].items():
             extras.setdefault(canonicalize_name(k), _lines(v))
     opt_deps = pyproject.get("project", {}).get("optional-dependencies", {})
-    pyextras = {canonicalize_name(k): list(v) for k, v in opt_deps.items() if isinstance(v, list)}
+    pyextras: dict[str, list[str]] = {canonicalize_name(k): list(v) for k, v in opt_deps.items()
+                                      if isinstance(v, list)}
     all_extras = {**extras, **pyextras}
 
     def group(name: str) -> tuple[str, list[str]] | None:

@@ -316,8 +316,9 @@ def _source(ctx: _Ctx, node: yaml.Node, where: str, base: Path) -> Source:
             raise ctx.fail(node, f"{where} with a url needs sha256 (the tarball's digest)")
         return Source(kind="url", url=url, sha256=sha.lower())
     if "tarball" in m:
-        p = _existing(ctx, m["tarball"], f"{where}.tarball", base, _str(ctx, m["tarball"], where))
-        return Source(kind="tarball", path=p, sha256=sha.lower())
+        tarball = _existing(ctx, m["tarball"], f"{where}.tarball", base,
+                            _str(ctx, m["tarball"], where))
+        return Source(kind="tarball", path=tarball, sha256=sha.lower())
     raise ctx.fail(node, f"{where} needs url (with sha256) or tarball")
 
 

@@ -211,13 +211,13 @@ def _number(v: Any) -> float | None:
 def _package_seconds(entry: dict[str, Any]) -> float | None:
     phases = entry.get("phases")
     if isinstance(phases, list):
-        vals = [_number(p.get("duration")) for p in phases if isinstance(p, dict)]
-        vals = [v for v in vals if v is not None]
+        vals = [v for p in phases if isinstance(p, dict)
+                if (v := _number(p.get("duration"))) is not None]
         if vals:
             return sum(vals)
     if isinstance(phases, dict):  # {"install": {"duration": ..}} or {"install": 12.3}
-        vals = [_number(p.get("duration") if isinstance(p, dict) else p) for p in phases.values()]
-        vals = [v for v in vals if v is not None]
+        vals = [v for p in phases.values()
+                if (v := _number(p.get("duration") if isinstance(p, dict) else p)) is not None]
         if vals:
             return sum(vals)
     for key in ("duration", "seconds"):

@@ -189,7 +189,7 @@ def expand(spec: MatrixSpec, *, fetch: Fetch = fetch_index,
            known: Mapping[str, Resolved] | None = None) -> tuple[tuple[Package, ...], dict[str, Resolved]]:
     """The plan's packages (selected, overridden, then the other explicit ones) and the record
     of every resolution made, to be stored with the plan and passed back as ``known``."""
-    explicit = {canonicalize_name(p.name): p for p in spec.packages}
+    explicit: dict[str, Package] = {canonicalize_name(p.name): p for p in spec.packages}
     record: dict[str, Resolved] = dict(known or {})
     out: list[Package] = []
     taken: set[str] = set()

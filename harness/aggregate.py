@@ -114,8 +114,8 @@ def load_results(dirs: Sequence[Path], *,
             continue
         seen[res.job_id] = path
         results.append(res)
-    for p in problems:
-        log.warning("skipped %s", p)
+    for skipped in problems:
+        log.warning("skipped %s", skipped)
     return results, problems
 
 

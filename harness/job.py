@@ -202,7 +202,8 @@ def run_job(job: Job, *, interp: InterpreterInfo, python: str, backend: Backend,
     ws = backend.open(job.job_id, host_root, python, job.package.path)
     ctx = _Ctx(job=job, ws=ws, backend=backend, out=out, progress=progress, phases=[],
                deadline=time.monotonic() + job.settings.job_timeout, interp=interp, tarball=tarball)
-    version, extra = "", {}
+    version = ""
+    extra: dict = {}  # what _steps found, if it got that far
     try:
         version, extra = _steps(ctx)
     finally:

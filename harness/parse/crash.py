@@ -85,7 +85,7 @@ def fatal_blocks(text: str) -> list[dict[str, Any]]:
         current = next((fr for head, fr in threads if head.startswith("Current thread")), [])
         frames = current[:MAX_FRAMES]
         test_frame = next(
-            (f for f in frames if not _is_lib(FRAME_RE.match("  " + f).group("file"))), ""
+            (f for f in frames if (fm := FRAME_RE.match("  " + f)) and not _is_lib(fm.group("file"))), ""
         )
         excerpt = [f"Fatal Python error: {what}"]
         for head, fr in threads[:MAX_THREADS]:

@@ -182,7 +182,7 @@ def _report(b: _Block) -> dict[str, Any]:
     location_text = ""
     for header, frames in _sections(b.lines):
         th = _THREAD.search(header)
-        entry = {"title": header.rstrip(":"), "frames": frames}
+        entry: dict[str, Any] = {"title": header.rstrip(":"), "frames": frames}
         if header.startswith("Thread T") or header.startswith("Thread main"):
             entry["thread"] = header.split()[1]
             threads.append(entry)

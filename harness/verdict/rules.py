@@ -36,11 +36,14 @@ from typing import Any
 from ..matrix import Settings
 from ..model import INFO_KINDS, Finding, Phase, severity
 from ..parse import incomplete
+from ..parse import setup as parse_setup
 from ..parse.gil import warning_lines
 from ..parse.install import classify_install
-from . import confirm as _confirm
-from . import coverage as _coverage
 from .commands import probe_command, reproduce
+from .confirm import apply as apply_confirmation
+from .coverage import compute as compute_coverage
+from .coverage import findings as coverage_findings
+from .coverage import qualifier as coverage_qualifier
 from .tsan import tsan_findings
 
 __all__ = ["Decision", "decide"]
@@ -107,6 +110,8 @@ def _broken_run(phase: Phase) -> Finding | None:
         why = f"exit code {phase.exit_code}, and no test results could be read"
     else:
         return None
+    if phase.setup and not phase.infra and not phase.oom_killed:
+        return _setup_finding("infra-error", phase, [], f"{phase.name}: the suite could not run")
     return Finding(
         kind="infra-error",
         modes=(phase.gil,) if phase.gil is not None else (),
@@ -116,6 +121,23 @@ def _broken_run(phase: Phase) -> Finding | None:
         reproduce=reproduce(phase, None),
         phase=phase.name,
     )
+
+
+def _setup_finding(kind: str, phase: Phase, tests: list[str], what: str) -> Finding:
+    """A setup failure (parse.setup): the real cause and its fix, never the package's fault."""
+    problems = phase.setup
+    first = problems[0] if problems else None
+    lines = [f"{p.excerpt}{f'  [{p.where}]' if p.where and p.where not in p.excerpt else ''}"
+             f"\n  fix: {p.fix}" for p in problems]
+    if tests:
+        lines.append(f"tests that could not run: {', '.join(tests[:10])}"
+                     + (f" and {len(tests) - 10} more" if len(tests) > 10 else ""))
+    cause = f"{first.excerpt}; fix: {first.fix}" if first else "a test's fixture or import is missing"
+    return Finding(kind=kind, test_id=tests[0] if len(tests) == 1 else "",
+                   modes=(phase.gil,) if phase.gil is not None else (), count=len(tests),
+                   evidence="setup", excerpt="\n".join(lines) or phase.excerpt[-2000:],
+                   message=f"setup: {what}: {cause}"[:400], reproduce=reproduce(phase, None),
+                   phase=phase.name)
 
 
 def _table(phases: Sequence[Phase]) -> dict[str, dict[str, str]]:
@@ -211,8 +233,12 @@ def _failure_findings(
     table = _table(plain + threads)
     out: list[Finding] = []
     baseline: set[str] = set()
+    setup_tests: dict[str, Phase] = {}
     for tid, row in table.items():
         plain_bad = [p for p in plain if row.get(p.name) in BAD]
+        if plain_bad and all(parse_setup.is_setup_message(p.tests[tid].message) for p in plain_bad):
+            setup_tests.setdefault(tid, plain_bad[0])  # its fixture or import is missing
+            continue
         if plain_bad:
             baseline.add(tid)
             if tid in blamed:
@@ -241,6 +267,12 @@ def _failure_findings(
         runs = [p for p in threads if p.gil in modes and p.name in row]
         out.append(_junit_finding(kind, tid, modes, hits[0], len(hits), len(runs),
                                   f"{tid} {why} ({len(hits)}/{len(runs)})"))
+    if setup_tests:
+        ran = any(tc.outcome == "passed" for p in plain for tc in p.tests.values())
+        first = next(iter(setup_tests.values()))
+        kind = "setup-error" if ran else "infra-error"  # shown; the verdict only if nothing ran
+        out.append(_setup_finding(kind, first, sorted(setup_tests),
+                                  f"{len(setup_tests)} test(s) could not run"))
     return out, baseline
 
 
@@ -305,9 +337,9 @@ def decide(phases: Sequence[Phase], *, settings: Settings, probe: dict[str, Any]
     blamed = {f.test_id for f in crashes + hangs if f.test_id}
     failures, _baseline = _failure_findings(phases, ran_modes, blamed)
     findings += crashes + hangs + failures + _gil_findings(phases, probe) + tsan_findings(phases)
-    cov = _coverage.compute(phases)
-    findings += _coverage.findings(cov, phases)
-    findings = _confirm.apply(findings, phases)
+    cov = compute_coverage(phases)
+    findings += coverage_findings(cov, phases)
+    findings = apply_confirmation(findings, phases)
     findings.sort(key=lambda f: (severity(f.kind), f.test_id))
     ran_any = any(
         tc.outcome != "skipped" for p in runs for tc in p.tests.values()
@@ -319,5 +351,5 @@ def decide(phases: Sequence[Phase], *, settings: Settings, probe: dict[str, Any]
         verdict = "no-tests"
     else:
         verdict = "compatible"
-    qualifier = _coverage.qualifier(cov, settings) if verdict == "compatible" else ""
+    qualifier = coverage_qualifier(cov, settings) if verdict == "compatible" else ""
     return Decision(verdict=verdict, qualifier=qualifier, findings=tuple(findings), coverage=cov)

@@ -49,7 +49,7 @@ def now_iso() -> str:
 
 
 # Finding kinds that are shown but never decide the verdict.
-INFO_KINDS = ("no-thread-coverage", "unconfirmed")
+INFO_KINDS = ("no-thread-coverage", "unconfirmed", "setup-error")
 FINDING_KINDS = VERDICTS[:-2] + INFO_KINDS
 
 # Per-test outcomes in a phase.
@@ -90,6 +90,21 @@ class TestCase:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> TestCase:
+        return _build(cls, d)
+
+
+@dataclass(frozen=True, kw_only=True)
+class SetupProblem:
+    """Why a suite could not be collected or run in its environment (parse.setup)."""
+
+    kind: str  # "missing-module" | "missing-fixture" | "unknown-option" | "unknown-marker"
+    name: str  # the module, fixture, option or marker
+    where: str = ""  # file:line of the import or test, when known
+    excerpt: str = ""  # the log's words for it
+    fix: str = ""  # what would fix it in matrix.yaml
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> SetupProblem:
         return _build(cls, d)
 
 
@@ -153,6 +168,7 @@ class Phase:
     gil_modules: tuple[str, ...] = ()  # modules named in GIL-re-enabled warnings
     parallel: dict[str, Any] = field(default_factory=dict)  # run-parallel coverage
     tsan: tuple[dict[str, Any], ...] = ()  # TSan reports
+    setup: tuple[SetupProblem, ...] = ()  # the environment's problems (a missing test dependency)
     excerpt: str = ""  # tail of the log, for evidence
 
     @property
@@ -165,6 +181,7 @@ class Phase:
         d["test_command"] = self.test_command.to_dict() if self.test_command else None
         d["gil_modules"] = list(self.gil_modules)
         d["tsan"] = list(self.tsan)
+        d["setup"] = [asdict(x) for x in self.setup]
         return d
 
     @classmethod
@@ -175,6 +192,7 @@ class Phase:
         d["test_command"] = TestCommand.from_dict(tc) if isinstance(tc, dict) and tc.get("head") else None
         d["gil_modules"] = tuple(d.get("gil_modules", ()))
         d["tsan"] = tuple(d.get("tsan", ()))
+        d["setup"] = tuple(SetupProblem.from_dict(x) for x in d.get("setup", ()) if isinstance(x, dict))
         d["tests"] = {k: TestCase.from_dict(v) for k, v in d.get("tests", {}).items()}
         return _build(cls, d)
 

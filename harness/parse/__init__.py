@@ -21,11 +21,13 @@ from .hang import find_hang
 from .junit import CRASHED_RE, TIMEOUT_RE, guess_nodeid, junit_key, parse_junit
 from .parallel import parse_parallel
 from .pytestlog import FINAL_RE, parse_log
+from .setup import find_setup_problems
 
 __all__ = ["NOTE", "parse_phase", "gil_modules", "read_text", "tail", "incomplete"]
 
 log = logging.getLogger(__name__)
 
+TEST_KINDS = ("plain", "threads", "collect", "tsan", "confirm")
 MAX_READ = 32 * 1024 * 1024  # a runaway log is read head + tail, not whole
 TAIL_LINES = 60
 TAIL_CHARS = 6000
@@ -135,6 +137,7 @@ def _parse(phase: Phase, out_dir: Path) -> Phase:
         hang=hang,
         gil_modules=tuple(gil_modules(text)),
         parallel=parallel,
+        setup=find_setup_problems(text) if phase.kind in TEST_KINDS else (),
         excerpt="\n".join([tail(text), *notes]).strip(),
     )
 

@@ -36,6 +36,7 @@ ICON = {
     "no-tests": "⚪",
     "no-thread-coverage": "ℹ️",
     "unconfirmed": "❔",
+    "setup-error": "🧩",
 }
 CHANGE_ICON = {"newly-broken": "🔻", "fixed": "🔺", "verdict-changed": "🔁",
                "new-package": "🆕", "removed": "➖"}

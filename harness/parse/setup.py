@@ -1,0 +1,109 @@
+"""Setup failures: the suite could not be collected or run because of its environment.
+
+A test dependency that was not installed, a fixture or plugin that is not there, an option
+``addopts`` names that no installed plugin knows: none of that is the package's failure on the
+free-threaded build, so the verdict must not say ``baseline-failure``. Each problem found in a
+pytest log carries the real cause (``ModuleNotFoundError: No module named 'hypothesis'`` with
+the file and line) and what would fix it in matrix.yaml (``test_requires: [hypothesis]``).
+"""
+
+from __future__ import annotations
+
+import re
+
+from ..model import SetupProblem
+
+MODULE_RE = re.compile(r"^E\s+ModuleNotFoundError: No module named '(?P<mod>[\w.]+)'", re.M)
+WHILE_RE = re.compile(
+    r"^ImportError while (?P<what>loading conftest|importing test module) '(?P<file>[^']+)'", re.M)
+AT_RE = re.compile(r"^(?P<loc>[^\s:]+\.py:\d+): in ", re.M)
+FIXTURE_RE = re.compile(r"^E\s+fixture '(?P<name>\w+)' not found", re.M)
+ARGS_RE = re.compile(r"^(?:[\w.]+: )?error: unrecognized arguments: (?P<args>.+)$", re.M)
+MARKER_RE = re.compile(r"'(?P<name>\w+)' not found in `markers` configuration option")
+# fixtures of well-known plugins: the fix for a missing one
+FIXTURE_PLUGINS = {
+    "mocker": "pytest-mock", "class_mocker": "pytest-mock", "module_mocker": "pytest-mock",
+    "benchmark": "pytest-benchmark", "httpserver": "pytest-httpserver",
+    "freezer": "pytest-freezer", "time_machine": "time-machine", "event_loop": "pytest-asyncio",
+    "aiohttp_client": "pytest-aiohttp", "datadir": "pytest-datadir", "snapshot": "syrupy",
+    "requests_mock": "requests-mock", "httpx_mock": "pytest-httpx", "subtests": "pytest-subtests",
+    "loop": "pytest-aiohttp", "anyio_backend": "anyio", "fs": "pyfakefs", "xprocess": "pytest-xprocess",
+}
+# options of well-known plugins that addopts often names
+OPTION_PLUGINS = {"--cov": "pytest-cov", "--benchmark": "pytest-benchmark", "--mypy": "pytest-mypy",
+                  "--doctest-plus": "pytest-doctestplus", "--reruns": "pytest-rerunfailures",
+                  "--hypothesis": "hypothesis", "--asyncio-mode": "pytest-asyncio",
+                  "--randomly": "pytest-randomly", "--flake8": "pytest-flake8"}
+MAX_PROBLEMS = 10
+
+
+def _location(text: str, start: int, end: int) -> str:
+    """The innermost ``path:line: in`` of the traceback, outside the standard library."""
+    locs = [m.group("loc") for m in AT_RE.finditer(text, start, end)]
+    own = [x for x in locs if not ("/lib/python3" in x and "site-packages" not in x)]
+    return (own or locs or [""])[-1]
+
+
+def _missing_modules(text: str) -> list[SetupProblem]:
+    out = []
+    for w in WHILE_RE.finditer(text):
+        m = MODULE_RE.search(text, w.end(), w.end() + 4000)
+        if not m:
+            continue
+        mod = m.group("mod")
+        top = mod.split(".", 1)[0]
+        where = _location(text, w.end(), m.start()) or w.group("file")
+        in_what = "conftest" if w.group("what") == "loading conftest" else "test module"
+        out.append(SetupProblem(
+            kind="missing-module", name=mod, where=where,
+            excerpt=f"{where}: ModuleNotFoundError: No module named '{mod}' (while {w.group('what')})",
+            fix=f"test_requires: [{top}]  (the distribution that provides `{top}`, imported by a "
+                f"{in_what})"))
+    return out
+
+
+def find_setup_problems(text: str) -> tuple[SetupProblem, ...]:
+    """Every distinct setup problem in a pytest log, in the order they appear."""
+    found: list[SetupProblem] = _missing_modules(text)
+    for m in FIXTURE_RE.finditer(text):
+        name = m.group("name")
+        plugin = FIXTURE_PLUGINS.get(name)
+        found.append(SetupProblem(
+            kind="missing-fixture", name=name, where=_before_file(text, m.start()),
+            excerpt=f"fixture '{name}' not found",
+            fix=f"test_requires: [{plugin}]" if plugin else f"test_requires: [<the plugin that "
+                                                             f"provides the '{name}' fixture>]"))
+    for m in ARGS_RE.finditer(text):
+        args = m.group("args").strip()
+        plugin = next((p for opt, p in OPTION_PLUGINS.items() if args.startswith(opt)), "")
+        found.append(SetupProblem(
+            kind="unknown-option", name=args.split()[0] if args else "", where="addopts",
+            excerpt=m.group(0).strip(),
+            fix='pytest_args: ["-o", "addopts="]' + (f" (or test_requires: [{plugin}])" if plugin else "")))
+    for m in MARKER_RE.finditer(text):
+        found.append(SetupProblem(
+            kind="unknown-marker", name=m.group("name"), where="",
+            excerpt=m.group(0), fix='pytest_args: ["-o", "addopts="] (its --strict-markers) or the '
+                                    "plugin that registers the marker"))
+    seen: set[tuple[str, str]] = set()
+    out = []
+    for p in found:
+        if (p.kind, p.name) not in seen:
+            seen.add((p.kind, p.name))
+            out.append(p)
+    return tuple(out[:MAX_PROBLEMS])
+
+
+def _before_file(text: str, at: int) -> str:
+    """``file /src/tests/test_c.py, line 1`` printed above a fixture error, as path:line."""
+    head = text.rfind("\nfile ", 0, at)
+    if head < 0:
+        return ""
+    line = text[head + 6 : text.find("\n", head + 1)]
+    m = re.match(r"(?P<file>.+), line (?P<line>\d+)$", line.strip())
+    return f"{m.group('file')}:{m.group('line')}" if m else ""
+
+
+def is_setup_message(message: str) -> bool:
+    """A test's failure message that is a setup problem (its fixture or import is missing)."""
+    return bool(re.search(r"fixture '\w+' not found|ModuleNotFoundError: No module named", message))

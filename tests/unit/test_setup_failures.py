@@ -1,0 +1,57 @@
+"""A setup failure is not a package failure (issue #14), on real runs of two fixtures.
+
+tests/data/parse/setup-*/ are whole jobs of a real harness run (local backend, 3.13.5t):
+ft_setupfail's conftest imports a module nothing declares (the suite cannot be collected),
+ft_nofixture has one test using pytest-mock's `mocker`, which is not installed.
+"""
+
+from __future__ import annotations
+
+from harness.matrix import Settings
+from harness.parse.setup import find_setup_problems, is_setup_message
+from harness.verdict import decide
+from tests.unit.test_verdict import DATA, load
+
+S = Settings()
+
+
+def test_a_suite_that_cannot_be_collected_is_infra_error_with_the_real_cause_and_fix():
+    d = decide(load("setup-setupfail"), settings=S, probe={})
+    assert d.verdict == "infra-error"
+    assert {f.evidence for f in d.findings} == {"setup"}
+    f = d.findings[0]
+    assert f.excerpt.startswith("tests/conftest.py:3: ModuleNotFoundError: No module named "
+                                "'ft_undeclared_test_helper' (while loading conftest)")
+    assert "fix: test_requires: [ft_undeclared_test_helper]" in f.excerpt
+    assert f.message.startswith("setup: plain-gil") and "baseline" not in f.message
+
+
+def test_one_test_missing_a_fixture_is_shown_but_does_not_decide():
+    d = decide(load("setup-nofixture"), settings=S, probe={})
+    assert d.verdict == "compatible"
+    (f,) = [f for f in d.findings if f.kind == "setup-error"]
+    assert f.test_id == "tests/test_double.py::test_double_is_called"
+    assert "fixture 'mocker' not found" in f.excerpt and "test_requires: [pytest-mock]" in f.excerpt
+    assert not [f for f in d.findings if f.kind == "baseline-failure"]
+
+
+def test_the_parser_on_the_captured_logs():
+    text = (DATA / "setup-setupfail" / "logs" / "plain-gil0.log").read_text()
+    (p,) = find_setup_problems(text)
+    assert (p.kind, p.name, p.where) == ("missing-module", "ft_undeclared_test_helper", "tests/conftest.py:3")
+    text = (DATA / "setup-nofixture" / "logs" / "plain-gil1.log").read_text()
+    (p,) = find_setup_problems(text)
+    assert (p.kind, p.name, p.fix) == ("missing-fixture", "mocker", "test_requires: [pytest-mock]")
+    assert p.where.endswith("tests/test_double.py:8")
+    assert find_setup_problems((DATA / "mix" / "logs" / "plain-gil1.log").read_text()) == ()
+    assert is_setup_message("fixture 'mocker' not found") and not is_setup_message("assert 1 == 2")
+
+
+def test_unknown_addopts_option_and_a_test_module_import():
+    root = DATA.parent / "setup"
+    (p,) = find_setup_problems((root / "unknown-option.log").read_text())
+    assert (p.kind, p.name) == ("unknown-option", "--cov=d")
+    assert p.fix == 'pytest_args: ["-o", "addopts="] (or test_requires: [pytest-cov])'
+    (p,) = find_setup_problems((root / "test-module-import.log").read_text())
+    assert (p.kind, p.name, p.where) == ("missing-module", "hypothesis_not_installed_xyz",
+                                         "tests/test_b.py:1")

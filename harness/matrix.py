@@ -1,18 +1,17 @@
 """matrix.yaml -> frozen dataclasses, every error carrying its file and line.
 
-The YAML is composed into nodes (which keep their marks) and walked by a small
-typed loader, so an error can say ``matrix.yaml:14: packages[2].threads must
-be a positive integer, got 'four'`` instead of a traceback.
+The YAML is composed into nodes (which keep their marks) and walked with the
+typed helpers of harness.yamlspec, so an error can say ``matrix.yaml:14:
+packages[2].threads must be a positive integer, got 'four'`` instead of a
+traceback.  This module says what a matrix holds; yamlspec how a node is read.
 """
 
 from __future__ import annotations
 
-import difflib
 import hashlib
 import json
 import re
-from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +20,7 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
+from . import yamlspec as y
 from .errors import ConfigError
 
 MAX_MATRIX_BYTES = 1_000_000
@@ -154,88 +154,10 @@ class MatrixSpec:
 
 
 # --------------------------------------------------------------------------- loader
+# (the node helpers -- mapping, string, pos_int, ..., "did you mean" -- are harness.yamlspec)
 
 
-class _Ctx:
-    def __init__(self, file: str):
-        self.file = file
-
-    def fail(self, node: yaml.Node | None, msg: str) -> ConfigError:
-        line = node.start_mark.line + 1 if node is not None else 1
-        return ConfigError(msg, file=self.file, line=line)
-
-
-def _suggest(word: str, options: list[str]) -> str:
-    close = difflib.get_close_matches(word, options, n=1, cutoff=0.6)
-    return f" (did you mean '{close[0]}'?)" if close else f" (expected one of: {', '.join(options)})"
-
-
-def _mapping(ctx: _Ctx, node: yaml.Node, where: str, allowed: list[str]) -> dict[str, yaml.Node]:
-    if not isinstance(node, yaml.MappingNode):
-        raise ctx.fail(node, f"{where} must be a mapping, got {_kind(node)}")
-    out: dict[str, yaml.Node] = {}
-    for knode, vnode in node.value:
-        key = knode.value if isinstance(knode, yaml.ScalarNode) else None
-        if not isinstance(key, str):
-            raise ctx.fail(knode, f"{where} has a key that is not a string")
-        if key not in allowed:
-            prefix = f"{where}" if where != "top level" else "the top level"
-            raise ctx.fail(knode, f"unknown key '{key}' in {prefix}{_suggest(key, allowed)}")
-        if key in out:
-            raise ctx.fail(knode, f"{_join(where, key)} is given twice")
-        out[key] = vnode
-    return out
-
-
-def _join(where: str, key: str) -> str:
-    return key if where == "top level" else f"{where}.{key}"
-
-
-def _kind(node: yaml.Node) -> str:
-    if isinstance(node, yaml.MappingNode):
-        return "a mapping"
-    if isinstance(node, yaml.SequenceNode):
-        return "a list"
-    if node.tag.endswith(":null"):
-        return "nothing"
-    value = yaml.safe_load(yaml.serialize(node))
-    return repr(value) if isinstance(value, str) else str(value)
-
-
-def _scalar(ctx: _Ctx, node: yaml.Node, where: str) -> Any:
-    if not isinstance(node, yaml.ScalarNode):
-        raise ctx.fail(node, f"{where} must be a single value, got {_kind(node)}")
-    return yaml.safe_load(yaml.serialize(node))
-
-
-def _str(ctx: _Ctx, node: yaml.Node, where: str, *, empty_ok: bool = False) -> str:
-    value = _scalar(ctx, node, where)
-    if isinstance(value, bool) or value is None or isinstance(value, (dict, list)):
-        raise ctx.fail(node, f"{where} must be a string, got {_kind(node)}")
-    text = str(value)
-    if not empty_ok and not text.strip():
-        raise ctx.fail(node, f"{where} must not be empty")
-    return text
-
-
-def _pos_int(ctx: _Ctx, node: yaml.Node, where: str) -> int:
-    value = _scalar(ctx, node, where)
-    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-        raise ctx.fail(node, f"{where} must be a positive integer, got {_kind(node)}")
-    return value
-
-
-def _list(ctx: _Ctx, node: yaml.Node, where: str) -> list[yaml.Node]:
-    if not isinstance(node, yaml.SequenceNode):
-        raise ctx.fail(node, f"{where} must be a list, got {_kind(node)}")
-    return list(node.value)
-
-
-def _str_list(ctx: _Ctx, node: yaml.Node, where: str) -> tuple[str, ...]:
-    return tuple(_str(ctx, n, f"{where}[{i}]") for i, n in enumerate(_list(ctx, node, where)))
-
-
-def _settings(ctx: _Ctx, node: yaml.Node) -> Settings:
+def _settings(ctx: y.Ctx, node: yaml.Node) -> Settings:
     keys = [
         "threads",
         "iterations",
@@ -247,44 +169,44 @@ def _settings(ctx: _Ctx, node: yaml.Node) -> Settings:
         "confirm",
         "confirm_budget",
     ]
-    m = _mapping(ctx, node, "settings", keys)
+    m = y.mapping(ctx, node, "settings", keys)
     kw: dict[str, Any] = {}
     for key in ("threads", "iterations", "repeat", "test_timeout", "job_timeout", "confirm_budget"):
         if key in m:
-            kw[key] = _pos_int(ctx, m[key], f"settings.{key}")
+            kw[key] = y.pos_int(ctx, m[key], f"settings.{key}")
     if "confirm" in m:
-        v = _scalar(ctx, m["confirm"], "settings.confirm")
+        v = y.scalar(ctx, m["confirm"], "settings.confirm")
         if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= 100:
             raise ctx.fail(m["confirm"], "settings.confirm must be an integer from 0 (off) to 100, "
-                                         f"got {_kind(m['confirm'])}")
+                                         f"got {y.kind(m['confirm'])}")
         kw["confirm"] = v
     if "gil_modes" in m:
         modes = []
-        items = _list(ctx, m["gil_modes"], "settings.gil_modes")
+        items = y.seq(ctx, m["gil_modes"], "settings.gil_modes")
         if not items:
             raise ctx.fail(m["gil_modes"], "settings.gil_modes must list at least one of 0, 1")
         for i, n in enumerate(items):
-            v = _scalar(ctx, n, f"settings.gil_modes[{i}]")
+            v = y.scalar(ctx, n, f"settings.gil_modes[{i}]")
             if isinstance(v, bool) or v not in (0, 1):
-                raise ctx.fail(n, f"settings.gil_modes[{i}] must be 0 or 1, got {_kind(n)}")
+                raise ctx.fail(n, f"settings.gil_modes[{i}] must be 0 or 1, got {y.kind(n)}")
             if v in modes:
                 raise ctx.fail(n, f"settings.gil_modes[{i}] repeats mode {v}")
             modes.append(v)
         kw["gil_modes"] = tuple(modes)
     if "min_parallel_fraction" in m:
         n = m["min_parallel_fraction"]
-        v = _scalar(ctx, n, "settings.min_parallel_fraction")
+        v = y.scalar(ctx, n, "settings.min_parallel_fraction")
         if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v <= 1:
             raise ctx.fail(
-                n, f"settings.min_parallel_fraction must be a number from 0 to 1, got {_kind(n)}"
+                n, f"settings.min_parallel_fraction must be a number from 0 to 1, got {y.kind(n)}"
             )
         kw["min_parallel_fraction"] = float(v)
     return Settings(**kw)
 
 
-def _source(ctx: _Ctx, node: yaml.Node, where: str, base: Path) -> Source:
+def _source(ctx: y.Ctx, node: yaml.Node, where: str, base: Path) -> Source:
     if isinstance(node, yaml.ScalarNode):
-        text = _str(ctx, node, where)
+        text = y.string(ctx, node, where)
         kind, _, rest = text.partition(":")
         if kind == "debian" and rest:
             if not SUITE_RE.fullmatch(rest):
@@ -292,52 +214,45 @@ def _source(ctx: _Ctx, node: yaml.Node, where: str, base: Path) -> Source:
                                      "(like trixie, forky, sid)")
             return Source(kind="debian", suite=rest)
         if kind == "tarball" and rest:
-            return Source(kind="tarball", path=_existing(ctx, node, where, base, rest))
+            return Source(kind="tarball", path=y.existing(ctx, node, where, base, rest))
         if kind == "python" and rest:
             if "/" not in rest:  # a command name: looked up on PATH when the run starts
                 return Source(kind="python", name=rest)
-            p = Path(_existing(ctx, node, where, base, rest))
+            p = Path(y.existing(ctx, node, where, base, rest))
             if not p.is_file():
                 raise ctx.fail(node, f"{where} names {rest!r}, which is not a file (the interpreter's executable)")
             absolute = (base / rest).absolute()  # keep a venv's bin/python as given, not resolved
             return Source(kind="python", path=str(absolute))
         raise ctx.fail(node, f"{where} must be {SOURCE_FORMS}, got {text!r}")
-    m = _mapping(ctx, node, where, ["url", "sha256", "tarball"])
+    m = y.mapping(ctx, node, where, ["url", "sha256", "tarball"])
     if "url" in m and "tarball" in m:
         raise ctx.fail(node, f"{where} takes either url or tarball, not both")
-    sha = _str(ctx, m["sha256"], f"{where}.sha256") if "sha256" in m else ""
+    sha = y.string(ctx, m["sha256"], f"{where}.sha256") if "sha256" in m else ""
     if sha and (len(sha) != 64 or any(c not in "0123456789abcdef" for c in sha.lower())):
         raise ctx.fail(m["sha256"], f"{where}.sha256 must be 64 hex digits, got {sha!r}")
     if "url" in m:
-        url = _str(ctx, m["url"], f"{where}.url")
+        url = y.string(ctx, m["url"], f"{where}.url")
         if not url.startswith(("https://", "http://")):
             raise ctx.fail(m["url"], f"{where}.url must be an http(s) URL, got {url!r}")
         if not sha:
             raise ctx.fail(node, f"{where} with a url needs sha256 (the tarball's digest)")
         return Source(kind="url", url=url, sha256=sha.lower())
     if "tarball" in m:
-        tarball = _existing(ctx, m["tarball"], f"{where}.tarball", base,
-                            _str(ctx, m["tarball"], where))
+        tarball = y.existing(ctx, m["tarball"], f"{where}.tarball", base,
+                            y.string(ctx, m["tarball"], where))
         return Source(kind="tarball", path=tarball, sha256=sha.lower())
     raise ctx.fail(node, f"{where} needs url (with sha256) or tarball")
 
 
-def _existing(ctx: _Ctx, node: yaml.Node, where: str, base: Path, text: str) -> str:
-    p = (base / text).resolve()
-    if not p.exists():
-        raise ctx.fail(node, f"{where} names {text!r}, which does not exist (relative to {base})")
-    return str(p)
-
-
-def _interpreter(ctx: _Ctx, node: yaml.Node, where: str, base: Path) -> Interpreter:
-    m = _mapping(ctx, node, where, ["name", "version", "source", "configure", "sanitizer"])
+def _interpreter(ctx: y.Ctx, node: yaml.Node, where: str, base: Path) -> Interpreter:
+    m = y.mapping(ctx, node, where, ["name", "version", "source", "configure", "sanitizer"])
     for req in ("name", "source"):
         if req not in m:
             raise ctx.fail(node, f"{where} needs '{req}'")
     source = _source(ctx, m["source"], f"{where}.source", base)
     if "version" not in m and source.builds:
         raise ctx.fail(node, f"{where} needs 'version' (the CPython version {source.describe()} builds)")
-    version = _str(ctx, m["version"], f"{where}.version") if "version" in m else ""
+    version = y.string(ctx, m["version"], f"{where}.version") if "version" in m else ""
     if version:
         try:
             v = Version(version)
@@ -350,10 +265,10 @@ def _interpreter(ctx: _Ctx, node: yaml.Node, where: str, base: Path) -> Interpre
                                          f"{v.release[0]}.{v.release[1]}.0, got {version!r}")
     sanitizer = None
     if "sanitizer" in m:
-        sanitizer = _str(ctx, m["sanitizer"], f"{where}.sanitizer")
+        sanitizer = y.string(ctx, m["sanitizer"], f"{where}.sanitizer")
         if sanitizer not in SANITIZERS:
             raise ctx.fail(m["sanitizer"], f"{where}.sanitizer must be 'thread', got {sanitizer!r}")
-    configure = _str_list(ctx, m["configure"], f"{where}.configure") if "configure" in m else ()
+    configure = y.strings(ctx, m["configure"], f"{where}.configure") if "configure" in m else ()
     for i, flag in enumerate(configure):
         if flag in ("--enable-gil", "--disable-gil=no"):
             raise ctx.fail(m["configure"].value[i], f"{where}.configure[{i}] {flag!r} contradicts --disable-gil")
@@ -364,7 +279,7 @@ def _interpreter(ctx: _Ctx, node: yaml.Node, where: str, base: Path) -> Interpre
                                        f"(debian:, url:, tarball:); {source.describe()} is already built")
     line = m["source"].start_mark.line + 1  # what goes wrong at run time is about the source
     return Interpreter(
-        name=_str(ctx, m["name"], f"{where}.name"),
+        name=y.string(ctx, m["name"], f"{where}.name"),
         version=version,
         source=source,
         configure=configure,
@@ -390,16 +305,16 @@ PACKAGE_KEYS = [
 ]
 
 
-def _package(ctx: _Ctx, node: yaml.Node, where: str, base: Path) -> Package:
-    m = _mapping(ctx, node, where, PACKAGE_KEYS)
+def _package(ctx: y.Ctx, node: yaml.Node, where: str, base: Path) -> Package:
+    m = y.mapping(ctx, node, where, PACKAGE_KEYS)
     if "name" not in m:
         raise ctx.fail(node, f"{where} needs 'name'")
-    name = _str(ctx, m["name"], f"{where}.name")
+    name = y.string(ctx, m["name"], f"{where}.name")
     kw: dict[str, Any] = {"name": name}
     if "version" in m and "path" in m:
         raise ctx.fail(m["path"], f"{where} takes either version (PyPI) or path (local), not both")
     if "version" in m:
-        spec = _str(ctx, m["version"], f"{where}.version")
+        spec = y.string(ctx, m["version"], f"{where}.version")
         if spec[0].isdigit():
             spec = "==" + spec
         try:
@@ -410,13 +325,13 @@ def _package(ctx: _Ctx, node: yaml.Node, where: str, base: Path) -> Package:
             ) from None
         kw["version"] = spec
     if "path" in m:
-        kw["path"] = _existing(ctx, m["path"], f"{where}.path", base, _str(ctx, m["path"], where))
+        kw["path"] = y.existing(ctx, m["path"], f"{where}.path", base, y.string(ctx, m["path"], where))
         if not Path(kw["path"]).is_dir():
             raise ctx.fail(m["path"], f"{where}.path must be a directory (a source tree)")
     if "tests" in m:
-        kw["tests"] = _str(ctx, m["tests"], f"{where}.tests")
+        kw["tests"] = y.string(ctx, m["tests"], f"{where}.tests")
     if "test_requires" in m:
-        reqs = _str_list(ctx, m["test_requires"], f"{where}.test_requires")
+        reqs = y.strings(ctx, m["test_requires"], f"{where}.test_requires")
         from packaging.requirements import InvalidRequirement, Requirement
 
         for i, r in enumerate(reqs):
@@ -429,45 +344,45 @@ def _package(ctx: _Ctx, node: yaml.Node, where: str, base: Path) -> Package:
                 ) from None
         kw["test_requires"] = reqs
     if "pytest_args" in m:
-        kw["pytest_args"] = _str_list(ctx, m["pytest_args"], f"{where}.pytest_args")
+        kw["pytest_args"] = y.strings(ctx, m["pytest_args"], f"{where}.pytest_args")
     if "env" in m:
-        em = _mapping_any(ctx, m["env"], f"{where}.env")
+        em = y.mapping_any(ctx, m["env"], f"{where}.env")
         env = []
         for k, vn in em.items():
             if k in ("PYTHON_GIL", "PYTHONGIL"):
                 raise ctx.fail(vn, f"{where}.env.{k} is set by the harness per mode; use settings.gil_modes")
-            env.append((k, _str(ctx, vn, f"{where}.env.{k}", empty_ok=True)))
+            env.append((k, y.string(ctx, vn, f"{where}.env.{k}", empty_ok=True)))
         kw["env"] = tuple(env)
     if "runner" in m:
-        runner = _str(ctx, m["runner"], f"{where}.runner")
+        runner = y.string(ctx, m["runner"], f"{where}.runner")
         if runner not in RUNNERS:
-            raise ctx.fail(m["runner"], f"{where}.runner must be one of pytest, tox, got {runner!r}{_suggest(runner, list(RUNNERS))}")
+            raise ctx.fail(m["runner"], f"{where}.runner must be one of pytest, tox, got {runner!r}{y.suggest(runner, list(RUNNERS))}")
         kw["runner"] = runner
     if "tox_env" in m:
-        kw["tox_env"] = _str(ctx, m["tox_env"], f"{where}.tox_env")
+        kw["tox_env"] = y.string(ctx, m["tox_env"], f"{where}.tox_env")
     if kw.get("runner") == "tox" and not kw.get("tox_env"):
         raise ctx.fail(node, f"{where} with runner: tox needs tox_env")
     if "skip" in m:
         skips = []
-        for i, sn in enumerate(_list(ctx, m["skip"], f"{where}.skip")):
+        for i, sn in enumerate(y.seq(ctx, m["skip"], f"{where}.skip")):
             sw = f"{where}.skip[{i}]"
-            sm = _mapping(ctx, sn, sw, ["test", "reason"])
+            sm = y.mapping(ctx, sn, sw, ["test", "reason"])
             if "test" not in sm or "reason" not in sm:
                 raise ctx.fail(sn, f"{sw} needs both 'test' and 'reason'")
-            skips.append(Skip(test=_str(ctx, sm["test"], f"{sw}.test"), reason=_str(ctx, sm["reason"], f"{sw}.reason")))
+            skips.append(Skip(test=y.string(ctx, sm["test"], f"{sw}.test"), reason=y.string(ctx, sm["reason"], f"{sw}.reason")))
         kw["skip"] = tuple(skips)
     if "notes" in m:
-        kw["notes"] = _str(ctx, m["notes"], f"{where}.notes")
+        kw["notes"] = y.string(ctx, m["notes"], f"{where}.notes")
     if "links" in m:
-        links = _str_list(ctx, m["links"], f"{where}.links")
+        links = y.strings(ctx, m["links"], f"{where}.links")
         for i, link in enumerate(links):
             if not link.startswith(("https://", "http://")):
                 raise ctx.fail(m["links"].value[i], f"{where}.links[{i}] must be an http(s) URL, got {link!r}")
         kw["links"] = links
     if "tsan_suppressions" in m:
-        kw["tsan_suppressions"] = _existing(
+        kw["tsan_suppressions"] = y.existing(
             ctx, m["tsan_suppressions"], f"{where}.tsan_suppressions", base,
-            _str(ctx, m["tsan_suppressions"], where),
+            y.string(ctx, m["tsan_suppressions"], where),
         )
     return Package(**kw)
 
@@ -475,7 +390,7 @@ def _package(ctx: _Ctx, node: yaml.Node, where: str, base: Path) -> Package:
 SELECTOR_KEYS = ["top", "from", "extensions_only", "exclude"]
 
 
-def _package_entry(ctx: _Ctx, node: yaml.Node, where: str, base: Path) -> Package | Selector:
+def _package_entry(ctx: y.Ctx, node: yaml.Node, where: str, base: Path) -> Package | Selector:
     """A package entry, or a selector when the mapping has ``top``."""
     if isinstance(node, yaml.MappingNode) and any(
         isinstance(k, yaml.ScalarNode) and k.value == "top" for k, _ in node.value
@@ -484,77 +399,46 @@ def _package_entry(ctx: _Ctx, node: yaml.Node, where: str, base: Path) -> Packag
     return _package(ctx, node, where, base)
 
 
-def _selector(ctx: _Ctx, node: yaml.Node, where: str, base: Path) -> Selector:
+def _selector(ctx: y.Ctx, node: yaml.Node, where: str, base: Path) -> Selector:
     allowed = SELECTOR_KEYS + [k for k in PACKAGE_KEYS if k not in SELECTOR_KEYS]
-    m = _mapping(ctx, node, where, allowed)
+    m = y.mapping(ctx, node, where, allowed)
     for key in m:
         if key not in SELECTOR_KEYS:
             raise ctx.fail(m[key], f"{where}.{key} is a package setting; a selector {{top: N}} "
                                    f"takes only {', '.join(SELECTOR_KEYS)} (give the package its "
                                    "own entry to override it)")
-    kw: dict[str, Any] = {"top": _pos_int(ctx, m["top"], f"{where}.top")}
+    kw: dict[str, Any] = {"top": y.pos_int(ctx, m["top"], f"{where}.top")}
     if "from" in m:
-        kw["source"] = _existing(ctx, m["from"], f"{where}.from", base,
-                                 _str(ctx, m["from"], f"{where}.from"))
+        kw["source"] = y.existing(ctx, m["from"], f"{where}.from", base,
+                                 y.string(ctx, m["from"], f"{where}.from"))
         if not Path(kw["source"]).is_file():
             raise ctx.fail(m["from"], f"{where}.from must be a file (top-pypi-packages JSON or "
                                       "one name a line)")
     if "extensions_only" in m:
-        v = _scalar(ctx, m["extensions_only"], f"{where}.extensions_only")
+        v = y.scalar(ctx, m["extensions_only"], f"{where}.extensions_only")
         if not isinstance(v, bool):
             raise ctx.fail(m["extensions_only"], f"{where}.extensions_only must be true or false, "
-                                                 f"got {_kind(m['extensions_only'])}")
+                                                 f"got {y.kind(m['extensions_only'])}")
         kw["extensions_only"] = v
     if "exclude" in m:
-        kw["exclude"] = _str_list(ctx, m["exclude"], f"{where}.exclude")
+        kw["exclude"] = y.strings(ctx, m["exclude"], f"{where}.exclude")
     return Selector(**kw)
-
-
-def _mapping_any(ctx: _Ctx, node: yaml.Node, where: str) -> dict[str, yaml.Node]:
-    if not isinstance(node, yaml.MappingNode):
-        raise ctx.fail(node, f"{where} must be a mapping, got {_kind(node)}")
-    out = {}
-    for kn, vn in node.value:
-        key = _str(ctx, kn, f"{where} key")
-        if key in out:
-            raise ctx.fail(kn, f"{where}.{key} is given twice")
-        out[key] = vn
-    return out
-
-
-def _each(
-    ctx: _Ctx, node: yaml.Node, where: str, build: Callable[[_Ctx, yaml.Node, str, Path], Any], base: Path
-) -> list[tuple[yaml.Node, Any]]:
-    items = _list(ctx, node, where)
-    if not items:
-        raise ctx.fail(node, f"{where} must list at least one entry")
-    return [(n, build(ctx, n, f"{where}[{i}]", base)) for i, n in enumerate(items)]
 
 
 def loads(text: str, *, file: str = "matrix.yaml", base: Path | None = None) -> MatrixSpec:
     """Parse matrix text; ``file`` is only used in error messages."""
-    ctx = _Ctx(file)
+    ctx = y.Ctx(file)
     base = base or Path.cwd()
-    if "\t" in text:
-        lineno = text[: text.index("\t")].count("\n") + 1
-        raise ConfigError("a tab character; YAML indents with spaces only", file=file, line=lineno)
-    try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
-    except yaml.MarkedYAMLError as e:
-        mark = e.problem_mark or e.context_mark
-        line = mark.line + 1 if mark else 1
-        raise ConfigError(f"YAML syntax error: {e.problem or e.context}", file=file, line=line) from None
-    except yaml.YAMLError as e:
-        raise ConfigError(f"YAML error: {e}", file=file, line=1) from None
+    root = y.compose(text, file)
     if root is None:
         raise ConfigError("the file is empty; it needs 'interpreters' and 'packages'", file=file, line=1)
-    top = _mapping(ctx, root, "top level", ["settings", "interpreters", "packages"])
+    top = y.mapping(ctx, root, "top level", ["settings", "interpreters", "packages"])
     for req in ("interpreters", "packages"):
         if req not in top:
             raise ctx.fail(root, f"the top level needs '{req}'")
     settings = _settings(ctx, top["settings"]) if "settings" in top else Settings()
-    interps = _each(ctx, top["interpreters"], "interpreters", _interpreter, base)
-    entries = _each(ctx, top["packages"], "packages", _package_entry, base)
+    interps = y.each(ctx, top["interpreters"], "interpreters", _interpreter, base)
+    entries = y.each(ctx, top["packages"], "packages", _package_entry, base)
     pkgs = [(n, e) for n, e in entries if isinstance(e, Package)]
     selectors = tuple(e for _, e in entries if isinstance(e, Selector))
     seen: dict[str, int] = {}
@@ -578,14 +462,7 @@ def loads(text: str, *, file: str = "matrix.yaml", base: Path | None = None) -> 
         selectors=selectors,
     )
     digest = hashlib.sha256(json.dumps(spec.to_dict(), sort_keys=True).encode()).hexdigest()[:16]
-    return MatrixSpec(
-        file=file,
-        settings=settings,
-        interpreters=spec.interpreters,
-        packages=spec.packages,
-        selectors=spec.selectors,
-        digest=digest,
-    )
+    return replace(spec, digest=digest)
 
 
 def load(path: str | Path) -> MatrixSpec:

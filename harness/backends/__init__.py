@@ -5,10 +5,13 @@ A backend is chosen per run.  ``job.py`` builds every command with paths under
 logs and JUnit files land under ``Workspace.host_root`` so the host parses
 them with the same code whatever the backend.
 
-``open_backend(name, interpreters, ...)`` is the one way to get a backend: the
-opener registered under ``name`` in ``BACKENDS`` builds or reuses what each
-interpreter needs there (a cached build for ``local``, an image for ``docker``)
-and returns the backend with one ``Prepared`` per interpreter.
+``open_backend(name, jobs, ...)`` is the one way to get a backend: the opener
+registered under ``name`` in ``BACKENDS`` builds or reuses what each of the jobs'
+interpreters needs there (a cached build for ``local``, an image for ``docker``)
+and returns the backend with one ``Prepared`` per interpreter.  Several
+interpreters per run work on both: on docker each job runs in its interpreter's
+image (the backend is told which, per job id: two 3.13 builds have the same
+``/opt/python/bin/python3.13t``, so the python path cannot tell them apart).
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from .base import Backend, Opened, Prepared, Say, Workspace
 
 if TYPE_CHECKING:
     from ..matrix import Interpreter
+    from ..plan import Job
 
 __all__ = ["BACKENDS", "Backend", "Opened", "Prepared", "Workspace", "choose", "open_backend"]
 
@@ -32,59 +36,58 @@ LOCAL_MEM_LIMIT = 4 << 30  # RLIMIT_DATA of every local command (none for TSan: 
 
 
 class Opener(Protocol):
-    def __call__(self, interps: Sequence[Interpreter], *, cache: Path, run_id: str, workers: int,
+    def __call__(self, jobs: Sequence[Job], *, cache: Path, run_id: str, workers: int,
                  say: Say) -> Opened: ...
 
 
-def _needed(interps: Sequence[Interpreter]) -> dict[str, Interpreter]:
-    return {i.name: i for i in interps}
+def _needed(jobs: Sequence[Job]) -> dict[str, Interpreter]:
+    """The jobs' interpreters by name, in plan order, each once."""
+    return {j.interpreter.name: j.interpreter for j in jobs}
 
 
-def open_local(interps: Sequence[Interpreter], *, cache: Path, run_id: str, workers: int,
+def open_local(jobs: Sequence[Job], *, cache: Path, run_id: str, workers: int,
                say: Say) -> Opened:
     """A venv per job on this machine, with interpreters built (or reused) under ``cache``."""
     from .. import interpreters
     from .local import LocalBackend
 
-    needed = _needed(interps)
+    needed = _needed(jobs)
     tsan = any(i.sanitizer for i in needed.values())
     backend = LocalBackend(mem_limit=None if tsan else LOCAL_MEM_LIMIT, pip_cache=cache / "pip")
     prepared = {}
     for name, interp in needed.items():
         built = interpreters.ensure_built(interp, cache)
-        say(f"interpreter {name}: {'cache hit' if built.cache_hit else 'built'} ({built.info.key})")
+        say(f"interpreter {name}: {built.state} ({built.info.key})")
         prepared[name] = Prepared(info=built.info, python=str(built.python),
                                   cache_hit=built.cache_hit,
-                                  source_tarball=str(built.source_tarball))
+                                  source_tarball=str(built.source_tarball or ""))
     return Opened(backend=backend, prepared=prepared)
 
 
-def open_docker(interps: Sequence[Interpreter], *, cache: Path, run_id: str, workers: int,
+def open_docker(jobs: Sequence[Job], *, cache: Path, run_id: str, workers: int,
                 say: Say) -> Opened:
-    """A container per command, from an interpreter image built (or reused) for each interpreter;
+    """A container per command, each job's from its interpreter's image (built or reused here);
     the CPUs are split between the ``workers`` jobs that run at once."""
     from .. import images, interpreters
-    from ..model import InterpreterInfo
     from .docker import DockerBackend
 
     client = images.docker_client()
-    tags, prepared = set(), {}
-    for name, interp in _needed(interps).items():
+    prepared: dict[str, Prepared] = {}
+    for name, interp in _needed(jobs).items():
+        if not interp.source.builds:
+            raise interp.fail(f".source {interp.source.describe()}: an installed interpreter "
+                              "runs on --backend local only (it is not built into an image)")
         ref = images.ensure_interpreter_image(client, interp, cache)
         say(f"image {ref.tag}: {'reused' if ref.reused else 'built'}")
-        tags.add(ref.tag)
-        info = InterpreterInfo(
-            name=interp.name, version=interp.version, key=ref.key,
-            configure=interp.configure_flags, free_threaded=True, sanitizer=interp.sanitizer,
-            python=ref.python)
-        prepared[name] = Prepared(info=info, python=ref.python, cache_hit=ref.reused,
-                                  source_tarball=str(interpreters.fetch_source(interp, cache)))
-    if len(tags) > 1:
-        raise ConfigError("the docker backend runs one interpreter per run for now; "
-                          "use --interpreter NAME")
+        assert ref.info is not None  # interpreter images always carry the facts of their check
+        prepared[name] = Prepared(info=ref.info, python=ref.python, cache_hit=ref.reused,
+                                  source_tarball=str(interpreters.fetch_source(interp, cache)),
+                                  image=ref.tag)
+    job_images = {j.job_id: prepared[j.interpreter.name].image for j in jobs}
     cpus = max(1.0, (os.cpu_count() or 2) / max(1, workers))
-    image = tags.pop() if tags else ""  # no jobs (an empty shard): nothing will run
-    return Opened(backend=DockerBackend(image=image, run_id=run_id, cpus=cpus, client=client),
+    default = next(iter(prepared.values())).image if prepared else ""  # none: an empty shard
+    return Opened(backend=DockerBackend(image=default, job_images=job_images, run_id=run_id,
+                                        cpus=cpus, client=client),
                   prepared=prepared)
 
 
@@ -105,11 +108,11 @@ def choose(name: str) -> tuple[str, str]:
     return "local", f"no docker engine answers ({why}); using --backend local"
 
 
-def open_backend(name: str, interps: Sequence[Interpreter], *, cache: Path, run_id: str,
+def open_backend(name: str, jobs: Sequence[Job], *, cache: Path, run_id: str,
                  workers: int = 1, say: Say = log.info) -> Opened:
-    """Open the backend called ``name`` for jobs on ``interps`` (duplicates are fine)."""
+    """Open the backend called ``name`` for ``jobs``, with every interpreter they name."""
     try:
         opener = BACKENDS[name]
     except KeyError:
         raise ConfigError(f"unknown backend {name!r} (one of {', '.join(BACKENDS)})") from None
-    return opener(interps, cache=cache, run_id=run_id, workers=workers, say=say)
+    return opener(jobs, cache=cache, run_id=run_id, workers=workers, say=say)

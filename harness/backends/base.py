@@ -21,6 +21,8 @@ class Workspace:
     python: str  # the free-threaded interpreter, as the backend sees it
     source: str = ""  # a local package's source tree, as the backend sees it
     pip_cache: str = ""  # the shared pip cache root, as the backend sees it ("" = pip's default)
+    image: str = ""  # the image its commands run in (docker); never keyed by the python path,
+    #                  which two builds of one series share (/opt/python/bin/python3.13t)
 
     def path(self, *parts: str) -> str:
         return "/".join([self.root.rstrip("/"), *parts])
@@ -37,6 +39,7 @@ class Prepared:
     python: str
     cache_hit: bool
     source_tarball: str = ""  # the CPython source it was built from (TSan suppressions read it)
+    image: str = ""  # the image holding it (docker backend), else ""
 
 
 class Backend(Protocol):

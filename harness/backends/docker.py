@@ -19,6 +19,7 @@ import os
 import shlex
 import threading
 import time
+from collections.abc import Mapping
 from pathlib import Path
 
 from ..errors import InfraError
@@ -35,7 +36,6 @@ CA_IN_CONTAINER = "/etc/ssl/certs/ft-harness-host-ca.crt"
 HOST_CA = Path("/etc/ssl/certs/ca-certificates.crt")
 ROOT = "/work"
 SOURCE_RO = "/source"
-PYTHON = "/opt/python/bin/python3.13t"
 RUNTIME_UID = 1000
 POLL = 5.0  # seconds between checks of a running container (also bounds close() latency)
 STOP_PROBE = 10.0  # after an outside SIGTERM/SIGKILL: how long to watch for a daemon going away
@@ -57,8 +57,9 @@ class DockerBackend:
 
     def __init__(self, *, image: str, run_id: str, cpus: float, mem_limit: str = "2g",
                  pids_limit: int = 512, ca_bundle: Path | None = None, client=None,
-                 tmpfs_size: str = "1g"):
-        self.image = image
+                 tmpfs_size: str = "1g", job_images: Mapping[str, str] | None = None):
+        self.image = image  # for a job not in job_images
+        self.job_images = dict(job_images or {})  # job_id -> the image of its interpreter
         self.run_id = run_id
         self.cpus = cpus
         self.mem_limit = mem_limit
@@ -107,6 +108,7 @@ class DockerBackend:
                         os.lchown(name, self.uid, self.gid)
 
     def open(self, job_id: str, host_root: Path, python: str, source: str) -> Workspace:
+        """``python`` is the interpreter's path inside the job's image (``job_images``)."""
         host_root = Path(host_root).resolve()
         host_root.mkdir(parents=True, exist_ok=True)
         self._own(host_root)
@@ -124,8 +126,8 @@ class DockerBackend:
             self._closed.discard(job_id)
             self._mounts[job_id] = mounts
             self._jobs[str(host_root)] = job_id
-        return Workspace(host_root=host_root, root=ROOT, python=PYTHON, source=seen_source,
-                         pip_cache=PIP_CACHE)
+        return Workspace(host_root=host_root, root=ROOT, python=python, source=seen_source,
+                         pip_cache=PIP_CACHE, image=self.job_images.get(job_id, self.image))
 
     # ---------------------------------------------------------------- running
 
@@ -158,7 +160,7 @@ class DockerBackend:
         else:
             command = list(argv)
         return dict(
-            image=self.image,
+            image=ws.image or self.image,
             command=command,
             environment=environment,
             working_dir=cwd or ROOT,
@@ -193,7 +195,7 @@ class DockerBackend:
         try:
             container = self.client.containers.create(**config)
         except Exception as e:
-            raise self._create_failed(e) from None
+            raise self._create_failed(e, ws.image or self.image) from None
         with self._lock:
             closed = job_id in self._closed or self._cancelled
             self._live.setdefault(job_id, set()).add(container.id)
@@ -230,11 +232,12 @@ class DockerBackend:
             self._remove(job_id, container)
         return self._outcome(state, timed_out, duration)
 
-    def _create_failed(self, e: Exception) -> InfraError:
+    @staticmethod
+    def _create_failed(e: Exception, image: str) -> InfraError:
         import docker.errors
 
         if isinstance(e, docker.errors.ImageNotFound):
-            return InfraError(f"docker image {self.image} is missing (run `ft-harness image`)")
+            return InfraError(f"docker image {image} is missing (run `ft-harness image`)")
         return daemon_error(e)
 
     def _check_external_stop(self, state: dict) -> None:
@@ -324,7 +327,7 @@ class DockerBackend:
                 argv += ["-v", f"{self.ca_bundle}:{CA_IN_CONTAINER}:ro",
                          "-e", f"PIP_CERT={CA_IN_CONTAINER}",
                          "-e", f"SSL_CERT_FILE={CA_IN_CONTAINER}"]
-        return shlex.join([*argv, self.image, "sh", "-c", command])
+        return shlex.join([*argv, ws.image or self.image, "sh", "-c", command])
 
     def close(self, ws: Workspace) -> None:
         """Remove every container of the job (also ones a run() is waiting on). Idempotent."""

@@ -246,12 +246,12 @@ def test_run_goes_through_the_registry_and_resumes(tmp_path: Path,
     m = write_matrix(tmp_path, ["alpha", "beta"])
     opened: list[tuple[list[str], int, str]] = []
 
-    def open_fake(interps, *, cache, run_id, workers, say) -> Opened:
-        opened.append(([i.name for i in interps], workers, str(cache)))
+    def open_fake(jobs, *, cache, run_id, workers, say) -> Opened:
+        opened.append(([j.interpreter.name for j in jobs], workers, str(cache)))
         say("interpreter cpython3.13t: cache hit (interp-key-1)")
         return Opened(backend=FakeBackend(),
-                      prepared={i.name: Prepared(info=INFO, python="/fake/python", cache_hit=True)
-                                for i in interps})
+                      prepared={j.interpreter.name: Prepared(info=INFO, python="/fake/python",
+                                                             cache_hit=True) for j in jobs})
 
     steps = FakeSteps({"cpython3.13t--beta": lambda job, backend: "ft-crash"})
     monkeypatch.setitem(backends.BACKENDS, "fake", open_fake)

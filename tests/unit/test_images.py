@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import json
 import shlex
 import tarfile
 from pathlib import Path
 
+import pytest
+
 from harness import images, interpreters, matrix
+from harness.errors import BuildError
 
 MATRIX = """
 interpreters:
@@ -52,9 +56,8 @@ def test_build_script_runs_the_local_builders_commands():
     assert "--prefix=/opt/python" in script
 
 
-def test_interpreter_tag_and_python_path():
+def test_interpreter_tag():
     assert images.interpreter_tag("cpython-3.13.5-ft-abc") == "ft-harness/interp:cpython-3.13.5-ft-abc"
-    assert images.python_path(_interp()) == "/opt/python/bin/python3.13t"
 
 
 def test_build_context_holds_dockerfile_script_and_tarball(tmp_path: Path):
@@ -70,3 +73,36 @@ def test_build_context_holds_dockerfile_script_and_tarball(tmp_path: Path):
     assert "FROM ${BASE}" in dockerfile and "useradd --uid 1000" in dockerfile
     assert script == images.build_script(_interp(), 2)
     assert source == b"not really a tarball"
+
+
+class _Containers:
+    def __init__(self, facts: dict):
+        self.facts, self.argv = facts, []
+
+    def run(self, tag, argv, **kw):
+        self.argv.append(argv)
+        return json.dumps(self.facts).encode()
+
+
+class _Client:
+    def __init__(self, facts: dict):
+        self.containers = _Containers(facts)
+
+
+def _facts(**changes) -> dict:
+    """What CHECK_SCRIPT printed in a real 3.14t's shape (tests/data/real/py314/check.json)."""
+    data = json.loads((Path(__file__).parent.parent / "data/real/py314/check.json").read_text())
+    return {**data, **changes}
+
+
+def test_check_image_runs_bin_python3_and_uses_the_one_check():
+    interp = matrix.loads(MATRIX.replace("3.13.5", "3.14.0")).interpreters[0]
+    client = _Client(_facts())
+    assert images.check_image(client, "t", interp)["python_name"] == "python3.14t"
+    assert client.containers.argv[0][:2] == ["/opt/python/bin/python3", "-c"]
+    assert interpreters.python_in(images.PREFIX, _facts()) == "/opt/python/bin/python3.14t"
+    # a string "0" is true in Python: check_facts compares, the old copy here tested truth
+    with pytest.raises(BuildError, match=r"t is not a free-threaded build \(Py_GIL_DISABLED='0'"):
+        images.check_image(_Client(_facts(Py_GIL_DISABLED="0")), "t", interp)
+    with pytest.raises(BuildError, match="t is CPython 3.14.0, the matrix asks for 3.13.5"):
+        images.check_image(_Client(_facts()), "t", _interp())

@@ -1,0 +1,199 @@
+"""The shape of harness/ (#18): no import cycle, parse/ below the verdict, small modules.
+
+The import graph is read from the source with ``ast``, not by importing: every ``import`` and
+``from ... import`` anywhere in a module (top level, inside a function, under TYPE_CHECKING)
+is an edge, since a lazy import that dodges a cycle at run time is still a cycle in the design.
+``from . import x`` is an edge to the module ``pkg.x`` when there is one, and to the package's
+``__init__`` only when ``x`` is a name defined there; a submodule is not taken to depend on its
+package's ``__init__`` just because Python runs it first.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2] / "harness"
+MAX_LINES = 500
+MAX_MAIN_LINES = 250
+# What parse/ must not know about: it turns logs into facts; deciding and showing come later.
+PARSE_MUST_NOT_IMPORT = ("harness.verdict", "harness.matrix", "harness.render")
+
+
+def _modules(root: Path = ROOT) -> dict[str, Path]:
+    """Every module of the package at ``root`` (harness/ in the checkout): dotted name -> file."""
+    out: dict[str, Path] = {}
+    for path in sorted(root.rglob("*.py")):
+        if "__pycache__" in path.parts:
+            continue
+        rel = path.relative_to(root.parent).with_suffix("")
+        parts = rel.parts[:-1] if rel.name == "__init__" else rel.parts
+        out[".".join(parts)] = path
+    return out
+
+
+def _is_package(name: str, modules: dict[str, Path]) -> bool:
+    return modules[name].name == "__init__.py"
+
+
+def _target(name: str, modules: dict[str, Path]) -> str | None:
+    """The module of harness a dotted name refers to: itself, or the nearest enclosing module
+    (``harness.matrix.Settings`` -> ``harness.matrix``); None outside harness."""
+    while name:
+        if name in modules:
+            return name
+        name = name.rpartition(".")[0]
+    return None
+
+
+def _imports(name: str, modules: dict[str, Path]) -> set[str]:
+    """The harness modules that module ``name`` imports (see the module docstring)."""
+    tree = ast.parse(modules[name].read_text(encoding="utf-8"), filename=str(modules[name]))
+    package = name if _is_package(name, modules) else name.rpartition(".")[0]
+    out: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if (t := _target(alias.name, modules)) is not None:
+                    out.add(t)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package
+                source = f"{base}.{node.module}" if node.module else base
+            else:
+                source = node.module or ""
+            for alias in node.names:
+                full = f"{source}.{alias.name}"
+                t = full if full in modules else _target(source, modules)
+                if t is not None:
+                    out.add(t)
+    out.discard(name)
+    return out
+
+
+def _graph(root: Path = ROOT) -> dict[str, set[str]]:
+    modules = _modules(root)
+    return {name: _imports(name, modules) for name in modules}
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components with more than one module (Tarjan), each sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(graph.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                found.append(sorted(comp))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def _reachable(graph: dict[str, set[str]], start: str) -> set[str]:
+    seen: set[str] = set()
+    todo = [start]
+    while todo:
+        for w in graph.get(todo.pop(), ()):
+            if w not in seen:
+                seen.add(w)
+                todo.append(w)
+    return seen
+
+
+def _under(name: str, prefix: str) -> bool:
+    return name == prefix or name.startswith(prefix + ".")
+
+
+# ------------------------------------------------------------------ the reader itself
+
+
+def test_the_graph_reader_resolves_relative_imports_to_modules_not_packages():
+    g = _graph()
+    assert "harness.verdict.rules" in g and "harness.parse" in g  # packages are their __init__
+    assert "harness.errors" in g["harness.matrix"]  # from .errors import ConfigError
+    assert "harness.yamlspec" in g["harness.matrix"]  # from . import yamlspec as y
+    assert "harness.matrix" in g["harness.plan"]  # from .matrix import Interpreter, ...
+    # rules' `from . import confirm` (or its equivalent) is verdict.confirm, not verdict/__init__
+    assert "harness.verdict" not in g["harness.verdict.rules"]
+
+
+def _tree(tmp_path: Path, files: dict[str, str]) -> Path:
+    for rel, text in files.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(text)
+    return tmp_path / "pkg"
+
+
+def test_a_package_reexport_is_a_cycle_only_when_a_submodule_needs_the_init(tmp_path):
+    files = {"pkg/__init__.py": "from .b import f\nhelper = 1\n", "pkg/b.py": "from . import c\n",
+             "pkg/sub/__init__.py": "", "pkg/sub/d.py": "from .. import c\nfrom ..b import f\n"}
+    mutual = _graph(_tree(tmp_path / "mutual", {**files, "pkg/c.py": "from .b import f\n"}))
+    assert mutual["pkg"] == {"pkg.b"} and mutual["pkg.b"] == {"pkg.c"}
+    assert mutual["pkg.sub.d"] == {"pkg.c", "pkg.b"}
+    assert _cycles(mutual) == [["pkg.b", "pkg.c"]]  # b <-> c: a real one
+    ok = _graph(_tree(tmp_path / "ok", {**files, "pkg/c.py": "import json\n"}))
+    assert _cycles(ok) == []
+    looped = _graph(_tree(tmp_path / "looped", {**files, "pkg/c.py": "from . import helper\n"}))
+    assert _cycles(looped) == [["pkg", "pkg.b", "pkg.c"]]  # helper lives in the __init__
+
+
+def test_cycles_are_found():
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert _cycles({"a": {"b"}, "b": set()}) == []
+
+
+# ------------------------------------------------------------------ the rules
+
+
+def test_no_import_cycle_inside_harness():
+    cycles = _cycles(_graph())
+    assert not cycles, "modules that import each other (directly or round a loop): " + "; ".join(
+        " <-> ".join(c) for c in cycles
+    )
+
+
+@pytest.mark.parametrize("forbidden", PARSE_MUST_NOT_IMPORT)
+def test_parse_knows_nothing_of_the_verdict_the_matrix_or_the_report(forbidden):
+    g = _graph()
+    parse = [m for m in g if _under(m, "harness.parse")]
+    assert parse
+    direct = {m: sorted(t for t in g[m] if _under(t, forbidden)) for m in parse}
+    assert not {m: t for m, t in direct.items() if t}, f"parse/ imports {forbidden}"
+    through = {m: sorted(t for t in _reachable(g, m) if _under(t, forbidden)) for m in parse}
+    assert not {m: t for m, t in through.items() if t}, f"parse/ reaches {forbidden} indirectly"
+
+
+def test_main_is_only_the_parser_and_the_exit_codes():
+    n = len((ROOT / "__main__.py").read_text(encoding="utf-8").splitlines())
+    assert n < MAX_MAIN_LINES, f"harness/__main__.py has {n} lines (commands go in commands.py)"
+
+
+def test_no_module_over_500_lines():
+    sizes = {name: len(path.read_text(encoding="utf-8").splitlines())
+             for name, path in _modules().items()}
+    big = {name: n for name, n in sizes.items() if n > MAX_LINES}
+    assert not big, f"modules over {MAX_LINES} lines (split along a seam): {big}"

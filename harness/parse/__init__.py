@@ -105,12 +105,12 @@ def _parse(phase: Phase, out_dir: Path) -> Phase:
 
     crashes = find_crashes(text, exit_code=phase.exit_code, sig=phase.signal,
                            unfinished=plog.unfinished)
-    for c in crashes:
-        if c["test_id"]:
-            msg = c["fatal"] or (f"signal {c['signal']}" if c["signal"] else "worker crashed")
-            tests[c["test_id"]] = TestCase(outcome="crashed", message=msg[:300],
-                                           parallel=tests[c["test_id"]].parallel
-                                           if c["test_id"] in tests else None)
+    for cr in crashes:  # not `c`: that is the JUnitCase loop's name above
+        if cr["test_id"]:
+            msg = cr["fatal"] or (f"signal {cr['signal']}" if cr["signal"] else "worker crashed")
+            tests[cr["test_id"]] = TestCase(outcome="crashed", message=msg[:300],
+                                            parallel=tests[cr["test_id"]].parallel
+                                            if cr["test_id"] in tests else None)
     crash = dict(crashes[0], all=crashes) if crashes else {}
 
     timed = [t for t, tc in tests.items() if tc.outcome == "timeout"]

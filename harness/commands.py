@@ -38,10 +38,8 @@ def _now() -> str:
 
 def select_jobs(spec: MatrixSpec, args: argparse.Namespace) -> list[Job]:
     """The plan's jobs that ``--shard``, ``--interpreter`` and ``--package`` leave."""
-    from . import plan, select
+    from . import plan
 
-    resolved = getattr(args, "resolved", None) or (Path(args.out) / "resolved.json" if args.out else None)
-    spec = select.expand_spec(spec, Path(resolved) if resolved else None)
     jobs = plan.make_plan(spec)
     if args.shard:  # shard the whole plan first, so the split is the one `ft-harness plan` prints
         i, n = plan.parse_shard(args.shard)
@@ -184,9 +182,7 @@ def cmd_build(args: argparse.Namespace) -> int:
 def cmd_plan(args: argparse.Namespace) -> int:
     from . import matrix, plan
 
-    from . import select
-
-    spec = select.expand_spec(matrix.load(args.matrix), Path(args.resolved) if args.resolved else None)
+    spec = matrix.load(args.matrix)
     jobs = plan.make_plan(spec)
     durations = plan.durations_from_report(Path(args.durations)) if args.durations else None
     print(plan.render_plan(jobs, fmt=args.format, shards=args.shards, durations=durations))

@@ -31,6 +31,8 @@ exit codes:
 EPILOG = EXIT_CODES + "\n\nRun `ft-harness COMMAND --help` for the options of a command."
 
 FAIL_ON = "comma-separated verdicts that make the exit code 1 (e.g. ft-crash,ft-race)"
+RESOLVED = ("the versions a `top:` selector resolved (JSON); read first, then rewritten, so every "
+            "shard given the plan's file tests the same releases")
 DURATIONS = "a previous report.json, to balance the shards by measured duration"
 Command = Callable[[argparse.Namespace], int]
 
@@ -84,6 +86,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--force", action="store_true", help="rerun jobs that already have a result")
     r.add_argument("--shard", metavar="I/N", help="run only shard I of N of the plan")
     r.add_argument("--durations", metavar="REPORT", help=DURATIONS)
+    r.add_argument("--resolved", metavar="FILE", help=RESOLVED + " (default: DIR/resolved.json)")
     only(r, "package")
     only(r, "interpreter")
     r.add_argument("--fail-on", metavar="VERDICTS", help=FAIL_ON)
@@ -119,6 +122,7 @@ def build_parser() -> argparse.ArgumentParser:
     pl.add_argument("--shards", type=_pos_int, default=1, metavar="N",
                     help="split the jobs into N shards (default: 1)")
     pl.add_argument("--durations", metavar="REPORT", help=DURATIONS)
+    pl.add_argument("--resolved", metavar="FILE", help=RESOLVED)
 
     im = command("image", commands.cmd_image,
                  "build (or reuse) the docker base and interpreter images")

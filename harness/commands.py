@@ -38,8 +38,11 @@ def _now() -> str:
 
 def select_jobs(spec: MatrixSpec, args: argparse.Namespace) -> list[Job]:
     """The plan's jobs that ``--shard``, ``--interpreter`` and ``--package`` leave."""
-    from . import plan
+    from . import plan, select
 
+    out = getattr(args, "out", None)
+    resolved = getattr(args, "resolved", None) or (Path(out) / "resolved.json" if out else None)
+    spec = select.expand_spec(spec, Path(resolved) if resolved else None)
     jobs = plan.make_plan(spec)
     if args.shard:  # shard the whole plan first, so the split is the one `ft-harness plan` prints
         i, n = plan.parse_shard(args.shard)
@@ -180,9 +183,9 @@ def cmd_build(args: argparse.Namespace) -> int:
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
-    from . import matrix, plan
+    from . import matrix, plan, select
 
-    spec = matrix.load(args.matrix)
+    spec = select.expand_spec(matrix.load(args.matrix), Path(args.resolved) if args.resolved else None)
     jobs = plan.make_plan(spec)
     durations = plan.durations_from_report(Path(args.durations)) if args.durations else None
     print(plan.render_plan(jobs, fmt=args.format, shards=args.shards, durations=durations))

@@ -17,13 +17,13 @@ import time
 import tomllib
 import zipfile
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.utils import InvalidSdistFilename, canonicalize_name, parse_sdist_filename
 
-from . import __version__, parse, tsan, verdict, wheels
+from . import __version__, infer, parse, tsan, verdict, wheels
 from .backends.base import Backend, Workspace
 from .errors import InfraError
 from .model import Finding, InterpreterInfo, JobResult, Phase, TestCommand, now_iso
@@ -53,6 +53,7 @@ class _Ctx:
     phases: list[Phase]
     interp: InterpreterInfo
     tarball: str = ""
+    test_setup: dict = field(default_factory=dict)  # what the tests ran with, and from where
 
     @property
     def tsan(self) -> bool:
@@ -212,7 +213,11 @@ def run_job(job: Job, *, interp: InterpreterInfo, python: str, backend: Backend,
         version = pinned_version(job.package.version)
     probe = extra.get("probe", {})
     decision = verdict.decide(ctx.phases, settings=job.settings, probe=probe)
-    network_phases = {p.name for p in ctx.phases if p.kind == "install"}  # fetch, install
+    if job.package.unresolved:
+        why = f"setup: no release of {job.package.name} to test: {job.package.unresolved}"
+        decision = verdict.Decision(verdict="infra-error", findings=(
+            Finding(kind="infra-error", evidence="setup", excerpt=job.package.unresolved, message=why),))
+    network_phases = {p.name for p in ctx.phases if p.kind in ("install", "setup")}  # fetch, install, test-deps
     findings: tuple[Finding, ...] = tuple(
         replace(f, reproduce=backend.reproduce_command(ws, f.reproduce, network=f.phase in network_phases))
         if f.reproduce else f for f in decision.findings)
@@ -229,7 +234,30 @@ def run_job(job: Job, *, interp: InterpreterInfo, python: str, backend: Backend,
         phases=tuple(ctx.phases), verdict=decision.verdict, qualifier=decision.qualifier,
         findings=findings, coverage=decision.coverage, wheel=wheel,
         metadata=probe.get("metadata", {}), notes=job.package.notes, links=job.package.links,
+        test_setup=ctx.test_setup,
     )
+
+
+def _with_test_setup(ctx: _Ctx, src_host: Path) -> tuple[Job, tuple[str, ...]]:
+    """The job with its tests path and pytest args filled from the sdist where matrix.yaml is
+    silent, and the inferred test dependencies (installed in their own step); recorded in ctx."""
+    pkg = ctx.job.package
+    major_minor = ".".join(ctx.interp.version.split(".")[:2])
+    env = {**infer.TARGET_ENV, "python_version": major_minor, "python_full_version": ctx.interp.version,
+           "implementation_version": ctx.interp.version}
+    setup = infer.infer_test_setup(src_host, pkg.name, environment=env)
+    tests = pkg.tests or setup.tests
+    args = pkg.pytest_args or setup.pytest_args
+    deps = () if pkg.test_requires else setup.requires
+    ctx.test_setup = {
+        "tests": tests, "tests_from": "matrix.yaml" if pkg.tests else "inferred",
+        "requires": list(pkg.test_requires or setup.requires),
+        "requires_from": "matrix.yaml" if pkg.test_requires else "inferred",
+        "pytest_args": list(args), "pytest_args_from": "matrix.yaml" if pkg.pytest_args else "inferred",
+        "sources": list(setup.sources),
+    }
+    ctx.job = replace(ctx.job, package=replace(pkg, tests=tests, pytest_args=tuple(args)))
+    return ctx.job, tuple(deps)
 
 
 def pinned_version(spec: str) -> str:
@@ -261,6 +289,8 @@ def _steps(ctx: _Ctx) -> tuple[str, dict]:
     vpy = ws.path("venv", "bin", "python")
     src_host = ws.host("src")
     version = ""
+    if job.package.unresolved:  # the plan could not pick a release: nothing to fetch
+        return "", {}
     # 1. source
     if job.package.is_local:
         shutil.copytree(job.package.path, src_host / "pkg", ignore=COPY_IGNORE, symlinks=True)
@@ -286,6 +316,8 @@ def _steps(ctx: _Ctx) -> tuple[str, dict]:
         src_host = top
         target = f"{job.package.name}=={version}" if version else spec
     src = ws.path(*src_host.relative_to(ws.host_root).parts)
+    # what matrix.yaml leaves unsaid about the tests is read from the sdist (harness.infer)
+    job, inferred_deps = _with_test_setup(ctx, src_host)
     # 2. install
     tox = job.package.runner == "tox"
     pip = [vpy, "-m", "pip", "install", "--report", ws.path("logs", "install-report.json"),
@@ -298,6 +330,9 @@ def _steps(ctx: _Ctx) -> tuple[str, dict]:
                    env=env, cwd=ws.root, timeout=INSTALL_TIMEOUT, network=True)
     if not install.ok:
         return version, {}
+    if inferred_deps:  # on their own: one that cannot install is a setup problem, not a build failure
+        _run(ctx, "test-deps", "setup", [vpy, "-m", "pip", "install", *inferred_deps],
+             env=env, cwd=ws.root, timeout=INSTALL_TIMEOUT, network=True)
     vpy_tests = f"{src}/.tox/{job.package.tox_env}/bin/python" if tox else vpy
     # 3. probe, in the default mode (with PYTHON_GIL=0 the warning is not printed)
     shutil.copy2(INNER / "probe.py", ws.host("probe.py"))

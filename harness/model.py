@@ -312,6 +312,8 @@ class JobResult:
     metadata: dict[str, Any] = field(default_factory=dict)  # project urls, summary
     notes: str = ""
     links: tuple[str, ...] = ()
+    # where the tests path, test deps and pytest args came from (matrix.yaml or inferred)
+    test_setup: dict[str, Any] = field(default_factory=dict)
 
     def phase(self, name: str) -> Phase | None:
         return next((p for p in self.phases if p.name == name), None)
@@ -340,6 +342,7 @@ class JobResult:
             "metadata": dict(self.metadata),
             "notes": self.notes,
             "links": list(self.links),
+            "test_setup": dict(self.test_setup),
         }
 
     @classmethod

@@ -41,6 +41,7 @@ from packaging.version import Version
 from . import wheels
 from .errors import ConfigError
 from .matrix import MatrixSpec, Package, Selector
+from .model import write_text_atomic
 
 log = logging.getLogger(__name__)
 SNAPSHOT = Path(__file__).parent / "data" / "top-pypi-packages.json"
@@ -221,3 +222,23 @@ def load_record(data: Iterable[Mapping[str, Any]]) -> dict[str, Resolved]:
         r = Resolved.from_dict(d)
         out[r.name] = r
     return out
+
+
+def expand_spec(spec: MatrixSpec, record_file: Path | None = None, *,
+                fetch: Fetch = fetch_index) -> MatrixSpec:
+    """The spec with its selectors expanded (see ``expand``); ``record_file`` (JSON, the
+    ``dump_record`` list) is read first and rewritten with every resolution, so a rerun, or every
+    shard given the plan's file, tests the same versions without asking the index again."""
+    if not spec.selectors:
+        return spec
+    known: dict[str, Resolved] = {}
+    if record_file is not None and record_file.is_file():
+        try:
+            data = json.loads(record_file.read_text())
+            known = load_record(data if isinstance(data, list) else [])
+        except (OSError, ValueError, KeyError, TypeError) as e:
+            raise ConfigError(f"cannot read the resolved versions: {e}", file=str(record_file)) from None
+    packages, record = expand(spec, fetch=fetch, known=known)
+    if record_file is not None:
+        write_text_atomic(record_file, json.dumps(dump_record(record), indent=1) + "\n")
+    return replace(spec, packages=packages, selectors=())

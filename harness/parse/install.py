@@ -39,6 +39,8 @@ BUILD_PATTERNS = (
     "Microsoft Visual C++",
 )
 PIP_ERROR_RE = re.compile(r"^ERROR: (?P<line>.*)$", re.M)
+# the exception a build backend (setup.py, a hook) died of, inside pip's "[output]" block
+RAISED_RE = re.compile(r"^\s*(?P<line>(?:[A-Za-z_][\w.]*)?(?:Error|Exception): \S[^\n]*)$", re.M)
 
 
 def classify_install(text: str, *, timed_out: bool, infra: str = "") -> tuple[str, str, str]:
@@ -56,8 +58,9 @@ def classify_install(text: str, *, timed_out: bool, infra: str = "") -> tuple[st
             return "infra-error", "log", line
     for pat in BUILD_PATTERNS:
         if pat in text:
+            raised = RAISED_RE.search(text)  # what the build said, before pip's summary
             line = next(ln.strip() for ln in text.splitlines() if pat in ln)
-            return "build-failure", "log", line
+            return "build-failure", "log", raised.group("line").strip() if raised else line
     pm = PIP_ERROR_RE.search(text)
     if pm:
         return "build-failure", "log", pm.group(0).strip()

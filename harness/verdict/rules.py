@@ -123,6 +123,14 @@ def _broken_run(phase: Phase) -> Finding | None:
     )
 
 
+def _test_deps_finding(phase: Phase) -> Finding:
+    """The inferred test dependencies did not install: shown; the runs say what it cost."""
+    _, _, line = classify_install(phase.excerpt, timed_out=phase.timed_out, infra=phase.infra)
+    return Finding(kind="setup-error", evidence="setup", excerpt=phase.excerpt[-1500:],
+                   message=f"setup: the inferred test dependencies did not install: {line}"[:400],
+                   reproduce=reproduce(phase, None), phase=phase.name)
+
+
 def _setup_finding(kind: str, phase: Phase, tests: list[str], what: str) -> Finding:
     """A setup failure (parse.setup): the real cause and its fix, never the package's fault."""
     problems = phase.setup
@@ -337,6 +345,7 @@ def decide(phases: Sequence[Phase], *, settings: Settings, probe: dict[str, Any]
     blamed = {f.test_id for f in crashes + hangs if f.test_id}
     failures, _baseline = _failure_findings(phases, ran_modes, blamed)
     findings += crashes + hangs + failures + _gil_findings(phases, probe) + tsan_findings(phases)
+    findings += [_test_deps_finding(p) for p in phases if p.kind == "setup" and not p.ok]
     cov = compute_coverage(phases)
     findings += coverage_findings(cov, phases)
     findings = apply_confirmation(findings, phases)

@@ -32,3 +32,14 @@ def test_timeout_and_backend_failure_are_infra():
 def test_cut_build_log_is_still_a_build_failure():
     kind, _, excerpt = classify_install(log("install-build-failure-cut"), timed_out=False)
     assert kind == "build-failure" and excerpt
+
+
+def test_a_build_backend_exception_is_the_cause_not_pips_summary():
+    # cryptography 50.0.2's sdist on 3.13.5t: `pip download` prepares its metadata, which
+    # builds cffi, whose setup refuses 3.13t (captured 2026-12-03, tests/data/real/)
+    from pathlib import Path
+
+    log = Path(__file__).parents[1] / "data" / "real" / "cryptography-50.0.2" / "fetch.log"
+    kind, evidence, line = classify_install(log.read_text(), timed_out=False)
+    assert (kind, evidence) == ("build-failure", "log")
+    assert line.startswith("RuntimeError: CFFI does not support the free-threaded build of CPython 3.13.")

@@ -160,3 +160,31 @@ def test_bad_selectors(tmp_path, entry, msg):
 
 def test_a_selector_changes_the_digest():
     assert _spec("  - {top: 3}\n").digest != _spec("  - {top: 4}\n").digest
+
+
+def test_expand_spec_records_versions_once_and_every_shard_reads_them(tmp_path):
+    # the plan resolves against recorded index responses and writes the record; a second
+    # expansion (a shard, a rerun) reads the record and must not ask the index again
+    import json as _json
+
+    from harness import matrix as _matrix
+    from harness import plan as _plan
+    from harness.select import expand_spec
+
+    spec = _matrix.loads('interpreters: [{name: cp313t, version: "3.13.5", source: "debian:trixie"}]\n'
+                         "packages: [{top: 3}, {name: six, tests: tests}]\n")
+    record = tmp_path / "resolved.json"
+    first = expand_spec(spec, record, fetch=Recorded())
+    names = [p.name for p in first.packages]
+    assert len(names) == 4 and names[-1] == "six" and not first.selectors
+    assert all(p.version.startswith("==") for p in first.packages[:3])
+    saved = _json.loads(record.read_text())
+    assert {r["name"] for r in saved} >= set(names[:3])
+
+    def no_network(name):
+        raise AssertionError(f"asked the index for {name}")
+
+    again = expand_spec(spec, record, fetch=no_network)
+    assert again.packages == first.packages
+    shards = [_plan.shard(_plan.make_plan(again), i, 3) for i in (1, 2, 3)]
+    assert sorted(j.job_id for s in shards for j in s) == sorted(j.job_id for j in _plan.make_plan(first))

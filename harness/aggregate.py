@@ -5,6 +5,12 @@ shards of a run, or one local run) and names every file it could not use;
 ``build_report`` turns the results into one plain, deterministically ordered
 dict, so a report merged from three shards equals the unsharded one apart
 from timestamps.
+
+``packages`` keeps one entry per job (interpreter x package); ``interpreters``
+(the columns, oldest version first) and ``table`` (one row per package, one cell
+per interpreter, and what differs between them) are the per-package view every
+renderer shows, and ``summary`` counts packages, each once under its most severe
+verdict across the interpreters.
 """
 
 from __future__ import annotations
@@ -18,13 +24,17 @@ from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
+from packaging.version import InvalidVersion, Version
+
 from .errors import ConfigError
 from .model import VERDICTS, Finding, JobResult, Phase, severity
 from .render.pool import frozen_heap
 
 log = logging.getLogger(__name__)
 
-REPORT_SCHEMA = 1
+# 2: ``interpreters`` (the columns) and ``table`` (a row per package, a cell per interpreter);
+#    ``summary`` counts packages, not jobs; ``packages[].interpreter`` has source, full_version.
+REPORT_SCHEMA = 2
 
 
 def _result_files(d: Path) -> list[Path]:
@@ -201,6 +211,8 @@ def _package(r: JobResult) -> dict[str, Any]:
             "configure": list(it.configure),
             "free_threaded": it.free_threaded,
             "sanitizer": it.sanitizer,
+            "source": it.source,
+            "full_version": it.full_version,
         },
         "settings": dict(sorted(r.settings.items())),
         "backend": r.backend,
@@ -222,8 +234,81 @@ def _package(r: JobResult) -> dict[str, Any]:
     }
 
 
-def _sort_key(p: dict[str, Any]) -> tuple[str, str, str]:
-    return (p["name"].lower(), p["interpreter"]["name"], p["job_id"])
+def _version_key(version: str) -> tuple[int, Version | str]:
+    try:
+        return (0, Version(version))
+    except InvalidVersion:
+        return (1, version)
+
+
+def _sort_key(p: dict[str, Any]) -> tuple[Any, ...]:
+    """By package name, then by interpreter in column order (oldest version first)."""
+    it = p["interpreter"]
+    return (p["name"].lower(), _version_key(it["full_version"] or it["version"]),
+            it["sanitizer"] or "", it["name"], p["job_id"])
+
+
+def interpreter_columns(packages: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The interpreters of ``packages``, oldest version first, each with a short ``label``:
+    ``3.13.5t`` (``3.13.5t+tsan`` for a sanitizer build), or its name when two would share one."""
+    seen: dict[str, dict[str, Any]] = {}
+    for p in packages:
+        it = p["interpreter"]
+        col = seen.setdefault(it["name"], {
+            "name": it["name"], "version": it["version"],
+            "full_version": it.get("full_version", ""), "source": it.get("source", ""),
+            "configure": list(it["configure"]), "sanitizer": it["sanitizer"], "jobs": 0})
+        col["jobs"] += 1
+    cols = list(seen.values())  # packages are sorted by _sort_key: each name's first job is in order
+    cols.sort(key=lambda c: (_version_key(c["full_version"] or c["version"]), c["sanitizer"] or "",
+                             c["name"]))
+    for c in cols:
+        c["label"] = f"{c['full_version'] or c['version']}t" + (
+            f"+{c['sanitizer']}" if c["sanitizer"] else "")
+    labels = [c["label"] for c in cols]
+    for c in cols:
+        if labels.count(c["label"]) > 1 or not c["version"]:
+            c["label"] = c["name"]
+    return cols
+
+
+def across(cells: dict[str, dict[str, Any]], columns: Sequence[dict[str, Any]]) -> str:
+    """What differs between a package's interpreters, in column order, or "" when nothing does:
+    ``build-failure on 3.13.5t, compatible on 3.13.15t``."""
+    groups: dict[str, list[str]] = {}
+    for c in columns:
+        cell = cells.get(c["name"])
+        if cell is not None:
+            groups.setdefault(cell["verdict"], []).append(c["label"])
+    if len(groups) < 2:
+        return ""
+    return ", ".join(f"{v} on {' and '.join(labels)}" for v, labels in groups.items())
+
+
+def package_table(packages: Sequence[dict[str, Any]],
+                  columns: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One row per package name (in report order): a cell per interpreter it ran on, the most
+    severe verdict of them (what ``summary`` counts) and ``across``."""
+    rows: dict[str, dict[str, Any]] = {}
+    for p in packages:
+        row = rows.setdefault(p["name"], {"name": p["name"], "cells": {}})
+        cell = {"verdict": p["verdict"], "qualifier": p["qualifier"], "version": p["version"],
+                "job_id": p["job_id"]}
+        if p.get("change"):
+            cell["change"] = p["change"]
+        row["cells"].setdefault(p["interpreter"]["name"], cell)
+    out = []
+    for row in rows.values():
+        cells = row["cells"]
+        versions = sorted({c["version"] for c in cells.values()})
+        out.append({
+            "name": row["name"],
+            "version": versions[0] if len(versions) == 1 else "",  # "": differs per interpreter
+            "verdict": min((c["verdict"] for c in cells.values()), key=severity),
+            "cells": {c["name"]: cells[c["name"]] for c in columns if c["name"] in cells},
+            "across": across(cells, columns),
+        })
+    return out
 
 
 def build_report(
@@ -241,9 +326,7 @@ def build_report(
     """
     with frozen_heap():  # the results are not garbage: do not walk them on every collection
         packages = sorted((_package(r) for r in results), key=_sort_key)
-    summary = {v: 0 for v in VERDICTS}
-    for p in packages:
-        summary[p["verdict"]] += 1
+    columns = interpreter_columns(packages)
     starts = [r.started for r in results if r.started]
     ends = [r.finished for r in results if r.finished]
     derived: dict[str, Any] = {
@@ -252,7 +335,7 @@ def build_report(
         "started": min(starts) if starts else "",
         "finished": max(ends) if ends else "",
         "backends": sorted({r.backend for r in results}),
-        "interpreters": sorted({r.interpreter.name for r in results}),
+        "interpreters": [c["name"] for c in columns],
         "jobs": len(packages),
     }
     derived.update(meta)
@@ -260,8 +343,10 @@ def build_report(
     report: dict[str, Any] = {
         "schema": REPORT_SCHEMA,
         "meta": derived,
-        "summary": summary,
+        "summary": {},
+        "interpreters": columns,
         "packages": packages,
+        "table": [],
         "missing": sorted(set(expected_jobs or ()) - have),
     }
     if previous is not None:
@@ -273,6 +358,11 @@ def build_report(
         for p in packages:
             if p["job_id"] in by_job:
                 p["change"] = by_job[p["job_id"]]
+    report["table"] = package_table(packages, columns)
+    summary = {v: 0 for v in VERDICTS}
+    for row in report["table"]:
+        summary[row["verdict"]] += 1
+    report["summary"] = summary
     return report
 
 

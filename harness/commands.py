@@ -105,7 +105,13 @@ def write_report(dirs: list[Path], out: Path, *, meta: dict[str, Any], previous:
         if path.name in ("report.md", "report.json", "index.html", "junit.xml"):
             print(f"wrote {path}")
     summary = ", ".join(f"{n} {v}" for v, n in report.get("summary", {}).items() if n)
-    print(f"summary: {summary or 'no packages'}")
+    cols = report.get("interpreters") or []
+    across = (f" ({len(report['table'])} packages on {len(cols)} interpreters, "
+              f"{len(report['packages'])} jobs)") if len(cols) > 1 else ""
+    print(f"summary: {summary or 'no packages'}{across}")
+    for row in report.get("table") or ():
+        if row["across"]:
+            print(f"  {row['name']}: {row['across']}")
     if report.get("missing"):
         print(f"missing results: {', '.join(report['missing'])}", file=sys.stderr)
     return report

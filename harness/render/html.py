@@ -183,10 +183,17 @@ def _kinds(p: dict[str, Any]) -> list[str]:
 
 def index_rows(report: dict[str, Any],
                history: dict[str, Any] | None = None) -> list[dict[str, Any]]:
-    """One row per package, in report order, with what both the index and its page show."""
+    """One row per job, in report order, with what both the index's cell and its page show."""
+    cols = report.get("interpreters") or []
+    labels = {c["name"]: c["label"] for c in cols}
+    cells_of = {row["name"]: row["cells"] for row in report.get("table") or ()}
     rows = []
     for p in report["packages"]:
         wheel = wheel_summary(p["wheel"])
+        siblings = [{"label": labels.get(name, name), "verdict": cell["verdict"],
+                     "page": page_name(cell["job_id"])}
+                    for name, cell in cells_of.get(p["name"], {}).items()
+                    if cell["job_id"] != p["job_id"]]
         rows.append({
             "p": p,
             "page": "pkg/" + page_name(p["job_id"]),
@@ -199,15 +206,34 @@ def index_rows(report: dict[str, Any],
             "change": p.get("change", ""),
             "kinds": _kinds(p),
             "history": _history_for(history, p["job_id"]),
+            "label": labels.get(p["interpreter"]["name"], p["interpreter"]["name"]),
+            "several": len(cols) > 1,
+            "siblings": siblings,
         })
     return rows
 
 
+def table_rows(report: dict[str, Any], rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The index's rows: one per package (report["table"]), a cell per interpreter column (the
+    job's row from ``index_rows``, or None where the package did not run), most severe first."""
+    by_job = {r["p"]["job_id"]: r for r in rows}
+    cols = report.get("interpreters") or []
+    out = []
+    for t in report.get("table") or ():
+        cells = [by_job.get(t["cells"][c["name"]]["job_id"]) if c["name"] in t["cells"] else None
+                 for c in cols]
+        first = min((c for c in cells if c is not None), key=lambda c: c["severity"])
+        out.append({"t": t, "cells": cells, "severity": severity(t["verdict"]),
+                    "name_key": t["name"].lower(), "page": first["page"],
+                    "changed": any(c is not None and c["change"] for c in cells)})
+    return sorted(out, key=lambda r: r["severity"])  # stable: report order within a verdict
+
+
 def render_index(report: dict[str, Any], rows: list[dict[str, Any]]) -> str:
-    """index.html: the table of every package, most severe first."""
-    ordered = sorted(rows, key=lambda r: r["severity"])  # stable: report order within a verdict
+    """index.html: a row per package, a column per interpreter, most severe first."""
     return _env().get_template("index.html").render(
-        rows=ordered, changes=report.get("changes"), missing=report.get("missing", []),
+        table=table_rows(report, rows), columns=report.get("interpreters") or [],
+        jobs=len(rows), changes=report.get("changes"), missing=report.get("missing", []),
         root="", meta=report["meta"], summary=report["summary"], **_common())
 
 

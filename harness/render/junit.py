@@ -1,6 +1,6 @@
 """report.json -> junit.xml: one test case per package x finding, for CI systems.
 
-A testsuite per interpreter; a compatible package is one passing case; each
+A testsuite per interpreter (in the report's column order); a compatible package is one passing case; each
 finding is a case that fails (``infra-error`` is an error: the harness's
 problem, not the package's; ``no-thread-coverage`` is skipped: shown, never
 red); a ``no-tests`` package is one skipped case.  Text from packages is put
@@ -60,7 +60,8 @@ def render(report: dict[str, Any]) -> str:
     for p in report["packages"]:
         by_interp.setdefault(p["interpreter"]["name"], []).append(p)
     totals = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
-    for interp in sorted(by_interp):
+    order = [c["name"] for c in report.get("interpreters", ())]  # the report's column order
+    for interp in sorted(by_interp, key=lambda n: (order.index(n) if n in order else len(order), n)):
         suite = ET.SubElement(root, "testsuite", {"name": clean(f"free-threaded {interp}")})
         counts = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
         time = 0.0

@@ -1,4 +1,5 @@
-"""report.json -> report.md: a summary line, changes, the table, then findings with evidence.
+"""report.json -> report.md: a summary line, changes, the packages table (a row per package,
+a column per interpreter, what differs between them), the jobs table, then findings with evidence.
 
 Suitable as a GitHub step summary and a PR comment.  Everything that came from
 a package is escaped: table text has Markdown and HTML specials escaped, code
@@ -78,10 +79,21 @@ def block(s: str, lang: str = "") -> str:
     return f"{fence}{lang}\n{body}\n{fence}"
 
 
+def _columns(report: dict[str, Any]) -> list[dict[str, Any]]:
+    """The report's interpreter columns (report.json schema 2)."""
+    return list(report.get("interpreters") or ())
+
+
 def summary_line(report: dict[str, Any]) -> str:
-    n = len(report["packages"])
+    """Packages (table rows) per verdict, each under its most severe verdict; the jobs too when
+    there is more than one interpreter."""
+    n = len(report.get("table") or report["packages"])
     parts = [f"{ICON[v]} {c} {v}" for v, c in report["summary"].items() if c]
-    line = f"**{n} package{'s' if n != 1 else ''}**" + (": " + " · ".join(parts) if parts else "")
+    line = f"**{n} package{'s' if n != 1 else ''}**"
+    cols = _columns(report)
+    if len(cols) > 1:
+        line += f" on {len(cols)} interpreters ({len(report['packages'])} jobs)"
+    line += ": " + " · ".join(parts) if parts else ""
     if report.get("missing"):
         line += f" · ❓ {len(report['missing'])} missing"
     return line
@@ -90,11 +102,10 @@ def summary_line(report: dict[str, Any]) -> str:
 def _meta_line(report: dict[str, Any]) -> str:
     m = report["meta"]
     bits = []
-    interps = sorted({(p["interpreter"]["name"], p["interpreter"]["version"],
-                       " ".join(p["interpreter"]["configure"]))
-                      for p in report["packages"]})
-    for name, ver, flags in interps:
-        bits.append(f"{text(name)} (CPython {text(ver)} {text(flags)})".replace(" )", ")"))
+    for c in _columns(report):
+        what = " ".join(x for x in (f"CPython {c['full_version'] or c['version']}",
+                                    " ".join(c["configure"]), c["source"]) if x)
+        bits.append(f"{text(c['name'])} ({text(what)})")
     if m.get("backends"):
         bits.append("backend " + text(", ".join(m["backends"])))
     if m.get("harness_version"):
@@ -114,13 +125,42 @@ def _changes(report: dict[str, Any]) -> list[str]:
     if not changes:
         return out + ["No verdict changed.", ""]
     out += ["| | Package | Change | Before | Now |", "|---|---|---|---|---|"]
+    several = len(_columns(report)) > 1
     for c in changes:
         mark = "**regression**" if c["regression"] else ""
+        where = f" [{text(c['interpreter'])}]" if several and c.get("interpreter") else ""
         out.append(
-            f"| {CHANGE_ICON[c['kind']]} {mark} | {text(c['package'])} {text(c['new_version'] or c['old_version'])} "
+            f"| {CHANGE_ICON[c['kind']]} {mark} | {text(c['package'])} {text(c['new_version'] or c['old_version'])}{where} "
             f"| {c['kind']} | {c['old'] or '—'} | {c['new'] or '—'} |"
         )
     return out + [""]
+
+
+def _cell(cell: dict[str, Any] | None, version: str) -> str:
+    if cell is None:
+        return "—"
+    out = f"{ICON[cell['verdict']]} **{cell['verdict']}**"
+    if cell["qualifier"]:
+        out += f" ({text(cell['qualifier'])})"
+    if not version:  # the package's version differs between interpreters: say each one
+        out += f" {text(cell['version'])}"
+    if cell.get("change"):
+        out += f" {CHANGE_ICON[cell['change']]} {cell['change']}"
+    return out
+
+
+def packages_table(report: dict[str, Any]) -> list[str]:
+    """One row per package, one column per interpreter (verdict + badge), then what differs."""
+    cols = _columns(report)
+    several = len(cols) > 1  # with one interpreter nothing can differ: no "Across" column
+    head = "| Package | Version | " + " | ".join(text(c["label"]) for c in cols) + " |"
+    out = [head + (" Across interpreters |" if several else ""),
+           "|---|---|" + "---|" * (len(cols) + several)]
+    for row in report.get("table") or ():
+        cells = " | ".join(_cell(row["cells"].get(c["name"]), row["version"]) for c in cols)
+        line = f"| {text(row['name'])} | {text(row['version']) or 'differs'} | {cells} |"
+        out.append(line + (f" {text(row['across'])} |" if several else ""))
+    return out
 
 
 def _row(p: dict[str, Any]) -> str:
@@ -168,8 +208,11 @@ def _indent(s: str) -> str:
     return "\n".join("  " + line if line else line for line in s.splitlines())
 
 
-def _details(p: dict[str, Any]) -> list[str]:
+def _details(p: dict[str, Any], labels: dict[str, str]) -> list[str]:
+    """A job's findings; ``labels`` (interpreter name -> column label) when there are several."""
     title = f"### {ICON[p['verdict']]} {text(p['name'])} {text(p['version'])} — {p['verdict']}"
+    if labels:
+        title += f" · {text(labels.get(p['interpreter']['name'], p['interpreter']['name']))}"
     out = [title, ""]
     if p["qualifier"]:
         out += [f"_{text(p['qualifier'])}_", ""]
@@ -193,7 +236,7 @@ def _phases(report: dict[str, Any]) -> list[str]:
             exitc = "—" if ph["exit_code"] is None else str(ph["exit_code"])
             if ph["signal"]:
                 exitc += f" (signal {ph['signal']})"
-            out.append(f"| {text(p['name'])} | {text(ph['name'])} | {ph['outcome']} | {exitc} "
+            out.append(f"| {text(p['name'])} ({text(p['interpreter']['name'])}) | {text(ph['name'])} | {ph['outcome']} | {exitc} "
                        f"| {text(phase_summary(ph['counts']))} | {fmt_duration(ph['duration'])} |")
     return out + ["", "</details>", ""]
 
@@ -204,15 +247,18 @@ def render(report: dict[str, Any], *, title: str = "Free-threaded compatibility 
     if report.get("missing"):
         lines += ["## Missing results", "", "Expected by the plan, but no result file:", ""]
         lines += [f"- {code(j)}" for j in report["missing"]] + [""]
-    lines += ["## Packages", "",
+    lines += ["## Packages", "", *packages_table(report), ""]
+    lines += ["## Jobs", "",
               "| Package | Version | Interpreter | Verdict | Findings | Tests in threads | Wheel "
               "| Duration | Change |",
               "|---|---|---|---|---|---|---|---|---|"]
     lines += [_row(p) for p in report["packages"]] + [""]
     with_findings = [p for p in report["packages"] if p["findings"] or p["notes"] or p["links"]]
+    cols = _columns(report)
+    labels = {c["name"]: c["label"] for c in cols} if len(cols) > 1 else {}
     if with_findings:
         lines += ["## Findings", ""]
         for p in sorted(with_findings, key=lambda p: severity(p["verdict"])):
-            lines += _details(p)
+            lines += _details(p, labels)
     lines += _phases(report)
     return "\n".join(lines).rstrip() + "\n"

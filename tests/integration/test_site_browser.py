@@ -1,7 +1,7 @@
 """The static site in a real headless Chromium (Debian's), driven by playwright.
 
 Opens site/index.html from disk (file://), checks every package row and its
-verdict, filtering and sorting, a package page's findings, and that hostile
+cell per interpreter, filtering (by verdict and by interpreter) and sorting, a package page's findings, and that hostile
 test ids / excerpts render as text without running anything.  Screenshots go
 to the test's tmp dir and, when FT_HARNESS_ARTIFACTS is set, there too (CI
 uploads them).
@@ -74,21 +74,33 @@ def shoot(pg, tmp_path: Path, name: str) -> Path:
     return path
 
 
-def visible_jobs(pg) -> list[str]:
+def visible_packages(pg) -> list[str]:
     return pg.eval_on_selector_all(
-        "#packages tbody tr", "rows => rows.filter(r => !r.hidden).map(r => r.dataset.job)")
+        "#packages tbody tr", "rows => rows.filter(r => !r.hidden).map(r => r.dataset.package)")
 
 
-def test_every_package_row_is_there_with_its_verdict(site, page, tmp_path):
+def visible_columns(pg) -> list[str]:
+    return pg.eval_on_selector_all(
+        "#packages thead th[data-interp]",
+        "ths => ths.filter(t => t.offsetParent !== null).map(t => t.dataset.interp)")
+
+
+def test_every_package_row_is_there_with_a_cell_per_interpreter(site, page, tmp_path):
     out, rep = site
     page.goto((out / "site/index.html").as_uri())
     rows = page.locator("#packages tbody tr")
-    assert rows.count() == len(rep["packages"]) == 13
-    for p in rep["packages"]:
-        row = page.locator(f'#packages tbody tr[data-job="{p["job_id"]}"]')
-        assert row.locator("td.name a").inner_text() == p["name"]
-        assert row.locator(".badge").inner_text() == p["verdict"]
+    assert rows.count() == len(rep["table"]) == 13 and len(rep["packages"]) == 16
+    for t in rep["table"]:
+        row = page.locator(f'#packages tbody tr[data-package="{t["name"]}"]')
+        assert row.locator("td.name a").inner_text() == t["name"]
+        for interp, cell in t["cells"].items():
+            td = row.locator(f'td[data-interp="{interp}"]')
+            assert td.locator(".badge").inner_text() == cell["verdict"]
+            assert td.get_attribute("data-job") == cell["job_id"]
         assert row.is_visible()
+    race = page.locator('#packages tbody tr[data-package="fx-race"]')
+    assert race.locator("td.across").inner_text() == "ft-race on 3.13.5t, compatible on 3.13.15t"
+    assert visible_columns(page) == ["cp313t", "cp31315t"]
     assert page.locator("#shown").inner_text() == "13 of 13 shown"
     shoot(page, tmp_path, "site-index-desktop.png")
     page.set_viewport_size({"width": 390, "height": 844})
@@ -100,29 +112,51 @@ def test_every_package_row_is_there_with_its_verdict(site, page, tmp_path):
 def test_filter_by_verdict_with_the_select_and_the_chips(site, page):
     out, rep = site
     page.goto((out / "site/index.html").as_uri())
-    by_verdict = {}
-    for p in rep["packages"]:
-        by_verdict.setdefault(p["verdict"], set()).add(p["job_id"])
+    by_verdict: dict[str, set[str]] = {}
+    for t in rep["table"]:  # a package is filtered under its most severe verdict
+        by_verdict.setdefault(t["verdict"], set()).add(t["name"])
     page.select_option("#verdict-filter", "ft-race")
-    assert set(visible_jobs(page)) == by_verdict["ft-race"] and len(by_verdict["ft-race"]) == 2
+    assert set(visible_packages(page)) == by_verdict["ft-race"] == {"fx-race", "evil-pkg"}
     assert page.locator("#shown").inner_text() == "2 of 13 shown"
     page.click('.chip[data-filter="compatible"]')
-    assert set(visible_jobs(page)) == by_verdict["compatible"]
+    assert set(visible_packages(page)) == by_verdict["compatible"] == {"attrs", "fx-all-unsafe"}
     assert page.input_value("#verdict-filter") == "compatible"
     assert "verdict=compatible" in page.evaluate("location.hash")
     page.click('.chip[data-filter="compatible"]')  # a second click clears the filter
-    assert len(visible_jobs(page)) == 13
+    assert len(visible_packages(page)) == 13
     page.select_option("#verdict-filter", "hang")  # no package with it but one
     page.fill("#search", "nomatch")
-    assert visible_jobs(page) == [] and page.locator("#empty").is_visible()
+    assert visible_packages(page) == [] and page.locator("#empty").is_visible()
     page.select_option("#verdict-filter", "")
     page.fill("#search", "fx-c")
-    assert set(visible_jobs(page)) == {"cp313t--fx-crash"}
+    assert set(visible_packages(page)) == {"fx-crash"}
     # the filter survives a reload through the URL hash
     page.fill("#search", "")
     page.select_option("#verdict-filter", "gil-reenabled")
     page.reload()
-    assert visible_jobs(page) == ["cp313t--msgpack"]
+    assert visible_packages(page) == ["msgpack"]
+
+
+def test_filter_by_interpreter(site, page, tmp_path):
+    out, rep = site
+    page.goto((out / "site/index.html").as_uri())
+    page.select_option("#interp-filter", "cp31315t")
+    on_second = {t["name"] for t in rep["table"] if "cp31315t" in t["cells"]}
+    assert set(visible_packages(page)) == on_second == {"attrs", "fx-race", "msgpack"}
+    assert visible_columns(page) == ["cp31315t"]  # the other interpreter's column is hidden
+    assert page.locator("#shown").inner_text() == "3 of 13 shown"
+    # with an interpreter picked, the verdict filter reads that interpreter's cell
+    page.select_option("#verdict-filter", "compatible")
+    assert set(visible_packages(page)) == {"attrs", "fx-race"}
+    assert "interpreter=cp31315t" in page.evaluate("location.hash")
+    shoot(page, tmp_path, "site-index-one-interpreter.png")
+    page.reload()
+    assert set(visible_packages(page)) == {"attrs", "fx-race"}
+    page.select_option("#interp-filter", "cp313t")
+    assert set(visible_packages(page)) == {"attrs", "fx-all-unsafe"}
+    page.select_option("#interp-filter", "")
+    assert visible_columns(page) == ["cp313t", "cp31315t"]
+    assert set(visible_packages(page)) == {"attrs", "fx-all-unsafe"}  # fx-race: ft-race at worst
 
 
 def test_sorting_by_column(site, page):
@@ -130,13 +164,17 @@ def test_sorting_by_column(site, page):
     page.goto((out / "site/index.html").as_uri())
     page.click("#packages thead button:text('Package')")
     names = page.eval_on_selector_all("#packages tbody td.name a", "as => as.map(a => a.textContent)")
-    assert names == sorted((p["name"] for p in rep["packages"]), key=str.lower)
+    assert names == sorted((t["name"] for t in rep["table"]), key=str.lower)
     page.click("#packages thead button:text('Package')")
     names = page.eval_on_selector_all("#packages tbody td.name a", "as => as.map(a => a.textContent)")
-    assert names == sorted((p["name"] for p in rep["packages"]), key=str.lower, reverse=True)
-    page.click("#packages thead button:text('Verdict')")
+    assert names == sorted((t["name"] for t in rep["table"]), key=str.lower, reverse=True)
+    page.click("#packages thead button:text('3.13.5t')")
     first = page.locator("#packages tbody tr").first.get_attribute("data-verdict")
     assert first == "build-failure"
+    page.click("#packages thead button:text('3.13.15t')")  # packages not run there go last
+    order = visible_packages(page)
+    assert set(order[:3]) == {"msgpack", "attrs", "fx-race"}
+    assert order[0] == "msgpack"  # gil-reenabled before compatible
 
 
 def test_a_package_page_shows_its_findings(site, page, tmp_path):

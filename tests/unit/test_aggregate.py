@@ -30,6 +30,9 @@ EXPECTED_VERDICTS = {
     "cp313t--fx-thread-unsafe": "thread-unsafe",
     "cp313t--idna": "infra-error",
     "cp313t--msgpack": "gil-reenabled",
+    "cp31315t--attrs": "compatible",
+    "cp31315t--fx-race": "compatible",
+    "cp31315t--msgpack": "gil-reenabled",
 }
 
 
@@ -133,8 +136,9 @@ def test_schema_rejects_what_it_should():
 
 def test_package_entries_carry_what_the_issue_lists():
     rep = run1_report()
-    assert rep["schema"] == 1
-    assert rep["summary"] == {v: list(EXPECTED_VERDICTS.values()).count(v) for v in VERDICTS}
+    assert rep["schema"] == 2
+    on_first = [v for j, v in EXPECTED_VERDICTS.items() if j.startswith("cp313t--")]
+    assert rep["summary"] == {v: on_first.count(v) for v in VERDICTS}  # see the table test
     assert list(rep["summary"]) == list(VERDICTS)
     names = [p["name"] for p in rep["packages"]]
     assert names == sorted(names, key=str.lower)
@@ -142,6 +146,7 @@ def test_package_entries_carry_what_the_issue_lists():
     assert crash["interpreter"] == {
         "name": "cp313t", "version": "3.13.5", "key": "3.13.5-3f1a9c2e-disable-gil",
         "configure": ["--disable-gil"], "free_threaded": True, "sanitizer": None,
+        "source": "debian:trixie", "full_version": "3.13.5",
     }
     (f,) = crash["findings"]
     assert (f["kind"], f["test_id"], f["modes"], f["ratio"], f["signal"]) == (
@@ -226,3 +231,53 @@ def test_safe_log_fast_path_agrees_with_the_slow_one():
                        ("a//b", "a/b"), ("a/", "a"), ("a/.", "a"), (".", ""), ("a/../b", ""),
                        ("..", ""), ("/a", ""), ("c:/a", ""), ("a\\b", ""), ("a..b/c", "a..b/c")]:
         assert aggregate._safe_log(path) == want, path
+
+
+def test_a_row_per_package_a_cell_per_interpreter_and_what_differs():
+    rep = run1_report()
+    assert [c["name"] for c in rep["interpreters"]] == ["cp313t", "cp31315t"]  # 3.13.5 first
+    assert rep["meta"]["interpreters"] == ["cp313t", "cp31315t"]
+    first, second = rep["interpreters"]
+    assert (first["label"], first["source"], first["jobs"]) == ("3.13.5t", "debian:trixie", 12)
+    assert (second["label"], second["source"], second["jobs"]) == ("3.13.15t", "debian:forky", 3)
+    rows = {r["name"]: r for r in rep["table"]}
+    assert len(rep["table"]) == 12 and len(rep["packages"]) == rep["meta"]["jobs"] == 15
+    assert [r["name"] for r in rep["table"]] == list(dict.fromkeys(p["name"] for p in rep["packages"]))
+    race = rows["fx-race"]
+    assert race["cells"] == {
+        "cp313t": {"verdict": "ft-race", "qualifier": "", "version": "0.1",
+                   "job_id": "cp313t--fx-race"},
+        "cp31315t": {"verdict": "compatible", "qualifier": "", "version": "0.1",
+                     "job_id": "cp31315t--fx-race"}}
+    assert list(race["cells"]) == ["cp313t", "cp31315t"]  # column order
+    assert race["verdict"] == "ft-race"  # the most severe cell: what the summary counts
+    assert race["across"] == "ft-race on 3.13.5t, compatible on 3.13.15t"
+    assert rows["msgpack"]["across"] == "" and len(rows["msgpack"]["cells"]) == 2
+    assert rows["fx-crash"]["across"] == "" and list(rows["fx-crash"]["cells"]) == ["cp313t"]
+    # the summary counts packages (12 rows), not jobs (15): fx-race once, as ft-race
+    assert sum(rep["summary"].values()) == 12
+    assert rep["summary"]["ft-race"] == 1 and rep["summary"]["compatible"] == 2
+    assert rep["summary"]["gil-reenabled"] == 1
+
+
+def test_across_groups_interpreters_by_verdict_in_column_order():
+    cols = [{"name": n, "label": n} for n in ("a", "b", "c")]
+    cells = {"c": {"verdict": "compatible"}, "a": {"verdict": "build-failure"},
+             "b": {"verdict": "compatible"}}
+    assert aggregate.across(cells, cols) == "build-failure on a, compatible on b and c"
+    assert aggregate.across({"a": {"verdict": "hang"}, "c": {"verdict": "hang"}}, cols) == ""
+
+
+def test_columns_labelled_by_version_or_by_name_when_two_share_one():
+    results, _ = aggregate.load_results([DATA / "run1"])
+    d = json.loads((DATA / "run1/results/cp313t--attrs.json").read_text())
+    d["job_id"], d["interpreter"]["name"] = "tsan--attrs", "tsan"
+    d["interpreter"]["sanitizer"] = "thread"
+    e = json.loads((DATA / "run1/results/cp313t--attrs.json").read_text())
+    e["job_id"], e["interpreter"]["name"] = "again--attrs", "again"
+    rep = aggregate.build_report([*results, JobResult.from_dict(d), JobResult.from_dict(e)],
+                                 meta={})
+    assert [(c["name"], c["label"]) for c in rep["interpreters"]] == [
+        ("again", "again"), ("cp313t", "cp313t"), ("tsan", "3.13.5t+thread"),
+        ("cp31315t", "3.13.15t")]
+    validator().validate(rep)

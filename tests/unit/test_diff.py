@@ -61,6 +61,10 @@ def test_run0_to_run1(run0, run1):
         "cp313t--fx-hang": ("verdict-changed", "ft-race", "hang", True),  # hang is more severe
         "cp313t--fx-ft-crash": ("verdict-changed", "crash", "ft-crash", True),
         "cp313t--simplejson": ("removed", "compatible", None, False),
+        # run1 adds a second interpreter: its jobs are new, matched by job id like every other
+        "cp31315t--attrs": ("new-package", None, "compatible", False),
+        "cp31315t--fx-race": ("new-package", None, "compatible", False),
+        "cp31315t--msgpack": ("new-package", None, "gil-reenabled", False),
     }
     idna = next(c for c in diff.diff_reports(run0, run1) if c.package == "idna")
     assert (idna.old_version, idna.new_version) == ("3.9", "3.10")
@@ -89,9 +93,10 @@ def test_not_a_report_is_a_config_error(run1):
 def test_build_report_marks_changes_on_packages(run0):
     results, _ = aggregate.load_results([DATA / "run1"])
     rep = aggregate.build_report(results, meta={}, previous=run0)
-    marks = {p["name"]: p.get("change") for p in rep["packages"]}
-    assert marks["fx-race"] == "newly-broken"
-    assert marks["attrs"] is None
+    marks = {p["job_id"]: p.get("change") for p in rep["packages"]}
+    assert marks["cp313t--fx-race"] == "newly-broken"
+    assert marks["cp313t--attrs"] is None
+    assert marks["cp31315t--fx-race"] == "new-package"
     assert {c["kind"] for c in rep["changes"]} == {
         "new-package", "newly-broken", "verdict-changed", "removed"}
     assert all("regression" in c for c in rep["changes"])

@@ -64,11 +64,24 @@ def test_write_all_writes_every_format(site):
     assert not list(out.rglob(".*.tmp"))  # atomic writes leave no temp files
 
 
-def test_index_has_a_row_per_package_with_its_verdict(site):
+def test_index_has_a_row_per_package_and_a_cell_per_interpreter(site):
     out, rep, _ = site
     doc = Doc((out / "site/index.html").read_text())
-    rows = {a["data-job"]: a["data-verdict"] for a in doc.all("tr") if a.get("data-job")}
-    assert rows == {p["job_id"]: p["verdict"] for p in rep["packages"]}
+    rows = {a["data-package"]: a["data-verdict"] for a in doc.all("tr") if a.get("data-package")}
+    assert rows == {t["name"]: t["verdict"] for t in rep["table"]} and len(rows) == 13
+    assert rows["fx-race"] == "ft-race"  # its most severe cell
+    cells = {a["data-job"]: a["data-verdict"] for a in doc.all("td") if a.get("data-job")}
+    assert cells == {p["job_id"]: p["verdict"] for p in rep["packages"]} and len(cells) == 16
+    heads = [a["data-interp"] for a in doc.all("th") if a.get("data-interp")]
+    assert heads == ["cp313t", "cp31315t"]
+    tds = [a for a in doc.all("td") if a.get("data-interp")]
+    assert len(tds) == 2 * 13  # every row has both columns, "not run" where it did not run
+    assert sum(1 for a in tds if "none" in (a.get("class") or "")) == 13 - 3
+    options = {a["value"] for a in doc.all("option")}
+    assert {"cp313t", "cp31315t"} <= options  # the interpreter filter
+    text = " ".join(doc.text)
+    assert "ft-race on 3.13.5t, compatible on 3.13.15t" in text
+    assert "13 packages" in text and "on 2 interpreters (16 jobs)" in text
     links = {a["href"] for a in doc.all("a")}
     assert {f"pkg/{p['job_id']}.html" for p in rep["packages"]} <= links
     chips = {a["data-filter"] for a in doc.all("button") if "data-filter" in a}
@@ -76,6 +89,17 @@ def test_index_has_a_row_per_package_with_its_verdict(site):
     text = " ".join(doc.text)
     assert "Changes since the previous report" in text and "newly broken" in text
     assert "cp313t--lost" in text  # missing results are listed
+
+
+def test_package_page_links_the_same_package_on_the_other_interpreters(site):
+    out, _, _ = site
+    doc = Doc((out / "site/pkg/cp31315t--fx-race.html").read_text())
+    text = " ".join(doc.text)
+    assert "On the other interpreters:" in text and "on 3.13.15t" in text
+    assert "cp313t--fx-race.html" in {a["href"] for a in doc.all("a")}
+    assert "debian:forky" in text
+    alone = Doc((out / "site/pkg/cp313t--fx-crash.html").read_text())
+    assert "On the other interpreters:" not in " ".join(alone.text)
 
 
 def test_package_page_shows_findings_reproduce_interpreter_and_logs(site):

@@ -29,11 +29,13 @@ def test_one_case_per_package_and_finding(tmp_path):
     expected = sum(
         len(p["findings"]) + (not any(f["kind"] not in INFO_KINDS for f in p["findings"]))
         for p in rep["packages"])
-    assert expected == 15
+    assert expected == 18  # 15 on cp313t, 3 on cp31315t (attrs, fx-race pass; msgpack fails)
     assert len(got) == expected
     suites = list(xml)
-    assert [s.name for s in suites] == ["free-threaded cp313t"]
-    assert suites[0].tests == expected
+    assert [s.name for s in suites] == ["free-threaded cp313t", "free-threaded cp31315t"]
+    assert (suites[0].tests, suites[1].tests) == (15, 3)
+    assert (suites[1].failures, suites[1].errors, suites[1].skipped) == (1, 0, 0)
+    assert got[("cp31315t.fx-race", "verdict: compatible")].is_passed
 
 
 def test_verdicts_map_to_pass_failure_error_skip(tmp_path):

@@ -4,26 +4,51 @@ from __future__ import annotations
 
 import re
 
-from harness import render
+from harness import aggregate, render
 from harness.render import markdown
-from tests.data.report.shared import XSS, XSS2, full_report, out_dir
+from tests.data.report.shared import XSS, XSS2, full_report, load, out_dir
 
 
 def test_summary_line_counts_every_verdict_present():
     rep = full_report()
     line = markdown.summary_line(rep)
-    assert line.startswith("**13 packages**: ")
+    # packages, not jobs: fx-race (ft-race on 3.13.5, compatible on 3.13.15) counts once
+    assert line.startswith("**13 packages** on 2 interpreters (16 jobs): ")
     assert "🔀 2 ft-race" in line and "✅ 2 compatible" in line and "⛔ 1 build-failure" in line
     assert "hang" in line and "❓ 1 missing" in line
     assert "thread-unsafe" in line and "0 " not in line  # zero counts are left out
 
 
-def test_table_has_a_row_per_package_with_its_verdict():
+def test_packages_table_has_a_row_per_package_and_a_column_per_interpreter():
+    rep = full_report()
+    md = markdown.render(rep)
+    table = md.split("## Packages\n\n")[1].split("\n\n")[0].splitlines()
+    assert table[0] == "| Package | Version | 3.13.5t | 3.13.15t | Across interpreters |"
+    assert table[1] == "|---|---|---|---|---|"
+    assert len(table[2:]) == len(rep["table"]) == 13
+    assert ("| fx-race | 0.1 | 🔀 **ft-race** 🔻 newly-broken | ✅ **compatible** 🆕 new-package "
+            "| ft-race on 3.13.5t, compatible on 3.13.15t |") in table
+    assert "| fx-crash | 0.1 | 💥 **crash** | — |  |" in table  # not run on 3.13.15
+    assert "| msgpack | 1.0.5 | 🔒 **gil-reenabled** | 🔒 **gil-reenabled** 🆕 new-package |  |" in table
+    assert "| attrs [cp31315t] 25.3.0" not in md and "| attrs 25.3.0 [cp31315t] | new-package" in md
+
+
+def test_one_interpreter_has_no_across_column():
+    results = [r for r in load("run1") if r.interpreter.name == "cp313t"]
+    md = markdown.render(aggregate.build_report(results, meta={}))
+    assert "| Package | Version | 3.13.5t |\n|---|---|---|\n| attrs | 25.3.0 | ✅ **compatible** |" in md
+    assert "Across" not in md and "### 🔀 fx-race 0.1 — ft-race\n" in md
+    assert markdown.summary_line(aggregate.build_report(results, meta={})).startswith(
+        "**12 packages**: ")
+
+
+def test_jobs_table_has_a_row_per_job_with_its_verdict():
     rep = full_report()
     md = markdown.render(rep)
     rows = [ln for ln in md.splitlines() if ln.startswith("| ") and " | cp313t | " in ln]
-    assert len(rows) == len(rep["packages"]) == 13
-    for p in rep["packages"]:
+    assert len(rows) == 13 and len(rep["packages"]) == 16
+    assert len([ln for ln in md.splitlines() if " | cp31315t | " in ln]) == 3
+    for p in (p for p in rep["packages"] if p["interpreter"]["name"] == "cp313t"):
         (row,) = [r for r in rows if r.startswith(f"| {markdown.text(p['name'])} |")]
         assert f"**{p['verdict']}**" in row
     unsafe = next(r for r in rows if r.startswith("| fx-all-unsafe |"))
@@ -35,7 +60,7 @@ def test_table_has_a_row_per_package_with_its_verdict():
 
 def test_findings_show_test_id_modes_ratio_evidence_and_reproduce():
     md = markdown.render(full_report(with_previous=False, hostile=False))
-    sec = md.split("### 🔀 fx-race 0.1 — ft-race")[1].split("###")[0]
+    sec = md.split("### 🔀 fx-race 0.1 — ft-race · 3.13.5t")[1].split("###")[0]
     assert "**ft-race** ` tests/test_buf.py::test_shared_buffer `" in sec
     assert "GIL off (PYTHON_GIL=0), 2/3 runs, evidence: junit" in sec
     assert "```sh\n  cd src && PYTHON_GIL=0 PYTHONFAULTHANDLER=1 ../venv/bin/python -P -m pytest" in sec
@@ -50,10 +75,11 @@ def test_findings_show_test_id_modes_ratio_evidence_and_reproduce():
 def test_changes_are_marked_when_previous_is_given():
     md = markdown.render(full_report())
     changes = md.split("## Changes since the previous report")[1].split("\n## ")[0]
-    assert "| 🔻 **regression** | fx-race 0.1 | newly-broken | compatible | ft-race |" in changes
-    assert "| ➖  | simplejson 3.19.3 | removed | compatible | — |" in changes
+    assert ("| 🔻 **regression** | fx-race 0.1 [cp313t] | newly-broken | compatible | ft-race |"
+            in changes)
+    assert "| ➖  | simplejson 3.19.3 [cp313t] | removed | compatible | — |" in changes
     assert "| fx-race | 0.1 | cp313t | 🔀 **ft-race** |" in md
-    assert md.count("🔻 newly-broken") == 2  # fx-race and idna rows
+    assert md.count("🔻 newly-broken") == 4  # fx-race and idna: their cells and job rows
 
 
 def test_hostile_text_is_inert():

@@ -1,4 +1,5 @@
-/* ft-harness site: sort and filter the package table, copy reproduce commands.
+/* ft-harness site: sort and filter the package table (by verdict, interpreter, name), copy
+ * reproduce commands.
  * Reads package data only through textContent and data-* attributes and writes
  * only textContent, attributes and the hidden flag: nothing from a package is
  * ever parsed as HTML or run. */
@@ -10,20 +11,38 @@
     var tbody = table.tBodies[0];
     var rows = Array.prototype.slice.call(tbody.rows);
     var select = document.getElementById("verdict-filter");
+    var interp = document.getElementById("interp-filter");  // absent with one interpreter
     var search = document.getElementById("search");
     var shown = document.getElementById("shown");
     var empty = document.getElementById("empty");
     var chips = Array.prototype.slice.call(document.querySelectorAll(".chip[data-filter]"));
 
+    // The cell of interpreter `name` in a row (compared as text, never put in a selector).
+    var cellOf = function (row, name) {
+      for (var i = 0; i < row.cells.length; i += 1) {
+        if (row.cells[i].getAttribute("data-interp") === name) { return row.cells[i]; }
+      }
+      return null;
+    };
+    var columnCells = Array.prototype.slice.call(table.querySelectorAll("[data-interp]"));
+
     var apply = function () {
       var verdict = select.value;
+      var only = interp ? interp.value : "";
       var q = search.value.trim().toLowerCase();
       var n = 0;
       rows.forEach(function (row) {
-        var ok = (!verdict || row.getAttribute("data-verdict") === verdict) &&
+        // a package's verdict is its most severe one; with an interpreter picked, that cell's
+        var cell = only ? cellOf(row, only) : null;
+        var has = only ? (cell !== null && cell.hasAttribute("data-verdict")) : true;
+        var v = only ? (cell ? cell.getAttribute("data-verdict") : null) : row.getAttribute("data-verdict");
+        var ok = has && (!verdict || v === verdict) &&
           (!q || (row.getAttribute("data-name") || "").indexOf(q) !== -1);
         row.hidden = !ok;
         if (ok) { n += 1; }
+      });
+      columnCells.forEach(function (c) {
+        c.hidden = only !== "" && c.getAttribute("data-interp") !== only;
       });
       shown.textContent = n + " of " + rows.length + " shown";
       empty.hidden = n !== 0;
@@ -32,6 +51,7 @@
       });
       var params = new URLSearchParams();
       if (verdict) { params.set("verdict", verdict); }
+      if (only) { params.set("interpreter", only); }
       if (q) { params.set("q", q); }
       var hash = params.toString();
       if (history.replaceState) {
@@ -47,13 +67,17 @@
       });
     });
     select.addEventListener("change", apply);
+    if (interp) { interp.addEventListener("change", apply); }
     search.addEventListener("input", apply);
 
     var initial = new URLSearchParams(location.hash.slice(1));
-    var wanted = initial.get("verdict") || "";
-    if (Array.prototype.some.call(select.options, function (o) { return o.value === wanted; })) {
-      select.value = wanted;
-    }
+    var choose = function (sel, wanted) {
+      if (sel && Array.prototype.some.call(sel.options, function (o) { return o.value === wanted; })) {
+        sel.value = wanted;
+      }
+    };
+    choose(select, initial.get("verdict") || "");
+    choose(interp, initial.get("interpreter") || "");
     search.value = initial.get("q") || "";
 
     var buttons = Array.prototype.slice.call(table.tHead.querySelectorAll("button[data-sort]"));

@@ -9,7 +9,8 @@ on the free-threaded 3.13.5 build (tests/data/report/captured/, paths shortened
 to /w/venv and /w/src); the verdicts are the ones harness.verdict is specified
 to give for them (issue 4's table).
 
-  run1/     a full run: 12 jobs, every verdict, logs under work/<job>/logs/
+  run1/     a full run: 12 jobs on cp313t (3.13.5), every verdict, plus 3 on cp31315t
+            (3.13.15: attrs and msgpack the same, fx-race compatible), logs under work/<job>/logs/
   run0/     the previous run: 10 jobs, some verdicts different
   hostile/  one job whose test ids, excerpts, notes, links and metadata carry HTML/JS
   corrupt/  a truncated file, a non-JSON file, a wrong-schema file, one valid result
@@ -40,6 +41,18 @@ INTERP = InterpreterInfo(
     configure=("--disable-gil",),
     free_threaded=True,
     python="/opt/ft313t/bin/python3.13t",
+    source="debian:trixie",
+    full_version="3.13.5",
+)
+INTERP2 = InterpreterInfo(  # the second column: CPython as Debian forky ships it
+    name="cp31315t",
+    version="3.13.15",
+    key="3.13.15-0dc8cebd-disable-gil",
+    configure=("--disable-gil",),
+    free_threaded=True,
+    python="/opt/python/bin/python3.13t",
+    source="debian:forky",
+    full_version="3.13.15",
 )
 SETTINGS = {"threads": 4, "iterations": 5, "repeat": 3, "test_timeout": 120,
             "job_timeout": 1800, "gil_modes": [0, 1], "min_parallel_fraction": 0.5}
@@ -110,11 +123,12 @@ def cov(mode: int, *, in_threads: int, total: int, single: int = 0, unsafe: int 
 def result(job: str, package: str, version: str, verdict: str, *, source: str = "pypi",
            ph: tuple[Phase, ...] = (), findings: tuple[Finding, ...] = (), qualifier: str = "",
            coverage: dict | None = None, wheel: dict | None = None, notes: str = "",
-           links: tuple[str, ...] = (), metadata: dict | None = None, t: int = 0) -> JobResult:
+           links: tuple[str, ...] = (), metadata: dict | None = None, t: int = 0,
+           interp: InterpreterInfo = INTERP) -> JobResult:
     return JobResult(
-        job_id=f"cp313t--{job}", key=f"k-{job}-{version}", package=package,
+        job_id=f"{interp.name}--{job}", key=f"k-{job}-{version}", package=package,
         requested=f"=={version}" if source == "pypi" else f"fixtures/packages/{package}",
-        version=version, source=source, interpreter=INTERP, settings=SETTINGS,
+        version=version, source=source, interpreter=interp, settings=SETTINGS,
         backend="local", started=f"2026-12-03T08:{10 + t:02d}:00Z",
         finished=f"2026-12-03T08:{11 + t:02d}:30Z", harness_version="0.1.0",
         phases=ph, verdict=verdict, qualifier=qualifier, findings=findings,
@@ -247,13 +261,32 @@ def run1() -> list[JobResult]:
                           message="install timed out after 600 s (network?)",
                           reproduce=f"{PY} -m pip install idna==3.10"),),
         coverage={}, t=11))
-    return rs
+    return rs + on_second(rs)
+
+
+def on_second(rs: list[JobResult]) -> list[JobResult]:
+    """Three of the jobs again on cp31315t: attrs and msgpack give the same verdicts, fx-race
+    (ft-race on 3.13.5) is compatible there, the row whose cells differ."""
+    by = {r.package: r for r in rs}
+    out = []
+    for name in ("attrs", "msgpack", "fx-race"):
+        d = by[name].to_dict()
+        job = d["job_id"].split("--", 1)[1]
+        d.update(job_id=f"{INTERP2.name}--{job}", key=f"{d['key']}-{INTERP2.name}",
+                 interpreter=INTERP2.to_dict())
+        d["phases"] = [{**ph, "log": ph["log"].replace(f"/{INTERP.name}--", f"/{INTERP2.name}--"),
+                        "junit": ph["junit"].replace(f"/{INTERP.name}--", f"/{INTERP2.name}--")}
+                       for ph in d["phases"]]
+        if name == "fx-race":
+            d.update(verdict="compatible", findings=[])
+        out.append(JobResult.from_dict(d))
+    return out
 
 
 def run0() -> list[JobResult]:
     """The previous run: fx-race was compatible, fx-hang was ft-race, idna compatible, an old
     package since removed, fx-notests and fx-all-unsafe not there yet."""
-    by = {r.package: r for r in run1()}
+    by = {r.package: r for r in run1() if r.interpreter.name == INTERP.name}
     out = []
     for r in by.values():
         if r.package in ("fx-notests", "fx-all-unsafe"):

@@ -5,6 +5,11 @@ Packages are matched by job id (interpreter + package).  A verdict in
 problem.  ok -> problem is ``newly-broken``, problem -> ok is ``fixed``, any
 other verdict change is ``verdict-changed``; a regression is a newly-broken
 package or a verdict that became more severe (earlier in model.VERDICTS).
+
+``infra-error`` is never the package's fault: a package that became one is listed apart
+(kind ``infra-error``) and is never a regression, and one that was one has no verdict to
+regress from.  A package in the old report and not in the new one is ``removed`` (listed,
+so a lost shard shows).  A verdict word the harness does not know is bad input (exit 2).
 """
 
 from __future__ import annotations
@@ -13,9 +18,10 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from .errors import ConfigError
-from .model import severity
+from .model import VERDICTS, severity
 
-CHANGE_KINDS = ("newly-broken", "fixed", "verdict-changed", "new-package", "removed")
+CHANGE_KINDS = ("newly-broken", "fixed", "verdict-changed", "infra-error", "new-package", "removed")
+NOT_THE_PACKAGE = "infra-error"
 OK_VERDICTS = ("compatible", "no-tests")
 
 
@@ -34,7 +40,7 @@ class Change:
     def regression(self) -> bool:
         if self.kind == "newly-broken":
             return True
-        if self.kind == "verdict-changed" and self.old and self.new:
+        if self.kind == "verdict-changed" and self.old and self.new and self.old != NOT_THE_PACKAGE:
             return severity(self.new) < severity(self.old)
         return False
 
@@ -66,6 +72,9 @@ def _index(report: dict[str, Any], which: str) -> dict[str, dict[str, Any]]:
     for p in report["packages"]:
         if not isinstance(p, dict) or "job_id" not in p or "verdict" not in p:
             raise ConfigError(f"{which} report has a package without job_id/verdict")
+        if p["verdict"] not in VERDICTS:
+            raise ConfigError(f"{which} report: {str(p['job_id'])[:80]!r} has verdict "
+                              f"{str(p['verdict'])[:40]!r}, not one of the harness's verdicts")
         out[p["job_id"]] = p
     return out
 
@@ -94,7 +103,9 @@ def diff_reports(old: dict[str, Any], new: dict[str, Any]) -> list[Change]:
         vo, vn = pa["verdict"], pb["verdict"]
         if vo == vn:
             continue
-        if vo in OK_VERDICTS and vn not in OK_VERDICTS:
+        if vn == NOT_THE_PACKAGE:
+            kind = "infra-error"
+        elif vo in OK_VERDICTS and vn not in OK_VERDICTS and vo != NOT_THE_PACKAGE:
             kind = "newly-broken"
         elif vo not in OK_VERDICTS and vn in OK_VERDICTS:
             kind = "fixed"
@@ -114,9 +125,15 @@ def format_changes(changes: list[Change]) -> str:
     if not changes:
         return "no changes"
     lines = []
-    for c in changes:
+    # regressions first, then what was not the package's doing, then the rest
+    order = sorted(changes, key=lambda c: (not c.regression, c.kind != "infra-error",
+                                           c.kind != "removed", c.job_id))
+    for c in order:
         mark = "!" if c.regression else " "
         lines.append(f"{mark} {c.describe()}")
     n_reg = sum(c.regression for c in changes)
-    lines.append(f"{len(changes)} change(s), {n_reg} regression(s)")
+    n_infra = sum(c.kind == "infra-error" for c in changes)
+    n_gone = sum(c.kind == "removed" for c in changes)
+    lines.append(f"{len(changes)} change(s), {n_reg} regression(s), {n_infra} infra-error(s) "
+                 f"(never a regression), {n_gone} removed")
     return "\n".join(lines)

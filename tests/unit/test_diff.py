@@ -47,7 +47,7 @@ def test_one_verdict_changed_is_exactly_one_change(run1):
     text = diff.format_changes(changes)
     assert text.splitlines() == [
         "! newly-broken: attrs 25.3.0 [cp313t]: compatible -> ft-race",
-        "1 change(s), 1 regression(s)",
+        "1 change(s), 1 regression(s), 0 infra-error(s) (never a regression), 0 removed",
     ]
 
 
@@ -57,7 +57,8 @@ def test_run0_to_run1(run0, run1):
         "cp313t--fx-all-unsafe": ("new-package", None, "compatible", False),
         "cp313t--fx-notests": ("new-package", None, "no-tests", False),
         "cp313t--fx-race": ("newly-broken", "compatible", "ft-race", True),
-        "cp313t--idna": ("newly-broken", "compatible", "infra-error", True),
+        # infra-error is never the package's fault: listed apart, never a regression (#16)
+        "cp313t--idna": ("infra-error", "compatible", "infra-error", False),
         "cp313t--fx-hang": ("verdict-changed", "ft-race", "hang", True),  # hang is more severe
         "cp313t--fx-ft-crash": ("verdict-changed", "crash", "ft-crash", True),
         "cp313t--simplejson": ("removed", "compatible", None, False),
@@ -98,5 +99,31 @@ def test_build_report_marks_changes_on_packages(run0):
     assert marks["cp313t--attrs"] is None
     assert marks["cp31315t--fx-race"] == "new-package"
     assert {c["kind"] for c in rep["changes"]} == {
-        "new-package", "newly-broken", "verdict-changed", "removed"}
+        "new-package", "newly-broken", "verdict-changed", "removed", "infra-error"}
     assert all("regression" in c for c in rep["changes"])
+
+
+def test_infra_error_is_listed_apart_and_never_a_regression(run1):
+    new = copy.deepcopy(run1)
+    attrs = next(p for p in new["packages"] if p["name"] == "attrs")
+    attrs["verdict"] = "infra-error"
+    changes = diff.diff_reports(run1, new)
+    assert [(c.kind, c.regression) for c in changes] == [("infra-error", False)]
+    assert not diff.has_regression(changes)
+    # and from an infra-error there is no verdict to regress from
+    back = diff.diff_reports(new, run1)
+    assert [(c.kind, c.regression) for c in back] == [("fixed", False)]
+    worse = copy.deepcopy(run1)
+    next(p for p in worse["packages"] if p["name"] == "attrs")["verdict"] = "ft-crash"
+    assert not diff.has_regression(diff.diff_reports(new, worse))
+
+
+def test_unknown_verdict_is_bad_input_and_removed_is_listed(run1):
+    new = copy.deepcopy(run1)
+    new["packages"][0]["verdict"] = "totally-fine"
+    with pytest.raises(ConfigError, match="'totally-fine', not one of the harness's verdicts"):
+        diff.diff_reports(run1, new)
+    gone = copy.deepcopy(run1)
+    removed = gone["packages"].pop(0)
+    text = diff.format_changes(diff.diff_reports(run1, gone))
+    assert f"removed: {removed['name']}" in text and text.endswith("1 removed")

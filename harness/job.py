@@ -23,7 +23,7 @@ from pathlib import Path
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.utils import InvalidSdistFilename, canonicalize_name, parse_sdist_filename
 
-from . import __version__, infer, parse, tsan, verdict, wheels
+from . import __version__, fetch, infer, parse, tsan, verdict, wheels
 from .backends.base import Backend, Workspace
 from .errors import InfraError
 from .model import Finding, InterpreterInfo, JobResult, Phase, TestCommand, now_iso
@@ -238,6 +238,33 @@ def run_job(job: Job, *, interp: InterpreterInfo, python: str, backend: Backend,
     )
 
 
+def _fetch_on_host(ctx: _Ctx, shown: list[str], env: dict[str, str]) -> Phase | None:
+    """The sdist from the index's JSON page, by the host, with no build (harness.fetch); the
+    phase shows the equivalent ``pip download``. None: the host cannot read the index."""
+    pkg, ws = ctx.job.package, ctx.ws
+    ctx.progress(ctx.job.job_id, "fetch")
+    t0 = time.monotonic()
+    try:
+        got = fetch.sdist(pkg.name, pkg.version, ws.host("sdist"))
+        code, text = 0, (f"{got.url}\nsaved {got.path.name}: {got.size} bytes, sha256 {got.sha256} "
+                         f"(checked against the index)\n")
+    except fetch.IndexUnavailable as e:
+        log.info("%s: %s; fetching with pip in the backend", ctx.job.job_id, e)
+        fetch.clear(ws.host("sdist"))
+        return None
+    except fetch.NoSdist as e:
+        code, text = 1, f"ERROR: {e}\n"
+    log_host = ws.host("logs", "fetch.log")
+    log_host.parent.mkdir(parents=True, exist_ok=True)
+    log_host.write_text(f"$ {shlex.join(shown)}\n# fetched by the host from the index's JSON page "
+                        f"(PEP 691), nothing built\n{text}")
+    phase = parse.parse_phase(Phase(
+        name="fetch", kind="install", command=tuple(shown), env=dict(env), cwd=ws.root,
+        exit_code=code, duration=round(time.monotonic() - t0, 3), log=ctx.rel(log_host)), ctx.out)
+    ctx.phases.append(phase)
+    return phase
+
+
 def _with_test_setup(ctx: _Ctx, src_host: Path) -> tuple[Job, tuple[str, ...]]:
     """The job with its tests path and pytest args filled from the sdist where matrix.yaml is
     silent, and the inferred test dependencies (installed in their own step); recorded in ctx."""
@@ -298,11 +325,14 @@ def _steps(ctx: _Ctx) -> tuple[str, dict]:
         target = ws.path("src", "pkg")
     else:
         spec = f"{job.package.name}{job.package.version}"
-        fetch = _run(ctx, "fetch", "install", [ws.python, "-m", "pip", "download", "--no-deps",
-                     "--no-binary", canonicalize_name(job.package.name), "--dest", ws.path("sdist"), spec],
-                     env=env, cwd=ws.root, timeout=INSTALL_TIMEOUT, network=True)
+        pip_download = [ws.python, "-m", "pip", "download", "--no-deps", "--no-binary",
+                        canonicalize_name(job.package.name), "--dest", ws.path("sdist"), spec]
+        fetched = _fetch_on_host(ctx, pip_download, env)
+        if fetched is None:  # the host cannot read the index: pip, in the backend (it may build)
+            fetched = _run(ctx, "fetch", "install", pip_download, env=env, cwd=ws.root,
+                         timeout=INSTALL_TIMEOUT, network=True)
         archives = sorted(ws.host("sdist").glob("*")) if ws.host("sdist").is_dir() else []
-        if not fetch.ok or not archives:
+        if not fetched.ok or not archives:
             return "", {}
         try:
             _, ver = parse_sdist_filename(archives[0].name)

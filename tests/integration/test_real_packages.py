@@ -94,3 +94,21 @@ def test_a_release_that_downloads_but_does_not_compile_is_build_failure(tmp_path
     (f,) = d["findings"]
     assert f["evidence"] == "compiler" and f["phase"] == "install"
     assert f["excerpt"].startswith("msgpack/_cmsgpack.cpp:") and ": error: " in f["excerpt"]
+
+
+def test_the_host_fetches_an_sdist_from_the_index_with_nothing_built(tmp_path: Path) -> None:
+    """harness.fetch: pip download would build numpy's metadata (a whole meson build); the host
+    reads the PEP 691 page, downloads the file and checks its sha256 against the index's."""
+    import hashlib
+
+    from harness import fetch
+
+    got = fetch.sdist("iniconfig", "==2.3.1", tmp_path)
+    assert (got.version, got.path.name) == ("2.3.1", "iniconfig-2.3.1.tar.gz")
+    assert hashlib.sha256(got.path.read_bytes()).hexdigest() == got.sha256 and got.size > 10_000
+    newest = fetch.sdist("iniconfig", "<2.3", tmp_path / "older")
+    assert newest.version == "2.2.0"  # the newest release under 2.3 with an sdist
+    with pytest.raises(fetch.NoSdist, match="No matching distribution found"):
+        fetch.sdist("iniconfig", "==0.0.0.0.1", tmp_path / "none")
+    with pytest.raises(fetch.IndexUnavailable):
+        fetch.sdist("iniconfig", "", tmp_path, page=lambda name: (_ for _ in ()).throw(OSError("down")))

@@ -1,0 +1,104 @@
+"""A release's sdist, straight from the index's JSON simple API (PEP 691), with no build.
+
+``pip download --no-binary`` prepares an sdist's metadata before it saves the file, and for a
+meson-python or scikit-build project that is a whole build of the package (numpy 2.5.5 did not
+finish downloading in 420 s here; it compiles again at install).  The tests only need the
+file, so the host reads the project's page, picks the newest release the spec allows that has
+a non-yanked sdist, downloads it and checks its sha256.  Nothing of the package runs.  A page
+the host cannot read (another index, no network on the host) is an ``IndexUnavailable`` and the
+job falls back to ``pip download`` in the backend.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+import urllib.error
+import urllib.request
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.utils import InvalidSdistFilename, canonicalize_name, parse_sdist_filename
+from packaging.version import Version
+
+from . import wheels
+
+Page = Callable[[str], dict[str, Any]]
+MAX_BYTES = 512 * 1024 * 1024
+
+
+class IndexUnavailable(Exception):
+    """The host cannot read the index: fall back to pip in the backend."""
+
+
+class NoSdist(Exception):
+    """The index answered, and no release the spec allows has a usable sdist."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Fetched:
+    version: str
+    path: Path
+    url: str
+    sha256: str
+    size: int
+
+
+def _sdists(page: dict[str, Any], name: str) -> list[tuple[Version, dict[str, Any]]]:
+    out = []
+    for f in page.get("files", []):
+        if not isinstance(f, dict) or f.get("yanked"):
+            continue
+        try:
+            pname, ver = parse_sdist_filename(str(f.get("filename", "")))
+        except InvalidSdistFilename:
+            continue
+        if canonicalize_name(pname) == canonicalize_name(name) and isinstance(f.get("url"), str):
+            out.append((ver, f))
+    return out
+
+
+def sdist(name: str, spec: str, dest: Path, *, page: Page = wheels.simple_json,
+          timeout: float = 300) -> Fetched:
+    """Download the newest sdist ``spec`` allows into ``dest``; its sha256 checked."""
+    try:
+        data = page(name)
+    except (OSError, ValueError) as e:
+        raise IndexUnavailable(f"the index's page for {name}: {e}") from None
+    try:
+        allowed = SpecifierSet(spec)
+    except InvalidSpecifier as e:
+        raise NoSdist(f"bad version spec {spec!r}: {e}") from None
+    files = [(v, f) for v, f in _sdists(data, name) if allowed.contains(v, prereleases=bool(spec))]
+    if not files:
+        raise NoSdist(f"no release of {name}{spec} has a non-yanked sdist on the index "
+                      "(No matching distribution found)")
+    version, f = max(files, key=lambda vf: vf[0])
+    dest.mkdir(parents=True, exist_ok=True)
+    target = dest / Path(str(f["filename"])).name
+    want = str((f.get("hashes") or {}).get("sha256", "")).lower()
+    h = hashlib.sha256()
+    size = 0
+    try:
+        with urllib.request.urlopen(f["url"], timeout=timeout) as r, open(target, "wb") as out:
+            while chunk := r.read(1 << 20):
+                size += len(chunk)
+                if size > MAX_BYTES:
+                    raise NoSdist(f"{target.name} is larger than {MAX_BYTES >> 20} MiB")
+                h.update(chunk)
+                out.write(chunk)
+    except (urllib.error.URLError, OSError) as e:
+        target.unlink(missing_ok=True)
+        raise IndexUnavailable(f"downloading {f['url']}: {e}") from None
+    got = h.hexdigest()
+    if want and got != want:
+        target.unlink(missing_ok=True)
+        raise NoSdist(f"{target.name}: sha256 {got} does not match the index's {want}")
+    return Fetched(version=str(version), path=target, url=str(f["url"]), sha256=got, size=size)
+
+
+def clear(dest: Path) -> None:
+    shutil.rmtree(dest, ignore_errors=True)

@@ -37,7 +37,8 @@ from .common import (
 
 HERE = Path(__file__).parent
 CHANGE_LABEL = {"newly-broken": "newly broken", "fixed": "fixed",
-                "verdict-changed": "verdict changed", "new-package": "new", "removed": "removed"}
+                "verdict-changed": "verdict changed", "infra-error": "harness problem",
+                "new-package": "new", "removed": "removed"}
 
 
 def _asset(name: str) -> str:

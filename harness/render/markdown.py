@@ -40,7 +40,7 @@ ICON = {
     "setup-error": "🧩",
 }
 CHANGE_ICON = {"newly-broken": "🔻", "fixed": "🔺", "verdict-changed": "🔁",
-               "new-package": "🆕", "removed": "➖"}
+               "infra-error": "🛠️", "new-package": "🆕", "removed": "➖"}
 MAX_EXCERPT_LINES = 40
 _URL_SAFE = ":/?#@!$&'()*+,;=%~-._"  # everything else (<, >, spaces, quotes) is %-encoded
 _SPECIAL = re.compile(r"([\\`*_\[\]|~])")

@@ -101,6 +101,20 @@ def scale_lines(d: dict[str, Any]) -> list[str]:
     return out
 
 
+def confirm_lines(d: dict[str, Any]) -> list[str]:
+    def sec(x: dict[str, Any]) -> str:
+        if not x.get("n"):
+            return "n/a"
+        return f"median {x['median']:.1f} s ({x['min']:.1f}–{x['max']:.1f}, n={x['n']})"
+
+    return [f"## Confirmation (confirm: {d['confirm']} per GIL mode, {', '.join(d['fixtures'])})", "",
+            f"- extra wall per run: {sec(d['extra_wall_seconds'])}",
+            f"- extra wall per confirmed finding: {sec(d['extra_wall_per_finding'])}",
+            f"- the confirm phases' own seconds per finding: "
+            f"{sec(d['confirm_phase_seconds_per_finding'])}",
+            f"- {d['hang_note']}"]
+
+
 def render(doc: dict[str, Any]) -> str:
     m = doc["meta"]
     lines = ["# ft-harness benchmark (latest)", "",
@@ -108,7 +122,7 @@ def render(doc: dict[str, Any]) -> str:
              f"{m.get('load_end', '?')} · total {m.get('total_seconds', 0):.0f} s · "
              f"`{m['command']}`", ""]
     for key, fn in (("overhead", overhead_lines), ("schedule", schedule_lines),
-                    ("cache", cache_lines), ("scale", scale_lines)):
+                    ("cache", cache_lines), ("scale", scale_lines), ("confirm", confirm_lines)):
         if key in doc["sections"]:
             sec = doc["sections"][key]
             lines += fn(sec)

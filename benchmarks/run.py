@@ -29,11 +29,11 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from benchmarks import overhead, report, scale, schedule  # noqa: E402
+from benchmarks import confirm, overhead, report, scale, schedule  # noqa: E402
 from benchmarks.common import FIXTURES, SETTINGS, fixture, write_matrix  # noqa: E402
 
 log = logging.getLogger("bench")
-SECTIONS = ("scale", "overhead", "schedule", "cache")
+SECTIONS = ("scale", "overhead", "schedule", "cache", "confirm")
 REAL_PACKAGE = {"name": "six", "version": "==1.17.0"}  # a small PyPI sdist that ships its tests
 OVERHEAD_FIXTURES = ("ft_clean", "ft_mixed")
 SCHEDULE_FIXTURES = ("ft_clean", "ft_mixed", "ft_baseline", "ft_gilslot")  # 4 jobs: 2 workers can split them
@@ -147,6 +147,7 @@ def main(argv: list[str] | None = None) -> int:
         log.info("scale: the largest report missed its target; profiling at 1,000 packages")
         sc["profile"] = _profile_report(1000, tmp)
     section("overhead", overhead.measure, overhead_pkgs, rounds=max(3, args.rounds), tmp=tmp)
+    section("confirm", confirm.measure, tmp, rounds=1 if args.quick else 2)
     want_default = args.with_default_matrix or "default-matrix" in wanted
     if "schedule" in wanted or "cache" in wanted or want_default:
         sched = {"target": 1.10, "matrices": [], "skipped": []}

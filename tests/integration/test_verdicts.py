@@ -18,9 +18,13 @@ from tests.conftest import cli, fixture_matrix, results
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 ROUNDS = int(os.environ.get("FT_HARNESS_ROUNDS", "1"))
-SETTINGS = "settings: {threads: 4, iterations: 5, repeat: 3, test_timeout: 20, job_timeout: 600}"
+# confirm: 2 (the default is 5) keeps CI's one round bounded: the deadlock's re-runs cost
+# test_timeout each
+SETTINGS = ("settings: {threads: 4, iterations: 5, repeat: 3, test_timeout: 20, job_timeout: 600, "
+            "confirm: 2}")
 VERDICT_FIXTURES = ["ft_allunsafe", "ft_baseline", "ft_clean", "ft_deadlock", "ft_gilslot", "ft_mixed",
-                    "ft_nobuild", "ft_notests", "ft_realloc", "ft_sharedbuf", "ft_threadunsafe", "ft_xss"]
+                    "ft_nobuild", "ft_notests", "ft_realloc", "ft_sharedbuf", "ft_threadunsafe", "ft_xss",
+                    "ft_setupfail", "ft_nofixture"]
 
 
 @pytest.fixture(scope="session", params=range(ROUNDS), ids=lambda i: f"round{i + 1}")
@@ -73,12 +77,40 @@ def test_realloc_race_crashes_only_without_the_gil(fixture_run) -> None:
     assert f["modes"] == [0]
     assert f["test_id"].startswith("tests/test_fill.py::")
     assert f["signal"] in (signal.SIGSEGV, signal.SIGABRT, signal.SIGBUS), f
+    # confirmed alone (issue #20): recurs with the GIL off, with its dump and innermost frame
+    k, n = map(int, f["confirmed"]["gil0"].split("/"))
+    assert n == 2 and k >= 1, f["confirmed"]
+    assert "test_fill.py" in f["stack_top"] and "Current thread" in f["excerpt"], f
 
 
 def test_lock_order_deadlock_is_a_hang(fixture_run) -> None:
     d = fixture_run["ft_deadlock"]
     assert d["verdict"] == "hang", d["findings"]
-    assert only(d, "hang")["test_id"].startswith("tests/test_ledger.py::")
+    f = only(d, "hang")
+    assert f["test_id"].startswith("tests/test_ledger.py::")
+    # the excerpt names the package functions that wait (issue #20), from a run alone
+    assert "waits in ft_deadlock/ledger.py:" in f["excerpt"], f["excerpt"]
+    assert " in post: " in f["excerpt"] or " in audit: " in f["excerpt"]
+    assert set(f["confirmed"]) == {"gil0", "gil1"}
+
+
+def test_a_suite_that_cannot_be_collected_is_a_setup_problem(fixture_run) -> None:
+    d = fixture_run["ft_setupfail"]
+    assert d["verdict"] == "infra-error", d["findings"]
+    f = d["findings"][0]
+    assert f["evidence"] == "setup"
+    assert "ModuleNotFoundError: No module named 'ft_undeclared_test_helper'" in f["excerpt"]
+    assert "test_requires: [ft_undeclared_test_helper]" in f["excerpt"]
+    assert d["test_setup"]["tests_from"] == "inferred"
+
+
+def test_a_missing_fixture_is_shown_not_blamed(fixture_run) -> None:
+    d = fixture_run["ft_nofixture"]
+    assert d["verdict"] == "compatible", d["findings"]
+    f = only(d, "setup-error")
+    assert f["test_id"] == "tests/test_double.py::test_double_is_called"
+    assert "test_requires: [pytest-mock]" in f["excerpt"]
+    assert not kinds(d, "baseline-failure")
 
 
 def test_check_then_act_is_thread_unsafe_in_both_modes(fixture_run) -> None:

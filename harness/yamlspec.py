@@ -27,6 +27,8 @@ def compose(text: str, file: str) -> yaml.Node | None:
         raise ConfigError("a tab character; YAML indents with spaces only", file=file, line=lineno)
     try:
         return yaml.compose(text, Loader=yaml.SafeLoader)
+    except RecursionError:
+        raise ConfigError("the YAML is nested too deeply to be a matrix", file=file, line=1) from None
     except yaml.MarkedYAMLError as e:
         mark = e.problem_mark or e.context_mark
         line = mark.line + 1 if mark else 1
@@ -137,7 +139,12 @@ def each(
 
 def existing(ctx: Ctx, node: yaml.Node, where: str, base: Path, text: str) -> str:
     """``text`` (what the node says) as an absolute path under ``base``, which must exist."""
+    if "\x00" in text:
+        raise ctx.fail(node, f"{where} contains a NUL character")
     p = (base / text).resolve()
+    if p == Path(p.anchor) or p == Path.home():
+        raise ctx.fail(node, f"{where} names {text!r}, the filesystem root or the home directory: "
+                             "point it at the package's own source tree")
     if not p.exists():
         raise ctx.fail(node, f"{where} names {text!r}, which does not exist (relative to {base})")
     return str(p)

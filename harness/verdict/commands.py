@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import re
 import shlex
 from collections.abc import Sequence
 
 from ..model import Phase
+
+MODULE_RE = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*", re.ASCII)
 
 
 def reproduce(phase: Phase, test_id: str | None) -> str:
@@ -33,7 +36,7 @@ def probe_command(probe_phase: Phase | None, phases: Sequence[Phase], module: st
         if p is not None and p.command and p.kind in ("probe", "plain", "threads"):
             python = p.command[0]
             break
-    if not module:
+    if not module or not MODULE_RE.fullmatch(module):  # the name comes from the package's output
         return reproduce(probe_phase, None) if probe_phase else ""
     code = f"import sys, {module}; print(sys._is_gil_enabled())"
     py = shlex.quote(python or "python")

@@ -259,3 +259,13 @@ def test_oom_killed_run_is_infra_error_out_of_memory():
     d = decide([oom if p is victim else p for p in phases], settings=S, probe={})
     assert d.verdict == "infra-error"
     assert any("out of memory" in f.message for f in d.findings if f.kind == "infra-error")
+
+
+def test_a_module_name_from_package_output_never_reaches_code_unchecked():
+    from harness.verdict import probe_command
+
+    (probe,) = load("probe-gil", keep=lambda p: p.kind == "probe") or [None]
+    ok = probe_command(probe, [], "legacyext._speedups")
+    assert "import sys, legacyext._speedups;" in ok
+    evil = probe_command(probe, [], "os; import shutil; shutil.rmtree('/')  #")
+    assert "rmtree" not in evil and "import sys, os" not in evil

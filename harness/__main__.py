@@ -9,10 +9,12 @@ import os
 import signal
 import sys
 from collections.abc import Callable
+from typing import NoReturn
 
 from . import __version__, commands
 from .backends import BACKENDS
 from .errors import ConfigError, HarnessError
+from .model import VERDICTS
 
 DESCRIPTION = """\
 Tell which Python packages are safe on free-threaded CPython (PEP 703), and why the others
@@ -41,8 +43,15 @@ class _Formatter(argparse.RawDescriptionHelpFormatter):
     """Keeps the description's and the epilog's line breaks; wraps option help as usual."""
 
 
+class _Parser(argparse.ArgumentParser):
+    """Bad arguments are one line (and exit 2), like every other bad input."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: {message} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="ft-harness", description=DESCRIPTION, epilog=EPILOG,
+    p = _Parser(prog="ft-harness", description=DESCRIPTION, epilog=EPILOG,
                                 formatter_class=_Formatter)
     p.add_argument("--version", action="version", version=f"ft-harness {__version__}")
     p.add_argument("-v", "--verbose", action="store_true", help="log every step")
@@ -89,7 +98,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--resolved", metavar="FILE", help=RESOLVED + " (default: DIR/resolved.json)")
     only(r, "package")
     only(r, "interpreter")
-    r.add_argument("--fail-on", metavar="VERDICTS", help=FAIL_ON)
+    r.add_argument("--fail-on", metavar="VERDICTS", type=_verdicts, help=FAIL_ON)
 
     b = command("build", commands.cmd_build,
                 "build (or reuse) the matrix's free-threaded interpreters")
@@ -108,7 +117,7 @@ def build_parser() -> argparse.ArgumentParser:
                     help="an earlier site's history.json, to keep the verdict history")
     rp.add_argument("--matrix", metavar="FILE",
                     help="the matrix the dirs ran, so jobs missing from all of them are listed")
-    rp.add_argument("--fail-on", metavar="VERDICTS", help=FAIL_ON)
+    rp.add_argument("--fail-on", metavar="VERDICTS", type=_verdicts, help=FAIL_ON)
 
     d = command("diff", commands.cmd_diff,
                 "compare two report.json files; exit 1 on a regression")
@@ -131,6 +140,16 @@ def build_parser() -> argparse.ArgumentParser:
 
     command("clean", commands.cmd_clean, "remove containers and volumes left by earlier runs")
     return p
+
+
+def _verdicts(text: str) -> str:
+    """--fail-on's words, checked when the command line is read: before anything is built."""
+    words = [w.strip() for w in text.split(",") if w.strip()]
+    bad = [w for w in words if w not in VERDICTS]
+    if not words or bad:
+        raise argparse.ArgumentTypeError(
+            f"unknown verdict {(bad or [text])[0]!r}; one of: {', '.join(VERDICTS)}")
+    return text
 
 
 def _pos_int(text: str) -> int:

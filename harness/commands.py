@@ -89,13 +89,18 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def write_report(dirs: list[Path], out: Path, *, meta: dict[str, Any], previous: Path | None,
-                 expected: list[str] | None, history: Path | None = None) -> dict[str, Any]:
+                 expected: list[str] | None, history: Path | None = None,
+                 require_results: bool = False) -> dict[str, Any]:
     """Aggregate the result files of ``dirs`` and render every report into ``out``."""
     from . import aggregate, render
 
     results, problems = aggregate.load_results(dirs)
     for p in problems:
         print(f"ft-harness: skipped {p}", file=sys.stderr)
+    if require_results and not results:
+        where = ", ".join(str(d) for d in dirs)
+        why = f"{len(problems)} result file(s) skipped as invalid" if problems else "no results/*.json"
+        raise ConfigError(f"no valid result to report in {where} ({why})")
     prev = load_json(previous) if previous else None
     report = aggregate.build_report(results, meta=meta, previous=prev, expected_jobs=expected)
     hist = load_json(history) if history else None
@@ -157,7 +162,8 @@ def cmd_report(args: argparse.Namespace) -> int:
     report = write_report([Path(d) for d in args.dirs], out, meta=meta,
                           previous=Path(args.previous) if args.previous else None,
                           expected=expected,
-                          history=Path(args.history) if args.history else None)
+                          history=Path(args.history) if args.history else None,
+                          require_results=True)
     return gate(report, args.fail_on)
 
 

@@ -9,6 +9,7 @@ import json
 import os
 import shutil
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -168,7 +169,22 @@ def test_report_merges_and_the_gate_fails_on_a_verdict(tmp_path: Path) -> None:
     assert one_line(r.stderr) == "ft-harness: --fail-on matched: fx-ft-crash (ft-crash), fx-hang (hang)"
     r = cli("report", str(tmp_path / "run1"), "--fail-on", "no-such-verdict")
     assert r.returncode == 2
-    assert one_line(r.stderr).startswith("--fail-on: unknown verdict 'no-such-verdict' (one of ")
+    assert one_line(r.stderr).startswith(
+        "ft-harness report: argument --fail-on: unknown verdict 'no-such-verdict'; one of: ")
+
+
+def test_gates_tell_the_truth_before_any_work(tmp_path: Path) -> None:
+    # issue #16: a typo in --fail-on is told at once (nothing built), an empty dir is not a report
+    t0 = time.monotonic()
+    r = cli("run", "--matrix", str(tmp_path / "absent.yaml"), "--fail-on", "ft-crash,typo",
+            "--out", str(tmp_path / "out"))
+    assert r.returncode == 2 and time.monotonic() - t0 < 5
+    assert "unknown verdict 'typo'" in one_line(r.stderr) and not (tmp_path / "out").exists()
+    (tmp_path / "empty").mkdir()
+    r = cli("report", str(tmp_path / "empty"))
+    assert r.returncode == 2
+    assert "no valid result to report in" in one_line(r.stderr)
+    assert not (tmp_path / "empty" / "report.json").exists()
 
 
 def test_diff_exits_1_on_a_regression_only(tmp_path: Path) -> None:

@@ -39,7 +39,10 @@ def test_interpreter_image_is_built_once_then_reused(client, interp, cache, capl
     assert second.reused is True
     assert second.tag == first.tag and second.id == first.id
     assert second.tag == f"ft-harness/interp:{second.key}"
-    assert second.python == "/opt/python/bin/python3.13t"
+    assert second.python == "/opt/python/bin/python3.13t"  # named by the interpreter itself
+    assert second.info is not None and second.info.key == second.key
+    assert (second.info.full_version, second.info.python_name) == (interp.version, "python3.13t")
+    assert "cp313-cp313t" in second.info.tag_pairs  # its wheel tags, asked inside the image
     assert f"reused image {second.tag}" in caplog.text
     assert "built image" not in caplog.text
     base = images.ensure_base(client, cache)

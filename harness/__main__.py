@@ -56,7 +56,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--version", action="version", version=f"ft-harness {__version__}")
     p.add_argument("-v", "--verbose", action="store_true", help="log every step")
     sub = p.add_subparsers(title="commands", dest="command", required=True, metavar="COMMAND")
-    common = argparse.ArgumentParser(add_help=False)  # so `ft-harness run -v` works too
+    common = _Parser(add_help=False)  # so `ft-harness run -v` works too
     common.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS,
                         help="log every step")
 

@@ -31,14 +31,6 @@ SOURCE_FORMS = "'debian:SUITE', 'tarball:PATH', 'python:PATH_OR_NAME' or a mappi
 SUITE_RE = re.compile(r"[a-z][a-z0-9]*(?:-[a-z0-9]+)*")
 
 
-PROJECT_NAME_RE = re.compile(r"^([A-Za-z0-9]|[A-Za-z0-9][A-Za-z0-9._-]*[A-Za-z0-9])$")  # PEP 508
-MAX_NAME = 100  # a job id and its directories are built from it
-ENV_KEY_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-# upper bounds that catch a typo (threads: 1000000000) before it becomes a run
-LIMITS = {"threads": 256, "iterations": 10_000, "repeat": 1000, "test_timeout": 86_400,
-          "job_timeout": 7 * 86_400, "confirm_budget": 86_400}
-
-
 @dataclass(frozen=True, kw_only=True)
 class Settings:
     threads: int = 4
@@ -182,8 +174,8 @@ def _settings(ctx: y.Ctx, node: yaml.Node) -> Settings:
     for key in ("threads", "iterations", "repeat", "test_timeout", "job_timeout", "confirm_budget"):
         if key in m:
             kw[key] = y.pos_int(ctx, m[key], f"settings.{key}")
-            if kw[key] > LIMITS[key]:
-                raise ctx.fail(m[key], f"settings.{key} must be at most {LIMITS[key]}, got {kw[key]}")
+            if kw[key] > y.LIMITS[key]:
+                raise ctx.fail(m[key], f"settings.{key} must be at most {y.LIMITS[key]}, got {kw[key]}")
     if "confirm" in m:
         v = y.scalar(ctx, m["confirm"], "settings.confirm")
         if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= 100:
@@ -320,9 +312,9 @@ def _package(ctx: y.Ctx, node: yaml.Node, where: str, base: Path) -> Package:
     if "name" not in m:
         raise ctx.fail(node, f"{where} needs 'name'")
     name = y.string(ctx, m["name"], f"{where}.name")
-    if not PROJECT_NAME_RE.match(name) or len(name) > MAX_NAME:
+    if not y.PROJECT_NAME_RE.match(name) or len(name) > y.MAX_NAME:
         raise ctx.fail(m["name"], f"{where}.name must be a PEP 508 project name (letters, digits and "
-                                  f"'.', '_', '-' inside; at most {MAX_NAME} characters), got {name[:60]!r}")
+                                  f"'.', '_', '-' inside; at most {y.MAX_NAME} characters), got {name[:60]!r}")
     kw: dict[str, Any] = {"name": name}
     if "version" in m and "path" in m:
         raise ctx.fail(m["path"], f"{where} takes either version (PyPI) or path (local), not both")
@@ -364,7 +356,7 @@ def _package(ctx: y.Ctx, node: yaml.Node, where: str, base: Path) -> Package:
         for k, vn in em.items():
             if k in ("PYTHON_GIL", "PYTHONGIL"):
                 raise ctx.fail(vn, f"{where}.env.{k} is set by the harness per mode; use settings.gil_modes")
-            if not ENV_KEY_RE.match(k):
+            if not y.ENV_KEY_RE.match(k):
                 raise ctx.fail(vn, f"{where}.env key {k[:60]!r} is not an environment variable name "
                                    "([A-Za-z_][A-Za-z0-9_]*)")
             env.append((k, y.string(ctx, vn, f"{where}.env.{k}", empty_ok=True)))

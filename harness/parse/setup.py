@@ -62,9 +62,28 @@ def _missing_modules(text: str) -> list[SetupProblem]:
     return out
 
 
+WARNING_CONFIG_RE = re.compile(
+    r"^ERROR: while parsing the following warning configuration:\s*\n\s*\n\s*(?P<filter>[^\n]+)", re.M)
+
+
+def _warning_filters(text: str) -> list[SetupProblem]:
+    """A ``filterwarnings`` entry whose category lives in a module that is not installed."""
+    out = []
+    for w in WARNING_CONFIG_RE.finditer(text):
+        m = re.search(r"ModuleNotFoundError: No module named '(?P<mod>[\w.]+)'", text[w.end(): w.end() + 4000])
+        if m:
+            mod = m.group("mod")
+            out.append(SetupProblem(
+                kind="missing-module", name=mod, where=f"filterwarnings: {w.group('filter').strip()}",
+                excerpt=f"ModuleNotFoundError: No module named '{mod}' (a filterwarnings entry names it)",
+                fix=f"test_requires: [{mod.split('.', 1)[0]}]  (or drop that filterwarnings entry "
+                    'with pytest_args: ["-W", "default"])'))
+    return out
+
+
 def find_setup_problems(text: str) -> tuple[SetupProblem, ...]:
     """Every distinct setup problem in a pytest log, in the order they appear."""
-    found: list[SetupProblem] = _missing_modules(text)
+    found: list[SetupProblem] = _missing_modules(text) + _warning_filters(text)
     for m in FIXTURE_RE.finditer(text):
         name = m.group("name")
         plugin = FIXTURE_PLUGINS.get(name)

@@ -55,3 +55,12 @@ def test_unknown_addopts_option_and_a_test_module_import():
     (p,) = find_setup_problems((root / "test-module-import.log").read_text())
     assert (p.kind, p.name, p.where) == ("missing-module", "hypothesis_not_installed_xyz",
                                          "tests/test_b.py:1")
+
+
+def test_a_filterwarnings_entry_naming_a_missing_module():
+    # aiohttp 3.14.5 with zero configuration: coverage is dropped as a coverage tool, but its
+    # filterwarnings names coverage.exceptions.CoverageWarning, so pytest stops (exit 4)
+    (p,) = find_setup_problems((DATA.parent / "setup" / "filterwarnings-module.log").read_text())
+    assert (p.kind, p.name) == ("missing-module", "coverage")
+    assert p.where == "filterwarnings: ignore:Couldn't import C tracer:coverage.exceptions.CoverageWarning"
+    assert p.fix.startswith("test_requires: [coverage]")

@@ -230,6 +230,7 @@ def _package(r: JobResult) -> dict[str, Any]:
         "metadata": r.metadata,
         "notes": r.notes,
         "links": list(r.links),
+        "test_setup": dict(r.test_setup),
         "logs": [ph["log"] for ph in phases if ph["log"]],
     }
 

@@ -166,3 +166,17 @@ def project_urls(metadata: dict[str, Any]) -> list[tuple[str, str]]:
         if isinstance(metadata.get(key), str):
             out.append(("Homepage", metadata[key]))
     return [(label, url) for label, url in out if safe_url(url)]
+
+
+def setup_summary(ts: dict[str, Any]) -> str:
+    """"tests/ (inferred), 3 test deps (inferred: [dependency-groups] tests), pytest args
+    (matrix.yaml)" -- where a job's test setup came from."""
+    if not ts:
+        return ""
+    deps = ts.get("requires") or []
+    why = next((s for s in ts.get("sources", []) if "test deps" in s), "")
+    parts = [f"{ts.get('tests') or 'source root'} ({ts.get('tests_from', '?')})",
+             f"{len(deps)} test dep(s) ({ts.get('requires_from', '?')}{': ' + why if why else ''})"]
+    if ts.get("pytest_args"):
+        parts.append(f"pytest args {' '.join(ts['pytest_args'])} ({ts.get('pytest_args_from', '?')})")
+    return ", ".join(parts)

@@ -32,6 +32,7 @@ from .common import (
     phase_summary,
     project_urls,
     safe_url,
+    setup_summary,
     wheel_summary,
 )
 
@@ -83,7 +84,7 @@ def _env() -> jinja2.Environment:
     env.filters.update(duration=fmt_duration, modes=mode_list, counts=phase_summary,
                        coverage=coverage_summary, coverage_modes=coverage_modes,
                        wheel=wheel_summary, flatten=flatten,
-                       http_url=safe_url, urls=project_urls)
+                       http_url=safe_url, urls=project_urls, setup=setup_summary)
     env.globals.update(VERDICTS=VERDICTS, INFO_KINDS=INFO_KINDS,
                        CHANGE_LABEL=CHANGE_LABEL)
     return env

@@ -20,6 +20,7 @@ from .common import (
     mode_list,
     phase_summary,
     safe_url,
+    setup_summary,
     wheel_summary,
 )
 
@@ -173,7 +174,15 @@ def _row(p: dict[str, Any]) -> str:
     change = f"{CHANGE_ICON[change]} {change}" if change else ""
     return (f"| {text(p['name'])} | {text(p['version'])} | {text(p['interpreter']['name'])} "
             f"| {verdict} | {findings} | {text(coverage_summary(p['coverage']))} "
-            f"| {text(wheel_summary(p['wheel']))} | {fmt_duration(p['duration'])} | {change} |")
+            f"| {text(wheel_summary(p['wheel']))} | {_setup_origin(p)} | {fmt_duration(p['duration'])} "
+            f"| {change} |")
+
+
+def _setup_origin(p: dict[str, Any]) -> str:
+    """Where the job's test setup came from: ``inferred``, ``matrix.yaml`` or both."""
+    ts = p.get("test_setup") or {}
+    got = {str(v) for k in ("tests_from", "requires_from", "pytest_args_from") if (v := ts.get(k))}
+    return " + ".join(sorted(got)) if got else "—"
 
 
 def _finding(f: dict[str, Any]) -> list[str]:
@@ -220,6 +229,9 @@ def _details(p: dict[str, Any], labels: dict[str, str]) -> list[str]:
         out += _finding(f)
     if p["notes"]:
         out += [f"> **Note:** {text(p['notes'])}", ""]
+    setup = setup_summary(p.get("test_setup") or {})
+    if setup:
+        out += [f"_Test setup: {text(setup)}_", ""]
     links = [u for u in p["links"] if safe_url(u)]
     for u in links:
         out.append(f"- <{quote(u, safe=_URL_SAFE)}>")
@@ -250,8 +262,8 @@ def render(report: dict[str, Any], *, title: str = "Free-threaded compatibility 
     lines += ["## Packages", "", *packages_table(report), ""]
     lines += ["## Jobs", "",
               "| Package | Version | Interpreter | Verdict | Findings | Tests in threads | Wheel "
-              "| Duration | Change |",
-              "|---|---|---|---|---|---|---|---|---|"]
+              "| Test setup | Duration | Change |",
+              "|---|---|---|---|---|---|---|---|---|---|"]
     lines += [_row(p) for p in report["packages"]] + [""]
     with_findings = [p for p in report["packages"] if p["findings"] or p["notes"] or p["links"]]
     cols = _columns(report)

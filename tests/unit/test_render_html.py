@@ -129,6 +129,9 @@ def test_notes_links_and_project_urls(site):
     attrs = Doc((out / "site/pkg/cp313t--attrs.html").read_text())
     assert {"https://www.attrs.org/", "https://github.com/python-attrs/attrs"} <= {
         a["href"] for a in attrs.all("a")}
+    # where its test setup came from (issue #14)
+    attrs_text = " ".join(attrs.text)
+    assert "Test setup" in attrs_text and "test deps from [dependency-groups] tests" in attrs_text
 
 
 def test_hostile_input_is_text_everywhere(site):

@@ -131,3 +131,13 @@ def test_step_summary_is_cut_under_the_limit(monkeypatch):
     cut = render.step_summary(md)
     assert len(cut.encode()) < 2200 and "truncated for the step summary" in cut
     assert cut.count("```") % 2 == 0
+
+
+def test_each_package_says_where_its_test_setup_came_from():
+    # issue #14: inferred from the sdist, or matrix.yaml; the site's package page says the rest
+    md = markdown.render(full_report())
+    jobs = md.split("## Jobs")[1].split("\n## ")[0]
+    assert "| Test setup |" in jobs.splitlines()[2]
+    attrs = next(line for line in jobs.splitlines() if line.startswith("| attrs | 25.3.0 | cp313t |"))
+    assert "| inferred |" in attrs
+    assert md.count("| — |") >= 1  # results without a recorded setup say so

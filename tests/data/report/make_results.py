@@ -124,7 +124,7 @@ def result(job: str, package: str, version: str, verdict: str, *, source: str = 
            ph: tuple[Phase, ...] = (), findings: tuple[Finding, ...] = (), qualifier: str = "",
            coverage: dict | None = None, wheel: dict | None = None, notes: str = "",
            links: tuple[str, ...] = (), metadata: dict | None = None, t: int = 0,
-           interp: InterpreterInfo = INTERP) -> JobResult:
+           interp: InterpreterInfo = INTERP, test_setup: dict | None = None) -> JobResult:
     return JobResult(
         job_id=f"{interp.name}--{job}", key=f"k-{job}-{version}", package=package,
         requested=f"=={version}" if source == "pypi" else f"fixtures/packages/{package}",
@@ -137,7 +137,7 @@ def result(job: str, package: str, version: str, verdict: str, *, source: str = 
         wheel=wheel if wheel is not None else (
             {"installed": "local source", "installed_file": "", "available": "n/a"}
             if source == "local" else {}),
-        metadata=metadata or {}, notes=notes, links=links,
+        metadata=metadata or {}, notes=notes, links=links, test_setup=test_setup or {},
     )
 
 
@@ -154,6 +154,14 @@ def run1() -> list[JobResult]:
                      metadata={"summary": "Classes Without Boilerplate",
                                "project_urls": {"Homepage": "https://www.attrs.org/",
                                                 "Source": "https://github.com/python-attrs/attrs"}},
+                     # what harness.infer read from attrs 26.1.0's sdist (tests/data/infer/)
+                     test_setup={"tests": "tests", "tests_from": "inferred",
+                                 "requires": ["cloudpickle; platform_python_implementation == \"CPython\"",
+                                              "hypothesis", "pympler"],
+                                 "requires_from": "inferred", "pytest_args": [],
+                                 "pytest_args_from": "inferred",
+                                 "sources": ["tests dir: tests/",
+                                             "test deps from [dependency-groups] tests"]},
                      t=0))
     rs.append(result(
         "msgpack", "msgpack", "1.0.5", "gil-reenabled", ph=phases("cp313t--msgpack",

@@ -265,6 +265,16 @@ def _fetch_on_host(ctx: _Ctx, shown: list[str], env: dict[str, str]) -> Phase | 
     return phase
 
 
+def _shadowing(src_host: Path, tests: str, name: str) -> str:
+    """Why pytest's default import mode would import the source tree instead of the installed
+    package (a tests dir that is a package, next to the package's own directory), or ""."""
+    top = src_host / name.replace("-", "_").lower()
+    if tests and (src_host / tests / "__init__.py").is_file() and (top / "__init__.py").is_file():
+        return (f"--import-mode=append: {tests}/ is a package and {top.name}/ sits beside it, so the "
+                "default mode would import the source tree, not the installed build")
+    return ""
+
+
 def _with_test_setup(ctx: _Ctx, src_host: Path) -> tuple[Job, tuple[str, ...]]:
     """The job with its tests path and pytest args filled from the sdist where matrix.yaml is
     silent, and the inferred test dependencies (installed in their own step); recorded in ctx."""
@@ -275,6 +285,10 @@ def _with_test_setup(ctx: _Ctx, src_host: Path) -> tuple[Job, tuple[str, ...]]:
     setup = infer.infer_test_setup(src_host, pkg.name, environment=env)
     tests = pkg.tests or setup.tests
     args = pkg.pytest_args or setup.pytest_args
+    shadow = _shadowing(src_host, tests, pkg.name)
+    if shadow and not pkg.pytest_args:
+        args = (*args, "--import-mode=append")
+        setup = replace(setup, sources=(*setup.sources, shadow))
     deps = () if pkg.test_requires else setup.requires
     ctx.test_setup = {
         "tests": tests, "tests_from": "matrix.yaml" if pkg.tests else "inferred",

@@ -20,6 +20,7 @@ INFRA_PATTERNS = (  # most specific first: the first that matches names the caus
     "Disk quota exceeded",
     "Temporary failure in name resolution",
     "Name or service not known",
+    "Could not resolve host",  # cargo: crates.io (or a git dependency) unreachable
     "Failed to establish a new connection",
     "Could not fetch URL",
     "Read timed out",

@@ -43,3 +43,14 @@ def test_a_build_backend_exception_is_the_cause_not_pips_summary():
     kind, evidence, line = classify_install(log.read_text(), timed_out=False)
     assert (kind, evidence) == ("build-failure", "log")
     assert line.startswith("RuntimeError: CFFI does not support the free-threaded build of CPython 3.13.")
+
+
+def test_a_rust_build_that_cannot_reach_crates_io_is_infra_not_the_package():
+    # jiter 0.19.0 on 3.13.5t, zero configuration (captured 2026-12-03): no cp313t wheel,
+    # maturin starts, cargo cannot resolve index.crates.io (only PyPI is reachable here)
+    from pathlib import Path
+
+    log = Path(__file__).parents[1] / "data" / "real" / "jiter-0.19.0" / "install.log"
+    kind, evidence, line = classify_install(log.read_text(), timed_out=False)
+    assert (kind, evidence) == ("infra-error", "log")
+    assert "Could not resolve host" in line and "index.crates.io" in line

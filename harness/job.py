@@ -438,7 +438,7 @@ def _confirm(ctx: _Ctx, probe: dict, base_env: dict[str, str]) -> None:
     s, ws = ctx.job.settings, ctx.ws
     found = verdict.decide(ctx.phases, settings=s, probe=probe).findings
     by_name = {p.name: p for p in ctx.phases}
-    end = time.monotonic() + s.confirm_budget
+    end = min(time.monotonic() + s.confirm_budget, ctx.deadline)  # never past the job timeout
     for i, target in enumerate(verdict.confirm_targets(found, ctx.phases), 1):
         src = by_name[target.phase]
         assert src.test_command is not None  # confirm_targets keeps only phases with one

@@ -49,7 +49,7 @@ def finding_kinds(d: dict) -> set[str]:
 def crash_hang_memhog(tmp_path_factory, ft_interpreter):
     tmp = tmp_path_factory.mktemp("faults")
     m = matrix(tmp, ["fault_segv", "fault_hang", "fault_memhog"],
-               "{repeat: 1, iterations: 2, test_timeout: 15, job_timeout: 600}")
+               "{repeat: 1, iterations: 2, test_timeout: 15, job_timeout: 600, confirm: 2}")
     r = cli("run", "--matrix", str(m), "--out", str(tmp / "out"), "--backend", "local", "--jobs", "2")
     assert r.returncode == 0, r.stdout + r.stderr
     return tmp / "out", results(tmp / "out")

@@ -125,6 +125,3 @@ def write_suppressions(tarball: Path, extra: str | None, dest: Path) -> Path:
     dest.parent.mkdir(parents=True, exist_ok=True)
     dest.write_text("".join(parts), encoding="utf-8")
     return dest
-
-
-# ------------------------------------------------------------------ findings

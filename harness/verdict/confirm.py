@@ -12,6 +12,8 @@ Those ``confirm`` phases decide nothing on their own; they change the findings:
 - a crash seen under pytest-xdist, whose controller reports only "worker crashed", gets the
   signal, the innermost Python frame (faulthandler's first frame of the crashing thread) and
   faulthandler's dump of all threads from the first run alone that crashed;
+- an ``ft-race`` or ``ft-crash`` whose test also fails alone with the GIL on becomes
+  ``thread-unsafe`` or ``crash``: the suite's runs only missed it with the GIL on;
 - a finding seen once in the suite's runs that never recurs alone becomes ``unconfirmed``: shown
   with its real rate, never the verdict;
 - one seen more than once that never recurs alone stays, and says it did not recur alone.
@@ -105,6 +107,10 @@ def apply(findings: Sequence[Finding], phases: Sequence[Phase]) -> list[Finding]
             if alone is not None and alone.hang.get("excerpt"):
                 g = replace(g, excerpt=alone.hang["excerpt"], stack_top=alone.hang.get("stack_top", "")
                             or (alone.hang.get("tests") or [{}])[0].get("stack_top", "") or f.stack_top)
+        if f.kind in ("ft-race", "ft-crash") and hit.get(1):  # alone, it fails with the GIL on too
+            g = replace(g, kind="thread-unsafe" if f.kind == "ft-race" else "crash", modes=(0, 1),
+                        message=f"{g.message}; alone it fails with the GIL on too "
+                                f"({len(hit[1])}/{n[1]}): not only without the GIL")
         if k == 0 and f.count <= 1:
             g = replace(g, kind="unconfirmed",
                         message=f"{f.kind} seen once ({f.ratio}) and not again alone ({said}): {g.message}")

@@ -83,3 +83,18 @@ def test_targets_most_severe_first_one_per_test():
     assert (t.test_id, t.kind) == ("tests/test_fill.py::test_fill_large", "ft-crash")
     assert t.phase.startswith(("threads-gil0", "plain-gil0"))
     assert confirm_targets([], phases) == []
+
+
+def test_an_ft_race_that_fails_alone_with_the_gil_on_is_thread_unsafe():
+    # six 1.17.0 on 3.13.15t (docker, the default matrix, 2026-12-03): the suite's threaded runs
+    # saw test_custom_move_attribute fail once, with the GIL off only (ft-race 1/3); alone it
+    # failed 5/5 in both modes: the suite's runs only missed it with the GIL on
+    main = load("confirm-six-docker", keep=lambda p: p.kind != "confirm")
+    tid = "test_six.py::TestCustomizedMoves::test_custom_move_attribute"
+    assert tid in {f.test_id for f in decide(main, settings=S, probe={}).findings if f.kind == "ft-race"}
+    d = decide(load("confirm-six-docker"), settings=S, probe={})
+    (f,) = [f for f in d.findings if f.test_id == tid]
+    assert f.kind == "thread-unsafe" and f.modes == (0, 1)
+    assert f.confirmed == {"gil0": "5/5", "gil1": "5/5"}
+    assert "alone it fails with the GIL on too (5/5)" in f.message
+    assert d.verdict == "thread-unsafe"

@@ -118,6 +118,9 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("--matrix", metavar="FILE",
                     help="the matrix the dirs ran, so jobs missing from all of them are listed")
     rp.add_argument("--fail-on", metavar="VERDICTS", type=_verdicts, help=FAIL_ON)
+    rp.add_argument("--resolved", metavar="FILE", help="with --matrix: " + RESOLVED)
+    rp.add_argument("--site-url", metavar="URL",
+                    help="where the site is published: linked at the top of the step summary")
 
     d = command("diff", commands.cmd_diff,
                 "compare two report.json files; exit 1 on a regression")

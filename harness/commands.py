@@ -80,8 +80,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     meta = {"harness_version": __version__, "matrix": str(args.matrix),
             "matrix_digest": spec.digest, "started": summary.started,
             "finished": summary.finished, "backend": backend_name, "shard": args.shard or ""}
+    # a shard's report is partial: the step summary is the merged report's alone
     report = write_report([out], out, meta=meta, previous=None,
-                          expected=[j.job_id for j in jobs])
+                          expected=[j.job_id for j in jobs], step_summary=not args.shard)
     return gate(report, args.fail_on)
 
 
@@ -90,7 +91,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def write_report(dirs: list[Path], out: Path, *, meta: dict[str, Any], previous: Path | None,
                  expected: list[str] | None, history: Path | None = None,
-                 require_results: bool = False) -> dict[str, Any]:
+                 require_results: bool = False, step_summary: bool = True,
+                 site_url: str = "") -> dict[str, Any]:
     """Aggregate the result files of ``dirs`` and render every report into ``out``."""
     from . import aggregate, render
 
@@ -106,7 +108,8 @@ def write_report(dirs: list[Path], out: Path, *, meta: dict[str, Any], previous:
     hist = load_json(history) if history else None
     if any(Path(d).resolve() != out.resolve() for d in dirs):
         aggregate.copy_logs(report, dirs, out)  # merged shards: the site links to logs under out/
-    for path in render.write_all(report, out, history=hist):
+    for path in render.write_all(report, out, history=hist, step_summary=step_summary,
+                                 site_url=site_url):
         if path.name in ("report.md", "report.json", "index.html", "junit.xml"):
             print(f"wrote {path}")
     summary = ", ".join(f"{n} {v}" for v, n in report.get("summary", {}).items() if n)
@@ -154,16 +157,17 @@ def cmd_report(args: argparse.Namespace) -> int:
     out = Path(args.out) if args.out else Path(args.dirs[0])
     expected = None
     if args.matrix:
-        from . import matrix, plan
+        from . import matrix, plan, select
 
-        spec = matrix.load(args.matrix)
+        resolved = Path(args.resolved) if args.resolved else None
+        spec = select.expand_spec(matrix.load(args.matrix), resolved)
         expected = [j.job_id for j in plan.make_plan(spec)]
         meta["matrix"], meta["matrix_digest"] = str(args.matrix), spec.digest
     report = write_report([Path(d) for d in args.dirs], out, meta=meta,
                           previous=Path(args.previous) if args.previous else None,
                           expected=expected,
                           history=Path(args.history) if args.history else None,
-                          require_results=True)
+                          require_results=True, site_url=args.site_url or "")
     return gate(report, args.fail_on)
 
 

@@ -123,20 +123,21 @@ def write_pages(site: Path, report: dict[str, Any], out: Path, rows: list[dict[s
     return [final / n for n in names]
 
 
-def write_all(report: dict[str, Any], out: Path, *,
-              history: dict[str, Any] | None = None) -> list[Path]:
+def write_all(report: dict[str, Any], out: Path, *, history: dict[str, Any] | None = None,
+              step_summary: bool = True, site_url: str = "") -> list[Path]:
     """Render ``report`` into ``out``; returns the files written.
 
     ``history`` is the previous site's history.json (or None); the new one,
     extended by this run and trimmed to the last 10 runs, is written to
     out/site/history.json and drawn on the pages.  When $GITHUB_STEP_SUMMARY
-    is set, report.md is appended to it.
+    is set (and ``step_summary``), report.md is appended to it, under a link to ``site_url``.
     """
     with pool.frozen_heap():
-        return _write_all(report, Path(out), history)
+        return _write_all(report, Path(out), history, step_summary, site_url)
 
 
-def _write_all(report: dict[str, Any], out: Path, history: dict[str, Any] | None) -> list[Path]:
+def _write_all(report: dict[str, Any], out: Path, history: dict[str, Any] | None,
+               want_summary: bool = True, site_url: str = "") -> list[Path]:
     written: list[Path] = []
     hist = _history.update(history, report)
     site = out / "site"
@@ -157,9 +158,10 @@ def _write_all(report: dict[str, Any], out: Path, history: dict[str, Any] | None
     write_json_atomic(site / "history.json", hist)
     written.append(site / "history.json")
     summary_path = os.environ.get("GITHUB_STEP_SUMMARY")
-    if summary_path:
+    if summary_path and want_summary:
+        link = f"**The published table: <{site_url}>**\n\n" if site_url.startswith("https://") else ""
         with open(summary_path, "a", encoding="utf-8") as f:
-            f.write(step_summary(md))
+            f.write(link + step_summary(md))
         log.info("appended report.md to $GITHUB_STEP_SUMMARY (%s)", summary_path)
     log.info("wrote %d report files under %s", len(written), out)
     return written

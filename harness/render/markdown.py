@@ -127,7 +127,9 @@ def _changes(report: dict[str, Any]) -> list[str]:
         return out + ["No verdict changed.", ""]
     out += ["| | Package | Change | Before | Now |", "|---|---|---|---|---|"]
     several = len(_columns(report)) > 1
-    for c in changes:
+    # regressions first, then what was not the package's doing, then the rest
+    order = sorted(changes, key=lambda c: (not c["regression"], c["kind"] != "infra-error"))
+    for c in order:
         mark = "**regression**" if c["regression"] else ""
         where = f" [{text(c['interpreter'])}]" if several and c.get("interpreter") else ""
         out.append(

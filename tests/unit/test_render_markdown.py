@@ -119,6 +119,22 @@ def test_write_all_appends_to_the_step_summary(tmp_path, monkeypatch):
     assert text.endswith((out / "report.md").read_text())
 
 
+def test_one_step_summary_per_run_with_the_site_link_and_regressions_first(tmp_path, monkeypatch):
+    # issue #16: a shard writes none (its report is partial); the merged one links the site
+    summary = tmp_path / "summary.md"
+    summary.write_text("")
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    render.write_all(full_report(), out_dir(tmp_path / "shard"), step_summary=False)
+    assert summary.read_text() == ""
+    render.write_all(full_report(), out_dir(tmp_path / "merged"), site_url="https://o.github.io/r/")
+    text = summary.read_text()
+    assert text.startswith("**The published table: <https://o.github.io/r/>**\n\n# Free-threaded")
+    changes = text.split("## Changes since the previous report")[1].split("\n## ")[0]
+    rows = [line for line in changes.splitlines() if line.startswith("| ") and "Package" not in line]
+    marks = ["**regression**" in r for r in rows]
+    assert marks == sorted(marks, reverse=True) and marks[0]  # every regression before the rest
+
+
 def test_no_step_summary_without_the_variable(tmp_path, monkeypatch):
     monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
     written = render.write_all(full_report(), out_dir(tmp_path))

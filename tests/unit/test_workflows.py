@@ -131,6 +131,17 @@ def test_general_rules(path, capsys):
     capsys.readouterr()  # argparse's usage text on a failure is not a test result
 
 
+def _gha(expr: str, **github: str) -> bool:
+    """A GitHub Actions `if:` of ==, &&, || and parentheses over github.* values, evaluated."""
+    import re as _re
+
+    ctx = {"event_name": github["event_name"], "ref_name": github["ref_name"],
+           "event.repository.default_branch": github["default_branch"]}
+    py = expr.replace("&&", " and ").replace("||", " or ")
+    py = _re.sub(r"github\.([\w.]+)", lambda m: repr(ctx[m.group(1)]), py)
+    return bool(eval(py, {"__builtins__": {}}))  # noqa: S307 - our own workflow's expression
+
+
 def test_matrix_workflow_shape():
     data = _load((WORKFLOWS / "matrix.yml").read_text())
     on, jobs = data["on"], data["jobs"]
@@ -147,7 +158,19 @@ def test_matrix_workflow_shape():
     assert uploads and uploads[0]["if"] == "always()"
     shard_step = next(s for s in run["steps"] if "--shard" in str(s.get("run", "")))
     assert shard_step["env"]["SHARD"] == "${{ matrix.shard }}"
-    assert "default_branch" in jobs["publish"]["if"] and "pull_request" in jobs["publish"]["if"]
+    # the publish condition holds on the schedule even when default_branch comes back empty
+    # (issue #16), never on a pull request, and on a manual run only from the default branch
+    cond = jobs["publish"]["if"]
+    assert _gha(cond, event_name="schedule", ref_name="main", default_branch="")
+    assert _gha(cond, event_name="schedule", ref_name="main", default_branch="main")
+    assert not _gha(cond, event_name="pull_request", ref_name="main", default_branch="main")
+    assert _gha(cond, event_name="workflow_dispatch", ref_name="main", default_branch="main")
+    assert not _gha(cond, event_name="workflow_dispatch", ref_name="topic", default_branch="main")
+    merge = next(s for s in jobs["report"]["steps"] if "ft-harness report" in str(s.get("run", "")))
+    assert '--matrix "$MATRIX"' in merge["run"] and "--site-url" in merge["run"]  # missing jobs listed
+    assert "GITHUB_STEP_SUMMARY" not in "".join(str(s.get("run", "")) for j in jobs.values()
+                                                 for s in j.get("steps", []))  # one summary: the harness's
+    assert "--resolved plan/resolved.json" in str(jobs["plan"]["steps"]) + str(run["steps"])
     assert any("deploy-pages@" in str(s.get("uses")) for s in jobs["publish"]["steps"])
     assert any("upload-pages-artifact@" in str(s.get("uses")) for s in jobs["report"]["steps"])
     commands = {argv[0] for _, argv in harness_invocations(data)}

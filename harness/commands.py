@@ -71,6 +71,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     backend_name, note = backends.choose(args.backend)
     if note:
         print(f"ft-harness: {note}", file=sys.stderr)
+    if backend_name == "local" and jobs:  # said once, plainly (issue #17)
+        print("ft-harness: the local backend runs every package's build and tests as you, with "
+              "your files and network: no isolation (use --backend docker for packages you do "
+              "not trust)", file=sys.stderr)
     opened = backends.open_backend(
         backend_name, jobs, cache=cache,
         run_id=f"{int(time.time())}-{os.getpid()}", workers=args.jobs, say=_say)

@@ -297,6 +297,25 @@ def test_run_goes_through_the_registry_and_resumes(tmp_path: Path,
     assert len(steps.calls) == 2
 
 
+def test_the_local_backend_says_once_that_it_does_not_isolate(tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    # issue #17: running untrusted package code without isolation is said at the start
+    m = write_matrix(tmp_path, ["alpha"])
+
+    def open_fake(jobs, *, cache, run_id, workers, say) -> Opened:
+        return Opened(backend=FakeBackend(),
+                      prepared={j.interpreter.name: Prepared(info=INFO, python="/fake/python",
+                                                             cache_hit=True) for j in jobs})
+
+    monkeypatch.setitem(backends.BACKENDS, "local", open_fake)
+    monkeypatch.setattr(runner, "run_job", FakeSteps({}))
+    argv = ["run", "--matrix", str(m), "--out", str(tmp_path / "out"), "--backend", "local"]
+    assert cli_main.main(argv) == 0
+    err = capsys.readouterr().err
+    assert err.count("no isolation") == 1 and "--backend docker" in err
+
+
 def _args(**kw) -> argparse.Namespace:
     base = {"shard": None, "durations": None, "interpreter": None, "package": None,
             "matrix": "m.yaml"}

@@ -18,7 +18,9 @@ from __future__ import annotations
 import gc
 import json
 import logging
+import math
 import shutil
+import stat
 from collections.abc import Sequence
 from dataclasses import fields
 from pathlib import Path
@@ -27,7 +29,7 @@ from typing import Any
 from packaging.version import InvalidVersion, Version
 
 from .errors import ConfigError
-from .model import VERDICTS, Finding, JobResult, Phase, severity
+from .model import FINDING_KINDS, VERDICTS, Finding, JobResult, Phase, severity
 from .render.pool import frozen_heap
 
 log = logging.getLogger(__name__)
@@ -55,9 +57,50 @@ def _drop_tests(data: dict[str, Any]) -> dict[str, Any]:
     return {**data, "phases": slim}
 
 
+MAX_RESULT_BYTES = 64 * 1024 * 1024  # a real result is a few hundred KB
+
+
+class _Unusable(Exception):
+    """A result file the report must skip (named with the reason, never followed blindly)."""
+
+
 def _read_json(path: Path) -> Any:
+    """A result file's JSON: a regular file inside its own results dir, of a sane size.
+
+    A FIFO would hang the report, a link to /dev/zero exhaust its memory, a link out of the
+    dir merge a file nobody put there: each is skipped with its reason (issue #17)."""
+    st = path.lstat()
+    if stat.S_ISLNK(st.st_mode):
+        target = path.resolve()
+        if target.parent != path.parent.resolve():
+            raise _Unusable("a symlink that points outside its results dir")
+        st = target.stat()
+    if not stat.S_ISREG(st.st_mode):
+        raise _Unusable("not a regular file")
+    if st.st_size > MAX_RESULT_BYTES:
+        raise _Unusable(f"larger than {MAX_RESULT_BYTES >> 20} MiB")
     with open(path, encoding="utf-8") as f:
         return json.load(f)
+
+
+def _type_problem(res: JobResult) -> str:
+    """What in a parsed result has the wrong type for the report (hand-edited or hostile)."""
+    for name in ("job_id", "package", "version", "verdict", "qualifier", "notes", "started", "finished"):
+        if not isinstance(getattr(res, name), str):
+            return f"{name} is not a string"
+    for name in ("settings", "coverage", "wheel", "metadata", "test_setup"):
+        if not isinstance(getattr(res, name), dict):
+            return f"{name} is not an object"
+    if not all(isinstance(x, str) for x in res.links):
+        return "links are not strings"
+    for p in res.phases:
+        if not isinstance(p.name, str) or not isinstance(p.duration, int | float) \
+                or not math.isfinite(p.duration) or not isinstance(p.counts, dict):
+            return f"phase {str(p.name)[:40]!r} has a bad name, duration or counts"
+    for f in res.findings:
+        if f.kind not in FINDING_KINDS or not isinstance(f.message, str) or not isinstance(f.excerpt, str):
+            return f"a finding of kind {str(f.kind)[:40]!r} is not one the harness writes"
+    return ""
 
 
 def _parse(path: Path, tests: bool) -> tuple[JobResult | None, str]:
@@ -71,12 +114,19 @@ def _parse(path: Path, tests: bool) -> tuple[JobResult | None, str]:
         return None, f"{name}: not valid JSON (line {e.lineno})"
     except OSError as e:
         return None, f"{name}: cannot read ({e.strerror})"
+    except _Unusable as e:
+        return None, f"{name}: skipped: {e}"
+    except RecursionError:
+        return None, f"{name}: JSON nested too deeply"
     try:
         res = JobResult.from_dict(data if tests else _drop_tests(data))
-    except (ValueError, TypeError, KeyError, AttributeError) as e:
-        return None, f"{name}: not a valid result ({e})"
+    except (ValueError, TypeError, KeyError, AttributeError, RecursionError) as e:
+        return None, f"{name}: not a valid result ({str(e)[:200]})"
     if res.verdict not in VERDICTS:
-        return None, f"{name}: unknown verdict {res.verdict!r}"
+        return None, f"{name}: unknown verdict {str(res.verdict)[:40]!r}"
+    why = _type_problem(res)
+    if why:
+        return None, f"{name}: not a valid result ({why})"
     return res, ""
 
 

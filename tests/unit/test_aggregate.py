@@ -281,3 +281,50 @@ def test_columns_labelled_by_version_or_by_name_when_two_share_one():
         ("again", "again"), ("cp313t", "cp313t"), ("tsan", "3.13.5t+thread"),
         ("cp31315t", "3.13.15t")]
     validator().validate(rep)
+
+
+def test_hostile_result_files_are_skipped_with_a_reason_and_every_output_written(tmp_path):
+    # issue #17: package code can write into its workspace and a shard's artifact can be anything
+    import math
+    import os
+    import shutil
+
+    from harness import render
+
+    res = tmp_path / "out" / "results"
+    res.mkdir(parents=True)
+    good = sorted((DATA / "run1" / "results").glob("*.json"))[0]
+    shutil.copy(good, res / good.name)
+    base = json.loads(good.read_text())
+
+    def variant(name, change):
+        d = json.loads(json.dumps(base))
+        change(d)
+        d["job_id"] = d["job_id"] + "-" + name if isinstance(d["job_id"], str) else d["job_id"]
+        (res / f"{name}.json").write_text(json.dumps(d))
+
+    variant("duration-string", lambda d: d["phases"][0].update(duration="12s"))
+    variant("duration-nan", lambda d: d["phases"][0].update(duration=math.nan))
+    variant("metadata-list", lambda d: d.update(metadata=["x"]))
+    variant("job-id-int", lambda d: d.update(job_id=7))
+    variant("finding-kind", lambda d: d.update(findings=[{"kind": "pwned", "message": "x"}]))
+    (res / "deep.json").write_text("[" * 200_000 + "]" * 200_000)
+    os.mkfifo(res / "fifo.json")
+    (res / "zero.json").symlink_to("/dev/zero")
+    outside = tmp_path / "elsewhere.json"
+    shutil.copy(good, outside)
+    (res / "outside.json").symlink_to(outside)
+
+    results, problems = aggregate.load_results([tmp_path / "out"])
+    assert [r.job_id for r in results] == [base["job_id"]]
+    why = {Path(p.split(":", 1)[0]).name: p for p in problems}
+    assert set(why) == {"duration-string.json", "duration-nan.json", "metadata-list.json",
+                        "job-id-int.json", "finding-kind.json", "deep.json", "fifo.json",
+                        "zero.json", "outside.json"}
+    assert "not a regular file" in why["fifo.json"] and "skipped:" in why["zero.json"]
+    assert "outside its results dir" in why["outside.json"]
+    assert "nested too deeply" in why["deep.json"] or "not valid JSON" in why["deep.json"]
+    assert all("\n" not in p for p in problems)  # one line each
+    report = aggregate.build_report(results, meta={})
+    written = render.write_all(report, tmp_path / "out")
+    assert {p.name for p in written} >= {"report.json", "report.md", "junit.xml", "index.html"}

@@ -26,7 +26,16 @@ from packaging.utils import InvalidSdistFilename, canonicalize_name, parse_sdist
 from . import __version__, fetch, infer, parse, tsan, verdict, wheels
 from .backends.base import Backend, Workspace
 from .errors import InfraError
-from .model import Finding, InterpreterInfo, JobResult, Phase, TestCommand, now_iso
+from .model import (
+    Finding,
+    InterpreterInfo,
+    JobResult,
+    Phase,
+    TestCommand,
+    now_iso,
+    open_fresh,
+    read_regular,
+)
 from .parse.tsan import parse_tsan_dir
 from .plan import Job
 
@@ -81,8 +90,11 @@ def _run(ctx: _Ctx, name: str, kind: str, cmd: list[str] | TestCommand, *, env: 
     ctx.progress(ctx.job.job_id, name)
     log_host = ctx.ws.host("logs", f"{name}.log")
     log_host.parent.mkdir(parents=True, exist_ok=True)
-    with open(log_host, "w") as f:
-        f.write(f"$ {shlex.join(argv)}\n# cwd: {cwd}\n# env: {json.dumps(env, sort_keys=True)}\n")
+    try:
+        with open_fresh(log_host) as f:  # package code may have planted a link here
+            f.write(f"$ {shlex.join(argv)}\n# cwd: {cwd}\n# env: {json.dumps(env, sort_keys=True)}\n")
+    except OSError as e:
+        raise InfraError(f"{ctx.job.job_id}: cannot create {log_host.name} in its workspace: {e}") from None
     ex = ctx.backend.run(ctx.ws, argv, env=env, cwd=cwd, timeout=min(timeout, ctx.remaining()),
                          log=log_host, network=network)
     junit_host = ctx.ws.host(*junit.split("/")) if junit else None
@@ -256,8 +268,9 @@ def _fetch_on_host(ctx: _Ctx, shown: list[str], env: dict[str, str]) -> Phase | 
         code, text = 1, f"ERROR: {e}\n"
     log_host = ws.host("logs", "fetch.log")
     log_host.parent.mkdir(parents=True, exist_ok=True)
-    log_host.write_text(f"$ {shlex.join(shown)}\n# fetched by the host from the index's JSON page "
-                        f"(PEP 691), nothing built\n{text}")
+    with open_fresh(log_host) as f:
+        f.write(f"$ {shlex.join(shown)}\n# fetched by the host from the index's JSON page "
+                f"(PEP 691), nothing built\n{text}")
     phase = parse.parse_phase(Phase(
         name="fetch", kind="install", command=tuple(shown), env=dict(env), cwd=ws.root,
         exit_code=code, duration=round(time.monotonic() - t0, 3), log=ctx.rel(log_host)), ctx.out)
@@ -476,8 +489,9 @@ def _test_command(job: Job, ws: Workspace, vpy: str, tests: str, *, src: str,
 
 
 def _read_json(path: Path) -> dict:
+    raw = read_regular(path, 16 * 1024 * 1024)  # probe.json: written by code in the package's venv
     try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError):
+        data = json.loads(raw) if raw is not None else {}
+    except (ValueError, RecursionError):
         return {}
     return data if isinstance(data, dict) else {}

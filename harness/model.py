@@ -11,6 +11,7 @@ import contextlib
 import functools
 import json
 import os
+import stat
 import tempfile
 from dataclasses import asdict, dataclass, field, fields
 from datetime import UTC, datetime
@@ -377,6 +378,39 @@ def write_text_atomic(path: Path, text: str, *, fsync: bool = False) -> None:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
+
+
+def read_regular(path: Path, limit: int) -> bytes | None:
+    """A file the host did not write itself (package code could have), read safely: None unless
+    it is a regular file, not a symlink (a planted link to a host file must not reach a report);
+    at most ``limit`` bytes, head and tail kept when it is longer."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as f:
+        st = os.fstat(f.fileno())
+        if not stat.S_ISREG(st.st_mode):
+            return None
+        if st.st_size <= limit:
+            return f.read(limit)
+        head = f.read(limit // 2)
+        f.seek(st.st_size - limit // 2)
+        return head + b"\n[... cut ...]\n" + f.read(limit // 2)
+
+
+def open_fresh(path: Path) -> Any:
+    """A text file the host creates anew where package code may have written before: whatever is
+    at ``path`` (a planted symlink to a host file included) is removed, never followed, and the
+    parent must be a real directory."""
+    parent = path.parent
+    if parent.is_symlink() or not parent.is_dir():
+        raise OSError(f"{parent} is not a real directory")
+    with contextlib.suppress(FileNotFoundError):
+        if path.is_symlink() or not path.is_dir():
+            path.unlink()
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+    return os.fdopen(fd, "w", encoding="utf-8")
 
 
 def write_json_atomic(path: Path, data: Any) -> None:

@@ -34,7 +34,7 @@ from packaging.utils import (
 )
 from packaging.version import Version
 
-from .model import InterpreterInfo
+from .model import InterpreterInfo, read_regular
 
 log = logging.getLogger(__name__)
 SIMPLE_JSON = "https://pypi.org/simple/{name}/"
@@ -157,9 +157,12 @@ def wheel_info(name: str, *, local: bool, version: str, install_report: Path,
                interp: InterpreterInfo, probe: dict[str, Any], installed_ok: bool = True) -> dict[str, Any]:
     """The wheel column: what the index offers for this release and what pip installed
     (``installed_ok``: the install phase succeeded; pip may write its report and then fail)."""
+    raw = read_regular(install_report, 64 * 1024 * 1024)  # in the workspace: never follow a link
     try:
-        report = json.loads(install_report.read_text())
-    except (OSError, ValueError):
+        report = json.loads(raw) if raw is not None else {}
+    except (ValueError, RecursionError):
+        report = {}
+    if not isinstance(report, dict):
         report = {}
     installed = installed_from(report, name)
     if not installed_ok:

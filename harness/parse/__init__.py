@@ -14,7 +14,7 @@ import re
 from collections import Counter
 from pathlib import Path
 
-from ..model import OUTCOMES, Phase, TestCase
+from ..model import OUTCOMES, Phase, TestCase, read_regular
 from .crash import find_crashes
 from .gil import gil_modules
 from .hang import find_hang
@@ -39,17 +39,10 @@ FINAL_WORDS = {
 
 
 def read_text(path: Path) -> str:
-    """A file's text, '' when missing; undecodable bytes replaced, huge files cut in the middle."""
-    try:
-        size = path.stat().st_size
-        with open(path, "rb") as f:
-            if size <= MAX_READ:
-                data = f.read()
-            else:
-                head = f.read(MAX_READ // 2)
-                f.seek(size - MAX_READ // 2)
-                data = head + b"\n[... cut ...]\n" + f.read()
-    except OSError:
+    """A file's text, '' when missing or not a regular file (a symlink package code planted is
+    never followed); undecodable bytes replaced, huge files cut in the middle."""
+    data = read_regular(path, MAX_READ)
+    if data is None:
         return ""
     return data.replace(b"\x00", b"").decode("utf-8", errors="replace")
 

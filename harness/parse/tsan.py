@@ -31,6 +31,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from ..model import read_regular
+
 log = logging.getLogger(__name__)
 
 MARKER = "ft-harness: test "
@@ -306,11 +308,11 @@ def parse_tsan_dir(log_dir: Path, prefix: str = LOG_PREFIX) -> list[dict[str, An
     """Reports of every process's log in ``log_dir`` (unreadable files are logged and skipped)."""
     reports: list[dict[str, Any]] = []
     for path in tsan_logs(log_dir, prefix):
-        try:
-            text = path.read_text(encoding="utf-8", errors="replace")
-        except OSError as e:
-            log.warning("cannot read TSan log %s: %s", path, e)
+        raw = read_regular(path, 64 * 1024 * 1024)  # a link package code planted is not followed
+        if raw is None:
+            log.warning("TSan log %s is not a regular file: skipped", path)
             continue
+        text = raw.decode("utf-8", errors="replace")
         for r in parse_tsan(text):
             r["log"] = path.name
             reports.append(r)

@@ -95,3 +95,33 @@ def test_a_phase_keeps_its_test_command_parts_across_the_disk() -> None:
     assert back == p and back.test_command == tc
     assert back.command == ("py", "-P", "-m", "pytest", "-v", "--iterations=2", "-n", "auto", "tests")
     assert Phase.from_dict({"name": "install", "kind": "install", "test_command": None}).test_command is None
+
+
+def test_planted_links_are_never_followed(tmp_path: Path) -> None:
+    # issue #17: package code can replace a log or probe.json in its workspace with a link to a
+    # host file; the host must neither read that file into a report nor write through the link
+    import os
+
+    from harness.model import open_fresh, read_regular
+    from harness.parse import read_text
+
+    secret = tmp_path / "host-secret.txt"
+    secret.write_text("the host's own file\n")
+    ws = tmp_path / "work" / "logs"
+    ws.mkdir(parents=True)
+    (ws / "plain-gil0.log").symlink_to(secret)
+    assert read_regular(ws / "plain-gil0.log", 1 << 20) is None
+    assert read_text(ws / "plain-gil0.log") == ""
+    os.mkfifo(ws / "fifo.log")
+    assert read_regular(ws / "fifo.log", 1 << 20) is None  # and it does not block
+    with open_fresh(ws / "plain-gil0.log") as f:  # the host's next write replaces the link
+        f.write("the phase's own log\n")
+    assert secret.read_text() == "the host's own file\n"
+    assert not (ws / "plain-gil0.log").is_symlink()
+    assert read_text(ws / "plain-gil0.log") == "the phase's own log\n"
+    big = ws / "big.log"
+    big.write_bytes(b"a" * 100 + b"b" * 100)
+    assert read_regular(big, 50) == b"a" * 25 + b"\n[... cut ...]\n" + b"b" * 25
+    (tmp_path / "work" / "linked").symlink_to(tmp_path)  # a parent that is a link: refused
+    with pytest.raises(OSError):
+        open_fresh(tmp_path / "work" / "linked" / "x.log")

@@ -24,7 +24,7 @@ LINT_TOOLS = ["ruff==0.17.6", "zizmor==1.32.0", "check-jsonschema==0.39.0", "act
 
 
 def _install(session: nox.Session, *extra: str) -> None:
-    session.install("-e", ".[test]", *extra)
+    session.install(".[test]", *extra)  # what a user installs: not editable
 
 
 @nox.session

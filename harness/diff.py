@@ -10,6 +10,7 @@ package or a verdict that became more severe (earlier in model.VERDICTS).
 (kind ``infra-error``) and is never a regression, and one that was one has no verdict to
 regress from.  A package in the old report and not in the new one is ``removed`` (listed,
 so a lost shard shows).  A verdict word the harness does not know is bad input (exit 2).
+The text is printed to a CI log: package text in it is made inert (harness.textsafe).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from . import textsafe
 from .errors import ConfigError
 from .model import VERDICTS, severity
 
@@ -57,7 +59,8 @@ class Change:
             what = f"removed, was {self.old}"
         else:
             what = f"{self.old} -> {self.new}"
-        return f"{self.kind}: {self.package}{ver}{where}: {what}"
+        # the version and the name come from result files a package wrote: one inert line
+        return textsafe.line(f"{self.kind}: {self.package}{ver}{where}: {what}")
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)

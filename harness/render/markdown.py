@@ -3,7 +3,8 @@ a column per interpreter, what differs between them), the jobs table, then findi
 
 Suitable as a GitHub step summary and a PR comment.  Everything that came from
 a package is escaped: table text has Markdown and HTML specials escaped, code
-is fenced with a fence longer than any backtick run inside it.
+is fenced with a fence longer than any backtick run inside it, and control characters
+(ESC, BEL, NUL ...) and workflow-command line starts are made inert (harness.textsafe).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import re
 from typing import Any
 from urllib.parse import quote
 
+from .. import textsafe
 from ..model import severity
 from .common import (
     coverage_summary,
@@ -54,14 +56,15 @@ def text(s: Any) -> str:
 
 @functools.lru_cache(maxsize=1 << 16)  # names, phases, outcomes recur on many rows
 def _text(s: str) -> str:
+    s = textsafe.controls(s, keep="\t\n\r")  # whitespace is joined below
     s = _SPECIAL.sub(r"\\\1", s)
     s = s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-    return " ".join(s.split())
+    return textsafe.no_commands(" ".join(s.split()))  # shown as '::' (a Markdown escape)
 
 
 def code(s: Any) -> str:
     """Inline code that survives any content, also inside a table cell."""
-    s = " ".join(str(s).split()).replace("|", "\\|")
+    s = textsafe.line(" ".join(str(s).split())).replace("|", "\\|")
     if not s:
         return ""
     run = max((len(m) for m in re.findall(r"`+", s)), default=0)
@@ -74,7 +77,7 @@ def block(s: str, lang: str = "") -> str:
     if len(lines) > MAX_EXCERPT_LINES:
         cut = len(lines) - MAX_EXCERPT_LINES
         lines = [f"[... {cut} earlier lines; see the log]"] + lines[-MAX_EXCERPT_LINES:]
-    body = "\n".join(lines)
+    body = textsafe.lines("\n".join(lines))
     run = max((len(m) for m in re.findall(r"`{3,}", body)), default=0)
     fence = "`" * max(3, run + 1)
     return f"{fence}{lang}\n{body}\n{fence}"
@@ -134,7 +137,7 @@ def _changes(report: dict[str, Any]) -> list[str]:
         where = f" [{text(c['interpreter'])}]" if several and c.get("interpreter") else ""
         out.append(
             f"| {CHANGE_ICON[c['kind']]} {mark} | {text(c['package'])} {text(c['new_version'] or c['old_version'])}{where} "
-            f"| {c['kind']} | {c['old'] or '—'} | {c['new'] or '—'} |"
+            f"| {c['kind']} | {text(c['old'] or '—')} | {text(c['new'] or '—')} |"
         )
     return out + [""]
 

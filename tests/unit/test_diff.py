@@ -127,3 +127,19 @@ def test_unknown_verdict_is_bad_input_and_removed_is_listed(run1):
     removed = gone["packages"].pop(0)
     text = diff.format_changes(diff.diff_reports(run1, gone))
     assert f"removed: {removed['name']}" in text and text.endswith("1 removed")
+
+
+def test_package_text_in_the_diff_cannot_run_a_workflow_command(run1):
+    """diff.txt is echoed into the CI log: a version or name a package set cannot start a line
+    with '::' (a workflow command), nor carry ESC/OSC/BEL/NUL to the terminal."""
+    new = copy.deepcopy(run1)
+    p = new["packages"][0]
+    p["version"] = "9.9\n::error file=x::pwned\x1b]0;title\x07\x00"
+    p["name"] = "\r::add-mask::x"
+    p["verdict"] = "crash" if p["verdict"] != "crash" else "hang"
+    text = diff.format_changes(diff.diff_reports(run1, new))
+    assert len(text.splitlines()) == 2  # the change and the count, nothing smuggled in between
+    for line in text.splitlines():
+        assert not line.lstrip().startswith("::"), line
+        assert not any(ord(c) < 32 or 0x7f <= ord(c) <= 0x9f for c in line), repr(line)
+    assert "9.9\\x0a\\:\\:error" not in text and "9.9\\x0a::error file=x::pwned\\x1b]0;title\\x07\\x00" in text

@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from . import __version__
+from . import __version__, textsafe
 from .errors import ConfigError, RegressionError
 from .model import VERDICTS
 
@@ -102,7 +102,7 @@ def write_report(dirs: list[Path], out: Path, *, meta: dict[str, Any], previous:
 
     results, problems = aggregate.load_results(dirs)
     for p in problems:
-        print(f"ft-harness: skipped {p}", file=sys.stderr)
+        print(f"ft-harness: skipped {textsafe.line(p)}", file=sys.stderr)  # names a file in a results dir
     if require_results and not results:
         where = ", ".join(str(d) for d in dirs)
         why = f"{len(problems)} result file(s) skipped as invalid" if problems else "no results/*.json"
@@ -123,9 +123,9 @@ def write_report(dirs: list[Path], out: Path, *, meta: dict[str, Any], previous:
     print(f"summary: {summary or 'no packages'}{across}")
     for row in report.get("table") or ():
         if row["across"]:
-            print(f"  {row['name']}: {row['across']}")
+            print(textsafe.line(f"  {row['name']}: {row['across']}"))  # from result files
     if report.get("missing"):
-        print(f"missing results: {', '.join(report['missing'])}", file=sys.stderr)
+        print(textsafe.line(f"missing results: {', '.join(report['missing'])}"), file=sys.stderr)
     return report
 
 
@@ -149,7 +149,7 @@ def gate(report: dict[str, Any], fail_on: str | None) -> int:
                           f"(one of {', '.join(VERDICTS)})")
     hit = [p for p in report.get("packages", []) if p.get("verdict") in wanted]
     if hit:
-        names = ", ".join(f"{p['name']} ({p['verdict']})" for p in hit)
+        names = textsafe.line(", ".join(f"{p['name']} ({p['verdict']})" for p in hit))
         raise RegressionError(f"--fail-on matched: {names}")
     return 0
 

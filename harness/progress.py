@@ -14,6 +14,7 @@ import threading
 import time
 from typing import IO, Any, Protocol
 
+from . import textsafe
 from .model import JobResult
 
 
@@ -36,7 +37,7 @@ class NullReporter:
 
 
 def _verdict(result: JobResult) -> str:
-    return result.verdict + (f" ({result.qualifier})" if result.qualifier else "")
+    return textsafe.line(result.verdict + (f" ({result.qualifier})" if result.qualifier else ""))
 
 
 class PlainReporter:
@@ -55,7 +56,7 @@ class PlainReporter:
             if self._silent:
                 return
             try:
-                print(f"[{time.monotonic() - self.t0:7.1f}s] {text}",
+                print(f"[{time.monotonic() - self.t0:7.1f}s] {textsafe.line(text)}",
                       file=self._stream or sys.stdout, flush=True)
             except BrokenPipeError:  # nobody reads any more; the results still get written
                 self._silent = True
@@ -110,9 +111,11 @@ class RichReporter(PlainReporter):
     def done(self, result: JobResult, elapsed: float) -> None:
         self.done_n += 1
         self.running.pop(result.job_id, None)
-        extra = f" ({result.qualifier})" if result.qualifier else ""
-        self.live.console.print(f"[{self.done_n}/{self.total}] {result.job_id}: "
-                                f"[bold]{result.verdict}[/]{extra} in {elapsed:.0f}s")
+        from rich.markup import escape
+
+        extra = escape(textsafe.line(f" ({result.qualifier})")) if result.qualifier else ""
+        self.live.console.print(f"[{self.done_n}/{self.total}] {escape(result.job_id)}: "
+                                f"[bold]{escape(result.verdict)}[/]{extra} in {elapsed:.0f}s")
         self.live.update(self._render())
 
     def finish(self) -> None:

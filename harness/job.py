@@ -23,7 +23,7 @@ from pathlib import Path
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.utils import InvalidSdistFilename, canonicalize_name, parse_sdist_filename
 
-from . import __version__, fetch, infer, parse, tsan, verdict, wheels
+from . import __version__, extract, fetch, infer, parse, tsan, verdict, wheels
 from .backends.base import Backend, Workspace
 from .errors import InfraError
 from .model import (
@@ -112,22 +112,6 @@ def _run(ctx: _Ctx, name: str, kind: str, cmd: list[str] | TestCommand, *, env: 
     ctx.phases.append(phase)
     log.info("%s %s: exit %s in %.1fs", ctx.job.job_id, name, ex.exit_code, ex.duration)
     return phase
-
-
-def _extract(archive: Path, dest: Path) -> Path:
-    """Extract an sdist safely (tarfile's 'data' filter) and return its top directory."""
-    dest.mkdir(parents=True, exist_ok=True)
-    if archive.suffix == ".zip":
-        with zipfile.ZipFile(archive) as zf:
-            for member in zf.namelist():
-                if member.startswith("/") or ".." in Path(member).parts:
-                    raise ValueError(f"unsafe path in {archive.name}: {member}")
-            zf.extractall(dest)
-    else:
-        with tarfile.open(archive) as tf:
-            tf.extractall(dest, filter="data")
-    tops = [p for p in dest.iterdir() if p.is_dir()]
-    return tops[0] if len(tops) == 1 else dest
 
 
 def _has_tests(src_host: Path, tests: str) -> bool:
@@ -338,6 +322,7 @@ def _steps(ctx: _Ctx) -> tuple[str, dict]:
         return "", {}
     # 1. source
     if job.package.is_local:
+        extract.fresh_dir(src_host)
         shutil.copytree(job.package.path, src_host / "pkg", ignore=COPY_IGNORE, symlinks=True)
         src_host = src_host / "pkg"
         target = ws.path("src", "pkg")
@@ -349,7 +334,7 @@ def _steps(ctx: _Ctx) -> tuple[str, dict]:
         if fetched is None:  # the host cannot read the index: pip, in the backend (it may build)
             fetched = _run(ctx, "fetch", "install", pip_download, env=env, cwd=ws.root,
                          timeout=INSTALL_TIMEOUT, network=True)
-        archives = sorted(ws.host("sdist").glob("*")) if ws.host("sdist").is_dir() else []
+        archives = extract.archives(ws.host("sdist"))  # regular files only: pip may have built
         if not fetched.ok or not archives:
             return "", {}
         try:
@@ -357,10 +342,13 @@ def _steps(ctx: _Ctx) -> tuple[str, dict]:
             version = str(ver)
         except InvalidSdistFilename:
             version = ""
-        try:
-            top = _extract(archives[0], src_host)
+        try:  # into a src/ made now, whatever a package step left there (harness.extract)
+            top, links_out = extract.extract(archives[0], src_host)
         except (OSError, ValueError, tarfile.TarError, zipfile.BadZipFile) as e:
             raise InfraError(f"{job.job_id}: cannot extract {archives[0].name}: {e}") from None
+        if links_out:
+            log.warning("%s: %d link(s) out of the tree skipped in %s: %s", job.job_id,
+                        len(links_out), archives[0].name, ", ".join(links_out[:5]))
         src_host = top
         target = f"{job.package.name}=={version}" if version else spec
     src = ws.path(*src_host.relative_to(ws.host_root).parts)

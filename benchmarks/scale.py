@@ -21,6 +21,7 @@ from typing import Any
 
 from harness import aggregate, matrix, plan, render
 from harness.matrix import Package
+from harness.evidence import ModeCoverage, ParallelInfo
 from harness.model import VERDICTS, Finding, InterpreterInfo, JobResult, Phase, TestCase
 
 from .common import INTERP, SETTINGS, summarize, write_matrix
@@ -57,7 +58,8 @@ def synthetic_result(job: plan.Job, i: int, interp: InterpreterInfo) -> JobResul
                 env={"PYTHON_GIL": str(mode)}, cwd=f"{root}/src", exit_code=1 if counts["failed"] else 0,
                 duration=2.0 + (i % 11) / 10, log=f"{root}/logs/{name}.log",
                 junit=f"{root}/junit/{name}.xml", tests=tests, counts=counts, excerpt=EXCERPT,
-                parallel={"parallel": TESTS, "single": 0} if kind == "threads" else {}))
+                parallel=ParallelInfo(trusted=True, source="log", collected_parallel=TESTS,
+                                      in_threads=tuple(tests)) if kind == "threads" else None))
     findings = ()
     if verdict not in ("compatible", "no-tests"):
         findings = (Finding(kind=verdict, test_id="tests/test_mod.py::test_case_0", modes=(0,),
@@ -70,7 +72,8 @@ def synthetic_result(job: plan.Job, i: int, interp: InterpreterInfo) -> JobResul
         interpreter=interp, settings=dict(SETTINGS), backend="local",
         started="2026-01-01T00:00:00+00:00", finished="2026-01-01T00:00:30+00:00",
         harness_version="bench", phases=tuple(phases), verdict=verdict, findings=findings,
-        coverage={"0": {"parallel": TESTS, "single": 0, "skipped": 0}},
+        coverage={f"gil{m}": ModeCoverage(mode=m, known=True, source="log", in_threads=TESTS, single=0,
+                                          skipped_unsafe=0, total=TESTS) for m in (0, 1)},
     )
 
 

@@ -29,6 +29,7 @@ from typing import Any
 from packaging.version import InvalidVersion, Version
 
 from .errors import ConfigError
+from .evidence import coverage_to_dict
 from .model import FINDING_KINDS, VERDICTS, Finding, JobResult, Phase, severity
 from .render.pool import frozen_heap
 
@@ -88,7 +89,7 @@ def _type_problem(res: JobResult) -> str:
     for name in ("job_id", "package", "version", "verdict", "qualifier", "notes", "started", "finished"):
         if not isinstance(getattr(res, name), str):
             return f"{name} is not a string"
-    for name in ("settings", "coverage", "wheel", "metadata", "test_setup"):
+    for name in ("settings", "coverage", "metadata", "test_setup"):
         if not isinstance(getattr(res, name), dict):
             return f"{name} is not an object"
     if not all(isinstance(x, str) for x in res.links):
@@ -275,8 +276,8 @@ def _package(r: JobResult) -> dict[str, Any]:
         "verdict_label": verdict_label,
         "findings": findings,
         "phases": phases,
-        "coverage": r.coverage,
-        "wheel": r.wheel,
+        "coverage": coverage_to_dict(r.coverage),
+        "wheel": r.wheel.to_dict() if r.wheel else {},
         "metadata": r.metadata,
         "notes": r.notes,
         "links": list(r.links),

@@ -211,7 +211,7 @@ def run_job(job: Job, *, interp: InterpreterInfo, python: str, backend: Backend,
     install_ok = any(p.name == "install" and p.ok for p in ctx.phases)
     wheel = wheels.wheel_info(job.package.name, local=job.package.is_local, version=version,
                               install_report=host_root / "logs" / "install-report.json",
-                              interp=interp, probe=probe, installed_ok=install_ok) if ctx.phases else {}
+                              interp=interp, probe=probe, installed_ok=install_ok) if ctx.phases else None
     return JobResult(
         job_id=job.job_id, key=key, package=job.package.name,
         requested=job.package.path or job.package.version, version=version or probe.get("version", ""),

@@ -18,7 +18,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-RESULT_SCHEMA = 2  # 2: Phase.test_command (the command in parts)
+from .evidence import Crash, Hang, ModeCoverage, ParallelInfo, Wheel, coverage_from_dict, coverage_to_dict
+
+RESULT_SCHEMA = 3  # 2: Phase.test_command (the command in parts); 3: typed crash/hang/parallel,
+# coverage and wheel (harness.evidence); results of schema 2 read back (READABLE_SCHEMAS)
+READABLE_SCHEMAS = (2, 3)
 
 # Verdicts, most severe first.  These strings are the contract of report.json.
 VERDICTS = (
@@ -164,10 +168,10 @@ class Phase:
     # Filled by harness.parse from the log and the JUnit XML:
     tests: dict[str, TestCase] = field(default_factory=dict)
     counts: dict[str, int] = field(default_factory=dict)  # outcome -> n
-    crash: dict[str, Any] = field(default_factory=dict)  # signal, test_id, stack, excerpt
-    hang: dict[str, Any] = field(default_factory=dict)  # test_id, excerpt
+    crashes: tuple[Crash, ...] = ()  # every crashed test (or the process), first one first
+    hang: Hang | None = None
     gil_modules: tuple[str, ...] = ()  # modules named in GIL-re-enabled warnings
-    parallel: dict[str, Any] = field(default_factory=dict)  # run-parallel coverage
+    parallel: ParallelInfo | None = None  # pytest-run-parallel's account of a threaded run
     tsan: tuple[dict[str, Any], ...] = ()  # TSan reports
     setup: tuple[SetupProblem, ...] = ()  # the environment's problems (a missing test dependency)
     excerpt: str = ""  # tail of the log, for evidence
@@ -176,10 +180,18 @@ class Phase:
     def ok(self) -> bool:
         return self.exit_code == 0 and not self.timed_out and not self.infra
 
+    @property
+    def crash(self) -> Crash | None:
+        """The first crash (the one a single-crash phase is about)."""
+        return self.crashes[0] if self.crashes else None
+
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["command"] = list(self.command)
         d["test_command"] = self.test_command.to_dict() if self.test_command else None
+        d["crashes"] = [c.to_dict() for c in self.crashes]
+        d["hang"] = self.hang.to_dict() if self.hang else None
+        d["parallel"] = self.parallel.to_dict() if self.parallel else None
         d["gil_modules"] = list(self.gil_modules)
         d["tsan"] = list(self.tsan)
         d["setup"] = [asdict(x) for x in self.setup]
@@ -188,6 +200,12 @@ class Phase:
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Phase:
         d = dict(d)
+        old = d.pop("crash", None)  # schema 2: {first crash..., "all": [...]}
+        crashes = d.get("crashes") or ((old.get("all") or [old]) if isinstance(old, dict) and old else [])
+        d["crashes"] = tuple(Crash.from_dict(c) for c in crashes if isinstance(c, dict))
+        d["hang"] = Hang.from_dict(d["hang"]) if isinstance(d.get("hang"), dict) and d["hang"] else None
+        par = d.get("parallel")
+        d["parallel"] = ParallelInfo.from_dict(par) if isinstance(par, dict) and par else None
         d["command"] = tuple(d.get("command", ()))
         tc = d.get("test_command")
         d["test_command"] = TestCommand.from_dict(tc) if isinstance(tc, dict) and tc.get("head") else None
@@ -308,8 +326,8 @@ class JobResult:
     verdict: str = ""
     qualifier: str = ""  # e.g. "low thread coverage: 3/120 tests in threads"
     findings: tuple[Finding, ...] = ()
-    coverage: dict[str, Any] = field(default_factory=dict)  # per mode: parallel/single/skipped
-    wheel: dict[str, Any] = field(default_factory=dict)  # ft wheel available / installed
+    coverage: dict[str, ModeCoverage] = field(default_factory=dict)  # "gil0" -> threads coverage
+    wheel: Wheel | None = None  # ft wheel available / installed (None: not looked at)
     metadata: dict[str, Any] = field(default_factory=dict)  # project urls, summary
     notes: str = ""
     links: tuple[str, ...] = ()
@@ -338,8 +356,8 @@ class JobResult:
             "verdict": self.verdict,
             "qualifier": self.qualifier,
             "findings": [f.to_dict() for f in self.findings],
-            "coverage": dict(self.coverage),
-            "wheel": dict(self.wheel),
+            "coverage": coverage_to_dict(self.coverage),
+            "wheel": self.wheel.to_dict() if self.wheel else {},
             "metadata": dict(self.metadata),
             "notes": self.notes,
             "links": list(self.links),
@@ -350,8 +368,8 @@ class JobResult:
     def from_dict(cls, d: dict[str, Any]) -> JobResult:
         if not isinstance(d, dict):
             raise ValueError("a result must be a JSON object")
-        if d.get("schema") != RESULT_SCHEMA:
-            raise ValueError(f"result schema {d.get('schema')!r}, expected {RESULT_SCHEMA}")
+        if d.get("schema") not in READABLE_SCHEMAS:
+            raise ValueError(f"result schema {d.get('schema')!r}, expected one of {READABLE_SCHEMAS}")
         for req in ("job_id", "key", "package", "interpreter"):
             if req not in d:
                 raise ValueError(f"result has no {req!r}")
@@ -360,6 +378,9 @@ class JobResult:
         d["phases"] = tuple(Phase.from_dict(p) for p in d.get("phases", ()))
         d["findings"] = tuple(Finding.from_dict(f) for f in d.get("findings", ()))
         d["links"] = tuple(d.get("links", ()))
+        d["coverage"] = coverage_from_dict(d.get("coverage"))
+        d["wheel"] = Wheel.from_dict(d["wheel"]) if isinstance(d.get("wheel"), dict) and d["wheel"] else None
+        d["schema"] = RESULT_SCHEMA  # read back in today's shape
         return _build(cls, d)
 
 

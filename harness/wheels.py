@@ -34,6 +34,7 @@ from packaging.utils import (
 )
 from packaging.version import Version
 
+from .evidence import Wheel
 from .model import InterpreterInfo, read_regular
 
 log = logging.getLogger(__name__)
@@ -154,7 +155,7 @@ def installed_from(report: dict[str, Any], name: str) -> str:
 
 
 def wheel_info(name: str, *, local: bool, version: str, install_report: Path,
-               interp: InterpreterInfo, probe: dict[str, Any], installed_ok: bool = True) -> dict[str, Any]:
+               interp: InterpreterInfo, probe: dict[str, Any], installed_ok: bool = True) -> Wheel:
     """The wheel column: what the index offers for this release and what pip installed
     (``installed_ok``: the install phase succeeded; pip may write its report and then fail)."""
     raw = read_regular(install_report, 64 * 1024 * 1024)  # in the workspace: never follow a link
@@ -175,13 +176,12 @@ def wheel_info(name: str, *, local: bool, version: str, install_report: Path,
         how = "built from sdist"
     else:
         how = "unknown"
-    info: dict[str, Any] = {"installed": how, "installed_file": installed}
     if not local and version:
         files = index_files(name, version)
-        info["available"] = (availability(files, interp.version, interp=interp)
-                             if files is not None else "unknown")
+        available = availability(files, interp.version, interp=interp) if files is not None else "unknown"
     else:
-        info["available"] = "n/a"
+        available = "n/a"
+    warning = ""
     if probe.get("modules") and how == "wheel (free-threaded)":
-        info["warning"] = "the free-threaded wheel re-enables the GIL: " + ", ".join(probe["modules"])
-    return info
+        warning = "the free-threaded wheel re-enables the GIL: " + ", ".join(probe["modules"])
+    return Wheel(installed=how, installed_file=installed, available=available, warning=warning)

@@ -99,20 +99,18 @@ def _parse(phase: Phase, out_dir: Path) -> Phase:
     crashes = find_crashes(text, exit_code=phase.exit_code, sig=phase.signal,
                            unfinished=plog.unfinished)
     for cr in crashes:  # not `c`: that is the JUnitCase loop's name above
-        if cr["test_id"]:
-            msg = cr["fatal"] or (f"signal {cr['signal']}" if cr["signal"] else "worker crashed")
-            tests[cr["test_id"]] = TestCase(outcome="crashed", message=msg[:300],
-                                            parallel=tests[cr["test_id"]].parallel
-                                            if cr["test_id"] in tests else None)
-    crash = dict(crashes[0], all=crashes) if crashes else {}
+        if cr.test_id:
+            msg = cr.fatal or (f"signal {cr.signal}" if cr.signal else "worker crashed")
+            tests[cr.test_id] = TestCase(outcome="crashed", message=msg[:300],
+                                         parallel=tests[cr.test_id].parallel if cr.test_id in tests else None)
 
     timed = [t for t, tc in tests.items() if tc.outcome == "timeout"]
     hang = find_hang(text, timed_out_tests=timed, timed_out=phase.timed_out,
                      unfinished=plog.unfinished, finished=plog.finished)
-    if hang.get("running") and hang["running"] not in tests:
-        tests[hang["running"]] = TestCase(outcome="timeout", message=hang.get("why", ""))
+    if hang and hang.running and hang.running not in tests:
+        tests[hang.running] = TestCase(outcome="timeout", message=hang.why)
 
-    parallel = {}
+    parallel = None
     if phase.kind in ("threads", "collect"):
         parallel = parse_parallel(text, plog, collect_only=phase.kind == "collect")
 
@@ -126,7 +124,7 @@ def _parse(phase: Phase, out_dir: Path) -> Phase:
         phase,
         tests=tests,
         counts={k: counts[k] for k in OUTCOMES if counts.get(k)},
-        crash=crash,
+        crashes=tuple(crashes),
         hang=hang,
         gil_modules=tuple(gil_modules(text)),
         parallel=parallel,

@@ -21,6 +21,7 @@ import re
 import signal as _signal
 from typing import Any
 
+from ..evidence import Crash
 from .junit import CRASHED_RE
 
 FATAL_RE = re.compile(r"Fatal Python error: (?P<what>[^\n]*)")
@@ -137,11 +138,11 @@ def phase_signal(exit_code: int | None, sig: int | None) -> int | None:
 
 def find_crashes(
     text: str, *, exit_code: int | None, sig: int | None, unfinished: list[str]
-) -> list[dict[str, Any]]:
+) -> list[Crash]:
     """One entry per crashed test (or one without a test id when none can be named)."""
     blocks = fatal_blocks(text)
     used: set[int] = set()
-    crashes = []
+    crashes: list[Crash] = []
     crashed_ids = list(dict.fromkeys(m.group("id") for m in CRASHED_RE.finditer(text)))
 
     def take(test_id: str) -> dict[str, Any]:
@@ -158,17 +159,10 @@ def find_crashes(
     for tid in crashed_ids:
         b = take(tid)
         line = next(m.group(0) for m in CRASHED_RE.finditer(text) if m.group("id") == tid)
-        crashes.append(
-            {
-                "test_id": tid,
-                "signal": b.get("signal"),
-                "fatal": b.get("fatal", ""),
-                "stack_top": b.get("stack_top", ""),
-                "test_frame": b.get("test_frame", ""),
-                "excerpt": "\n".join(x for x in (line, b.get("excerpt", "")) if x),
-                "worker": True,
-            }
-        )
+        crashes.append(Crash(test_id=tid, signal=b.get("signal"), fatal=b.get("fatal", ""),
+                             stack_top=b.get("stack_top", ""), test_frame=b.get("test_frame", ""),
+                             excerpt="\n".join(x for x in (line, b.get("excerpt", "")) if x),
+                             worker=True))
     psig = phase_signal(exit_code, sig)
     if psig is not None and psig not in (_signal.SIGKILL, _signal.SIGTERM, _signal.SIGINT):
         rest = [b for i, b in enumerate(blocks) if i not in used]
@@ -176,15 +170,7 @@ def find_crashes(
         tid = unfinished[-1] if unfinished else ""
         if not tid and b.get("test_frame"):
             tid = ""  # a stack without a node id: keep the frame as evidence only
-        crashes.append(
-            {
-                "test_id": tid,
-                "signal": psig,
-                "fatal": b.get("fatal", ""),
-                "stack_top": b.get("stack_top", ""),
-                "test_frame": b.get("test_frame", ""),
-                "excerpt": b.get("excerpt", "") or f"process ended by signal {psig}",
-                "worker": False,
-            }
-        )
+        crashes.append(Crash(test_id=tid, signal=psig, fatal=b.get("fatal", ""),
+                             stack_top=b.get("stack_top", ""), test_frame=b.get("test_frame", ""),
+                             excerpt=b.get("excerpt", "") or f"process ended by signal {psig}"))
     return crashes

@@ -14,7 +14,8 @@ process hung on exit (typically threads a timed-out test left behind).
 from __future__ import annotations
 
 import re
-from typing import Any
+
+from ..evidence import Hang, HungTest
 
 RULER_RE = re.compile(r"^\++ Timeout \++$", re.M)
 FRAME_RE = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<func>\S+)', re.M)
@@ -110,34 +111,29 @@ def find_hang(
     timed_out: bool,
     unfinished: list[str],
     finished: bool,
-) -> dict[str, Any]:
-    """What hung in a phase: {} when nothing did."""
+) -> Hang | None:
+    """What hung in a phase: None when nothing did."""
     blocks = timeout_blocks(text)
     if not timed_out_tests and blocks and unfinished and not finished:
         # pytest-timeout's thread method: the stacks, then os._exit; no report of the test
         timed_out_tests = [unfinished[-1]]
     if not timed_out_tests and not timed_out:
-        return {}
+        return None
     per_test = []
     for tid in timed_out_tests:
         func = tid.rsplit("::", 1)[-1].split("[", 1)[0]
         block = next((b for b in blocks if f"in {func}" in b), "")
         top, lines = _waits_text(block)
         top = top or _report_location(text, func)
-        per_test.append({"test_id": tid, "stack_top": top,
-                         "excerpt": "\n".join([f"{tid}: Timeout from pytest-timeout", *lines[:24]])})
-    hang: dict[str, Any] = {"tests": per_test, "job_timeout": timed_out}
+        per_test.append(HungTest(test_id=tid, stack_top=top,
+                                 excerpt="\n".join([f"{tid}: Timeout from pytest-timeout", *lines[:24]])))
+    running, why = "", ""
     if timed_out:
         running = unfinished[-1] if unfinished else ""
-        hang["running"] = running
         if running:
             why = f"job timeout while running {running}"
         elif finished:
             why = "job timeout after pytest's summary: the process did not exit (threads left running?)"
         else:
             why = "job timeout; the running test is not known"
-        hang["why"] = why
-    first = per_test[0] if per_test else {}
-    hang["test_id"] = first.get("test_id") or hang.get("running", "")
-    hang["excerpt"] = first.get("excerpt") or hang.get("why", "")
-    return hang
+    return Hang(tests=tuple(per_test), job_timeout=timed_out, running=running, why=why)

@@ -22,8 +22,8 @@ truth, and the verdict step combines the two.
 from __future__ import annotations
 
 import re
-from typing import Any
 
+from ..evidence import ParallelInfo
 from .pytestlog import PytestLog, clean_id
 
 COLLECTED_RE = re.compile(r"^Collected (?P<n>\d+) items? to run in parallel\s*$", re.M)
@@ -48,14 +48,14 @@ def _section(text: str) -> list[str]:
     return out
 
 
-def parse_parallel(text: str, plog: PytestLog, *, collect_only: bool = False) -> dict[str, Any]:
-    """Coverage facts from one log; {} when pytest-run-parallel said nothing."""
+def parse_parallel(text: str, plog: PytestLog, *, collect_only: bool = False) -> ParallelInfo | None:
+    """Coverage facts from one log; None when pytest-run-parallel said nothing."""
     found = list(COLLECTED_RE.finditer(text))
     m = found[-1] if found else None
     section = _section(text)
     markers = {tid: t for tid, t in plog.tests.items() if t.parallel is not None}
     if m is None and not section and not markers:
-        return {}
+        return None
     single: dict[str, str] = {}
     skipped: dict[str, str] = {}
     unsafe_count = None
@@ -75,13 +75,13 @@ def parse_parallel(text: str, plog: PytestLog, *, collect_only: bool = False) ->
         unsafe_count = len(single) + len(skipped)
     collect_only = collect_only or bool(COLLECT_ONLY_RE.search(text))
     trusted = collect_only or not plog.xdist
-    return {
-        "trusted": trusted,
-        "source": "collect" if collect_only else ("xdist" if plog.xdist else "log"),
-        "collected_parallel": int(m.group("n")) if m else None,
-        "unsafe_count": unsafe_count,
-        "single": single,
-        "skipped": skipped,
-        "in_threads": sorted(t for t, v in markers.items() if v.parallel and v.outcome != "skipped"),
-        "all_parallel_claimed": bool(ALL_RE.search(text)),
-    }
+    return ParallelInfo(
+        trusted=trusted,
+        source="collect" if collect_only else ("xdist" if plog.xdist else "log"),
+        collected_parallel=int(m.group("n")) if m else None,
+        unsafe_count=unsafe_count,
+        single=single,
+        skipped=skipped,
+        in_threads=tuple(sorted(t for t, v in markers.items() if v.parallel and v.outcome != "skipped")),
+        all_parallel_claimed=bool(ALL_RE.search(text)),
+    )

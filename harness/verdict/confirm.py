@@ -24,6 +24,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
+from ..evidence import Crash
 from ..model import Finding, Phase
 
 CONFIRM_KINDS = ("ft-crash", "crash", "hang", "ft-race")
@@ -67,7 +68,7 @@ def _recurred(p: Phase, test_id: str) -> bool:
 
 def _dump(p: Phase) -> str:
     """faulthandler's dump of every thread (parse.crash), else the run's log tail."""
-    return p.crash.get("excerpt", "") or p.excerpt
+    return (p.crash.excerpt if p.crash else "") or p.excerpt
 
 
 def _alone_runs(f: Finding, confirm: Sequence[Phase]) -> list[Phase]:
@@ -95,18 +96,18 @@ def apply(findings: Sequence[Finding], phases: Sequence[Phase]) -> list[Finding]
         if f.kind in ("ft-crash", "crash"):
             alone = next((p for m in modes for p in hit[m] if p.crash or p.signal is not None), None)
             if alone is not None:
-                sig = alone.crash.get("signal") or alone.signal
-                top = alone.crash.get("stack_top") or alone.crash.get("test_frame", "")
-                fatal = alone.crash.get("fatal") or "killed"
+                c = alone.crash or Crash()
+                sig = c.signal or alone.signal
+                top = c.stack_top or c.test_frame
+                fatal = c.fatal or "killed"
                 g = replace(g, signal=sig if sig is not None else f.signal, stack_top=top or f.stack_top,
                             excerpt=_dump(alone) or f.excerpt,
                             message=f"{f.message.replace('(signal None)', f'(signal {sig})')}"
                                     f"; alone: {fatal}, signal {sig}")
         elif f.kind == "hang":
             alone = next((p for m in modes for p in hit[m] if p.hang), None)
-            if alone is not None and alone.hang.get("excerpt"):
-                g = replace(g, excerpt=alone.hang["excerpt"], stack_top=alone.hang.get("stack_top", "")
-                            or (alone.hang.get("tests") or [{}])[0].get("stack_top", "") or f.stack_top)
+            if alone is not None and alone.hang and alone.hang.excerpt:
+                g = replace(g, excerpt=alone.hang.excerpt, stack_top=alone.hang.stack_top or f.stack_top)
         if f.kind in ("ft-race", "ft-crash") and hit.get(1):  # alone, it fails with the GIL on too
             g = replace(g, kind="thread-unsafe" if f.kind == "ft-race" else "crash", modes=(0, 1),
                         message=f"{g.message}; alone it fails with the GIL on too "

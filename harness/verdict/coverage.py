@@ -12,8 +12,8 @@ unknown, because its controller reports nothing true about threads.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
+from ..evidence import ModeCoverage, ParallelInfo
 from ..matrix import Settings
 from ..model import Finding, Phase
 from .commands import reproduce
@@ -21,13 +21,13 @@ from .commands import reproduce
 MAX_REASONS = 200
 
 
-def _mode_coverage(mode: int, threads: list[Phase], sources: list[Phase]) -> dict[str, Any]:
-    trusted = [p for p in sources if p.parallel.get("trusted")]
+def _mode_coverage(mode: int, threads: list[Phase], sources: list[Phase]) -> ModeCoverage:
+    trusted: list[ParallelInfo] = [p.parallel for p in sources if p.parallel and p.parallel.trusted]
     single: dict[str, str] = {}
     skipped_unsafe: dict[str, str] = {}
-    for p in trusted:
-        single.update(p.parallel.get("single", {}))
-        skipped_unsafe.update(p.parallel.get("skipped", {}))
+    for par in trusted:
+        single.update(par.single)
+        skipped_unsafe.update(par.skipped)
     ran: set[str] = set()
     seen: set[str] = set()
     for p in threads:
@@ -40,25 +40,24 @@ def _mode_coverage(mode: int, threads: list[Phase], sources: list[Phase]) -> dic
     known = bool(trusted)
     in_threads = len(ran - set(single) - set(skipped_unsafe)) if known else None
     reasons = dict(list({**single, **skipped_unsafe}.items())[:MAX_REASONS])
-    collected = next((p.parallel.get("collected_parallel") for p in trusted
-                      if p.parallel.get("collected_parallel") is not None), None)
-    return {
-        "mode": mode,
-        "known": known,
-        "source": ",".join(sorted({p.parallel.get("source", "") for p in trusted})) or "none",
-        "in_threads": in_threads,
-        "single": len(set(single) & ran) if known else None,
-        "skipped_unsafe": len(skipped_unsafe) if known else None,
-        "skipped": len(skipped),
-        "total": total,
-        "collected_parallel": collected,
-        "reasons": reasons,
-    }
+    collected = next((par.collected_parallel for par in trusted if par.collected_parallel is not None), None)
+    return ModeCoverage(
+        mode=mode,
+        known=known,
+        source=",".join(sorted({par.source for par in trusted})) or "none",
+        in_threads=in_threads,
+        single=len(set(single) & ran) if known else None,
+        skipped_unsafe=len(skipped_unsafe) if known else None,
+        skipped=len(skipped),
+        total=total,
+        collected_parallel=collected,
+        reasons=reasons,
+    )
 
 
-def compute(phases: Sequence[Phase]) -> dict[str, Any]:
-    """``{"gil0": {...}, "gil1": {...}}`` for every mode with a threaded run."""
-    out: dict[str, Any] = {}
+def compute(phases: Sequence[Phase]) -> dict[str, ModeCoverage]:
+    """``{"gil0": ModeCoverage, "gil1": ...}`` for every mode with a threaded run."""
+    out: dict[str, ModeCoverage] = {}
     modes = sorted({p.gil for p in phases if p.kind == "threads" and p.gil is not None})
     for m in modes:
         threads = [p for p in phases if p.kind == "threads" and p.gil == m]
@@ -69,39 +68,39 @@ def compute(phases: Sequence[Phase]) -> dict[str, Any]:
     return out
 
 
-def _lowest(cov: dict[str, Any]) -> dict[str, Any] | None:
-    known = [c for c in cov.values() if c["known"] and c["total"]]
+def _lowest(cov: dict[str, ModeCoverage]) -> ModeCoverage | None:
+    known = [c for c in cov.values() if c.fraction is not None]
     if not known:
         return None
-    return min(known, key=lambda c: (c["in_threads"] / c["total"], c["mode"]))
+    return min(known, key=lambda c: (c.fraction or 0.0, c.mode))
 
 
-def qualifier(cov: dict[str, Any], settings: Settings) -> str:
+def qualifier(cov: dict[str, ModeCoverage], settings: Settings) -> str:
     """"low thread coverage: k/n tests in threads" below settings.min_parallel_fraction."""
     if not cov:
         return ""
     low = _lowest(cov)
     if low is None:
-        if any(c["total"] for c in cov.values()):
+        if any(c.total for c in cov.values()):
             return "thread coverage unknown"
         return ""
-    k, n = low["in_threads"], low["total"]
-    if k / n < settings.min_parallel_fraction:
+    k, n = low.in_threads, low.total
+    if (low.fraction or 0.0) < settings.min_parallel_fraction:
         return f"low thread coverage: {k}/{n} tests in threads"
     return ""
 
 
-def findings(cov: dict[str, Any], phases: Sequence[Phase]) -> list[Finding]:
+def findings(cov: dict[str, ModeCoverage], phases: Sequence[Phase]) -> list[Finding]:
     """One ``no-thread-coverage`` finding when no test ran in threads (in the modes named)."""
-    zero = [c for c in cov.values() if c["known"] and c["total"] and c["in_threads"] == 0]
+    zero = [c for c in cov.values() if c.known and c.total and c.in_threads == 0]
     if not zero:
         return []
-    modes = tuple(c["mode"] for c in zero)
-    n = max(c["total"] for c in zero)
+    modes = tuple(c.mode for c in zero)
+    n = max(c.total for c in zero)
     src = next((p for p in phases if p.kind == "collect" and p.gil in (*modes, None)), None) or next(
         p for p in phases if p.kind == "threads" and p.gil in modes
     )
-    reasons = zero[0]["reasons"]
+    reasons = zero[0].reasons
     lines = [f"{tid}: {why}" for tid, why in list(reasons.items())[:8]]
     if len(reasons) > 8:
         lines.append(f"... and {len(reasons) - 8} more")

@@ -33,6 +33,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..evidence import Crash, HungTest, ModeCoverage
 from ..matrix import Settings
 from ..model import INFO_KINDS, Finding, Phase, severity
 from ..parse import incomplete
@@ -60,7 +61,7 @@ class Decision:
     verdict: str
     qualifier: str = ""
     findings: tuple[Finding, ...] = ()
-    coverage: dict[str, Any] = field(default_factory=dict)
+    coverage: dict[str, ModeCoverage] = field(default_factory=dict)
 
 
 # ------------------------------------------------------------------ findings
@@ -164,19 +165,19 @@ def _excerpt_for(phase: Phase, tid: str, fallback: str = "") -> str:
 
 
 def _crash_findings(phases: Sequence[Phase], ran_modes: set[int]) -> list[Finding]:
-    seen: dict[str, list[tuple[Phase, dict[str, Any]]]] = {}
+    seen: dict[str, list[tuple[Phase, Crash]]] = {}
     for p in phases:
         if p.kind not in RUN_KINDS:
             continue
-        for c in p.crash.get("all", []):
-            seen.setdefault(c.get("test_id", ""), []).append((p, c))
+        for c in p.crashes:
+            seen.setdefault(c.test_id, []).append((p, c))
     out = []
     for tid, hits in seen.items():
         modes = tuple(sorted({p.gil for p, _ in hits if p.gil is not None}))
         kind = "ft-crash" if modes == (0,) and 1 in ran_modes else "crash"
         relevant = [p for p in phases if p.kind in RUN_KINDS and p.gil in modes]
         first_p, first_c = hits[0]
-        sig = first_c.get("signal")
+        sig = first_c.signal
         where = f"{tid} " if tid else "the test process "
         mode_txt = "with the GIL off only" if kind == "ft-crash" else f"in modes {list(modes)}"
         out.append(
@@ -187,10 +188,10 @@ def _crash_findings(phases: Sequence[Phase], ran_modes: set[int]) -> list[Findin
                 count=len(hits),
                 runs=len(relevant),
                 evidence="signal",
-                excerpt=first_c.get("excerpt", ""),
+                excerpt=first_c.excerpt,
                 signal=sig,
-                stack_top=first_c.get("test_frame") or first_c.get("stack_top", ""),
-                message=f"{where}crashed ({first_c.get('fatal') or f'signal {sig}'}) {mode_txt}",
+                stack_top=first_c.test_frame or first_c.stack_top,
+                message=f"{where}crashed ({first_c.fatal or f'signal {sig}'}) {mode_txt}",
                 reproduce=reproduce(first_p, tid or None),
                 phase=first_p.name,
             )
@@ -199,16 +200,15 @@ def _crash_findings(phases: Sequence[Phase], ran_modes: set[int]) -> list[Findin
 
 
 def _hang_findings(phases: Sequence[Phase]) -> list[Finding]:
-    seen: dict[str, list[tuple[Phase, dict[str, Any]]]] = {}
+    seen: dict[str, list[tuple[Phase, HungTest]]] = {}
     for p in phases:
         if p.kind not in RUN_KINDS or not p.hang:
             continue
-        for t in p.hang.get("tests", []):
-            seen.setdefault(t["test_id"], []).append((p, t))
-        if p.hang.get("job_timeout") and not p.hang.get("tests"):
-            seen.setdefault(p.hang.get("running", ""), []).append(
-                (p, {"excerpt": p.hang.get("why", ""), "stack_top": ""})
-            )
+        for t in p.hang.tests:
+            seen.setdefault(t.test_id, []).append((p, t))
+        if p.hang.job_timeout and not p.hang.tests:
+            seen.setdefault(p.hang.running, []).append(
+                (p, HungTest(test_id=p.hang.running, excerpt=p.hang.why)))
     out = []
     for tid, hits in seen.items():
         modes = tuple(sorted({p.gil for p, _ in hits if p.gil is not None}))
@@ -222,8 +222,8 @@ def _hang_findings(phases: Sequence[Phase]) -> list[Finding]:
                 count=len(hits),
                 runs=len([p for p in phases if p.kind in kinds and p.gil in modes]),
                 evidence="timeout",
-                excerpt=first.get("excerpt", ""),
-                stack_top=first.get("stack_top", ""),
+                excerpt=first.excerpt,
+                stack_top=first.stack_top,
                 message=f"{tid or 'a test'} timed out in {'/'.join(kinds)} runs, modes {list(modes)}",
                 reproduce=reproduce(first_p, tid or None),
                 phase=first_p.name,

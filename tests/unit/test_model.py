@@ -9,7 +9,9 @@ from pathlib import Path
 import pytest
 
 from harness import matrix, plan
+from harness.evidence import Crash, Hang, HungTest, ModeCoverage, ParallelInfo, Wheel
 from harness.model import (
+    RESULT_SCHEMA,
     VERDICTS,
     Finding,
     InterpreterInfo,
@@ -32,13 +34,20 @@ def sample() -> JobResult:
     phase = Phase(name="threads-gil0-r1", kind="threads", gil=0, rep=1, command=("pytest", "-x"),
                   env={"PYTHON_GIL": "0"}, exit_code=1, duration=1.5, log="work/x/logs/a.log",
                   tests={"t.py::test_a": TestCase(outcome="failed", message="boom", parallel=True)},
-                  counts={"failed": 1}, gil_modules=("pkg._speedups",))
+                  counts={"failed": 1}, gil_modules=("pkg._speedups",),
+                  crashes=(Crash(test_id="t.py::test_b", signal=11, fatal="Segmentation fault",
+                                 stack_top='File "x.py", line 3 in f', worker=True),),
+                  hang=Hang(tests=(HungTest(test_id="t.py::test_c", stack_top="x.py:9"),)),
+                  parallel=ParallelInfo(trusted=True, source="log", single={"t.py::test_d": "capsys"},
+                                        in_threads=("t.py::test_a",)))
     finding = Finding(kind="ft-race", test_id="t.py::test_a", modes=(0,), count=3, runs=5,
                       evidence="junit", excerpt="boom", reproduce="cd x && pytest t.py::test_a")
     return JobResult(job_id="ft--six", key="k1", package="six", version="1.17.0",
                      interpreter=InterpreterInfo(name="ft", version="3.13.5", key="cpython-3.13.5-ft-x",
                                                  configure=("--disable-gil",)),
-                     phases=(phase,), verdict="ft-race", findings=(finding,), links=("https://x",))
+                     phases=(phase,), verdict="ft-race", findings=(finding,), links=("https://x",),
+                     coverage={"gil0": ModeCoverage(mode=0, known=True, in_threads=1, single=0, total=1)},
+                     wheel=Wheel(installed="built from sdist", available="sdist-only"))
 
 
 def test_round_trip(tmp_path: Path) -> None:
@@ -49,6 +58,23 @@ def test_round_trip(tmp_path: Path) -> None:
     assert back == res
     assert json.loads(path.read_text())["findings"][0]["ratio"] == "3/5"
     assert list(tmp_path.joinpath("results").iterdir()) == [path]  # no temp file left behind
+
+
+def test_a_schema_2_result_reads_back_typed() -> None:
+    # schema 2 kept a phase's crashes as {first crash..., "all": [...]} and dicts everywhere
+    d = sample().to_dict()
+    d["schema"] = 2
+    ph = d["phases"][0]
+    first = ph.pop("crashes")[0]
+    ph["crash"] = dict(first, all=[first, dict(first, test_id="t.py::test_e")])
+    ph["hang"] = {"tests": [{"test_id": "t.py::test_c", "stack_top": "x.py:9", "excerpt": ""}],
+                  "job_timeout": False, "test_id": "t.py::test_c", "excerpt": ""}
+    back = JobResult.from_dict(d)
+    p = back.phases[0]
+    assert [c.test_id for c in p.crashes] == ["t.py::test_b", "t.py::test_e"] and p.crash.signal == 11
+    assert p.hang.test_id == "t.py::test_c" and p.hang.stack_top == "x.py:9"
+    assert p.parallel.single == {"t.py::test_d": "capsys"} and back.wheel.available == "sdist-only"
+    assert back.coverage["gil0"].fraction == 1.0 and back.schema == RESULT_SCHEMA
 
 
 def test_wrong_schema_is_refused(tmp_path: Path) -> None:

@@ -36,9 +36,9 @@ def test_no_warning_when_python_gil_is_set():
 def test_collect_only_gives_trusted_coverage_with_reasons():
     p = phase("mix", "collect-gil0")
     par = p.parallel
-    assert par["trusted"] and par["source"] == "collect"
-    assert par["collected_parallel"] == 10
-    assert par["single"] == {
+    assert par.trusted and par.source == "collect"
+    assert par.collected_parallel == 10
+    assert par.single == {
         "tests/test_mix.py::test_marked_unsafe": "touches global config",
         "tests/test_mix.py::test_uses_monkeypatch": "uses thread-unsafe fixture(s): {'monkeypatch'}",
     }
@@ -46,12 +46,12 @@ def test_collect_only_gives_trusted_coverage_with_reasons():
 
 def test_xdist_threads_log_is_not_trusted_for_coverage():
     par = phase("mix", "threads-gil0-r1").parallel
-    assert par["trusted"] is False and par["all_parallel_claimed"] is True  # a false claim
+    assert par.trusted is False and par.all_parallel_claimed is True  # a false claim
 
 
 def test_per_test_markers_without_xdist():
     p = phase("mix-noxdist", "threads-gil0-r1")
-    assert p.parallel["trusted"] and len(p.parallel["in_threads"]) == 8
+    assert p.parallel.trusted and len(p.parallel.in_threads) == 8
     assert p.tests["tests/test_mix.py::test_race"].parallel is True
     assert p.tests["tests/test_mix.py::test_marked_unsafe"].parallel is False
     assert p.tests["tests/test_mix.py::test_skipped"].parallel is None
@@ -59,8 +59,8 @@ def test_per_test_markers_without_xdist():
 
 def test_all_unsafe_suite():
     p = phase("allunsafe-noxdist", "threads-gil0-r1")
-    assert p.parallel["in_threads"] == [] and len(p.parallel["single"]) == 3
-    assert p.parallel["collected_parallel"] == 1  # run-parallel counts the skipped test too
+    assert p.parallel.in_threads == () and len(p.parallel.single) == 3
+    assert p.parallel.collected_parallel == 1  # run-parallel counts the skipped test too
 
 
 def test_log_statuses_xdist_and_plain():

@@ -71,7 +71,7 @@ def test_missing_files_give_an_empty_phase():
     p = Phase(name="plain-gil0", kind="plain", gil=0, log="logs/nope.log", junit="junit/nope.xml",
               exit_code=1)
     out = parse_phase(p, DATA)
-    assert out.tests == {} and out.excerpt == "" and out.crash == {}
+    assert out.tests == {} and out.excerpt == "" and out.crash is None
     assert incomplete(out)
 
 

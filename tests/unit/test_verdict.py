@@ -156,7 +156,7 @@ def test_baseline_failure_from_a_collection_error():
 def test_compatible_with_full_coverage():
     d = decide(load("gilext"), settings=S, probe={"gil_enabled": False, "modules": []})
     assert d.verdict == "compatible" and d.qualifier == "" and d.findings == ()
-    assert d.coverage["gil0"]["in_threads"] == d.coverage["gil0"]["total"] == 2
+    assert d.coverage["gil0"].in_threads == d.coverage["gil0"].total == 2
 
 
 def test_no_tests():
@@ -173,14 +173,14 @@ def test_all_thread_unsafe_suite_gets_the_finding_and_the_qualifier():
         assert f.kind == "no-thread-coverage" and f.modes == (0, 1) and f.ratio == "0/3"
         assert "uses thread-unsafe fixture(s): {'capsys'}" in f.excerpt
         cov = d.coverage["gil0"]
-        assert (cov["in_threads"], cov["single"], cov["skipped"], cov["total"]) == (0, 3, 1, 3)
+        assert (cov.in_threads, cov.single, cov.skipped, cov.total) == (0, 3, 1, 3)
 
 
 def test_mixed_coverage_counts_and_threshold():
     cov = decide(load("mix"), settings=S, probe={}).coverage
     g0 = cov["gil0"]
-    assert (g0["in_threads"], g0["single"], g0["skipped"], g0["total"]) == (8, 2, 2, 10)
-    assert g0["reasons"]["tests/test_mix.py::test_marked_unsafe"] == "touches global config"
+    assert (g0.in_threads, g0.single, g0.skipped, g0.total) == (8, 2, 2, 10)
+    assert g0.reasons["tests/test_mix.py::test_marked_unsafe"] == "touches global config"
     assert coverage.qualifier(cov, S) == ""
     strict = Settings(min_parallel_fraction=0.9)
     assert coverage.qualifier(cov, strict) == "low thread coverage: 8/10 tests in threads"
@@ -190,7 +190,7 @@ def test_coverage_unknown_without_a_trusted_source():
     phases = load("gilext", keep=lambda p: p.kind != "collect")
     d = decide(phases, settings=S, probe={})
     assert d.verdict == "compatible" and d.qualifier == "thread coverage unknown"
-    assert d.coverage["gil0"]["in_threads"] is None
+    assert d.coverage["gil0"].in_threads is None
 
 
 @pytest.mark.parametrize("case", ["mix-cut", "hang-cut", "mix-garbled"])

@@ -25,6 +25,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parents[2]))
 
+from harness.evidence import ModeCoverage, Wheel  # noqa: E402
 from harness.model import (  # noqa: E402
     Finding,
     InterpreterInfo,
@@ -113,16 +114,16 @@ def repro(mode: int, test_id: str, threads: bool = False) -> str:
 
 
 def cov(mode: int, *, in_threads: int, total: int, single: int = 0, unsafe: int = 0,
-        reasons: dict[str, str] | None = None) -> dict:
-    """One mode's entry as harness.verdict.coverage.compute writes it."""
-    return {"mode": mode, "known": True, "source": "junit,log", "in_threads": in_threads,
-            "single": single, "skipped_unsafe": unsafe, "skipped": 0, "total": total,
-            "collected_parallel": in_threads, "reasons": reasons or {}}
+        reasons: dict[str, str] | None = None) -> ModeCoverage:
+    """One mode's entry as harness.verdict.coverage.compute makes it."""
+    return ModeCoverage(mode=mode, known=True, source="log", in_threads=in_threads, single=single,
+                        skipped_unsafe=unsafe, skipped=0, total=total, collected_parallel=in_threads,
+                        reasons=reasons or {})
 
 
 def result(job: str, package: str, version: str, verdict: str, *, source: str = "pypi",
            ph: tuple[Phase, ...] = (), findings: tuple[Finding, ...] = (), qualifier: str = "",
-           coverage: dict | None = None, wheel: dict | None = None, notes: str = "",
+           coverage: dict[str, ModeCoverage] | None = None, wheel: dict | None = None, notes: str = "",
            links: tuple[str, ...] = (), metadata: dict | None = None, t: int = 0,
            interp: InterpreterInfo = INTERP, test_setup: dict | None = None) -> JobResult:
     return JobResult(
@@ -134,9 +135,8 @@ def result(job: str, package: str, version: str, verdict: str, *, source: str = 
         phases=ph, verdict=verdict, qualifier=qualifier, findings=findings,
         coverage=coverage if coverage is not None else {
             f"gil{m}": cov(m, in_threads=10, total=10) for m in (0, 1)},
-        wheel=wheel if wheel is not None else (
-            {"installed": "local source", "installed_file": "", "available": "n/a"}
-            if source == "local" else {}),
+        wheel=Wheel.from_dict(wheel) if wheel else (
+            Wheel(installed="local source", available="n/a") if source == "local" else None),
         metadata=metadata or {}, notes=notes, links=links, test_setup=test_setup or {},
     )
 

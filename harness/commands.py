@@ -233,8 +233,10 @@ def cmd_image(args: argparse.Namespace) -> int:
 
 def cmd_clean(args: argparse.Namespace) -> int:
     from . import images
+    from .backends.docker import clean_caches
 
-    removed = images.clean(images.docker_client(), None)
+    client = images.docker_client()
+    removed = images.clean(client, None) + clean_caches(client)  # the jobs' pip caches too
     print(f"removed {len(removed)} leftover containers/volumes"
           + (": " + ", ".join(removed) if removed else ""))
     return 0

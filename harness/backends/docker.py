@@ -7,8 +7,13 @@ same code as the local backend.  The backend only runs commands and returns Exec
 Every container: user non-root, cap_drop ALL, no-new-privileges, pids/memory/CPU
 limits, read-only root with a tmpfs /tmp, a docker-init PID 1, labels
 ``ft-harness.run`` / ``ft-harness.job``.  ``network=True`` (install) adds the default
-bridge, the host's CA bundle read-only and the shared pip cache volume;
+bridge, the host's CA bundle read-only and the job's own pip cache volume;
 ``network=False`` is ``network_mode="none"``.
+
+The pip cache is a volume per job (``ft-harness-pip-<job_id>``: one package on one
+interpreter), kept across runs: a package's build code, which runs with the cache mounted
+read-write, can plant wheels only where its own later installs look, never where another
+package's do.  ``ft-harness clean`` removes them (``clean_caches``).
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ import contextlib
 import logging
 import os
 import shlex
+import stat
 import threading
 import time
 from collections.abc import Mapping
@@ -30,7 +36,8 @@ from .base import Workspace
 log = logging.getLogger(__name__)
 
 LABEL = "ft-harness"
-PIP_CACHE_VOLUME = "ft-harness-pip-cache"
+PIP_CACHE_PREFIX = "ft-harness-pip-"  # + job id: one volume per job
+CACHE_LABEL = f"{LABEL}.cache"
 PIP_CACHE = "/cache/pip"
 CA_IN_CONTAINER = "/etc/ssl/certs/ft-harness-host-ca.crt"
 HOST_CA = Path("/etc/ssl/certs/ca-certificates.crt")
@@ -81,20 +88,22 @@ class DockerBackend:
         self._mounts: dict[str, dict[str, dict[str, str]]] = {}
         self._jobs: dict[str, str] = {}  # host_root -> job_id
         self._cancelled = False
-        self._ensure_pip_cache()
 
     # ---------------------------------------------------------------- setup
 
-    def _ensure_pip_cache(self) -> None:
+    def _ensure_pip_cache(self, job_id: str) -> str:
+        """The job's own pip cache volume (made on first use, kept across runs)."""
         import docker.errors
 
+        name = pip_cache_volume(job_id)
         try:
             try:
-                self.client.volumes.get(PIP_CACHE_VOLUME)
+                self.client.volumes.get(name)
             except docker.errors.NotFound:
-                self.client.volumes.create(PIP_CACHE_VOLUME, labels={f"{LABEL}.cache": "pip"})
+                self.client.volumes.create(name, labels={CACHE_LABEL: "pip", f"{CACHE_LABEL}.job": job_id})
         except Exception as e:
             raise daemon_error(e) from None
+        return name
 
     def _own(self, root: Path) -> None:
         """Make the workspace writable for the container user (only needed as root)."""
@@ -112,6 +121,7 @@ class DockerBackend:
         host_root = Path(host_root).resolve()
         host_root.mkdir(parents=True, exist_ok=True)
         self._own(host_root)
+        self._ensure_pip_cache(job_id)
         mounts = {str(host_root): {"bind": ROOT, "mode": "rw"}}
         seen_source = ""
         if source:
@@ -147,7 +157,7 @@ class DockerBackend:
         environment = {"HOME": "/tmp", "TMPDIR": "/tmp", **env}
         volumes = dict(self._mounts.get(job_id, {str(ws.host_root): {"bind": ROOT, "mode": "rw"}}))
         if network:
-            volumes[PIP_CACHE_VOLUME] = {"bind": PIP_CACHE, "mode": "rw"}
+            volumes[pip_cache_volume(job_id)] = {"bind": PIP_CACHE, "mode": "rw"}  # this job's alone
             environment.setdefault("PIP_CACHE_DIR", PIP_CACHE)
             if self.ca_bundle:
                 volumes[str(self.ca_bundle)] = {"bind": CA_IN_CONTAINER, "mode": "ro"}
@@ -219,8 +229,7 @@ class DockerBackend:
                 self._check_external_stop(state)
             self._collect_logs(container, log, appended=log_in is not None)
             if timed_out:  # the same note as the local backend
-                with open(log, "a") as f:
-                    f.write(f"\n[ft-harness] killed after {timeout:.0f}s (job timeout)\n")
+                _append(log, f"\n[ft-harness] killed after {timeout:.0f}s (job timeout)\n".encode())
         except InfraError:
             raise
         except Exception as e:
@@ -295,8 +304,7 @@ class DockerBackend:
         except Exception:
             data = b""
         if data:
-            with open(log, "ab") as f:
-                f.write(data)
+            _append(log, data)
 
     @staticmethod
     def _outcome(state: dict, timed_out: bool, duration: float) -> Exec:
@@ -317,12 +325,12 @@ class DockerBackend:
     # ---------------------------------------------------------------- closing
 
     def reproduce_command(self, ws: Workspace, command: str, *, network: bool) -> str:
-        """Inside the same image: a fetch/install step with the network, the pip cache volume and
-        the host's CA bundle, as the job had them; a test step without the network."""
+        """Inside the same image: a fetch/install step with the network, the job's pip cache volume
+        and the host's CA bundle, as the job had them; a test step without the network."""
         argv = ["docker", "run", "--rm", *(() if network else ("--network", "none")),
                 "--user", "1000:1000", "-v", f"{ws.host_root}:{ws.root}"]
         if network:
-            argv += ["-v", f"{PIP_CACHE_VOLUME}:{PIP_CACHE}"]
+            argv += ["-v", f"{pip_cache_volume(self._job_id(ws))}:{PIP_CACHE}"]
             if self.ca_bundle:
                 argv += ["-v", f"{self.ca_bundle}:{CA_IN_CONTAINER}:ro",
                          "-e", f"PIP_CERT={CA_IN_CONTAINER}",
@@ -372,6 +380,39 @@ class DockerBackend:
             return True
         except Exception:
             return False
+
+
+def _append(path: Path, data: bytes) -> None:
+    """Append to a log the job's container has had: never through a link it planted there,
+    never to anything but a regular file (then the text is dropped, with a warning)."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError as e:
+        log.warning("not appending to %s: %s", path, e)
+        return
+    with os.fdopen(fd, "ab") as f:
+        if stat.S_ISREG(os.fstat(fd).st_mode):
+            f.write(data)
+        else:
+            log.warning("not appending to %s: not a regular file", path)
+
+
+def pip_cache_volume(job_id: str) -> str:
+    """The pip cache volume of one job (job ids are file-name safe: [A-Za-z0-9_.-])."""
+    return PIP_CACHE_PREFIX + job_id
+
+
+def clean_caches(client) -> list[str]:
+    """Remove every pip cache volume (a job's, and the one shared volume of older versions)."""
+    removed: list[str] = []
+    try:
+        for v in client.volumes.list(filters={"label": f"{CACHE_LABEL}=pip"}):
+            with contextlib.suppress(Exception):
+                v.remove(force=True)
+                removed.append(f"volume {v.name}")
+    except Exception as e:
+        raise daemon_error(e) from None
+    return removed
 
 
 class _Removed(Exception):

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from harness import images, interpreters
-from harness.backends.docker import PIP_CACHE_VOLUME, DockerBackend
+from harness.backends.docker import DockerBackend, pip_cache_volume
 from harness.errors import InfraError
 from tests.integration.conftest import DOCKER
 
@@ -115,7 +115,7 @@ print(repr(r))
 
 
 @pytest.mark.network
-def test_install_step_has_network_ca_and_the_shared_pip_cache(backend, ws, client):
+def test_install_step_has_network_ca_and_the_jobs_pip_cache(backend, ws, client):
     code = ("import os, urllib.request\n"
             "print(urllib.request.urlopen('https://pypi.org/simple/six/', timeout=30).status)\n"
             "print(os.environ['PIP_CERT'] == os.environ['SSL_CERT_FILE'])\n"
@@ -123,8 +123,9 @@ def test_install_step_has_network_ca_and_the_shared_pip_cache(backend, ws, clien
     res, out = run_py(backend, ws, code, network=True)
     assert res.exit_code == 0, out
     assert out.split() == ["200", "True"]
-    vol = client.volumes.get(PIP_CACHE_VOLUME)
-    assert vol.attrs["Labels"] == {"ft-harness.cache": "pip"}
+    job_id = ws.host_root.name
+    vol = client.volumes.get(pip_cache_volume(job_id))  # the job's own (tests/integration/test_hostile.py)
+    assert vol.attrs["Labels"] == {"ft-harness.cache": "pip", "ft-harness.cache.job": job_id}
 
 
 def test_fork_bomb_is_stopped_by_the_pids_limit(backend, ws):

@@ -83,3 +83,22 @@ def extract(archive: Path, dest: Path) -> tuple[Path, list[str]]:
                 tf.extractall(dest, filter=keep)
     tops = [p for p in dest.iterdir() if not p.is_symlink() and p.is_dir()]
     return (tops[0] if len(tops) == 1 else dest), skipped
+
+
+def drop_links(root: Path, dirs: tuple[str, ...]) -> int:
+    """Remove every symlink under ``root/<dir>`` (never following one): what a job leaves there
+    is later copied (merged reports), uploaded and served; returns how many were removed."""
+    n = 0
+    for d in dirs:
+        top = root / d
+        if top.is_symlink():
+            top.unlink()
+            n += 1
+            continue
+        for dirpath, dirnames, filenames in os.walk(top):  # os.walk does not descend into links
+            for name in dirnames + filenames:
+                p = Path(dirpath, name)
+                if p.is_symlink():
+                    p.unlink()
+                    n += 1
+    return n

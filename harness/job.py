@@ -196,6 +196,7 @@ def run_job(job: Job, *, interp: InterpreterInfo, python: str, backend: Backend,
         version, extra = _steps(ctx)
     finally:
         backend.close(ws)
+        extract.drop_links(host_root, ("logs", "junit"))  # links package code left for later readers
     if not version and not job.package.is_local:  # the fetch failed: a pinned spec still names it
         version = pinned_version(job.package.version)
     probe = extra.get("probe", {})

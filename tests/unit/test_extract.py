@@ -102,3 +102,18 @@ def test_the_parent_being_a_link_is_refused(tmp_path: Path, host: Path) -> None:
     with pytest.raises(ValueError, match="is a link"):
         extract.fresh_dir(tmp_path / "ws" / "src")
     assert sorted(os.listdir(host)) == ["secret.txt"]
+
+
+def test_links_left_in_logs_and_junit_are_dropped(tmp_path: Path, host: Path) -> None:
+    ws = tmp_path / "ws"
+    (ws / "logs" / "tsan").mkdir(parents=True)
+    (ws / "logs" / "probe.log").write_text("real")
+    (ws / "logs" / "plain.log").symlink_to(host / "secret.txt")
+    (ws / "logs" / "tsan" / "x").symlink_to(host)
+    (ws / "junit").symlink_to(host)
+    (ws / "venv").mkdir()
+    (ws / "venv" / "python").symlink_to("/usr/bin/python3")  # not swept: only logs/ and junit/
+    assert extract.drop_links(ws, ("logs", "junit")) == 3
+    assert sorted(os.listdir(ws / "logs")) == ["probe.log", "tsan"] and not (ws / "junit").exists()
+    assert (ws / "venv" / "python").is_symlink()
+    assert sorted(os.listdir(host)) == ["secret.txt"] and (host / "secret.txt").read_text() == "HOST-SECRET"

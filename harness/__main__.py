@@ -11,7 +11,7 @@ import sys
 from collections.abc import Callable
 from typing import NoReturn
 
-from . import __version__, commands
+from . import __version__, commands, reproduce
 from .backends import BACKENDS
 from .errors import ConfigError, HarnessError
 from .model import VERDICTS
@@ -142,6 +142,7 @@ def build_parser() -> argparse.ArgumentParser:
     cache_arg(im)
 
     command("clean", commands.cmd_clean, "remove containers and volumes left by earlier runs")
+    reproduce.add_parser(command)
     return p
 
 

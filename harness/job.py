@@ -38,6 +38,7 @@ from .model import (
 )
 from .parse.tsan import parse_tsan_dir
 from .plan import Job
+from .recipe import recipe
 
 log = logging.getLogger(__name__)
 
@@ -207,7 +208,10 @@ def run_job(job: Job, *, interp: InterpreterInfo, python: str, backend: Backend,
             Finding(kind="infra-error", evidence="setup", excerpt=job.package.unresolved, message=why),))
     network_phases = {p.name for p in ctx.phases if p.kind in ("install", "setup")}  # fetch, install, test-deps
     findings: tuple[Finding, ...] = tuple(
-        replace(f, reproduce=backend.reproduce_command(ws, f.reproduce, network=f.phase in network_phases))
+        replace(f, reproduce=backend.reproduce_command(ws, f.reproduce, network=f.phase in network_phases),
+                recipe=recipe(f, ctx.phases, package=job.package.name, version=version, interp=interp,
+                              local_path=job.package.path, tools=TOOLS,
+                              test_requires=ctx.test_setup.get("requires", ())))
         if f.reproduce else f for f in decision.findings)
     install_ok = any(p.name == "install" and p.ok for p in ctx.phases)
     wheel = wheels.wheel_info(job.package.name, local=job.package.is_local, version=version,

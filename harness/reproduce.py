@@ -1,0 +1,119 @@
+"""``ft-harness reproduce REPORT PACKAGE [--finding N]``: one finding, run again.
+
+The finding is looked up in a report.json (or the output dir holding one).  By default its
+exact command runs again on this machine (its ``reproduce``: the job's workspace, venv or
+container, which must still be there); ``--recipe`` runs the portable recipe instead, in a
+fresh directory, with the free-threaded interpreter given by ``--python`` first on PATH.
+``--print`` only shows the command.  Exit 0 when the failure came back (the command failed
+again), 1 when it passed this time; the last line says which, with the command's exit code.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from .errors import ConfigError
+from .model import INFO_KINDS
+from .textsafe import line as safe_line
+from .textsafe import lines as safe_lines
+
+
+def _report(path: Path) -> dict[str, Any]:
+    if path.is_dir():
+        path = path / "report.json"
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as e:
+        raise ConfigError(f"{path}: cannot read ({e.strerror}); give a report.json or the dir that has one") \
+            from None
+    except ValueError as e:
+        raise ConfigError(f"{path}: not a report.json ({e})") from None
+    if not isinstance(data, dict) or not isinstance(data.get("packages"), list):
+        raise ConfigError(f"{path}: not a report.json (no packages list)")
+    return data
+
+
+def pick(report: dict[str, Any], package: str, *, interpreter: str | None,
+         finding: int | None) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(job entry, finding): the package's job (on ``interpreter``) and its finding number N
+    (1-based, in the report's order), by default its first finding that is not only info."""
+    jobs = [j for j in report["packages"] if isinstance(j, dict) and j.get("name") == package
+            and (interpreter is None or (j.get("interpreter") or {}).get("name") == interpreter)]
+    if not jobs:
+        names = sorted({str(j.get("name")) for j in report["packages"] if isinstance(j, dict)})
+        raise ConfigError(f"no job of {package!r}" + (f" on {interpreter!r}" if interpreter else "")
+                          + f" in the report; packages: {', '.join(names[:20]) or 'none'}")
+    if len(jobs) > 1:
+        its = ", ".join(str((j.get("interpreter") or {}).get("name")) for j in jobs)
+        raise ConfigError(f"{package!r} ran on several interpreters ({its}): pick one with --interpreter")
+    job = jobs[0]
+    found = [f for f in job.get("findings") or () if isinstance(f, dict)]
+    if not found:
+        raise ConfigError(f"{package!r} ({job.get('verdict')}) has no finding to reproduce")
+    if finding is None:
+        chosen = next((f for f in found if f.get("kind") not in INFO_KINDS), found[0])
+    elif 1 <= finding <= len(found):
+        chosen = found[finding - 1]
+    else:
+        raise ConfigError(f"--finding {finding}: {package!r} has {len(found)} finding(s), 1..{len(found)}")
+    return job, chosen
+
+
+def cmd_reproduce(args: argparse.Namespace) -> int:
+    job, f = pick(_report(Path(args.report)), args.package, interpreter=args.interpreter,
+                  finding=args.finding)
+    command = f.get("recipe" if args.recipe else "reproduce") or ""
+    what = "recipe" if args.recipe else "command"
+    if not isinstance(command, str) or not command:
+        raise ConfigError(f"this finding ({f.get('kind')}) has no {what} to run"
+                          + ("" if args.recipe else "; try --recipe"))
+    print(safe_line(f"{job.get('name')} {job.get('version')} on {(job.get('interpreter') or {}).get('name')}: "
+                    f"{f.get('kind')} {f.get('test_id') or ''} — {f.get('message', '')}"))
+    print(safe_lines(command))
+    if args.print:
+        return 0
+    env = dict(os.environ)
+    cwd = None
+    if args.recipe:
+        python = shutil.which(args.python) if args.python else None
+        if args.python and python is None:
+            raise ConfigError(f"--python {args.python}: not found")
+        if python:
+            pdir = Path(tempfile.mkdtemp(prefix="ft-reproduce-bin-"))
+            exe = command.splitlines()[1].split()[0]  # the recipe's interpreter name (python3.13t)
+            (pdir / exe).symlink_to(python)
+            env["PATH"] = f"{pdir}{os.pathsep}{env.get('PATH', '')}"
+        cwd = tempfile.mkdtemp(prefix="ft-reproduce-")
+        print(f"# in {cwd}", flush=True)
+    sys.stdout.flush()
+    rc = subprocess.run(["sh", "-ec", command], cwd=cwd, env=env).returncode
+    came_back = rc != 0
+    print(f"ft-harness reproduce: exit {rc}: "
+          + ("the failure came back" if came_back else "it passed this time (a race may need more runs)"))
+    return 0 if came_back else 1
+
+
+def add_parser(command: Any) -> None:
+    """The subcommand, on __main__'s ``command(...)`` helper."""
+    sp = command("reproduce", cmd_reproduce, "run one finding of a report again",
+                 "\nBy default the exact command the job ran (its workspace must still be here);"
+                 "\n--recipe runs the portable recipe in a fresh directory instead."
+                 "\nExit 0: the failure came back; 1: it passed this time.")
+    sp.add_argument("report", metavar="REPORT", help="a report.json, or the output dir holding one")
+    sp.add_argument("package", metavar="PACKAGE", help="the package's name as the report has it")
+    sp.add_argument("--finding", type=int, metavar="N",
+                    help="the package's finding number N (1-based; default: its first non-info one)")
+    sp.add_argument("--interpreter", metavar="NAME", help="the job on this interpreter of the matrix")
+    sp.add_argument("--recipe", action="store_true",
+                    help="run the laptop recipe (venv, pinned installs, the sdist's tests) in a fresh dir")
+    sp.add_argument("--python", metavar="EXE",
+                    help="with --recipe: the free-threaded interpreter to put first on PATH")
+    sp.add_argument("--print", action="store_true", help="only print the command")

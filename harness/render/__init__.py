@@ -2,7 +2,9 @@
 
 All of them are rendered from the report.json document (harness.aggregate),
 never from the results directly.  Each file is written whole then renamed
-into place, so a reader never sees half of one.
+into place (each directory of the site swapped in whole), so a reader never sees
+half of one.  site/ stands alone: it holds everything its pages link
+(harness.render.site), so publishing site/ publishes all of it.
 """
 
 from __future__ import annotations
@@ -10,8 +12,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import shutil
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -19,6 +19,7 @@ from typing import Any
 from ..model import write_json_atomic, write_text_atomic
 from . import history as _history
 from . import html, junit, markdown, pool
+from . import site as _site
 
 log = logging.getLogger(__name__)
 
@@ -66,12 +67,12 @@ def _page_file(rel: str) -> str:
     return name
 
 
-def _write_range(state: tuple[dict[str, Any], Path, list[dict[str, Any]], Path],
+def _write_range(state: tuple[dict[str, Any], dict[str, str], list[dict[str, Any]], Path],
                  part: tuple[int, int]) -> list[str]:
     """Render and write the package pages of rows[start:stop] into ``tmp``."""
-    report, out, rows, tmp = state
+    report, logs, rows, tmp = state
     names = []
-    for rel, text in html.iter_pages(report, out, rows[part[0]:part[1]]):
+    for rel, text in html.iter_pages(report, logs, rows[part[0]:part[1]]):
         name = _page_file(rel)
         with open(tmp / name, "w", encoding="utf-8") as f:
             f.write(text)
@@ -79,8 +80,8 @@ def _write_range(state: tuple[dict[str, Any], Path, list[dict[str, Any]], Path],
     return names
 
 
-def write_pages(site: Path, report: dict[str, Any], out: Path, rows: list[dict[str, Any]],
-                *, then: Callable[[], None] = lambda: None) -> list[Path]:
+def write_pages(site: Path, report: dict[str, Any], logs: dict[str, str],
+                rows: list[dict[str, Any]], *, then: Callable[[], None] = lambda: None) -> list[Path]:
     """Write every row's package page under site/pkg/ as one directory swap.
 
     The pages go, plainly written, into a fresh hidden directory next to
@@ -89,38 +90,27 @@ def write_pages(site: Path, report: dict[str, Any], out: Path, rows: list[dict[s
     page).  Pages of packages no longer in the report go.  Big reports are
     rendered by forked workers on every core (harness.render.pool); ``then``
     runs in this process meanwhile (or after, when there are no workers).
+    ``logs``: the site's copies of the logs (harness.render.site.publish_logs).
     """
-    site.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(dir=site, prefix=".pkg-"))
-    trash = None
-    try:
-        os.chmod(tmp, 0o755)  # mkdtemp makes it 0700; the site is for everyone to read
-        state = (report, out, rows, tmp)
+
+    def fill(tmp: Path) -> list[str]:
+        state = (report, logs, rows, tmp)
         html.warm()  # compile the templates once, before forking
         size = min(200, -(-len(rows) // (4 * pool.workers())))  # ≥ 4 parts a worker
         wait = pool.start(_write_range, state, pool.chunks(len(rows), size), items=len(rows))
         if wait is None:
             names = _write_range(state, (0, len(rows)))
             then()
-        else:
-            try:
-                then()
-            except BaseException:
-                wait(cancel=True)
-                raise
-            names = [n for part in wait() for n in part]
-        final = site / "pkg"
-        if final.exists():
-            trash = Path(tempfile.mkdtemp(dir=site, prefix=".pkg-old-"))
-            os.replace(final, trash / "pkg")
-        os.replace(tmp, final)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    finally:
-        if trash is not None:
-            shutil.rmtree(trash, ignore_errors=True)
-    return [final / n for n in names]
+            return names
+        try:
+            then()
+        except BaseException:
+            wait(cancel=True)
+            raise
+        return [n for part in wait() for n in part]
+
+    names = _site.swap_dir(site, "pkg", fill)
+    return [site / "pkg" / n for n in names]
 
 
 def write_all(report: dict[str, Any], out: Path, *, history: dict[str, Any] | None = None,
@@ -142,26 +132,31 @@ def _write_all(report: dict[str, Any], out: Path, history: dict[str, Any] | None
     hist = _history.update(history, report)
     site = out / "site"
     rows = html.index_rows(report, hist)
+    logs = _site.publish_logs(report, out, site)
     md = ""
+    api: list[Path] = []
 
     def the_rest() -> None:  # in this process, while workers render the package pages
-        nonlocal md
-        write_text_atomic(out / "report.json", report_json(report))
-        md = markdown.render(report)
+        nonlocal md, api
+        text = report_json(report)
+        write_text_atomic(out / "report.json", text)
+        write_text_atomic(site / "report.json", text)  # the site links its own copy
+        md = markdown.render(report, site_url=site_url)
         write_text_atomic(out / "report.md", md)
         write_text_atomic(out / "junit.xml", junit.render(report))
         write_text_atomic(site / "index.html", html.render_index(report, rows))
+        api = _site.write_api(report, site, rows, logs)
 
-    pages = write_pages(site, report, out, rows, then=the_rest)
+    pages = write_pages(site, report, logs, rows, then=the_rest)
     written += [out / "report.json", out / "report.md", out / "junit.xml",
-                site / "index.html", *pages]
+                site / "index.html", site / "report.json", *api, *pages]
+    written += [site / rel for rel in logs.values()]
     write_json_atomic(site / "history.json", hist)
     written.append(site / "history.json")
     summary_path = os.environ.get("GITHUB_STEP_SUMMARY")
     if summary_path and want_summary:
-        link = f"**The published table: <{site_url}>**\n\n" if site_url.startswith("https://") else ""
         with open(summary_path, "a", encoding="utf-8") as f:
-            f.write(link + step_summary(md))
+            f.write(step_summary(md))  # report.md links the site itself (site_url)
         log.info("appended report.md to $GITHUB_STEP_SUMMARY (%s)", summary_path)
     log.info("wrote %d report files under %s", len(written), out)
     return written

@@ -24,6 +24,12 @@ def fmt_duration(seconds: float | int | None) -> str:
     return f"{h} h {m:02d} min"
 
 
+def page_name(job_id: str) -> str:
+    """File name of a package page; job ids are file-name safe, but never trust that."""
+    safe = "".join(c if c.isalnum() or c in "._-" else "_" for c in job_id).lstrip(".")
+    return f"{safe or 'job'}.html"
+
+
 def mode_list(modes: list[int] | tuple[int, ...]) -> str:
     return ", ".join(f"GIL {'on' if m else 'off'} (PYTHON_GIL={m})" for m in modes)
 

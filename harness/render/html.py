@@ -11,7 +11,6 @@ from __future__ import annotations
 import base64
 import functools
 import hashlib
-import os
 import shlex
 from collections.abc import Iterator
 from pathlib import Path
@@ -29,12 +28,14 @@ from .common import (
     flatten,
     fmt_duration,
     mode_list,
+    page_name,
     phase_summary,
     project_urls,
     safe_url,
     setup_summary,
     wheel_summary,
 )
+from .site import package_file
 
 HERE = Path(__file__).parent
 CHANGE_LABEL = {"newly-broken": "newly broken", "fixed": "fixed",
@@ -48,12 +49,6 @@ def _asset(name: str) -> str:
 
 def _sha(s: str) -> str:
     return "sha256-" + base64.b64encode(hashlib.sha256(s.encode()).digest()).decode()
-
-
-def page_name(job_id: str) -> str:
-    """File name of a package page; job ids are file-name safe, but never trust that."""
-    safe = "".join(c if c.isalnum() or c in "._-" else "_" for c in job_id).lstrip(".")
-    return f"{safe or 'job'}.html"
 
 
 class _Env(jinja2.Environment):
@@ -106,36 +101,14 @@ def warm() -> None:
         _env().get_template(name)
 
 
-class _Listing:
-    """Which files exist under ``out``: one scandir per directory instead of a stat per link."""
-
-    def __init__(self, out: str):
-        self.out = out
-        self.dirs: dict[str, frozenset[str]] = {}
-
-    def has(self, rel: str) -> bool:
-        d, _, name = rel.rpartition("/")
-        names = self.dirs.get(d)
-        if names is None:
-            try:
-                with os.scandir(os.path.join(self.out, d)) as it:
-                    names = frozenset(e.name for e in it if e.is_file())
-            except OSError:
-                names = frozenset()
-            self.dirs[d] = names
-        return name in names
+def _log_href(rel: str, logs: dict[str, str]) -> str:
+    """Relative link from site/pkg/ to the site's copy of OUT/<rel> (harness.render.site), or ""
+    when the site did not keep it."""
+    kept = logs.get(rel) if rel else None
+    return "../" + quote(kept) if kept else ""
 
 
-def _log_href(rel: str, files: _Listing) -> str:
-    """Relative link from site/pkg/ to OUT/<rel> if that file is there, else ""."""
-    if not rel or rel.startswith("/") or ".." in rel.split("/"):
-        return ""
-    if not files.has(rel):
-        return ""
-    return "../../" + quote(rel)
-
-
-def _phase_row(ph: dict[str, Any], files: _Listing) -> dict[str, Any]:
+def _phase_row(ph: dict[str, Any], logs: dict[str, str]) -> dict[str, Any]:
     """Everything a row of the phases table shows, as plain strings (cheaper than filters)."""
     exit_code = "—" if ph["exit_code"] is None else str(ph["exit_code"])
     if ph["signal"]:
@@ -150,8 +123,8 @@ def _phase_row(ph: dict[str, Any], files: _Listing) -> dict[str, Any]:
         "counts": phase_summary(ph["counts"]),
         "time": fmt_duration(ph["duration"]),
         "log": ph["log"],
-        "href": _log_href(ph["log"], files),
-        "junit_href": _log_href(ph["junit"], files),
+        "href": _log_href(ph["log"], logs),
+        "junit_href": _log_href(ph["junit"], logs),
         "command": _command(ph),
     }
 
@@ -239,12 +212,13 @@ def render_index(report: dict[str, Any], rows: list[dict[str, Any]]) -> str:
         root="", meta=report["meta"], summary=report["summary"], **_common())
 
 
-def render_page(report: dict[str, Any], row: dict[str, Any], files: _Listing,
+def render_page(report: dict[str, Any], row: dict[str, Any], logs: dict[str, str],
                 change: dict[str, Any] | None) -> str:
     """One package page (site/<row["page"]>)."""
     p = row["p"]
     return _env().get_template("package.html").render(
-        row=row, p=p, phases=[_phase_row(ph, files) for ph in p["phases"]], change=change,
+        row=row, p=p, phases=[_phase_row(ph, logs) for ph in p["phases"]], change=change,
+        api=package_file(p["name"]),
         wheel_warning=p["wheel"].get("warning") if isinstance(p["wheel"], dict) else None,
         root="../", meta=report["meta"], summary=report["summary"], **_common())
 
@@ -256,19 +230,10 @@ def changes_by_job(report: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return out
 
 
-def iter_pages(report: dict[str, Any], out: Path, rows: list[dict[str, Any]],
+def iter_pages(report: dict[str, Any], logs: dict[str, str], rows: list[dict[str, Any]],
                ) -> Iterator[tuple[str, str]]:
-    """(path under site/, html) of each row's package page, rendered one at a time."""
-    files = _Listing(str(out))
+    """(path under site/, html) of each row's package page, rendered one at a time; ``logs``
+    maps a log's path under out/ to its copy under site/ (harness.render.site.publish_logs)."""
     by_job = changes_by_job(report)
     for row in rows:
-        yield row["page"], render_page(report, row, files, by_job.get(row["p"]["job_id"]))
-
-
-def render_site(report: dict[str, Any], out: Path,
-                history: dict[str, Any] | None = None) -> dict[str, str]:
-    """{relative path under site/: html text} for the index and every package page."""
-    rows = index_rows(report, history)
-    pages = {"index.html": render_index(report, rows)}
-    pages.update(iter_pages(report, out, rows))
-    return pages
+        yield row["page"], render_page(report, row, logs, by_job.get(row["p"]["job_id"]))

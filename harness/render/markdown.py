@@ -1,7 +1,10 @@
 """report.json -> report.md: a summary line, changes, the packages table (a row per package,
-a column per interpreter, what differs between them), the jobs table, then findings with evidence.
+a column per interpreter, what differs between them), findings with evidence, the jobs table.
 
-Suitable as a GitHub step summary and a PR comment.  Everything that came from
+Suitable as a GitHub step summary and a PR comment, so it stays short whatever the report's
+size: changes, missing jobs and findings in full are capped (the rest one line each), the jobs
+table is left out above ``MAX_JOB_ROWS`` jobs, and phases are on the site only (each package's
+page, linked when ``site_url`` is given).  Everything that came from
 a package is escaped: table text has Markdown and HTML specials escaped, code
 is fenced with a fence longer than any backtick run inside it, and control characters
 (ESC, BEL, NUL ...) and workflow-command line starts are made inert (harness.textsafe).
@@ -20,7 +23,7 @@ from .common import (
     coverage_summary,
     fmt_duration,
     mode_list,
-    phase_summary,
+    page_name,
     safe_url,
     setup_summary,
     wheel_summary,
@@ -45,6 +48,10 @@ ICON = {
 CHANGE_ICON = {"newly-broken": "🔻", "fixed": "🔺", "verdict-changed": "🔁",
                "infra-error": "🛠️", "new-package": "🆕", "removed": "➖"}
 MAX_EXCERPT_LINES = 40
+MAX_LIST = 50  # rows of changes / missing jobs; the rest are counted
+MAX_JOB_ROWS = 200  # jobs table rows: above this the table is the site's alone
+MAX_FINDINGS_PER_JOB = 5  # findings shown in full under one job
+FINDING_LINES = 600  # lines of findings in full; later jobs get one line each
 _URL_SAFE = ":/?#@!$&'()*+,;=%~-._"  # everything else (<, >, spaces, quotes) is %-encoded
 _SPECIAL = re.compile(r"([\\`*_\[\]|~])")
 
@@ -132,14 +139,19 @@ def _changes(report: dict[str, Any]) -> list[str]:
     several = len(_columns(report)) > 1
     # regressions first, then what was not the package's doing, then the rest
     order = sorted(changes, key=lambda c: (not c["regression"], c["kind"] != "infra-error"))
-    for c in order:
+    for c in order[:MAX_LIST]:
         mark = "**regression**" if c["regression"] else ""
         where = f" [{text(c['interpreter'])}]" if several and c.get("interpreter") else ""
         out.append(
             f"| {CHANGE_ICON[c['kind']]} {mark} | {text(c['package'])} {text(c['new_version'] or c['old_version'])}{where} "
             f"| {c['kind']} | {text(c['old'] or '—')} | {text(c['new'] or '—')} |"
         )
-    return out + [""]
+    return out + _more(len(order) - MAX_LIST, "change") + [""]
+
+
+def _more(n: int, what: str) -> list[str]:
+    return ["", f"_… and {n} more {what}{'s' if n != 1 else ''}: see report.json or the site._"] \
+        if n > 0 else []
 
 
 def _cell(cell: dict[str, Any] | None, version: str) -> str:
@@ -155,8 +167,22 @@ def _cell(cell: dict[str, Any] | None, version: str) -> str:
     return out
 
 
-def packages_table(report: dict[str, Any]) -> list[str]:
-    """One row per package, one column per interpreter (verdict + badge), then what differs."""
+def _site(site_url: str) -> str:
+    """The site's base URL (ending in /) if it is one we may link, else ""."""
+    url = safe_url(site_url)
+    return url if not url or url.endswith("/") else url + "/"
+
+
+def _page_link(name: str, job_id: str, site: str) -> str:
+    """``name``, a link to the job's page on the site when there is one."""
+    if not site:
+        return text(name)
+    return f"[{text(name)}]({quote(site + 'pkg/' + page_name(job_id), safe=_URL_SAFE)})"
+
+
+def packages_table(report: dict[str, Any], site: str = "") -> list[str]:
+    """One row per package, one column per interpreter (verdict + badge), then what differs;
+    each name links its page on the site at ``site`` (a base URL ending in /) when given."""
     cols = _columns(report)
     several = len(cols) > 1  # with one interpreter nothing can differ: no "Across" column
     head = "| Package | Version | " + " | ".join(text(c["label"]) for c in cols) + " |"
@@ -164,7 +190,9 @@ def packages_table(report: dict[str, Any]) -> list[str]:
            "|---|---|" + "---|" * (len(cols) + several)]
     for row in report.get("table") or ():
         cells = " | ".join(_cell(row["cells"].get(c["name"]), row["version"]) for c in cols)
-        line = f"| {text(row['name'])} | {text(row['version']) or 'differs'} | {cells} |"
+        first = next(iter(row["cells"].values()), None)
+        name = _page_link(row["name"], first["job_id"], site) if first else text(row["name"])
+        line = f"| {name} | {text(row['version']) or 'differs'} | {cells} |"
         out.append(line + (f" {text(row['across'])} |" if several else ""))
     return out
 
@@ -230,8 +258,11 @@ def _details(p: dict[str, Any], labels: dict[str, str]) -> list[str]:
     out = [title, ""]
     if p["qualifier"]:
         out += [f"_{text(p['qualifier'])}_", ""]
-    for f in p["findings"]:
+    for f in p["findings"][:MAX_FINDINGS_PER_JOB]:
         out += _finding(f)
+    if len(p["findings"]) > MAX_FINDINGS_PER_JOB:
+        out += [f"_… and {len(p['findings']) - MAX_FINDINGS_PER_JOB} more findings: see its "
+                "page on the site._", ""]
     if p["notes"]:
         out += [f"> **Note:** {text(p['notes'])}", ""]
     setup = setup_summary(p.get("test_setup") or {})
@@ -245,37 +276,69 @@ def _details(p: dict[str, Any], labels: dict[str, str]) -> list[str]:
     return out
 
 
-def _phases(report: dict[str, Any]) -> list[str]:
-    out = ["## Phase outcomes", "", "<details><summary>Per package and phase</summary>", "",
-           "| Package | Phase | Outcome | Exit | Tests | Duration |", "|---|---|---|---|---|---|"]
-    for p in report["packages"]:
-        for ph in p["phases"]:
-            exitc = "—" if ph["exit_code"] is None else str(ph["exit_code"])
-            if ph["signal"]:
-                exitc += f" (signal {ph['signal']})"
-            out.append(f"| {text(p['name'])} ({text(p['interpreter']['name'])}) | {text(ph['name'])} | {ph['outcome']} | {exitc} "
-                       f"| {text(phase_summary(ph['counts']))} | {fmt_duration(ph['duration'])} |")
-    return out + ["", "</details>", ""]
+def _one_line(p: dict[str, Any], labels: dict[str, str], site: str) -> str:
+    """A job's findings in one line (past FINDING_LINES)."""
+    kinds = sorted({f["kind"] for f in p["findings"]}, key=severity)
+    where = f" · {text(labels.get(p['interpreter']['name'], p['interpreter']['name']))}" \
+        if labels else ""
+    n = len(p["findings"])
+    return (f"- {ICON[p['verdict']]} {_page_link(p['name'], p['job_id'], site)} "
+            f"{text(p['version'])}{where} — **{p['verdict']}**: {n} finding{'s' if n != 1 else ''}"
+            + (f" ({', '.join(kinds)})" if kinds else ""))
 
 
-def render(report: dict[str, Any], *, title: str = "Free-threaded compatibility report") -> str:
-    lines = [f"# {title}", "", summary_line(report), "", _meta_line(report), ""]
+def _findings(report: dict[str, Any], site: str) -> list[str]:
+    """Jobs with findings, most severe first: in full up to FINDING_LINES lines, then a line each."""
+    jobs = [p for p in report["packages"] if p["findings"] or p["notes"] or p["links"]]
+    if not jobs:
+        return []
+    cols = _columns(report)
+    labels = {c["name"]: c["label"] for c in cols} if len(cols) > 1 else {}
+    full: list[str] = []
+    short: list[str] = []
+    for p in sorted(jobs, key=lambda p: severity(p["verdict"])):
+        if short or len(full) >= FINDING_LINES:
+            short.append(_one_line(p, labels, site))
+            continue
+        full += _details(p, labels)
+    out = ["## Findings", "", *full]
+    if short:
+        where = "on the site" if site else "in report.json and on the site"
+        out += [f"### {len(short)} more job{'s' if len(short) != 1 else ''} with findings",
+                "", f"_Their evidence and reproduce commands are {where}._", "", *short, ""]
+    return out
+
+
+def _jobs(report: dict[str, Any]) -> list[str]:
+    n = len(report["packages"])
+    if n > MAX_JOB_ROWS:
+        return ["## Jobs", "", f"_{n} jobs: their thread coverage, wheel, test setup and "
+                "duration are on the site (one page per job) and in report.json._", ""]
+    return ["## Jobs", "",
+            "| Package | Version | Interpreter | Verdict | Findings | Tests in threads | Wheel "
+            "| Test setup | Duration | Change |",
+            "|---|---|---|---|---|---|---|---|---|---|",
+            *(_row(p) for p in report["packages"]), ""]
+
+
+def render(report: dict[str, Any], *, title: str = "Free-threaded compatibility report",
+           site_url: str = "") -> str:
+    """report.md; ``site_url`` (the published site, https) is linked at the top and from each
+    package's name."""
+    site = _site(site_url)
+    lines = [f"# {title}", ""]
+    if site:
+        lines += [f"**The published table: <{quote(site, safe=_URL_SAFE)}>** — every package's "
+                  "page with its phases, logs and JSON.", ""]
+    lines += [summary_line(report), "", _meta_line(report), ""]
     lines += _changes(report)
     if report.get("missing"):
         lines += ["## Missing results", "", "Expected by the plan, but no result file:", ""]
-        lines += [f"- {code(j)}" for j in report["missing"]] + [""]
-    lines += ["## Packages", "", *packages_table(report), ""]
-    lines += ["## Jobs", "",
-              "| Package | Version | Interpreter | Verdict | Findings | Tests in threads | Wheel "
-              "| Test setup | Duration | Change |",
-              "|---|---|---|---|---|---|---|---|---|---|"]
-    lines += [_row(p) for p in report["packages"]] + [""]
-    with_findings = [p for p in report["packages"] if p["findings"] or p["notes"] or p["links"]]
-    cols = _columns(report)
-    labels = {c["name"]: c["label"] for c in cols} if len(cols) > 1 else {}
-    if with_findings:
-        lines += ["## Findings", ""]
-        for p in sorted(with_findings, key=lambda p: severity(p["verdict"])):
-            lines += _details(p, labels)
-    lines += _phases(report)
+        lines += [f"- {code(j)}" for j in report["missing"][:MAX_LIST]]
+        lines += _more(len(report["missing"]) - MAX_LIST, "missing job") + [""]
+    lines += ["## Packages", "", *packages_table(report, site), ""]
+    lines += _findings(report, site)
+    lines += _jobs(report)
+    where = f"<{quote(site, safe=_URL_SAFE)}>" if site else "the site (site/pkg/)"
+    lines += [f"_Each phase's outcome, command and log: on the package pages of {where}._"]
     return "\n".join(lines).rstrip() + "\n"

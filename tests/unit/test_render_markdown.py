@@ -128,7 +128,9 @@ def test_one_step_summary_per_run_with_the_site_link_and_regressions_first(tmp_p
     assert summary.read_text() == ""
     render.write_all(full_report(), out_dir(tmp_path / "merged"), site_url="https://o.github.io/r/")
     text = summary.read_text()
-    assert text.startswith("**The published table: <https://o.github.io/r/>**\n\n# Free-threaded")
+    assert text.startswith("# Free-threaded compatibility report\n\n**The published table: "
+                           "<https://o.github.io/r/>**")
+    assert text.count("The published table") == 1  # report.md links it; the summary adds none
     changes = text.split("## Changes since the previous report")[1].split("\n## ")[0]
     rows = [line for line in changes.splitlines() if line.startswith("| ") and "Package" not in line]
     marks = ["**regression**" in r for r in rows]

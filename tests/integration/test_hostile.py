@@ -1,0 +1,122 @@
+"""Package code is hostile (#17): a fixture that plants links to host files wherever the host
+later reads or writes gets no host file read into any output, and changes none.
+
+tests/fixtures/packages/ft_hostile: its build (setup.py), its import (the probe, every test
+run) and its pytest plugin point the logs of the phases still to come at a file the host must
+not change (FT_HOSTILE_WRITE), and, at exit, its own log, probe.json, install-report.json and
+the JUnit XML just written at a file holding a unique marker (FT_HOSTILE_READ), both outside
+--out.  Its build also plants a file in its pip cache: another package's cache must not have it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import uuid
+from pathlib import Path
+
+import pytest
+
+from harness.backends.docker import pip_cache_volume
+from tests.conftest import FIXTURES, INTERP_YAML, cli
+from tests.integration.conftest import DOCKER
+
+SETTINGS = "settings: {threads: 2, iterations: 2, repeat: 1, test_timeout: 60, job_timeout: 900, confirm: 0}"
+ORIGINAL = "the host file the package wants to overwrite: unchanged\n"
+# every place the fixture plants a link (hostile-planted.txt); each must be listed
+PLACES = ("logs/install.log", "logs/probe.log", "logs/probe.json", "logs/install-report.json",
+          "logs/plain-gil0.log", "logs/collect.log", "junit/plain-gil0.xml", "junit/threads-gil1-r1.xml")
+
+
+def _host_files(tmp: Path) -> tuple[Path, Path, str]:
+    host = tmp / "host"
+    host.mkdir()
+    marker = f"FT-HOSTILE-MARKER-{uuid.uuid4().hex}"
+    (host / "secret.txt").write_text(f"{marker}\n")
+    (host / "target.txt").write_text(ORIGINAL)
+    return host / "secret.txt", host / "target.txt", marker
+
+
+def _matrix(tmp: Path, read: Path, write: Path, others: tuple[str, ...] = ()) -> Path:
+    rows = [f"  - {{name: ft_hostile, path: {FIXTURES / 'ft_hostile'}, "
+            f"env: {{FT_HOSTILE_READ: '{read}', FT_HOSTILE_WRITE: '{write}'}}}}"]
+    rows += [f"  - {{name: {n}, path: {FIXTURES / n}}}" for n in others]
+    m = tmp / "matrix.yaml"
+    m.write_text(INTERP_YAML + SETTINGS + "\npackages:\n" + "\n".join(rows) + "\n")
+    return m
+
+
+def _files_with(root: Path, marker: str) -> list[str]:
+    """Every regular file under root (links not followed) whose bytes hold the marker."""
+    hits = []
+    for dirpath, _, filenames in os.walk(root):
+        for name in filenames:
+            p = Path(dirpath, name)
+            if not p.is_symlink() and p.is_file() and marker.encode() in p.read_bytes():
+                hits.append(str(p.relative_to(root)))
+    return hits
+
+
+def _links(root: Path) -> list[str]:
+    return sorted(str(p.relative_to(root)) for d in ("logs", "junit") for p in (root / d).rglob("*")
+                  if p.is_symlink())
+
+
+def _check(tmp: Path, backend: str, others: tuple[str, ...] = ()) -> tuple[Path, dict]:
+    read, write, marker = _host_files(tmp)
+    mtime = write.stat().st_mtime_ns
+    out = tmp / "out"
+    r = cli("run", "--matrix", str(_matrix(tmp, read, write, others)), "--out", str(out),
+            "--backend", backend, "--jobs", "2")
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    ws = out / "work" / "cpython3.13t--ft_hostile"
+    planted = (ws / "hostile-planted.txt").read_text()
+    for place in PLACES:  # the fixture did plant a link there (else this test proves nothing)
+        assert f"{place} -> " in planted, (place, planted)
+    assert "-> WRITE" in planted and "-> READ" in planted
+    # nothing lost: the job has its result and the report its row
+    res = json.loads((out / "results" / "cpython3.13t--ft_hostile.json").read_text())
+    report = json.loads((out / "report.json").read_text())
+    assert {p["name"] for p in report["packages"]} >= {"ft_hostile", *others}
+    # a merged report copies the logs it links to: through no link
+    merged = cli("report", str(out), "--out", str(tmp / "merged"))
+    assert merged.returncode == 0, merged.stderr
+    for root in (out, tmp / "merged"):
+        assert _files_with(root, marker) == [], root
+        assert (root / "report.md").is_file() and (root / "site" / "index.html").is_file()
+    assert _links(ws) == []  # none left for a later reader to follow
+    assert write.read_text() == ORIGINAL and write.stat().st_mtime_ns == mtime
+    assert read.read_text() == f"{marker}\n"
+    return out, res
+
+
+@pytest.mark.network
+@pytest.mark.slow
+@DOCKER[2]
+@pytest.mark.docker
+@pytest.mark.integration
+def test_docker_no_host_file_read_or_written_and_no_cache_shared(tmp_path, client):
+    out, res = _check(tmp_path, "docker", others=("ft_noconfig",))
+    assert res["backend"] == "docker"
+    # the build planted a file in its own pip cache; the other package's cache never has it
+    find = "find /cache/pip -name 'ft-hostile-poison*' | sort"
+
+    def in_cache(job_id: str) -> str:
+        return client.containers.run(
+            client.images.list(name="ft-harness/base")[0].tags[0], ["sh", "-c", find], volumes={pip_cache_volume(job_id): {"bind": "/cache/pip", "mode": "ro"}},
+            network_mode="none", remove=True).decode()
+
+    assert "ft-hostile-poison.txt" in in_cache("cpython3.13t--ft_hostile")  # it did plant it
+    assert in_cache("cpython3.13t--ft_noconfig") == ""
+    install = next(p for p in json.loads((out / "results" / "cpython3.13t--ft_noconfig.json").read_text())
+                   ["phases"] if p["name"] == "install")
+    assert install["exit_code"] == 0
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+def test_local_the_host_follows_no_planted_link(tmp_path, ft_interpreter):
+    """The local backend isolates nothing (package code could read the file itself), but the
+    host's own reads and writes must not follow what the package planted."""
+    _check(tmp_path, "local")
+

@@ -19,10 +19,12 @@ import gc
 import json
 import logging
 import math
+import os
 import shutil
 import stat
 from collections.abc import Sequence
 from dataclasses import fields
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -363,6 +365,28 @@ def package_table(packages: Sequence[dict[str, Any]],
     return out
 
 
+def _instant(stamp: str) -> datetime:
+    """An ISO 8601 time as an aware UTC datetime (naive ones taken as UTC); the epoch when it
+    is not one, so a hand-edited word never wins a min or a max."""
+    try:
+        t = datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+    except ValueError:
+        return _EPOCH
+    return t if t.tzinfo else t.replace(tzinfo=UTC)
+
+
+_EPOCH = datetime.fromtimestamp(0, UTC)
+
+
+def run_times(results: Sequence[JobResult]) -> tuple[str, str]:
+    """(earliest ``started``, latest ``finished``) of ``results``, as they were written, compared
+    as times (a shard writing ``Z`` and one writing ``+00:00`` still order right); "" when none."""
+    starts = [r.started for r in results if _instant(r.started) != _EPOCH]
+    ends = [r.finished for r in results if _instant(r.finished) != _EPOCH]
+    return (min(starts, key=_instant) if starts else "",
+            max(ends, key=_instant) if ends else "")
+
+
 def build_report(
     results: Sequence[JobResult],
     *,
@@ -373,24 +397,32 @@ def build_report(
     """The report.json document for ``results`` (see harness/schema/report.schema.json).
 
     ``meta`` (harness_version, matrix_digest, ...) overrides what is derived
-    from the results; ``previous`` (an older report) adds ``changes``;
+    from the results, except the run's ``started``/``finished``: those are when the tests ran
+    (the earliest result's start, the latest one's end), also after a merge of shards or a
+    re-render later; meta's are kept only when no result has a time (and meta's ``finished``,
+    when later, is kept as ``generated``: when the report was written); ``previous`` (an older report) adds ``changes``;
     ``expected_jobs`` (the plan's job ids) lists the ones without a result.
     """
     with frozen_heap():  # the results are not garbage: do not walk them on every collection
         packages = sorted((_package(r) for r in results), key=_sort_key)
     columns = interpreter_columns(packages)
-    starts = [r.started for r in results if r.started]
-    ends = [r.finished for r in results if r.finished]
+    started, finished = run_times(results)
     derived: dict[str, Any] = {
         "harness_version": ",".join(sorted({r.harness_version for r in results} - {""})),
         "matrix_digest": "",
-        "started": min(starts) if starts else "",
-        "finished": max(ends) if ends else "",
+        "started": started,
+        "finished": finished,
         "backends": sorted({r.backend for r in results}),
         "interpreters": [c["name"] for c in columns],
         "jobs": len(packages),
     }
     derived.update(meta)
+    if started:
+        derived["started"] = started
+    if finished:
+        if _instant(str(meta.get("finished") or "")) > _instant(finished):
+            derived["generated"] = meta["finished"]
+        derived["finished"] = finished
     have = {p["job_id"] for p in packages}
     report: dict[str, Any] = {
         "schema": REPORT_SCHEMA,
@@ -418,11 +450,24 @@ def build_report(
     return report
 
 
+def _plain_file(root: Path, rel: str) -> bool:
+    """``root/rel`` is a regular file, not a link, in real directories under ``root``."""
+    src = root / rel
+    try:
+        st = src.lstat()
+    except OSError:
+        return False
+    return stat.S_ISREG(st.st_mode) and str(Path(os.path.realpath(src.parent))) == str(src.parent)
+
+
 def copy_logs(report: dict[str, Any], dirs: Sequence[Path], out: Path) -> int:
     """Copy the logs a report links to from the dirs they were written in into ``out``.
 
     Needed when ``report --out`` is not the run's own output dir (merged
-    shards), so the site's relative log links resolve.  Returns files copied.
+    shards), so the site's copies of the logs can be made from ``out``.  A log is copied
+    only as a regular file reached through real directories inside its dir (package code
+    wrote in that workspace: a planted link to a host file is never followed).  Returns
+    files copied.
     """
     out = Path(out).resolve()
     roots = []
@@ -437,7 +482,7 @@ def copy_logs(report: dict[str, Any], dirs: Sequence[Path], out: Path) -> int:
                 continue
             for root in roots:
                 src = root / rel
-                if root != out and src.is_file():
+                if root != out and _plain_file(root, rel):
                     dest.parent.mkdir(parents=True, exist_ok=True)
                     shutil.copyfile(src, dest)
                     copied += 1

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 from pathlib import Path
@@ -328,3 +329,74 @@ def test_hostile_result_files_are_skipped_with_a_reason_and_every_output_written
     report = aggregate.build_report(results, meta={})
     written = render.write_all(report, tmp_path / "out")
     assert {p.name for p in written} >= {"report.json", "report.md", "junit.xml", "index.html"}
+
+
+def _shards(tmp_path: Path, n: int = 3) -> list[Path]:
+    """run1 split into ``n`` shard output dirs, each with its own jobs' results and logs."""
+    files = sorted((DATA / "run1" / "results").glob("*.json"))
+    shards = [tmp_path / f"shard-{i}" for i in range(n)]
+    for i, f in enumerate(files):
+        d = shards[i % n]
+        (d / "results").mkdir(parents=True, exist_ok=True)
+        shutil.copy(f, d / "results" / f.name)
+        work = DATA / "run1" / "work" / f.stem
+        if work.is_dir():
+            shutil.copytree(work, d / "work" / f.stem)
+    return shards
+
+
+def test_a_merged_report_says_when_the_tests_ran_not_when_it_merged(tmp_path):
+    # issue #16: `report shard-*/` stamped the merge time as the run's start and end
+    from tests.conftest import cli
+
+    shards = _shards(tmp_path)
+    merged = tmp_path / "merged"
+    r = cli("report", *map(str, shards), "--out", str(merged))
+    assert r.returncode == 0, r.stderr
+    meta = json.loads((merged / "report.json").read_text())["meta"]
+    assert meta["started"] == "2026-12-03T08:10:00Z"  # the earliest result's start
+    assert meta["finished"] == "2026-12-03T08:22:30Z"  # the latest result's end
+    assert meta["generated"] > "2026-12-04"  # when the merge ran, kept apart
+    assert "2026-12-03T08:10:00Z → 2026-12-03T08:22:30Z" in (merged / "report.md").read_text()
+    assert json.loads((merged / "site/history.json").read_text())["runs"][-1]["id"] == \
+        "2026-12-03T08:22:30Z"  # re-rendering the same results is the same run
+    validator().validate(json.loads((merged / "report.json").read_text()))
+    # the merged site stands alone: the shards' logs are in it
+    assert (merged / "site/logs/cp313t--fx-ft-crash/plain-gil0.log.txt").is_file()
+    from tests.unit.test_site_links import check_site
+
+    assert check_site(merged / "site") == []
+
+
+def test_run_times_compare_as_times_and_skip_what_is_not_one(tmp_path):
+    results, _ = aggregate.load_results([DATA / "run1"])
+    a = dataclasses.replace(results[0], started="2026-12-03T09:00:00+01:00",
+                            finished="2026-12-03T10:30:00+01:00")  # 08:00-09:30Z
+    b = dataclasses.replace(results[1], started="2026-12-03T08:30:00Z", finished="2026-12-03T09:00:00Z")
+    c = dataclasses.replace(results[2], started="not a time", finished="")
+    assert aggregate.run_times([a, b, c]) == ("2026-12-03T09:00:00+01:00", "2026-12-03T10:30:00+01:00")
+    assert aggregate.run_times([c]) == ("", "")
+    rep = aggregate.build_report([c], meta={"started": "2026-12-04T01:00:00Z",
+                                            "finished": "2026-12-04T01:00:00Z"})
+    assert rep["meta"]["started"] == rep["meta"]["finished"] == "2026-12-04T01:00:00Z"
+    rep = aggregate.build_report([a, b], meta={"started": "2026-12-04T01:00:00Z",
+                                               "finished": "2026-12-04T01:00:05Z"})
+    assert (rep["meta"]["started"], rep["meta"]["finished"], rep["meta"]["generated"]) == (
+        "2026-12-03T09:00:00+01:00", "2026-12-03T10:30:00+01:00", "2026-12-04T01:00:05Z")
+
+
+def test_copy_logs_never_follows_a_planted_link(tmp_path):
+    shard = _shards(tmp_path, 1)[0]
+    secret = tmp_path / "host-secret"
+    secret.write_text("HOST SECRET\n")
+    log = shard / "work/cp313t--fx-crash/logs/plain-gil0.log"
+    log.unlink()
+    log.symlink_to(secret)
+    logs = shard / "work/cp313t--fx-race/logs"
+    shutil.move(logs, tmp_path / "elsewhere")
+    logs.symlink_to(tmp_path / "elsewhere")
+    out = tmp_path / "merged"
+    assert aggregate.copy_logs(run1_report(), [shard], out) > 0
+    assert not (out / "work/cp313t--fx-crash/logs/plain-gil0.log").exists()
+    assert not (out / "work/cp313t--fx-race").exists()
+    assert (out / "work/cp313t--fx-crash/logs/probe.log").is_file()

@@ -129,13 +129,36 @@ def write_report(dirs: list[Path], out: Path, *, meta: dict[str, Any], previous:
     return report
 
 
+MAX_JSON = 256 << 20  # a report.json of thousands of packages is a few MiB
+
+
 def load_json(path: Path) -> Any:
+    """A JSON file named on the command line (--previous, --history, diff's reports; in CI one
+    restored from a cache): a FIFO, a device, a huge file or 200k-deep nesting is one line, exit 2."""
+    import stat
+
     try:
-        return json.loads(Path(path).read_text())
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     except FileNotFoundError:
         raise ConfigError("no such file", file=str(path)) from None
+    except OSError as e:
+        raise ConfigError(f"cannot read it: {e.strerror}", file=str(path)) from None
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode):
+        os.close(fd)
+        raise ConfigError("not a regular file (a directory, FIFO or device?)", file=str(path))
+    with os.fdopen(fd, "rb") as f:
+        if st.st_size > MAX_JSON:
+            raise ConfigError(f"the file is {st.st_size} bytes; at most {MAX_JSON >> 20} MiB", file=str(path))
+        raw = f.read(MAX_JSON + 1)
+    try:
+        return json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as e:
+        raise ConfigError(f"not UTF-8 (byte {e.start})", file=str(path)) from None
     except json.JSONDecodeError as e:
         raise ConfigError(f"not valid JSON: {e.msg}", file=str(path), line=e.lineno) from None
+    except RecursionError:
+        raise ConfigError("not valid JSON: nested too deeply", file=str(path)) from None
 
 
 def gate(report: dict[str, Any], fail_on: str | None) -> int:

@@ -75,9 +75,19 @@ def _index(report: dict[str, Any], which: str) -> dict[str, dict[str, Any]]:
     for p in report["packages"]:
         if not isinstance(p, dict) or "job_id" not in p or "verdict" not in p:
             raise ConfigError(f"{which} report has a package without job_id/verdict")
+        if not isinstance(p["job_id"], str):
+            raise ConfigError(f"{which} report has a job_id that is not a string: {str(p['job_id'])[:80]!r}")
         if p["verdict"] not in VERDICTS:
-            raise ConfigError(f"{which} report: {str(p['job_id'])[:80]!r} has verdict "
+            raise ConfigError(f"{which} report: {p['job_id'][:80]!r} has verdict "
                               f"{str(p['verdict'])[:40]!r}, not one of the harness's verdicts")
+        interp = p.get("interpreter")
+        bad = next((k for k in ("name", "version") if not isinstance(p.get(k, ""), str)), None)
+        if bad is None and not (interp is None or (isinstance(interp, dict)
+                                                   and isinstance(interp.get("name", ""), str))):
+            bad = "interpreter"
+        if bad:
+            raise ConfigError(f"{which} report: {p['job_id'][:80]!r} has a {bad} of the wrong type "
+                              f"({type(p[bad]).__name__}; is it a report.json?)")
         out[p["job_id"]] = p
     return out
 

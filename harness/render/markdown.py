@@ -51,7 +51,8 @@ MAX_EXCERPT_LINES = 40
 MAX_LIST = 50  # rows of changes / missing jobs; the rest are counted
 MAX_JOB_ROWS = 200  # jobs table rows: above this the table is the site's alone
 MAX_FINDINGS_PER_JOB = 5  # findings shown in full under one job
-FINDING_LINES = 600  # lines of findings in full; later jobs get one line each
+FINDING_LINES = 600  # lines of findings in full; later jobs get one line each ...
+MAX_ONE_LINE = 100  # ... up to this many (the packages table has every verdict anyway)
 _URL_SAFE = ":/?#@!$&'()*+,;=%~-._"  # everything else (<, >, spaces, quotes) is %-encoded
 _SPECIAL = re.compile(r"([\\`*_\[\]|~])")
 
@@ -295,17 +296,23 @@ def _findings(report: dict[str, Any], site: str) -> list[str]:
     cols = _columns(report)
     labels = {c["name"]: c["label"] for c in cols} if len(cols) > 1 else {}
     full: list[str] = []
-    short: list[str] = []
+    used = 0  # lines in ``full`` (an evidence block is one item of many lines)
+    short: list[dict[str, Any]] = []
     for p in sorted(jobs, key=lambda p: severity(p["verdict"])):
-        if short or len(full) >= FINDING_LINES:
-            short.append(_one_line(p, labels, site))
+        more = [] if short else _details(p, labels)
+        n = sum(x.count("\n") + 1 for x in more)
+        if short or (full and used + n > FINDING_LINES):
+            short.append(p)
             continue
-        full += _details(p, labels)
+        full += more
+        used += n
     out = ["## Findings", "", *full]
     if short:
         where = "on the site" if site else "in report.json and on the site"
         out += [f"### {len(short)} more job{'s' if len(short) != 1 else ''} with findings",
-                "", f"_Their evidence and reproduce commands are {where}._", "", *short, ""]
+                "", f"_Their evidence and reproduce commands are {where}._", "",
+                *(_one_line(p, labels, site) for p in short[:MAX_ONE_LINE]),
+                *_more(len(short) - MAX_ONE_LINE, "job"), ""]
     return out
 
 

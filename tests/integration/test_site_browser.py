@@ -13,6 +13,7 @@ import os
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
+from urllib.parse import unquote, urlsplit
 
 import pytest
 
@@ -83,6 +84,32 @@ def visible_columns(pg) -> list[str]:
     return pg.eval_on_selector_all(
         "#packages thead th[data-interp]",
         "ths => ths.filter(t => t.offsetParent !== null).map(t => t.dataset.interp)")
+
+
+def test_the_site_stands_alone_and_loads_nothing_from_outside_it(site, browser, tmp_path):
+    """Every href/src resolves inside site/ (tools/check_site_links.py), and in the browser every
+    page, once site/ is copied away from the output dir (as Pages publishes it), loads no file
+    outside it and every link it follows there is found (#16)."""
+    from tests.unit.test_site_links import check_site
+
+    out, rep = site
+    assert check_site(out / "site") == []
+    published = tmp_path / "published"
+    shutil.copytree(out / "site", published)
+    ctx = browser.new_context()
+    pg = ctx.new_page()
+    outside: list[str] = []
+    pg.on("request", lambda r: None if r.url.startswith(published.as_uri()) else outside.append(r.url))
+    hrefs: set[str] = set()
+    for html_file in sorted(published.rglob("*.html")):
+        pg.goto(html_file.as_uri())
+        hrefs |= set(pg.eval_on_selector_all("a[href]", "as => as.map(a => a.href)"))
+    inside = sorted(h.split("#")[0] for h in hrefs if h.startswith("file://"))
+    assert len(inside) > len(rep["packages"]) and all(h.startswith(published.as_uri()) for h in inside)
+    for h in inside:  # every link within the site opens a file that is there
+        assert Path(unquote(urlsplit(h).path)).is_file(), h
+    assert outside == []
+    ctx.close()
 
 
 def test_every_package_row_is_there_with_a_cell_per_interpreter(site, page, tmp_path):
@@ -189,7 +216,7 @@ def test_a_package_page_shows_its_findings(site, page, tmp_path):
     assert "Fatal Python error: Segmentation fault" in finding.locator("pre.excerpt").inner_text()
     assert finding.locator("pre.wrap").inner_text().startswith("cd src && PYTHON_GIL=0 ")
     assert page.get_by_text("3.13.5-3f1a9c2e-disable-gil").is_visible()
-    log = page.locator('a[href$="plain-gil0.log"]')
+    log = page.locator('a[href$="plain-gil0.log.txt"]')  # the site's own copy (#16)
     assert log.count() == 1
     with page.expect_navigation():
         log.click()

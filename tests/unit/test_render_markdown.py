@@ -159,3 +159,49 @@ def test_each_package_says_where_its_test_setup_came_from():
     attrs = next(line for line in jobs.splitlines() if line.startswith("| attrs | 25.3.0 | cp313t |"))
     assert "| inferred |" in attrs
     assert md.count("| — |") >= 1  # results without a recorded setup say so
+
+
+def _big_report(packages: int = 300) -> dict:
+    """``packages`` packages on two interpreters, each job a copy (dataclasses.replace) of one of
+    run1's real results: every verdict, findings with evidence, ~8 phases a job."""
+    import dataclasses
+
+    base = load("run1")
+    results = []
+    for i in range(packages):
+        for k, (name, version) in enumerate((("cp313t", "3.13.5"), ("cp31315t", "3.13.15"))):
+            r = base[(i + 7 * k) % len(base)]
+            it = dataclasses.replace(r.interpreter, name=name, version=version, full_version=version)
+            results.append(dataclasses.replace(r, job_id=f"{name}--pkg{i:03d}", package=f"pkg{i:03d}",
+                                               interpreter=it))
+    return aggregate.build_report(results, meta={}, expected_jobs=[r.job_id for r in results]
+                                  + [f"cp313t--lost{i}" for i in range(80)])
+
+
+def test_report_md_for_300_packages_stays_short_and_links_the_site():
+    # issue #16: it was 8,000 lines with a 3,000-row phase table and no link to the site
+    rep = _big_report()
+    assert len(rep["table"]) == 300 and sum(len(p["phases"]) for p in rep["packages"]) > 3000
+    md = markdown.render(rep, site_url="https://o.github.io/r")
+    lines = md.splitlines()
+    assert len(lines) <= 1100 and len(md.encode()) <= 200_000, (len(lines), len(md.encode()))
+    assert lines[2] == ("**The published table: <https://o.github.io/r/>** — every package's page "
+                        "with its phases, logs and JSON.")
+    assert "Phase outcomes" not in md and "| Phase |" not in md
+    table = md.split("## Packages\n\n")[1].split("\n\n")[0].splitlines()
+    assert len(table) == 2 + 300  # every package is there, each linked to its page
+    assert table[2].startswith("| [pkg000](https://o.github.io/r/pkg/cp313t--pkg000.html) |")
+    findings = md.split("## Findings\n")[1].split("\n## ")[0]
+    assert findings.count("\n### ") >= 10  # the most severe jobs in full, with evidence
+    assert "<details><summary>Evidence</summary>" in findings
+    assert "more jobs with findings" in findings and "more jobs: see report.json or the site" in findings
+    assert "_… and 30 more missing jobs: see report.json or the site._" in md  # 80 missing, 50 listed
+    assert "## Jobs" in md and "600 jobs: their thread coverage" in md  # the table is the site's
+    assert render.step_summary(md) == md  # far under GitHub's step summary limit
+
+
+def test_a_small_report_keeps_everything_in_full():
+    md = markdown.render(full_report())
+    assert "more job" not in md and "more finding" not in md  # nothing capped at 16 jobs
+    assert md.count("\n### ") == len([p for p in full_report()["packages"]
+                                      if p["findings"] or p["notes"] or p["links"]])

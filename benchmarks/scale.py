@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from harness import aggregate, matrix, plan, render
-from harness.matrix import Package
 from harness.evidence import ModeCoverage, ParallelInfo
+from harness.matrix import Package
 from harness.model import VERDICTS, Finding, InterpreterInfo, JobResult, Phase, TestCase
 
 from .common import INTERP, SETTINGS, summarize, write_matrix

@@ -18,7 +18,15 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from .evidence import Crash, Hang, ModeCoverage, ParallelInfo, Wheel, coverage_from_dict, coverage_to_dict
+from .evidence import (
+    Crash,
+    Hang,
+    ModeCoverage,
+    ParallelInfo,
+    Wheel,
+    coverage_from_dict,
+    coverage_to_dict,
+)
 
 RESULT_SCHEMA = 3  # 2: Phase.test_command (the command in parts); 3: typed crash/hang/parallel,
 # coverage and wheel (harness.evidence); results of schema 2 read back (READABLE_SCHEMAS)

@@ -17,12 +17,13 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import platform
 import urllib.error
 import urllib.request
 from pathlib import Path
 from typing import Any
-from urllib.parse import unquote, urlparse
+from urllib.parse import unquote, urljoin, urlparse
 
 from packaging import tags as ptags
 from packaging.utils import (
@@ -38,7 +39,23 @@ from .evidence import Wheel
 from .model import InterpreterInfo, read_regular
 
 log = logging.getLogger(__name__)
-SIMPLE_JSON = "https://pypi.org/simple/{name}/"
+INDEX_URL = "https://pypi.org/simple/"
+INDEX_ENV = "FT_HARNESS_INDEX_URL"  # another PEP 691 index (a mirror, or a test's local index)
+
+
+def project_url(name: str) -> str:
+    """The project's page on the index: $FT_HARNESS_INDEX_URL, else pypi.org's simple API."""
+    base = os.environ.get(INDEX_ENV) or INDEX_URL
+    return base.rstrip("/") + f"/{canonicalize_name(name)}/"
+
+
+def _absolute(data: dict[str, Any], url: str) -> dict[str, Any]:
+    """A page whose file URLs are absolute (PEP 691 lets them be relative to the page)."""
+    files = data.get("files")
+    if isinstance(files, list):
+        data["files"] = [dict(f, url=urljoin(url, f["url"])) if isinstance(f, dict)
+                         and isinstance(f.get("url"), str) else f for f in files]
+    return data
 
 
 def ft_abi(version: str) -> str:
@@ -119,22 +136,19 @@ def _file_version(filename: str) -> str:
 
 def simple_json(name: str, timeout: float = 20) -> dict[str, Any]:
     """A project's page from the index's JSON simple API (PEP 691); raises OSError/ValueError."""
-    url = SIMPLE_JSON.format(name=canonicalize_name(name))
+    url = project_url(name)
     req = urllib.request.Request(url, headers={"Accept": "application/vnd.pypi.simple.v1+json"})
     with urllib.request.urlopen(req, timeout=timeout) as r:
         data = json.load(r)
     if not isinstance(data, dict):
         raise ValueError(f"{url}: not a PEP 691 project page")
-    return data
+    return _absolute(data, url)
 
 
 def index_files(name: str, version: str, timeout: float = 20) -> list[str] | None:
     """File names of one release, from the index's JSON simple API (PEP 691)."""
-    url = SIMPLE_JSON.format(name=canonicalize_name(name))
-    req = urllib.request.Request(url, headers={"Accept": "application/vnd.pypi.simple.v1+json"})
     try:
-        with urllib.request.urlopen(req, timeout=timeout) as r:
-            data = json.load(r)
+        data = simple_json(name, timeout)
     except (urllib.error.URLError, OSError, ValueError) as e:
         log.warning("wheel availability for %s %s unknown: %s", name, version, e)
         return None

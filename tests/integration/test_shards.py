@@ -62,3 +62,100 @@ def test_three_shards_merge_to_the_unsharded_report(tmp_path: Path, ft_interpret
     (dup / "results" / src.name).write_text(json.dumps(doc))
     r = cli("report", str(dirs[0]), str(dup), "--out", str(tmp_path / "bad"))
     assert r.returncode == 2 and src.name in r.stderr, r.stderr
+
+
+TOP = ["ft_notests", "ft_clean", "ft_baseline", "ft_gilslot"]  # the "download counts" order
+
+
+@pytest.fixture
+def local_index(tmp_path: Path):
+    """A PEP 691 index on localhost serving our fixtures' sdists (relative file URLs, sha256)."""
+    import hashlib
+    import http.server
+    import subprocess
+    import sys
+    import threading
+
+    from tests.conftest import FIXTURES
+
+    root = tmp_path / "index"
+    files = root / "files"
+    files.mkdir(parents=True)
+    for name in TOP:
+        r = subprocess.run([sys.executable, "-m", "build", "-q", "--sdist", "--outdir", str(files),
+                            str(FIXTURES / name)], capture_output=True, text=True, timeout=600)
+        assert r.returncode == 0, r.stderr[-2000:]
+    pages: dict[str, tuple[str, str]] = {}  # /simple/<project>/ -> (PEP 691 JSON, PEP 503 HTML)
+    for sd in files.glob("*.tar.gz"):
+        project = sd.name.split("-", 1)[0].replace("_", "-")
+        digest = hashlib.sha256(sd.read_bytes()).hexdigest()
+        url = f"../../files/{sd.name}"
+        page = {"meta": {"api-version": "1.1"}, "name": project,
+                "files": [{"filename": sd.name, "url": url, "hashes": {"sha256": digest}}]}
+        html = f'<html><body><a href="{url}#sha256={digest}">{sd.name}</a></body></html>'
+        pages[f"/simple/{project}/"] = (json.dumps(page), html)
+
+    class Index(http.server.SimpleHTTPRequestHandler):
+        """JSON for the harness (Accept: application/vnd.pypi.simple.v1+json), HTML for pip."""
+
+        def __init__(self, *a, **kw):
+            super().__init__(*a, directory=str(root), **kw)
+
+        def do_GET(self) -> None:
+            if self.path not in pages:
+                return super().do_GET()
+            want_json = "application/vnd.pypi.simple.v1+json" in self.headers.get("Accept", "")
+            body = pages[self.path][0 if want_json else 1].encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/vnd.pypi.simple.v1+json" if want_json else "text/html")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *a) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Index)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_port}/simple/"
+    server.shutdown()
+
+
+def test_a_top_n_selector_sharded_and_merged_equals_one_run(tmp_path: Path, ft_interpreter, local_index) -> None:
+    # issue #14, acceptance 1: {top: 3} from a list, versions resolved once from the index when
+    # the plan is made, 3 shards run from that record (asking the index nothing), merged
+    from tests.conftest import INTERP_YAML
+
+    (tmp_path / "names.txt").write_text("\n".join(TOP) + "\n")
+    m = tmp_path / "matrix.yaml"
+    m.write_text(SETTINGS + "\n" + INTERP_YAML + "packages:\n  - {top: 3, from: names.txt}\n")
+    env = {"FT_HARNESS_INDEX_URL": local_index}
+    record = tmp_path / "plan" / "resolved.json"
+    r = cli("plan", "--matrix", str(m), "--shards", "3", "--format", "github", "--resolved", str(record), env=env)
+    assert r.returncode == 0, r.stderr
+    shards = [e["shard"] for e in json.loads(r.stdout)["include"]]
+    resolved = json.loads(record.read_text())
+    assert sorted((x["name"], x["version"]) for x in resolved) == [  # the top 3 of the list, not ft_gilslot
+        ("ft-baseline", "1.0.0"), ("ft-clean", "1.0.0"), ("ft-notests", "1.0.0")]
+    r = cli("run", "--matrix", str(m), "--out", str(tmp_path / "whole"), "--backend", "local", "--jobs", "2",
+            "--resolved", str(record), env=env)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    dirs = []
+    for s in shards:
+        d = tmp_path / f"shard-{s.split('/')[0]}"
+        r = cli("run", "--matrix", str(m), "--out", str(d), "--backend", "local", "--shard", s,
+                "--resolved", str(record), env=env)
+        assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+        dirs.append(d)
+    r = cli("report", *map(str, dirs), "--out", str(tmp_path / "merged"), "--matrix", str(m),
+            "--resolved", str(record), env=env)
+    assert r.returncode == 0, r.stdout + r.stderr
+    merged = json.loads((tmp_path / "merged" / "report.json").read_text())
+    whole = json.loads((tmp_path / "whole" / "report.json").read_text())
+    assert merged["missing"] == [] and len(merged["packages"]) == 3
+    assert normalised(merged) == normalised(whole)
+    got = {p["name"]: (p["version"], p["verdict"]) for p in whole["packages"]}
+    assert got == {"ft-notests": ("1.0.0", "no-tests"), "ft-clean": ("1.0.0", "compatible"),
+                   "ft-baseline": ("1.0.0", "baseline-failure")}
+    fetch = next(ph for ph in whole["packages"][0]["phases"] if ph["name"] == "fetch")
+    assert fetch["exit_code"] == 0

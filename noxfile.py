@@ -60,7 +60,7 @@ def tests(session: nox.Session) -> None:
 def lint(session: nox.Session) -> None:
     """ruff on the code, mypy on harness/; zizmor + schema + actionlint on the workflows."""
     session.install(*LINT_TOOLS)
-    session.install("-e", ".")  # mypy reads the dependencies' own types (jinja2, rich, ...)
+    _install(session)  # as a user installs it; mypy reads the dependencies' own types (jinja2, rich, ...)
     session.run("ruff", "check", "harness", "tests", "benchmarks", "noxfile.py")
     session.run("mypy", "harness")
     if os.path.exists("tools/lint-workflows"):

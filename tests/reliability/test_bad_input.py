@@ -13,6 +13,7 @@ from tests.conftest import HARNESS, SOURCE_PATH
 pytestmark = pytest.mark.reliability
 BAD = Path(__file__).parents[1] / "data" / "bad_matrices"
 CASES = sorted(BAD.glob("*.yaml"))
+OTHER_INPUTS = ("a 10 MB matrix", "a missing file", "a directory")  # the last two tests below
 
 
 def run_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
@@ -61,3 +62,11 @@ def test_missing_file_and_directory(tmp_path: Path) -> None:
     assert (r.returncode, r.stderr.strip()) == (2, "nope.yaml: no such file (pass --matrix FILE)")
     r = run_cli("run", "--matrix", str(tmp_path), cwd=tmp_path)
     assert r.returncode == 2 and r.stderr.strip().endswith("is a directory, not a matrix file")
+
+
+def test_the_readme_says_how_many_bad_inputs_and_faults_are_tried() -> None:
+    """The numbers in README's Reliability section are the suite's own count."""
+    from tests.reliability.conftest import counts, counts_line
+
+    readme = (Path(__file__).parents[2] / "README.md").read_text()
+    assert counts_line(counts()) in " ".join(readme.split()), counts_line(counts())

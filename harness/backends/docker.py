@@ -325,10 +325,16 @@ class DockerBackend:
     # ---------------------------------------------------------------- closing
 
     def reproduce_command(self, ws: Workspace, command: str, *, network: bool) -> str:
-        """Inside the same image: a fetch/install step with the network, the job's pip cache volume
-        and the host's CA bundle, as the job had them; a test step without the network."""
+        """Inside the same image, with the job's isolation (user, no capabilities, no new
+        privileges, limits, read-only root, tmpfs /tmp, init): a fetch/install step with the
+        network, the job's pip cache volume and the host's CA bundle, as the job had them; a test
+        step without the network."""
         argv = ["docker", "run", "--rm", *(() if network else ("--network", "none")),
-                "--user", "1000:1000", "-v", f"{ws.host_root}:{ws.root}"]
+                "--user", f"{self.uid}:{self.gid}", "--cap-drop", "ALL",
+                "--security-opt", "no-new-privileges", "--pids-limit", str(self.pids_limit),
+                "--memory", self.mem_limit, "--memory-swap", self.mem_limit, "--cpus", f"{self.cpus:g}",
+                "--read-only", "--tmpfs", f"/tmp:rw,exec,nosuid,size={self.tmpfs_size}", "--init",
+                "-v", f"{ws.host_root}:{ws.root}"]
         if network:
             argv += ["-v", f"{pip_cache_volume(self._job_id(ws))}:{PIP_CACHE}"]
             if self.ca_bundle:

@@ -318,3 +318,18 @@ def test_reproduce_commands_run_by_hand_with_the_network_only_for_install_steps(
     assert "--network none" in offline_cmd
     offline = subprocess.run(offline_cmd, shell=True, capture_output=True, text=True, timeout=300)
     assert offline.returncode != 0 and "fetched" not in offline.stdout
+
+
+def test_a_reproduce_line_carries_the_jobs_isolation(backend, ws):
+    """Pasted by hand, a test step gets what the job had (#16): not root, no capabilities, no
+    new privileges, a read-only root with a writable /tmp, the pids limit."""
+    probe = ("id -u; grep -E '^(CapEff|NoNewPrivs)' /proc/self/status; "
+             "touch /x 2>/dev/null && echo root-writable; touch /tmp/y && echo tmp-writable")
+    line = backend.reproduce_command(ws, probe, network=False)
+    assert f"--pids-limit {backend.pids_limit} --memory {backend.mem_limit}" in line and " --init " in line
+    r = subprocess.run(line, shell=True, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    lines = r.stdout.split()
+    assert lines[0] == str(backend.uid) != "0"
+    assert "0000000000000000" in r.stdout and "NoNewPrivs:\t1" in r.stdout
+    assert "root-writable" not in r.stdout and "tmp-writable" in r.stdout

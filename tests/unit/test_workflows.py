@@ -172,6 +172,15 @@ def test_matrix_workflow_shape():
                                                  for s in j.get("steps", []))  # one summary: the harness's
     assert "--resolved plan/resolved.json" in str(jobs["plan"]["steps"]) + str(run["steps"])
     assert any("deploy-pages@" in str(s.get("uses")) for s in jobs["publish"]["steps"])
+    # the previous report and the history come from the published site, after the cache
+    # (which evicts what is unused for 7 days): the site's copy wins when it answers
+    for job in ("plan", "report"):
+        names = [s.get("name", "") for s in jobs[job]["steps"]]
+        site = names.index("The last published report, from the site itself")
+        cache = next(i for i, n in enumerate(names) if n.startswith("Restore the last published report"))
+        assert cache < site, job
+        body = jobs[job]["steps"][site]["run"]
+        assert '"${SITE_URL}${f}"' in body and "report.json history.json" in body
     assert any("upload-pages-artifact@" in str(s.get("uses")) for s in jobs["report"]["steps"])
     commands = {argv[0] for _, argv in harness_invocations(data)}
     assert commands == {"plan", "image", "run", "report", "diff"}

@@ -408,11 +408,13 @@ def pip_cache_volume(job_id: str) -> str:
     return PIP_CACHE_PREFIX + job_id
 
 
-def clean_caches(client) -> list[str]:
-    """Remove every pip cache volume (a job's, and the one shared volume of older versions)."""
+def clean_caches(client, job_id: str | None = None) -> list[str]:
+    """Remove every pip cache volume (each job's, and the one shared volume of older versions),
+    or only ``job_id``'s."""
+    labels = [f"{CACHE_LABEL}=pip", *((f"{CACHE_LABEL}.job={job_id}",) if job_id else ())]
     removed: list[str] = []
     try:
-        for v in client.volumes.list(filters={"label": f"{CACHE_LABEL}=pip"}):
+        for v in client.volumes.list(filters={"label": labels}):
             with contextlib.suppress(Exception):
                 v.remove(force=True)
                 removed.append(f"volume {v.name}")

@@ -120,3 +120,23 @@ def test_local_the_host_follows_no_planted_link(tmp_path, ft_interpreter):
     host's own reads and writes must not follow what the package planted."""
     _check(tmp_path, "local")
 
+
+
+@DOCKER[2]
+@pytest.mark.docker
+@pytest.mark.integration
+def test_a_jobs_pip_cache_is_its_own_volume_and_clean_removes_it(tmp_path, client):
+    from harness.backends.docker import DockerBackend, clean_caches
+
+    job_id = f"cpython3.13t--cache-{uuid.uuid4().hex[:8]}"
+    backend = DockerBackend(image="unused", run_id="test-cache", cpus=1, client=client)
+    ws = backend.open(job_id, tmp_path / job_id, "/opt/python/bin/python3.13t", "")
+    try:
+        vol = client.volumes.get(pip_cache_volume(job_id))
+        assert vol.attrs["Labels"] == {"ft-harness.cache": "pip", "ft-harness.cache.job": job_id}
+        assert f"-v {pip_cache_volume(job_id)}:/cache/pip" in backend.reproduce_command(ws, "true", network=True)
+        assert "/cache/pip" not in backend.reproduce_command(ws, "true", network=False)
+    finally:
+        backend.close(ws)
+    assert clean_caches(client, job_id) == [f"volume {pip_cache_volume(job_id)}"]
+    assert [v.name for v in client.volumes.list(filters={"label": f"ft-harness.cache.job={job_id}"})] == []

@@ -32,7 +32,8 @@ def test_one_size_times_every_step(tmp_path) -> None:
     row = scale.one_size(3, tmp_path)
     assert row["packages"] == 3
     for key in ("matrix_load", "plan_make", "plan_render", "load_results", "build_report", "write_all"):
-        assert row[key] >= 0 and key in row["cpu"]
+        # every step was timed: wall time always moves; CPU time (10 ms ticks) may read 0 on a tiny step
+        assert row[key] > 0 and isinstance(row["cpu"][key], float) and row["cpu"][key] >= 0
     assert row["files_written"] >= 3 and not (tmp_path / "scale-3").exists()
 
 

@@ -31,9 +31,11 @@ def test_synthetic_results_round_trip_and_cycle_verdicts(tmp_path) -> None:
 def test_one_size_times_every_step(tmp_path) -> None:
     row = scale.one_size(3, tmp_path)
     assert row["packages"] == 3
-    for key in ("matrix_load", "plan_make", "plan_render", "load_results", "build_report", "write_all"):
-        # every step was timed: wall time always moves; CPU time (10 ms ticks) may read 0 on a tiny step
-        assert row[key] > 0 and isinstance(row["cpu"][key], float) and row["cpu"][key] >= 0
+    steps = ("matrix_load", "plan_make", "plan_render", "load_results", "build_report", "write_all")
+    for key in steps:  # every step was timed (kept to 0.1 ms: a tiny step may read 0.0)
+        assert isinstance(row[key], float) and isinstance(row["cpu"][key], float)
+    assert row["write_all"] > 0 and row["load_results"] > 0  # these read and write files: time moved
+    assert sum(row[k] for k in steps) <= row["plan"] + row["report"] + row["matrix_load"] + 0.01
     assert row["files_written"] >= 3 and not (tmp_path / "scale-3").exists()
 
 

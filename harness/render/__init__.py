@@ -42,9 +42,15 @@ def step_summary(md: str) -> str:
 _ENCODE = json.JSONEncoder(ensure_ascii=False).encode  # one C encoder for every line
 
 
-def report_json(report: dict[str, Any]) -> str:
+def encode_packages(report: dict[str, Any]) -> list[str]:
+    """Each of report["packages"] as JSON text (report.json's lines, the site's per-package files)."""
+    return [_ENCODE(x) for x in report["packages"]]
+
+
+def report_json(report: dict[str, Any], encoded: list[str] | None = None) -> str:
     """report.json text: one package (or change) per line, so it stays greppable and diffable
-    and is encoded by json's C encoder (an indented dump of 10,000 packages takes ~25 s)."""
+    and is encoded by json's C encoder (an indented dump of 10,000 packages takes ~25 s);
+    ``encoded``: the packages already encoded (encode_packages)."""
     head = {k: v for k, v in report.items() if k not in ("packages", "changes")}
     lines = ["{"]
     for k, v in head.items():
@@ -52,7 +58,7 @@ def report_json(report: dict[str, Any]) -> str:
     for key in ("changes", "packages"):
         if key not in report:
             continue
-        items = [_ENCODE(x) for x in report[key]]
+        items = encoded if key == "packages" and encoded is not None else [_ENCODE(x) for x in report[key]]
         body = ",\n".join(items)
         lines.append(f"{json.dumps(key)}: [\n{body}\n]," if items else f"{json.dumps(key)}: [],")
     lines[-1] = lines[-1].rstrip(",")
@@ -138,14 +144,15 @@ def _write_all(report: dict[str, Any], out: Path, history: dict[str, Any] | None
 
     def the_rest() -> None:  # in this process, while workers render the package pages
         nonlocal md, api
-        text = report_json(report)
+        encoded = encode_packages(report)
+        text = report_json(report, encoded)
         write_text_atomic(out / "report.json", text)
         write_text_atomic(site / "report.json", text)  # the site links its own copy
         md = markdown.render(report, site_url=site_url)
         write_text_atomic(out / "report.md", md)
         write_text_atomic(out / "junit.xml", junit.render(report))
         write_text_atomic(site / "index.html", html.render_index(report, rows))
-        api = _site.write_api(report, site, rows, logs)
+        api = _site.write_api(report, site, rows, logs, encoded)
 
     pages = write_pages(site, report, logs, rows, then=the_rest)
     written += [out / "report.json", out / "report.md", out / "junit.xml",

@@ -22,7 +22,7 @@ import os
 import re
 import shutil
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -131,17 +131,28 @@ def publish_logs(report: dict[str, Any], out: Path, site: Path, *, limit: int = 
     return swap_dir(site, "logs", fill)
 
 
+_ENCODE = json.JSONEncoder(ensure_ascii=False).encode  # compact: json's C encoder (indent is
+# the pure-Python one: 7 s for 3,000 packages instead of 0.5 s)
+
+
 def _json(data: Any) -> str:
-    return json.dumps(data, ensure_ascii=False, indent=1) + "\n"
+    return _ENCODE(data) + "\n"
 
 
 def write_api(report: dict[str, Any], site: Path, rows: list[dict[str, Any]],
-              logs: dict[str, str]) -> list[Path]:
-    """site/packages.json and site/packages/<name>.json (the directory replaced whole)."""
+              logs: dict[str, str], encoded: Sequence[str] | None = None) -> list[Path]:
+    """site/packages.json and site/packages/<name>.json (the directory replaced whole).
+
+    ``encoded``: report["packages"] already as JSON text, one string each (report.json's lines):
+    a package's jobs are spliced in, not encoded a second time."""
     pages = {r["p"]["job_id"]: r["page"] for r in rows}
     jobs: dict[str, list[dict[str, Any]]] = {}
-    for p in report["packages"]:
+    texts: dict[str, list[str]] = {}
+    if encoded is None:
+        encoded = [_ENCODE(p) for p in report["packages"]]
+    for p, text in zip(report["packages"], encoded, strict=True):
         jobs.setdefault(p["name"], []).append(p)
+        texts.setdefault(p["name"], []).append(text)
     meta = {k: report["meta"].get(k, "") for k in ("harness_version", "matrix_digest",
                                                     "started", "finished")}
     index = []
@@ -163,13 +174,13 @@ def write_api(report: dict[str, Any], site: Path, rows: list[dict[str, Any]],
             doc = {
                 "schema": API_SCHEMA, "report_schema": report["schema"], "report": meta,
                 "name": row["name"], "row": row,
-                "jobs": jobs.get(row["name"], []),
                 "site": {p["job_id"]: {"page": pages.get(p["job_id"], ""),
                                        "logs": {rel: logs[rel] for ph in p["phases"]
                                                 for rel in (ph["log"], ph["junit"]) if rel in logs}}
                          for p in jobs.get(row["name"], [])},
             }
-            (tmp / name).write_text(_json(doc), encoding="utf-8")
+            body = _ENCODE(doc)[:-1] + ', "jobs": [' + ", ".join(texts.get(row["name"], [])) + "]}\n"
+            (tmp / name).write_text(body, encoding="utf-8")
             written.append(site / "packages" / name)
         return written
 

@@ -182,6 +182,11 @@ def test_matrix_workflow_shape():
         body = jobs[job]["steps"][site]["run"]
         assert '"${SITE_URL}${f}"' in body and "report.json history.json" in body
     assert any("upload-pages-artifact@" in str(s.get("uses")) for s in jobs["report"]["steps"])
+    # what is published is checked to stand alone first (#16): no link out of merged/site/
+    steps = jobs["report"]["steps"]
+    pages = next(i for i, s in enumerate(steps) if "upload-pages-artifact@" in str(s.get("uses")))
+    assert steps[pages]["with"]["path"] == "merged/site/"
+    assert steps[pages - 1]["run"] == "python tools/check_site_links.py merged/site"
     commands = {argv[0] for _, argv in harness_invocations(data)}
     assert commands == {"plan", "image", "run", "report", "diff"}
     plan_argv = [a for j, a in harness_invocations(data) if j == "plan"]

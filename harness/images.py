@@ -28,7 +28,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import interpreters
+from . import interpreters, progress
 from .errors import BuildError, InfraError
 from .matrix import Interpreter
 from .model import InterpreterInfo
@@ -157,7 +157,8 @@ def _bootstrap_and_import(client, tag: str, inputs: dict[str, str], images: Path
     try:
         argv = ["sh", str(BOOTSTRAP), str(root), inputs["suite"], inputs["mirror"], inputs["packages"]]
         log.info("bootstrapping %s: %s", tag, " ".join(argv))
-        with open(log_path, "w") as logf:
+        what = f"building the base image {tag} (debootstrap {inputs['suite']}; log {log_path})"
+        with open(log_path, "w") as logf, progress.heartbeat(what):
             r = subprocess.run(argv, stdout=logf, stderr=subprocess.STDOUT)
         if r.returncode != 0:
             raise BuildError(f"debootstrap of {inputs['suite']} exited {r.returncode}; see {log_path}")
@@ -286,10 +287,13 @@ def _build_interpreter(client, interp: Interpreter, tarball: Path, key: str, tag
             labels=labels, rm=True, forcerm=True, decode=True, pull=False,
             buildargs={"BASE": base, "BUILD_DEPS": " ".join(interpreters.BUILD_DEPS)},
         )
-        with open(log_path, "w") as logf:
+        what = f"building image {tag} (CPython {interp.version}; log {log_path})"
+        with open(log_path, "w") as logf, progress.heartbeat(what) as hb:
             for chunk in stream:
                 if "stream" in chunk:
                     logf.write(chunk["stream"])
+                    if chunk["stream"].startswith("Step "):  # "Step 4/9 : RUN ..."
+                        hb.step(chunk["stream"].split(" :", 1)[0])
                 elif "error" in chunk:
                     error = chunk["error"].strip()
                     logf.write(f"ERROR: {error}\n")

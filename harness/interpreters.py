@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from . import progress
 from .errors import BuildError
 from .matrix import Interpreter
 from .model import InterpreterInfo
@@ -389,10 +390,12 @@ def _build(interp: Interpreter, tarball: Path, prefix: Path, log_path: Path, job
             raise BuildError(f"{tarball} does not look like a CPython source tarball")
         src = tops[0]
         env = {**os.environ, **build_env(interp)}
-        with open(log_path, "w") as logf:
+        what = f"building CPython {interp.version} for {interp.name} (log {log_path})"
+        with open(log_path, "w") as logf, progress.heartbeat(what) as hb:
             for argv in build_commands(str(src), str(prefix), interp.configure_flags, jobs):
                 if argv[:2] == ["make", "install"]:
                     argv = [*argv, f"DESTDIR={work / 'dest'}"]
+                hb.step(" ".join(argv[:2]) if argv[0] == "make" else "configure")
                 log.info("build %s: %s", prefix.name, " ".join(argv))
                 logf.write(f"$ {' '.join(argv)}\n")
                 logf.flush()

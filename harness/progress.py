@@ -8,10 +8,12 @@ stdout (``ft-harness run | head``) silences it, and the jobs go on.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from typing import IO, Any, Protocol
 
 from . import textsafe
@@ -120,6 +122,73 @@ class RichReporter(PlainReporter):
 
     def finish(self) -> None:
         self.live.stop()
+
+
+HEARTBEAT_SECONDS = 30.0
+
+
+def _elapsed(seconds: float) -> str:
+    m, s = divmod(int(seconds), 60)
+    return f"{m} min {s:02d} s" if m else f"{s} s"
+
+
+class Heartbeat:
+    """What a long step without output (an interpreter or image build, 4-14 min) is doing now:
+    its ``step`` and, every ``every`` seconds, a line with the time elapsed."""
+
+    def __init__(self, what: str, every: float, stream: IO[str] | None) -> None:
+        self.what, self.every, self._stream = what, every, stream
+        self.current = ""
+        self.t0 = time.monotonic()
+        self._stop = threading.Event()
+        self._silent = False
+
+    def say(self, text: str, command: str = "") -> None:
+        """One line; ``command`` (``::group::``) is ours, the text never starts one."""
+        if self._silent:
+            return
+        try:
+            print(command + textsafe.line(text), file=self._stream or sys.stdout, flush=True)
+        except (BrokenPipeError, ValueError):  # a closed stdout: the build goes on
+            self._silent = True
+
+    def step(self, text: str) -> None:
+        """The build moved on (``make -j4``): said at once, and in the lines that follow."""
+        self.current = text
+        self.say(f"{self.what}: {text}")
+
+    def _beat(self) -> None:
+        while not self._stop.wait(self.every):
+            doing = f" ({self.current})" if self.current else ""
+            self.say(f"{self.what}{doing}: {_elapsed(time.monotonic() - self.t0)} so far")
+
+
+@contextlib.contextmanager
+def heartbeat(what: str, *, every: float | None = None,
+              stream: IO[str] | None = None) -> Iterator[Heartbeat]:
+    """Say ``what`` now and, while the block runs, how long it has been every ``every`` seconds
+    (30; $FT_HARNESS_HEARTBEAT), on stdout, without -v: a build that prints nothing for 14 minutes
+    looks hung.  In CI the lines are a folded ``::group::``."""
+    if every is None:
+        try:
+            every = float(os.environ.get("FT_HARNESS_HEARTBEAT", "") or HEARTBEAT_SECONDS)
+        except ValueError:
+            every = HEARTBEAT_SECONDS
+    hb = Heartbeat(what, max(every, 0.01), stream)
+    ci = in_ci()
+    hb.say(what if ci else f"{what} ...", "::group::" if ci else "")
+    thread = threading.Thread(target=hb._beat, name="ft-harness-heartbeat", daemon=True)
+    thread.start()
+    try:
+        yield hb
+    finally:
+        hb._stop.set()
+        thread.join()
+        took = _elapsed(time.monotonic() - hb.t0)
+        if ci:
+            hb.say("", "::endgroup::")
+        failed = sys.exc_info()[0] is not None
+        hb.say(f"{what}: {'stopped' if failed else 'done'} after {took}")
 
 
 def make_reporter() -> Reporter:

@@ -59,3 +59,71 @@ def test_a_closed_stdout_silences_the_reporter_without_an_error() -> None:
 def test_ci_gets_plain_lines(monkeypatch: pytest.MonkeyPatch, ci: str) -> None:
     monkeypatch.setenv("CI", ci)
     assert type(progress.make_reporter()) is progress.PlainReporter
+
+
+def _lines(text: str) -> list[str]:
+    return [ln for ln in text.splitlines() if ln]
+
+
+def test_a_heartbeat_says_what_runs_and_how_long_until_it_ends(monkeypatch) -> None:
+    # issue #16: interpreter and image builds (4-14 min) printed nothing without -v
+    import time
+
+    monkeypatch.delenv("CI", raising=False)
+    out = io.StringIO()
+    with progress.heartbeat("building CPython 3.13.5", every=0.1, stream=out) as hb:
+        hb.step("make -j2")
+        time.sleep(0.55)
+    lines = _lines(out.getvalue())
+    assert lines[:2] == ["building CPython 3.13.5 ...", "building CPython 3.13.5: make -j2"]
+    beats = [ln for ln in lines if ln.endswith("so far")]
+    assert 2 <= len(beats) <= 5 and beats[0] == "building CPython 3.13.5 (make -j2): 0 s so far"
+    assert re.fullmatch(r"building CPython 3\.13\.5: done after 0 s", lines[-1])
+    time.sleep(0.3)
+    assert _lines(out.getvalue()) == lines  # nothing after the block
+    assert not any(t.name == "ft-harness-heartbeat" for t in __import__("threading").enumerate())
+    assert progress._elapsed(754) == "12 min 34 s"
+
+
+def test_in_ci_the_heartbeat_is_a_folded_group_and_says_a_failure(monkeypatch) -> None:
+    monkeypatch.setenv("CI", "true")
+    out = io.StringIO()
+    with pytest.raises(RuntimeError), progress.heartbeat("::error::x", every=10, stream=out):
+        raise RuntimeError("the build failed")
+    assert _lines(out.getvalue()) == ["::group::\\::error::x", "::endgroup::",
+                                      "\\::error::x: stopped after 0 s"]
+
+
+def test_an_interpreter_build_says_its_steps_and_its_time(tmp_path, monkeypatch, capsys) -> None:
+    """interpreters._build on a source tree whose configure and make are slow shell scripts:
+    the real configure / make / make install sequence, with the heartbeat's lines on stdout."""
+    import tarfile
+
+    from harness import interpreters, matrix
+
+    monkeypatch.delenv("CI", raising=False)
+    monkeypatch.setenv("FT_HARNESS_HEARTBEAT", "0.1")
+    src = tmp_path / "Python-3.13.5"
+    src.mkdir()
+    (src / "configure").write_text(
+        "#!/bin/sh\nsleep 0.35\nprefix=${1#--prefix=}\n"
+        "printf 'all:\\n\\tsleep 0.35\\ninstall:\\n\\tmkdir -p $(DESTDIR)%s/bin\\n' \"$prefix\" > Makefile\n")
+    (src / "configure").chmod(0o755)
+    tarball = tmp_path / "Python-3.13.5.tar.xz"
+    with tarfile.open(tarball, "w:xz") as tf:
+        tf.add(src, arcname=src.name)
+    spec = matrix.loads('interpreters: [{name: cpython3.13t, version: "3.13.5", '
+                        'source: "debian:trixie"}]\npackages: [{name: six}]\n')
+    prefix = tmp_path / "cache" / "cpython-3.13.5-ft-x"
+    prefix.parent.mkdir()
+    interpreters._build(spec.interpreters[0], tarball, prefix, tmp_path / "build.log", 1)
+    assert (prefix / "bin").is_dir()
+    lines = _lines(capsys.readouterr().out)
+    what = f"building CPython 3.13.5 for cpython3.13t (log {tmp_path / 'build.log'})"
+    assert lines[0] == f"{what} ..."
+    steps = [ln.removeprefix(f"{what}: ") for ln in lines if ln.startswith(f"{what}: ")
+             and not ln.endswith("so far") and "after" not in ln]
+    assert steps == ["configure", "make -j1", "make install"]
+    assert any(ln.startswith(f"{what} (configure): ") and ln.endswith("so far") for ln in lines)
+    assert any(ln.startswith(f"{what} (make -j1): ") for ln in lines)
+    assert lines[-1].startswith(f"{what}: done after ")

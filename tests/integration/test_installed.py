@@ -21,7 +21,7 @@ from tests.integration.conftest import DOCKER
 pytestmark = [*DOCKER, pytest.mark.network, pytest.mark.slow]
 
 SETTINGS = "settings: {threads: 4, iterations: 5, repeat: 1, test_timeout: 20, job_timeout: 600}"
-SUBCOMMANDS = {"run", "build", "report", "diff", "plan", "image", "clean"}  # at least these
+SUBCOMMANDS = {"run", "build", "report", "diff", "plan", "image", "clean", "reproduce"}  # at least these
 
 
 def _run(argv: list[str], cwd: Path, timeout: float = 120) -> subprocess.CompletedProcess:

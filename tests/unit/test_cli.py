@@ -59,7 +59,7 @@ def test_help_describes_the_tool_and_lists_the_exit_codes() -> None:
                           ("130", "interrupted"), ("141", "stdout was closed")]:
         assert any(line.split()[:1] == [code] and meaning in line for line in codes.splitlines()), \
             (code, codes)
-    for name in ("run", "build", "report", "diff", "plan", "image", "clean"):
+    for name in ("run", "build", "report", "diff", "plan", "image", "clean", "reproduce"):
         assert f"    {name} " in r.stdout
 
 
@@ -71,7 +71,7 @@ def _subparsers(p: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser
 def test_every_option_has_help_and_every_value_a_metavar() -> None:
     parser = cli_main.build_parser()
     subs = _subparsers(parser)
-    assert set(subs) == {"run", "build", "report", "diff", "plan", "image", "clean"}
+    assert set(subs) == {"run", "build", "report", "diff", "plan", "image", "clean", "reproduce"}
     for name, p in [("ft-harness", parser), *subs.items()]:
         for a in p._actions:
             if isinstance(a, argparse._SubParsersAction):

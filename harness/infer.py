@@ -50,6 +50,8 @@ from packaging.markers import InvalidMarker, Marker, UndefinedComparison, Undefi
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
+from .model import read_regular
+
 TEST_NAMES = ("test", "tests", "testing")
 DEV_NAMES = ("dev",)
 HARNESS_PINS = {"pytest", "pytest-xdist", "pytest-timeout", "pytest-run-parallel"}
@@ -150,22 +152,34 @@ def _tests_dir(src: Path, dist_name: str) -> str:
 # --------------------------------------------------------------------------- test deps
 
 
+MAX_CONFIG_BYTES = 4 * 1024 * 1024
+
+
+def _text(p: Path) -> str | None:
+    """A file of the package's source: a regular file only, never through a link (package code
+    may have run in the workspace), at most MAX_CONFIG_BYTES; None otherwise."""
+    raw = read_regular(p, MAX_CONFIG_BYTES)
+    return raw.decode("utf-8", errors="replace") if raw is not None else None
+
+
 def _read_toml(p: Path, notes: list[str]) -> dict[str, Any]:
-    if not p.is_file():
+    text = _text(p)
+    if text is None:
         return {}
     try:
-        return tomllib.loads(p.read_text(errors="replace"))
+        return tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         notes.append(f"{p.name} not read: {e}")
         return {}
 
 
 def _read_ini(p: Path, notes: list[str]) -> configparser.ConfigParser | None:
-    if not p.is_file():
+    text = _text(p)
+    if text is None:
         return None
     cp = configparser.ConfigParser(interpolation=None, strict=False)
     try:
-        cp.read_string(p.read_text(errors="replace"), source=p.name)
+        cp.read_string(text, source=p.name)
     except configparser.Error as e:
         notes.append(f"{p.name} not read: {str(e).splitlines()[0]}")
         return None
@@ -274,14 +288,15 @@ def _req_file(src: Path, f: Path, seen: set[Path], notes: list[str]) -> list[str
     f = f.resolve()
     root = src.resolve()
     shown = os.path.relpath(f, root)
-    if not f.is_relative_to(root) or not f.is_file():
+    text = _text(f) if f.is_relative_to(root) else None
+    if text is None:
         notes.append(f"requirements file {shown} skipped: not in the sdist")
         return []
     if f in seen:
         return []
     seen.add(f)
     out = []
-    for line in _lines(f.read_text(errors="replace")):
+    for line in _lines(text):
         if line.startswith(("-r", "--requirement")):
             inc = line.split(None, 1)[1] if " " in line else line[2:]
             out += _req_file(src, f.parent / inc.strip().lstrip("="), seen, notes)
@@ -355,21 +370,25 @@ def _marker_true(marker: Marker, env: Mapping[str, str]) -> bool:
 # --------------------------------------------------------------------------- pytest config
 
 
-def _pytest_config(src: Path, tests: str, notes: list[str]) -> tuple[str, dict[str, Any]] | None:
-    """(file name, ini options) of the config pytest picks, walking up from the tests dir."""
+def pytest_config(src: Path, tests: str, notes: list[str]) -> tuple[str, dict[str, Any]] | None:
+    """(file name, ini options) of the config pytest picks, walking up from the tests (a dir
+    or a file) to the top of the package's source, never above it; None when there is none."""
     start = (src / tests) if tests else src
+    if not start.is_dir():
+        start = start.parent
     root = src.resolve()
     for here in [start.resolve(), *start.resolve().parents]:
         for name, section in (("pytest.ini", "pytest"), (".pytest.ini", "pytest"),
                               ("pyproject.toml", ""), ("tox.ini", "pytest"),
                               ("setup.cfg", "tool:pytest")):
             f = here / name
-            if not f.is_file():
+            if not f.is_file() or f.is_symlink():
                 continue
             if name == "pyproject.toml":
-                ini = _read_toml(f, []).get("tool", {}).get("pytest", {}).get("ini_options")
-                if isinstance(ini, dict):
-                    return str(f.relative_to(root)), ini
+                table = _read_toml(f, []).get("tool", {}).get("pytest")
+                if isinstance(table, dict):  # [tool.pytest.ini_options], or pytest 9's [tool.pytest]
+                    ini = table.get("ini_options")
+                    return str(f.relative_to(root)), ini if isinstance(ini, dict) else table
                 continue
             cp = _read_ini(f, notes)
             if cp is not None and cp.has_section(section):
@@ -407,7 +426,7 @@ def _items(tokens: list[str]) -> list[tuple[str, ...]]:
 
 def _pytest_args(src: Path, tests: str, reqs: tuple[str, ...], dist: str,
                  notes: list[str]) -> tuple[str, ...]:
-    found = _pytest_config(src, tests, notes)
+    found = pytest_config(src, tests, notes)
     if found is None or "addopts" not in found[1]:
         return ()
     cfg, ini = found

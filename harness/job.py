@@ -15,7 +15,6 @@ import shlex
 import shutil
 import tarfile
 import time
-import tomllib
 import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -127,44 +126,15 @@ def _has_tests(src_host: Path, tests: str) -> bool:
     return any(root.rglob("test_*.py")) or any(root.rglob("*_test.py"))
 
 
-PYTEST_CONFIGS = ("pytest.ini", ".pytest.ini", "pyproject.toml", "tox.ini", "setup.cfg")
-
-
 def has_pytest_config(src_host: Path, tests: str) -> bool:
     """Whether pytest, started on ``tests``, finds a configuration inside the package's source.
 
     pytest walks up from its arguments to the first configuration it finds; without one of the
     package's own it would walk out of the workspace and take whatever lies above ``--out`` (a
     pyproject.toml with ``--strict-markers``, a root conftest), so such suites get ``-c /dev/null``.
+    The same search as the inference's (``infer.pytest_config``), files read without following links.
     """
-    start = src_host / tests if tests else src_host
-    d = start if start.is_dir() else start.parent
-    root = src_host.resolve()
-    for here in [d.resolve(), *d.resolve().parents]:
-        for name in PYTEST_CONFIGS:
-            f = here / name
-            if f.is_file() and _is_pytest_config(f):
-                return True
-        if here == root or root not in here.parents:
-            break
-    return False
-
-
-def _is_pytest_config(f: Path) -> bool:
-    if f.name in ("pytest.ini", ".pytest.ini"):
-        return True  # pytest takes these even when empty
-    try:
-        text = f.read_text(errors="replace")
-    except OSError:
-        return False
-    if f.name == "pyproject.toml":
-        try:
-            tool = tomllib.loads(text).get("tool", {})
-        except tomllib.TOMLDecodeError:
-            return False
-        return isinstance(tool, dict) and "pytest" in tool
-    section = "[pytest]" if f.name == "tox.ini" else "[tool:pytest]"
-    return any(line.strip() == section for line in text.splitlines())
+    return infer.pytest_config(src_host, tests, []) is not None
 
 
 def pytest_options(job: Job, *, rootdir: str, own_config: bool) -> tuple[str, ...]:

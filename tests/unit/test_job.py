@@ -92,3 +92,17 @@ def test_tox_test_command_passes_pytest_options_as_posargs() -> None:
     assert tc.head[:6] == ("/w/venv/bin/python", "-m", "tox", "-e", "py313t", "--skip-pkg-install")
     assert tc.head[-1] == "--" and "testenv:py313t.basepython=/py" in tc.head
     assert tc.paths == () and tc.options[0].startswith("--timeout=")
+
+
+def test_a_planted_config_link_is_not_followed(tmp_path: Path) -> None:
+    # after the install, package code could have replaced its pyproject.toml with a link to a
+    # host file: the search reads no link (and says "no config of its own")
+    host = tmp_path / "host.toml"
+    host.write_text("[tool.pytest.ini_options]\naddopts = '-x'\n")
+    src = tmp_path / "src" / "pkg-1.0"
+    (src / "tests").mkdir(parents=True)
+    (src / "pyproject.toml").symlink_to(host)
+    assert has_pytest_config(src, "tests") is False
+    (src / "pyproject.toml").unlink()
+    (src / "pyproject.toml").write_text(host.read_text())
+    assert has_pytest_config(src, "tests") is True

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import json
+import logging
 import os
 import stat
 import tempfile
@@ -441,6 +442,21 @@ def open_fresh(path: Path) -> Any:
             path.unlink()
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
     return os.fdopen(fd, "w", encoding="utf-8")
+
+
+def append_regular(path: Path, data: bytes) -> None:
+    """Append to a log package code has had: never through a link it planted there, never to
+    anything but a regular file (then the text is dropped, with a warning)."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError as e:
+        logging.getLogger(__name__).warning("not appending to %s: %s", path, e)
+        return
+    with os.fdopen(fd, "ab") as f:
+        if stat.S_ISREG(os.fstat(fd).st_mode):
+            f.write(data)
+        else:
+            logging.getLogger(__name__).warning("not appending to %s: not a regular file", path)
 
 
 def write_json_atomic(path: Path, data: Any) -> None:

@@ -22,7 +22,6 @@ import contextlib
 import logging
 import os
 import shlex
-import stat
 import threading
 import time
 from collections.abc import Mapping
@@ -30,7 +29,7 @@ from pathlib import Path
 
 from ..errors import InfraError
 from ..images import clean, daemon_error, docker_client
-from ..model import Exec
+from ..model import Exec, append_regular
 from .base import Workspace
 
 log = logging.getLogger(__name__)
@@ -229,7 +228,7 @@ class DockerBackend:
                 self._check_external_stop(state)
             self._collect_logs(container, log, appended=log_in is not None)
             if timed_out:  # the same note as the local backend
-                _append(log, f"\n[ft-harness] killed after {timeout:.0f}s (job timeout)\n".encode())
+                append_regular(log, f"\n[ft-harness] killed after {timeout:.0f}s (job timeout)\n".encode())
         except InfraError:
             raise
         except Exception as e:
@@ -304,7 +303,7 @@ class DockerBackend:
         except Exception:
             data = b""
         if data:
-            _append(log, data)
+            append_regular(log, data)
 
     @staticmethod
     def _outcome(state: dict, timed_out: bool, duration: float) -> Exec:
@@ -386,21 +385,6 @@ class DockerBackend:
             return True
         except Exception:
             return False
-
-
-def _append(path: Path, data: bytes) -> None:
-    """Append to a log the job's container has had: never through a link it planted there,
-    never to anything but a regular file (then the text is dropped, with a warning)."""
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except OSError as e:
-        log.warning("not appending to %s: %s", path, e)
-        return
-    with os.fdopen(fd, "ab") as f:
-        if stat.S_ISREG(os.fstat(fd).st_mode):
-            f.write(data)
-        else:
-            log.warning("not appending to %s: not a regular file", path)
 
 
 def pip_cache_volume(job_id: str) -> str:

@@ -16,7 +16,7 @@ import threading
 import time
 from pathlib import Path
 
-from ..model import Exec
+from ..model import Exec, append_regular
 from .base import Workspace
 
 # Variables of the harness's own environment that must not leak into a job.
@@ -55,7 +55,11 @@ class LocalBackend:
         if self._cancelled.is_set():
             return Exec(exit_code=None, infra="cancelled")
         start = time.monotonic()
-        with open(log, "ab") as out:
+        try:  # the log the host just created (job._run): never a link package code put there
+            fd = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+        except OSError as e:
+            return Exec(exit_code=None, infra=f"cannot open the log {log.name}: {e}")
+        with os.fdopen(fd, "ab") as out:
             try:
                 proc = subprocess.Popen(argv, cwd=cwd, env=clean_env(env), stdout=out,
                                         stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
@@ -80,9 +84,7 @@ class LocalBackend:
         rc = proc.returncode
         sig = -rc if rc is not None and rc < 0 else None
         if timed_out:
-            out_note = f"\n[ft-harness] killed after {timeout:.0f}s (job timeout)\n"
-            with open(log, "a") as f:
-                f.write(out_note)
+            append_regular(log, f"\n[ft-harness] killed after {timeout:.0f}s (job timeout)\n".encode())
         return Exec(exit_code=None if timed_out else rc, signal=None if timed_out else sig,
                     timed_out=timed_out, duration=time.monotonic() - start,
                     infra="cancelled" if self._cancelled.is_set() else "")

@@ -195,3 +195,21 @@ def test_workspace_and_the_rest_of_the_protocol(tmp_path: Path) -> None:
     assert backend.healthy()
     backend.close(ws)
     backend.close(ws)  # idempotent
+
+
+def test_a_log_planted_as_a_link_is_never_written_through(tmp_path: Path) -> None:
+    # package code of an earlier step replaced the next log with a link to a host file (#17)
+    host = tmp_path / "host.txt"
+    host.write_text("host file\n")
+    b = LocalBackend()
+    ws = b.open("job", tmp_path, PY, "")
+    (tmp_path / "logs").mkdir()
+    log = tmp_path / "logs" / "step.log"
+    log.symlink_to(host)
+    ex = b.run(ws, ["sh", "-c", "echo written"], env={}, cwd=str(tmp_path), timeout=30, log=log, network=False)
+    assert ex.infra.startswith("cannot open the log step.log") and host.read_text() == "host file\n"
+    log.unlink()
+    log.write_text("")  # the timeout note is appended without following a link either
+    ex = b.run(ws, ["sh", "-c", f"ln -sf {host} {log}.tmp && mv {log}.tmp {log}; sleep 30"], env={},
+               cwd=str(tmp_path), timeout=1, log=log, network=False)
+    assert ex.timed_out and host.read_text() == "host file\n"

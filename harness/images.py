@@ -345,7 +345,8 @@ def check_image(client, tag: str, interp: Interpreter) -> dict:
 def clean(client, run_label: str | None = None) -> list[str]:
     """Remove containers and volumes of one run (or of every run when ``run_label`` is None).
 
-    Images and the shared pip cache volume are caches and stay.
+    Images stay (a cache); the per-job pip cache volumes are not labelled with a run and stay
+    here too: ``ft-harness clean`` removes them (``backends.docker.clean_caches``).
     """
     flt = [f"{LABEL}.run={run_label}"] if run_label else [f"{LABEL}.run"]
     removed: list[str] = []

@@ -289,6 +289,7 @@ def _steps(ctx: _Ctx) -> tuple[str, dict]:
         supp = [ws.path("tsan.supp")]
         ws.host("inner").mkdir(exist_ok=True)
         shutil.copy2(INNER / "tsan_marker.py", ws.host("inner", "tsan_marker.py"))
+        shutil.copy2(INNER / "tsan_venv.py", ws.host("inner", "tsan_venv.py"))
         env = {**env, **tsan.install_env(ws.path("logs", "tsan", "install"), supp)}
     if ws.pip_cache:  # one pip cache per interpreter build: a wheel pip built for the plain
         # interpreter carries the same cp313t tag as one built with -fsanitize=thread
@@ -336,7 +337,14 @@ def _steps(ctx: _Ctx) -> tuple[str, dict]:
     tox = job.package.runner == "tox"
     pip = [vpy, "-m", "pip", "install", "--report", ws.path("logs", "install-report.json"),
            target, *TOOLS, *job.package.test_requires, *(TOX if tox else ())]
-    script = f"{shlex.quote(ws.python)} -m venv {shlex.quote(ws.path('venv'))} && {shlex.join(pip)}"
+    venv = f"{shlex.quote(ws.python)} -m venv {shlex.quote(ws.path('venv'))}"
+    if ctx.tsan and ws.pip_cache:  # pip and the tools from a layer built once per interpreter
+        venv = tsan.venv_sh(ws.python, ws.path("venv"), ws.path("inner", "tsan_venv.py"),
+                            f"{ws.pip_cache}/{ctx.interp.key}/ft-harness-tools",
+                            [*TOOLS, *(TOX if tox else ())])
+    script = f"{venv} && {shlex.join(pip)}"
+    if ctx.tsan:  # compile flags: the interpreter's own CFLAGS + -g -fsanitize=thread (harness.tsan)
+        script = f"{tsan.build_flags_sh(ws.python)} && {script}"
     if tox:  # tox builds its env now, with network; the test phases reuse it offline
         script += f" && cd {shlex.quote(src)} && " + shlex.join(
             [vpy, "-m", "tox", "-e", job.package.tox_env, "--notest", *_tox_overrides(job, ws)])
@@ -345,8 +353,10 @@ def _steps(ctx: _Ctx) -> tuple[str, dict]:
     if not install.ok:
         return version, {}
     if inferred_deps:  # on their own: one that cannot install is a setup problem, not a build failure
-        _run(ctx, "test-deps", "setup", [vpy, "-m", "pip", "install", *inferred_deps],
-             env=env, cwd=ws.root, timeout=INSTALL_TIMEOUT, network=True)
+        deps_cmd = [vpy, "-m", "pip", "install", *inferred_deps]
+        if ctx.tsan:
+            deps_cmd = ["sh", "-c", f"{tsan.build_flags_sh(ws.python)} && {shlex.join(deps_cmd)}"]
+        _run(ctx, "test-deps", "setup", deps_cmd, env=env, cwd=ws.root, timeout=INSTALL_TIMEOUT, network=True)
     vpy_tests = f"{src}/.tox/{job.package.tox_env}/bin/python" if tox else vpy
     # 3. probe, in the default mode (with PYTHON_GIL=0 the warning is not printed)
     shutil.copy2(INNER / "probe.py", ws.host("probe.py"))
@@ -374,7 +384,7 @@ def _steps(ctx: _Ctx) -> tuple[str, dict]:
         name = f"plain-gil{mode}"
         penv, tdir = menv, None
         if ctx.tsan:
-            penv = {**menv, **tsan.tsan_env(ws.path("logs", "tsan", name), supp)}
+            penv = {**menv, **tsan.tsan_env(ws.path("logs", "tsan", name), supp, source_dir=src)}
             tdir = ws.host("logs", "tsan", name)
         _run(ctx, name, "plain", replace(base, this_run=run_once(name)),
              env=penv, cwd=src, timeout=s.job_timeout, gil=mode, junit=f"junit/{name}.xml", tsan_dir=tdir)
@@ -387,7 +397,7 @@ def _steps(ctx: _Ctx) -> tuple[str, dict]:
         for rep in range(1, s.repeat + 1):
             if ctx.tsan:  # the threaded run under ThreadSanitizer, markers per test
                 name = f"tsan-gil{mode}-r{rep}"
-                tenv = {**menv, **tsan.tsan_env(ws.path("logs", "tsan", name), supp),
+                tenv = {**menv, **tsan.tsan_env(ws.path("logs", "tsan", name), supp, source_dir=src),
                         "PYTHONPATH": ws.path("inner")}
                 ws.host("logs", "tsan", name).mkdir(parents=True, exist_ok=True)
                 _run(ctx, name, "tsan", replace(base, plugins=("-p", tsan.MARKER_PLUGIN), threads=threads,

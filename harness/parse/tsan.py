@@ -27,6 +27,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import re
+import sys
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -49,6 +50,9 @@ _SUMMARY_MOD = re.compile(r"\((?P<file>[^()\s]+?)\+0x[0-9a-f]+\) in (?P<func>.+)
 _FRAME = re.compile(r"^\s*#(?P<n>\d+)\s+(?P<body>.*?)\s*$")
 _MODULE = re.compile(r"\((?P<module>[^()]*?)(?:\+0x[0-9a-f]+)?\)$")
 _FILELINE = re.compile(r"^(?P<file>\S+?):(?P<line>\d+)(?::\d+)?$")
+# pip builds a requirement in a temporary tree (/tmp/pip-install-x1y2/six_0abc/...): the path
+# inside it is what names the file (the job strips its own source dir with strip_path_prefix)
+_PIP_BUILD_DIR = re.compile(r"^/(?:[^/]+/)*?(?:pip-install-[^/]+/[^/]+|pip-req-build-[^/]+)/")
 _THREAD = re.compile(r"\b(?:by|in) (?P<thread>main thread|thread T\d+)")
 _ACCESS = re.compile(
     r"^(?P<prev>Previous )?(?P<access>(?:atomic )?(?:read|write))\b", re.I
@@ -68,13 +72,19 @@ _PY_FILE = re.compile(
 )
 
 
+def _stdlib_ext(module: str) -> bool:
+    """``_ctypes.cpython-313t-x86_64-linux-gnu.so`` is CPython's; no module name at all may be."""
+    return not module or module.split(".", 1)[0] in sys.stdlib_module_names
+
+
 def _origin(file: str, module: str) -> str:
     if _RUNTIME_MODULE.match(module) or _RUNTIME_FILE.search(file):
         return "runtime"
     if _PY_MODULE.match(module):
         return "interpreter"
-    if file and _PY_FILE.search(file) and "site-packages" not in file:
-        # A stdlib extension (lib-dynload) compiled from CPython's Modules/.
+    if file and _PY_FILE.search(file) and "site-packages" not in file and _stdlib_ext(module):
+        # A stdlib extension (lib-dynload) compiled from CPython's Modules/; a package's own
+        # Modules/x.c (python-ldap has one) in a module of its own is the package's.
         return "interpreter"
     if module in ("", "<unknown module>") and not file:
         return "unknown"
@@ -96,7 +106,7 @@ def parse_frame(line: str) -> dict[str, Any] | None:
     head, _, last = body.rpartition(" ")
     fl = _FILELINE.match(last)
     if fl and head:
-        file, lineno = fl.group("file"), int(fl.group("line"))
+        file, lineno = _PIP_BUILD_DIR.sub("", fl.group("file")), int(fl.group("line"))
         body = head
     elif last.startswith("<null>") and head.endswith("<null>"):
         body = head[: -len("<null>")].rstrip()
@@ -208,7 +218,7 @@ def _report(b: _Block) -> dict[str, Any]:
     summary_loc: dict[str, Any] = {}
     sm = _SUMMARY_LOC.search(b.summary)
     if sm:
-        summary_loc = {"file": sm.group("file"), "line": int(sm.group("line")),
+        summary_loc = {"file": _PIP_BUILD_DIR.sub("", sm.group("file")), "line": int(sm.group("line")),
                        "func": sm.group("func").strip()}
     elif mm := _SUMMARY_MOD.search(b.summary):
         summary_loc = {"file": mm.group("file"), "line": None, "func": mm.group("func").strip()}

@@ -4,11 +4,15 @@ tsan_env + the marker plugin, parse the logs, turn them into findings.
 
 Acceptance (issue #8): the unlocked counter gives an ft-race finding naming the C function
 and the test id in 5 of 5 runs; the clean C fixture and a pure-Python one give none.
+Issue #21: the finding names the C file and the line of the racing access (the extension is
+built with the interpreter's CFLAGS + -g, as the job builds it), and the venv is seeded the
+job's way (pip and the tools from a layer built once per interpreter build).
 """
 
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
 import subprocess
 from dataclasses import dataclass
@@ -36,6 +40,10 @@ PACKAGES = {
     "tsan_purepy": DATA / "src" / "tsan_purepy",
 }
 MATRIX = ROOT / "examples" / "tsan.yaml"  # the same interpreter key as .ci/run builds
+SEEDER = ROOT / "harness" / "_inner" / "tsan_venv.py"
+COUNTER_C = FIXTURES / "ft_tsan_counter" / "src" / "ft_tsan_counter" / "_count.c"
+# the racing access: `bumps++` (a read, then a write, on one line)
+RACE_LINE = next(n for n, text in enumerate(COUNTER_C.read_text().splitlines(), 1) if "bumps++" in text)
 
 
 @dataclass(frozen=True)
@@ -45,6 +53,9 @@ class Env:
     root: Path
     base: dict[str, str]
     install_reports: list
+    install_log: str
+    layers: Path
+    interpreter: Path
 
 
 def _base_env() -> dict[str, str]:
@@ -70,9 +81,12 @@ def venv(tmp_path_factory) -> Env:
     base = _base_env()
     inst_logs = root / "logs" / "install"
     inst_logs.mkdir(parents=True)
-    env = {**base, **tsan.install_env(str(inst_logs), [str(supp)])}
+    # what the job does (harness.job._steps, local backend): the pip cache and the layer of pip +
+    # tools of this interpreter build, compile flags from the interpreter itself
+    pip_cache = cache / "pip" / key
+    layers = pip_cache / "ft-harness-tools"
+    env = {**base, **tsan.install_env(str(inst_logs), [str(supp)]), "PIP_CACHE_DIR": str(pip_cache)}
     vdir = root / "venv"
-    subprocess.run([str(built.python), "-m", "venv", str(vdir)], env=env, check=True, timeout=600)
     py = vdir / "bin" / "python"
     # install from clean copies: a build/ dir left in a source tree by an earlier plain-interpreter
     # build would be reused by setuptools and hide the package from TSan
@@ -81,11 +95,16 @@ def venv(tmp_path_factory) -> Env:
         dst = root / "pkgsrc" / name
         shutil.copytree(src, dst, ignore=shutil.ignore_patterns("build", "*.egg-info", "*.so"))
         copies.append(str(dst))
-    r = subprocess.run([str(py), "-m", "pip", "install", "-q", *TOOLS, *copies],
-                       env=env, capture_output=True, text=True, timeout=1800)
+    script = " && ".join([
+        tsan.build_flags_sh(str(built.python)),
+        tsan.venv_sh(str(built.python), str(vdir), str(SEEDER), str(layers), TOOLS),
+        shlex.join([str(py), "-m", "pip", "install", "-q", *TOOLS, *copies]),
+    ])
+    r = subprocess.run(["sh", "-c", script], env=env, capture_output=True, text=True, timeout=1800)
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
     assert "ThreadSanitizer" not in r.stderr  # quiet: reports went to the install log dir
-    return Env(python=py, supp=supp, root=root, base=base, install_reports=parse_tsan_dir(inst_logs))
+    return Env(python=py, supp=supp, root=root, base=base, install_reports=parse_tsan_dir(inst_logs),
+               install_log=r.stderr, layers=layers, interpreter=built.python)
 
 
 def _run(e: Env, pkg: str, rep: int, gil: int = 0) -> Phase:
@@ -96,7 +115,7 @@ def _run(e: Env, pkg: str, rep: int, gil: int = 0) -> Phase:
     logs = e.root / "logs" / name
     logs.mkdir(parents=True)
     env = {**e.base, "PYTHON_GIL": str(gil), "PYTHONPATH": str(tsan.marker_dir()),
-           **tsan.tsan_env(str(logs), [str(e.supp)])}
+           **tsan.tsan_env(str(logs), [str(e.supp)], source_dir=str(e.root / "pkgsrc" / pkg))}
     argv = [str(e.python), "-P", "-m", "pytest", "-p", "no:cacheprovider", "-p", tsan.MARKER_PLUGIN,
             "-n", "auto", f"--parallel-threads={THREADS}", f"--iterations={ITERATIONS}",
             "--timeout=600", "-rfE", "-v", "tests"]
@@ -108,11 +127,35 @@ def _run(e: Env, pkg: str, rep: int, gil: int = 0) -> Phase:
                  tsan=tuple(dedup(parse_tsan_dir(logs))))
 
 
-def test_extensions_are_instrumented(venv):
+def test_extensions_are_instrumented_with_line_info(venv):
     sos = list((venv.python.parent.parent / "lib").rglob("ft_tsan_counter/_count*.so"))
     assert len(sos) == 1
     out = subprocess.run(["readelf", "-d", "-s", str(sos[0])], capture_output=True, text=True).stdout
     assert "__tsan_" in out  # compiled with -fsanitize=thread: calls into the TSan runtime
+    sections = subprocess.run(["readelf", "-S", "-W", str(sos[0])], capture_output=True, text=True).stdout
+    # -g kept (a bare CFLAGS=-fsanitize=thread dropped it): TSan's symbolizer reads these
+    assert ".debug_info" in sections and ".debug_line" in sections
+
+
+def test_venv_is_seeded_from_the_layer(venv, tmp_path):
+    """pip and the tools came from the layer; a second venv reuses it and is the same venv."""
+    assert "tsan_venv: seeded" in venv.install_log
+    listed = subprocess.run([str(venv.python), "-m", "pip", "list", "--format=freeze"], env=venv.base,
+                            capture_output=True, text=True, check=True).stdout.splitlines()
+    for tool in TOOLS:
+        assert tool in listed
+    assert any(line.startswith("pip==") for line in listed)
+    script = (venv.python.parent / "pytest").read_text().splitlines()
+    assert script[0] in (f"#!{venv.python}", "#!/bin/sh")  # pointed at this venv, not the layer's
+    again = tmp_path / "venv2"
+    r = subprocess.run(["sh", "-c", tsan.venv_sh(str(venv.interpreter), str(again), str(SEEDER),
+                                                 str(venv.layers), TOOLS)],
+                       env={**venv.base, "TSAN_OPTIONS": "exitcode=0 report_bugs=0"},
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0 and "built layer" not in r.stderr and "seeded" in r.stderr, r.stderr
+    v = subprocess.run([str(again / "bin" / "python"), "-m", "pytest", "--version"], env=venv.base,
+                       capture_output=True, text=True)
+    assert v.returncode == 0 and "8.4.2" in v.stdout + v.stderr
 
 
 def test_unlocked_counter_is_a_race_in_every_run(venv):
@@ -120,14 +163,22 @@ def test_unlocked_counter_is_a_race_in_every_run(venv):
     findings = tsan_findings(phases)
     [f] = [f for f in findings if "bump" in f.stack_top]
     assert (f.kind, f.evidence, f.count, f.runs, f.modes) == ("ft-race", "tsan", RUNS, RUNS, (0,))
-    # the package's frame: its C function in its extension module (file:line when TSan's
-    # symbolizer resolves the .so's debug info; gcc 12's gives "<null>" for pip-built ones here)
-    assert f.stack_top.startswith("bump ") and "_count" in f.stack_top
+    # the package's frame: its C function, the file relative to the package's source tree
+    # and the line of the racing access
+    where = f"src/ft_tsan_counter/_count.c:{RACE_LINE}"
+    assert f.stack_top == f"bump {where}"
     assert f.test_id == "tests/test_bump.py::test_bump_returns"
-    assert "Previous" in f.excerpt and "*#0 bump" in f.excerpt
+    # the excerpt: both racing accesses, each with its line
+    lines = f.excerpt.splitlines()
+    for access in ("Read of size 8", "Previous write of size 8"):
+        [i] = [n for n, text in enumerate(lines) if text.strip().startswith(access)]
+        assert lines[i + 1].strip() == f"*#0 bump {where}", f.excerpt
+    assert f"data race {where} in bump" in f.excerpt  # the SUMMARY line
     for ph in phases:
         [r] = [r for r in ph.tsan if r["top_package_frame"].startswith("bump ")]
-        assert r["kind"] == "data race" and r["location"]["func"] == "bump"
+        assert r["kind"] == "data race"
+        assert r["location"] == {"file": "src/ft_tsan_counter/_count.c", "line": RACE_LINE, "func": "bump"}
+        assert [st["frames"][0]["line"] for st in r["stacks"]] == [RACE_LINE, RACE_LINE]
         assert r["interpreter_frames"], "the interpreter's frames are told apart"
         assert all(fr["origin"] != "package" for fr in r["interpreter_frames"])
     # nothing else: suppressions cover the interpreter's own races

@@ -181,7 +181,30 @@ def test_install_env_keeps_pip_alive():
     env = tsan.install_env("/w/logs/tsan/install", ["/w/tsan.supp"])
     o = _opts(env)
     assert o["exitcode"] == "0" and o["log_path"] == "/w/logs/tsan/install/tsan"
-    assert env["CFLAGS"] == env["LDFLAGS"] == "-fsanitize=thread"
+    # no CFLAGS here: a bare CFLAGS=-fsanitize=thread replaced sysconfig's (-g among them)
+    assert "CFLAGS" not in env and "CXXFLAGS" not in env
+
+
+def test_build_flags_start_from_the_interpreters_own(tmp_path):
+    """The shell prefix asks the interpreter for its sysconfig CFLAGS and adds -g and
+    -fsanitize=thread, keeping a package's own CFLAGS last (run with this machine's sh)."""
+    import subprocess
+    import sys
+    import sysconfig
+
+    script = tsan.build_flags_sh(sys.executable)
+    show = 'printf "%s\\n" "$CFLAGS" "$CXXFLAGS" "$LDFLAGS"'
+    env = {"PATH": "/usr/bin:/bin", "CFLAGS": "-DPKG=1"}
+    out = subprocess.run(["sh", "-c", f"{script} && {show}"], env=env, capture_output=True,
+                         text=True, check=True).stdout.splitlines()
+    own = sysconfig.get_config_var("CFLAGS") or ""
+    assert out[0] == f"{own} -g -fsanitize=thread -DPKG=1"
+    assert out[1] == f"{own} -g -fsanitize=thread"
+    assert out[2] == "-fsanitize=thread"
+    # an interpreter that cannot answer fails the step instead of compiling without flags
+    bad = subprocess.run(["sh", "-c", f"{tsan.build_flags_sh(str(tmp_path / 'nope'))} && echo ran"],
+                         env=env, capture_output=True, text=True)
+    assert bad.returncode != 0 and "ran" not in bad.stdout
 
 
 def _tarball(tmp_path: Path) -> Path:
@@ -275,3 +298,58 @@ def test_pip_built_extension_without_line_info():
     assert r["location"]["file"].endswith("_count.cpython-313t-x86_64-linux-gnu.so")
     assert r["top_package_frame"].startswith("bump ")
     assert r["test_ids"] == ["tests/test_bump.py::test_bump_returns"]
+
+
+def test_pip_built_extension_with_line_info():
+    """Captured from test_tsan.py's run of ft_tsan_counter, built the job's way (the interpreter's
+    CFLAGS + -g) and run with strip_path_prefix=<its source tree>: both racing accesses and the
+    summary name the C file, relative to the package, and the line of `bumps++`."""
+    [r] = dedup(parse_tsan_dir(DATA / "py" / "counter_lines"))
+    where = {"file": "src/ft_tsan_counter/_count.c", "line": 17, "func": "bump"}
+    assert r["kind"] == "data race" and r["complete"]
+    assert r["location"] == where
+    assert r["top_package_frame"] == "bump src/ft_tsan_counter/_count.c:17"
+    assert [(s["access"], s["previous"]) for s in r["stacks"]] == [("read", False), ("write", True)]
+    for st in r["stacks"]:
+        top = st["frames"][0]
+        assert (top["func"], top["file"], top["line"], top["origin"]) == (
+            "bump", "src/ft_tsan_counter/_count.c", 17, "package")
+        assert top["module"] == "_count.cpython-313t-x86_64-linux-gnu.so"
+    assert r["test_ids"] == ["tests/test_bump.py::test_bump_returns"]
+    ex = excerpt(r)
+    assert ex.count("*#0 bump src/ft_tsan_counter/_count.c:17") == 2
+    assert ex.index("Read of size 8") < ex.index("Previous write of size 8")
+    assert ex.endswith("data race src/ft_tsan_counter/_count.c:17 in bump")
+    # the same race, with or without line info, is one signature per build: the file names it
+    [old] = dedup(parse_tsan_dir(DATA / "py" / "counter_noline"))
+    assert old["location"]["func"] == r["location"]["func"]
+    phase = Phase(name="tsan-gil0-r1", kind="tsan", gil=0, rep=1, tsan=(r,))
+    [f] = tsan_findings([phase])
+    assert f.stack_top == "bump src/ft_tsan_counter/_count.c:17"
+    assert "`bump`" in f.message
+
+
+@pytest.mark.parametrize(
+    ("path", "shown"),
+    [
+        ("/tmp/pip-install-3k9x_a1b/six_0c1d2e3f/src/six/_speedups.c", "src/six/_speedups.c"),
+        ("/tmp/pip-req-build-q8w7e6r5/src/pkg/_core.c", "src/pkg/_core.c"),
+        ("/work/src/pkg/src/pkg/_core.c", "/work/src/pkg/src/pkg/_core.c"),
+        ("Objects/obmalloc.c", "Objects/obmalloc.c"),
+    ],
+)
+def test_pip_build_dirs_are_dropped_from_paths(path, shown):
+    """pip's temporary build trees (random names) are cut, so a file reads the same every run."""
+    line = f"    #0 bump {path}:17 (_core.cpython-313t-x86_64-linux-gnu.so+0x119e)"
+    assert parse_frame(line)["file"] == shown
+
+
+def test_a_packages_own_modules_dir_is_the_packages():
+    """A package's Modules/x.c (python-ldap's layout) in its own extension is a package frame;
+    CPython's Modules/ in a stdlib extension (lib-dynload) or the interpreter stays CPython's."""
+    own = parse_frame("    #0 l_ldap_search Modules/LDAPObject.c:1210 (_ldap.cpython-313t-x86_64-linux-gnu.so+0x9a1c)")
+    assert own["origin"] == "package"
+    std = parse_frame("    #0 PyCFuncPtr_call Modules/_ctypes/_ctypes.c:4321 (_ctypes.cpython-313t-x86_64-linux-gnu.so+0x1f0e)")
+    assert std["origin"] == "interpreter"
+    core = parse_frame("    #14 pymain_run_file_obj Modules/main.c:410 (python+0x4389a4)")
+    assert core["origin"] == "interpreter"

@@ -3,7 +3,8 @@
     python3 tests/data/tsan/capture.py [WORKDIR]
 
 Builds (or reuses) the harness's cached `sanitizer: thread` interpreter, makes a venv,
-installs the sample packages with harness.tsan.install_env, runs their tests the way the
+installs the sample packages the way the job does (harness.tsan.install_env, the compile flags
+of harness.tsan.build_flags_sh: the interpreter's CFLAGS + -g), runs their tests the way the
 job's tsan phase does (PYTHON_GIL=0, pytest-xdist, pytest-run-parallel, the marker
 plugin, harness.tsan.tsan_env) and copies the per-process logs that hold reports.
 Not run by the test suite; the unit tests read what it wrote.
@@ -12,6 +13,7 @@ Not run by the test suite; the unit tests read what it wrote.
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -57,7 +59,8 @@ def main() -> int:
                    env={**base, **tsan.install_env(str(nosupp), [])})
     py = venv / "bin" / "python"
     trees = sorted({str(t) for _, t, _, _ in RUNS})
-    subprocess.run([str(py), "-m", "pip", "install", "-q", *TOOLS, *trees], check=True,
+    pip = shlex.join([str(py), "-m", "pip", "install", "-q", *TOOLS, *trees])
+    subprocess.run(["sh", "-c", f"{tsan.build_flags_sh(str(built.python))} && {pip}"], check=True,
                    env={**base, **tsan.install_env(str(nosupp), [])})
     logs = [p for p in tsan_logs(nosupp) if "WARNING: ThreadSanitizer" in p.read_text()]
     if logs:
@@ -68,7 +71,7 @@ def main() -> int:
         shutil.rmtree(d, ignore_errors=True)
         d.mkdir(parents=True)
         env = {**base, "PYTHON_GIL": "0", "PYTHONPATH": str(tsan.marker_dir()),
-               **tsan.tsan_env(str(d), [str(supp)])}
+               **tsan.tsan_env(str(d), [str(supp)], source_dir=str(tree))}
         argv = [str(py), "-P", "-m", "pytest", "-p", "no:cacheprovider", "-p", tsan.MARKER_PLUGIN,
                 "-n", "2", "--parallel-threads=4", "--iterations=2", "-v", *extra, tests]
         r = subprocess.run(argv, cwd=tree, env=env, capture_output=True, text=True)

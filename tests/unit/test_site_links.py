@@ -91,6 +91,36 @@ def test_every_kept_log_is_the_real_one_and_pages_link_it(built):
     assert "../../work/" not in page and 'href="../../' not in page
 
 
+def test_the_site_of_a_real_docker_run_stands_alone_with_every_log(tmp_path):
+    """Results and logs captured from the default matrix on docker (tests/data/report/docker)."""
+    from harness import aggregate
+
+    out = tmp_path / "out"
+    shutil.copytree(DATA / "docker", out)
+    results, problems = aggregate.load_results([out])
+    assert problems == [] and len(results) == 5
+    rep = aggregate.build_report(results, meta={})
+    assert {p["job_id"]: p["verdict"] for p in rep["packages"]} == {
+        "cpython3.13t--cffi": "build-failure", "cpython3.13.15t--cffi": "build-failure",
+        "cpython3.13t--tomli": "no-tests", "cpython3.13.15t--tomli": "no-tests",
+        "cpython3.13t--markupsafe": "compatible"}
+    render.write_all(rep, out)
+    published = tmp_path / "published"
+    shutil.copytree(out / "site", published)
+    assert check_site(published) == []
+    on_disk = {str(f.relative_to(out)) for f in (out / "work").rglob("*") if f.is_file()}
+    linked = {rel for p in rep["packages"] for ph in p["phases"] for rel in (ph["log"], ph["junit"])
+              if rel}
+    assert linked == on_disk and len(linked) == 30  # every log and JUnit file of the run
+    doc = json.loads((published / "packages/markupsafe.json").read_text())
+    kept = doc["site"]["cpython3.13t--markupsafe"]["logs"]
+    assert len(kept) == 20  # 12 logs + 8 JUnit files
+    for rel, copy in kept.items():
+        assert (published / copy).read_bytes() == (out / rel).read_bytes(), rel
+    page = (published / "pkg/cpython3.13t--markupsafe.html").read_text()
+    assert page.count('href="../logs/cpython3.13t--markupsafe/') == 20
+
+
 def _page(site: Path, rel: str, body: str) -> None:
     (site / rel).parent.mkdir(parents=True, exist_ok=True)
     (site / rel).write_text(f"<!doctype html><html><body>{body}</body></html>")

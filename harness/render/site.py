@@ -112,7 +112,7 @@ def publish_logs(report: dict[str, Any], out: Path, site: Path, *, limit: int = 
                     data = read_regular(out / rel, limit)
                     if data is None:
                         continue
-                    data = _excerpt(data, limit, rel)
+                    data = _excerpt(data, limit, rel).decode("utf-8", "replace").encode()
                     if len(data) > left:
                         left = 0  # the budget is spent: this log and the rest stay out
                         continue
@@ -122,8 +122,7 @@ def publish_logs(report: dict[str, Any], out: Path, site: Path, *, limit: int = 
                         name, n = f"{n}-{base}", n + 1
                     used.add(name)
                     (tmp / job_dir).mkdir(exist_ok=True)
-                    text = data.decode("utf-8", "replace")
-                    (tmp / job_dir / name).write_text(text, encoding="utf-8")
+                    (tmp / job_dir / name).write_bytes(data)  # UTF-8, bad bytes replaced
                     left -= len(data)
                     kept[rel] = f"logs/{job_dir}/{name}"
         return kept

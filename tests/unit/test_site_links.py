@@ -210,3 +210,12 @@ def test_a_second_render_replaces_the_site_files_whole(tmp_path):
     assert not (out / "site/logs/cp313t--fx-race").exists()
     assert not list((out / "site").glob(".*"))  # no temp dir left behind
     assert check_site(out / "site") == []
+
+
+def test_a_log_that_is_not_utf8_is_published_as_utf8(tmp_path):
+    out = out_dir(tmp_path)
+    log = out / "work/cp313t--fx-crash/logs/plain-gil0.log"
+    log.write_bytes(b"before \xff\xfe after\n")
+    kept = site_files.publish_logs(full_report(), out, out / "site")
+    copy = (out / "site" / kept["work/cp313t--fx-crash/logs/plain-gil0.log"]).read_bytes()
+    assert copy.decode("utf-8") == "before \ufffd\ufffd after\n"

@@ -329,6 +329,16 @@ def test_pip_built_extension_with_line_info():
     assert "`bump`" in f.message
 
 
+def test_sdist_built_by_pip_from_an_index_has_line_info_too():
+    """Captured: ft_tsan_counter as an sdist installed by `pip install ft_tsan_counter==1.0.0`
+    (what a job does for a PyPI package: pip builds it in /tmp/pip-install-*) with the job's
+    compile flags and no strip_path_prefix: setuptools hands gcc the relative source path, so
+    the frame already reads relative to the package."""
+    [r] = dedup(parse_tsan_dir(DATA / "py" / "counter_sdist"))
+    assert r["location"] == {"file": "src/ft_tsan_counter/_count.c", "line": 17, "func": "bump"}
+    assert [st["frames"][0]["line"] for st in r["stacks"]] == [17, 17]
+
+
 @pytest.mark.parametrize(
     ("path", "shown"),
     [
@@ -339,7 +349,9 @@ def test_pip_built_extension_with_line_info():
     ],
 )
 def test_pip_build_dirs_are_dropped_from_paths(path, shown):
-    """pip's temporary build trees (random names) are cut, so a file reads the same every run."""
+    """pip's temporary build trees (random names) are cut, so a file reads the same every run
+    (a build system that hands the compiler absolute paths, as CMake does, puts them in DWARF;
+    setuptools' relative ones need nothing, see the captured sdist log above)."""
     line = f"    #0 bump {path}:17 (_core.cpython-313t-x86_64-linux-gnu.so+0x119e)"
     assert parse_frame(line)["file"] == shown
 

@@ -6,7 +6,16 @@ TSan interpreter vs the same run under the plain free-threaded interpreter, side
 Both interpreters come from the harness's own cache (built if missing) unless given.
 Each round runs every package once on each interpreter, alternating which goes first,
 so machine noise hits both sides alike; the figure is the ratio per round, its median
-and its spread.  Install time is reported apart (it is paid once per job).
+and its spread.
+
+Install time is reported apart (it is paid once per job), as the job makes a venv, side by side:
+``before`` is the ordinary way (``venv`` with ensurepip, then ``pip install`` of the harness's
+tools and the 3 packages, all under the interpreter), ``after`` is the TSan job's way
+(``harness.tsan.venv_sh``: pip and the tools copied from a layer built once per interpreter,
+then the same ``pip install``, which builds the packages under TSan); ``layer`` is the one-off
+cost of building that layer (the first TSan job of an interpreter build pays it).  Both TSan
+sides compile with ``harness.tsan.build_flags_sh``, as the job does.  ``--install-only`` skips
+the test runs.
 """
 
 from __future__ import annotations
@@ -14,6 +23,8 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
+import shutil
 import statistics
 import subprocess
 import sys
@@ -54,13 +65,59 @@ def _packages() -> list[tuple[str, Path, str]]:
     return out
 
 
-def _venv(python: Path, where: Path, trees: list[Path], env: dict[str, str]) -> tuple[Path, float]:
-    t = time.monotonic()
-    subprocess.run([str(python), "-m", "venv", str(where)], check=True, env=env)
+SEEDER = ROOT / "harness" / "_inner" / "tsan_venv.py"
+
+
+def _venv(python: Path, where: Path, trees: list[Path], env: dict[str, str], *,
+          flags: bool = False, layers: Path | None = None) -> tuple[Path, float]:
+    """Make a venv and install the tools and ``trees`` into it, as a job does; seconds taken.
+    ``flags``: compile flags from the interpreter (a TSan job's); ``layers``: pip and the tools
+    from a layer there (a TSan job's venv)."""
     vpy = where / "bin" / "python"
-    subprocess.run([str(vpy), "-m", "pip", "install", "-q", *TOOLS, *map(str, trees)],
-                   check=True, env=env)
+    venv = shlex.join([str(python), "-m", "venv", str(where)])
+    if layers is not None:
+        venv = tsan.venv_sh(str(python), str(where), str(SEEDER), str(layers), TOOLS)
+    script = f"{venv} && {shlex.join([str(vpy), '-m', 'pip', 'install', '-q', *TOOLS, *map(str, trees)])}"
+    if flags:
+        script = f"{tsan.build_flags_sh(str(python))} && {script}"
+    t = time.monotonic()
+    subprocess.run(["sh", "-c", script], check=True, env=env)
     return vpy, time.monotonic() - t
+
+
+def _layer(python: Path, layers: Path, env: dict[str, str]) -> float:
+    """The one-off cost: build the layer of pip + tools (an empty venv seeded from nothing)."""
+    t = time.monotonic()
+    subprocess.run(["sh", "-c", tsan.venv_sh(str(python), str(layers / "probe-venv"), str(SEEDER),
+                                             str(layers), TOOLS)], check=True, env=env)
+    return time.monotonic() - t
+
+
+def _install(plain: Path, tsan_py: Path, trees: list[Path], tmpd: Path, base: dict[str, str],
+             inst_env: dict[str, str]) -> dict[str, float]:
+    out = {}
+    _, out["plain"] = _venv(plain, tmpd / "plain", trees, base)
+    # before: the ordinary venv, as TSan jobs made it (with the job's compile flags of now)
+    _, out["tsan_before"] = _venv(tsan_py, tmpd / "tsan-before", trees, inst_env, flags=True)
+    layers = tmpd / "layers"
+    out["layer"] = _layer(tsan_py, layers, inst_env)
+    _, out["tsan_after"] = _venv(tsan_py, tmpd / "tsan", trees, inst_env, flags=True, layers=layers)
+    n = len(trees)
+    print(f"install (venv + tools + {n} packages; the layer is built once per interpreter):")
+    print(f"{'':24} {'seconds':>8} {'vs plain':>9}")
+    for label, key in (("plain interpreter", "plain"), ("TSan, before", "tsan_before"),
+                       ("TSan, after", "tsan_after"), ("TSan layer, once", "layer")):
+        print(f"{label:24} {out[key]:8.1f} {out[key] / out['plain']:8.2f}x")
+    print(f"TSan install cut by {out['tsan_before'] - out['tsan_after']:.1f} s per job "
+          f"({out['tsan_after'] / out['tsan_before']:.2f}x of before)")
+    return out
+
+
+def _clean_copy(tree: Path, dest: Path) -> Path:
+    """A copy without build/ or *.so: setuptools would reuse an earlier plain build's objects."""
+    out = dest / tree.name
+    shutil.copytree(tree, out, ignore=shutil.ignore_patterns("build", "*.egg-info", "*.so"))
+    return out
 
 
 def _run(vpy: Path, tree: Path, tests_path: str, env: dict[str, str]) -> tuple[float, int]:
@@ -79,6 +136,7 @@ def main() -> int:
     ap.add_argument("--plain", type=Path)
     ap.add_argument("--tsan", type=Path)
     ap.add_argument("--json", type=Path)
+    ap.add_argument("--install-only", action="store_true", help="measure the install only")
     a = ap.parse_args()
     spec = matrix.loads(MATRIX)
     cache = interpreters.cache_root()
@@ -92,10 +150,13 @@ def main() -> int:
         tmpd = Path(tmp)
         supp = tsan.write_suppressions(built.source_tarball, None, tmpd / "tsan.supp")
         inst_env = {**base, **tsan.install_env(str(tmpd / "install-logs"), [str(supp)])}
-        vplain, t_inst_plain = _venv(plain, tmpd / "plain", [p for _, p, _ in pkgs], base)
-        vtsan, t_inst_tsan = _venv(tsan_py, tmpd / "tsan", [p for _, p, _ in pkgs], inst_env)
-        print(f"install (venv + tools + 3 packages): plain {t_inst_plain:.1f} s, "
-              f"tsan {t_inst_tsan:.1f} s, ratio {t_inst_tsan / t_inst_plain:.2f}x")
+        trees = [_clean_copy(p, tmpd / "src") for _, p, _ in pkgs]
+        install = _install(plain, tsan_py, trees, tmpd, base, inst_env)
+        if a.install_only:
+            if a.json:
+                a.json.write_text(json.dumps({"install": install}, indent=1))
+            return 0
+        vplain, vtsan = tmpd / "plain" / "bin" / "python", tmpd / "tsan" / "bin" / "python"
         rows: dict[str, dict[str, list[float]]] = {label: {"plain": [], "tsan": [], "ratio": []}
                                                    for label, _, _ in pkgs}
         for rnd in range(a.rounds):
@@ -119,8 +180,8 @@ def main() -> int:
                   f"{statistics.median(r['tsan']):8.2f} {statistics.median(r['ratio']):6.2f}x "
                   f"{min(r['ratio']):5.2f}-{max(r['ratio']):5.2f}x")
         if a.json:
-            a.json.write_text(json.dumps({"rounds": a.rounds, "install": {
-                "plain": t_inst_plain, "tsan": t_inst_tsan}, "runs": rows}, indent=1))
+            a.json.write_text(json.dumps({"rounds": a.rounds, "install": install, "runs": rows},
+                                         indent=1))
     return 0
 
 

@@ -73,8 +73,8 @@ def test_wheel_column(tmp_path: Path, ft_interpreter, name, version, available, 
                     f"{name}=={version}"], check=True, timeout=900)
     info = wheels.wheel_info(name, local=False, version=version, install_report=report,
                              interp=InterpreterInfo(name="ft", version="3.13.5", key="k"), probe={})
-    assert info["available"] == available
-    assert info["installed"] == installed
+    assert info is not None and info.available == available
+    assert info.installed == installed
 
 
 def test_a_release_that_downloads_but_does_not_compile_is_build_failure(tmp_path: Path,

@@ -365,3 +365,49 @@ def test_a_packages_own_modules_dir_is_the_packages():
     assert std["origin"] == "interpreter"
     core = parse_frame("    #14 pymain_run_file_obj Modules/main.c:410 (python+0x4389a4)")
     assert core["origin"] == "interpreter"
+
+
+# ------------------------------------------------------------------ the TSan job's venv (harness/_inner/tsan_venv.py)
+
+
+def test_venv_seeded_from_a_layer_runs_its_scripts(tmp_path):
+    """A layer made the ordinary way (this interpreter's venv + ensurepip: real pip-written
+    scripts), copied into a --without-pip venv whose path is too long for a shebang: pip runs
+    from the new venv, through the script pointed at it (pip's /bin/sh trampoline form)."""
+    import subprocess
+    import sys
+
+    sys.path.insert(0, str(Path(tsan.__file__).parent / "_inner"))
+    try:
+        import tsan_venv
+    finally:
+        sys.path.pop(0)
+    layer = tmp_path / "layer"
+    subprocess.run([sys.executable, "-m", "venv", str(layer)], check=True, capture_output=True)
+    venv = tmp_path / ("d" * 130) / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    tsan_venv.seed(str(venv), str(layer))
+    script = (venv / "bin" / "pip").read_text().splitlines()
+    assert script[0] == "#!/bin/sh" and str(venv / "bin" / "python") in script[1]
+    out = subprocess.run([str(venv / "bin" / "pip"), "--version"], capture_output=True, text=True,
+                         check=True, env={"PATH": "/usr/bin:/bin"}).stdout
+    assert f"from {venv}/lib/" in out
+    short = tmp_path / "v2"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(short)], check=True)
+    tsan_venv.seed(str(short), str(layer))
+    assert (short / "bin" / "pip").read_text().startswith(f"#!{short}/bin/python")
+
+
+def test_venv_falls_back_to_the_ordinary_way(tmp_path):
+    """A seeder that fails (here: it is not there) leaves an ordinary venv with pip in it,
+    made by venv --clear over the half-made one."""
+    import subprocess
+    import sys
+
+    venv = tmp_path / "venv"
+    script = tsan.venv_sh(sys.executable, str(venv), str(tmp_path / "missing_seeder.py"),
+                          str(tmp_path / "layers"), ["pytest==8.4.2"])
+    r = subprocess.run(["sh", "-c", script], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "--version"],
+                          capture_output=True).returncode == 0

@@ -72,6 +72,12 @@ class _Ctx:
     def remaining(self) -> float:
         return max(1.0, self.deadline - time.monotonic())
 
+    @property
+    def spent(self) -> bool:
+        """The job's budget is gone: a test phase started now would time out at once and read
+        as a hang in a mode whose tests never ran."""
+        return self.deadline - time.monotonic() <= 1.0
+
     def rel(self, host_path: Path) -> str:
         return str(host_path.relative_to(self.out))
 
@@ -380,6 +386,9 @@ def _steps(ctx: _Ctx) -> tuple[str, dict]:
         return ("-n", "auto", f"--junitxml={ws.path('junit', f'{name}.xml')}")
 
     for mode in s.gil_modes:
+        if ctx.spent:
+            log.info("%s: the job timeout is spent; no test phase starts now", job.job_id)
+            break
         menv = {**base_env, "PYTHON_GIL": str(mode)}
         name = f"plain-gil{mode}"
         penv, tdir = menv, None
@@ -388,13 +397,15 @@ def _steps(ctx: _Ctx) -> tuple[str, dict]:
             tdir = ws.host("logs", "tsan", name)
         _run(ctx, name, "plain", replace(base, this_run=run_once(name)),
              env=penv, cwd=src, timeout=s.job_timeout, gil=mode, junit=f"junit/{name}.xml", tsan_dir=tdir)
-        if mode == s.gil_modes[0]:
+        if mode == s.gil_modes[0] and not ctx.spent:
             # what the threaded runs will really run in threads: -n auto hides it, so ask
             # pytest-run-parallel once, without workers; which tests it runs single-threaded is
             # decided at collection, the same in every GIL mode, so one run serves them all
             _run(ctx, "collect", "collect", replace(base, threads=threads, this_run=("--collect-only",)),
                  env=menv, cwd=src, timeout=300)
         for rep in range(1, s.repeat + 1):
+            if ctx.spent:
+                break
             if ctx.tsan:  # the threaded run under ThreadSanitizer, markers per test
                 name = f"tsan-gil{mode}-r{rep}"
                 tenv = {**menv, **tsan.tsan_env(ws.path("logs", "tsan", name), supp, source_dir=src),

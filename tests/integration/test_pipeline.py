@@ -117,3 +117,21 @@ def test_notes_and_links_reach_every_format(first_run) -> None:
     page = (out / "site" / "pkg" / "cpython3.13t--ft_clean.html").read_text()
     assert "Curator note &lt;b&gt;bold?&lt;/b&gt;" in page
     assert "https://example.org/issues/42?a=1&amp;b=" in page
+
+
+def test_once_the_job_timeout_is_spent_no_test_phase_starts(tmp_path: Path, ft_interpreter) -> None:
+    # a wait pytest-timeout does not end (test_timeout above the job's budget): the job timeout
+    # kills the first test phase; the phases after it must not run for 1 s each and read as
+    # hangs in a mode whose tests never ran (the hang said "modes [0, 1]" before)
+    m = tmp_path / "matrix.yaml"
+    m.write_text("settings: {repeat: 1, iterations: 2, test_timeout: 900, job_timeout: 60, confirm: 0}\n"
+                 + INTERP_YAML + f"packages:\n  - {{name: ft_deadlock, path: {FIXTURES / 'ft_deadlock'}}}\n")
+    r = cli("run", "--matrix", str(m), "--out", str(tmp_path / "out"), "--backend", "local")
+    assert r.returncode == 0, r.stdout + r.stderr
+    (d,) = results(tmp_path / "out").values()
+    tests = [p for p in d["phases"] if p["kind"] in ("plain", "threads", "collect")]
+    # the deadlock needs threads: plain-gil0 passes, threads-gil0-r1 waits until the job timeout
+    assert [p["name"] for p in tests] == ["plain-gil0", "collect", "threads-gil0-r1"], d["phases"]
+    assert tests[-1]["timed_out"] and not any(p["gil"] == 1 for p in d["phases"])
+    (hang,) = [f for f in d["findings"] if f["kind"] == "hang"]
+    assert d["verdict"] == "hang" and hang["modes"] == [0]

@@ -129,8 +129,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     pl = command("plan", commands.cmd_plan, "print the jobs, optionally split into shards")
     matrix_arg(pl)
-    pl.add_argument("--format", choices=("json", "github"), default="json",
-                    help="json (default), or github: a matrix for a workflow's strategy")
+    pl.add_argument("--format", choices=("json", "github", "table"), default="json",
+                    help="json (default); github: a matrix for a workflow's strategy; table: for a person")
+    pl.add_argument("--shard-limit", type=float, default=360, metavar="MINUTES",
+                    help="warn when a shard is expected to run longer (default: 360, a hosted runner's 6 h)")
     pl.add_argument("--shards", type=_pos_int, default=1, metavar="N",
                     help="split the jobs into N shards (default: 1)")
     pl.add_argument("--durations", metavar="REPORT", help=DURATIONS)

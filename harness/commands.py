@@ -232,6 +232,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
     jobs = plan.make_plan(spec)
     durations = plan.durations_from_report(Path(args.durations)) if args.durations else None
     print(plan.render_plan(jobs, fmt=args.format, shards=args.shards, durations=durations))
+    for warning in plan.over_limit(jobs, args.shards, durations, args.shard_limit):
+        print(f"warning: {warning}", file=sys.stderr)
     return 0
 
 

@@ -277,7 +277,8 @@ def durations_from_report(path: Path) -> dict[str, float]:
 # --------------------------------------------------------------------------- rendering
 
 PLAN_SCHEMA = 1
-FORMATS = ("json", "github")
+FORMATS = ("json", "github", "table")
+RUNNER_LIMIT_MIN = 360  # a GitHub-hosted job may run 6 h
 
 
 def render_plan(
@@ -287,7 +288,8 @@ def render_plan(
     shards: int = 1,
     durations: Mapping[str, float] | None = None,
 ) -> str:
-    """The plan as text: ``json`` (every job with its shard) or ``github`` (a strategy.matrix)."""
+    """The plan as text: ``json`` (every job with its shard), ``github`` (a strategy.matrix) or
+    ``table`` (for a person: one line a shard, then one a job)."""
     if fmt not in FORMATS:
         raise ConfigError(f"--format must be one of {', '.join(FORMATS)}, got {fmt!r}")
     _check_count(shards)
@@ -314,6 +316,16 @@ def render_plan(
             if counts[i - 1]
         ]
         return json.dumps({"include": include}, separators=(",", ":"))
+    if fmt == "table":
+        lines = [f"{len(jobs)} jobs in {shards} shard(s), expected {_minutes(sum(cost))} in all"
+                 + ("" if durations else " (no --durations: a guess from the settings)"),
+                 f"{'shard':>7}  {'jobs':>4}  {'expected':>9}  interpreters"]
+        lines += [f"{f'{i}/{shards}':>7}  {counts[i - 1]:>4}  {_minutes(totals[i - 1]):>9}  "
+                  + ", ".join(needs[i - 1]) for i in range(1, shards + 1)]
+        lines += ["", f"{'shard':>7}  {'expected':>9}  job"]
+        lines += [f"{f'{sh}/{shards}':>7}  {_minutes(c):>9}  {j.job_id}"
+                  for sh, c, j in sorted(zip(where, cost, jobs, strict=True), key=lambda x: x[0])]
+        return "\n".join(lines)
     doc = {
         "schema": PLAN_SCHEMA,
         "shards": shards,
@@ -325,3 +337,19 @@ def render_plan(
         ],
     }
     return json.dumps(doc, indent=1)
+
+
+def _minutes(seconds: float) -> str:
+    return f"{seconds / 60:.1f} min"
+
+
+def over_limit(jobs: Sequence[Job], shards: int, durations: Mapping[str, float] | None,
+               limit_min: float = RUNNER_LIMIT_MIN) -> list[str]:
+    """One warning per shard whose expected time is over a runner's limit (minutes)."""
+    where = assign(jobs, shards, durations)
+    totals = [0.0] * shards
+    for s, c in zip(where, expected_seconds(jobs, durations), strict=True):
+        totals[s - 1] += c
+    return [f"shard {i}/{shards} is expected to take {_minutes(t)}, over the runner's limit of "
+            f"{limit_min:g} min (--shard-limit): plan more --shards"
+            for i, t in enumerate(totals, 1) if t > limit_min * 60]

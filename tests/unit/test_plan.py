@@ -369,3 +369,27 @@ def test_render_rejects_bad_format_and_count(jobs):
         plan.render_plan(jobs, fmt="yaml", shards=2)
     with pytest.raises(ConfigError, match="--shards must be a positive integer"):
         plan.render_plan(jobs, fmt="json", shards=0)
+
+
+def test_the_table_is_a_line_a_shard_then_a_line_a_job(jobs):
+    durations = _durations(jobs)
+    text = plan.render_plan(jobs, fmt="table", shards=3, durations=durations)
+    lines = text.splitlines()
+    assert lines[0].startswith(f"{len(jobs)} jobs in 3 shard(s), expected ")
+    assert [ln.split()[0] for ln in lines[2:5]] == ["1/3", "2/3", "3/3"]
+    rows = lines[7:]
+    assert len(rows) == len(jobs) and {r.split()[-1] for r in rows} == {j.job_id for j in jobs}
+    gh = {e["shard"]: e for e in json.loads(plan.render_plan(jobs, fmt="github", shards=3, durations=durations))["include"]}
+    for ln in lines[2:5]:  # the same split and sums as the workflow's matrix
+        shard, n, minutes = ln.split()[:3]
+        assert int(n) == gh[shard]["jobs"] and float(minutes) == round(gh[shard]["expected_seconds"] / 60, 1)
+    assert "no --durations" in plan.render_plan(jobs, fmt="table", shards=2).splitlines()[0]
+
+
+def test_a_shard_over_the_runners_limit_is_warned_about(jobs):
+    durations = _durations(jobs)
+    total_min = sum(plan.expected_seconds(jobs, durations)) / 60
+    (w,) = plan.over_limit(jobs, 1, durations, limit_min=total_min / 2)
+    assert w.startswith("shard 1/1 is expected to take ") and "plan more --shards" in w
+    assert plan.over_limit(jobs, 1, durations, limit_min=total_min + 1) == []
+    assert len(plan.over_limit(jobs, 4, durations, limit_min=0.001)) == 4

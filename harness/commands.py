@@ -58,6 +58,14 @@ def select_jobs(spec: MatrixSpec, args: argparse.Namespace) -> list[Job]:
     return jobs
 
 
+def _expected(jobs: list, durations: str | None) -> dict[str, float]:
+    """Each job's expected seconds: an earlier report's (--durations), else the settings' guess."""
+    from . import plan
+
+    known = plan.durations_from_report(Path(durations)) if durations else None
+    return {j.job_id: s for j, s in zip(jobs, plan.expected_seconds(jobs, known), strict=True)}
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     from . import interpreters, matrix
 
@@ -79,7 +87,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         backend_name, jobs, cache=cache,
         run_id=f"{int(time.time())}-{os.getpid()}", workers=args.jobs, say=_say)
     summary = run_plan(jobs, out=out, backend=opened.backend, prepared=opened.prepared,
-                       workers=args.jobs, force=args.force, reporter=progress.make_reporter())
+                       workers=args.jobs, force=args.force, reporter=progress.make_reporter(
+                           _expected(jobs, args.durations), args.jobs))
     print(f"{len(summary.ran)} jobs ran, {len(summary.skipped)} reused from {out / 'results'}")
     meta = {"harness_version": __version__, "matrix": str(args.matrix),
             "matrix_digest": spec.digest, "started": summary.started,

@@ -13,7 +13,7 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from typing import IO, Any, Protocol
 
 from . import textsafe
@@ -25,14 +25,14 @@ def in_ci() -> bool:
 
 
 class Reporter(Protocol):
-    def start(self, total: int, skipped: int) -> None: ...
+    def start(self, total: int, skipped: int, todo: Sequence[str] = ()) -> None: ...
     def step(self, job_id: str, step: str) -> None: ...
     def done(self, result: JobResult, elapsed: float) -> None: ...
     def finish(self) -> None: ...
 
 
 class NullReporter:
-    def start(self, total: int, skipped: int) -> None: ...
+    def start(self, total: int, skipped: int, todo: Sequence[str] = ()) -> None: ...
     def step(self, job_id: str, step: str) -> None: ...
     def done(self, result: JobResult, elapsed: float) -> None: ...
     def finish(self) -> None: ...
@@ -45,13 +45,24 @@ def _verdict(result: JobResult) -> str:
 class PlainReporter:
     """Plain lines (CI, pipes): one per step, on stdout."""
 
-    def __init__(self, stream: IO[str] | None = None) -> None:
+    def __init__(self, stream: IO[str] | None = None, *, expected: Mapping[str, float] | None = None,
+                 workers: int = 1) -> None:
         self.total = 0
         self.done_n = 0
         self.t0 = time.monotonic()
         self._stream = stream
         self._lock = threading.Lock()
         self._silent = False
+        self.expected = dict(expected or {})  # job id -> expected seconds (plan.expected_seconds)
+        self.workers = max(1, workers)
+        self.pending: set[str] = set()
+
+    def eta(self) -> str:
+        """What is left, from the jobs' expected times ('' when nothing is known)."""
+        left = sum(self.expected.get(j, 0.0) for j in self.pending) / self.workers
+        if not self.pending or not self.expected:
+            return ""
+        return f"ETA ~{left / 60:.0f} min" if left >= 90 else f"ETA ~{left:.0f} s"
 
     def _say(self, text: str) -> None:
         with self._lock:
@@ -63,9 +74,12 @@ class PlainReporter:
             except BrokenPipeError:  # nobody reads any more; the results still get written
                 self._silent = True
 
-    def start(self, total: int, skipped: int) -> None:
+    def start(self, total: int, skipped: int, todo: Sequence[str] = ()) -> None:
         self.total, self.done_n = total, skipped
-        self._say(f"{total} jobs: {skipped} already done, {total - skipped} to run")
+        self.pending = set(todo)
+        eta = self.eta()
+        self._say(f"{total} jobs: {skipped} already done, {total - skipped} to run"
+                  + (f" ({eta})" if eta else ""))
 
     def step(self, job_id: str, step: str) -> None:
         self._say(f"[{self.done_n}/{self.total}] {job_id}: {step}")
@@ -74,7 +88,10 @@ class PlainReporter:
         with self._lock:  # jobs finish in several threads at once
             self.done_n += 1
             n = self.done_n
-        self._say(f"[{n}/{self.total}] {result.job_id}: {_verdict(result)} in {elapsed:.0f}s")
+            self.pending.discard(result.job_id)
+            eta = self.eta()
+        self._say(f"[{n}/{self.total}] {result.job_id}: {_verdict(result)} in {elapsed:.0f}s"
+                  + (f"; {eta}" if eta else ""))
 
     def finish(self) -> None:
         pass
@@ -83,8 +100,8 @@ class PlainReporter:
 class RichReporter(PlainReporter):
     """A live status line per running job, on stderr (a terminal)."""
 
-    def __init__(self) -> None:
-        super().__init__()
+    def __init__(self, *, expected: Mapping[str, float] | None = None, workers: int = 1) -> None:
+        super().__init__(expected=expected, workers=workers)
         from rich.console import Console
         from rich.live import Live
 
@@ -96,13 +113,15 @@ class RichReporter(PlainReporter):
         from rich.table import Table
 
         t = Table.grid(padding=(0, 2))
-        t.add_row(f"[bold]{self.done_n}/{self.total} done[/]", f"{time.monotonic() - self.t0:.0f}s")
+        t.add_row(f"[bold]{self.done_n}/{self.total} done[/]",
+                  f"{time.monotonic() - self.t0:.0f}s" + (f", {self.eta()}" if self.eta() else ""))
         for job_id, (step, since) in sorted(self.running.items()):
             t.add_row(f"  {job_id}", f"{step} ({time.monotonic() - since:.0f}s)")
         return t
 
-    def start(self, total: int, skipped: int) -> None:
+    def start(self, total: int, skipped: int, todo: Sequence[str] = ()) -> None:
         self.total, self.done_n = total, skipped
+        self.pending = set(todo)
         self.console.print(f"{total} jobs: {skipped} already done, {total - skipped} to run")
         self.live.start()
 
@@ -113,6 +132,7 @@ class RichReporter(PlainReporter):
     def done(self, result: JobResult, elapsed: float) -> None:
         self.done_n += 1
         self.running.pop(result.job_id, None)
+        self.pending.discard(result.job_id)
         from rich.markup import escape
 
         extra = escape(textsafe.line(f" ({result.qualifier})")) if result.qualifier else ""
@@ -191,7 +211,8 @@ def heartbeat(what: str, *, every: float | None = None,
         hb.say(f"{what}: {'stopped' if failed else 'done'} after {took}")
 
 
-def make_reporter() -> Reporter:
+def make_reporter(expected: Mapping[str, float] | None = None, workers: int = 1) -> Reporter:
+    """Plain lines in CI and pipes, a live view on a terminal; both with an ETA from ``expected``."""
     if in_ci() or not sys.stderr.isatty():
-        return PlainReporter()
-    return RichReporter()
+        return PlainReporter(expected=expected, workers=workers)
+    return RichReporter(expected=expected, workers=workers)

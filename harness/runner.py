@@ -114,7 +114,7 @@ def run_plan(jobs: Sequence[Job], *, out: Path, backend: Backend, prepared: dict
     summary = RunSummary(started=_now())
     (out / "results").mkdir(parents=True, exist_ok=True)
     todo = _split(jobs, out, prepared, force, summary)
-    reporter.start(len(jobs), len(summary.skipped))
+    reporter.start(len(jobs), len(summary.skipped), todo=[j.job_id for j, _ in todo])
     cancelled = threading.Event()
     fatal: list[InfraError] = []
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import subprocess
 import time
@@ -280,7 +281,7 @@ def test_run_goes_through_the_registry_and_resumes(tmp_path: Path,
     lines = capsys.readouterr().out.splitlines()
     assert opened == [(["cpython3.13t", "cpython3.13t"], 2, str(tmp_path / "cache"))]
     assert lines[0] == "interpreter cpython3.13t: cache hit (interp-key-1)"
-    assert lines[1].endswith("] 2 jobs: 0 already done, 2 to run")
+    assert re.search(r"\] 2 jobs: 0 already done, 2 to run \(ETA ~\d+ (s|min)\)$", lines[1]), lines[1]
     assert f"2 jobs ran, 0 reused from {out / 'results'}" in lines
     assert f"wrote {out / 'report.json'}" in lines
     assert "summary: 1 ft-crash, 1 compatible" in lines

@@ -38,6 +38,18 @@ def test_plain_lines_count_done_over_total() -> None:
     assert all(re.match(r"^\[ *\d+\.\ds\] ", line) for line in out.getvalue().splitlines())
 
 
+def test_the_eta_is_what_the_pending_jobs_are_expected_to_take_over_the_workers() -> None:
+    out = io.StringIO()
+    r = progress.PlainReporter(out, expected={"cp--a": 600, "cp--b": 300, "cp--c": 60}, workers=2)
+    r.start(3, 1, todo=["cp--a", "cp--b"])  # cp--c was reused: not pending
+    r.done(result("cp--a", "compatible"), 590)
+    r.done(result("cp--b", "compatible"), 280)
+    lines = [re.sub(r"^\[ *\d+\.\ds\] ", "", line) for line in out.getvalue().splitlines()]
+    assert lines == ["3 jobs: 1 already done, 2 to run (ETA ~8 min)",  # (600 + 300) / 2 s
+                     "[2/3] cp--a: compatible in 590s; ETA ~2 min",  # 300 / 2 s
+                     "[3/3] cp--b: compatible in 280s"]
+
+
 def test_a_closed_stdout_silences_the_reporter_without_an_error() -> None:
     r_fd, w_fd = os.pipe()
     os.close(r_fd)  # the reader went away (`ft-harness run | head -1`)

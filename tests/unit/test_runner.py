@@ -99,7 +99,7 @@ class RecordingReporter:
     def __init__(self) -> None:
         self.events: list[tuple] = []
 
-    def start(self, total: int, skipped: int) -> None:
+    def start(self, total: int, skipped: int, todo=()) -> None:
         self.events.append(("start", total, skipped))
 
     def step(self, job_id: str, step: str) -> None:

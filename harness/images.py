@@ -360,12 +360,22 @@ def clean(client, run_label: str | None = None) -> list[str]:
                 with contextlib.suppress(Exception):
                     c.remove(force=True)
                     removed.append(f"container {c.name} ({kind})")
-        for v in client.volumes.list(filters={"label": flt}):
+    except Exception as e:
+        raise daemon_error(e) from None
+    removed += remove_volumes(client, flt)
+    for line in removed:
+        log.info("removed %s", line)
+    return removed
+
+
+def remove_volumes(client, labels: list[str]) -> list[str]:
+    """Remove every volume with all of ``labels``; what was removed, as ``volume NAME`` lines."""
+    removed: list[str] = []
+    try:
+        for v in client.volumes.list(filters={"label": labels}):
             with contextlib.suppress(Exception):
                 v.remove(force=True)
                 removed.append(f"volume {v.name}")
     except Exception as e:
         raise daemon_error(e) from None
-    for line in removed:
-        log.info("removed %s", line)
     return removed

@@ -28,7 +28,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from ..errors import InfraError
-from ..images import clean, daemon_error, docker_client
+from ..images import clean, daemon_error, docker_client, remove_volumes
 from ..model import Exec, append_regular
 from .base import Workspace
 
@@ -395,16 +395,7 @@ def pip_cache_volume(job_id: str) -> str:
 def clean_caches(client, job_id: str | None = None) -> list[str]:
     """Remove every pip cache volume (each job's, and the one shared volume of older versions),
     or only ``job_id``'s."""
-    labels = [f"{CACHE_LABEL}=pip", *((f"{CACHE_LABEL}.job={job_id}",) if job_id else ())]
-    removed: list[str] = []
-    try:
-        for v in client.volumes.list(filters={"label": labels}):
-            with contextlib.suppress(Exception):
-                v.remove(force=True)
-                removed.append(f"volume {v.name}")
-    except Exception as e:
-        raise daemon_error(e) from None
-    return removed
+    return remove_volumes(client, [f"{CACHE_LABEL}=pip", *((f"{CACHE_LABEL}.job={job_id}",) if job_id else ())])
 
 
 class _Removed(Exception):

@@ -12,6 +12,7 @@ import json
 import os
 import sys
 import time
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -36,8 +37,10 @@ def _now() -> str:
 # ----------------------------------------------------------------------------- run
 
 
-def select_jobs(spec: MatrixSpec, args: argparse.Namespace) -> list[Job]:
-    """The plan's jobs that ``--shard``, ``--interpreter`` and ``--package`` leave."""
+def select_jobs(spec: MatrixSpec, args: argparse.Namespace,
+                durations: Mapping[str, float] | None = None) -> list[Job]:
+    """The plan's jobs that ``--shard``, ``--interpreter`` and ``--package`` leave (``durations``:
+    the --durations report's times, which balance the shards)."""
     from . import plan, select
 
     out = getattr(args, "out", None)
@@ -46,7 +49,6 @@ def select_jobs(spec: MatrixSpec, args: argparse.Namespace) -> list[Job]:
     jobs = plan.make_plan(spec)
     if args.shard:  # shard the whole plan first, so the split is the one `ft-harness plan` prints
         i, n = plan.parse_shard(args.shard)
-        durations = plan.durations_from_report(Path(args.durations)) if args.durations else None
         jobs = plan.shard(jobs, i, n, durations)
     if args.interpreter:
         jobs = [j for j in jobs if j.interpreter.name in args.interpreter]
@@ -58,22 +60,22 @@ def select_jobs(spec: MatrixSpec, args: argparse.Namespace) -> list[Job]:
     return jobs
 
 
-def _expected(jobs: list, durations: str | None) -> dict[str, float]:
+def _expected(jobs: list[Job], durations: Mapping[str, float] | None) -> dict[str, float]:
     """Each job's expected seconds: an earlier report's (--durations), else the settings' guess."""
     from . import plan
 
-    known = plan.durations_from_report(Path(durations)) if durations else None
-    return {j.job_id: s for j, s in zip(jobs, plan.expected_seconds(jobs, known), strict=True)}
+    return {j.job_id: s for j, s in zip(jobs, plan.expected_seconds(jobs, durations), strict=True)}
 
 
 def cmd_run(args: argparse.Namespace) -> int:
     from . import interpreters, matrix
 
     spec = matrix.load(args.matrix)  # bad input fails here, before anything heavy is imported
-    from . import backends, progress
+    from . import backends, plan, progress
     from .runner import run_plan
 
-    jobs = select_jobs(spec, args)
+    durations = plan.durations_from_report(Path(args.durations)) if args.durations else None
+    jobs = select_jobs(spec, args, durations)
     out = Path(args.out)
     cache = interpreters.cache_root(args.cache)
     backend_name, note = backends.choose(args.backend)
@@ -88,7 +90,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         run_id=f"{int(time.time())}-{os.getpid()}", workers=args.jobs, say=_say)
     summary = run_plan(jobs, out=out, backend=opened.backend, prepared=opened.prepared,
                        workers=args.jobs, force=args.force, reporter=progress.make_reporter(
-                           _expected(jobs, args.durations), args.jobs))
+                           _expected(jobs, durations), args.jobs))
     print(f"{len(summary.ran)} jobs ran, {len(summary.skipped)} reused from {out / 'results'}")
     meta = {"harness_version": __version__, "matrix": str(args.matrix),
             "matrix_digest": spec.digest, "started": summary.started,

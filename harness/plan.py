@@ -293,13 +293,10 @@ def render_plan(
     if fmt not in FORMATS:
         raise ConfigError(f"--format must be one of {', '.join(FORMATS)}, got {fmt!r}")
     _check_count(shards)
-    where = assign(jobs, shards, durations)
-    cost = expected_seconds(jobs, durations)
-    totals = [0.0] * shards
+    where, cost, totals = _layout(jobs, shards, durations)
     counts = [0] * shards
     needs: list[dict[str, None]] = [{} for _ in range(shards)]  # interpreters, in plan order
-    for s, c, j in zip(where, cost, jobs, strict=True):
-        totals[s - 1] += c
+    for s, j in zip(where, jobs, strict=True):
         counts[s - 1] += 1
         needs[s - 1].setdefault(j.interpreter.name, None)
     if fmt == "github":
@@ -346,10 +343,18 @@ def _minutes(seconds: float) -> str:
 def over_limit(jobs: Sequence[Job], shards: int, durations: Mapping[str, float] | None,
                limit_min: float = RUNNER_LIMIT_MIN) -> list[str]:
     """One warning per shard whose expected time is over a runner's limit (minutes)."""
-    where = assign(jobs, shards, durations)
-    totals = [0.0] * shards
-    for s, c in zip(where, expected_seconds(jobs, durations), strict=True):
-        totals[s - 1] += c
+    _, _, totals = _layout(jobs, shards, durations)
     return [f"shard {i}/{shards} is expected to take {_minutes(t)}, over the runner's limit of "
             f"{limit_min:g} min (--shard-limit): plan more --shards"
             for i, t in enumerate(totals, 1) if t > limit_min * 60]
+
+
+def _layout(jobs: Sequence[Job], shards: int, durations: Mapping[str, float] | None
+            ) -> tuple[list[int], list[float], list[float]]:
+    """(each job's shard, each job's expected seconds, each shard's total)."""
+    where = assign(jobs, shards, durations)
+    cost = expected_seconds(jobs, durations)
+    totals = [0.0] * shards
+    for s, c in zip(where, cost, strict=True):
+        totals[s - 1] += c
+    return where, cost, totals

@@ -59,9 +59,9 @@ class PlainReporter:
 
     def eta(self) -> str:
         """What is left, from the jobs' expected times ('' when nothing is known)."""
-        left = sum(self.expected.get(j, 0.0) for j in self.pending) / self.workers
         if not self.pending or not self.expected:
             return ""
+        left = sum(self.expected.get(j, 0.0) for j in self.pending) / self.workers
         return f"ETA ~{left / 60:.0f} min" if left >= 90 else f"ETA ~{left:.0f} s"
 
     def _say(self, text: str) -> None:
@@ -113,8 +113,9 @@ class RichReporter(PlainReporter):
         from rich.table import Table
 
         t = Table.grid(padding=(0, 2))
+        eta = self.eta()
         t.add_row(f"[bold]{self.done_n}/{self.total} done[/]",
-                  f"{time.monotonic() - self.t0:.0f}s" + (f", {self.eta()}" if self.eta() else ""))
+                  f"{time.monotonic() - self.t0:.0f}s" + (f", {eta}" if eta else ""))
         for job_id, (step, since) in sorted(self.running.items()):
             t.add_row(f"  {job_id}", f"{step} ({time.monotonic() - since:.0f}s)")
         return t

@@ -23,14 +23,11 @@ import shlex
 from collections.abc import Sequence
 
 from .model import Finding, InterpreterInfo, Phase
+from .tsan import MARKER_PLUGIN
 
 # The harness's own tools a run alone needs (pytest-xdist only serves the job's own runs).
 ALONE_TOOLS = ("pytest", "pytest-run-parallel", "pytest-timeout")
-OWN_PLUGINS = ("tsan_marker",)  # the harness's in-tree plugins: not on a laptop
-
-
-def _q(words: Sequence[str]) -> str:
-    return " ".join(shlex.quote(w) for w in words)
+OWN_PLUGINS = (MARKER_PLUGIN,)  # the harness's in-tree plugins: not on a laptop
 
 
 def _options(options: Sequence[str], src: str) -> list[str]:
@@ -74,15 +71,15 @@ def recipe(finding: Finding, phases: Sequence[Phase], *, package: str, version: 
              f"or setup-python `{major_minor}t`)",
              f"{exe} -m venv ft && . ft/bin/activate"]
     if spec:
-        lines += [f"python -m pip install {_q([spec, *pins, *test_requires])}",
-                  f"python -m pip download --no-deps --no-binary :all: -d sdist {_q([spec])}",
+        lines += [f"python -m pip install {shlex.join([spec, *pins, *test_requires])}",
+                  f"python -m pip download --no-deps --no-binary :all: -d sdist {shlex.join([spec])}",
                   "mkdir src && tar xzf sdist/*.tar.gz -C src && cd src/*/"]
     else:
         lines += [f"cp -R {shlex.quote(local_path)} src && cd src  # the package's local source",
-                  f"python -m pip install . {_q([*pins, *test_requires])}"]
+                  f"python -m pip install . {shlex.join([*pins, *test_requires])}"]
     env = {k: v for k, v in sorted(phase.env.items()) if k in ("PYTHON_GIL", "PYTHONFAULTHANDLER")}
     test = (finding.test_id,) if finding.test_id else tc.paths
     argv = ["python", *tc.head[1:], *_options(tc.options, phase.cwd), *_plugins(tc.plugins),
             *tc.threads, *test]
-    lines.append(" ".join([*(f"{k}={shlex.quote(v)}" for k, v in env.items()), _q(argv)]))
+    lines.append(" ".join([*(f"{k}={shlex.quote(v)}" for k, v in env.items()), shlex.join(argv)]))
     return "\n".join(lines)

@@ -72,7 +72,8 @@ class Resolved:
 
 
 def read_names(path: Path | None = None) -> list[str]:
-    """Project names, most downloaded first: the top-pypi-packages JSON, or one name a line."""
+    """Project names, most downloaded first: the top-pypi-packages JSON (rows[].project), the
+    free-threaded wheels tracker's results JSON (data[].name), or one name a line."""
     path = path or SNAPSHOT
     try:
         text = Path(path).read_text(encoding="utf-8")
@@ -80,10 +81,14 @@ def read_names(path: Path | None = None) -> list[str]:
         raise ConfigError(f"cannot read the project list: {e}", file=str(path)) from None
     if text.lstrip().startswith("{"):
         try:
-            rows = json.loads(text)["rows"]
-            names = [r["project"] for r in rows]
+            doc = json.loads(text)
+            if isinstance(doc, dict) and "data" in doc and "rows" not in doc:
+                names = [r["name"] for r in doc["data"]]
+            else:
+                names = [r["project"] for r in doc["rows"]]
         except (ValueError, KeyError, TypeError):
-            raise ConfigError("not a top-pypi-packages JSON file (it needs rows[].project)",
+            raise ConfigError("not a project list (a top-pypi-packages JSON needs rows[].project,"
+                              " a free-threaded wheels results JSON data[].name)",
                               file=str(path)) from None
     else:
         names = [ln.split("#", 1)[0].strip() for ln in text.splitlines()]

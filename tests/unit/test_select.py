@@ -109,6 +109,20 @@ def test_the_shipped_snapshot():
     assert names[:3] == ["boto3", "packaging", "setuptools"]
 
 
+def test_the_free_threaded_wheels_results_format(tmp_path):
+    # the head of hugovk/free-threaded-wheels' results.json (2026-06-14), as the tracker writes it
+    (tmp_path / "r.json").write_text(json.dumps({"last_update": "Sunday, 14 June 2026", "data": [
+        {"downloads": 1135248216, "name": "charset-normalizer", "css_class": "success",
+         "icon": "\U0001f9f5", "free_threaded_wheel": True},
+        {"downloads": 1100000000, "name": "cryptography", "free_threaded_wheel": True},
+        {"downloads": 900000000, "name": "PyYAML", "free_threaded_wheel": True}]}))
+    assert select.read_names(tmp_path / "r.json") == ["charset-normalizer", "cryptography",
+                                                      "pyyaml"]
+    (tmp_path / "bad.json").write_text('{"data": [{"nom": "x"}]}')
+    with pytest.raises(ConfigError, match=r"data\[\]\.name"):
+        select.read_names(tmp_path / "bad.json")
+
+
 def _page(*files: tuple[str, bool]) -> dict:
     return {"meta": {"api-version": "1.1"}, "name": "p",
             "files": [{"filename": f, "yanked": y} for f, y in files]}

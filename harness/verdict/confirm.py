@@ -15,7 +15,8 @@ Those ``confirm`` phases decide nothing on their own; they change the findings:
 - an ``ft-race`` or ``ft-crash`` whose test also fails alone with the GIL on becomes
   ``thread-unsafe`` or ``crash``: the suite's runs only missed it with the GIL on;
 - a finding seen once in the suite's runs that never recurs alone becomes ``unconfirmed``: shown
-  with its real rate, never the verdict;
+  with its real rate (the suite's repetitions and the runs alone together, "in all 1/25 runs
+  with the GIL off"), never the verdict, and named in a compatible verdict's qualifier;
 - one seen more than once that never recurs alone stays, and says it did not recur alone.
 """
 
@@ -75,6 +76,17 @@ def _alone_runs(f: Finding, confirm: Sequence[Phase]) -> list[Phase]:
     return [p for p in confirm if p.test_command is not None and p.test_command.paths == (f.test_id,)]
 
 
+def rate(f: Finding) -> str:
+    """A confirmed finding's rate over every run that could show it: the suite's repetitions in
+    its modes (``count``/``runs``) plus its runs alone in those modes (``confirmed``)."""
+    k, total = f.count, f.runs
+    for m in f.modes:
+        hit, _, n = f.confirmed.get(f"gil{m}", "0/0").partition("/")
+        k, total = k + int(hit), total + int(n)
+    where = " or ".join(f"with the GIL {'off' if m == 0 else 'on'}" for m in f.modes)
+    return f"{k}/{total} runs {where}".rstrip()
+
+
 def apply(findings: Sequence[Finding], phases: Sequence[Phase]) -> list[Finding]:
     """The findings with what the runs alone showed (see the module docstring)."""
     confirm = [p for p in phases if p.kind == "confirm"]
@@ -93,6 +105,7 @@ def apply(findings: Sequence[Finding], phases: Sequence[Phase]) -> list[Finding]
         said = ", ".join(f"{len(hit[m])}/{n[m]} with the GIL {'off' if m == 0 else 'on'}" for m in modes)
         k = sum(len(v) for v in hit.values())
         g = replace(f, confirmed=confirmed)
+        seen = rate(g)  # the suite's runs and the runs alone, in the modes it was found in
         if f.kind in ("ft-crash", "crash"):
             alone = next((p for m in modes for p in hit[m] if p.crash or p.signal is not None), None)
             if alone is not None:
@@ -114,10 +127,11 @@ def apply(findings: Sequence[Finding], phases: Sequence[Phase]) -> list[Finding]
                                 f"({len(hit[1])}/{n[1]}): not only without the GIL")
         if k == 0 and f.count <= 1:
             g = replace(g, kind="unconfirmed",
-                        message=f"{f.kind} seen once ({f.ratio}) and not again alone ({said}): {g.message}")
+                        message=f"{f.kind} seen once ({f.ratio}) and not again alone ({said}); "
+                                f"in all {seen}: {g.message}")
         elif k == 0:
-            g = replace(g, message=f"{g.message}; did not recur alone ({said})")
+            g = replace(g, message=f"{g.message}; did not recur alone ({said}); in all {seen}")
         else:
-            g = replace(g, message=f"{g.message}; recurred alone {said}")
+            g = replace(g, message=f"{g.message}; recurred alone {said}; in all {seen}")
         out.append(g)
     return out

@@ -42,6 +42,7 @@ from ..parse.gil import warning_lines
 from ..parse.install import classify_install
 from .commands import probe_command, reproduce
 from .confirm import apply as apply_confirmation
+from .confirm import rate as confirmed_rate
 from .coverage import compute as compute_coverage
 from .coverage import findings as coverage_findings
 from .coverage import qualifier as coverage_qualifier
@@ -360,5 +361,9 @@ def decide(phases: Sequence[Phase], *, settings: Settings, probe: dict[str, Any]
         verdict = "no-tests"
     else:
         verdict = "compatible"
-    qualifier = coverage_qualifier(cov, settings) if verdict == "compatible" else ""
+    qualifier = ""
+    if verdict == "compatible":  # not a clean pass: what was seen once, with its rate
+        qualifier = "; ".join([*(f"unconfirmed: `{f.test_id}` failed in {confirmed_rate(f)}"
+                                 for f in findings if f.kind == "unconfirmed"),
+                               coverage_qualifier(cov, settings)]).strip("; ")
     return Decision(verdict=verdict, qualifier=qualifier, findings=tuple(findings), coverage=cov)

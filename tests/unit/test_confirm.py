@@ -32,7 +32,8 @@ def test_a_crash_under_xdist_gets_signal_stack_and_dump_from_its_runs_alone():
     assert f.stack_top.endswith("tests/test_fill.py\", line 13 in test_fill_large")
     assert f.excerpt.startswith("Fatal Python error: ")
     assert "Current thread" in f.excerpt or "Thread 0x" in f.excerpt  # faulthandler's dump
-    assert "recurred alone 3/3 with the GIL off, 0/3 with the GIL on" in f.message
+    assert "recurred alone 3/3 with the GIL off, 0/3 with the GIL on; in all 6/7 runs with the GIL off" \
+        in f.message
 
 
 def test_a_race_is_confirmed_per_mode():
@@ -61,8 +62,11 @@ def test_seen_once_and_never_alone_is_unconfirmed_not_the_verdict():
     d = decide(load("confirm-sharedbuf", keep=keep), settings=S, probe={})
     f = only(d, "unconfirmed")
     assert f.ratio == "1/1" and f.confirmed == {"gil1": "0/3"}
-    assert f.message.startswith("ft-race seen once (1/1) and not again alone (0/3 with the GIL on)")
-    assert d.verdict == "compatible"
+    assert f.message.startswith("ft-race seen once (1/1) and not again alone (0/3 with the GIL on); "
+                                "in all 1/1 runs with the GIL off: ")
+    assert d.verdict == "compatible"  # but not a clean pass: the qualifier names it, with its rate
+    assert d.qualifier == ("unconfirmed: `tests/test_label.py::test_label_roundtrip` failed in "
+                           "1/1 runs with the GIL off")
 
 
 def test_seen_twice_and_never_alone_stays_and_says_so():
@@ -73,7 +77,8 @@ def test_seen_twice_and_never_alone_stays_and_says_so():
 
     d = decide(load("confirm-sharedbuf", keep=keep), settings=S, probe={})
     f = only(d, "ft-race")
-    assert d.verdict == "ft-race" and f.message.endswith("did not recur alone (0/3 with the GIL on)")
+    assert d.verdict == "ft-race" and f.message.endswith(
+        "did not recur alone (0/3 with the GIL on); in all 2/2 runs with the GIL off")
 
 
 def test_targets_most_severe_first_one_per_test():

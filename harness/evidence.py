@@ -1,11 +1,11 @@
 """What the parsers read from one phase's log, and what a job derives from its phases.
 
 Frozen dataclasses, each with one ``to_dict``/``from_dict``, for the parts of a result that
-used to be free-form dicts: a crash, a hang, pytest-run-parallel's account of a threaded run
-(``harness.parse`` writes these into ``Phase``), the thread coverage per GIL mode
-(``harness.verdict.coverage``) and the wheel column (``harness.wheels``).  ``from_dict``
-ignores keys it does not know and fills missing ones with defaults, so results written by an
-older harness read back.
+used to be free-form dicts: a crash, a hang, pytest-run-parallel's account of a threaded run,
+the ThreadSanitizer reports (``harness.parse`` writes these into ``Phase``), the thread
+coverage per GIL mode (``harness.verdict.coverage``) and the wheel column (``harness.wheels``).
+``from_dict`` ignores keys it does not know and fills missing ones with defaults, so results
+written by an older harness read back.
 """
 
 from __future__ import annotations
@@ -175,3 +175,155 @@ class Wheel:
     @classmethod
     def from_dict(cls, d: Any) -> Wheel:
         return cls(**{k: str(v) for k, v in _known(cls, d).items()}) if isinstance(d, dict) else cls()
+
+
+def _frames(v: Any) -> tuple[TsanFrame, ...]:
+    return tuple(TsanFrame.from_dict(f) for f in v or () if isinstance(f, dict))
+
+
+@dataclass(frozen=True, kw_only=True)
+class TsanFrame:
+    """One frame of a TSan stack, ``#1 func file.c:12:5 (module.so+0x1f)`` (harness.parse.tsan)."""
+
+    n: int = 0
+    func: str = ""  # "" when TSan had no symbol
+    file: str = ""  # relative to the package when the job stripped its source dir
+    line: int | None = None
+    module: str = ""  # the binary: "python3.13t", "_count.cpython-313t-x86_64-linux-gnu.so"
+    origin: str = "unknown"  # "package" | "interpreter" | "runtime" | "unknown"
+    unrestored: bool = False  # TSan's "[failed to restore the stack]"
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        if not self.unrestored:  # the key only unrestored frames carry
+            del d["unrestored"]
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> TsanFrame:
+        return cls(**_known(cls, d))
+
+
+@dataclass(frozen=True, kw_only=True)
+class TsanStack:
+    """An access stack (``Previous write of size 8 at 0x.. by thread T1:``), a lock's
+    ``Mutex M0 acquired here while holding mutex M1`` stack, or a deadly signal's stack."""
+
+    title: str = ""  # the header line without its ':'
+    frames: tuple[TsanFrame, ...] = ()
+    thread: str = ""  # "T2" | "main thread" | ""
+    access: str = ""  # "read" | "write" | "atomic read" | "atomic write" | "" (a lock, a signal)
+    previous: bool = False  # the earlier of the two racing accesses
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"title": self.title, "frames": [f.to_dict() for f in self.frames],
+                "thread": self.thread, "access": self.access, "previous": self.previous}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> TsanStack:
+        d = _known(cls, d)
+        d["frames"] = _frames(d.get("frames"))
+        return cls(**d)
+
+
+@dataclass(frozen=True, kw_only=True)
+class TsanThread:
+    """A thread the report names: ``Thread T2 (tid=4250, running) created by main thread at``."""
+
+    thread: str = ""  # "T2"
+    title: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> TsanThread:
+        return cls(**_known(cls, d))
+
+
+@dataclass(frozen=True, kw_only=True)
+class TsanSection:
+    """Any other part of a report: ``Location is global 'counter'...``, ``Mutex M0 created at``,
+    ``As if synchronized via sleep``; its first frames."""
+
+    title: str = ""
+    frames: tuple[TsanFrame, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"title": self.title, "frames": [f.to_dict() for f in self.frames]}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> TsanSection:
+        return cls(title=str(d.get("title") or ""), frames=_frames(d.get("frames")))
+
+
+@dataclass(frozen=True, kw_only=True)
+class TsanLocation:
+    """Where the ``SUMMARY:`` line puts the report: ``.../_count.c:17 in bump``."""
+
+    file: str = ""  # the module's path when the binary had no line info
+    line: int | None = None
+    func: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> TsanLocation:
+        return cls(**_known(cls, d))
+
+
+@dataclass(frozen=True, kw_only=True)
+class TsanReport:
+    """One ThreadSanitizer report of a tsan phase (``Phase.tsan``): a race, a lock-order
+    inversion, a deadly signal...  ``harness.parse.tsan`` makes them; ``dedup`` folds those of
+    one signature into one, with ``count`` and ``test_ids``."""
+
+    kind: str = "unknown"  # "data race", "heap-use-after-free", "lock-order-inversion", "SEGV"
+    title: str = ""  # "lock-order-inversion (potential deadlock)"
+    pid: int | None = None
+    deadly: bool = False  # the report ended the process (a signal, a FATAL)
+    summary: str = ""  # the SUMMARY line after "SUMMARY: ThreadSanitizer: "
+    location: TsanLocation | None = None  # read from the summary; None when it names none
+    location_text: str = ""  # "Location is global 'counter' of size 8 at ..."
+    stacks: tuple[TsanStack, ...] = ()
+    threads: tuple[TsanThread, ...] = ()
+    other: tuple[TsanSection, ...] = ()
+    package_frames: tuple[TsanFrame, ...] = ()  # the package's frames of all stacks, once each
+    interpreter_frames: tuple[TsanFrame, ...] = ()  # the interpreter's, the first 20
+    top_package_frame: str = ""  # "bump src/ft_tsan_counter/_count.c:17"
+    in_package: bool = False
+    signature: str = ""  # the same race in another run has the same one
+    test_id: str = ""  # the test running when TSan reported it (the marker plugin's lines)
+    complete: bool = False  # False: the log ended inside the report
+    text: str = ""  # the report's lines, trimmed
+    log: str = ""  # the per-process log file it came from ("tsan.4131")
+    count: int = 1  # reports folded into this one by dedup
+    test_ids: tuple[str, ...] = ()  # by dedup: every test that had it
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["location"] = self.location.to_dict() if self.location else {}
+        for name in ("stacks", "threads", "other", "package_frames", "interpreter_frames"):
+            d[name] = [x.to_dict() for x in getattr(self, name)]
+        # Keys a report has only after parse_tsan_dir (log) or dedup (count, test_ids).
+        if not self.log:
+            del d["log"]
+        if self.count == 1 and not self.test_ids:
+            del d["count"], d["test_ids"]
+        else:
+            d["test_ids"] = list(self.test_ids)
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> TsanReport:
+        d = _known(cls, d)
+        loc = d.get("location")
+        d["location"] = TsanLocation.from_dict(loc) if isinstance(loc, dict) and loc else None
+        d["stacks"] = tuple(TsanStack.from_dict(s) for s in d.get("stacks") or () if isinstance(s, dict))
+        d["threads"] = tuple(TsanThread.from_dict(t) for t in d.get("threads") or () if isinstance(t, dict))
+        d["other"] = tuple(TsanSection.from_dict(o) for o in d.get("other") or () if isinstance(o, dict))
+        d["package_frames"] = _frames(d.get("package_frames"))
+        d["interpreter_frames"] = _frames(d.get("interpreter_frames"))
+        d["test_ids"] = tuple(str(t) for t in d.get("test_ids") or ())
+        return cls(**d)

@@ -24,6 +24,7 @@ from .evidence import (
     Hang,
     ModeCoverage,
     ParallelInfo,
+    TsanReport,
     Wheel,
     coverage_from_dict,
     coverage_to_dict,
@@ -181,7 +182,7 @@ class Phase:
     hang: Hang | None = None
     gil_modules: tuple[str, ...] = ()  # modules named in GIL-re-enabled warnings
     parallel: ParallelInfo | None = None  # pytest-run-parallel's account of a threaded run
-    tsan: tuple[dict[str, Any], ...] = ()  # TSan reports
+    tsan: tuple[TsanReport, ...] = ()  # TSan reports (harness.parse.tsan), as parsed: not deduped
     setup: tuple[SetupProblem, ...] = ()  # the environment's problems (a missing test dependency)
     excerpt: str = ""  # tail of the log, for evidence
 
@@ -202,7 +203,7 @@ class Phase:
         d["hang"] = self.hang.to_dict() if self.hang else None
         d["parallel"] = self.parallel.to_dict() if self.parallel else None
         d["gil_modules"] = list(self.gil_modules)
-        d["tsan"] = list(self.tsan)
+        d["tsan"] = [r.to_dict() for r in self.tsan]
         d["setup"] = [asdict(x) for x in self.setup]
         return d
 
@@ -219,7 +220,7 @@ class Phase:
         tc = d.get("test_command")
         d["test_command"] = TestCommand.from_dict(tc) if isinstance(tc, dict) and tc.get("head") else None
         d["gil_modules"] = tuple(d.get("gil_modules", ()))
-        d["tsan"] = tuple(d.get("tsan", ()))
+        d["tsan"] = tuple(TsanReport.from_dict(r) for r in d.get("tsan") or () if isinstance(r, dict))
         d["setup"] = tuple(SetupProblem.from_dict(x) for x in d.get("setup", ()) if isinstance(x, dict))
         d["tests"] = {k: TestCase.from_dict(v) for k, v in d.get("tests", {}).items()}
         return _build(cls, d)

@@ -1,4 +1,4 @@
-"""ThreadSanitizer logs -> report dicts (the values stored in ``Phase.tsan``).
+"""ThreadSanitizer logs -> ``TsanReport`` values (harness.evidence; what ``Phase.tsan`` holds).
 
 A TSan log (``<log_path>.<pid>``, one per process) holds blocks like::
 
@@ -29,9 +29,10 @@ import logging
 import re
 import sys
 from collections.abc import Iterable
+from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
+from ..evidence import TsanFrame, TsanLocation, TsanReport, TsanSection, TsanStack, TsanThread
 from ..model import read_regular
 
 log = logging.getLogger(__name__)
@@ -91,8 +92,8 @@ def _origin(file: str, module: str) -> str:
     return "package"
 
 
-def parse_frame(line: str) -> dict[str, Any] | None:
-    """``    #1 func file.c:12:5 (module.so+0x1f)`` -> frame dict; None if not a frame line."""
+def parse_frame(line: str) -> TsanFrame | None:
+    """``    #1 func file.c:12:5 (module.so+0x1f)`` -> its frame; None if not a frame line."""
     m = _FRAME.match(line)
     if not m:
         return None
@@ -115,19 +116,13 @@ def parse_frame(line: str) -> dict[str, Any] | None:
         func = ""
     if func == "<null>":
         func = ""
-    return {
-        "n": int(m.group("n")),
-        "func": func,
-        "file": file,
-        "line": lineno,
-        "module": module,
-        "origin": _origin(file, module),
-    }
+    return TsanFrame(n=int(m.group("n")), func=func, file=file, line=lineno, module=module,
+                     origin=_origin(file, module))
 
 
-def frame_str(fr: dict[str, Any]) -> str:
-    where = f"{fr['file']}:{fr['line']}" if fr.get("file") else fr.get("module", "")
-    return f"{fr.get('func') or '??'} {where}".strip()
+def frame_str(fr: TsanFrame) -> str:
+    where = f"{fr.file}:{fr.line}" if fr.file else fr.module
+    return f"{fr.func or '??'} {where}".strip()
 
 
 def _kind(title: str) -> str:
@@ -148,11 +143,11 @@ class _Block:
         self.complete = False
 
 
-def _sections(lines: list[str]) -> list[tuple[str, list[dict[str, Any]]]]:
+def _sections(lines: list[str]) -> list[tuple[str, tuple[TsanFrame, ...]]]:
     """Split a block's body into (header, frames) sections; headers end with ':'."""
-    out: list[tuple[str, list[dict[str, Any]]]] = []
+    out: list[tuple[str, tuple[TsanFrame, ...]]] = []
     header = ""
-    frames: list[dict[str, Any]] = []
+    frames: list[TsanFrame] = []
     for raw in lines:
         fr = parse_frame(raw)
         if fr is not None:
@@ -162,106 +157,105 @@ def _sections(lines: list[str]) -> list[tuple[str, list[dict[str, Any]]]]:
         if not text or text.startswith("Hint:"):
             continue
         if text.startswith("[failed to restore the stack]"):
-            frames.append({"n": 0, "func": "", "file": "", "line": None, "module": "",
-                           "origin": "unknown", "unrestored": True})
+            frames.append(TsanFrame(origin="unknown", unrestored=True))
             continue
         if header or frames:
-            out.append((header, frames))
+            out.append((header, tuple(frames)))
         header, frames = text, []
     if header or frames:
-        out.append((header, frames))
+        out.append((header, tuple(frames)))
     return out
 
 
-def _signature(kind: str, stacks: list[dict[str, Any]]) -> str:
+def _signature(kind: str, stacks: list[TsanStack]) -> str:
     """Stable across runs: kind + top package (else interpreter) frames of each stack,
     without addresses, thread numbers or line numbers, order-independent."""
     parts = []
     for st in stacks:
-        frames = [f for f in st["frames"] if f["origin"] == "package"]
+        frames = [f for f in st.frames if f.origin == "package"]
         if not frames:
-            frames = [f for f in st["frames"] if f["origin"] == "interpreter"]
-        parts.append("|".join(f"{f['func']}@{Path(f['file']).name or f['module']}" for f in frames[:3]))
+            frames = [f for f in st.frames if f.origin == "interpreter"]
+        parts.append("|".join(f"{f.func}@{Path(f.file).name or f.module}" for f in frames[:3]))
     blob = kind + "\0" + "\0".join(sorted(set(parts)))
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
-def _report(b: _Block) -> dict[str, Any]:
+def _report(b: _Block) -> TsanReport:
     kind = _kind(b.title)
-    stacks: list[dict[str, Any]] = []
-    threads: list[dict[str, Any]] = []
-    other: list[dict[str, Any]] = []
+    stacks: list[TsanStack] = []
+    threads: list[TsanThread] = []
+    other: list[TsanSection] = []
     location_text = ""
     for header, frames in _sections(b.lines):
         th = _THREAD.search(header)
-        entry: dict[str, Any] = {"title": header.rstrip(":"), "frames": frames}
+        title = header.rstrip(":")
         if header.startswith("Thread T") or header.startswith("Thread main"):
-            entry["thread"] = header.split()[1]
-            threads.append(entry)
+            threads.append(TsanThread(thread=header.split()[1], title=title))
         elif header.startswith("Location is"):
-            location_text = header.rstrip(":")
-            other.append(entry)
+            location_text = title
+            other.append(TsanSection(title=title, frames=frames[:8]))
         elif (
             _ACCESS.match(header)
             or header.startswith("Mutex M") and " acquired here" in header
             or b.deadly and frames and not stacks
         ):
             am = _ACCESS.match(header)
-            if not header:  # a deadly signal's stack has no header line
-                entry["title"] = b.title
-            entry["thread"] = th.group("thread").removeprefix("thread ") if th else ""
-            entry["access"] = am.group("access").lower() if am else ""
-            entry["previous"] = bool(am and am.group("prev"))
-            stacks.append(entry)
+            stacks.append(TsanStack(
+                title=title if header else b.title,  # a deadly signal's stack has no header line
+                frames=frames,
+                thread=th.group("thread").removeprefix("thread ") if th else "",
+                access=am.group("access").lower() if am else "",
+                previous=bool(am and am.group("prev")),
+            ))
         elif frames or header:
-            other.append(entry)
-    summary_loc: dict[str, Any] = {}
+            other.append(TsanSection(title=title, frames=frames[:8]))
+    location: TsanLocation | None = None
     sm = _SUMMARY_LOC.search(b.summary)
     if sm:
-        summary_loc = {"file": _PIP_BUILD_DIR.sub("", sm.group("file")), "line": int(sm.group("line")),
-                       "func": sm.group("func").strip()}
+        location = TsanLocation(file=_PIP_BUILD_DIR.sub("", sm.group("file")), line=int(sm.group("line")),
+                                func=sm.group("func").strip())
     elif mm := _SUMMARY_MOD.search(b.summary):
-        summary_loc = {"file": mm.group("file"), "line": None, "func": mm.group("func").strip()}
+        location = TsanLocation(file=mm.group("file"), line=None, func=mm.group("func").strip())
     seen: set[str] = set()
-    package_frames: list[dict[str, Any]] = []
-    interpreter_frames: list[dict[str, Any]] = []
+    package_frames: list[TsanFrame] = []
+    interpreter_frames: list[TsanFrame] = []
     for st in stacks:
-        for fr in st["frames"]:
+        for fr in st.frames:
             key = frame_str(fr)
             if key in seen:
                 continue
             seen.add(key)
-            if fr["origin"] == "package":
+            if fr.origin == "package":
                 package_frames.append(fr)
-            elif fr["origin"] == "interpreter":
+            elif fr.origin == "interpreter":
                 interpreter_frames.append(fr)
     top = package_frames[0] if package_frames else None
     text = "\n".join(b.lines)
-    return {
-        "kind": kind,
-        "title": b.title,
-        "pid": b.pid,
-        "deadly": b.deadly,
-        "summary": b.summary,
-        "location": summary_loc,
-        "location_text": location_text,
-        "stacks": stacks,
-        "threads": [{"thread": t["thread"], "title": t["title"]} for t in threads],
-        "other": [{"title": o["title"], "frames": o["frames"][:8]} for o in other],
-        "package_frames": package_frames,
-        "interpreter_frames": interpreter_frames[:20],
-        "top_package_frame": frame_str(top) if top else "",
-        "in_package": bool(package_frames),
-        "signature": _signature(kind, stacks),
-        "test_id": b.test_id,
-        "complete": b.complete,
-        "text": text[:MAX_TEXT],
-    }
+    return TsanReport(
+        kind=kind,
+        title=b.title,
+        pid=b.pid,
+        deadly=b.deadly,
+        summary=b.summary,
+        location=location,
+        location_text=location_text,
+        stacks=tuple(stacks),
+        threads=tuple(threads),
+        other=tuple(other),
+        package_frames=tuple(package_frames),
+        interpreter_frames=tuple(interpreter_frames[:20]),
+        top_package_frame=frame_str(top) if top else "",
+        in_package=bool(package_frames),
+        signature=_signature(kind, stacks),
+        test_id=b.test_id,
+        complete=b.complete,
+        text=text[:MAX_TEXT],
+    )
 
 
-def parse_tsan(text: str) -> list[dict[str, Any]]:
+def parse_tsan(text: str) -> list[TsanReport]:
     """All reports in one TSan log, in order, each with the test that was running."""
-    reports: list[dict[str, Any]] = []
+    reports: list[TsanReport] = []
     current_test = ""
     block: _Block | None = None
     for raw in text.splitlines():
@@ -314,53 +308,45 @@ def tsan_logs(log_dir: Path, prefix: str = LOG_PREFIX) -> list[Path]:
     return sorted(found, key=lambda p: (len(p.name), p.name))
 
 
-def parse_tsan_dir(log_dir: Path, prefix: str = LOG_PREFIX) -> list[dict[str, Any]]:
+def parse_tsan_dir(log_dir: Path, prefix: str = LOG_PREFIX) -> list[TsanReport]:
     """Reports of every process's log in ``log_dir`` (unreadable files are logged and skipped)."""
-    reports: list[dict[str, Any]] = []
+    reports: list[TsanReport] = []
     for path in tsan_logs(log_dir, prefix):
         raw = read_regular(path, 64 * 1024 * 1024)  # a link package code planted is not followed
         if raw is None:
             log.warning("TSan log %s is not a regular file: skipped", path)
             continue
         text = raw.decode("utf-8", errors="replace")
-        for r in parse_tsan(text):
-            r["log"] = path.name
-            reports.append(r)
+        reports += [replace(r, log=path.name) for r in parse_tsan(text)]
     return reports
 
 
-def dedup(reports: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+def dedup(reports: Iterable[TsanReport]) -> list[TsanReport]:
     """One entry per signature (first seen kept), with ``count`` and every ``test_ids``."""
-    out: dict[str, dict[str, Any]] = {}
+    out: dict[str, TsanReport] = {}
     for r in reports:
-        sig = r.get("signature", "")
-        if sig not in out:
-            first = dict(r)
-            first["count"] = 0
-            first["test_ids"] = []
-            out[sig] = first
-        entry = out[sig]
-        entry["count"] += int(r.get("count", 1))
-        for tid in r.get("test_ids", [r.get("test_id", "")]):
-            if tid and tid not in entry["test_ids"]:
-                entry["test_ids"].append(tid)
-        if not entry.get("test_id") and r.get("test_id"):
-            entry["test_id"] = r["test_id"]
+        entry = out.get(r.signature)
+        if entry is None:
+            entry = replace(r, count=0, test_ids=())
+        tids = [t for t in r.test_ids or (r.test_id,) if t and t not in entry.test_ids]
+        out[r.signature] = replace(entry, count=entry.count + r.count,
+                                   test_ids=entry.test_ids + tuple(dict.fromkeys(tids)),
+                                   test_id=entry.test_id or r.test_id)
     return list(out.values())
 
 
-def excerpt(report: dict[str, Any], frames_per_stack: int = 8) -> str:
+def excerpt(report: TsanReport, frames_per_stack: int = 8) -> str:
     """The two access stacks (or the deadly stack), trimmed, for a finding's evidence."""
-    lines = [f"WARNING: ThreadSanitizer: {report.get('title', report.get('kind', ''))}"]
-    for st in report.get("stacks", [])[:2]:
-        lines.append(f"  {st.get('title', '')}:")
-        for fr in st.get("frames", [])[:frames_per_stack]:
-            mark = "*" if fr.get("origin") == "package" else " "
-            lines.append(f"   {mark}#{fr.get('n', 0)} {frame_str(fr)}")
-        if len(st.get("frames", [])) > frames_per_stack:
-            lines.append(f"    ... {len(st['frames']) - frames_per_stack} more frames")
-    if report.get("location_text"):
-        lines.append(f"  {report['location_text']}")
-    if report.get("summary"):
-        lines.append(f"SUMMARY: ThreadSanitizer: {report['summary']}")
+    lines = [f"WARNING: ThreadSanitizer: {report.title}"]
+    for st in report.stacks[:2]:
+        lines.append(f"  {st.title}:")
+        for fr in st.frames[:frames_per_stack]:
+            mark = "*" if fr.origin == "package" else " "
+            lines.append(f"   {mark}#{fr.n} {frame_str(fr)}")
+        if len(st.frames) > frames_per_stack:
+            lines.append(f"    ... {len(st.frames) - frames_per_stack} more frames")
+    if report.location_text:
+        lines.append(f"  {report.location_text}")
+    if report.summary:
+        lines.append(f"SUMMARY: ThreadSanitizer: {report.summary}")
     return "\n".join(lines)

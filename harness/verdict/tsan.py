@@ -9,8 +9,8 @@ from __future__ import annotations
 import logging
 from collections import Counter
 from collections.abc import Sequence
-from typing import Any
 
+from ..evidence import TsanReport
 from ..model import Finding, Phase
 from ..parse.tsan import dedup, excerpt
 from .commands import reproduce
@@ -23,10 +23,10 @@ _KIND = {
 }
 
 
-def _finding_kind(report: dict[str, Any], modes: set[int]) -> str:
-    if report.get("deadly"):
+def _finding_kind(report: TsanReport, modes: set[int]) -> str:
+    if report.deadly:
         return "ft-crash" if modes and modes <= {0} else "crash"
-    return _KIND.get(report.get("kind", ""), "ft-race")
+    return _KIND.get(report.kind, "ft-race")
 
 
 def tsan_findings(phases: Sequence[Phase]) -> list[Finding]:
@@ -35,27 +35,27 @@ def tsan_findings(phases: Sequence[Phase]) -> list[Finding]:
     frame (interpreter noise the suppressions missed) are left out and logged."""
     runs = [p for p in phases if p.kind == "tsan"]
     seen_in: dict[str, list[Phase]] = {}
-    first: dict[str, dict[str, Any]] = {}
+    first: dict[str, TsanReport] = {}
     tests: dict[str, Counter[str]] = {}
     occurrences: Counter[str] = Counter()
     for ph in runs:
         for r in dedup(ph.tsan):
-            sig = r["signature"]
-            if not r.get("in_package") and not r.get("deadly"):
+            sig = r.signature
+            if not r.in_package and not r.deadly:
                 log.info("%s: TSan %s with no package frame (%s) not counted", ph.name,
-                         r.get("kind"), r.get("summary", "")[:120])
+                         r.kind, r.summary[:120])
                 continue
             first.setdefault(sig, r)
             seen_in.setdefault(sig, []).append(ph)
-            occurrences[sig] += r.get("count", 1)
-            tests.setdefault(sig, Counter()).update(r.get("test_ids") or [""])
+            occurrences[sig] += r.count
+            tests.setdefault(sig, Counter()).update(r.test_ids or [""])
     out = []
     for sig, r in first.items():
         phs = seen_in[sig]
         modes = {p.gil for p in phs if p.gil is not None}
         test_id = next((t for t, _ in tests[sig].most_common() if t), "")
-        top = r.get("top_package_frame") or (r.get("location") or {}).get("func", "")
-        func = (r.get("package_frames") or [{}])[0].get("func") or top
+        top = r.top_package_frame or (r.location.func if r.location else "")
+        func = (r.package_frames[0].func if r.package_frames else "") or top
         out.append(Finding(
             kind=_finding_kind(r, modes),
             evidence="tsan",
@@ -65,7 +65,7 @@ def tsan_findings(phases: Sequence[Phase]) -> list[Finding]:
             runs=len(runs),
             stack_top=top,
             excerpt=excerpt(r),
-            message=f"ThreadSanitizer: {r.get('kind')} in `{func}`"
+            message=f"ThreadSanitizer: {r.kind} in `{func}`"
                     + (f" ({occurrences[sig]} reports)" if occurrences[sig] > 1 else ""),
             phase=phs[0].name,
             reproduce=reproduce(phs[0], test_id or None),

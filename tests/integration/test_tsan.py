@@ -11,6 +11,7 @@ job's way (pip and the tools from a layer built once per interpreter build).
 
 from __future__ import annotations
 
+import json
 import os
 import shlex
 import shutil
@@ -21,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from harness import interpreters, matrix, tsan
+from harness.evidence import TsanLocation, TsanReport
 from harness.job import TOOLS
 from harness.model import Phase
 from harness.parse.tsan import dedup, parse_tsan_dir
@@ -52,7 +54,7 @@ class Env:
     supp: Path
     root: Path
     base: dict[str, str]
-    install_reports: list
+    install_reports: list[TsanReport]
     install_log: str
     layers: Path
     interpreter: Path
@@ -175,12 +177,14 @@ def test_unlocked_counter_is_a_race_in_every_run(venv):
         assert lines[i + 1].strip() == f"*#0 bump {where}", f.excerpt
     assert f"data race {where} in bump" in f.excerpt  # the SUMMARY line
     for ph in phases:
-        [r] = [r for r in ph.tsan if r["top_package_frame"].startswith("bump ")]
-        assert r["kind"] == "data race"
-        assert r["location"] == {"file": "src/ft_tsan_counter/_count.c", "line": RACE_LINE, "func": "bump"}
-        assert [st["frames"][0]["line"] for st in r["stacks"]] == [RACE_LINE, RACE_LINE]
-        assert r["interpreter_frames"], "the interpreter's frames are told apart"
-        assert all(fr["origin"] != "package" for fr in r["interpreter_frames"])
+        [r] = [r for r in ph.tsan if r.top_package_frame.startswith("bump ")]
+        assert r.kind == "data race"
+        assert r.location == TsanLocation(file="src/ft_tsan_counter/_count.c", line=RACE_LINE, func="bump")
+        assert [st.frames[0].line for st in r.stacks] == [RACE_LINE, RACE_LINE]
+        assert r.interpreter_frames, "the interpreter's frames are told apart"
+        assert all(fr.origin != "package" for fr in r.interpreter_frames)
+        # what the job writes reads back as the same report
+        assert TsanReport.from_dict(json.loads(json.dumps(r.to_dict()))) == r
     # nothing else: suppressions cover the interpreter's own races
     assert findings == [f], [x.message for x in findings]
 
@@ -189,7 +193,7 @@ def test_unlocked_counter_is_a_race_in_every_run(venv):
 def test_clean_packages_give_no_report_in_any_run(venv, pkg):
     phases = [_run(venv, pkg, rep) for rep in range(1, RUNS + 1)]
     assert tsan_findings(phases) == []
-    leftover = [(ph.name, r["kind"], r["summary"]) for ph in phases for r in ph.tsan]
+    leftover = [(ph.name, r.kind, r.summary) for ph in phases for r in ph.tsan]
     assert leftover == []
 
 
@@ -209,4 +213,4 @@ def test_tsan_options_quoting_is_read_by_the_runtime(tmp_path):
     env = {**_base_env(), **tsan.tsan_env(str(logs), [])}
     r = subprocess.run([str(exe)], env=env, capture_output=True, text=True)
     assert r.returncode == 0 and "ThreadSanitizer" not in r.stderr
-    assert [x["kind"] for x in parse_tsan_dir(logs)] == ["heap-use-after-free", "lock-order-inversion"]
+    assert [x.kind for x in parse_tsan_dir(logs)] == ["heap-use-after-free", "lock-order-inversion"]

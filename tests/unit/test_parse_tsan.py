@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from harness.evidence import TsanFrame, TsanLocation, TsanReport
 from harness.parse.tsan import dedup, excerpt, parse_frame, parse_tsan, parse_tsan_dir
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "tsan"
@@ -20,42 +21,45 @@ def _read(*parts: str) -> str:
 
 def test_c_race_attributed_by_markers():
     [r] = parse_tsan(_read("c", "race_markers.log"))
-    assert r["kind"] == "data race"
-    assert r["complete"]
-    assert r["test_id"] == "a"  # the marker before it, not "b" after
-    assert r["location"] == {"file": "/tmp/h6/c/t.c", "line": 9, "func": "w"}
-    assert [s["access"] for s in r["stacks"]] == ["read", "write"]
-    assert [s["previous"] for s in r["stacks"]] == [False, True]
-    assert [s["thread"] for s in r["stacks"]] == ["T2", "T1"]
-    assert [t["thread"] for t in r["threads"]] == ["T2", "T1"]
-    assert r["location_text"].startswith("Location is global 'counter'")
-    assert r["pid"] > 0
+    assert r.kind == "data race"
+    assert r.complete
+    assert r.test_id == "a"  # the marker before it, not "b" after
+    assert r.location == TsanLocation(file="/tmp/h6/c/t.c", line=9, func="w")
+    assert [s.access for s in r.stacks] == ["read", "write"]
+    assert [s.previous for s in r.stacks] == [False, True]
+    assert [s.thread for s in r.stacks] == ["T2", "T1"]
+    assert [t.thread for t in r.threads] == ["T2", "T1"]
+    assert r.location_text.startswith("Location is global 'counter'")
+    assert r.pid is not None and r.pid > 0
+    assert r.log == "" and r.count == 1 and r.test_ids == ()  # set by parse_tsan_dir and dedup
 
 
 def test_c_use_after_free_and_lock_order():
     uaf, loi = parse_tsan(_read("c", "uaf_lockorder.log"))
-    assert uaf["kind"] == "heap-use-after-free"
-    assert uaf["location"]["func"] == "late_reader"
+    assert uaf.kind == "heap-use-after-free"
+    assert uaf.location is not None and uaf.location.func == "late_reader"
     # free() is the sanitizer's interceptor: a runtime frame, not the package's
-    prev = uaf["stacks"][1]["frames"]
-    assert prev[0]["func"] == "free" and prev[0]["origin"] == "runtime"
-    assert prev[1]["func"] == "main" and prev[1]["origin"] == "package"
+    prev = uaf.stacks[1].frames
+    assert prev[0].func == "free" and prev[0].origin == "runtime"
+    assert prev[1].func == "main" and prev[1].origin == "package"
     # "As if synchronized via sleep" is neither an access stack nor a thread
-    assert any(o["title"].startswith("As if synchronized via sleep") for o in uaf["other"])
-    assert loi["kind"] == "lock-order-inversion"
-    assert loi["title"] == "lock-order-inversion (potential deadlock)"
-    assert len(loi["stacks"]) == 2  # the two "acquired here while holding" stacks
-    assert {s["frames"][1]["func"] for s in loi["stacks"]} == {"ab", "ba"}
-    assert loi["signature"] != uaf["signature"]
+    assert any(o.title.startswith("As if synchronized via sleep") for o in uaf.other)
+    assert loi.kind == "lock-order-inversion"
+    assert loi.title == "lock-order-inversion (potential deadlock)"
+    assert len(loi.stacks) == 2  # the two "acquired here while holding" stacks
+    assert {s.frames[1].func for s in loi.stacks} == {"ab", "ba"}
+    assert [s.access for s in loi.stacks] == ["", ""]
+    assert loi.signature != uaf.signature
 
 
 def test_c_deadly_signal():
     [r] = parse_tsan(_read("c", "segv.log"))
-    assert r["deadly"] and r["kind"] == "SEGV"
-    assert r["complete"]
-    assert r["stacks"][0]["frames"][0]["func"] == "crash"
-    assert r["top_package_frame"] == "crash /tmp/h6/c/s.c:2"
-    assert "0x" not in r["title"].split("address")[0]
+    assert r.deadly and r.kind == "SEGV"
+    assert r.complete
+    assert r.stacks[0].frames[0].func == "crash"
+    assert r.stacks[0].title == r.title  # the signal's stack has no header of its own
+    assert r.top_package_frame == "crash /tmp/h6/c/s.c:2"
+    assert "0x" not in r.title.split("address")[0]
 
 
 # ------------------------------------------------------------------ frames
@@ -81,8 +85,8 @@ def test_c_deadly_signal():
 def test_parse_frame(line, func, file, lineno, module, origin):
     fr = parse_frame(line)
     assert fr is not None
-    assert (fr["func"], fr["file"], fr["line"], fr["module"], fr["origin"]) == (
-        func, file, lineno, module, origin)
+    assert fr == TsanFrame(n=int(line.split("#")[1].split()[0]), func=func, file=file, line=lineno,
+                           module=module, origin=origin)
 
 
 def test_not_a_frame():
@@ -100,16 +104,16 @@ def test_every_truncation_parses():
         got = parse_tsan(text[:cut])
         assert len(got) <= len(full)
         for r in got[:-1]:
-            assert r["complete"]
+            assert r.complete
 
 
 def test_truncated_report_is_kept_incomplete():
     text = _read("c", "uaf_lockorder.log")
     cut = text.index("Mutex M0 acquired here")
     *done, last = parse_tsan(text[:cut])
-    assert [r["kind"] for r in done] == ["heap-use-after-free"]
-    assert last["kind"] == "lock-order-inversion" and not last["complete"]
-    assert last["summary"] == ""
+    assert [r.kind for r in done] == ["heap-use-after-free"]
+    assert last.kind == "lock-order-inversion" and not last.complete
+    assert last.summary == "" and last.location is None
 
 
 def test_garbage_and_empty():
@@ -121,10 +125,12 @@ def test_dedup_counts_and_collects_tests():
     r1 = parse_tsan(_read("c", "race_markers.log"))
     r2 = parse_tsan(_read("c", "race_markers.log").replace("test start a", "test start z"))
     [d] = dedup(r1 + r2 + r1)
-    assert d["count"] == 3
-    assert d["test_ids"] == ["a", "z"]
+    assert d.count == 3
+    assert d.test_ids == ("a", "z")
+    assert d.test_id == "a"
     # idempotent: deduping a deduped list keeps the counts
-    assert dedup([d])[0]["count"] == 3
+    assert dedup([d]) == [d]
+    assert dedup([d, *r2])[0].count == 4
 
 
 def test_excerpt_shows_both_stacks():
@@ -140,7 +146,7 @@ def test_parse_dir(tmp_path):
     (tmp_path / "tsan.99").write_text(_read("c", "segv.log"))
     (tmp_path / "other.log").write_text(_read("c", "segv.log"))
     got = parse_tsan_dir(tmp_path)
-    assert [(r["log"], r["kind"]) for r in got] == [("tsan.99", "SEGV"), ("tsan.101", "data race")]
+    assert [(r.log, r.kind) for r in got] == [("tsan.99", "SEGV"), ("tsan.101", "data race")]
     assert parse_tsan_dir(tmp_path / "missing") == []
 
 
@@ -275,12 +281,12 @@ def test_pip_install_without_suppressions_is_interpreter_only():
     reports = parse_tsan(_read("py", "install_nosupp.log"))
     assert len(reports) == 2
     for r in reports:
-        assert r["kind"] == "data race"
-        assert r["location"]["func"] == "set_allocator_unlocked"
-        assert r["location"]["file"] == "Objects/obmalloc.c"
-        assert not r["in_package"] and r["top_package_frame"] == ""
-        assert {f["origin"] for f in r["stacks"][0]["frames"]} <= {"interpreter", "runtime"}
-        assert r["interpreter_frames"][0]["module"] == "python"
+        assert r.kind == "data race"
+        assert r.location is not None
+        assert (r.location.func, r.location.file) == ("set_allocator_unlocked", "Objects/obmalloc.c")
+        assert not r.in_package and r.top_package_frame == "" and r.package_frames == ()
+        assert {f.origin for f in r.stacks[0].frames} <= {"interpreter", "runtime"}
+        assert r.interpreter_frames[0].module == "python"
     phase = Phase(name="tsan-gil0-r1", kind="tsan", gil=0, rep=1, tsan=tuple(dedup(reports)))
     assert tsan_findings([phase]) == []
     assert "race:set_allocator_unlocked" in CPYTHON_SUPP.read_text()
@@ -293,11 +299,12 @@ def test_pip_built_extension_without_line_info():
 
     reports = dedup(parse_tsan_dir(Path(__file__).parents[1] / "data" / "tsan" / "py" / "counter_noline"))
     [r] = reports
-    assert r["kind"] == "data race"
-    assert r["location"]["func"] == "bump" and r["location"]["line"] is None
-    assert r["location"]["file"].endswith("_count.cpython-313t-x86_64-linux-gnu.so")
-    assert r["top_package_frame"].startswith("bump ")
-    assert r["test_ids"] == ["tests/test_bump.py::test_bump_returns"]
+    assert r.kind == "data race"
+    assert r.location is not None
+    assert r.location.func == "bump" and r.location.line is None
+    assert r.location.file.endswith("_count.cpython-313t-x86_64-linux-gnu.so")
+    assert r.top_package_frame.startswith("bump ")
+    assert r.test_ids == ("tests/test_bump.py::test_bump_returns",)
 
 
 def test_pip_built_extension_with_line_info():
@@ -305,24 +312,24 @@ def test_pip_built_extension_with_line_info():
     CFLAGS + -g) and run with strip_path_prefix=<its source tree>: both racing accesses and the
     summary name the C file, relative to the package, and the line of `bumps++`."""
     [r] = dedup(parse_tsan_dir(DATA / "py" / "counter_lines"))
-    where = {"file": "src/ft_tsan_counter/_count.c", "line": 17, "func": "bump"}
-    assert r["kind"] == "data race" and r["complete"]
-    assert r["location"] == where
-    assert r["top_package_frame"] == "bump src/ft_tsan_counter/_count.c:17"
-    assert [(s["access"], s["previous"]) for s in r["stacks"]] == [("read", False), ("write", True)]
-    for st in r["stacks"]:
-        top = st["frames"][0]
-        assert (top["func"], top["file"], top["line"], top["origin"]) == (
+    where = TsanLocation(file="src/ft_tsan_counter/_count.c", line=17, func="bump")
+    assert r.kind == "data race" and r.complete
+    assert r.location == where
+    assert r.top_package_frame == "bump src/ft_tsan_counter/_count.c:17"
+    assert [(s.access, s.previous) for s in r.stacks] == [("read", False), ("write", True)]
+    for st in r.stacks:
+        top = st.frames[0]
+        assert (top.func, top.file, top.line, top.origin) == (
             "bump", "src/ft_tsan_counter/_count.c", 17, "package")
-        assert top["module"] == "_count.cpython-313t-x86_64-linux-gnu.so"
-    assert r["test_ids"] == ["tests/test_bump.py::test_bump_returns"]
+        assert top.module == "_count.cpython-313t-x86_64-linux-gnu.so"
+    assert r.test_ids == ("tests/test_bump.py::test_bump_returns",)
     ex = excerpt(r)
     assert ex.count("*#0 bump src/ft_tsan_counter/_count.c:17") == 2
     assert ex.index("Read of size 8") < ex.index("Previous write of size 8")
     assert ex.endswith("data race src/ft_tsan_counter/_count.c:17 in bump")
     # the same race, with or without line info, is one signature per build: the file names it
     [old] = dedup(parse_tsan_dir(DATA / "py" / "counter_noline"))
-    assert old["location"]["func"] == r["location"]["func"]
+    assert old.location is not None and old.location.func == where.func
     phase = Phase(name="tsan-gil0-r1", kind="tsan", gil=0, rep=1, tsan=(r,))
     [f] = tsan_findings([phase])
     assert f.stack_top == "bump src/ft_tsan_counter/_count.c:17"
@@ -335,8 +342,8 @@ def test_sdist_built_by_pip_from_an_index_has_line_info_too():
     compile flags and no strip_path_prefix: setuptools hands gcc the relative source path, so
     the frame already reads relative to the package."""
     [r] = dedup(parse_tsan_dir(DATA / "py" / "counter_sdist"))
-    assert r["location"] == {"file": "src/ft_tsan_counter/_count.c", "line": 17, "func": "bump"}
-    assert [st["frames"][0]["line"] for st in r["stacks"]] == [17, 17]
+    assert r.location == TsanLocation(file="src/ft_tsan_counter/_count.c", line=17, func="bump")
+    assert [st.frames[0].line for st in r.stacks] == [17, 17]
 
 
 @pytest.mark.parametrize(
@@ -353,18 +360,104 @@ def test_pip_build_dirs_are_dropped_from_paths(path, shown):
     (a build system that hands the compiler absolute paths, as CMake does, puts them in DWARF;
     setuptools' relative ones need nothing, see the captured sdist log above)."""
     line = f"    #0 bump {path}:17 (_core.cpython-313t-x86_64-linux-gnu.so+0x119e)"
-    assert parse_frame(line)["file"] == shown
+    fr = parse_frame(line)
+    assert fr is not None and fr.file == shown
 
 
 def test_a_packages_own_modules_dir_is_the_packages():
     """A package's Modules/x.c (python-ldap's layout) in its own extension is a package frame;
     CPython's Modules/ in a stdlib extension (lib-dynload) or the interpreter stays CPython's."""
     own = parse_frame("    #0 l_ldap_search Modules/LDAPObject.c:1210 (_ldap.cpython-313t-x86_64-linux-gnu.so+0x9a1c)")
-    assert own["origin"] == "package"
+    assert own is not None and own.origin == "package"
     std = parse_frame("    #0 PyCFuncPtr_call Modules/_ctypes/_ctypes.c:4321 (_ctypes.cpython-313t-x86_64-linux-gnu.so+0x1f0e)")
-    assert std["origin"] == "interpreter"
+    assert std is not None and std.origin == "interpreter"
     core = parse_frame("    #14 pymain_run_file_obj Modules/main.c:410 (python+0x4389a4)")
-    assert core["origin"] == "interpreter"
+    assert core is not None and core.origin == "interpreter"
+
+
+# ------------------------------------------------------------------ on disk (harness.evidence.TsanReport)
+
+CAPTURED = [
+    *(("c", n) for n in ("race_markers.log", "uaf_lockorder.log", "segv.log")),
+    ("py", "install_nosupp.log"),
+    ("py", "counter_lines", "tsan.4131"),
+    ("py", "counter_noline", "tsan.1"),
+    ("py", "counter_sdist", "tsan.31816"),
+]
+
+
+@pytest.mark.parametrize("parts", CAPTURED, ids=lambda p: "/".join(p))
+def test_reports_round_trip_through_json(parts, tmp_path):
+    """Every captured report, as parsed and as deduped: to_dict -> JSON -> from_dict is the same
+    value, and a phase that holds them reads back equal."""
+    import json
+
+    (tmp_path / "tsan.7").write_text(_read(*parts))
+    parsed = parse_tsan_dir(tmp_path)
+    assert parsed and all(r.log == "tsan.7" for r in parsed)
+    for r in [*parsed, *dedup(parsed + parsed)]:
+        back = TsanReport.from_dict(json.loads(json.dumps(r.to_dict())))
+        assert back == r
+        assert isinstance(back.stacks[0].frames[0], TsanFrame)
+    phase = Phase(name="tsan-gil0-r1", kind="tsan", gil=0, rep=1, tsan=tuple(parsed))
+    assert Phase.from_dict(json.loads(json.dumps(phase.to_dict()))) == phase
+
+
+def test_report_dict_keys_are_the_old_ones():
+    """A parsed report has neither count nor test_ids in its JSON (dedup's keys); a deduped one
+    has both; a frame carries 'unrestored' only when TSan could not restore the stack."""
+    text = _read("c", "race_markers.log")
+    cut = text.index("    #0 w /tmp/h6/c/t.c:9 (t+0x1249)")
+    unrestored = text[:cut] + "    [failed to restore the stack]\n" + text[text.index("\n", cut) + 1:]
+    [r] = parse_tsan(unrestored)
+    d = r.to_dict()
+    assert "count" not in d and "test_ids" not in d and "log" not in d
+    assert d["location"] == {"file": "/tmp/h6/c/t.c", "line": 9, "func": "w"}
+    assert d["stacks"][1]["frames"] == [{"n": 0, "func": "", "file": "", "line": None, "module": "",
+                                         "origin": "unknown", "unrestored": True}]
+    assert "unrestored" not in d["stacks"][0]["frames"][0]
+    assert TsanReport.from_dict(d).stacks[1].frames[0].unrestored
+    [dd] = dedup([r, r])
+    assert (dd.to_dict()["count"], dd.to_dict()["test_ids"]) == (2, ["a"])
+    cut_off = parse_tsan(text[: text.index("SUMMARY")])[0]
+    assert cut_off.location is None and cut_off.to_dict()["location"] == {}
+
+
+def test_from_dict_ignores_unknown_keys_and_fills_missing():
+    r = TsanReport.from_dict({"kind": "data race", "from_a_newer_harness": 1,
+                              "stacks": [{"title": "Read of size 8", "frames": [{"func": "f", "x": 2}]}],
+                              "location": {"func": "f"}})
+    assert r.kind == "data race" and r.count == 1 and r.test_ids == () and r.threads == ()
+    assert r.stacks[0].frames == (TsanFrame(func="f"),)
+    assert r.location == TsanLocation(func="f")
+    assert TsanReport.from_dict({}) == TsanReport()
+
+
+RESULT_SCHEMA3 = DATA / "result_schema3.json"  # written by tests/data/tsan/make_result.py at 0de6995
+
+
+def test_result_written_before_the_types_reads_back():
+    """A result whose Phase.tsan the harness wrote as plain dicts: it reads back into
+    TsanReports that write the same JSON again, and the verdict makes the same findings of them."""
+    import json
+
+    from harness.model import read_result
+
+    raw = json.loads(RESULT_SCHEMA3.read_text())
+    res = read_result(RESULT_SCHEMA3)
+    assert [len(p.tsan) for p in res.phases] == [9, 2]
+    for ph, old in zip(res.phases, raw["phases"], strict=True):
+        assert [r.to_dict() for r in ph.tsan] == old["tsan"]
+    assert res.to_dict()["phases"] == raw["phases"]
+    assert [f.to_dict() for f in tsan_findings(res.phases)] == raw["findings"]
+    by_log = {(r.log, r.kind): r for r in res.phases[0].tsan}
+    race = by_log[("tsan.4131", "data race")]
+    assert race.location == TsanLocation(file="src/ft_tsan_counter/_count.c", line=17, func="bump")
+    assert race.stacks[1].previous and race.stacks[1].frames[0].origin == "package"
+    assert race.test_id == "tests/test_bump.py::test_bump_returns"
+    cut = by_log[("tsan.5001", "lock-order-inversion")]
+    assert not cut.complete and cut.location is None
+    assert by_log[("tsan.103", "SEGV")].deadly
 
 
 # ------------------------------------------------------------------ the TSan job's venv (harness/_inner/tsan_venv.py)

@@ -3,7 +3,7 @@
 For N packages: a matrix.yaml of N PyPI entries, then timed separately
   load   = matrix.load
   plan   = plan.make_plan + plan.render_plan(fmt="json", shards=8)
-  report = aggregate.load_results + aggregate.build_report + render.write_all
+  report = load.load_results + aggregate.build_report + render.write_all
 with N synthetic JobResult files (written through harness.model, not timed) whose shape
 follows a real job: fetch, install, probe, 2 plain + 2 threaded phases of TESTS tests each,
 verdicts cycling through every verdict, a finding with an excerpt for each non-compatible one.
@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from harness import aggregate, matrix, plan, render
+from harness import aggregate, load, matrix, plan, render
 from harness.evidence import ModeCoverage, ParallelInfo
 from harness.matrix import Package
 from harness.model import VERDICTS, Finding, InterpreterInfo, JobResult, Phase, TestCase
@@ -125,7 +125,7 @@ def one_size(n: int, tmp: Path, profiler: Any = None) -> dict[str, Any]:
     out = base / "out"
     if profiler is not None:
         profiler.enable()
-    (loaded, problems), t_loadres = _timed("load_results", aggregate.load_results, [out])
+    (loaded, problems), t_loadres = _timed("load_results", load.load_results, [out])
     assert len(loaded) == n and not problems, problems[:3]
     report, t_build = _timed("build_report", aggregate.build_report, loaded, meta={"harness_version": "bench"},
                              expected_jobs=[j.job_id for j in jobs])

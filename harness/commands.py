@@ -24,6 +24,7 @@ from .model import VERDICTS
 if TYPE_CHECKING:
     from .matrix import MatrixSpec
     from .plan import Job
+    from .report import CompatReport
 
 
 def _say(line: str) -> None:
@@ -107,18 +108,20 @@ def cmd_run(args: argparse.Namespace) -> int:
 def write_report(dirs: list[Path], out: Path, *, meta: dict[str, Any], previous: Path | None,
                  expected: list[str] | None, history: Path | None = None,
                  require_results: bool = False, step_summary: bool = True,
-                 site_url: str = "") -> dict[str, Any]:
+                 site_url: str = "") -> CompatReport:
     """Aggregate the result files of ``dirs`` and render every report into ``out``."""
     from . import aggregate, render
+    from .diff import read_report
+    from .load import load_results
 
-    results, problems = aggregate.load_results(dirs)
+    results, problems = load_results(dirs)
     for p in problems:
         print(f"ft-harness: skipped {textsafe.line(p)}", file=sys.stderr)  # names a file in a results dir
     if require_results and not results:
         where = ", ".join(str(d) for d in dirs)
         why = f"{len(problems)} result file(s) skipped as invalid" if problems else "no results/*.json"
         raise ConfigError(f"no valid result to report in {where} ({why})")
-    prev = load_json(previous) if previous else None
+    prev = read_report(load_json(previous), "old") if previous else None
     report = aggregate.build_report(results, meta=meta, previous=prev, expected_jobs=expected)
     hist = load_json(history) if history else None
     if any(Path(d).resolve() != out.resolve() for d in dirs):
@@ -127,16 +130,15 @@ def write_report(dirs: list[Path], out: Path, *, meta: dict[str, Any], previous:
                                  site_url=site_url):
         if path.name in ("report.md", "report.json", "index.html", "junit.xml"):
             print(f"wrote {path}")
-    summary = ", ".join(f"{n} {v}" for v, n in report.get("summary", {}).items() if n)
-    cols = report.get("interpreters") or []
-    across = (f" ({len(report['table'])} packages on {len(cols)} interpreters, "
-              f"{len(report['packages'])} jobs)") if len(cols) > 1 else ""
+    summary = ", ".join(f"{n} {v}" for v, n in report.summary.items() if n)
+    across = (f" ({len(report.table)} packages on {len(report.interpreters)} interpreters, "
+              f"{len(report.packages)} jobs)") if report.several else ""
     print(f"summary: {summary or 'no packages'}{across}")
-    for row in report.get("table") or ():
-        if row["across"]:
-            print(textsafe.line(f"  {row['name']}: {row['across']}"))  # from result files
-    if report.get("missing"):
-        print(textsafe.line(f"missing results: {', '.join(report['missing'])}"), file=sys.stderr)
+    for row in report.table:
+        if row.across:
+            print(textsafe.line(f"  {row.name}: {row.across}"))  # from result files
+    if report.missing:
+        print(textsafe.line(f"missing results: {', '.join(report.missing)}"), file=sys.stderr)
     return report
 
 
@@ -172,7 +174,7 @@ def load_json(path: Path) -> Any:
         raise ConfigError("not valid JSON: nested too deeply", file=str(path)) from None
 
 
-def gate(report: dict[str, Any], fail_on: str | None) -> int:
+def gate(report: CompatReport, fail_on: str | None) -> int:
     """0, or RegressionError (exit 1) when a package's verdict is one of ``--fail-on``."""
     if not fail_on:
         return 0
@@ -181,9 +183,9 @@ def gate(report: dict[str, Any], fail_on: str | None) -> int:
     if bad:
         raise ConfigError(f"--fail-on: unknown verdict {sorted(bad)[0]!r} "
                           f"(one of {', '.join(VERDICTS)})")
-    hit = [p for p in report.get("packages", []) if p.get("verdict") in wanted]
+    hit = [p for p in report.packages if p.verdict in wanted]
     if hit:
-        names = textsafe.line(", ".join(f"{p['name']} ({p['verdict']})" for p in hit))
+        names = textsafe.line(", ".join(f"{p.name} ({p.verdict})" for p in hit))
         raise RegressionError(f"--fail-on matched: {names}")
     return 0
 
@@ -212,7 +214,8 @@ def cmd_report(args: argparse.Namespace) -> int:
 def cmd_diff(args: argparse.Namespace) -> int:
     from . import diff
 
-    old, new = load_json(Path(args.old)), load_json(Path(args.new))
+    old = diff.read_report(load_json(Path(args.old)), "old")
+    new = diff.read_report(load_json(Path(args.new)), "new")
     changes = diff.diff_reports(old, new)
     print(diff.format_changes(changes))
     return 1 if diff.has_regression(changes) else 0

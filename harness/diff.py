@@ -9,70 +9,30 @@ package or a verdict that became more severe (earlier in model.VERDICTS).
 ``infra-error`` is never the package's fault: a package that became one is listed apart
 (kind ``infra-error``) and is never a regression, and one that was one has no verdict to
 regress from.  A package in the old report and not in the new one is ``removed`` (listed,
-so a lost shard shows).  A verdict word the harness does not know is bad input (exit 2).
+so a lost shard shows).  The reports are typed (harness.report): a report.json given on the
+command line (``diff``'s, ``report --previous``) is checked by ``read_report`` as it is read (a
+verdict word the harness does not know is bad input, exit 2).  A ``Change`` is a value of the report (harness.report).
 The text is printed to a CI log: package text in it is made inert (harness.textsafe).
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from collections.abc import Sequence
 from typing import Any
 
-from . import textsafe
 from .errors import ConfigError
-from .model import VERDICTS, severity
+from .model import VERDICTS
+from .report import NOT_THE_PACKAGE, Change, CompatReport, JobEntry
 
-CHANGE_KINDS = ("newly-broken", "fixed", "verdict-changed", "infra-error", "new-package", "removed")
-NOT_THE_PACKAGE = "infra-error"
 OK_VERDICTS = ("compatible", "no-tests")
 
 
-@dataclass(frozen=True, kw_only=True)
-class Change:
-    kind: str  # one of CHANGE_KINDS
-    job_id: str
-    package: str
-    interpreter: str = ""
-    old: str | None = None  # verdict before (None for new-package)
-    new: str | None = None  # verdict now (None for removed)
-    old_version: str = ""
-    new_version: str = ""
-
-    @property
-    def regression(self) -> bool:
-        if self.kind == "newly-broken":
-            return True
-        if self.kind == "verdict-changed" and self.old and self.new and self.old != NOT_THE_PACKAGE:
-            return severity(self.new) < severity(self.old)
-        return False
-
-    def describe(self) -> str:
-        ver = ""
-        if self.old_version and self.new_version and self.old_version != self.new_version:
-            ver = f" ({self.old_version} -> {self.new_version})"
-        elif self.new_version or self.old_version:
-            ver = f" {self.new_version or self.old_version}"
-        where = f" [{self.interpreter}]" if self.interpreter else ""
-        if self.kind == "new-package":
-            what = f"new, {self.new}"
-        elif self.kind == "removed":
-            what = f"removed, was {self.old}"
-        else:
-            what = f"{self.old} -> {self.new}"
-        # the version and the name come from result files a package wrote: one inert line
-        return textsafe.line(f"{self.kind}: {self.package}{ver}{where}: {what}")
-
-    def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        d["regression"] = self.regression
-        return d
-
-
-def _index(report: dict[str, Any], which: str) -> dict[str, dict[str, Any]]:
-    if not isinstance(report, dict) or not isinstance(report.get("packages"), list):
+def read_report(data: Any, which: str) -> CompatReport:
+    """A report.json document given on the command line (``diff``'s, ``report --previous``),
+    checked for what a diff needs: a ConfigError naming the first thing wrong with it."""
+    if not isinstance(data, dict) or not isinstance(data.get("packages"), list):
         raise ConfigError(f"{which} report has no 'packages' list (is it a report.json?)")
-    out: dict[str, dict[str, Any]] = {}
-    for p in report["packages"]:
+    for p in data["packages"]:
         if not isinstance(p, dict) or "job_id" not in p or "verdict" not in p:
             raise ConfigError(f"{which} report has a package without job_id/verdict")
         if not isinstance(p["job_id"], str):
@@ -88,13 +48,18 @@ def _index(report: dict[str, Any], which: str) -> dict[str, dict[str, Any]]:
         if bad:
             raise ConfigError(f"{which} report: {p['job_id'][:80]!r} has a {bad} of the wrong type "
                               f"({type(p[bad]).__name__}; is it a report.json?)")
-        out[p["job_id"]] = p
-    return out
+    return CompatReport.from_dict(data)
 
 
-def diff_reports(old: dict[str, Any], new: dict[str, Any]) -> list[Change]:
+def diff_reports(old: CompatReport, new: CompatReport) -> list[Change]:
     """Every package whose verdict changed, appeared or disappeared, sorted by job id."""
-    a, b = _index(old, "old"), _index(new, "new")
+    return diff_jobs(old.packages, new.packages)
+
+
+def diff_jobs(old: Sequence[JobEntry], new: Sequence[JobEntry]) -> list[Change]:
+    """``diff_reports`` on two reports' jobs (``harness.aggregate`` marks the changes on a report
+    it is building)."""
+    a, b = {p.job_id: p for p in old}, {p.job_id: p for p in new}
     changes: list[Change] = []
     for job_id in sorted(set(a) | set(b)):
         pa, pb = a.get(job_id), b.get(job_id)
@@ -102,18 +67,19 @@ def diff_reports(old: dict[str, Any], new: dict[str, Any]) -> list[Change]:
         assert ref is not None
         common = {
             "job_id": job_id,
-            "package": ref.get("name", job_id),
-            "interpreter": (ref.get("interpreter") or {}).get("name", ""),
-            "old_version": (pa or {}).get("version", ""),
-            "new_version": (pb or {}).get("version", ""),
+            "package": ref.name or job_id,
+            "interpreter": ref.interpreter.name,
+            "old_version": pa.version if pa else "",
+            "new_version": pb.version if pb else "",
         }
         if pa is None:
-            changes.append(Change(kind="new-package", new=pb["verdict"], **common))  # type: ignore[index]
+            assert pb is not None
+            changes.append(Change(kind="new-package", new=pb.verdict, **common))
             continue
         if pb is None:
-            changes.append(Change(kind="removed", old=pa["verdict"], **common))
+            changes.append(Change(kind="removed", old=pa.verdict, **common))
             continue
-        vo, vn = pa["verdict"], pb["verdict"]
+        vo, vn = pa.verdict, pb.verdict
         if vo == vn:
             continue
         if vn == NOT_THE_PACKAGE:

@@ -21,12 +21,13 @@ from pathlib import Path
 from typing import Any
 
 from .errors import ConfigError
-from .model import INFO_KINDS
+from .model import INFO_KINDS, Finding
+from .report import CompatReport, JobEntry
 from .textsafe import line as safe_line
 from .textsafe import lines as safe_lines
 
 
-def _report(path: Path) -> dict[str, Any]:
+def _report(path: Path) -> CompatReport:
     if path.is_dir():
         path = path / "report.json"
     try:
@@ -38,28 +39,28 @@ def _report(path: Path) -> dict[str, Any]:
         raise ConfigError(f"{path}: not a report.json ({e})") from None
     if not isinstance(data, dict) or not isinstance(data.get("packages"), list):
         raise ConfigError(f"{path}: not a report.json (no packages list)")
-    return data
+    return CompatReport.from_dict(data)
 
 
-def pick(report: dict[str, Any], package: str, *, interpreter: str | None,
-         finding: int | None) -> tuple[dict[str, Any], dict[str, Any]]:
+def pick(report: CompatReport, package: str, *, interpreter: str | None,
+         finding: int | None) -> tuple[JobEntry, Finding]:
     """(job entry, finding): the package's job (on ``interpreter``) and its finding number N
     (1-based, in the report's order), by default its first finding that is not only info."""
-    jobs = [j for j in report["packages"] if isinstance(j, dict) and j.get("name") == package
-            and (interpreter is None or (j.get("interpreter") or {}).get("name") == interpreter)]
+    jobs = [j for j in report.packages if j.name == package
+            and (interpreter is None or j.interpreter.name == interpreter)]
     if not jobs:
-        names = sorted({str(j.get("name")) for j in report["packages"] if isinstance(j, dict)})
+        names = sorted({str(j.name) for j in report.packages})
         raise ConfigError(f"no job of {package!r}" + (f" on {interpreter!r}" if interpreter else "")
                           + f" in the report; packages: {', '.join(names[:20]) or 'none'}")
     if len(jobs) > 1:
-        its = ", ".join(str((j.get("interpreter") or {}).get("name")) for j in jobs)
+        its = ", ".join(str(j.interpreter.name) for j in jobs)
         raise ConfigError(f"{package!r} ran on several interpreters ({its}): pick one with --interpreter")
     job = jobs[0]
-    found = [f for f in job.get("findings") or () if isinstance(f, dict)]
+    found = job.findings
     if not found:
-        raise ConfigError(f"{package!r} ({job.get('verdict')}) has no finding to reproduce")
+        raise ConfigError(f"{package!r} ({job.verdict}) has no finding to reproduce")
     if finding is None:
-        chosen = next((f for f in found if f.get("kind") not in INFO_KINDS), found[0])
+        chosen = next((f for f in found if f.kind not in INFO_KINDS), found[0])
     elif 1 <= finding <= len(found):
         chosen = found[finding - 1]
     else:
@@ -70,13 +71,13 @@ def pick(report: dict[str, Any], package: str, *, interpreter: str | None,
 def cmd_reproduce(args: argparse.Namespace) -> int:
     job, f = pick(_report(Path(args.report)), args.package, interpreter=args.interpreter,
                   finding=args.finding)
-    command = f.get("recipe" if args.recipe else "reproduce") or ""
+    command = (f.recipe if args.recipe else f.reproduce) or ""
     what = "recipe" if args.recipe else "command"
     if not isinstance(command, str) or not command:
-        raise ConfigError(f"this finding ({f.get('kind')}) has no {what} to run"
+        raise ConfigError(f"this finding ({f.kind}) has no {what} to run"
                           + ("" if args.recipe else "; try --recipe"))
-    print(safe_line(f"{job.get('name')} {job.get('version')} on {(job.get('interpreter') or {}).get('name')}: "
-                    f"{f.get('kind')} {f.get('test_id') or ''} — {f.get('message', '')}"))
+    print(safe_line(f"{job.name} {job.version} on {job.interpreter.name}: "
+                    f"{f.kind} {f.test_id or ''} — {f.message}"))
     print(safe_lines(command))
     if args.print:
         return 0

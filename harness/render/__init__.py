@@ -1,7 +1,7 @@
 """Write every format of a report: report.json, report.md, junit.xml and site/.
 
-All of them are rendered from the report.json document (harness.aggregate),
-never from the results directly.  Each file is written whole then renamed
+All of them are rendered from the typed report (harness.report.CompatReport, built by
+harness.aggregate), never from the results directly; report.json is its ``to_dict()``.  Each file is written whole then renamed
 into place (each directory of the site swapped in whole), so a reader never sees
 half of one.  site/ stands alone: it holds everything its pages link
 (harness.render.site), so publishing site/ publishes all of it.
@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ..model import write_json_atomic, write_text_atomic
+from ..report import CompatReport
 from . import history as _history
 from . import html, junit, markdown, pool
 from . import site as _site
@@ -42,23 +43,26 @@ def step_summary(md: str) -> str:
 _ENCODE = json.JSONEncoder(ensure_ascii=False).encode  # one C encoder for every line
 
 
-def encode_packages(report: dict[str, Any]) -> list[str]:
-    """Each of report["packages"] as JSON text (report.json's lines, the site's per-package files)."""
-    return [_ENCODE(x) for x in report["packages"]]
+def encode_packages(report: CompatReport) -> list[str]:
+    """Each of report.packages as JSON text (report.json's lines, the site's per-package files)."""
+    return [_ENCODE(p.to_dict()) for p in report.packages]
 
 
-def report_json(report: dict[str, Any], encoded: list[str] | None = None) -> str:
+def report_json(report: CompatReport, encoded: list[str] | None = None) -> str:
     """report.json text: one package (or change) per line, so it stays greppable and diffable
     and is encoded by json's C encoder (an indented dump of 10,000 packages takes ~25 s);
     ``encoded``: the packages already encoded (encode_packages)."""
-    head = {k: v for k, v in report.items() if k not in ("packages", "changes")}
+    doc = report.to_dict(packages=False)
+    changes = doc.pop("changes", None)
     lines = ["{"]
-    for k, v in head.items():
+    for k, v in doc.items():
         lines.append(f"{json.dumps(k)}: {json.dumps(v, ensure_ascii=False)},")
-    for key in ("changes", "packages"):
-        if key not in report:
+    if encoded is None:
+        encoded = encode_packages(report)
+    for key, items in (("changes", None if changes is None else [_ENCODE(c) for c in changes]),
+                       ("packages", encoded)):
+        if items is None:
             continue
-        items = encoded if key == "packages" and encoded is not None else [_ENCODE(x) for x in report[key]]
         body = ",\n".join(items)
         lines.append(f"{json.dumps(key)}: [\n{body}\n]," if items else f"{json.dumps(key)}: [],")
     lines[-1] = lines[-1].rstrip(",")
@@ -73,7 +77,7 @@ def _page_file(rel: str) -> str:
     return name
 
 
-def _write_range(state: tuple[dict[str, Any], dict[str, str], list[dict[str, Any]], Path],
+def _write_range(state: tuple[CompatReport, dict[str, str], list[dict[str, Any]], Path],
                  part: tuple[int, int]) -> list[str]:
     """Render and write the package pages of rows[start:stop] into ``tmp``."""
     report, logs, rows, tmp = state
@@ -86,7 +90,7 @@ def _write_range(state: tuple[dict[str, Any], dict[str, str], list[dict[str, Any
     return names
 
 
-def write_pages(site: Path, report: dict[str, Any], logs: dict[str, str],
+def write_pages(site: Path, report: CompatReport, logs: dict[str, str],
                 rows: list[dict[str, Any]], *, then: Callable[[], None] = lambda: None) -> list[Path]:
     """Write every row's package page under site/pkg/ as one directory swap.
 
@@ -119,7 +123,7 @@ def write_pages(site: Path, report: dict[str, Any], logs: dict[str, str],
     return [site / "pkg" / n for n in names]
 
 
-def write_all(report: dict[str, Any], out: Path, *, history: dict[str, Any] | None = None,
+def write_all(report: CompatReport, out: Path, *, history: dict[str, Any] | None = None,
               step_summary: bool = True, site_url: str = "") -> list[Path]:
     """Render ``report`` into ``out``; returns the files written.
 
@@ -132,7 +136,7 @@ def write_all(report: dict[str, Any], out: Path, *, history: dict[str, Any] | No
         return _write_all(report, Path(out), history, step_summary, site_url)
 
 
-def _write_all(report: dict[str, Any], out: Path, history: dict[str, Any] | None,
+def _write_all(report: CompatReport, out: Path, history: dict[str, Any] | None,
                want_summary: bool = True, site_url: str = "") -> list[Path]:
     written: list[Path] = []
     hist = _history.update(history, report)

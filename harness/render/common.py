@@ -1,14 +1,18 @@
 """Small formatting helpers shared by the Markdown, HTML and JUnit renderers.
 
-They read the free-form ``coverage``/``wheel`` dicts defensively: those are
-filled by other steps (issue 10) and a renderer must not fail on a shape it
-does not know; it shows the raw key/values instead.
+They take the report's typed values (harness.report, harness.evidence).  The numbers in a
+job's coverage come from a result file package code could have written, so they are checked
+before any arithmetic: a renderer must not fail on a value of the wrong type.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlsplit
+
+from ..evidence import ModeCoverage, Wheel
+from ..report import ProjectMeta, TestSetup
 
 
 def fmt_duration(seconds: float | int | None) -> str:
@@ -36,7 +40,7 @@ def mode_list(modes: list[int] | tuple[int, ...]) -> str:
 
 def phase_summary(counts: dict[str, int]) -> str:
     order = ("passed", "failed", "error", "crashed", "timeout", "skipped")
-    keys = [k for k in order if counts.get(k)] + sorted(k for k in counts if k not in order)
+    keys = [k for k in order if k in counts] + sorted(k for k in counts if k not in order)
     return ", ".join(f"{counts[k]} {k}" for k in keys if counts[k]) or "—"
 
 
@@ -55,50 +59,47 @@ def _int(v: Any) -> int | None:
     return v if isinstance(v, int) and not isinstance(v, bool) else None
 
 
-def _modes(coverage: dict[str, Any]) -> list[dict[str, Any]]:
-    """The per-mode entries harness.verdict.coverage writes ({"gil0": {...}, ...}), by mode."""
-    rows = [d for d in coverage.values() if isinstance(d, dict) and "total" in d]
-    return sorted(rows, key=lambda d: (_int(d.get("mode")) is None, d.get("mode") or 0))
+def _modes(coverage: Mapping[str, ModeCoverage]) -> list[ModeCoverage]:
+    """A job's per-mode coverage ({"gil0": ..., "gil1": ...}), by mode."""
+    return sorted(coverage.values(), key=lambda m: (_int(m.mode) is None, _int(m.mode) or 0))
 
 
-def coverage_counts(coverage: dict[str, Any]) -> tuple[int, int] | None:
+def coverage_counts(coverage: Mapping[str, ModeCoverage]) -> tuple[int, int] | None:
     """(tests run in threads, tests in total) of the least-covered mode, when it is known."""
-    known = [(d["in_threads"], d["total"]) for d in _modes(coverage)
-             if d.get("known") and _int(d.get("in_threads")) is not None and _int(d.get("total"))]
+    known = [(n, total) for m in _modes(coverage)
+             if m.known and (n := _int(m.in_threads)) is not None and (total := _int(m.total))]
     if not known:
         return None
     return min(known, key=lambda kn: (kn[0] / kn[1], kn[1]))
 
 
-def coverage_modes(coverage: dict[str, Any]) -> list[dict[str, Any]]:
+def coverage_modes(coverage: Mapping[str, ModeCoverage]) -> list[dict[str, Any]]:
     """Rows of the per-mode coverage table on a package page."""
     rows = []
-    for d in _modes(coverage):
-        mode = d.get("mode")
-        known = bool(d.get("known"))
+    for m in _modes(coverage):
+        known = bool(m.known)
         rows.append({
-            "mode": f"PYTHON_GIL={mode}" if _int(mode) is not None else _s(mode),
-            "in_threads": _s(d.get("in_threads")) if known else "unknown",
-            "single": _s(d.get("single")) if known else "—",
-            "skipped_unsafe": _s(d.get("skipped_unsafe")) if known else "—",
-            "skipped": _s(d.get("skipped")),
-            "total": _s(d.get("total")),
-            "source": _s(d.get("source", "")),
-            "reasons": sorted((str(k), _s(v)) for k, v in (d.get("reasons") or {}).items()),
+            "mode": f"PYTHON_GIL={m.mode}" if _int(m.mode) is not None else _s(m.mode),
+            "in_threads": _s(m.in_threads) if known else "unknown",
+            "single": _s(m.single) if known else "—",
+            "skipped_unsafe": _s(m.skipped_unsafe) if known else "—",
+            "skipped": _s(m.skipped),
+            "total": _s(m.total),
+            "source": _s(m.source),
+            "reasons": sorted((str(k), _s(v)) for k, v in m.reasons.items()),
         })
     return rows
 
 
-def coverage_summary(coverage: dict[str, Any]) -> str:
+def coverage_summary(coverage: Mapping[str, ModeCoverage]) -> str:
     """'k/n (p%)' tests in threads for the least-covered mode; 'unknown' when not measured."""
     if not coverage:
         return "—"
     pair = coverage_counts(coverage)
     if pair is None:
-        rows = _modes(coverage)
-        if rows and all(_int(d.get("total")) == 0 for d in rows):
+        if all(_int(m.total) == 0 for m in coverage.values()):
             return "no tests"
-        return "unknown" if rows else kv_line(coverage)
+        return "unknown"
     par, tot = pair
     return f"{par}/{tot} ({100 * par // tot}%)"
 
@@ -113,20 +114,19 @@ WHEEL_AVAILABLE = {
 }
 
 
-def wheel_summary(wheel: dict[str, Any]) -> str:
+def wheel_summary(wheel: Wheel | None) -> str:
     """One line: is there a free-threaded wheel, what was installed, does it keep the GIL off."""
-    if not wheel:
+    if wheel is None:
         return "—"
     bits = []
-    avail = wheel.get("available")
-    if isinstance(avail, str) and avail:
-        bits.append(WHEEL_AVAILABLE.get(avail, avail))
-    installed = wheel.get("installed")
-    if isinstance(installed, str) and installed and installed != "local source":
-        bits.append(f"installed {installed}" if installed.startswith("wheel") else installed)
-    if wheel.get("warning"):
+    if wheel.available:
+        bits.append(WHEEL_AVAILABLE.get(wheel.available, wheel.available))
+    if wheel.installed and wheel.installed != "local source":
+        bits.append(f"installed {wheel.installed}" if wheel.installed.startswith("wheel")
+                    else wheel.installed)
+    if wheel.warning:
         bits.append("⚠ the wheel re-enables the GIL")
-    return ", ".join(bits) or kv_line(wheel)
+    return ", ".join(bits) or kv_line(wheel.to_dict())
 
 
 def kv_line(d: dict[str, Any]) -> str:
@@ -157,32 +157,19 @@ def _s(v: Any) -> str:
     return str(v)
 
 
-def project_urls(metadata: dict[str, Any]) -> list[tuple[str, str]]:
-    """(label, url) pairs from package metadata: project_urls, home_page; unsafe URLs dropped."""
-    out: list[tuple[str, str]] = []
-    urls = metadata.get("project_urls")
-    if isinstance(urls, dict):
-        out += [(str(k), str(v)) for k, v in urls.items()]
-    elif isinstance(urls, list):
-        for item in urls:
-            if isinstance(item, str) and "," in item:
-                label, _, url = item.partition(",")
-                out.append((label.strip(), url.strip()))
-    for key in ("home_page", "homepage", "url"):
-        if isinstance(metadata.get(key), str):
-            out.append(("Homepage", metadata[key]))
-    return [(label, url) for label, url in out if safe_url(url)]
+def project_urls(metadata: ProjectMeta) -> list[tuple[str, str]]:
+    """(label, url) pairs of the project's metadata (project_urls, home page), unsafe URLs dropped."""
+    return [(label, url) for label, url in metadata.urls if safe_url(url)]
 
 
-def setup_summary(ts: dict[str, Any]) -> str:
+def setup_summary(ts: TestSetup | None) -> str:
     """"tests/ (inferred), 3 test deps (inferred: [dependency-groups] tests), pytest args
     (matrix.yaml)" -- where a job's test setup came from."""
-    if not ts:
+    if ts is None:
         return ""
-    deps = ts.get("requires") or []
-    why = next((s for s in ts.get("sources", []) if "test deps" in s), "")
-    parts = [f"{ts.get('tests') or 'source root'} ({ts.get('tests_from', '?')})",
-             f"{len(deps)} test dep(s) ({ts.get('requires_from', '?')}{': ' + why if why else ''})"]
-    if ts.get("pytest_args"):
-        parts.append(f"pytest args {' '.join(ts['pytest_args'])} ({ts.get('pytest_args_from', '?')})")
+    why = next((s for s in ts.sources if "test deps" in s), "")
+    parts = [f"{ts.tests or 'source root'} ({ts.tests_from or '?'})",
+             f"{len(ts.requires)} test dep(s) ({ts.requires_from or '?'}{': ' + why if why else ''})"]
+    if ts.pytest_args:
+        parts.append(f"pytest args {' '.join(ts.pytest_args)} ({ts.pytest_args_from or '?'})")
     return ", ".join(parts)

@@ -10,14 +10,15 @@ from typing import Any
 
 from ..errors import ConfigError
 from ..model import VERDICTS
+from ..report import CompatReport
 
 HISTORY_SCHEMA = 1
 LIMIT = 10
 
 
-def run_id(report: dict[str, Any]) -> str:
-    m = report.get("meta", {})
-    return str(m.get("finished") or m.get("started") or m.get("matrix_digest") or "run")
+def run_id(report: CompatReport) -> str:
+    m = report.meta
+    return str(m.finished or m.started or m.matrix_digest or "run")
 
 
 def validate(history: Any) -> dict[str, Any]:
@@ -33,7 +34,7 @@ def validate(history: Any) -> dict[str, Any]:
     return history
 
 
-def update(history: dict[str, Any] | None, report: dict[str, Any],
+def update(history: dict[str, Any] | None, report: CompatReport,
            limit: int = LIMIT) -> dict[str, Any]:
     """A new history: the old one plus this report's run, at most ``limit`` runs kept.
 
@@ -43,8 +44,8 @@ def update(history: dict[str, Any] | None, report: dict[str, Any],
     old = validate(history) if history is not None else {"runs": [], "packages": {}}
     rid = run_id(report)
     runs = [r for r in old["runs"] if r.get("id") != rid]
-    runs.append({"id": rid, "matrix_digest": report["meta"].get("matrix_digest", ""),
-                 "packages": len(report["packages"])})
+    runs.append({"id": rid, "matrix_digest": report.meta.matrix_digest,
+                 "packages": len(report.packages)})
     runs = runs[-limit:]
     keep = {r["id"] for r in runs}
     packages: dict[str, list[dict[str, Any]]] = {}
@@ -52,9 +53,9 @@ def update(history: dict[str, Any] | None, report: dict[str, Any],
         kept = [e for e in entries if e.get("run") in keep and e.get("run") != rid]
         if kept:
             packages[job] = kept
-    for p in report["packages"]:
-        packages.setdefault(p["job_id"], []).append(
-            {"run": rid, "verdict": p["verdict"], "version": p["version"]})
+    for p in report.packages:
+        packages.setdefault(p.job_id, []).append(
+            {"run": rid, "verdict": p.verdict, "version": p.version})
     for job in packages:
         packages[job] = packages[job][-limit:]
     return {"schema": HISTORY_SCHEMA, "limit": limit, "runs": runs,

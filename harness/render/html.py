@@ -1,4 +1,4 @@
-"""report.json -> a static site: index.html and one page per package, no server, no CDN.
+"""The report (harness.report) -> a static site: index.html and one page per package, no server, no CDN.
 
 jinja2 with autoescaping on; package data is never marked safe.  Only our own
 CSS and JS (harness/render/static/) go in unescaped, inline, and each page's
@@ -21,6 +21,7 @@ import jinja2
 from markupsafe import Markup
 
 from ..model import INFO_KINDS, VERDICTS, severity
+from ..report import Change, CompatReport, JobEntry, PhaseRow
 from .common import (
     coverage_counts,
     coverage_modes,
@@ -108,23 +109,23 @@ def _log_href(rel: str, logs: dict[str, str]) -> str:
     return "../" + quote(kept) if kept else ""
 
 
-def _phase_row(ph: dict[str, Any], logs: dict[str, str]) -> dict[str, Any]:
+def _phase_row(ph: PhaseRow, logs: dict[str, str]) -> dict[str, Any]:
     """Everything a row of the phases table shows, as plain strings (cheaper than filters)."""
-    exit_code = "—" if ph["exit_code"] is None else str(ph["exit_code"])
-    if ph["signal"]:
-        exit_code += f" (signal {ph['signal']})"
+    exit_code = "—" if ph.exit_code is None else str(ph.exit_code)
+    if ph.signal:
+        exit_code += f" (signal {ph.signal})"
     return {
-        "name": ph["name"],
-        "gil": "" if ph["gil"] is None else f"PYTHON_GIL={ph['gil']}",
-        "outcome": ph["outcome"],
-        "cls": "o-" + ph["outcome"].replace(" ", "-"),
-        "infra": ph["infra"],
+        "name": ph.name,
+        "gil": "" if ph.gil is None else f"PYTHON_GIL={ph.gil}",
+        "outcome": ph.outcome,
+        "cls": "o-" + ph.outcome.replace(" ", "-"),
+        "infra": ph.infra,
         "exit": exit_code,
-        "counts": phase_summary(ph["counts"]),
-        "time": fmt_duration(ph["duration"]),
-        "log": ph["log"],
-        "href": _log_href(ph["log"], logs),
-        "junit_href": _log_href(ph["junit"], logs),
+        "counts": phase_summary(ph.counts),
+        "time": fmt_duration(ph.duration),
+        "log": ph.log,
+        "href": _log_href(ph.log, logs),
+        "junit_href": _log_href(ph.junit, logs),
         "command": _command(ph),
     }
 
@@ -132,108 +133,106 @@ def _phase_row(ph: dict[str, Any], logs: dict[str, str]) -> dict[str, Any]:
 _quote = functools.lru_cache(maxsize=1 << 16)(shlex.quote)  # the same words recur in every job
 
 
-def _command(ph: dict[str, Any]) -> str:
-    if not ph["command"]:
+def _command(ph: PhaseRow) -> str:
+    if not ph.command:
         return ""
-    env = "".join(f"{k}={_quote(v)} " for k, v in ph["env"].items())
-    return env + " ".join(_quote(w) for w in ph["command"])
+    env = "".join(f"{k}={_quote(v)} " for k, v in ph.env.items())
+    return env + " ".join(_quote(w) for w in ph.command)
 
 
-def _coverage_pct(p: dict[str, Any]) -> int:
-    pair = coverage_counts(p["coverage"])
+def _coverage_pct(p: JobEntry) -> int:
+    pair = coverage_counts(p.coverage)
     if not pair or not pair[1]:
         return -1
     return 100 * pair[0] // pair[1]
 
 
 def _history_for(history: dict[str, Any] | None, job_id: str) -> list[dict[str, Any]]:
-    if not history:
+    """The job's entries in history.json (already checked: harness.render.history.validate)."""
+    if not history or job_id not in history["packages"]:
         return []
-    return list(history.get("packages", {}).get(job_id, []))
+    return list(history["packages"][job_id])
 
 
-def _kinds(p: dict[str, Any]) -> list[str]:
-    return sorted({f["kind"] for f in p["findings"]}, key=severity)
+def _kinds(p: JobEntry) -> list[str]:
+    return sorted({f.kind for f in p.findings}, key=severity)
 
 
-def index_rows(report: dict[str, Any],
+def index_rows(report: CompatReport,
                history: dict[str, Any] | None = None) -> list[dict[str, Any]]:
     """One row per job, in report order, with what both the index's cell and its page show."""
-    cols = report.get("interpreters") or []
-    labels = {c["name"]: c["label"] for c in cols}
-    cells_of = {row["name"]: row["cells"] for row in report.get("table") or ()}
+    labels = report.labels()
+    rows_of = {row.name: row for row in report.table}
     rows = []
-    for p in report["packages"]:
-        wheel = wheel_summary(p["wheel"])
-        siblings = [{"label": labels.get(name, name), "verdict": cell["verdict"],
-                     "page": page_name(cell["job_id"])}
-                    for name, cell in cells_of.get(p["name"], {}).items()
-                    if cell["job_id"] != p["job_id"]]
+    for p in report.packages:
+        row = rows_of.get(p.name)
+        siblings = [{"label": labels.get(name, name), "verdict": cell.verdict,
+                     "page": page_name(cell.job_id)}
+                    for name, cell in (row.cells.items() if row else ())
+                    if cell.job_id != p.job_id]
         rows.append({
             "p": p,
-            "page": "pkg/" + page_name(p["job_id"]),
-            "severity": severity(p["verdict"]),
+            "page": "pkg/" + page_name(p.job_id),
+            "severity": severity(p.verdict),
             "coverage_pct": _coverage_pct(p),
-            "coverage": coverage_summary(p["coverage"]),
-            "wheel": wheel,
-            "time": fmt_duration(p["duration"]),
-            "name_key": p["name"].lower(),
-            "change": p.get("change", ""),
+            "coverage": coverage_summary(p.coverage),
+            "wheel": wheel_summary(p.wheel),
+            "time": fmt_duration(p.duration),
+            "name_key": p.name.lower(),
+            "change": p.change,
             "kinds": _kinds(p),
-            "history": _history_for(history, p["job_id"]),
-            "label": labels.get(p["interpreter"]["name"], p["interpreter"]["name"]),
-            "several": len(cols) > 1,
+            "history": _history_for(history, p.job_id),
+            "label": labels.get(p.interpreter.name, p.interpreter.name),
+            "several": report.several,
             "siblings": siblings,
         })
     return rows
 
 
-def table_rows(report: dict[str, Any], rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The index's rows: one per package (report["table"]), a cell per interpreter column (the
+def table_rows(report: CompatReport, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The index's rows: one per package (report.table), a cell per interpreter column (the
     job's row from ``index_rows``, or None where the package did not run), most severe first."""
-    by_job = {r["p"]["job_id"]: r for r in rows}
-    cols = report.get("interpreters") or []
+    by_job = {r["p"].job_id: r for r in rows}
     out = []
-    for t in report.get("table") or ():
-        cells = [by_job.get(t["cells"][c["name"]]["job_id"]) if c["name"] in t["cells"] else None
-                 for c in cols]
+    for t in report.table:
+        cells = [by_job.get(cell.job_id) if (cell := t.cell(c.name)) else None
+                 for c in report.interpreters]
         first = min((c for c in cells if c is not None), key=lambda c: c["severity"])
-        out.append({"t": t, "cells": cells, "severity": severity(t["verdict"]),
-                    "name_key": t["name"].lower(), "page": first["page"],
+        out.append({"t": t, "cells": cells, "severity": severity(t.verdict),
+                    "name_key": t.name.lower(), "page": first["page"],
                     "changed": any(c is not None and c["change"] for c in cells)})
     return sorted(out, key=lambda r: r["severity"])  # stable: report order within a verdict
 
 
-def render_index(report: dict[str, Any], rows: list[dict[str, Any]]) -> str:
+def render_index(report: CompatReport, rows: list[dict[str, Any]]) -> str:
     """index.html: a row per package, a column per interpreter, most severe first."""
     return _env().get_template("index.html").render(
-        table=table_rows(report, rows), columns=report.get("interpreters") or [],
-        jobs=len(rows), changes=report.get("changes"), missing=report.get("missing", []),
-        root="", meta=report["meta"], summary=report["summary"], **_common())
+        table=table_rows(report, rows), columns=report.interpreters,
+        jobs=len(rows), changes=report.changes, missing=report.missing,
+        root="", meta=report.meta, summary=report.summary, **_common())
 
 
-def render_page(report: dict[str, Any], row: dict[str, Any], logs: dict[str, str],
-                change: dict[str, Any] | None) -> str:
+def render_page(report: CompatReport, row: dict[str, Any], logs: dict[str, str],
+                change: Change | None) -> str:
     """One package page (site/<row["page"]>)."""
-    p = row["p"]
+    p: JobEntry = row["p"]
     return _env().get_template("package.html").render(
-        row=row, p=p, phases=[_phase_row(ph, logs) for ph in p["phases"]], change=change,
-        api=package_file(p["name"]),
-        wheel_warning=p["wheel"].get("warning") if isinstance(p["wheel"], dict) else None,
-        root="../", meta=report["meta"], summary=report["summary"], **_common())
+        row=row, p=p, phases=[_phase_row(ph, logs) for ph in p.phases], change=change,
+        api=package_file(p.name), wheel_warning=p.wheel.warning if p.wheel else "",
+        root="../", meta=report.meta, summary=report.summary, **_common())
 
 
-def changes_by_job(report: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    out: dict[str, dict[str, Any]] = {}
-    for c in report.get("changes") or []:
-        out.setdefault(c["job_id"], c)  # the first change of a job, as before
+def changes_by_job(report: CompatReport) -> dict[str, Change]:
+    out: dict[str, Change] = {}
+    for c in report.changes or ():
+        out.setdefault(c.job_id, c)  # the first change of a job, as before
     return out
 
 
-def iter_pages(report: dict[str, Any], logs: dict[str, str], rows: list[dict[str, Any]],
+def iter_pages(report: CompatReport, logs: dict[str, str], rows: list[dict[str, Any]],
                ) -> Iterator[tuple[str, str]]:
     """(path under site/, html) of each row's package page, rendered one at a time; ``logs``
     maps a log's path under out/ to its copy under site/ (harness.render.site.publish_logs)."""
     by_job = changes_by_job(report)
     for row in rows:
-        yield row["page"], render_page(report, row, logs, by_job.get(row["p"]["job_id"]))
+        yield row["page"], render_page(report, row, logs, by_job.get(row["p"].job_id))

@@ -1,4 +1,4 @@
-"""report.json -> report.md: a summary line, changes, the packages table (a row per package,
+"""The report (harness.report) -> report.md: a summary line, changes, the packages table (a row per package,
 a column per interpreter, what differs between them), findings with evidence, the jobs table.
 
 Suitable as a GitHub step summary and a PR comment, so it stays short whatever the report's
@@ -18,7 +18,8 @@ from typing import Any
 from urllib.parse import quote
 
 from .. import textsafe
-from ..model import severity
+from ..model import Finding, severity
+from ..report import Cell, Change, CompatReport, JobEntry
 from .common import (
     coverage_summary,
     fmt_duration,
@@ -91,63 +92,58 @@ def block(s: str, lang: str = "") -> str:
     return f"{fence}{lang}\n{body}\n{fence}"
 
 
-def _columns(report: dict[str, Any]) -> list[dict[str, Any]]:
-    """The report's interpreter columns (report.json schema 2)."""
-    return list(report.get("interpreters") or ())
-
-
-def summary_line(report: dict[str, Any]) -> str:
+def summary_line(report: CompatReport) -> str:
     """Packages (table rows) per verdict, each under its most severe verdict; the jobs too when
     there is more than one interpreter."""
-    n = len(report.get("table") or report["packages"])
-    parts = [f"{ICON[v]} {c} {v}" for v, c in report["summary"].items() if c]
+    n = len(report.table or report.packages)
+    parts = [f"{ICON[v]} {c} {v}" for v, c in report.summary.items() if c]
     line = f"**{n} package{'s' if n != 1 else ''}**"
-    cols = _columns(report)
-    if len(cols) > 1:
-        line += f" on {len(cols)} interpreters ({len(report['packages'])} jobs)"
+    if report.several:
+        line += f" on {len(report.interpreters)} interpreters ({len(report.packages)} jobs)"
     line += ": " + " · ".join(parts) if parts else ""
-    if report.get("missing"):
-        line += f" · ❓ {len(report['missing'])} missing"
+    if report.missing:
+        line += f" · ❓ {len(report.missing)} missing"
     return line
 
 
-def _meta_line(report: dict[str, Any]) -> str:
-    m = report["meta"]
+def _meta_line(report: CompatReport) -> str:
+    m = report.meta
     bits = []
-    for c in _columns(report):
-        what = " ".join(x for x in (f"CPython {c['full_version'] or c['version']}",
-                                    " ".join(c["configure"]), c["source"]) if x)
-        bits.append(f"{text(c['name'])} ({text(what)})")
-    if m.get("backends"):
-        bits.append("backend " + text(", ".join(m["backends"])))
-    if m.get("harness_version"):
-        bits.append("ft-harness " + text(m["harness_version"]))
-    if m.get("matrix_digest"):
-        bits.append("matrix " + code(str(m["matrix_digest"])[:12]))
-    if m.get("started") or m.get("finished"):
-        bits.append(f"{text(m.get('started', ''))} → {text(m.get('finished', ''))}")
+    for c in report.interpreters:
+        what = " ".join(x for x in (f"CPython {c.full_version or c.version}",
+                                    " ".join(c.configure), c.source) if x)
+        bits.append(f"{text(c.name)} ({text(what)})")
+    if m.backends:
+        bits.append("backend " + text(", ".join(m.backends)))
+    if m.harness_version:
+        bits.append("ft-harness " + text(m.harness_version))
+    if m.matrix_digest:
+        bits.append("matrix " + code(str(m.matrix_digest)[:12]))
+    if m.started or m.finished:
+        bits.append(f"{text(m.started)} → {text(m.finished)}")
     return " · ".join(bits)
 
 
-def _changes(report: dict[str, Any]) -> list[str]:
-    changes = report.get("changes")
+def _changes(report: CompatReport) -> list[str]:
+    changes = report.changes
     if changes is None:
         return []
     out = ["## Changes since the previous report", ""]
     if not changes:
         return out + ["No verdict changed.", ""]
     out += ["| | Package | Change | Before | Now |", "|---|---|---|---|---|"]
-    several = len(_columns(report)) > 1
     # regressions first, then what was not the package's doing, then the rest
-    order = sorted(changes, key=lambda c: (not c["regression"], c["kind"] != "infra-error"))
+    order = sorted(changes, key=lambda c: (not c.regression, c.kind != "infra-error"))
     for c in order[:MAX_LIST]:
-        mark = "**regression**" if c["regression"] else ""
-        where = f" [{text(c['interpreter'])}]" if several and c.get("interpreter") else ""
-        out.append(
-            f"| {CHANGE_ICON[c['kind']]} {mark} | {text(c['package'])} {text(c['new_version'] or c['old_version'])}{where} "
-            f"| {c['kind']} | {text(c['old'] or '—')} | {text(c['new'] or '—')} |"
-        )
+        out.append(_change(c, report.several))
     return out + _more(len(order) - MAX_LIST, "change") + [""]
+
+
+def _change(c: Change, several: bool) -> str:
+    mark = "**regression**" if c.regression else ""
+    where = f" [{text(c.interpreter)}]" if several and c.interpreter else ""
+    return (f"| {CHANGE_ICON[c.kind]} {mark} | {text(c.package)} {text(c.new_version or c.old_version)}"
+            f"{where} | {c.kind} | {text(c.old or '—')} | {text(c.new or '—')} |")
 
 
 def _more(n: int, what: str) -> list[str]:
@@ -155,16 +151,16 @@ def _more(n: int, what: str) -> list[str]:
         if n > 0 else []
 
 
-def _cell(cell: dict[str, Any] | None, version: str) -> str:
+def _cell(cell: Cell | None, version: str) -> str:
     if cell is None:
         return "—"
-    out = f"{ICON[cell['verdict']]} **{cell['verdict']}**"
-    if cell["qualifier"]:
-        out += f" ({text(cell['qualifier'])})"
+    out = f"{ICON[cell.verdict]} **{cell.verdict}**"
+    if cell.qualifier:
+        out += f" ({text(cell.qualifier)})"
     if not version:  # the package's version differs between interpreters: say each one
-        out += f" {text(cell['version'])}"
-    if cell.get("change"):
-        out += f" {CHANGE_ICON[cell['change']]} {cell['change']}"
+        out += f" {text(cell.version)}"
+    if cell.change:
+        out += f" {CHANGE_ICON[cell.change]} {cell.change}"
     return out
 
 
@@ -181,69 +177,73 @@ def _page_link(name: str, job_id: str, site: str) -> str:
     return f"[{text(name)}]({quote(site + 'pkg/' + page_name(job_id), safe=_URL_SAFE)})"
 
 
-def packages_table(report: dict[str, Any], site: str = "") -> list[str]:
+def packages_table(report: CompatReport, site: str = "") -> list[str]:
     """One row per package, one column per interpreter (verdict + badge), then what differs;
     each name links its page on the site at ``site`` (a base URL ending in /) when given."""
-    cols = _columns(report)
-    several = len(cols) > 1  # with one interpreter nothing can differ: no "Across" column
-    head = "| Package | Version | " + " | ".join(text(c["label"]) for c in cols) + " |"
+    cols = report.interpreters
+    several = report.several  # with one interpreter nothing can differ: no "Across" column
+    head = "| Package | Version | " + " | ".join(text(c.label) for c in cols) + " |"
     out = [head + (" Across interpreters |" if several else ""),
            "|---|---|" + "---|" * (len(cols) + several)]
-    for row in report.get("table") or ():
-        cells = " | ".join(_cell(row["cells"].get(c["name"]), row["version"]) for c in cols)
-        first = next(iter(row["cells"].values()), None)
-        name = _page_link(row["name"], first["job_id"], site) if first else text(row["name"])
-        line = f"| {name} | {text(row['version']) or 'differs'} | {cells} |"
-        out.append(line + (f" {text(row['across'])} |" if several else ""))
+    for row in report.table:
+        cells = " | ".join(_cell(row.cell(c.name), row.version) for c in cols)
+        first = next(iter(row.cells.values()), None)
+        name = _page_link(row.name, first.job_id, site) if first else text(row.name)
+        line = f"| {name} | {text(row.version) or 'differs'} | {cells} |"
+        out.append(line + (f" {text(row.across)} |" if several else ""))
     return out
 
 
-def _row(p: dict[str, Any]) -> str:
-    kinds = sorted({f["kind"] for f in p["findings"]}, key=severity)
-    findings = ", ".join(f"{ICON[k]} {k}" for k in kinds) or "—"
-    verdict = f"{ICON[p['verdict']]} **{p['verdict']}**"
-    if p["qualifier"]:
-        verdict += f" ({text(p['qualifier'])})"
-    change = p.get("change", "")
-    change = f"{CHANGE_ICON[change]} {change}" if change else ""
-    return (f"| {text(p['name'])} | {text(p['version'])} | {text(p['interpreter']['name'])} "
-            f"| {verdict} | {findings} | {text(coverage_summary(p['coverage']))} "
-            f"| {text(wheel_summary(p['wheel']))} | {_setup_origin(p)} | {fmt_duration(p['duration'])} "
+def _kinds(p: JobEntry) -> list[str]:
+    return sorted({f.kind for f in p.findings}, key=severity)
+
+
+def _row(p: JobEntry) -> str:
+    findings = ", ".join(f"{ICON[k]} {k}" for k in _kinds(p)) or "—"
+    verdict = f"{ICON[p.verdict]} **{p.verdict}**"
+    if p.qualifier:
+        verdict += f" ({text(p.qualifier)})"
+    change = f"{CHANGE_ICON[p.change]} {p.change}" if p.change else ""
+    return (f"| {text(p.name)} | {text(p.version)} | {text(p.interpreter.name)} "
+            f"| {verdict} | {findings} | {text(coverage_summary(p.coverage))} "
+            f"| {text(wheel_summary(p.wheel))} | {_setup_origin(p)} | {fmt_duration(p.duration)} "
             f"| {change} |")
 
 
-def _setup_origin(p: dict[str, Any]) -> str:
+def _setup_origin(p: JobEntry) -> str:
     """Where the job's test setup came from: ``inferred``, ``matrix.yaml`` or both."""
-    ts = p.get("test_setup") or {}
-    got = {str(v) for k in ("tests_from", "requires_from", "pytest_args_from") if (v := ts.get(k))}
+    ts = p.test_setup
+    if ts is None:
+        return "—"
+    got = {str(v) for v in (ts.tests_from, ts.requires_from, ts.pytest_args_from) if v}
     return " + ".join(sorted(got)) if got else "—"
 
 
-def _finding(f: dict[str, Any]) -> list[str]:
-    head = f"- {ICON.get(f['kind'], '')} **{f['kind']}**"
-    if f["test_id"]:
-        head += " " + code(f["test_id"])
+def _finding(f: Finding) -> list[str]:
+    head = f"- {ICON.get(f.kind, '')} **{f.kind}**"
+    if f.test_id:
+        head += " " + code(f.test_id)
     bits = []
-    if f["modes"]:
-        bits.append(mode_list(f["modes"]))
-    if f["ratio"]:
-        bits.append(f"{f['ratio']} runs")
-    if f["evidence"]:
-        bits.append(f"evidence: {text(f['evidence'])}")
-    if f.get("module"):
-        bits.append("module " + code(f["module"]))
-    if f.get("signal"):
-        bits.append(f"signal {f['signal']}")
+    if f.modes:
+        bits.append(mode_list(f.modes))
+    if f.ratio:
+        bits.append(f"{f.ratio} runs")
+    if f.evidence:
+        bits.append(f"evidence: {text(f.evidence)}")
+    if f.module:
+        bits.append("module " + code(f.module))
+    if f.signal:
+        bits.append(f"signal {f.signal}")
     if bits:
         head += " — " + ", ".join(bits)
     out = [head]
-    if f["message"]:
-        out.append(f"  {text(f['message'])}")
-    if f["reproduce"]:
-        out += ["", "  Reproduce:", "", _indent(block(f["reproduce"], "sh"))]
-    if f["excerpt"]:
+    if f.message:
+        out.append(f"  {text(f.message)}")
+    if f.reproduce:
+        out += ["", "  Reproduce:", "", _indent(block(f.reproduce, "sh"))]
+    if f.excerpt:
         out += ["", "  <details><summary>Evidence</summary>", "",
-                _indent(block(f["excerpt"])), "", "  </details>"]
+                _indent(block(f.excerpt)), "", "  </details>"]
     return out + [""]
 
 
@@ -251,25 +251,31 @@ def _indent(s: str) -> str:
     return "\n".join("  " + line if line else line for line in s.splitlines())
 
 
-def _details(p: dict[str, Any], labels: dict[str, str]) -> list[str]:
+def _where(p: JobEntry, labels: dict[str, str]) -> str:
+    """The job's column label, when there are several (``labels`` is empty otherwise)."""
+    name = p.interpreter.name
+    return text(labels.get(name, name))
+
+
+def _details(p: JobEntry, labels: dict[str, str]) -> list[str]:
     """A job's findings; ``labels`` (interpreter name -> column label) when there are several."""
-    title = f"### {ICON[p['verdict']]} {text(p['name'])} {text(p['version'])} — {p['verdict']}"
+    title = f"### {ICON[p.verdict]} {text(p.name)} {text(p.version)} — {p.verdict}"
     if labels:
-        title += f" · {text(labels.get(p['interpreter']['name'], p['interpreter']['name']))}"
+        title += f" · {_where(p, labels)}"
     out = [title, ""]
-    if p["qualifier"]:
-        out += [f"_{text(p['qualifier'])}_", ""]
-    for f in p["findings"][:MAX_FINDINGS_PER_JOB]:
+    if p.qualifier:
+        out += [f"_{text(p.qualifier)}_", ""]
+    for f in p.findings[:MAX_FINDINGS_PER_JOB]:
         out += _finding(f)
-    if len(p["findings"]) > MAX_FINDINGS_PER_JOB:
-        out += [f"_… and {len(p['findings']) - MAX_FINDINGS_PER_JOB} more findings: see its "
+    if len(p.findings) > MAX_FINDINGS_PER_JOB:
+        out += [f"_… and {len(p.findings) - MAX_FINDINGS_PER_JOB} more findings: see its "
                 "page on the site._", ""]
-    if p["notes"]:
-        out += [f"> **Note:** {text(p['notes'])}", ""]
-    setup = setup_summary(p.get("test_setup") or {})
+    if p.notes:
+        out += [f"> **Note:** {text(p.notes)}", ""]
+    setup = setup_summary(p.test_setup)
     if setup:
         out += [f"_Test setup: {text(setup)}_", ""]
-    links = [u for u in p["links"] if safe_url(u)]
+    links = [u for u in p.links if safe_url(u)]
     for u in links:
         out.append(f"- <{quote(u, safe=_URL_SAFE)}>")
     if links:
@@ -277,28 +283,26 @@ def _details(p: dict[str, Any], labels: dict[str, str]) -> list[str]:
     return out
 
 
-def _one_line(p: dict[str, Any], labels: dict[str, str], site: str) -> str:
+def _one_line(p: JobEntry, labels: dict[str, str], site: str) -> str:
     """A job's findings in one line (past FINDING_LINES)."""
-    kinds = sorted({f["kind"] for f in p["findings"]}, key=severity)
-    where = f" · {text(labels.get(p['interpreter']['name'], p['interpreter']['name']))}" \
-        if labels else ""
-    n = len(p["findings"])
-    return (f"- {ICON[p['verdict']]} {_page_link(p['name'], p['job_id'], site)} "
-            f"{text(p['version'])}{where} — **{p['verdict']}**: {n} finding{'s' if n != 1 else ''}"
+    kinds = _kinds(p)
+    where = f" · {_where(p, labels)}" if labels else ""
+    n = len(p.findings)
+    return (f"- {ICON[p.verdict]} {_page_link(p.name, p.job_id, site)} "
+            f"{text(p.version)}{where} — **{p.verdict}**: {n} finding{'s' if n != 1 else ''}"
             + (f" ({', '.join(kinds)})" if kinds else ""))
 
 
-def _findings(report: dict[str, Any], site: str) -> list[str]:
+def _findings(report: CompatReport, site: str) -> list[str]:
     """Jobs with findings, most severe first: in full up to FINDING_LINES lines, then a line each."""
-    jobs = [p for p in report["packages"] if p["findings"] or p["notes"] or p["links"]]
+    jobs = [p for p in report.packages if p.findings or p.notes or p.links]
     if not jobs:
         return []
-    cols = _columns(report)
-    labels = {c["name"]: c["label"] for c in cols} if len(cols) > 1 else {}
+    labels = report.labels() if report.several else {}
     full: list[str] = []
     used = 0  # lines in ``full`` (an evidence block is one item of many lines)
-    short: list[dict[str, Any]] = []
-    for p in sorted(jobs, key=lambda p: severity(p["verdict"])):
+    short: list[JobEntry] = []
+    for p in sorted(jobs, key=lambda p: severity(p.verdict)):
         more = [] if short else _details(p, labels)
         n = sum(x.count("\n") + 1 for x in more)
         if short or (full and used + n > FINDING_LINES):
@@ -316,8 +320,8 @@ def _findings(report: dict[str, Any], site: str) -> list[str]:
     return out
 
 
-def _jobs(report: dict[str, Any]) -> list[str]:
-    n = len(report["packages"])
+def _jobs(report: CompatReport) -> list[str]:
+    n = len(report.packages)
     if n > MAX_JOB_ROWS:
         return ["## Jobs", "", f"_{n} jobs: their thread coverage, wheel, test setup and "
                 "duration are on the site (one page per job) and in report.json._", ""]
@@ -325,10 +329,10 @@ def _jobs(report: dict[str, Any]) -> list[str]:
             "| Package | Version | Interpreter | Verdict | Findings | Tests in threads | Wheel "
             "| Test setup | Duration | Change |",
             "|---|---|---|---|---|---|---|---|---|---|",
-            *(_row(p) for p in report["packages"]), ""]
+            *(_row(p) for p in report.packages), ""]
 
 
-def render(report: dict[str, Any], *, title: str = "Free-threaded compatibility report",
+def render(report: CompatReport, *, title: str = "Free-threaded compatibility report",
            site_url: str = "") -> str:
     """report.md; ``site_url`` (the published site, https) is linked at the top and from each
     package's name."""
@@ -339,10 +343,10 @@ def render(report: dict[str, Any], *, title: str = "Free-threaded compatibility 
                   "page with its phases, logs and JSON.", ""]
     lines += [summary_line(report), "", _meta_line(report), ""]
     lines += _changes(report)
-    if report.get("missing"):
+    if report.missing:
         lines += ["## Missing results", "", "Expected by the plan, but no result file:", ""]
-        lines += [f"- {code(j)}" for j in report["missing"][:MAX_LIST]]
-        lines += _more(len(report["missing"]) - MAX_LIST, "missing job") + [""]
+        lines += [f"- {code(j)}" for j in report.missing[:MAX_LIST]]
+        lines += _more(len(report.missing) - MAX_LIST, "missing job") + [""]
     lines += ["## Packages", "", *packages_table(report, site), ""]
     lines += _findings(report, site)
     lines += _jobs(report)

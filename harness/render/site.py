@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from ..model import read_regular, severity, write_text_atomic
+from ..report import CompatReport, JobEntry
 
 LOG_LIMIT = 256 * 1024  # per log: the head and the tail of a longer one
 LOGS_BUDGET = 64 * 1024 * 1024  # all logs of a site together
@@ -91,7 +92,7 @@ def _excerpt(data: bytes, limit: int, rel: str) -> bytes:
     return data[:half] + note + data[half + len(_CUT):]
 
 
-def publish_logs(report: dict[str, Any], out: Path, site: Path, *, limit: int = LOG_LIMIT,
+def publish_logs(report: CompatReport, out: Path, site: Path, *, limit: int = LOG_LIMIT,
                  budget: int = LOGS_BUDGET) -> dict[str, str]:
     """Copy the logs and JUnit files the report links into ``site/logs/`` (replaced whole);
     returns {path under out/: path under site/} of every file kept."""
@@ -100,11 +101,11 @@ def publish_logs(report: dict[str, Any], out: Path, site: Path, *, limit: int = 
         dirs = _Dirs(out)
         kept: dict[str, str] = {}
         left = budget
-        for p in sorted(report["packages"], key=lambda p: severity(p["verdict"])):
-            job_dir = _safe(p["job_id"])
+        for p in sorted(report.packages, key=lambda p: severity(p.verdict)):
+            job_dir = _safe(p.job_id)
             used: set[str] = set()
-            for ph in p["phases"]:
-                for rel in (ph["log"], ph["junit"]):
+            for ph in p.phases:
+                for rel in (ph.log, ph.junit):
                     if not rel or rel in kept or left <= 0:
                         continue
                     if not dirs.real(rel.rpartition("/")[0]):
@@ -138,47 +139,48 @@ def _json(data: Any) -> str:
     return _ENCODE(data) + "\n"
 
 
-def write_api(report: dict[str, Any], site: Path, rows: list[dict[str, Any]],
+def write_api(report: CompatReport, site: Path, rows: list[dict[str, Any]],
               logs: dict[str, str], encoded: Sequence[str] | None = None) -> list[Path]:
     """site/packages.json and site/packages/<name>.json (the directory replaced whole).
 
-    ``encoded``: report["packages"] already as JSON text, one string each (report.json's lines):
+    ``encoded``: report.packages already as JSON text, one string each (report.json's lines):
     a package's jobs are spliced in, not encoded a second time."""
-    pages = {r["p"]["job_id"]: r["page"] for r in rows}
-    jobs: dict[str, list[dict[str, Any]]] = {}
+    pages = {r["p"].job_id: r["page"] for r in rows}
+    jobs: dict[str, list[JobEntry]] = {}
     texts: dict[str, list[str]] = {}
     if encoded is None:
-        encoded = [_ENCODE(p) for p in report["packages"]]
-    for p, text in zip(report["packages"], encoded, strict=True):
-        jobs.setdefault(p["name"], []).append(p)
-        texts.setdefault(p["name"], []).append(text)
-    meta = {k: report["meta"].get(k, "") for k in ("harness_version", "matrix_digest",
-                                                    "started", "finished")}
+        encoded = [_ENCODE(p.to_dict()) for p in report.packages]
+    for p, text in zip(report.packages, encoded, strict=True):
+        jobs.setdefault(p.name, []).append(p)
+        texts.setdefault(p.name, []).append(text)
+    m = report.meta
+    meta = {"harness_version": m.harness_version, "matrix_digest": m.matrix_digest,
+            "started": m.started, "finished": m.finished}
     index = []
     files: dict[str, str] = {}
-    for row in report.get("table") or ():
-        f = package_file(row["name"])
+    for row in report.table:
+        f = package_file(row.name)
         n = 2
         while f in files.values():  # two names that normalize alike: rare, kept apart
-            f, n = package_file(f"{row['name']}-{n}"), n + 1
-        files[row["name"]] = f
-        index.append({"name": row["name"], "version": row["version"], "verdict": row["verdict"],
-                      "file": f, "page": pages.get(next(iter(row["cells"].values()))["job_id"], "")
-                      if row["cells"] else ""})
+            f, n = package_file(f"{row.name}-{n}"), n + 1
+        files[row.name] = f
+        first = next(iter(row.cells.values()), None)
+        index.append({"name": row.name, "version": row.version, "verdict": row.verdict,
+                      "file": f, "page": pages.get(first.job_id, "") if first else ""})
 
     def fill(tmp: Path) -> list[Path]:
         written = []
-        for row in report.get("table") or ():
-            name = files[row["name"]].removeprefix("packages/")
+        for row in report.table:
+            name = files[row.name].removeprefix("packages/")
             doc = {
-                "schema": API_SCHEMA, "report_schema": report["schema"], "report": meta,
-                "name": row["name"], "row": row,
-                "site": {p["job_id"]: {"page": pages.get(p["job_id"], ""),
-                                       "logs": {rel: logs[rel] for ph in p["phases"]
-                                                for rel in (ph["log"], ph["junit"]) if rel in logs}}
-                         for p in jobs.get(row["name"], [])},
+                "schema": API_SCHEMA, "report_schema": report.schema, "report": meta,
+                "name": row.name, "row": row.to_dict(),
+                "site": {p.job_id: {"page": pages.get(p.job_id, ""),
+                                    "logs": {rel: logs[rel] for ph in p.phases
+                                             for rel in (ph.log, ph.junit) if rel in logs}}
+                         for p in jobs.get(row.name, [])},
             }
-            body = _ENCODE(doc)[:-1] + ', "jobs": [' + ", ".join(texts.get(row["name"], [])) + "]}\n"
+            body = _ENCODE(doc)[:-1] + ', "jobs": [' + ", ".join(texts.get(row.name, [])) + "]}\n"
             (tmp / name).write_text(body, encoding="utf-8")
             written.append(site / "packages" / name)
         return written

@@ -2,44 +2,54 @@
 
 from __future__ import annotations
 
-import copy
+import dataclasses
+import json
 from pathlib import Path
 
 import pytest
 
 from harness import aggregate, diff
+from harness.diff import read_report
 from harness.errors import ConfigError
+from harness.load import load_results
+from harness.report import CompatReport
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "report"
 
 
-def report(name: str) -> dict:
-    results, problems = aggregate.load_results([DATA / name])
+def report(name: str) -> CompatReport:
+    results, problems = load_results([DATA / name])
     assert problems == []
     return aggregate.build_report(results, meta={})
 
 
+def changed(rep: CompatReport, package: str, **kw) -> CompatReport:
+    """``rep`` with the first job of ``package`` changed (``verdict=...``, ...)."""
+    jobs = list(rep.packages)
+    i = next(i for i, p in enumerate(jobs) if p.name == package)
+    jobs[i] = dataclasses.replace(jobs[i], **kw)
+    return dataclasses.replace(rep, packages=tuple(jobs))
+
+
 @pytest.fixture(scope="module")
-def run0() -> dict:
+def run0() -> CompatReport:
     return report("run0")
 
 
 @pytest.fixture(scope="module")
-def run1() -> dict:
+def run1() -> CompatReport:
     return report("run1")
 
 
 def test_identical_reports_have_no_changes(run1):
-    changes = diff.diff_reports(run1, copy.deepcopy(run1))
+    changes = diff.diff_reports(run1, CompatReport.from_dict(run1.to_dict()))
     assert changes == []
     assert not diff.has_regression(changes)
     assert diff.format_changes(changes) == "no changes"
 
 
 def test_one_verdict_changed_is_exactly_one_change(run1):
-    new = copy.deepcopy(run1)
-    attrs = next(p for p in new["packages"] if p["name"] == "attrs")
-    attrs["verdict"] = "ft-race"
+    new = changed(run1, "attrs", verdict="ft-race")
     changes = diff.diff_reports(run1, new)
     assert [(c.kind, c.package, c.old, c.new) for c in changes] == [
         ("newly-broken", "attrs", "compatible", "ft-race")]
@@ -85,58 +95,65 @@ def test_the_reverse_direction_fixes_and_improves(run0, run1):
 
 
 def test_not_a_report_is_a_config_error(run1):
+    # what `diff` and `report --previous` are given is checked as it is read
+    good = run1.to_dict()
+    assert read_report(good, "old") == CompatReport.from_dict(good)
     with pytest.raises(ConfigError, match="old report has no 'packages'"):
-        diff.diff_reports({"schema": 1}, run1)
-    with pytest.raises(ConfigError, match="without job_id"):
-        diff.diff_reports(run1, {"packages": [{"name": "x"}]})
+        read_report({"schema": 1}, "old")
+    with pytest.raises(ConfigError, match="new report has a package without job_id"):
+        read_report({"packages": [{"name": "x"}]}, "new")
+    bad = json.loads(json.dumps(good))
+    bad["packages"][0]["verdict"] = "totally-fine"
+    with pytest.raises(ConfigError, match="'totally-fine', not one of the harness's verdicts"):
+        read_report(bad, "new")
+    bad = json.loads(json.dumps(good))
+    bad["packages"][0]["interpreter"] = ["cp313t"]
+    with pytest.raises(ConfigError, match="has a interpreter of the wrong type"):
+        read_report(bad, "old")
 
 
 def test_build_report_marks_changes_on_packages(run0):
-    results, _ = aggregate.load_results([DATA / "run1"])
+    results, _ = load_results([DATA / "run1"])
     rep = aggregate.build_report(results, meta={}, previous=run0)
-    marks = {p["job_id"]: p.get("change") for p in rep["packages"]}
+    marks = {p.job_id: p.change for p in rep.packages}
     assert marks["cp313t--fx-race"] == "newly-broken"
-    assert marks["cp313t--attrs"] is None
+    assert marks["cp313t--attrs"] == ""
     assert marks["cp31315t--fx-race"] == "new-package"
-    assert {c["kind"] for c in rep["changes"]} == {
+    assert rep.changes is not None
+    assert {c.kind for c in rep.changes} == {
         "new-package", "newly-broken", "verdict-changed", "removed", "infra-error"}
-    assert all("regression" in c for c in rep["changes"])
+    assert all("regression" in c for c in rep.to_dict()["changes"])
 
 
 def test_infra_error_is_listed_apart_and_never_a_regression(run1):
-    new = copy.deepcopy(run1)
-    attrs = next(p for p in new["packages"] if p["name"] == "attrs")
-    attrs["verdict"] = "infra-error"
+    new = changed(run1, "attrs", verdict="infra-error")
     changes = diff.diff_reports(run1, new)
     assert [(c.kind, c.regression) for c in changes] == [("infra-error", False)]
     assert not diff.has_regression(changes)
     # and from an infra-error there is no verdict to regress from
     back = diff.diff_reports(new, run1)
     assert [(c.kind, c.regression) for c in back] == [("fixed", False)]
-    worse = copy.deepcopy(run1)
-    next(p for p in worse["packages"] if p["name"] == "attrs")["verdict"] = "ft-crash"
+    worse = changed(run1, "attrs", verdict="ft-crash")
     assert not diff.has_regression(diff.diff_reports(new, worse))
 
 
 def test_unknown_verdict_is_bad_input_and_removed_is_listed(run1):
-    new = copy.deepcopy(run1)
+    new = run1.to_dict()
     new["packages"][0]["verdict"] = "totally-fine"
     with pytest.raises(ConfigError, match="'totally-fine', not one of the harness's verdicts"):
-        diff.diff_reports(run1, new)
-    gone = copy.deepcopy(run1)
-    removed = gone["packages"].pop(0)
+        diff.diff_reports(run1, read_report(new, "new"))
+    removed, *rest = run1.packages
+    gone = dataclasses.replace(run1, packages=tuple(rest))
     text = diff.format_changes(diff.diff_reports(run1, gone))
-    assert f"removed: {removed['name']}" in text and text.endswith("1 removed")
+    assert f"removed: {removed.name}" in text and text.endswith("1 removed")
 
 
 def test_package_text_in_the_diff_cannot_run_a_workflow_command(run1):
     """diff.txt is echoed into the CI log: a version or name a package set cannot start a line
     with '::' (a workflow command), nor carry ESC/OSC/BEL/NUL to the terminal."""
-    new = copy.deepcopy(run1)
-    p = new["packages"][0]
-    p["version"] = "9.9\n::error file=x::pwned\x1b]0;title\x07\x00"
-    p["name"] = "\r::add-mask::x"
-    p["verdict"] = "crash" if p["verdict"] != "crash" else "hang"
+    p = run1.packages[0]
+    new = changed(run1, p.name, version="9.9\n::error file=x::pwned\x1b]0;title\x07\x00",
+                  name="\r::add-mask::x", verdict="crash" if p.verdict != "crash" else "hang")
     text = diff.format_changes(diff.diff_reports(run1, new))
     assert len(text.splitlines()) == 2  # the change and the count, nothing smuggled in between
     for line in text.splitlines():

@@ -264,7 +264,7 @@ def test_durations_from_aggregated_report(tmp_path):
     results = [read_result(f) for f in sorted((run0 / "results").glob("*.json"))]
     report = aggregate.build_report(results, meta={})
     p = tmp_path / "report.json"
-    p.write_text(json.dumps(report))
+    p.write_text(json.dumps(report.to_dict()))
     got = plan.durations_from_report(p)
     assert got == plan.durations_from_report(run0)
     assert len(got) == len(results) and got["cp313t--idna"] > got["cp313t--fx-refuses-ft"]

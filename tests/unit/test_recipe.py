@@ -9,6 +9,7 @@ from harness.job import TOOLS
 from harness.matrix import Settings
 from harness.model import InterpreterInfo
 from harness.recipe import recipe
+from harness.report import CompatReport
 from harness.reproduce import pick
 from harness.verdict import decide
 from tests.unit.test_verdict import load
@@ -50,18 +51,18 @@ def test_a_local_package_is_copied_from_its_path_and_installed_from_there():
     assert "/tmp/conf" not in text  # where that job's workspace was
 
 
-REPORT = {"packages": [
+REPORT = CompatReport.from_dict({"packages": [
     {"name": "six", "version": "1.17.0", "interpreter": {"name": "a"},
      "findings": [{"kind": "no-thread-coverage"}, {"kind": "ft-race", "recipe": "r", "reproduce": "x"}]},
     {"name": "six", "version": "1.17.0", "interpreter": {"name": "b"}, "findings": []},
     {"name": "idna", "version": "3.20", "interpreter": {"name": "a"}, "findings": [{"kind": "hang"}]},
-]}
+]})
 
 
 def test_pick_takes_the_first_finding_that_is_not_only_info():
     job, f = pick(REPORT, "six", interpreter="a", finding=None)
-    assert f["kind"] == "ft-race" and job["interpreter"]["name"] == "a"
-    assert pick(REPORT, "six", interpreter="a", finding=1)[1]["kind"] == "no-thread-coverage"
+    assert f.kind == "ft-race" and job.interpreter.name == "a"
+    assert pick(REPORT, "six", interpreter="a", finding=1)[1].kind == "no-thread-coverage"
 
 
 @pytest.mark.parametrize(("package", "interpreter", "finding", "says"), [

@@ -2,25 +2,22 @@
 
 from __future__ import annotations
 
-import copy
 import json
+from dataclasses import replace
 
 import pytest
 
 from harness import render
 from harness.errors import ConfigError
 from harness.render import history
+from harness.report import CompatReport
 from tests.data.report.shared import full_report, out_dir, previous
 
 
-def with_run(report: dict, finished: str, verdict: str | None = None) -> dict:
-    r = copy.deepcopy(report)
-    r["meta"]["finished"] = finished
-    if verdict:
-        for p in r["packages"]:
-            if p["name"] == "attrs":
-                p["verdict"] = verdict
-    return r
+def with_run(report: CompatReport, finished: str, verdict: str | None = None) -> CompatReport:
+    jobs = tuple(replace(p, verdict=verdict) if verdict and p.name == "attrs" else p
+                 for p in report.packages)
+    return replace(report, meta=replace(report.meta, finished=finished), packages=jobs)
 
 
 def test_update_adds_this_run_per_package():
@@ -73,7 +70,7 @@ def test_site_draws_history_and_writes_the_new_file(tmp_path):
     h = json.loads((out / "site/history.json").read_text())
     assert h == history.update(old, full_report())
     index = (out / "site/index.html").read_text()
-    assert index.count('class="spark"') == len(full_report()["packages"])
+    assert index.count('class="spark"') == len(full_report().packages)
     page = (out / "site/pkg/cp313t--fx-race.html").read_text()
     assert 'title="2026-12-02T08:00:00Z: compatible 0.1"' in page
     assert 'title="2026-12-03T08:22:30Z: ft-race 0.1"' in page

@@ -15,6 +15,7 @@ import pytest
 
 from harness import render
 from harness.render import html
+from harness.report import CompatReport
 from tests.data.report.shared import XSS, XSS2, full_report, out_dir
 
 STATIC = Path(html.__file__).parent / "static"
@@ -47,7 +48,7 @@ class Doc(HTMLParser):
 
 
 @pytest.fixture(scope="module")
-def site(tmp_path_factory) -> tuple[Path, dict, list[Path]]:
+def site(tmp_path_factory) -> tuple[Path, CompatReport, list[Path]]:
     tmp = tmp_path_factory.mktemp("site")
     out = out_dir(tmp)
     rep = full_report()
@@ -59,8 +60,9 @@ def test_write_all_writes_every_format(site):
     names = {str(p.relative_to(out)) for p in written}
     assert {"report.json", "report.md", "junit.xml", "site/index.html",
             "site/history.json"} <= names
-    assert {f"site/pkg/{p['job_id']}.html" for p in rep["packages"]} <= names
-    assert json.loads((out / "report.json").read_text()) == rep
+    assert {f"site/pkg/{p.job_id}.html" for p in rep.packages} <= names
+    assert json.loads((out / "report.json").read_text()) == rep.to_dict()
+    assert CompatReport.from_dict(json.loads((out / "report.json").read_text())) == rep
     assert not list(out.rglob(".*.tmp"))  # atomic writes leave no temp files
 
 
@@ -68,10 +70,10 @@ def test_index_has_a_row_per_package_and_a_cell_per_interpreter(site):
     out, rep, _ = site
     doc = Doc((out / "site/index.html").read_text())
     rows = {a["data-package"]: a["data-verdict"] for a in doc.all("tr") if a.get("data-package")}
-    assert rows == {t["name"]: t["verdict"] for t in rep["table"]} and len(rows) == 13
+    assert rows == {t.name: t.verdict for t in rep.table} and len(rows) == 13
     assert rows["fx-race"] == "ft-race"  # its most severe cell
     cells = {a["data-job"]: a["data-verdict"] for a in doc.all("td") if a.get("data-job")}
-    assert cells == {p["job_id"]: p["verdict"] for p in rep["packages"]} and len(cells) == 16
+    assert cells == {p.job_id: p.verdict for p in rep.packages} and len(cells) == 16
     heads = [a["data-interp"] for a in doc.all("th") if a.get("data-interp")]
     assert heads == ["cp313t", "cp31315t"]
     tds = [a for a in doc.all("td") if a.get("data-interp")]
@@ -83,9 +85,9 @@ def test_index_has_a_row_per_package_and_a_cell_per_interpreter(site):
     assert "ft-race on 3.13.5t, compatible on 3.13.15t" in text
     assert "13 packages" in text and "on 2 interpreters (16 jobs)" in text
     links = {a["href"] for a in doc.all("a")}
-    assert {f"pkg/{p['job_id']}.html" for p in rep["packages"]} <= links
+    assert {f"pkg/{p.job_id}.html" for p in rep.packages} <= links
     chips = {a["data-filter"] for a in doc.all("button") if "data-filter" in a}
-    assert chips == {""} | {v for v, n in rep["summary"].items() if n}
+    assert chips == {""} | {v for v, n in rep.summary.items() if n}
     text = " ".join(doc.text)
     assert "Changes since the previous report" in text and "newly broken" in text
     assert "cp313t--lost" in text  # missing results are listed
@@ -219,5 +221,5 @@ def test_forked_workers_write_the_same_site_as_one_process(tmp_path, monkeypatch
     assert pids and os.getpid() not in pids  # the pages were rendered by forked workers
     assert _tree(serial / "site") == _tree(forked / "site")  # and the stale page is gone
     assert sorted(p.name for p in written if p.parent.name == "pkg") == sorted(
-        f"{p['job_id']}.html" for p in rep["packages"])
+        f"{p.job_id}.html" for p in rep.packages)
     assert not [p for p in (forked / "site").iterdir() if p.name.startswith(".")]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import copy
+from dataclasses import replace
 
 from junitparser import Error, Failure, JUnitXml, Skipped
 
@@ -27,8 +27,8 @@ def test_one_case_per_package_and_finding(tmp_path):
     got = cases(xml)
     # a case per finding, plus a verdict case for packages without a blocking finding
     expected = sum(
-        len(p["findings"]) + (not any(f["kind"] not in INFO_KINDS for f in p["findings"]))
-        for p in rep["packages"])
+        len(p.findings) + (not any(f.kind not in INFO_KINDS for f in p.findings))
+        for p in rep.packages)
     assert expected == 18  # 15 on cp313t, 3 on cp31315t (attrs, fx-race pass; msgpack fails)
     assert len(got) == expected
     suites = list(xml)
@@ -72,9 +72,11 @@ def test_totals_on_the_root(tmp_path):
 
 
 def test_hostile_and_control_characters_round_trip(tmp_path):
-    rep = copy.deepcopy(full_report())
-    evil = next(p for p in rep["packages"] if p["name"] == "evil-pkg")
-    evil["findings"][0]["excerpt"] += "\x1b[31mred\x1b[0m \x00 end"
+    rep = full_report()
+    evil = next(p for p in rep.packages if p.name == "evil-pkg")
+    first = replace(evil.findings[0], excerpt=evil.findings[0].excerpt + "\x1b[31mred\x1b[0m \x00 end")
+    evil = replace(evil, findings=(first, *evil.findings[1:]))
+    rep = replace(rep, packages=tuple(evil if p.name == "evil-pkg" else p for p in rep.packages))
     got = cases(parse(tmp_path, rep))
     (res,) = got[("cp313t.evil-pkg", f"ft-race: tests/test_x.py::test_{XSS}")].result
     assert XSS2 in res.text and "[31mred" in res.text and "\x1b" not in res.text

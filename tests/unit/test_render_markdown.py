@@ -6,6 +6,7 @@ import re
 
 from harness import aggregate, render
 from harness.render import markdown
+from harness.report import CompatReport
 from tests.data.report.shared import XSS, XSS2, full_report, load, out_dir
 
 
@@ -25,7 +26,7 @@ def test_packages_table_has_a_row_per_package_and_a_column_per_interpreter():
     table = md.split("## Packages\n\n")[1].split("\n\n")[0].splitlines()
     assert table[0] == "| Package | Version | 3.13.5t | 3.13.15t | Across interpreters |"
     assert table[1] == "|---|---|---|---|---|"
-    assert len(table[2:]) == len(rep["table"]) == 13
+    assert len(table[2:]) == len(rep.table) == 13
     assert ("| fx-race | 0.1 | 🔀 **ft-race** 🔻 newly-broken | ✅ **compatible** 🆕 new-package "
             "| ft-race on 3.13.5t, compatible on 3.13.15t |") in table
     assert "| fx-crash | 0.1 | 💥 **crash** | — |  |" in table  # not run on 3.13.15
@@ -46,11 +47,11 @@ def test_jobs_table_has_a_row_per_job_with_its_verdict():
     rep = full_report()
     md = markdown.render(rep)
     rows = [ln for ln in md.splitlines() if ln.startswith("| ") and " | cp313t | " in ln]
-    assert len(rows) == 13 and len(rep["packages"]) == 16
+    assert len(rows) == 13 and len(rep.packages) == 16
     assert len([ln for ln in md.splitlines() if " | cp31315t | " in ln]) == 3
-    for p in (p for p in rep["packages"] if p["interpreter"]["name"] == "cp313t"):
-        (row,) = [r for r in rows if r.startswith(f"| {markdown.text(p['name'])} |")]
-        assert f"**{p['verdict']}**" in row
+    for p in (p for p in rep.packages if p.interpreter.name == "cp313t"):
+        (row,) = [r for r in rows if r.startswith(f"| {markdown.text(p.name)} |")]
+        assert f"**{p.verdict}**" in row
     unsafe = next(r for r in rows if r.startswith("| fx-all-unsafe |"))
     assert "(low thread coverage: 0/8 tests in threads)" in unsafe
     assert "0/8 (0%)" in unsafe
@@ -161,7 +162,7 @@ def test_each_package_says_where_its_test_setup_came_from():
     assert md.count("| — |") >= 1  # results without a recorded setup say so
 
 
-def _big_report(packages: int = 300) -> dict:
+def _big_report(packages: int = 300) -> CompatReport:
     """``packages`` packages on two interpreters, each job a copy (dataclasses.replace) of one of
     run1's real results: every verdict, findings with evidence, ~8 phases a job."""
     import dataclasses
@@ -181,7 +182,7 @@ def _big_report(packages: int = 300) -> dict:
 def test_report_md_for_300_packages_stays_short_and_links_the_site():
     # issue #16: it was 8,000 lines with a 3,000-row phase table and no link to the site
     rep = _big_report()
-    assert len(rep["table"]) == 300 and sum(len(p["phases"]) for p in rep["packages"]) > 3000
+    assert len(rep.table) == 300 and sum(len(p.phases) for p in rep.packages) > 3000
     md = markdown.render(rep, site_url="https://o.github.io/r")
     lines = md.splitlines()
     assert len(lines) <= 1100 and len(md.encode()) <= 200_000, (len(lines), len(md.encode()))
@@ -203,5 +204,5 @@ def test_report_md_for_300_packages_stays_short_and_links_the_site():
 def test_a_small_report_keeps_everything_in_full():
     md = markdown.render(full_report())
     assert "more job" not in md and "more finding" not in md  # nothing capped at 16 jobs
-    assert md.count("\n### ") == len([p for p in full_report()["packages"]
-                                      if p["findings"] or p["notes"] or p["links"]])
+    assert md.count("\n### ") == len([p for p in full_report().packages
+                                      if p.findings or p.notes or p.links])

@@ -13,12 +13,15 @@ import os
 import shutil
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
-from harness import render
+from harness import aggregate, render
+from harness.load import load_results
 from harness.render import site as site_files
+from harness.report import CompatReport
 from tests.data.report.shared import DATA, full_report, out_dir
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -30,7 +33,7 @@ check_site = checker.check_site
 
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory) -> tuple[Path, dict]:
+def built(tmp_path_factory) -> tuple[Path, CompatReport]:
     out = out_dir(tmp_path_factory.mktemp("links"))
     rep = full_report()
     render.write_all(rep, out)
@@ -41,7 +44,7 @@ def test_the_site_of_a_real_run_stands_alone(built):
     out, rep = built
     assert check_site(out / "site") == []
     pages = list((out / "site").rglob("*.html"))
-    assert len(pages) == 1 + len(rep["packages"])
+    assert len(pages) == 1 + len(rep.packages)
     # ... also once moved away from the output dir it was rendered in (what Pages publishes)
     alone = out.parent / "published"
     shutil.copytree(out / "site", alone)
@@ -58,11 +61,12 @@ def test_the_report_and_a_json_per_package_are_in_the_site(built):
     assert (site / "report.json").read_text() == (out / "report.json").read_text()
     index = json.loads((site / "packages.json").read_text())
     assert index["schema"] == site_files.API_SCHEMA and index["report"] == "report.json"
-    assert [e["name"] for e in index["packages"]] == [t["name"] for t in rep["table"]]
+    assert [e["name"] for e in index["packages"]] == [t.name for t in rep.table]
     for entry in index["packages"]:
         doc = json.loads((site / entry["file"]).read_text())
         assert doc["name"] == entry["name"] and doc["row"]["verdict"] == entry["verdict"]
-        assert doc["jobs"] == [p for p in rep["packages"] if p["name"] == entry["name"]]
+        assert doc["jobs"] == [p.to_dict() for p in rep.packages if p.name == entry["name"]]
+        assert doc["row"] == next(t.to_dict() for t in rep.table if t.name == entry["name"])
         for job_id, where in doc["site"].items():
             assert (site / where["page"]).is_file()
             assert all((site / f).is_file() for f in where["logs"].values()), job_id
@@ -93,14 +97,12 @@ def test_every_kept_log_is_the_real_one_and_pages_link_it(built):
 
 def test_the_site_of_a_real_docker_run_stands_alone_with_every_log(tmp_path):
     """Results and logs captured from the default matrix on docker (tests/data/report/docker)."""
-    from harness import aggregate
-
     out = tmp_path / "out"
     shutil.copytree(DATA / "docker", out)
-    results, problems = aggregate.load_results([out])
+    results, problems = load_results([out])
     assert problems == [] and len(results) == 5
     rep = aggregate.build_report(results, meta={})
-    assert {p["job_id"]: p["verdict"] for p in rep["packages"]} == {
+    assert {p.job_id: p.verdict for p in rep.packages} == {
         "cpython3.13t--cffi": "build-failure", "cpython3.13.15t--cffi": "build-failure",
         "cpython3.13t--tomli": "no-tests", "cpython3.13.15t--tomli": "no-tests",
         "cpython3.13t--markupsafe": "compatible"}
@@ -109,8 +111,7 @@ def test_the_site_of_a_real_docker_run_stands_alone_with_every_log(tmp_path):
     shutil.copytree(out / "site", published)
     assert check_site(published) == []
     on_disk = {str(f.relative_to(out)) for f in (out / "work").rglob("*") if f.is_file()}
-    linked = {rel for p in rep["packages"] for ph in p["phases"] for rel in (ph["log"], ph["junit"])
-              if rel}
+    linked = {rel for p in rep.packages for ph in p.phases for rel in (ph.log, ph.junit) if rel}
     assert linked == on_disk and len(linked) == 30  # every log and JUnit file of the run
     doc = json.loads((published / "packages/markupsafe.json").read_text())
     kept = doc["site"]["cpython3.13t--markupsafe"]["logs"]
@@ -203,8 +204,8 @@ def test_a_second_render_replaces_the_site_files_whole(tmp_path):
     render.write_all(full_report(), out)
     assert (out / "site/packages/fx-race.json").is_file()
     rep = full_report()
-    rep["packages"] = [p for p in rep["packages"] if p["name"] != "fx-race"]
-    rep["table"] = [t for t in rep["table"] if t["name"] != "fx-race"]
+    rep = replace(rep, packages=tuple(p for p in rep.packages if p.name != "fx-race"),
+                  table=tuple(t for t in rep.table if t.name != "fx-race"))
     render.write_all(rep, out)
     assert not (out / "site/packages/fx-race.json").exists()
     assert not (out / "site/logs/cp313t--fx-race").exists()

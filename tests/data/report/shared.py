@@ -7,6 +7,8 @@ import shutil
 from pathlib import Path
 
 from harness import aggregate
+from harness.load import load_results
+from harness.report import CompatReport
 
 DATA = Path(__file__).resolve().parent
 XSS = "<script>alert(1)</script>"
@@ -14,12 +16,12 @@ XSS2 = "</pre><img src=x onerror=alert(1)>"
 
 
 def load(*names: str) -> list:
-    results, problems = aggregate.load_results([DATA / n for n in names])
+    results, problems = load_results([DATA / n for n in names])
     assert problems == []
     return results
 
 
-def previous() -> dict:
+def previous() -> CompatReport:
     """run0's report, as a run of the day before (its files carry run1's times; a report's start
     and end are its results', harness.aggregate.run_times)."""
     results = [dataclasses.replace(r, started="2026-12-02T07:50:00Z", finished="2026-12-02T08:00:00Z")
@@ -27,7 +29,7 @@ def previous() -> dict:
     return aggregate.build_report(results, meta={})
 
 
-def full_report(with_previous: bool = True, hostile: bool = True) -> dict:
+def full_report(with_previous: bool = True, hostile: bool = True) -> CompatReport:
     results = load("run1", "hostile") if hostile else load("run1")
     return aggregate.build_report(
         results, meta={"matrix_digest": "ab12cd34ef56aa"},

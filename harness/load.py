@@ -1,0 +1,166 @@
+"""Result files -> JobResults: every file under the output dirs of a run (or its shards), read
+with suspicion.
+
+``load_results`` reads result files from one or more output directories and names every file it
+could not use, with the reason, instead of merging it: not JSON, not a result, a wrong type in a
+field the report shows, a FIFO, a link to a device or out of its results dir, a huge file
+(issue #17).  The same job in two shards with different content is a ConfigError.
+``harness.aggregate`` turns what it returns into the report.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import logging
+import math
+import stat
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from .errors import ConfigError
+from .model import FINDING_KINDS, VERDICTS, JobResult
+from .render.pool import frozen_heap
+
+log = logging.getLogger(__name__)
+
+
+def _result_files(d: Path) -> list[Path]:
+    """The result files of an output dir (DIR/results/*.json), or of a results dir itself."""
+    sub = d / "results"
+    if sub.is_dir():
+        return sorted(sub.glob("*.json"))
+    return sorted(d.glob("*.json"))
+
+
+def _drop_tests(data: dict[str, Any]) -> dict[str, Any]:
+    """``data`` without the per-test outcomes of its phases (the report never shows them)."""
+    phases = data.get("phases")
+    if not isinstance(phases, list):
+        return data
+    slim = [{k: v for k, v in p.items() if k != "tests"} if isinstance(p, dict) else p
+            for p in phases]
+    return {**data, "phases": slim}
+
+
+MAX_RESULT_BYTES = 64 * 1024 * 1024  # a real result is a few hundred KB
+
+
+class _Unusable(Exception):
+    """A result file the report must skip (named with the reason, never followed blindly)."""
+
+
+def _read_json(path: Path) -> Any:
+    """A result file's JSON: a regular file inside its own results dir, of a sane size.
+
+    A FIFO would hang the report, a link to /dev/zero exhaust its memory, a link out of the
+    dir merge a file nobody put there: each is skipped with its reason (issue #17)."""
+    st = path.lstat()
+    if stat.S_ISLNK(st.st_mode):
+        target = path.resolve()
+        if target.parent != path.parent.resolve():
+            raise _Unusable("a symlink that points outside its results dir")
+        st = target.stat()
+    if not stat.S_ISREG(st.st_mode):
+        raise _Unusable("not a regular file")
+    if st.st_size > MAX_RESULT_BYTES:
+        raise _Unusable(f"larger than {MAX_RESULT_BYTES >> 20} MiB")
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)
+
+
+def _type_problem(res: JobResult) -> str:
+    """What in a parsed result has the wrong type for the report (hand-edited or hostile)."""
+    for name in ("job_id", "package", "version", "verdict", "qualifier", "notes", "started", "finished"):
+        if not isinstance(getattr(res, name), str):
+            return f"{name} is not a string"
+    for name in ("settings", "coverage", "metadata", "test_setup"):
+        if not isinstance(getattr(res, name), dict):
+            return f"{name} is not an object"
+    if not all(isinstance(x, str) for x in res.links):
+        return "links are not strings"
+    for p in res.phases:
+        if not isinstance(p.name, str) or not isinstance(p.duration, int | float) \
+                or not math.isfinite(p.duration) or not isinstance(p.counts, dict):
+            return f"phase {str(p.name)[:40]!r} has a bad name, duration or counts"
+    for f in res.findings:
+        if f.kind not in FINDING_KINDS or not isinstance(f.message, str) or not isinstance(f.excerpt, str):
+            return f"a finding of kind {str(f.kind)[:40]!r} is not one the harness writes"
+    return ""
+
+
+def _parse(path: Path, tests: bool) -> tuple[JobResult | None, str]:
+    """(result, "") or (None, why this file cannot be used)."""
+    name = str(path)  # as the user gave the dir: "shard1/results/x.json"
+    try:
+        data = _read_json(path)
+    except UnicodeDecodeError:
+        return None, f"{name}: not UTF-8 text"
+    except json.JSONDecodeError as e:
+        return None, f"{name}: not valid JSON (line {e.lineno})"
+    except OSError as e:
+        return None, f"{name}: cannot read ({e.strerror})"
+    except _Unusable as e:
+        return None, f"{name}: skipped: {e}"
+    except RecursionError:
+        return None, f"{name}: JSON nested too deeply"
+    try:
+        res = JobResult.from_dict(data if tests else _drop_tests(data))
+    except (ValueError, TypeError, KeyError, AttributeError, RecursionError) as e:
+        return None, f"{name}: not a valid result ({str(e)[:200]})"
+    if res.verdict not in VERDICTS:
+        return None, f"{name}: unknown verdict {str(res.verdict)[:40]!r}"
+    why = _type_problem(res)
+    if why:
+        return None, f"{name}: not a valid result ({why})"
+    return res, ""
+
+
+def load_results(dirs: Sequence[Path], *,
+                 tests: bool = False) -> tuple[list[JobResult], list[str]]:
+    """Read every result file under ``dirs``; return (results, problems).
+
+    A file that is not valid JSON, or not a valid result, is named in
+    ``problems`` and left out, never merged.  The same job id in two files
+    with different content is a ConfigError naming both (shards must be
+    disjoint); identical copies are merged silently.  Per-test outcomes
+    (``Phase.tests``) are only kept with ``tests=True``: no report shows them,
+    and at 10,000 jobs they are most of the loading time.  (Parsing in forked
+    workers was tried: sending the results back costs more than it saves.)
+    """
+    paths: list[Path] = []
+    for d in dirs:
+        d = Path(d)
+        if not d.is_dir():
+            raise ConfigError("not a directory (expected an output dir of `ft-harness run`)",
+                              file=str(d))
+        paths += _result_files(d)
+    with frozen_heap():  # each file's objects are frozen as the next ones are parsed
+        parsed = []
+        for i, p in enumerate(paths):
+            parsed.append(_parse(p, tests))
+            if i % 1000 == 999:
+                gc.freeze()
+    problems: list[str] = []
+    seen: dict[str, Path] = {}
+    results: list[JobResult] = []
+    for path, (res, problem) in zip(paths, parsed, strict=True):
+        if res is None:
+            problems.append(problem)
+            continue
+        if res.job_id in seen:  # rare: re-read both rather than keep every file's dict
+            other = seen[res.job_id]
+            if _read_json(other) != _read_json(path):
+                raise ConfigError(
+                    f"job {res.job_id!r} also in {other} with different content "
+                    "(shards must be disjoint)",
+                    file=str(path),
+                )
+            log.info("%s: same result as %s, merged", path, other)
+            continue
+        seen[res.job_id] = path
+        results.append(res)
+    for skipped in problems:  # the CLI prints each once (commands.write_report), made inert
+        log.info("skipped %s", skipped)
+    return results, problems

@@ -134,8 +134,23 @@ def infer_test_setup(src: Path, dist_name: str, *,
     tests = _tests_dir(src, dist_name)
     notes.append(f"tests dir: {tests}/" if tests else "tests dir: none found (pytest searches the root)")
     reqs = _requires(src, dist_name, env, notes)
+    if kept := _named_by_filterwarnings(src, tests, reqs):
+        reqs += kept
+        notes.append(f"{', '.join(kept)} kept: a filterwarnings entry names it")
     args = _pytest_args(src, tests, reqs, dist_name, notes)
     return TestSetup(tests=tests, requires=reqs, pytest_args=args, sources=tuple(notes))
+
+
+def _named_by_filterwarnings(src: Path, tests: str, reqs: tuple[str, ...]) -> tuple[str, ...]:
+    """``coverage`` when a ``filterwarnings`` entry names a category of it (aiohttp's
+    ``ignore:...:coverage.exceptions.CoverageWarning``): pytest imports that module to read the
+    entry, so the library dropped with the coverage tools is needed after all."""
+    found = pytest_config(src, tests, [])
+    text = str(found[1].get("filterwarnings", "")) if found else ""
+    have = {canonicalize_name(Requirement(r).name) for r in reqs}
+    if re.search(r"\bcoverage\.", text) and "coverage" not in have:
+        return ("coverage",)
+    return ()
 
 
 # --------------------------------------------------------------------------- tests dir
@@ -233,6 +248,11 @@ def _requires(src: Path, dist: str, env: Mapping[str, str], notes: list[str]) ->
             found = sorted(src.glob(pattern), key=lambda p: (len(p.name), p.name))
             for f in found:
                 if f.is_file():
+                    ft = f.with_name(f"{f.stem}-ft{f.suffix}")  # aiohttp's test-ft.txt
+                    if ft.is_file() and not ft.is_symlink():
+                        f = ft
+                        notes.append(f"{f.relative_to(src)}: the free-threaded variant of "
+                                     f"{f.relative_to(src).parent / (f.stem[:-3] + f.suffix)}")
                     return f"{f.relative_to(src)}", _req_file(src, f, set(), notes)
         return None
 

@@ -16,10 +16,11 @@ import shutil
 import tarfile
 import time
 import zipfile
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from packaging.requirements import Requirement
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.utils import InvalidSdistFilename, canonicalize_name, parse_sdist_filename
 
@@ -359,9 +360,9 @@ def _steps(ctx: _Ctx) -> tuple[str, dict]:
     if not install.ok:
         return version, {}
     if inferred_deps:  # on their own: one that cannot install is a setup problem, not a build failure
-        deps_cmd = [vpy, "-m", "pip", "install", *inferred_deps]
+        deps_cmd = ["sh", "-c", _deps_sh(vpy, inferred_deps)]
         if ctx.tsan:
-            deps_cmd = ["sh", "-c", f"{tsan.build_flags_sh(ws.python)} && {shlex.join(deps_cmd)}"]
+            deps_cmd = ["sh", "-c", f"{tsan.build_flags_sh(ws.python)} && {deps_cmd[2]}"]
         _run(ctx, "test-deps", "setup", deps_cmd, env=env, cwd=ws.root, timeout=INSTALL_TIMEOUT, network=True)
     vpy_tests = f"{src}/.tox/{job.package.tox_env}/bin/python" if tox else vpy
     # 3. probe, in the default mode (with PYTHON_GIL=0 the warning is not printed)
@@ -422,6 +423,20 @@ def _steps(ctx: _Ctx) -> tuple[str, dict]:
     if s.confirm and not ctx.tsan:
         _confirm(ctx, probe, base_env)
     return version, extra
+
+
+NOT_INSTALLED = "ft-harness: not installed: "
+
+
+def _deps_sh(vpy: str, deps: Sequence[str]) -> str:
+    """Install the inferred test deps together; when that fails (one of them has no build for
+    this interpreter), each alone, so the others are there and only the tests needing the
+    missing one cannot run. Exits 1 naming each that did not install (``NOT_INSTALLED``)."""
+    pip = shlex.join([vpy, "-m", "pip", "install"])
+    alone = "; ".join(f"{pip} {shlex.quote(d)} || missing=\"$missing {Requirement(d).name}\"" for d in deps)
+    return (f"{pip} {shlex.join(deps)} && exit 0; "
+            f"echo 'ft-harness: together they did not install; one at a time:'; missing=; {alone}; "
+            f"[ -z \"$missing\" ] && exit 0; echo \"{NOT_INSTALLED}$missing\"; exit 1")
 
 
 def _confirm(ctx: _Ctx, probe: dict, base_env: dict[str, str]) -> None:

@@ -29,6 +29,7 @@ recurs alone becomes ``unconfirmed``, and a crash gets its signal and stack from
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -125,9 +126,15 @@ def _broken_run(phase: Phase) -> Finding | None:
     )
 
 
+NOT_INSTALLED_RE = re.compile(r"^ft-harness: not installed: (.+)$", re.M)  # job._deps_sh
+
+
 def _test_deps_finding(phase: Phase) -> Finding:
     """The inferred test dependencies did not install: shown; the runs say what it cost."""
     _, _, line = classify_install(phase.excerpt, timed_out=phase.timed_out, infra=phase.infra)
+    m = NOT_INSTALLED_RE.search(phase.excerpt)
+    if m:  # installing them together failed, then each was tried alone (job._deps_sh)
+        line = f"not installed: {', '.join(m.group(1).split())} (the others are); {line}"
     return Finding(kind="setup-error", evidence="setup", excerpt=phase.excerpt[-1500:],
                    message=f"setup: the inferred test dependencies did not install: {line}"[:400],
                    reproduce=reproduce(phase, None), phase=phase.name)

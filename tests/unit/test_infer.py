@@ -166,3 +166,16 @@ def test_nothing_declared(tmp_path):
     s = infer_test_setup(_tree(tmp_path, {"x.py": ""}), "demo")
     assert s == TestSetup(sources=("tests dir: none found (pytest searches the root)",
                                    "test deps: none declared"))
+
+
+def test_free_threaded_requirements_and_a_filterwarnings_category_aiohttp():
+    # requirements/test-ft.txt is test.txt for free-threaded builds (uvloop left out); pytest.ini's
+    # filterwarnings names coverage.exceptions.CoverageWarning, so pytest must import coverage
+    s = infer_test_setup(DATA / "aiohttp-3.14.5", "aiohttp")
+    assert not [r for r in s.requires if r.startswith("uvloop")]
+    assert "pytest-cov==7.1.0" not in s.requires and s.requires[-1] == "coverage"
+    assert s.sources[:3] == ("tests dir: tests/",
+                             "requirements/test-ft.txt: the free-threaded variant of requirements/test.txt",
+                             "test deps from requirements/test-ft.txt")
+    assert "coverage kept: a filterwarnings entry names it" in s.sources
+    assert s.pytest_args[:2] == ("-o", "addopts=")

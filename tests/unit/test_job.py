@@ -106,3 +106,28 @@ def test_a_planted_config_link_is_not_followed(tmp_path: Path) -> None:
     (src / "pyproject.toml").unlink()
     (src / "pyproject.toml").write_text(host.read_text())
     assert has_pytest_config(src, "tests") is True
+
+
+# ---- inferred test deps: together, else one at a time (harness.job._deps_sh) -----------------
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+
+from harness.job import _deps_sh  # noqa: E402
+from harness.verdict.rules import _test_deps_finding  # noqa: E402
+
+
+@pytest.mark.network
+def test_a_test_dep_that_cannot_install_leaves_the_others_installed(tmp_path: Path) -> None:
+    # a real venv and pip against the real index: one requirement that no release satisfies
+    subprocess.run([sys.executable, "-m", "venv", str(tmp_path / "v")], check=True)
+    vpy = str(tmp_path / "v" / "bin" / "python")
+    r = subprocess.run(["sh", "-c", _deps_sh(vpy, ["six", "idna>=999"])],
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 1, r.stdout[-2000:] + r.stderr[-2000:]
+    assert subprocess.run([vpy, "-c", "import six"]).returncode == 0  # installed alone
+    log = r.stdout + r.stderr
+    assert "ft-harness: together they did not install; one at a time:" in log
+    f = _test_deps_finding(Phase(name="test-deps", kind="setup", exit_code=1, excerpt=log[-4000:]))
+    assert f.kind == "setup-error" and f.evidence == "setup"
+    assert f.message.startswith("setup: the inferred test dependencies did not install: "
+                                "not installed: idna (the others are); "), f.message

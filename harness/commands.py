@@ -13,13 +13,12 @@ import os
 import sys
 import time
 from collections.abc import Mapping
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from . import __version__, textsafe
 from .errors import ConfigError, RegressionError
-from .model import VERDICTS
+from .model import VERDICTS, now_iso
 
 if TYPE_CHECKING:
     from .matrix import MatrixSpec
@@ -30,9 +29,6 @@ if TYPE_CHECKING:
 def _say(line: str) -> None:
     print(line, flush=True)
 
-
-def _now() -> str:
-    return datetime.now(UTC).isoformat(timespec="seconds")
 
 
 # ----------------------------------------------------------------------------- run
@@ -191,7 +187,7 @@ def gate(report: CompatReport, fail_on: str | None) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    now = _now()
+    now = now_iso()
     meta: dict[str, Any] = {"harness_version": __version__, "started": now, "finished": now,
                             "backend": "", "sources": [str(d) for d in args.dirs]}
     out = Path(args.out) if args.out else Path(args.dirs[0])

@@ -16,7 +16,6 @@ import time
 from collections.abc import Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -24,7 +23,7 @@ from . import __version__
 from .backends.base import Backend, Prepared
 from .errors import InfraError, Interrupted
 from .job import Progress, run_job
-from .model import Finding, InterpreterInfo, JobResult, read_result, write_json_atomic
+from .model import Finding, InterpreterInfo, JobResult, now_iso, read_result, write_json_atomic
 from .plan import Job
 from .progress import NullReporter, Reporter
 
@@ -49,9 +48,6 @@ class RunSummary:
     finished: str = ""
 
 
-def _now() -> str:
-    return datetime.now(UTC).isoformat(timespec="seconds")
-
 
 def result_path(out: Path, job_id: str) -> Path:
     return out / "results" / f"{job_id}.json"
@@ -73,7 +69,7 @@ def existing_result(out: Path, job_id: str, key: str) -> JobResult | None:
 
 
 def infra_result(job: Job, key: str, prepared: Prepared, backend: str, message: str) -> JobResult:
-    now = _now()
+    now = now_iso()
     return JobResult(
         job_id=job.job_id, key=key, package=job.package.name,
         requested=job.package.path or job.package.version,
@@ -111,7 +107,7 @@ def run_plan(jobs: Sequence[Job], *, out: Path, backend: Backend, prepared: dict
     reporter = reporter or NullReporter()
     steps: JobRunner = run_one or run_job
     out = out.resolve()
-    summary = RunSummary(started=_now())
+    summary = RunSummary(started=now_iso())
     (out / "results").mkdir(parents=True, exist_ok=True)
     todo = _split(jobs, out, prepared, force, summary)
     reporter.start(len(jobs), len(summary.skipped), todo=[j.job_id for j, _ in todo])
@@ -182,7 +178,7 @@ def run_plan(jobs: Sequence[Job], *, out: Path, backend: Backend, prepared: dict
         if main_thread:
             signal.signal(signal.SIGTERM, old_term)
         reporter.finish()
-    summary.finished = _now()
+    summary.finished = now_iso()
     return summary
 
 

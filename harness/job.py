@@ -40,6 +40,7 @@ from .model import (
 from .parse.tsan import parse_tsan_dir
 from .plan import Job
 from .recipe import recipe
+from .watchdog import watchdog_env
 
 log = logging.getLogger(__name__)
 
@@ -380,6 +381,7 @@ def _steps(ctx: _Ctx) -> tuple[str, dict]:
         return version, extra
     s = job.settings
     base_env = _base_env(job)
+    wenv = {} if ctx.tsan else watchdog_env(ws, base_env, s.test_timeout)  # plain and threaded runs
     base = _test_command(job, ws, vpy, tests, src=src, own_config=has_pytest_config(src_host, tests))
     threads = (f"--parallel-threads={s.threads}", f"--iterations={s.iterations}")
 
@@ -397,7 +399,7 @@ def _steps(ctx: _Ctx) -> tuple[str, dict]:
             penv = {**menv, **tsan.tsan_env(ws.path("logs", "tsan", name), supp, source_dir=src)}
             tdir = ws.host("logs", "tsan", name)
         _run(ctx, name, "plain", replace(base, this_run=run_once(name)),
-             env=penv, cwd=src, timeout=s.job_timeout, gil=mode, junit=f"junit/{name}.xml", tsan_dir=tdir)
+             env={**penv, **wenv}, cwd=src, timeout=s.job_timeout, gil=mode, junit=f"junit/{name}.xml", tsan_dir=tdir)
         if mode == s.gil_modes[0] and not ctx.spent:
             # what the threaded runs will really run in threads: -n auto hides it, so ask
             # pytest-run-parallel once, without workers; which tests it runs single-threaded is
@@ -419,7 +421,7 @@ def _steps(ctx: _Ctx) -> tuple[str, dict]:
                 continue
             name = f"threads-gil{mode}-r{rep}"
             _run(ctx, name, "threads", replace(base, threads=threads, this_run=run_once(name)),
-                 env=menv, cwd=src, timeout=s.job_timeout, gil=mode, rep=rep, junit=f"junit/{name}.xml")
+                 env={**menv, **wenv}, cwd=src, timeout=s.job_timeout, gil=mode, rep=rep, junit=f"junit/{name}.xml")
     if s.confirm and not ctx.tsan:
         _confirm(ctx, probe, base_env)
     return version, extra

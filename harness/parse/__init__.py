@@ -17,7 +17,7 @@ from pathlib import Path
 from ..model import OUTCOMES, Phase, TestCase, read_regular
 from .crash import find_crashes
 from .gil import gil_modules
-from .hang import find_hang
+from .hang import WATCHDOG_ENDED, find_hang, watchdog_tests
 from .junit import CRASHED_RE, TIMEOUT_RE, guess_nodeid, junit_key, parse_junit
 from .parallel import parse_parallel
 from .pytestlog import FINAL_RE, parse_log
@@ -104,11 +104,21 @@ def _parse(phase: Phase, out_dir: Path) -> Phase:
             tests[cr.test_id] = TestCase(outcome="crashed", message=msg[:300],
                                          parallel=tests[cr.test_id].parallel if cr.test_id in tests else None)
 
+    # a worker "crash" that was our watchdog ending a test stuck in a wait (parse.hang)
+    stuck = watchdog_tests(text, [cr.test_id for cr in crashes if cr.worker and cr.test_id])
+    if stuck:
+        crashes = [cr for cr in crashes if cr.test_id not in stuck]
+        for tid, after in stuck.items():
+            tests[tid] = TestCase(outcome="timeout", message=f"still running after {after}; {WATCHDOG_ENDED}",
+                                  parallel=tests[tid].parallel if tid in tests else None)
     timed = [t for t, tc in tests.items() if tc.outcome == "timeout"]
     hang = find_hang(text, timed_out_tests=timed, timed_out=phase.timed_out,
                      unfinished=plog.unfinished, finished=plog.finished)
     if hang and hang.running and hang.running not in tests:
         tests[hang.running] = TestCase(outcome="timeout", message=hang.why)
+    for ht in hang.tests if hang else ():  # the process ended with no report of the test
+        if ht.test_id not in tests:
+            tests[ht.test_id] = TestCase(outcome="timeout", message=ht.excerpt.split("\n", 1)[0].removeprefix(f"{ht.test_id}: ")[:300])
 
     parallel = None
     if phase.kind in ("threads", "collect"):
@@ -155,6 +165,8 @@ def incomplete(phase: Phase) -> str:
     problems = [ln[len(NOTE):] for ln in phase.excerpt.splitlines() if ln.startswith(NOTE)]
     if phase.timed_out or phase.crash or phase.signal:
         return ""  # a hang or a crash explains a cut log; those findings say so
+    if phase.hang and any(WATCHDOG_ENDED in t.excerpt for t in phase.hang.tests):
+        return ""  # the watchdog ended the process: pytest never got to its summary
     if phase.exit_code in (0, 1, 2, 3, 4, 5) and not FINAL_RE.search(phase.excerpt):
         problems.insert(0, "the log has no pytest summary line (cut or garbled)")
     return "; ".join(problems)

@@ -3,7 +3,11 @@
 pytest-timeout (``--timeout=N``, signal method) fails the test with
 ``Failed: Timeout (>N.0s) from pytest-timeout.`` and dumps every thread's
 stack between ``+++ Timeout +++`` rulers; its thread method (the runs alone of
-confirmation) dumps the same and ends the process, with no report of the test.
+confirmation) dumps the same and ends the process, with no report of the test. A wait the
+signal cannot end (the main thread in C) is ended by ft-harness's watchdog plugin, which has
+faulthandler dump every thread ("Timeout (0:00:30)!") and end the process; under
+pytest-xdist the controller then says the worker crashed, and ``watchdog_tests`` tells that
+from a crash by the test's function on a dumped stack.
 The excerpt says, per thread, where it waits: its innermost frames in the
 package (site-packages) or the suite, with the source line.  When the harness's own timeout
 kills the process group instead, the running test is the last one ``-v``
@@ -14,8 +18,10 @@ process hung on exit (typically threads a timed-out test left behind).
 from __future__ import annotations
 
 import re
+from typing import NamedTuple
 
 from ..evidence import Hang, HungTest
+from .crash import _dump_lines
 
 RULER_RE = re.compile(r"^\++ Timeout \++$", re.M)
 FRAME_RE = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<func>\S+)', re.M)
@@ -27,6 +33,77 @@ def timeout_blocks(text: str) -> list[str]:
     out = []
     for a, b in zip(marks[0::2], marks[1::2], strict=False):
         out.append(text[a:b])
+    return out
+
+
+# faulthandler.dump_traceback_later's header, from ft-harness's watchdog plugin
+# (_inner/ft_harness_watchdog.py). Its stderr is not pytest's, so the header is glued to whatever
+# pytest had printed on that line: the running test's id without xdist (``tests/t.py::test_x
+# Timeout (0:00:20)!``), another worker's result with it.
+WATCHDOG_RE = re.compile(r"(?:^|(?<=\s))Timeout \((?P<after>\d+:\d\d:\d\d(?:\.\d+)?)\)!$")
+NODE_ID_RE = re.compile(r"^[^\s\[]\S*?\.py::\S.*$")
+DUMP_FRAME_RE = re.compile(r'^File "(?P<file>[^"]+)", line (?P<line>\d+) in (?P<func>\S+)$')
+WATCHDOG_ENDED = "ft-harness's watchdog dumped every thread and ended the process"
+
+
+class Dump(NamedTuple):
+    """One dump the watchdog wrote before it ended a test process."""
+
+    after: str  # how long the test had run: "0:00:20"
+    before: str  # what pytest had printed on the header's line
+    threads: list[tuple[str, list[str]]]  # (header, frames innermost first)
+
+
+def watchdog_dumps(text: str) -> list[Dump]:
+    lines = text.splitlines()
+    out = []
+    for i, line in enumerate(lines):
+        m = WATCHDOG_RE.search(line.rstrip())
+        if m:
+            out.append(Dump(m.group("after"), line[: m.start()].strip(), _dump_lines(lines[i + 1 : i + 2000])))
+    return out
+
+
+def _func(test_id: str) -> str:
+    return test_id.rsplit("::", 1)[-1].split("[", 1)[0]
+
+
+def _dump_names(threads: list[tuple[str, list[str]]], func: str) -> bool:
+    return any(f.endswith(f" in {func}") for _, frames in threads for f in frames)
+
+
+def watchdog_tests(text: str, candidates: list[str]) -> dict[str, str]:
+    """Of ``candidates`` (test ids xdist said crashed), those a watchdog dump shows running:
+    {test id: after how long}."""
+    dumps = watchdog_dumps(text)
+    out = {}
+    for tid in candidates:
+        after = next((d.after for d in dumps if _dump_names(d.threads, _func(tid))), None)
+        if after is not None:
+            out[tid] = after
+    return out
+
+
+def _ended_tests(dumps: list[Dump], unfinished: list[str]) -> list[str]:
+    """Without xdist, the test a watchdog dump ended: the id its header is glued to, if that
+    test's function is on a dumped stack, else the last test that started."""
+    named = [d.before for d in dumps if NODE_ID_RE.match(d.before) and _dump_names(d.threads, _func(d.before))]
+    return list(dict.fromkeys(named)) or unfinished[-1:]
+
+
+def _dump_waits(threads: list[tuple[str, list[str]]]) -> list[tuple[str, list[str]]]:
+    """``thread_waits`` for a faulthandler dump (frames innermost first, no source lines)."""
+    out = []
+    for head, frames in threads:
+        own = []
+        for f in frames:
+            m = DUMP_FRAME_RE.match(f)
+            if not m or any(x in m.group("file") for x in MACHINERY) or _is_stdlib(m.group("file")) \
+                    or m.group("file").startswith("<"):  # execnet's "<string>"
+                continue
+            own.append(f"{_short(m.group('file'))}:{m.group('line')} in {m.group('func')}")
+        if own:
+            out.append((head.replace("Current thread", "Thread"), own[:WAIT_FRAMES]))
     return out
 
 
@@ -94,9 +171,9 @@ def thread_waits(block: str) -> list[tuple[str, list[str]]]:
     return out
 
 
-def _waits_text(block: str) -> tuple[str, list[str]]:
+def _waits_text(block: str | list[tuple[str, list[str]]]) -> tuple[str, list[str]]:
     """(stack top, excerpt lines) from a dump: where each thread waits."""
-    waits = thread_waits(block)
+    waits = thread_waits(block) if isinstance(block, str) else _dump_waits(block)
     lines = []
     for name, frames in waits:
         lines.append(f"{name} waits in {frames[0]}")
@@ -114,19 +191,29 @@ def find_hang(
 ) -> Hang | None:
     """What hung in a phase: None when nothing did."""
     blocks = timeout_blocks(text)
-    if not timed_out_tests and blocks and unfinished and not finished:
-        # pytest-timeout's thread method: the stacks, then os._exit; no report of the test
-        timed_out_tests = [unfinished[-1]]
+    dumps = watchdog_dumps(text)
+    if not timed_out_tests and not finished:
+        # pytest-timeout's thread method, or our watchdog: the stacks, then the process ends,
+        # with no report of the test
+        if blocks and unfinished:
+            timed_out_tests = [unfinished[-1]]
+        elif dumps:
+            timed_out_tests = _ended_tests(dumps, unfinished)
     if not timed_out_tests and not timed_out:
         return None
     per_test = []
     for tid in timed_out_tests:
-        func = tid.rsplit("::", 1)[-1].split("[", 1)[0]
+        func = _func(tid)
         block = next((b for b in blocks if f"in {func}" in b), "")
-        top, lines = _waits_text(block)
+        dump = next((d for d in dumps if _dump_names(d.threads, func)), None)
+        if block or dump is None:
+            top, lines = _waits_text(block)
+            head = f"{tid}: Timeout from pytest-timeout"
+        else:  # a wait pytest-timeout's signal could not end (in C): the watchdog's dump
+            top, lines = _waits_text(dump.threads)
+            head = f"{tid}: still running after {dump.after} (a wait pytest-timeout's signal cannot end); {WATCHDOG_ENDED}"
         top = top or _report_location(text, func)
-        per_test.append(HungTest(test_id=tid, stack_top=top,
-                                 excerpt="\n".join([f"{tid}: Timeout from pytest-timeout", *lines[:24]])))
+        per_test.append(HungTest(test_id=tid, stack_top=top, excerpt="\n".join([head, *lines[:24]])))
     running, why = "", ""
     if timed_out:
         running = unfinished[-1] if unfinished else ""

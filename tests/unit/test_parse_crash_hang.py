@@ -6,9 +6,9 @@ import signal
 from pathlib import Path
 
 from harness.model import Phase
-from harness.parse import parse_phase
+from harness.parse import incomplete, parse_phase
 from harness.parse.crash import fatal_blocks, phase_signal, signal_of
-from harness.parse.hang import timeout_blocks
+from harness.parse.hang import timeout_blocks, watchdog_dumps, watchdog_tests
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "parse"
 
@@ -90,3 +90,72 @@ def test_job_timeout_after_pytest_finished():
 def test_plain_runs_without_trouble_have_no_crash_or_hang():
     p = phase("mix", "plain-gil1")
     assert p.crashes == () and p.crash is None and p.hang is None
+
+
+# ft_cwait (tests/fixtures/packages/ft_cwait): test_ready_after_setup's main thread waits in
+# pthread_cond_wait, which pytest-timeout's signal cannot end; the watchdog plugin dumps every
+# thread at 2 x test_timeout + 10 s (20 s here) and ends the process. "watchdog" is the real
+# harness run (its plain runs under pytest-xdist), "watchdog-noxdist" its plain-gil0 again
+# without workers (tests/data/parse/_tools/rerun_phase.py).
+CWAIT = "tests/test_gate.py::test_ready_after_setup"
+
+
+def test_watchdog_ends_a_wait_in_c_without_xdist_as_a_hang():
+    p = phase("watchdog-noxdist", "plain-gil0")
+    # faulthandler ended the process: exit 1, no summary line, no JUnit file
+    assert p.exit_code == 1 and p.signal is None and p.junit == "" and not p.timed_out
+    assert p.crashes == () and p.crash is None
+    assert p.tests[CWAIT].outcome == "timeout"
+    (t,) = p.hang.tests
+    assert t.test_id == CWAIT and not p.hang.job_timeout
+    assert t.stack_top == "ft_cwait/__init__.py:7 in ready"
+    head, *waits = t.excerpt.splitlines()
+    assert head == (f"{CWAIT}: still running after 0:00:20 (a wait pytest-timeout's signal cannot "
+                    "end); ft-harness's watchdog dumped every thread and ended the process")
+    assert waits == [f"{waits[0].split(' waits in ')[0]} waits in ft_cwait/__init__.py:7 in ready",
+                     "    called from tests/test_gate.py:5 in test_ready_after_setup"]
+    assert incomplete(p) == ""  # the cut log is the watchdog's doing, and the hang says so
+
+
+def test_watchdog_ending_an_xdist_worker_is_a_hang_not_a_crash():
+    for name in ("plain-gil0", "plain-gil1"):
+        p = phase("watchdog", name)
+        # the controller said "worker 'gw0' crashed while running ..." and went on
+        assert "worker 'gw0' crashed while running" in (DATA / "watchdog" / p.log).read_text()
+        assert p.crashes == () and p.crash is None, p.crashes
+        assert p.tests[CWAIT].outcome == "timeout"
+        assert p.tests["tests/test_gate.py::test_nothing_to_wait_for"].outcome == "passed"
+        (t,) = p.hang.tests
+        assert t.test_id == CWAIT and t.stack_top == "ft_cwait/__init__.py:7 in ready"
+        assert "ft-harness's watchdog dumped every thread" in t.excerpt
+        # the execnet thread (all machinery) is left out; the worker's main thread is shown
+        assert t.excerpt.count(" waits in ") == 1 and "<string>" not in t.excerpt
+    # its threaded runs: the main thread joins in Python, so pytest-timeout ended the test
+    t = phase("watchdog", "threads-gil0-r1").hang.tests[0]
+    assert t.excerpt.startswith(f"{CWAIT}: Timeout from pytest-timeout")
+    assert t.excerpt.count("waits in ft_cwait/__init__.py:7 in ready: _latch.wait()") == 4
+
+
+def test_watchdog_tests_needs_the_test_on_a_dumped_stack():
+    text = (DATA / "watchdog/logs/plain-gil0.log").read_text()
+    assert watchdog_tests(text, [CWAIT, "tests/test_gate.py::test_nothing_to_wait_for"]) == {CWAIT: "0:00:20"}
+    (d,) = watchdog_dumps(text)  # its header glued to the other worker's result line
+    assert d.before == "[gw1] [ 50%] PASSED tests/test_gate.py::test_nothing_to_wait_for"
+    # a genuine crash under xdist has no watchdog dump, and stays a crash
+    crash = (DATA / "crash/logs/plain-gil0.log").read_text()
+    assert watchdog_dumps(crash) == [] and watchdog_tests(crash, ["tests/test_crash.py::test_segv"]) == {}
+    assert {c.test_id for c in phase("crash", "plain-gil0").crashes} == {
+        "tests/test_crash.py::test_segv", "tests/test_crash.py::test_segv_nogil_only"}
+
+
+def test_watchdog_job_is_one_hang_in_both_modes_and_no_crash():
+    from harness.matrix import Settings
+    from harness.verdict import decide
+    from tests.unit.test_verdict import load
+
+    d = decide(load("watchdog"), settings=Settings(), probe={})
+    assert d.verdict == "hang"
+    (f,) = d.findings
+    assert (f.kind, f.test_id, f.modes, f.ratio) == ("hang", CWAIT, (0, 1), "4/4")
+    assert "ft-harness's watchdog dumped every thread" in f.excerpt
+    assert "ft_cwait/__init__.py:7 in ready" in f.excerpt

@@ -1,0 +1,35 @@
+"""A pytest plugin ft-harness loads into every main test run (``PYTEST_PLUGINS``; issue #20).
+
+pytest-timeout's signal method ends a test that waits in Python, but not one whose main thread
+waits in C (a ``pthread_cond_wait`` or a lock the GIL holder needs): the signal is only handled
+when the C call returns, so such a test used to run until the job timeout. This plugin arms
+faulthandler's watchdog for every test, at ``FT_HARNESS_WATCHDOG`` seconds (the harness sets
+2 x test_timeout + 10, past pytest-timeout's own): from a C thread that needs neither the GIL
+nor the main thread, it dumps every thread's stack to the process's stderr as it was before pytest's
+capture (the phase's log, from an xdist worker too) and ends the process. ``harness.parse.hang`` reads the dump ("Timeout
+(0:00:30)!") as a hang of the test whose function is on a stack, with where each thread waits.
+"""
+
+from __future__ import annotations
+
+import faulthandler
+import os
+
+import pytest
+
+SECONDS = float(os.environ.get("FT_HARNESS_WATCHDOG", "0") or 0)
+# the process's own stderr, taken at import (PYTEST_PLUGINS loads us before pytest's capture
+# starts): during a test fd 2 is pytest's capture file, which nobody reads after the process ends
+LOG_FD = os.dup(2) if SECONDS > 0 else -1
+
+
+@pytest.hookimpl(hookwrapper=True, tryfirst=True)
+def pytest_runtest_protocol(item, nextitem):  # noqa: ARG001 (pytest's hook signature)
+    if SECONDS <= 0:
+        yield
+        return
+    faulthandler.dump_traceback_later(SECONDS, exit=True, file=LOG_FD)
+    try:
+        yield
+    finally:
+        faulthandler.cancel_dump_traceback_later()

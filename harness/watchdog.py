@@ -1,0 +1,38 @@
+"""The watchdog for waits in C (issue #20): what loads ``_inner/ft_harness_watchdog.py`` into a
+job's plain and threaded test runs.
+
+pytest-timeout's signal method cannot end a test whose main thread waits in C; the plugin has
+faulthandler dump every thread and end the process at :func:`seconds`, past pytest-timeout's own
+timeout, so such a test ends there and not at the job timeout (``harness.parse.hang`` reads the
+dump). Not for the ThreadSanitizer runs, nor for the runs alone of confirmation, which use
+pytest-timeout's thread method; under ``runner: tox`` the variables are set but tox's env does
+not pass them on to pytest.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from .backends.base import Workspace
+
+PLUGIN = "ft_harness_watchdog"
+SOURCE = Path(__file__).parent / "_inner" / f"{PLUGIN}.py"
+ENV = "FT_HARNESS_WATCHDOG"  # seconds; the plugin does nothing without it
+
+
+def seconds(test_timeout: int) -> int:
+    """When the watchdog ends a test: well past pytest-timeout's ``test_timeout``, which ends
+    every wait it can (and, under pytest-run-parallel, dumps the threads)."""
+    return 2 * test_timeout + 10
+
+
+def watchdog_env(ws: Workspace, env: dict[str, str], test_timeout: int) -> dict[str, str]:
+    """The variables that load the plugin, added to ``env``'s own PYTHONPATH and PYTEST_PLUGINS.
+    The plugin is copied into a directory of its own, so nothing else of ours can shadow one of
+    the package's modules."""
+    ws.host("inner", "watchdog").mkdir(parents=True, exist_ok=True)
+    shutil.copy2(SOURCE, ws.host("inner", "watchdog", f"{PLUGIN}.py"))
+    path = ":".join(x for x in (ws.path("inner", "watchdog"), env.get("PYTHONPATH", "")) if x)
+    plugins = ",".join(x for x in (PLUGIN, env.get("PYTEST_PLUGINS", "")) if x)
+    return {"PYTHONPATH": path, "PYTEST_PLUGINS": plugins, ENV: str(seconds(test_timeout))}

@@ -1,0 +1,60 @@
+"""harness.watchdog and the plugin it loads (_inner/ft_harness_watchdog.py), issue #20."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from harness.backends.base import Workspace
+from harness.parse.hang import find_hang, watchdog_dumps
+from harness.watchdog import PLUGIN, SOURCE, seconds, watchdog_env
+
+
+def _ws(tmp_path: Path) -> Workspace:
+    return Workspace(host_root=tmp_path / "host", root="/ws", python="/py")
+
+
+def test_env_loads_the_plugin_from_a_directory_of_its_own(tmp_path: Path) -> None:
+    ws = _ws(tmp_path)
+    env = watchdog_env(ws, {"PYTHON_GIL": "0"}, test_timeout=120)
+    assert env == {"PYTHONPATH": "/ws/inner/watchdog", "PYTEST_PLUGINS": PLUGIN,
+                   "FT_HARNESS_WATCHDOG": "250"}
+    assert (ws.host("inner", "watchdog", f"{PLUGIN}.py")).read_text() == SOURCE.read_text()
+    assert [p.name for p in ws.host("inner", "watchdog").iterdir()] == [f"{PLUGIN}.py"]
+    assert seconds(5) == 20  # past pytest-timeout's own timeout, which ends what it can
+
+
+def test_env_keeps_the_packages_own_path_and_plugins(tmp_path: Path) -> None:
+    env = watchdog_env(_ws(tmp_path), {"PYTHONPATH": "/pkg/lib", "PYTEST_PLUGINS": "theirs"}, 5)
+    assert env["PYTHONPATH"] == "/ws/inner/watchdog:/pkg/lib"
+    assert env["PYTEST_PLUGINS"] == f"{PLUGIN},theirs"
+
+
+def test_the_plugin_dumps_every_thread_to_the_real_stderr_and_ends_the_test(tmp_path: Path) -> None:
+    # a real pytest (this venv's), the plugin loaded as the harness loads it; a test that sleeps
+    # past the watchdog (1 s): pytest captures fd 2 during the test, the dump must not go there
+    (tmp_path / "test_sleep.py").write_text(
+        "import time\n\ndef test_quick():\n    pass\n\ndef test_sleeps():\n    time.sleep(60)\n")
+    env = {**os.environ, **watchdog_env(_ws(tmp_path), {}, 5), "FT_HARNESS_WATCHDOG": "1"}
+    env["PYTHONPATH"] = str(tmp_path / "host" / "inner" / "watchdog")
+    r = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-v", "test_sleep.py"],
+                       cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
+    out = r.stdout + r.stderr
+    assert r.returncode == 1, out
+    assert "test_sleep.py::test_quick PASSED" in out  # armed per test, cancelled after each
+    (d,) = watchdog_dumps(out)
+    assert d.after == "0:00:01"
+    hang = find_hang(out, timed_out_tests=[], timed_out=False, unfinished=[], finished=False)
+    assert hang is not None and hang.test_id == "test_sleep.py::test_sleeps"
+    assert "test_sleep.py:7 in test_sleeps" in hang.tests[0].excerpt
+
+
+def test_without_the_variable_the_plugin_does_nothing(tmp_path: Path) -> None:
+    (tmp_path / "test_quick.py").write_text("def test_quick():\n    pass\n")
+    env = {**os.environ, "PYTEST_PLUGINS": PLUGIN, "PYTHONPATH": str(SOURCE.parent)}
+    env.pop("FT_HARNESS_WATCHDOG", None)
+    r = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "test_quick.py"],
+                       cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0 and "1 passed" in r.stdout, r.stdout + r.stderr

@@ -51,6 +51,24 @@ def _objs(v: Any) -> list[dict[str, Any]]:
     return [x for x in _seq(v) if isinstance(x, dict)]
 
 
+def _flat_dict(obj: Any) -> dict[str, Any]:
+    """A dataclass of plain fields as JSON-ready values: tuples as lists, dicts copied."""
+    out = {}
+    for f in fields(obj):
+        v = getattr(obj, f.name)
+        out[f.name] = list(v) if isinstance(v, tuple) else dict(v) if isinstance(v, dict) else v
+    return out
+
+
+def _from_flat(cls: type, d: Mapping[str, Any], *, seqs: tuple[str, ...] = (),
+               objs: tuple[str, ...] = ()) -> dict[str, Any]:
+    """``cls``'s known keys of ``d``, with ``seqs`` read as tuples and ``objs`` as dicts."""
+    out = _known(cls, d)
+    out.update({k: _seq(out.get(k)) for k in seqs})
+    out.update({k: _obj(out.get(k)) for k in objs})
+    return out
+
+
 CHANGE_KINDS = ("newly-broken", "fixed", "verdict-changed", "infra-error", "new-package", "removed")
 NOT_THE_PACKAGE = "infra-error"
 
@@ -117,15 +135,11 @@ class Column:
     label: str = ""  # short and unique among the columns: 3.13.5t, 3.13.5t+thread, or the name
 
     def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "version": self.version, "full_version": self.full_version,
-                "source": self.source, "configure": list(self.configure),
-                "sanitizer": self.sanitizer, "jobs": self.jobs, "label": self.label}
+        return _flat_dict(self)
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> Column:
-        d = {"name": "", **_known(cls, d)}
-        d["configure"] = _seq(d.get("configure"))
-        return cls(**d)
+        return cls(**{"name": "", **_from_flat(cls, d, seqs=("configure",))})
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -142,16 +156,11 @@ class JobInterpreter:
     full_version: str = ""  # "" in reports of schema 1
 
     def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "version": self.version, "key": self.key,
-                "configure": list(self.configure), "free_threaded": self.free_threaded,
-                "sanitizer": self.sanitizer, "source": self.source,
-                "full_version": self.full_version}
+        return _flat_dict(self)
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> JobInterpreter:
-        d = {"name": "", **_known(cls, d)}
-        d["configure"] = _seq(d.get("configure"))
-        return cls(**d)
+        return cls(**{"name": "", **_from_flat(cls, d, seqs=("configure",))})
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -177,19 +186,12 @@ class PhaseRow:
     gil_modules: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "kind": self.kind, "gil": self.gil, "rep": self.rep,
-                "outcome": self.outcome, "exit_code": self.exit_code, "signal": self.signal,
-                "timed_out": self.timed_out, "oom_killed": self.oom_killed, "infra": self.infra,
-                "duration": self.duration, "counts": dict(self.counts),
-                "command": list(self.command), "env": dict(self.env), "log": self.log,
-                "junit": self.junit, "gil_modules": list(self.gil_modules)}
+        return _flat_dict(self)
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> PhaseRow:
-        d = {"name": "", **_known(cls, d)}
-        d["counts"], d["env"] = _obj(d.get("counts")), _obj(d.get("env"))
-        d["command"], d["gil_modules"] = _seq(d.get("command")), _seq(d.get("gil_modules"))
-        return cls(**d)
+        return cls(**{"name": "", **_from_flat(cls, d, seqs=("command", "gil_modules"),
+                                               objs=("counts", "env"))})
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -207,16 +209,11 @@ class TestSetup:
     sources: tuple[str, ...] = ()  # the inference's notes: "test deps from [dependency-groups] tests"
 
     def to_dict(self) -> dict[str, Any]:
-        return {"tests": self.tests, "tests_from": self.tests_from, "requires": list(self.requires),
-                "requires_from": self.requires_from, "pytest_args": list(self.pytest_args),
-                "pytest_args_from": self.pytest_args_from, "sources": list(self.sources)}
+        return _flat_dict(self)
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> TestSetup:
-        d = _known(cls, d)
-        for name in ("requires", "pytest_args", "sources"):
-            d[name] = _seq(d.get(name))
-        return cls(**d)
+        return cls(**_from_flat(cls, d, seqs=("requires", "pytest_args", "sources")))
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -16,28 +16,12 @@ from harness import aggregate
 from harness.load import load_results
 from harness.model import VERDICTS, JobResult
 from harness.report import Cell, Column, CompatReport
+from tests.data.report.shared import EXPECTED_VERDICTS
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "report"
 SCHEMA = json.loads(
     (Path(__file__).resolve().parents[2] / "harness" / "schema" / "report.schema.json").read_text()
 )
-EXPECTED_VERDICTS = {
-    "cp313t--attrs": "compatible",
-    "cp313t--fx-all-unsafe": "compatible",
-    "cp313t--fx-baseline": "baseline-failure",
-    "cp313t--fx-crash": "crash",
-    "cp313t--fx-ft-crash": "ft-crash",
-    "cp313t--fx-hang": "hang",
-    "cp313t--fx-notests": "no-tests",
-    "cp313t--fx-race": "ft-race",
-    "cp313t--fx-refuses-ft": "build-failure",
-    "cp313t--fx-thread-unsafe": "thread-unsafe",
-    "cp313t--idna": "infra-error",
-    "cp313t--msgpack": "gil-reenabled",
-    "cp31315t--attrs": "compatible",
-    "cp31315t--fx-race": "compatible",
-    "cp31315t--msgpack": "gil-reenabled",
-}
 
 
 def validator() -> jsonschema.Draft202012Validator:

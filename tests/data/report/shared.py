@@ -12,6 +12,24 @@ from harness.report import CompatReport
 
 DATA = Path(__file__).resolve().parent
 XSS = "<script>alert(1)</script>"
+# the verdict of every result under run1/ (the jobs as decide() wrote them)
+EXPECTED_VERDICTS = {
+    "cp313t--attrs": "compatible",
+    "cp313t--fx-all-unsafe": "compatible",
+    "cp313t--fx-baseline": "baseline-failure",
+    "cp313t--fx-crash": "crash",
+    "cp313t--fx-ft-crash": "ft-crash",
+    "cp313t--fx-hang": "hang",
+    "cp313t--fx-notests": "no-tests",
+    "cp313t--fx-race": "ft-race",
+    "cp313t--fx-refuses-ft": "build-failure",
+    "cp313t--fx-thread-unsafe": "thread-unsafe",
+    "cp313t--idna": "infra-error",
+    "cp313t--msgpack": "gil-reenabled",
+    "cp31315t--attrs": "compatible",
+    "cp31315t--fx-race": "compatible",
+    "cp31315t--msgpack": "gil-reenabled",
+}
 XSS2 = "</pre><img src=x onerror=alert(1)>"
 
 

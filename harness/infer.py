@@ -104,7 +104,7 @@ HARNESS_OPTS = {"-r", "-v", "-vv", "-q", "-qq", "--verbose", "--quiet", "--timeo
                 "--timeout-method", "--junitxml", "--junit-xml", "--rootdir", "--confcutdir", "-c",
                 "-x", "--exitfirst", "--maxfail", "-n", "--numprocesses", "--dist", "--maxprocesses",
                 "-d", "--lf", "--last-failed", "--ff", "--failed-first", "--sw", "--stepwise"}
-PLUGINS_HARNESS_NEEDS = {"xdist", "timeout", "pytest_timeout", "run_parallel"}
+PLUGINS_HARNESS_NEEDS = {"xdist", "timeout", "pytest_timeout", "run_parallel", "junitxml"}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -421,8 +421,8 @@ def pytest_config(src: Path, tests: str, notes: list[str]) -> tuple[str, dict[st
 
 
 def _split(addopts: Any) -> list[str]:
-    if isinstance(addopts, list):
-        return [str(a) for a in addopts]
+    if isinstance(addopts, list):  # an item may hold an option and its value: "-p instafail" (psutil)
+        return [t for a in addopts for t in shlex.split(str(a))]
     text = "\n".join(line for line in str(addopts).splitlines() if not line.strip().startswith("#"))
     return shlex.split(text)
 
@@ -454,7 +454,8 @@ def _pytest_args(src: Path, tests: str, reqs: tuple[str, ...], dist: str,
     installed.add(canonicalize_name(dist).replace("-", "_"))
     bad: list[str] = []
     kept: list[str] = []
-    for item in _items(_split(ini["addopts"])):
+    items = _items(_split(ini["addopts"]))
+    for item in items:
         opt = item[0].split("=", 1)[0]
         plugin = item[1] if opt == "-p" and len(item) > 1 else (item[0][2:] if opt.startswith("-p") and len(opt) > 2 and not opt.startswith("--") else "")
         text = " ".join(item)
@@ -478,6 +479,11 @@ def _pytest_args(src: Path, tests: str, reqs: tuple[str, ...], dist: str,
             continue  # the harness sets its own; dropped only if addopts is neutralized
         else:
             kept.extend(item)
+    # an option of a plugin dropped above (psutil: "-p instafail" and "--instafail") goes with it
+    gone = {b.split(" (", 1)[0].split()[-1] for b in bad if b.endswith("not installed)")}
+    for opt in [k for k in kept if any(k.startswith(f"--{g}") for g in gone)]:
+        kept.remove(opt)
+        bad.append(f"{opt} (its plugin is not installed)")
     if not bad:
         return ()
     notes.append(f"addopts neutralized ({cfg}): " + ", ".join(bad))

@@ -179,3 +179,14 @@ def test_free_threaded_requirements_and_a_filterwarnings_category_aiohttp():
                              "test deps from requirements/test-ft.txt")
     assert "coverage kept: a filterwarnings entry names it" in s.sources
     assert s.pytest_args[:2] == ("-o", "addopts=")
+
+
+def test_addopts_as_a_toml_list_with_an_option_and_its_value_in_one_item_psutil():
+    # pyproject's addopts list holds "-p instafail" as one item, and "--instafail" (that plugin's
+    # option), and "-p no:junitxml" (the harness reads JUnit XML): all three must go
+    s = infer_test_setup(DATA / "psutil-7.2.2", "psutil")
+    assert s.pytest_args[:2] == ("-o", "addopts=")
+    assert "--instafail" not in s.pytest_args and "no:junitxml" not in s.pytest_args
+    assert "instafail" not in s.pytest_args and s.pytest_args[-2:] == ("-p", "xdist")
+    assert s.sources[-2] == ("addopts neutralized (pyproject.toml): -p instafail (instafail not installed), "
+                             "-p no:junitxml (the harness needs it), --instafail (its plugin is not installed)")

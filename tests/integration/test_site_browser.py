@@ -38,7 +38,7 @@ def site(tmp_path_factory) -> tuple[Path, dict]:
     out = out_dir(tmp_path_factory.mktemp("browser"))
     rep = full_report()
     render.write_all(rep, out, history=history.update(None, previous()))
-    return out, rep
+    return out, rep.to_dict()  # what report.json holds
 
 
 @pytest.fixture(scope="module")

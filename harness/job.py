@@ -28,6 +28,7 @@ from . import __version__, extract, fetch, infer, parse, tsan, verdict, wheels
 from .backends.base import Backend, Workspace
 from .errors import InfraError
 from .model import (
+    NOT_INSTALLED,
     Finding,
     InterpreterInfo,
     JobResult,
@@ -425,9 +426,6 @@ def _steps(ctx: _Ctx) -> tuple[str, dict]:
     if s.confirm and not ctx.tsan:
         _confirm(ctx, probe, base_env)
     return version, extra
-
-
-NOT_INSTALLED = "ft-harness: not installed: "
 
 
 def _deps_sh(vpy: str, deps: Sequence[str]) -> str:

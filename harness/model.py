@@ -58,6 +58,10 @@ def severity(kind: str) -> int:
 _RANK = {v: i for i, v in enumerate(VERDICTS)}
 
 
+# the line job's test-deps step prints naming the inferred deps that did not install; verdict reads it
+NOT_INSTALLED = "ft-harness: not installed: "
+
+
 def now_iso() -> str:
     """Now, as the ISO 8601 UTC text every result and report carries."""
     return datetime.now(UTC).isoformat(timespec="seconds")

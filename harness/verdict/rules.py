@@ -36,7 +36,7 @@ from typing import Any
 
 from ..evidence import Crash, HungTest, ModeCoverage
 from ..matrix import Settings
-from ..model import INFO_KINDS, Finding, Phase, severity
+from ..model import INFO_KINDS, NOT_INSTALLED, Finding, Phase, severity
 from ..parse import incomplete
 from ..parse import setup as parse_setup
 from ..parse.gil import warning_lines
@@ -126,7 +126,7 @@ def _broken_run(phase: Phase) -> Finding | None:
     )
 
 
-NOT_INSTALLED_RE = re.compile(r"^ft-harness: not installed: (.+)$", re.M)  # job._deps_sh
+NOT_INSTALLED_RE = re.compile(rf"^{re.escape(NOT_INSTALLED)}(.+)$", re.M)  # job._deps_sh
 
 
 def _test_deps_finding(phase: Phase) -> Finding:

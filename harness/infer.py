@@ -134,18 +134,19 @@ def infer_test_setup(src: Path, dist_name: str, *,
     tests = _tests_dir(src, dist_name)
     notes.append(f"tests dir: {tests}/" if tests else "tests dir: none found (pytest searches the root)")
     reqs = _requires(src, dist_name, env, notes)
-    if kept := _named_by_filterwarnings(src, tests, reqs):
+    config = pytest_config(src, tests, notes)  # read once: the deps and the args both look at it
+    if kept := _named_by_filterwarnings(config, reqs):
         reqs += kept
         notes.append(f"{', '.join(kept)} kept: a filterwarnings entry names it")
-    args = _pytest_args(src, tests, reqs, dist_name, notes)
+    args = _pytest_args(config, reqs, dist_name, notes)
     return TestSetup(tests=tests, requires=reqs, pytest_args=args, sources=tuple(notes))
 
 
-def _named_by_filterwarnings(src: Path, tests: str, reqs: tuple[str, ...]) -> tuple[str, ...]:
+def _named_by_filterwarnings(found: tuple[str, dict[str, Any]] | None,
+                             reqs: tuple[str, ...]) -> tuple[str, ...]:
     """``coverage`` when a ``filterwarnings`` entry names a category of it (aiohttp's
     ``ignore:...:coverage.exceptions.CoverageWarning``): pytest imports that module to read the
     entry, so the library dropped with the coverage tools is needed after all."""
-    found = pytest_config(src, tests, [])
     text = str(found[1].get("filterwarnings", "")) if found else ""
     have = {canonicalize_name(Requirement(r).name) for r in reqs}
     if re.search(r"\bcoverage\.", text) and "coverage" not in have:
@@ -444,9 +445,8 @@ def _items(tokens: list[str]) -> list[tuple[str, ...]]:
     return out
 
 
-def _pytest_args(src: Path, tests: str, reqs: tuple[str, ...], dist: str,
+def _pytest_args(found: tuple[str, dict[str, Any]] | None, reqs: tuple[str, ...], dist: str,
                  notes: list[str]) -> tuple[str, ...]:
-    found = pytest_config(src, tests, notes)
     if found is None or "addopts" not in found[1]:
         return ()
     cfg, ini = found

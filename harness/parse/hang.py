@@ -23,7 +23,9 @@ from typing import NamedTuple
 from ..evidence import Hang, HungTest
 from .crash import _dump_lines
 
-RULER_RE = re.compile(r"^\++ Timeout \++$", re.M)
+# pytest-timeout's ruler; its thread method writes to stderr, so the first ruler is glued to the
+# running test's id when pytest printed that id with ``-v`` (``tests/t.py::test_x +++ Timeout +++``)
+RULER_RE = re.compile(r"(?:^|(?<= ))\++ Timeout \++$", re.M)
 FRAME_RE = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<func>\S+)', re.M)
 
 

@@ -25,7 +25,9 @@ XDIST_RE = re.compile(
     rf"^\[(?P<worker>gw\d+)\] \[\s*\d+%\] (?P<status>{_STATUS_ALT}) (?P<id>\S.*?\.py(?:::.*?)?)(?P<rest>)\s*$"
 )
 SUMMARY_RE = re.compile(rf"^(?P<status>PARALLEL FAILED|FAILED|ERROR) {_ID}(?: - (?P<msg>.*))?$")
-STARTED_RE = re.compile(r"^(?P<id>[^\s\[]\S*?\.py::.*?)(?: +| Fatal Python error:.*)$")
+# a test ``-v`` started, with no result on its line: trailing spaces, or what another stream
+# glued there (a crash's "Fatal Python error", pytest-timeout's thread-method ruler)
+STARTED_RE = re.compile(r"^(?P<id>[^\s\[]\S*?\.py::.*?)(?: +| Fatal Python error:.*| \++ Timeout \++)$")
 XDIST_CREATED_RE = re.compile(r"^(?:created: \d+/\d+ workers|\d+ workers \[\d+ items?\])", re.M)
 FINAL_RE = re.compile(r"^=+ (?P<body>(?:\d+ \w+(?:, )?)+|no tests ran)\s.*in [\d.]+s.*=+$", re.M)
 _UNSAFE_RE = re.compile(r"^\s*\(?\[thread-unsafe\]: (?P<reason>.*?)\)?\s*$")

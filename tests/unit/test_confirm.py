@@ -51,6 +51,15 @@ def test_a_hang_alone_shows_where_each_thread_waits_in_the_package():
     assert " in audit: with _accounts_lock:" in f.excerpt and " in post: with _journal_lock:" in f.excerpt
 
 
+def test_a_run_alone_that_timed_out_is_parsed_though_its_ruler_is_glued_to_the_test_id():
+    # pytest-timeout's thread method writes to stderr: "tests/t.py::test_x +++ Timeout +++"
+    (p, *_) = load("confirm-deadlock", keep=lambda p: p.kind == "confirm")
+    assert p.tests["tests/test_ledger.py::test_post_then_audit"].outcome == "timeout"
+    (h,) = p.hang.tests
+    assert h.test_id == "tests/test_ledger.py::test_post_then_audit"
+    assert "waits in ft_deadlock/ledger.py:" in h.excerpt and " in audit: with _accounts_lock:" in h.excerpt
+
+
 def test_seen_once_and_never_alone_is_unconfirmed_not_the_verdict():
     # the race of the shared buffer seen in one GIL-off repetition, and its runs alone all passing
     # (the GIL-on ones): the finding stays, with its rate, but cannot turn the verdict red

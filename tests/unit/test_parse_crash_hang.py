@@ -157,5 +157,9 @@ def test_watchdog_job_is_one_hang_in_both_modes_and_no_crash():
     assert d.verdict == "hang"
     (f,) = d.findings
     assert (f.kind, f.test_id, f.modes, f.ratio) == ("hang", CWAIT, (0, 1), "4/4")
-    assert "ft-harness's watchdog dumped every thread" in f.excerpt
-    assert "ft_cwait/__init__.py:7 in ready" in f.excerpt
+    # the suite's plain runs were ended by the watchdog; the finding shows the run alone
+    # (pytest-timeout's thread method, its ruler glued to the test id), with source lines
+    for name in ("plain-gil0", "plain-gil1"):
+        assert "ft-harness's watchdog dumped every thread" in phase("watchdog", name).hang.excerpt
+    assert f.excerpt.startswith(f"{CWAIT}: Timeout from pytest-timeout")
+    assert "MainThread waits in ft_cwait/__init__.py:7 in ready" in f.excerpt

@@ -41,6 +41,7 @@ from .model import (
 from .parse.tsan import parse_tsan_dir
 from .plan import Job
 from .recipe import recipe
+from .watchdog import PASS_ENV as WATCHDOG_PASS_ENV
 from .watchdog import watchdog_env
 
 log = logging.getLogger(__name__)
@@ -466,7 +467,8 @@ def _confirm(ctx: _Ctx, probe: dict, base_env: dict[str, str]) -> None:
 def _tox_overrides(job: Job, ws: Workspace) -> list[str]:
     env = job.package.tox_env
     return ["-x", f"testenv:{env}.basepython={ws.python}",
-            "-x", f"testenv:{env}.deps+={chr(10).join(TOOLS)}"]
+            "-x", f"testenv:{env}.deps+={chr(10).join(TOOLS)}",
+            "-x", f"testenv:{env}.pass_env+={','.join(WATCHDOG_PASS_ENV)}"]
 
 
 def _test_command(job: Job, ws: Workspace, vpy: str, tests: str, *, src: str,

@@ -5,8 +5,8 @@ pytest-timeout's signal method cannot end a test whose main thread waits in C; t
 faulthandler dump every thread and end the process at :func:`seconds`, past pytest-timeout's own
 timeout, so such a test ends there and not at the job timeout (``harness.parse.hang`` reads the
 dump). Not for the ThreadSanitizer runs, nor for the runs alone of confirmation, which use
-pytest-timeout's thread method; under ``runner: tox`` the variables are set but tox's env does
-not pass them on to pytest.
+pytest-timeout's thread method. Under ``runner: tox`` the tox env is told to pass them on
+(``PASS_ENV``, in ``job._tox_overrides``); the plugin prints a line in pytest's header.
 """
 
 from __future__ import annotations
@@ -19,6 +19,9 @@ from .backends.base import Workspace
 PLUGIN = "ft_harness_watchdog"
 SOURCE = Path(__file__).parent / "_inner" / f"{PLUGIN}.py"
 ENV = "FT_HARNESS_WATCHDOG"  # seconds; the plugin does nothing without it
+# what a test run needs from its environment that tox does not pass on by default
+# (it does pass PYTHON_GIL)
+PASS_ENV = ("PYTHON_GIL", "PYTHONFAULTHANDLER", "PYTHONPATH", "PYTEST_PLUGINS", ENV)
 
 
 def seconds(test_timeout: int) -> int:

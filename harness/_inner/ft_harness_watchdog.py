@@ -23,6 +23,11 @@ SECONDS = float(os.environ.get("FT_HARNESS_WATCHDOG", "0") or 0)
 LOG_FD = os.dup(2) if SECONDS > 0 else -1
 
 
+def pytest_report_header() -> str | None:
+    """A line in pytest's header, so a log shows the watchdog was armed (under tox too)."""
+    return f"ft-harness watchdog: {SECONDS:g} s per test (faulthandler)" if SECONDS > 0 else None
+
+
 @pytest.hookimpl(hookwrapper=True, tryfirst=True)
 def pytest_runtest_protocol(item, nextitem):  # noqa: ARG001 (pytest's hook signature)
     if SECONDS <= 0:

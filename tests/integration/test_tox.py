@@ -38,3 +38,7 @@ def test_tox_runner_runs_every_phase_through_tox(tmp_path: Path, ft_interpreter)
         assert phases[name]["counts"] == {"passed": 6}
     assert "--parallel-threads=4" in phases["threads-gil0-r1"]["command"]
     assert d["coverage"]["gil0"]["in_threads"] == 6
+    # tox passes on what the test runs need: the watchdog's plugin is loaded and armed
+    for name in ("plain-gil0", "threads-gil0-r1"):
+        log = (tmp_path / "out" / phases[name]["log"]).read_text()
+        assert "ft-harness watchdog: 250 s per test (faulthandler)" in log, log[:2000]

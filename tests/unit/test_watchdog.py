@@ -43,6 +43,7 @@ def test_the_plugin_dumps_every_thread_to_the_real_stderr_and_ends_the_test(tmp_
                        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
     out = r.stdout + r.stderr
     assert r.returncode == 1, out
+    assert "ft-harness watchdog: 1 s per test (faulthandler)" in r.stdout  # in pytest's header
     assert "test_sleep.py::test_quick PASSED" in out  # armed per test, cancelled after each
     (d,) = watchdog_dumps(out)
     assert d.after == "0:00:01"
@@ -58,3 +59,4 @@ def test_without_the_variable_the_plugin_does_nothing(tmp_path: Path) -> None:
     r = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "test_quick.py"],
                        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
     assert r.returncode == 0 and "1 passed" in r.stdout, r.stdout + r.stderr
+    assert "ft-harness watchdog" not in r.stdout

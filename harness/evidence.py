@@ -69,6 +69,7 @@ class Hang:
     job_timeout: bool = False  # the whole phase ran past its budget
     running: str = ""  # the test that was running at the job timeout, if known
     why: str = ""  # the job timeout in words
+    spent: bool = False  # the job timeout cut a suite still making progress: not a hang of `running`
 
     @property
     def test_id(self) -> str:
@@ -92,7 +93,8 @@ class Hang:
     def from_dict(cls, d: dict[str, Any]) -> Hang:
         tests = tuple(HungTest.from_dict(t) for t in d.get("tests") or () if isinstance(t, dict))
         return cls(tests=tests, job_timeout=bool(d.get("job_timeout")),
-                   running=str(d.get("running") or ""), why=str(d.get("why") or ""))
+                   running=str(d.get("running") or ""), why=str(d.get("why") or ""),
+                   spent=bool(d.get("spent")))
 
 
 @dataclass(frozen=True, kw_only=True)

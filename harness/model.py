@@ -30,9 +30,10 @@ from .evidence import (
     coverage_to_dict,
 )
 
-RESULT_SCHEMA = 3  # 2: Phase.test_command (the command in parts); 3: typed crash/hang/parallel,
-# coverage and wheel (harness.evidence); results of schema 2 read back (READABLE_SCHEMAS)
-READABLE_SCHEMAS = (2, 3)
+RESULT_SCHEMA = 4  # 2: Phase.test_command (the command in parts); 3: typed crash/hang/parallel,
+# coverage and wheel (harness.evidence); 4: finding kind budget-spent, Hang.spent;
+# results of schemas 2 and 3 read back (READABLE_SCHEMAS)
+READABLE_SCHEMAS = (2, 3, 4)
 
 # Verdicts, most severe first.  These strings are the contract of report.json.
 VERDICTS = (
@@ -68,7 +69,8 @@ def now_iso() -> str:
 
 
 # Finding kinds that are shown but never decide the verdict.
-INFO_KINDS = ("no-thread-coverage", "unconfirmed", "setup-error")
+# budget-spent: the job's budget ran out mid-suite; the verdict is infra-error if nothing else is red
+INFO_KINDS = ("no-thread-coverage", "unconfirmed", "setup-error", "budget-spent")
 FINDING_KINDS = VERDICTS[:-2] + INFO_KINDS
 
 # Per-test outcomes in a phase.

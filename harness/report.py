@@ -27,7 +27,8 @@ from .model import Finding, severity
 
 # 2: ``interpreters`` (the columns) and ``table`` (a row per package, a cell per interpreter);
 #    ``summary`` counts packages, not jobs; ``packages[].interpreter`` has source, full_version.
-REPORT_SCHEMA = 2
+# 3: finding kind ``budget-spent`` (the job's budget ran out mid-suite)
+REPORT_SCHEMA = 3
 
 
 @functools.cache

@@ -15,10 +15,11 @@ import shutil
 from pathlib import Path
 
 from .backends.base import Workspace
+from .parse.hang import WATCHDOG_ENV
 
 PLUGIN = "ft_harness_watchdog"
 SOURCE = Path(__file__).parent / "_inner" / f"{PLUGIN}.py"
-ENV = "FT_HARNESS_WATCHDOG"  # seconds; the plugin does nothing without it
+ENV = WATCHDOG_ENV  # seconds; the plugin does nothing without it
 # what a test run needs from its environment that tox does not pass on by default
 # (it does pass PYTHON_GIL)
 PASS_ENV = ("PYTHON_GIL", "PYTHONFAULTHANDLER", "PYTHONPATH", "PYTEST_PLUGINS", ENV)

@@ -17,7 +17,7 @@ from pathlib import Path
 from ..model import OUTCOMES, Phase, TestCase, read_regular
 from .crash import find_crashes
 from .gil import gil_modules
-from .hang import WATCHDOG_ENDED, find_hang, watchdog_tests
+from .hang import WATCHDOG_ENDED, WATCHDOG_ENV, find_hang, watchdog_tests
 from .junit import CRASHED_RE, TIMEOUT_RE, guess_nodeid, junit_key, parse_junit
 from .parallel import parse_parallel
 from .pytestlog import FINAL_RE, parse_log
@@ -113,8 +113,10 @@ def _parse(phase: Phase, out_dir: Path) -> Phase:
                                   parallel=tests[tid].parallel if tid in tests else None)
     timed = [t for t, tc in tests.items() if tc.outcome == "timeout"]
     hang = find_hang(text, timed_out_tests=timed, timed_out=phase.timed_out,
-                     unfinished=plog.unfinished, finished=plog.finished)
-    if hang and hang.running and hang.running not in tests:
+                     unfinished=plog.unfinished, finished=plog.finished,
+                     done=sum(tc.outcome != "timeout" for tc in tests.values()),
+                     watchdog=_seconds(phase.env.get(WATCHDOG_ENV)), duration=phase.duration)
+    if hang and hang.running and hang.running not in tests and not hang.spent:
         tests[hang.running] = TestCase(outcome="timeout", message=hang.why)
     for ht in hang.tests if hang else ():  # the process ended with no report of the test
         if ht.test_id not in tests:
@@ -151,6 +153,13 @@ def parse_phase(phase: Phase, out_dir: Path) -> Phase:
         log.exception("parsing phase %s failed", phase.name)
         text = read_text(Path(out_dir) / phase.log) if phase.log else ""
         return dataclasses.replace(phase, excerpt=tail(text))
+
+
+def _seconds(text: str | None) -> float:
+    try:
+        return float(text or 0)
+    except ValueError:
+        return 0.0
 
 
 def incomplete(phase: Phase) -> str:

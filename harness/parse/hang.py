@@ -46,6 +46,7 @@ WATCHDOG_RE = re.compile(r"(?:^|(?<=\s))Timeout \((?P<after>\d+:\d\d:\d\d(?:\.\d
 NODE_ID_RE = re.compile(r"^[^\s\[]\S*?\.py::\S.*$")
 DUMP_FRAME_RE = re.compile(r'^File "(?P<file>[^"]+)", line (?P<line>\d+) in (?P<func>\S+)$')
 WATCHDOG_ENDED = "ft-harness's watchdog dumped every thread and ended the process"
+WATCHDOG_ENV = "FT_HARNESS_WATCHDOG"  # in a phase's env when the watchdog was armed (harness.watchdog.ENV)
 
 
 class Dump(NamedTuple):
@@ -190,8 +191,19 @@ def find_hang(
     timed_out: bool,
     unfinished: list[str],
     finished: bool,
+    done: int = 0,
+    watchdog: float = 0,
+    duration: float = 0,
 ) -> Hang | None:
-    """What hung in a phase: None when nothing did."""
+    """What hung in a phase: None when nothing did. ``done``: tests with a result in the phase;
+    ``watchdog``: the seconds at which ft-harness's watchdog ends a test (0: not armed);
+    ``duration``: how long the phase ran.
+
+    A job timeout while a test runs, after others finished and with no per-test timeout, in a
+    run longer than the watchdog's seconds, is the job's budget spent on a suite still making
+    progress (``Hang.spent``), not a hang: no test can have run past the watchdog, which would
+    have ended it. Otherwise (no watchdog: TSan runs, older results; or a phase shorter than
+    the watchdog's time) a stuck test looks the same as a slow suite: a hang, as before."""
     blocks = timeout_blocks(text)
     dumps = watchdog_dumps(text)
     if not timed_out_tests and not finished:
@@ -216,13 +228,18 @@ def find_hang(
             head = f"{tid}: still running after {dump.after} (a wait pytest-timeout's signal cannot end); {WATCHDOG_ENDED}"
         top = top or _report_location(text, func)
         per_test.append(HungTest(test_id=tid, stack_top=top, excerpt="\n".join([head, *lines[:24]])))
-    running, why = "", ""
+    running, why, spent = "", "", False
     if timed_out:
         running = unfinished[-1] if unfinished else ""
-        if running:
+        if running and done and 0 < watchdog < duration and not per_test:
+            spent = True
+            why = (f"the job's budget ran out with the suite still running: {done} tests had finished "
+                   f"in this run of {duration:.0f} s, {running} was running (the watchdog ends a "
+                   f"test at {watchdog:g} s)")
+        elif running:
             why = f"job timeout while running {running}"
         elif finished:
             why = "job timeout after pytest's summary: the process did not exit (threads left running?)"
         else:
             why = "job timeout; the running test is not known"
-    return Hang(tests=tuple(per_test), job_timeout=timed_out, running=running, why=why)
+    return Hang(tests=tuple(per_test), job_timeout=timed_out, running=running, why=why, spent=spent)

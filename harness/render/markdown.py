@@ -45,6 +45,7 @@ ICON = {
     "no-thread-coverage": "ℹ️",
     "unconfirmed": "❔",
     "setup-error": "🧩",
+    "budget-spent": "⌛",
 }
 CHANGE_ICON = {"newly-broken": "🔻", "fixed": "🔺", "verdict-changed": "🔁",
                "infra-error": "🛠️", "new-package": "🆕", "removed": "➖"}

@@ -8,7 +8,9 @@ Rules, in the order of model.VERDICTS (most severe first):
   pytest died of a usage/internal error, is infra-error.
 - ft-crash: a test crashed (signal) with the GIL off and never with it on;
   crash: it crashed with the GIL on (in both modes, or only with it on).
-- hang: pytest-timeout fired, or the job-level timeout killed the phase.
+- hang: pytest-timeout fired (or the watchdog), or the job-level timeout killed the phase
+  while a test ran past ``test_timeout`` or after pytest's summary; killed while the suite
+  was still making progress it is ``budget-spent`` (shown; infra-error if nothing is red).
 - ft-race: passes in every plain run, fails in some GIL-off threaded runs and
   in no GIL-on threaded run; ``k/R`` = failing GIL-off repetitions / all of them.
 - thread-unsafe: passes in plain runs, fails in threaded runs with the GIL on
@@ -214,7 +216,7 @@ def _hang_findings(phases: Sequence[Phase]) -> list[Finding]:
             continue
         for t in p.hang.tests:
             seen.setdefault(t.test_id, []).append((p, t))
-        if p.hang.job_timeout and not p.hang.tests:
+        if p.hang.job_timeout and not p.hang.tests and not p.hang.spent:
             seen.setdefault(p.hang.running, []).append(
                 (p, HungTest(test_id=p.hang.running, excerpt=p.hang.why)))
     out = []
@@ -238,6 +240,21 @@ def _hang_findings(phases: Sequence[Phase]) -> list[Finding]:
             )
         )
     return out
+
+
+def _budget_findings(phases: Sequence[Phase], settings: Settings) -> list[Finding]:
+    """The job's budget ran out mid-suite (``Hang.spent``): the runs are not whole. Shown; the
+    verdict (infra-error) only when nothing that ran is red."""
+    cut = [(p, p.hang) for p in phases if p.hang and p.hang.spent]
+    if not cut:
+        return []
+    p, hang = cut[0]
+    return [Finding(
+        kind="budget-spent", evidence="timeout", excerpt=hang.why, phase=p.name,
+        message=(f"the job's budget (job_timeout {settings.job_timeout} s) ran out during {p.name} "
+                 "with the suite still running; later runs did not start. Raise `settings.job_timeout` "
+                 "in matrix.yaml or narrow the package's `tests`"),
+        reproduce=reproduce(p, None))]
 
 
 def _failure_findings(
@@ -354,6 +371,7 @@ def decide(phases: Sequence[Phase], *, settings: Settings, probe: dict[str, Any]
     failures, _baseline = _failure_findings(phases, ran_modes, blamed)
     findings += crashes + hangs + failures + _gil_findings(phases, probe) + tsan_findings(phases)
     findings += [_test_deps_finding(p) for p in phases if p.kind == "setup" and not p.ok]
+    findings += _budget_findings(phases, settings)
     cov = compute_coverage(phases)
     findings += coverage_findings(cov, phases)
     findings = apply_confirmation(findings, phases)
@@ -364,6 +382,8 @@ def decide(phases: Sequence[Phase], *, settings: Settings, probe: dict[str, Any]
     deciding = [f for f in findings if f.kind not in INFO_KINDS]
     if deciding:
         verdict = deciding[0].kind
+    elif any(f.kind == "budget-spent" for f in findings):
+        verdict = "infra-error"  # nothing red in what ran, but the runs are not whole
     elif not ran_any:
         verdict = "no-tests"
     else:

@@ -66,9 +66,9 @@ def test_schema_rejects_what_it_should():
 
 def test_package_entries_carry_what_the_issue_lists():
     typed = run1_report()
-    assert typed.schema == 2
+    assert typed.schema == 3
     rep = typed.to_dict()  # report.json
-    assert rep["schema"] == 2
+    assert rep["schema"] == 3
     on_first = [v for j, v in EXPECTED_VERDICTS.items() if j.startswith("cp313t--")]
     assert rep["summary"] == {v: on_first.count(v) for v in VERDICTS}  # see the table test
     assert list(rep["summary"]) == list(VERDICTS)

@@ -163,3 +163,56 @@ def test_watchdog_job_is_one_hang_in_both_modes_and_no_crash():
         assert "ft-harness's watchdog dumped every thread" in phase("watchdog", name).hang.excerpt
     assert f.excerpt.startswith(f"{CWAIT}: Timeout from pytest-timeout")
     assert "MainThread waits in ft_cwait/__init__.py:7 in ready" in f.excerpt
+
+
+def test_a_budget_spent_mid_suite_is_its_own_cause_not_a_hang():
+    # a real run (test_timeout 5): the job's budget (120 s) ran out in plain-gil0, 106 s long,
+    # with 212 tests passed and one running; the watchdog (20 s) would have ended a stuck test
+    from harness.matrix import Settings
+    from harness.verdict import decide
+    from tests.unit.test_verdict import load
+
+    p = phase("budget-spent", "plain-gil0")
+    assert p.timed_out and p.hang is not None and p.hang.spent and not p.hang.tests
+    assert p.counts == {"passed": 212}  # the running test is not a timeout
+    assert p.hang.running == "tests/test_slow.py::test_step[215]"
+    d = decide(load("budget-spent"), settings=Settings(job_timeout=120), probe={})
+    assert d.verdict == "infra-error"  # nothing red in what ran, but the runs are not whole
+    (f,) = d.findings
+    assert f.kind == "budget-spent" and f.phase == "plain-gil0" and not f.test_id
+    assert f.message.startswith("the job's budget (job_timeout 120 s) ran out during plain-gil0 "
+                                "with the suite still running")
+    assert "Raise `settings.job_timeout`" in f.message
+    assert f.excerpt == ("the job's budget ran out with the suite still running: 212 tests had "
+                         "finished in this run of 106 s, tests/test_slow.py::test_step[215] was "
+                         "running (the watchdog ends a test at 20 s)")
+
+
+def test_a_job_timeout_before_the_watchdog_could_fire_stays_a_hang():
+    # the same run, as if the watchdog were armed at 250 s (test_timeout 120): a phase of 106 s
+    # cannot tell a stuck test from a slow suite
+    import dataclasses
+    import json
+
+    from harness.model import Phase
+    from harness.parse import parse_phase
+
+    d = DATA / "budget-spent"
+    raw = Phase.from_dict(json.loads((d / "phases" / "plain-gil0.json").read_text()))
+    p = parse_phase(dataclasses.replace(raw, env={**raw.env, "FT_HARNESS_WATCHDOG": "250"}), d)
+    assert p.hang is not None and not p.hang.spent
+    assert p.hang.why == "job timeout while running tests/test_slow.py::test_step[215]"
+
+
+def test_a_job_timeout_without_the_watchdog_stays_a_hang():
+    # sqlalchemy's run from before the watchdog: a wait in C would look the same, so it is a hang
+    # of the running test (the log is its first and last lines)
+    from harness.matrix import Settings
+    from harness.verdict import decide
+    from tests.unit.test_verdict import load
+
+    p = phase("job-timeout-nowatchdog", "plain-gil0")
+    assert p.hang is not None and p.hang.job_timeout and not p.hang.spent
+    assert p.hang.why.startswith("job timeout while running test/orm/declarative/")
+    d = decide(load("job-timeout-nowatchdog"), settings=Settings(), probe={})
+    assert d.verdict == "hang" and [f.kind for f in d.findings] == ["hang"]

@@ -36,7 +36,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from harness import interpreters, matrix, tsan  # noqa: E402
-from harness.job import TOOLS  # noqa: E402
+from harness.suite import TOOLS  # noqa: E402
 
 DATA = ROOT / "tests" / "data" / "tsan" / "src"
 FIXTURES = ROOT / "tests" / "fixtures" / "packages"

@@ -24,7 +24,7 @@ from packaging.requirements import Requirement
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.utils import InvalidSdistFilename, canonicalize_name, parse_sdist_filename
 
-from . import __version__, extract, fetch, infer, parse, tsan, verdict, wheels
+from . import __version__, extract, fetch, infer, parse, suite, tsan, verdict, wheels
 from .backends.base import Backend, Workspace
 from .errors import InfraError
 from .model import (
@@ -41,14 +41,11 @@ from .model import (
 from .parse.tsan import parse_tsan_dir
 from .plan import Job
 from .recipe import recipe
-from .watchdog import PASS_ENV as WATCHDOG_PASS_ENV
+from .suite import TOOLS, TOX
 from .watchdog import watchdog_env
 
 log = logging.getLogger(__name__)
 
-# The test tools every job installs, pinned so two runs test with the same tools.
-TOOLS = ("pytest==8.4.2", "pytest-run-parallel==0.10.0", "pytest-xdist==3.8.0", "pytest-timeout==2.4.0")
-TOX = ("tox==4.67.15",)
 INNER = Path(__file__).parent / "_inner"
 INSTALL_TIMEOUT = 1200.0
 COPY_IGNORE = shutil.ignore_patterns(".git", ".nox", ".tox", "build", "dist", "*.egg-info", "__pycache__", "*.so")
@@ -125,41 +122,6 @@ def _run(ctx: _Ctx, name: str, kind: str, cmd: list[str] | TestCommand, *, env: 
     ctx.phases.append(phase)
     log.info("%s %s: exit %s in %.1fs", ctx.job.job_id, name, ex.exit_code, ex.duration)
     return phase
-
-
-def _has_tests(src_host: Path, tests: str) -> bool:
-    root = src_host / tests if tests else src_host
-    if root.is_file():
-        return True
-    if not root.is_dir():
-        return False
-    return any(root.rglob("test_*.py")) or any(root.rglob("*_test.py"))
-
-
-def has_pytest_config(src_host: Path, tests: str) -> bool:
-    """Whether pytest, started on ``tests``, finds a configuration inside the package's source.
-
-    pytest walks up from its arguments to the first configuration it finds; without one of the
-    package's own it would walk out of the workspace and take whatever lies above ``--out`` (a
-    pyproject.toml with ``--strict-markers``, a root conftest), so such suites get ``-c /dev/null``.
-    The same search as the inference's (``infer.pytest_config``), files read without following links.
-    """
-    return infer.pytest_config(src_host, tests, []) is not None
-
-
-def pytest_options(job: Job, *, rootdir: str, own_config: bool) -> tuple[str, ...]:
-    """pytest's options for every test phase; rootdir and conftest search pinned to the source."""
-    opts = [f"--timeout={job.settings.test_timeout}", "-rfE", "-v",
-            f"--rootdir={rootdir}", f"--confcutdir={rootdir}", *(() if own_config else ("-c", "/dev/null"))]
-    exprs = []
-    for s in job.package.skip:
-        if "::" in s.test or s.test.endswith(".py"):
-            opts.append(f"--deselect={s.test}")
-        else:
-            exprs.append(f"not ({s.test})")
-    if exprs:
-        opts += ["-k", " and ".join(exprs)]
-    return (*opts, *job.package.pytest_args)
 
 
 def run_job(job: Job, *, interp: InterpreterInfo, python: str, backend: Backend, out: Path, key: str,
@@ -241,16 +203,6 @@ def _fetch_on_host(ctx: _Ctx, shown: list[str], env: dict[str, str]) -> Phase | 
     return phase
 
 
-def _shadowing(src_host: Path, tests: str, name: str) -> str:
-    """Why pytest's default import mode would import the source tree instead of the installed
-    package (a tests dir that is a package, next to the package's own directory), or ""."""
-    top = src_host / name.replace("-", "_").lower()
-    if tests and (src_host / tests / "__init__.py").is_file() and (top / "__init__.py").is_file():
-        return (f"--import-mode=append: {tests}/ is a package and {top.name}/ sits beside it, so the "
-                "default mode would import the source tree, not the installed build")
-    return ""
-
-
 def _with_test_setup(ctx: _Ctx, src_host: Path) -> tuple[Job, tuple[str, ...]]:
     """The job with its tests path and pytest args filled from the sdist where matrix.yaml is
     silent, and the inferred test dependencies (installed in their own step); recorded in ctx."""
@@ -261,7 +213,7 @@ def _with_test_setup(ctx: _Ctx, src_host: Path) -> tuple[Job, tuple[str, ...]]:
     setup = infer.infer_test_setup(src_host, pkg.name, environment=env)
     tests = pkg.tests or setup.tests
     args = pkg.pytest_args or setup.pytest_args
-    shadow = _shadowing(src_host, tests, pkg.name)
+    shadow = suite.shadowing(src_host, tests, pkg.name)
     if shadow and not pkg.pytest_args:
         args = (*args, "--import-mode=append")
         setup = replace(setup, sources=(*setup.sources, shadow))
@@ -357,7 +309,7 @@ def _steps(ctx: _Ctx) -> tuple[str, dict]:
         script = f"{tsan.build_flags_sh(ws.python)} && {script}"
     if tox:  # tox builds its env now, with network; the test phases reuse it offline
         script += f" && cd {shlex.quote(src)} && " + shlex.join(
-            [vpy, "-m", "tox", "-e", job.package.tox_env, "--notest", *_tox_overrides(job, ws)])
+            [vpy, "-m", "tox", "-e", job.package.tox_env, "--notest", *suite.tox_overrides(job, ws)])
     install = _run(ctx, "install", "install", ["sh", "-c", script],
                    env=env, cwd=ws.root, timeout=INSTALL_TIMEOUT, network=True)
     if not install.ok:
@@ -378,13 +330,18 @@ def _steps(ctx: _Ctx) -> tuple[str, dict]:
     extra = {"probe": probe}
     # 4. test runs
     tests = job.package.tests  # matrix.yaml's, else what harness.infer found (_with_test_setup)
-    if not _has_tests(src_host, tests):
+    if not suite.has_tests(src_host, tests):
         log.info("%s: no tests in the source", job.job_id)
         return version, extra
     s = job.settings
     base_env = _base_env(job)
     wenv = {} if ctx.tsan else watchdog_env(ws, base_env, s.test_timeout)  # plain and threaded runs
-    base = _test_command(job, ws, vpy, tests, src=src, own_config=has_pytest_config(src_host, tests))
+    at, config = src, ""  # where the tests run (cwd, rootdir), and the source's config file for -c
+    found = None if tox else suite.installed_tests(src_host, tests, ws.host("venv"))
+    if found:
+        job, at, tests, config = _from_installed(ctx, src_host, src, found)
+    base = suite.command(job, ws, vpy, tests, src=at, own_config=suite.has_pytest_config(src_host, job.package.tests),
+                         config=config)
     threads = (f"--parallel-threads={s.threads}", f"--iterations={s.iterations}")
 
     def run_once(name: str) -> tuple[str, ...]:  # what only this run needs: workers, its JUnit file
@@ -401,13 +358,13 @@ def _steps(ctx: _Ctx) -> tuple[str, dict]:
             penv = {**menv, **tsan.tsan_env(ws.path("logs", "tsan", name), supp, source_dir=src)}
             tdir = ws.host("logs", "tsan", name)
         _run(ctx, name, "plain", replace(base, this_run=run_once(name)),
-             env={**penv, **wenv}, cwd=src, timeout=s.job_timeout, gil=mode, junit=f"junit/{name}.xml", tsan_dir=tdir)
+             env={**penv, **wenv}, cwd=at, timeout=s.job_timeout, gil=mode, junit=f"junit/{name}.xml", tsan_dir=tdir)
         if mode == s.gil_modes[0] and not ctx.spent:
             # what the threaded runs will really run in threads: -n auto hides it, so ask
             # pytest-run-parallel once, without workers; which tests it runs single-threaded is
             # decided at collection, the same in every GIL mode, so one run serves them all
             _run(ctx, "collect", "collect", replace(base, threads=threads, this_run=("--collect-only",)),
-                 env=menv, cwd=src, timeout=300)
+                 env=menv, cwd=at, timeout=300)
         for rep in range(1, s.repeat + 1):
             if ctx.spent:
                 break
@@ -418,12 +375,12 @@ def _steps(ctx: _Ctx) -> tuple[str, dict]:
                 ws.host("logs", "tsan", name).mkdir(parents=True, exist_ok=True)
                 _run(ctx, name, "tsan", replace(base, plugins=("-p", tsan.MARKER_PLUGIN), threads=threads,
                                                 this_run=run_once(name)),
-                     env=tenv, cwd=src, timeout=s.job_timeout, gil=mode,
+                     env=tenv, cwd=at, timeout=s.job_timeout, gil=mode,
                      rep=rep, junit=f"junit/{name}.xml", tsan_dir=ws.host("logs", "tsan", name))
                 continue
             name = f"threads-gil{mode}-r{rep}"
             _run(ctx, name, "threads", replace(base, threads=threads, this_run=run_once(name)),
-                 env={**menv, **wenv}, cwd=src, timeout=s.job_timeout, gil=mode, rep=rep, junit=f"junit/{name}.xml")
+                 env={**menv, **wenv}, cwd=at, timeout=s.job_timeout, gil=mode, rep=rep, junit=f"junit/{name}.xml")
     if s.confirm and not ctx.tsan:
         _confirm(ctx, probe, base_env)
     return version, extra
@@ -464,23 +421,24 @@ def _confirm(ctx: _Ctx, probe: dict, base_env: dict[str, str]) -> None:
                      timeout=min(left, s.test_timeout + 30), gil=mode, rep=rep, junit=f"junit/{name}.xml")
 
 
-def _tox_overrides(job: Job, ws: Workspace) -> list[str]:
-    env = job.package.tox_env
-    return ["-x", f"testenv:{env}.basepython={ws.python}",
-            "-x", f"testenv:{env}.deps+={chr(10).join(TOOLS)}",
-            "-x", f"testenv:{env}.pass_env+={','.join(WATCHDOG_PASS_ENV)}"]
-
-
-def _test_command(job: Job, ws: Workspace, vpy: str, tests: str, *, src: str,
-                  own_config: bool) -> TestCommand:
-    """pytest directly, or tox with the pytest arguments as posargs (its env must pass {posargs})."""
-    if job.package.runner == "tox":  # the tox env's command runs pytest
-        head: tuple[str, ...] = (vpy, "-m", "tox", "-e", job.package.tox_env, "--skip-pkg-install",
-                                 *_tox_overrides(job, ws), "--")
-    else:
-        head = (vpy, "-P", "-m", "pytest", "-p", "no:cacheprovider")
-    return TestCommand(head=head, options=pytest_options(job, rootdir=src, own_config=own_config),
-                       paths=(tests,) if tests else ())
+def _from_installed(ctx: _Ctx, src_host: Path, src: str, found: tuple[Path, str]) -> tuple[Job, str, str, str]:
+    """The job set to run its tests from site-packages (``installed_tests``): (job, where they
+    run, the tests' path there, the source's pytest config file or ""); the test setup says so."""
+    sp_host, rel = found
+    at = ctx.ws.path(*sp_host.relative_to(ctx.ws.host_root).parts)
+    cfg = infer.pytest_config(src_host, ctx.job.package.tests, [])
+    config = f"{src}/{cfg[0]}" if cfg else ""
+    pkg = ctx.job.package
+    args = pkg.pytest_args
+    if ctx.test_setup.get("pytest_args_from") == "inferred":  # no source tree to shadow the build now
+        args = tuple(a for a in args if a != "--import-mode=append")
+    why = (f"tests run from the installed copy: site-packages/{rel} (they sit inside the package, "
+           "which the install ships; from the source tree pytest would load the source's package)")
+    ctx.test_setup = {**ctx.test_setup, "tests": rel, "pytest_args": list(args),
+                      "sources": [s for s in ctx.test_setup.get("sources", []) if not s.startswith("--import-mode=append")]
+                      + [why]}
+    ctx.job = replace(ctx.job, package=replace(pkg, pytest_args=args))
+    return ctx.job, at, rel, config
 
 
 def _read_json(path: Path) -> dict:

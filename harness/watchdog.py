@@ -6,7 +6,7 @@ faulthandler dump every thread and end the process at :func:`seconds`, past pyte
 timeout, so such a test ends there and not at the job timeout (``harness.parse.hang`` reads the
 dump). Not for the ThreadSanitizer runs, nor for the runs alone of confirmation, which use
 pytest-timeout's thread method. Under ``runner: tox`` the tox env is told to pass them on
-(``PASS_ENV``, in ``job._tox_overrides``); the plugin prints a line in pytest's header.
+(``PASS_ENV``, in ``suite.tox_overrides``); the plugin prints a line in pytest's header.
 """
 
 from __future__ import annotations

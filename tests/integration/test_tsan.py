@@ -23,9 +23,9 @@ import pytest
 
 from harness import interpreters, matrix, tsan
 from harness.evidence import TsanLocation, TsanReport
-from harness.job import TOOLS
 from harness.model import Phase
 from harness.parse.tsan import dedup, parse_tsan_dir
+from harness.suite import TOOLS
 from harness.verdict.tsan import tsan_findings
 
 pytestmark = [pytest.mark.integration, pytest.mark.tsan, pytest.mark.slow, pytest.mark.network]

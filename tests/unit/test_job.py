@@ -18,7 +18,7 @@ def test_pinned_version(spec, version):
 # pytest's own configuration: files it takes, and files it does not (issue #20)
 from pathlib import Path  # noqa: E402
 
-from harness.job import has_pytest_config  # noqa: E402
+from harness.suite import has_pytest_config  # noqa: E402
 
 
 @pytest.mark.parametrize("where, name, text, found", [
@@ -48,8 +48,8 @@ def test_has_pytest_config(tmp_path: Path, where: str, name: str, text: str, fou
 # the command builder: each test phase's command in parts, so a reproduce is built (issue #18)
 from harness import matrix, plan  # noqa: E402
 from harness.backends.base import Workspace  # noqa: E402
-from harness.job import _test_command  # noqa: E402
 from harness.model import Phase  # noqa: E402
+from harness.suite import command as suite_command  # noqa: E402
 from harness.verdict import reproduce  # noqa: E402
 
 MATRIX = """\
@@ -68,7 +68,7 @@ def _jobs() -> dict[str, plan.Job]:
 
 def test_test_command_parts_and_their_reproduce() -> None:
     ws = Workspace(host_root=Path("/nonexistent"), root="/w", python="/py")
-    tc = _test_command(_jobs()["six"], ws, "/w/venv/bin/python", "tests", src="/w/src/six-1.17.0",
+    tc = suite_command(_jobs()["six"], ws, "/w/venv/bin/python", "tests", src="/w/src/six-1.17.0",
                        own_config=False)
     assert tc.head == ("/w/venv/bin/python", "-P", "-m", "pytest", "-p", "no:cacheprovider")
     assert tc.paths == ("tests",)
@@ -83,12 +83,12 @@ def test_test_command_parts_and_their_reproduce() -> None:
     assert line.startswith("cd /w/src/six-1.17.0 && /w/venv/bin/python -P -m pytest")
     assert "--parallel-threads=4" in line and "-n auto" not in line and "--junitxml" not in line
     assert line.endswith(" --parallel-threads=4 'test_six.py::test_x[a b]'")
-    assert _test_command(_jobs()["six"], ws, "/v/python", "tests", src="/s", own_config=True).options.count("-c") == 0
+    assert suite_command(_jobs()["six"], ws, "/v/python", "tests", src="/s", own_config=True).options.count("-c") == 0
 
 
 def test_tox_test_command_passes_pytest_options_as_posargs() -> None:
     ws = Workspace(host_root=Path("/nonexistent"), root="/w", python="/py")
-    tc = _test_command(_jobs()["toxpkg"], ws, "/w/venv/bin/python", "", src="/w/src/p", own_config=True)
+    tc = suite_command(_jobs()["toxpkg"], ws, "/w/venv/bin/python", "", src="/w/src/p", own_config=True)
     assert tc.head[:6] == ("/w/venv/bin/python", "-m", "tox", "-e", "py313t", "--skip-pkg-install")
     assert tc.head[-1] == "--" and "testenv:py313t.basepython=/py" in tc.head
     assert tc.paths == () and tc.options[0].startswith("--timeout=")
@@ -131,3 +131,51 @@ def test_a_test_dep_that_cannot_install_leaves_the_others_installed(tmp_path: Pa
     assert f.kind == "setup-error" and f.evidence == "setup"
     assert f.message.startswith("setup: the inferred test dependencies did not install: "
                                 "not installed: idna (the others are); "), f.message
+
+
+# ---- tests inside the import package run from the installed copy (harness.suite.installed_tests)
+from harness.suite import installed_tests  # noqa: E402
+
+
+def _tree(root: Path, files: list[str]) -> None:
+    for f in files:
+        (root / f).parent.mkdir(parents=True, exist_ok=True)
+        (root / f).write_text("")
+
+
+@pytest.mark.parametrize(("tests", "src_files", "installed", "expected"), [
+    # numpy's layout: numpy/tests inside numpy/, shipped by the install
+    ("numpy/tests", ["numpy/__init__.py", "numpy/conftest.py", "numpy/tests/__init__.py"],
+     ["numpy/tests/__init__.py"], "numpy/tests"),
+    # src layout, tests inside the package
+    ("src/pkg/tests", ["src/pkg/__init__.py", "src/pkg/tests/test_a.py"], ["pkg/tests/test_a.py"], "pkg/tests"),
+    # the install does not ship them: the source's, as before
+    ("numpy/tests", ["numpy/__init__.py", "numpy/tests/__init__.py"], ["numpy/__init__.py"], None),
+    # a tests dir beside the package is not inside it, even if the install ships it (a clash)
+    ("tests", ["pkg/__init__.py", "tests/__init__.py"], ["pkg/__init__.py", "tests/__init__.py"], None),
+    ("tests", ["pkg/__init__.py", "tests/test_a.py"], ["pkg/__init__.py"], None),
+    # a conftest.py of the source outside the package: it would be lost from site-packages
+    ("src/pkg/tests", ["conftest.py", "src/pkg/__init__.py", "src/pkg/tests/test_a.py"],
+     ["pkg/tests/test_a.py"], None),
+    ("", ["pkg/__init__.py"], ["pkg/__init__.py"], None),
+])
+def test_tests_inside_the_package_run_from_site_packages(tmp_path: Path, tests: str, src_files: list[str],
+                                                         installed: list[str], expected: str | None) -> None:
+    src, venv = tmp_path / "src", tmp_path / "venv"
+    _tree(src, src_files)
+    sp = venv / "lib" / "python3.14t" / "site-packages"
+    _tree(sp, installed)
+    found = installed_tests(src, tests, venv)
+    assert (found and found[1]) == expected or (found is None and expected is None)
+    if found:
+        assert found[0] == sp
+
+
+def test_installed_tests_take_the_sources_config_file() -> None:
+    ws = Workspace(host_root=Path("/nonexistent"), root="/w", python="/py")
+    tc = suite_command(_jobs()["six"], ws, "/v/python", "numpy/tests", src="/w/venv/lib/python3.13t/site-packages",
+                       own_config=True, config="/w/src/numpy-2.5.5/pytest.ini")
+    opts = list(tc.options)
+    assert opts[opts.index("-c") + 1] == "/w/src/numpy-2.5.5/pytest.ini"
+    assert "--rootdir=/w/venv/lib/python3.13t/site-packages" in opts
+    assert "--confcutdir=/w/venv/lib/python3.13t/site-packages" in opts

@@ -5,12 +5,12 @@ from __future__ import annotations
 import pytest
 
 from harness.errors import ConfigError
-from harness.job import TOOLS
 from harness.matrix import Settings
 from harness.model import InterpreterInfo
 from harness.recipe import recipe
 from harness.report import CompatReport
 from harness.reproduce import pick
+from harness.suite import TOOLS
 from harness.verdict import decide
 from tests.unit.test_verdict import load
 

@@ -25,7 +25,7 @@ ROOT = HERE.parents[2]
 sys.path.insert(0, str(ROOT))
 
 from harness import interpreters, matrix, tsan  # noqa: E402
-from harness.job import TOOLS  # noqa: E402
+from harness.suite import TOOLS  # noqa: E402
 from harness.parse.tsan import tsan_logs  # noqa: E402
 
 OUT = HERE / "py"

@@ -73,3 +73,12 @@ def fixture_matrix(tmp: Path, names: list[str], settings: str = "") -> Path:
 
 def results(out: Path) -> dict[str, dict]:
     return {p.stem: json.loads(p.read_text()) for p in sorted((out / "results").glob("*.json"))}
+
+
+def run_fixture(tmp: Path, name: str, settings: str) -> dict:
+    """``ft-harness run`` (local backend) of one fixture package into ``tmp/out``: its result."""
+    m = fixture_matrix(tmp, [name], settings)
+    r = cli("run", "--matrix", str(m), "--out", str(tmp / "out"), "--backend", "local")
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    (d,) = results(tmp / "out").values()
+    return d

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.conftest import cli, fixture_matrix, results
+from tests.conftest import run_fixture
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 SETTINGS = ("settings: {threads: 4, iterations: 2, repeat: 1, test_timeout: 5, job_timeout: 600, "
@@ -19,10 +19,7 @@ TEST = "tests/test_gate.py::test_ready_after_setup"
 
 
 def test_a_wait_in_c_ends_at_the_watchdog_as_a_hang(tmp_path, ft_interpreter) -> None:
-    m = fixture_matrix(tmp_path, ["ft_cwait"], SETTINGS)
-    r = cli("run", "--matrix", str(m), "--out", str(tmp_path / "out"), "--backend", "local")
-    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
-    (d,) = results(tmp_path / "out").values()
+    d = run_fixture(tmp_path, "ft_cwait", SETTINGS)
     assert d["verdict"] == "hang", d["findings"]
     phases = {p["name"]: p for p in d["phases"]}
     for name in ("plain-gil0", "plain-gil1"):  # main thread in C: only the watchdog ends it

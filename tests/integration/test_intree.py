@@ -10,17 +10,14 @@ from __future__ import annotations
 
 import pytest
 
-from tests.conftest import cli, fixture_matrix, results
+from tests.conftest import run_fixture
 
 pytestmark = [pytest.mark.integration]
 SETTINGS = "settings: {repeat: 1, iterations: 2, confirm: 0}"
 
 
 def test_tests_inside_the_package_run_from_site_packages(tmp_path, ft_interpreter) -> None:
-    m = fixture_matrix(tmp_path, ["ft_intree"], SETTINGS)
-    r = cli("run", "--matrix", str(m), "--out", str(tmp_path / "out"), "--backend", "local")
-    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
-    (d,) = results(tmp_path / "out").values()
+    d = run_fixture(tmp_path, "ft_intree", SETTINGS)
     assert d["verdict"] == "compatible", d["findings"]
     ts = d["test_setup"]
     assert ts["tests"] == "ft_intree/tests" and "--import-mode=append" not in ts["pytest_args"]

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.conftest import cli, fixture_matrix, results
+from tests.conftest import run_fixture
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 SETTINGS = ("settings: {threads: 4, iterations: 5, repeat: 20, test_timeout: 20, job_timeout: 900, "
@@ -20,10 +20,7 @@ TEST = "tests/test_tally.py::test_tally_counts_every_add"
 
 
 def test_a_one_in_twenty_race_is_reported_with_its_rate(tmp_path, ft_interpreter) -> None:
-    m = fixture_matrix(tmp_path, ["ft_rarerace"], SETTINGS)
-    r = cli("run", "--matrix", str(m), "--out", str(tmp_path / "out"), "--backend", "local")
-    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
-    (d,) = results(tmp_path / "out").values()
+    d = run_fixture(tmp_path, "ft_rarerace", SETTINGS)
     assert d["verdict"] == "compatible", d["findings"]
     (f,) = [f for f in d["findings"] if f["test_id"] == TEST]
     assert f["kind"] == "unconfirmed" and f["modes"] == [0]

@@ -17,7 +17,7 @@ from pathlib import Path
 from ..model import OUTCOMES, Phase, TestCase, read_regular
 from .crash import find_crashes
 from .gil import gil_modules
-from .hang import WATCHDOG_ENDED, WATCHDOG_ENV, find_hang, watchdog_tests
+from .hang import WATCHDOG_ENDED, WATCHDOG_ENV, find_hang, internal_timeout, watchdog_tests
 from .junit import CRASHED_RE, TIMEOUT_RE, guess_nodeid, junit_key, parse_junit
 from .parallel import parse_parallel
 from .pytestlog import FINAL_RE, parse_log
@@ -78,9 +78,13 @@ def _parse(phase: Phase, out_dir: Path) -> Phase:
     known = set(plog.tests) | set(plog.started) | {m.group("id") for m in CRASHED_RE.finditer(text)}
     by_key = {junit_key(t): t for t in known}
     tests: dict[str, TestCase] = {}
+    internal = internal_timeout(text, plog.unfinished)  # an INTERNALERROR that is a test's timeout
     for c in cases:
+        if not c.name and not c.classname:  # `<testcase time="0.000" />`: xdist's, for no test
+            continue
         if c.key == ("pytest", "internal"):  # INTERNALERROR: pytest's own, not a test
-            notes.append(f"{NOTE}pytest INTERNALERROR: {c.message}")
+            if internal is None:
+                notes.append(f"{NOTE}pytest INTERNALERROR: {c.message}")
             continue
         tid = by_key.get(c.key) or guess_nodeid(c)
         lt = plog.tests.get(tid)
@@ -95,6 +99,9 @@ def _parse(phase: Phase, out_dir: Path) -> Phase:
         if tid not in tests:
             tests[tid] = TestCase(outcome=_outcome_from_message(lt.outcome, lt.message),
                                   message=lt.message, parallel=lt.parallel)
+    if internal:
+        tid, msg = internal
+        tests[tid] = TestCase(outcome="timeout", message=msg, parallel=tests[tid].parallel if tid in tests else None)
 
     crashes = find_crashes(text, exit_code=phase.exit_code, sig=phase.signal,
                            unfinished=plog.unfinished)

@@ -21,12 +21,40 @@ import re
 from typing import NamedTuple
 
 from ..evidence import Hang, HungTest
+from ..model import TestCase
 from .crash import _dump_lines
 
 # pytest-timeout's ruler; its thread method writes to stderr, so the first ruler is glued to the
 # running test's id when pytest printed that id with ``-v`` (``tests/t.py::test_x +++ Timeout +++``)
 RULER_RE = re.compile(r"(?:^|(?<= ))\++ Timeout \++$", re.M)
 FRAME_RE = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<func>\S+)', re.M)
+
+
+# pytest-timeout's signal method raising its Failed inside pytest's own code (formatting a slow
+# test's report): pytest ends with INTERNALERROR, under xdist the controller names the worker's
+# running test ("crashitem"). A timeout of that test, not a broken pytest (psutil 7.2.2).
+INTERNAL_TIMEOUT_RE = re.compile(r"^INTERNALERROR> .*Failed: (?P<what>Timeout \(>[\d.]+s\)) from pytest-timeout", re.M)
+CRASHITEM_RE = re.compile(r"^INTERNALERROR> AssertionError: \('(?P<id>[^']+::[^']+)', <WorkerController gw\d+>\)$", re.M)
+
+
+def internal_timeout(text: str, unfinished: list[str]) -> tuple[str, str] | None:
+    """(test id, message) when pytest's INTERNALERROR was pytest-timeout firing in pytest's code."""
+    m = INTERNAL_TIMEOUT_RE.search(text)
+    if not m:
+        return None
+    item = CRASHITEM_RE.search(text)
+    tid = item.group("id") if item else (unfinished[-1] if unfinished else "")
+    if not tid:
+        return None
+    return tid, f"{m.group('what')} from pytest-timeout, {INTERNAL_TIMEOUT}"
+
+
+INTERNAL_TIMEOUT = "raised inside pytest's own code (INTERNALERROR)"
+
+
+def timed_out_inside_pytest(tests: dict[str, TestCase]) -> bool:
+    """Whether a phase's INTERNALERROR was a test's timeout (``internal_timeout``)."""
+    return any(tc.outcome == "timeout" and tc.message.endswith(INTERNAL_TIMEOUT) for tc in tests.values())
 
 
 def timeout_blocks(text: str) -> list[str]:

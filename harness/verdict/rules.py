@@ -42,6 +42,7 @@ from ..model import INFO_KINDS, NOT_INSTALLED, Finding, Phase, severity
 from ..parse import incomplete
 from ..parse import setup as parse_setup
 from ..parse.gil import warning_lines
+from ..parse.hang import timed_out_inside_pytest
 from ..parse.install import classify_install
 from .commands import probe_command, reproduce
 from .confirm import apply as apply_confirmation
@@ -104,7 +105,8 @@ def _broken_run(phase: Phase) -> Finding | None:
         why = "out of memory: the run hit its memory limit and was killed"
     elif cut:
         why = f"its results are incomplete: {cut}"
-    elif phase.exit_code in PYTEST_BROKE and not phase.crash and not phase.timed_out:
+    elif phase.exit_code in PYTEST_BROKE and not phase.crash and not phase.timed_out \
+            and not timed_out_inside_pytest(phase.tests):
         what = "an internal error" if phase.exit_code == 3 else "a usage error"
         why = f"pytest stopped with {what} (exit code {phase.exit_code})"
     elif phase.tests or phase.crash or phase.hang:

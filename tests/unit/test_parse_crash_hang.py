@@ -216,3 +216,28 @@ def test_a_job_timeout_without_the_watchdog_stays_a_hang():
     assert p.hang.why.startswith("job timeout while running test/orm/declarative/")
     d = decide(load("job-timeout-nowatchdog"), settings=Settings(), probe={})
     assert d.verdict == "hang" and [f.kind for f in d.findings] == ["hang"]
+
+
+def test_pytest_timeout_firing_inside_pytest_is_the_tests_timeout_not_a_broken_pytest():
+    # psutil: SIGALRM landed in pytest's report formatting; the worker's INTERNALERROR names the
+    # running test (xdist's crashitem). A hang of that test, the rest of the run's results kept.
+    from harness.matrix import Settings
+    from harness.verdict import decide
+    from tests.unit.test_verdict import load
+
+    p = phase("internal-timeout", "threads-gil0-r1")
+    tid = "tests/test_process.py::TestProcess::test_long_name"
+    assert p.exit_code == 3 and p.tests[tid].outcome == "timeout"
+    assert p.tests[tid].message == ("Timeout (>60.0s) from pytest-timeout, raised inside pytest's own "
+                                    "code (INTERNALERROR)")
+    from harness.parse import incomplete
+
+    assert incomplete(p) == ""  # no "pytest INTERNALERROR" note: the results stand
+    # pytest's own count; the JUnit's two nameless `<testcase time="0.000" />` are no tests
+    assert p.counts["passed"] == 235 and ".py" not in p.tests
+    assert p.hang is not None and p.hang.test_id == tid
+    d = decide(load("internal-timeout"), settings=Settings(test_timeout=60), probe={})
+    assert d.verdict == "hang"
+    assert not [f for f in d.findings if f.kind == "infra-error"], [f.message for f in d.findings]
+    (h,) = [f for f in d.findings if f.kind == "hang"]
+    assert h.test_id == tid and h.modes == (0,)

@@ -42,7 +42,7 @@ from .parse.tsan import parse_tsan_dir
 from .plan import Job
 from .recipe import recipe
 from .suite import TOOLS, TOX
-from .watchdog import watchdog_env
+from .watchdog import stall_seconds, watchdog_env
 
 log = logging.getLogger(__name__)
 
@@ -94,7 +94,7 @@ def _base_env(job: Job) -> dict[str, str]:
 
 def _run(ctx: _Ctx, name: str, kind: str, cmd: list[str] | TestCommand, *, env: dict[str, str],
          cwd: str, timeout: float, network: bool = False, gil: int | None = None, rep: int = 0,
-         junit: str = "", tsan_dir: Path | None = None) -> Phase:
+         junit: str = "", tsan_dir: Path | None = None, idle: float = 0) -> Phase:
     test_command = cmd if isinstance(cmd, TestCommand) else None
     argv = list(cmd.argv()) if isinstance(cmd, TestCommand) else cmd
     ctx.progress(ctx.job.job_id, name)
@@ -106,7 +106,7 @@ def _run(ctx: _Ctx, name: str, kind: str, cmd: list[str] | TestCommand, *, env: 
     except OSError as e:
         raise InfraError(f"{ctx.job.job_id}: cannot create {log_host.name} in its workspace: {e}") from None
     ex = ctx.backend.run(ctx.ws, argv, env=env, cwd=cwd, timeout=min(timeout, ctx.remaining()),
-                         log=log_host, network=network)
+                         log=log_host, network=network, idle=idle)
     junit_host = ctx.ws.host(*junit.split("/")) if junit else None
     phase = Phase(
         name=name, kind=kind, gil=gil, rep=rep, command=tuple(argv), test_command=test_command,
@@ -336,6 +336,7 @@ def _steps(ctx: _Ctx) -> tuple[str, dict]:
     s = job.settings
     base_env = _base_env(job)
     wenv = {} if ctx.tsan else watchdog_env(ws, base_env, s.test_timeout)  # plain and threaded runs
+    idle = stall_seconds(s.test_timeout) if wenv else 0  # silent past the watchdog: frozen
     at, config = src, ""  # where the tests run (cwd, rootdir), and the source's config file for -c
     found = None if tox else suite.installed_tests(src_host, tests, ws.host("venv"))
     if found:
@@ -358,7 +359,8 @@ def _steps(ctx: _Ctx) -> tuple[str, dict]:
             penv = {**menv, **tsan.tsan_env(ws.path("logs", "tsan", name), supp, source_dir=src)}
             tdir = ws.host("logs", "tsan", name)
         _run(ctx, name, "plain", replace(base, this_run=run_once(name)),
-             env={**penv, **wenv}, cwd=at, timeout=s.job_timeout, gil=mode, junit=f"junit/{name}.xml", tsan_dir=tdir)
+             env={**penv, **wenv}, cwd=at, timeout=s.job_timeout, gil=mode, junit=f"junit/{name}.xml", tsan_dir=tdir,
+             idle=idle)
         if mode == s.gil_modes[0] and not ctx.spent:
             # what the threaded runs will really run in threads: -n auto hides it, so ask
             # pytest-run-parallel once, without workers; which tests it runs single-threaded is
@@ -380,7 +382,8 @@ def _steps(ctx: _Ctx) -> tuple[str, dict]:
                 continue
             name = f"threads-gil{mode}-r{rep}"
             _run(ctx, name, "threads", replace(base, threads=threads, this_run=run_once(name)),
-                 env={**menv, **wenv}, cwd=at, timeout=s.job_timeout, gil=mode, rep=rep, junit=f"junit/{name}.xml")
+                 env={**menv, **wenv}, cwd=at, timeout=s.job_timeout, gil=mode, rep=rep, junit=f"junit/{name}.xml",
+                 idle=idle)
     if s.confirm and not ctx.tsan:
         _confirm(ctx, probe, base_env)
     return version, extra

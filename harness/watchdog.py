@@ -31,6 +31,13 @@ def seconds(test_timeout: int) -> int:
     return 2 * test_timeout + 10
 
 
+def stall_seconds(test_timeout: int) -> int:
+    """When a run whose log stays silent is ended by the backend (``backends.base.Quiet``): a
+    minute past the watchdog, which ends any test it can; past that, the process is frozen in a
+    way faulthandler cannot dump (seen: six's threaded run under load, silent for 1,000 s)."""
+    return seconds(test_timeout) + 60
+
+
 def watchdog_env(ws: Workspace, env: dict[str, str], test_timeout: int) -> dict[str, str]:
     """The variables that load the plugin, added to ``env``'s own PYTHONPATH and PYTEST_PLUGINS.
     The plugin is copied into a directory of its own, so nothing else of ours can shadow one of

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -10,6 +12,38 @@ from typing import Protocol
 from ..model import Exec, InterpreterInfo
 
 Say = Callable[[str], None]  # one line for the user (the CLI prints it; the default logs it)
+
+
+class Quiet:
+    """Whether a running command's log has stopped growing for ``seconds`` (0: never asked).
+
+    A test run prints a line per test; a process whose log stays silent well past the
+    watchdog's time is frozen in a way even faulthandler cannot dump (a stop-the-world that never
+    completes holds the lock it needs): the backends end it then, not at the job timeout."""
+
+    def __init__(self, log: Path, seconds: float) -> None:
+        self.log, self.seconds = log, seconds
+        self.size, self.since = -1, time.monotonic()
+
+    def stalled(self) -> bool:
+        if self.seconds <= 0:
+            return False
+        try:
+            size = os.lstat(self.log).st_size
+        except OSError:
+            size = -1
+        now = time.monotonic()
+        if size != self.size:
+            self.size, self.since = size, now
+            return False
+        return now - self.since >= self.seconds
+
+
+def killed_note(after: float, timeout: float, stalled: float) -> bytes:
+    """The line a backend appends to a log when it ended the command (``harness.parse.hang``)."""
+    if stalled:
+        return f"\n[ft-harness] killed after {after:.0f}s: no output for {stalled:.0f}s (stalled)\n".encode()
+    return f"\n[ft-harness] killed after {timeout:.0f}s (job timeout)\n".encode()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -59,9 +93,11 @@ class Backend(Protocol):
         timeout: float,
         log: Path,
         network: bool,
+        idle: float = 0,
     ) -> Exec:
         """Run argv; stdout+stderr go to ``log`` (a host path). Never raises for the
-        command's own failure; raises InfraError only when the backend itself broke."""
+        command's own failure; raises InfraError only when the backend itself broke.
+        Ended at ``timeout``, or once ``log`` has not grown for ``idle`` seconds (``Quiet``)."""
         ...
 
     def reproduce_command(self, ws: Workspace, command: str, *, network: bool) -> str:

@@ -30,7 +30,7 @@ from pathlib import Path
 from ..errors import InfraError
 from ..images import clean, daemon_error, docker_client, remove_volumes
 from ..model import Exec, append_regular
-from .base import Workspace
+from .base import Quiet, Workspace, killed_note
 
 log = logging.getLogger(__name__)
 
@@ -190,7 +190,7 @@ class DockerBackend:
         )
 
     def run(self, ws: Workspace, argv: list[str], *, env: dict[str, str], cwd: str,
-            timeout: float, log: Path, network: bool) -> Exec:
+            timeout: float, log: Path, network: bool, idle: float = 0) -> Exec:
         job_id = self._job_id(ws)
         with self._lock:
             if job_id in self._closed or self._cancelled:
@@ -212,7 +212,10 @@ class DockerBackend:
             if closed:
                 return Exec(exit_code=None, infra="job was closed (interrupted)")
             container.start()
-            timed_out = self._wait(container, started + timeout)
+            # the log grows on the host only when the container writes it through the mount
+            quiet = Quiet(log, idle if log_in is not None else 0)
+            timed_out = self._wait(container, started + timeout, quiet)
+            stalled = timed_out and quiet.stalled()
             duration = time.monotonic() - started
             if timed_out:
                 with contextlib.suppress(Exception):
@@ -228,7 +231,7 @@ class DockerBackend:
                 self._check_external_stop(state)
             self._collect_logs(container, log, appended=log_in is not None)
             if timed_out:  # the same note as the local backend
-                append_regular(log, f"\n[ft-harness] killed after {timeout:.0f}s (job timeout)\n".encode())
+                append_regular(log, killed_note(duration, timeout, idle if stalled else 0))
         except InfraError:
             raise
         except Exception as e:
@@ -262,14 +265,15 @@ class DockerBackend:
                 raise daemon_error(e) from None
             time.sleep(0.25)
 
-    def _wait(self, container, deadline: float) -> bool:
-        """Wait for the container to stop; True when the deadline passed first."""
+    def _wait(self, container, deadline: float, quiet: Quiet | None = None) -> bool:
+        """Wait for the container to stop; True when the deadline passed first, or its log
+        stalled (``quiet``)."""
         while True:
             left = deadline - time.monotonic()
-            if left <= 0:
+            if left <= 0 or (quiet is not None and quiet.stalled()):
                 return True
             try:
-                container.wait(timeout=max(1, min(POLL, left)))
+                container.wait(timeout=max(1, min(POLL if quiet is None or not quiet.seconds else 1, left)))
                 return False
             except Exception:
                 # A read timeout (still running) or a daemon that went away: ask again.

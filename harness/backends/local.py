@@ -17,7 +17,9 @@ import time
 from pathlib import Path
 
 from ..model import Exec, append_regular
-from .base import Workspace
+from .base import Quiet, Workspace, killed_note
+
+POLL = 1.0  # seconds between checks of a running command's log (``idle``)
 
 # Variables of the harness's own environment that must not leak into a job.
 _DROP_PREFIXES = ("PYTHON", "VIRTUAL_ENV", "PIP_", "CONDA", "PYTEST_", "COV_")
@@ -51,7 +53,7 @@ class LocalBackend:
                          pip_cache=str(self.pip_cache) if self.pip_cache else "")
 
     def run(self, ws: Workspace, argv: list[str], *, env: dict[str, str], cwd: str, timeout: float,
-            log: Path, network: bool) -> Exec:
+            log: Path, network: bool, idle: float = 0) -> Exec:
         if self._cancelled.is_set():
             return Exec(exit_code=None, infra="cancelled")
         start = time.monotonic()
@@ -70,13 +72,20 @@ class LocalBackend:
             self._limit(proc.pid)
             with self._lock:
                 self._procs[proc.pid] = proc
-            timed_out = False
+            timed_out, stalled = False, False
+            quiet, deadline = Quiet(log, idle), start + timeout
             try:
-                proc.wait(timeout=timeout)
-            except subprocess.TimeoutExpired:
-                timed_out = True
-                _kill_group(proc)
-                proc.wait()
+                while True:
+                    try:
+                        proc.wait(timeout=max(0.05, min(POLL, deadline - time.monotonic())))
+                        break
+                    except subprocess.TimeoutExpired:
+                        stalled = quiet.stalled()
+                        if stalled or time.monotonic() >= deadline:
+                            timed_out = True
+                            _kill_group(proc)
+                            proc.wait()
+                            break
             finally:
                 with self._lock:
                     self._procs.pop(proc.pid, None)
@@ -84,7 +93,7 @@ class LocalBackend:
         rc = proc.returncode
         sig = -rc if rc is not None and rc < 0 else None
         if timed_out:
-            append_regular(log, f"\n[ft-harness] killed after {timeout:.0f}s (job timeout)\n".encode())
+            append_regular(log, killed_note(time.monotonic() - start, timeout, idle if stalled else 0))
         return Exec(exit_code=None if timed_out else rc, signal=None if timed_out else sig,
                     timed_out=timed_out, duration=time.monotonic() - start,
                     infra="cancelled" if self._cancelled.is_set() else "")

@@ -26,6 +26,8 @@ from .crash import _dump_lines
 
 # pytest-timeout's ruler; its thread method writes to stderr, so the first ruler is glued to the
 # running test's id when pytest printed that id with ``-v`` (``tests/t.py::test_x +++ Timeout +++``)
+# a backend's note when it ended a command whose log had stopped growing (backends.base.killed_note)
+STALLED_RE = re.compile(r"^\[ft-harness\] killed after \d+s: no output for (?P<quiet>\d+)s \(stalled\)$", re.M)
 RULER_RE = re.compile(r"(?:^|(?<= ))\++ Timeout \++$", re.M)
 FRAME_RE = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<func>\S+)', re.M)
 
@@ -257,7 +259,13 @@ def find_hang(
         top = top or _report_location(text, func)
         per_test.append(HungTest(test_id=tid, stack_top=top, excerpt="\n".join([head, *lines[:24]])))
     running, why, spent = "", "", False
-    if timed_out:
+    stalled = STALLED_RE.search(text) if timed_out else None
+    if stalled:  # the backend ended a run whose log stayed silent: frozen, not slow
+        running = unfinished[-1] if unfinished else ""
+        why = (f"no output for {stalled.group('quiet')} s, then ended by ft-harness"
+               f"{f' while running {running}' if running else ''}: the process froze so that "
+               "neither pytest-timeout nor the watchdog could end it")
+    elif timed_out:
         running = unfinished[-1] if unfinished else ""
         if running and done and 0 < watchdog < duration and not per_test:
             spent = True

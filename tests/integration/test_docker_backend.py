@@ -57,10 +57,10 @@ def ws(backend, tmp_path):
 
 
 def run_py(backend, ws, code: str, *, timeout: float = 60, network: bool = False,
-           name: str = "step"):
+           name: str = "step", idle: float = 0):
     log = ws.host("logs", f"{name}.log")
     res = backend.run(ws, [PY, "-c", code], env={"PYTHONUNBUFFERED": "1"}, cwd="/work",
-                      timeout=timeout, log=log, network=network)
+                      timeout=timeout, log=log, network=network, idle=idle)
     return res, log.read_text() if log.exists() else ""
 
 
@@ -197,6 +197,15 @@ def test_timeout_kills_the_container(backend, ws):
     assert res.timed_out is True and res.exit_code is None
     assert 3 <= res.duration < 15 and took < 45
     assert out.splitlines()[0] == "start" and "[ft-harness] killed after 3s" in out
+
+
+def test_a_container_whose_log_stays_silent_is_ended_at_idle(backend, ws):
+    # prints for 4 s (not idle), then goes silent: ended 3 s later, long before its timeout
+    started = time.monotonic()
+    res, out = run_py(backend, ws, "import time\nfor i in range(8):\n    print(i, flush=True); time.sleep(0.5)\n"
+                      "time.sleep(300)", timeout=120, name="silent", idle=3)
+    assert res.timed_out is True and time.monotonic() - started < 45
+    assert out.splitlines()[-1].endswith("no output for 3s (stalled)") and "7" in out.splitlines()
 
 
 def test_close_mid_run_removes_the_container_and_is_idempotent(backend, ws, client):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import resource
 import signal
 import sys
@@ -22,12 +23,12 @@ PY = sys.executable
 
 
 def run(backend: LocalBackend, tmp: Path, argv: list[str], *, timeout: float = 60,
-        env: dict[str, str] | None = None, cwd: Path | None = None) -> tuple[Exec, str]:
+        env: dict[str, str] | None = None, cwd: Path | None = None, idle: float = 0) -> tuple[Exec, str]:
     ws = backend.open("job", tmp, PY, "")
     log = tmp / "logs" / "step.log"
     log.parent.mkdir(exist_ok=True)
     ex = backend.run(ws, argv, env=env or {}, cwd=str(cwd or tmp), timeout=timeout, log=log,
-                     network=False)
+                     network=False, idle=idle)
     return ex, log.read_text() if log.exists() else ""
 
 
@@ -213,3 +214,39 @@ def test_a_log_planted_as_a_link_is_never_written_through(tmp_path: Path) -> Non
     ex = b.run(ws, ["sh", "-c", f"ln -sf {host} {log}.tmp && mv {log}.tmp {log}; sleep 30"], env={},
                cwd=str(tmp_path), timeout=1, log=log, network=False)
     assert ex.timed_out and host.read_text() == "host file\n"
+
+
+def test_a_command_whose_log_stays_silent_is_ended_at_idle_not_the_timeout(tmp_path: Path) -> None:
+    # a real pytest whose test sleeps past `idle`, no pytest-timeout: frozen as far as the log
+    # shows; the note is what harness.parse.hang reads as a stall, and the phase parses as a hang
+    (tmp_path / "test_freeze.py").write_text(
+        "import time\n\ndef test_quick():\n    pass\n\ndef test_freezes():\n    time.sleep(60)\n")
+    ws = LocalBackend().open("job", tmp_path, PY, "")
+    log = tmp_path / "logs" / "plain-gil0.log"
+    log.parent.mkdir()
+    log.write_text("$ pytest\n")
+    t0 = time.monotonic()
+    ex = LocalBackend().run(ws, [PY, "-m", "pytest", "-p", "no:cacheprovider", "-v", "test_freeze.py"],
+                            env={}, cwd=str(tmp_path), timeout=120, log=log, network=False, idle=3)
+    assert ex.timed_out and ex.exit_code is None and time.monotonic() - t0 < 30
+    text = log.read_text()
+    assert "test_freeze.py::test_quick PASSED" in text
+    assert re.search(r"\n\[ft-harness\] killed after \d+s: no output for 3s \(stalled\)\n$", text), text[-300:]
+
+    from harness.model import Phase
+    from harness.parse import parse_phase
+
+    p = parse_phase(Phase(name="plain-gil0", kind="plain", gil=0, exit_code=None, timed_out=True,
+                          duration=ex.duration, log="logs/plain-gil0.log",
+                          env={"FT_HARNESS_WATCHDOG": "1"}), tmp_path)
+    assert p.hang is not None and not p.hang.spent and p.hang.running == "test_freeze.py::test_freezes"
+    assert p.hang.why == ("no output for 3 s, then ended by ft-harness while running "
+                          "test_freeze.py::test_freezes: the process froze so that neither "
+                          "pytest-timeout nor the watchdog could end it")
+
+
+def test_a_command_that_keeps_printing_is_not_idle(tmp_path: Path) -> None:
+    ex, text = run(LocalBackend(), tmp_path, ["sh", "-c", "for i in 1 2 3 4 5 6; do echo $i; sleep 0.5; done"],
+                   idle=2)
+    assert (ex.exit_code, ex.timed_out) == (0, False) and "stalled" not in text
+

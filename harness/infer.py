@@ -202,15 +202,20 @@ def _read_ini(p: Path, notes: list[str]) -> configparser.ConfigParser | None:
     return cp
 
 
+# pip's per-requirement options (pip-compile / uv `--generate-hashes` output): not the requirement
+_REQ_OPTION_RE = re.compile(r"\s+--(?:hash|config-settings|global-option)(?:=|\s+)\S+")
+
+
 def _lines(text: str) -> list[str]:
-    """Requirement lines: comments dropped, backslash continuations joined."""
+    """Requirement lines: comments dropped, backslash continuations joined, pip's per-requirement
+    options (``--hash=sha256:...``) dropped."""
     out, cur = [], ""
     for raw in text.splitlines():
         line = raw.split(" #", 1)[0].strip() if not raw.lstrip().startswith("#") else ""
         if line.endswith("\\"):
             cur += line[:-1] + " "
             continue
-        line, cur = (cur + line).strip(), ""
+        line, cur = _REQ_OPTION_RE.sub("", " " + cur + line).strip(), ""
         if line:
             out.append(line)
     return out

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from packaging.requirements import Requirement
 
 from harness.infer import TestSetup, infer_test_setup
 
@@ -190,3 +191,15 @@ def test_addopts_as_a_toml_list_with_an_option_and_its_value_in_one_item_psutil(
     assert "instafail" not in s.pytest_args and s.pytest_args[-2:] == ("-p", "xdist")
     assert s.sources[-2] == ("addopts neutralized (pyproject.toml): -p instafail (instafail not installed), "
                              "-p no:junitxml (the harness needs it), --instafail (its plugin is not installed)")
+
+
+def test_hashed_requirements_files_coverage():
+    # tox.ini's deps `-r requirements/pytest.txt`, uv output with `--hash=sha256:...` continued on
+    # every line: each is a requirement (hypothesis, which tests/conftest.py imports, among them)
+    s = infer_test_setup(DATA / "coverage-7.18.0", "coverage")
+    assert s.sources[1] == "test deps from tox.ini [testenv] deps"
+    names = [Requirement(r).name for r in s.requires]
+    assert "hypothesis" in names and "flaky" in names and "sortedcontainers" in names
+    assert not [r for r in s.requires if "--hash" in r]
+    assert "pytest" not in names and "pytest-xdist" not in names  # the harness's own
+    assert not [n for n in s.sources if "not a requirement" in n]

@@ -20,9 +20,9 @@ from .parse.hang import WATCHDOG_ENV
 PLUGIN = "ft_harness_watchdog"
 SOURCE = Path(__file__).parent / "_inner" / f"{PLUGIN}.py"
 ENV = WATCHDOG_ENV  # seconds; the plugin does nothing without it
-# what a test run needs from its environment that tox does not pass on by default
-# (it does pass PYTHON_GIL)
-PASS_ENV = ("PYTHON_GIL", "PYTHONFAULTHANDLER", "PYTHONPATH", "PYTEST_PLUGINS", ENV)
+# what a test run needs from its environment that tox does not pass on by default (it does pass
+# PYTHON_GIL); PYTHONUNBUFFERED keeps pytest's lines coming, which the stall check reads
+PASS_ENV = ("PYTHON_GIL", "PYTHONFAULTHANDLER", "PYTHONUNBUFFERED", "PYTHONPATH", "PYTEST_PLUGINS", ENV)
 
 
 def seconds(test_timeout: int) -> int:

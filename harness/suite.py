@@ -84,7 +84,8 @@ def installed_tests(src_host: Path, tests: str, venv_host: Path) -> tuple[Path, 
     if any((d / "conftest.py").is_file() for d in [root, *root.parents] if d == src_host or src_host in d.parents):
         return None
     for sp in sorted(venv_host.glob("lib/python*/site-packages")):
-        if (sp / rel).is_dir() and not (sp / rel).is_symlink():
+        # the install ran package code: a link out of the venv is not followed
+        if (sp / rel).is_dir() and venv_host.resolve() in (sp / rel).resolve().parents:
             return sp, str(rel)
     return None
 

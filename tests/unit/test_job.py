@@ -171,6 +171,15 @@ def test_tests_inside_the_package_run_from_site_packages(tmp_path: Path, tests: 
         assert found[0] == sp
 
 
+def test_installed_tests_behind_a_link_out_of_the_venv_are_not_used(tmp_path: Path) -> None:
+    src, venv, elsewhere = tmp_path / "src", tmp_path / "venv", tmp_path / "elsewhere"
+    _tree(src, ["pkg/__init__.py", "pkg/tests/test_a.py"])
+    _tree(elsewhere, ["pkg/tests/test_a.py"])
+    (venv / "lib" / "python3.13t").mkdir(parents=True)
+    (venv / "lib" / "python3.13t" / "site-packages").symlink_to(elsewhere)
+    assert installed_tests(src, "pkg/tests", venv) is None
+
+
 def test_installed_tests_take_the_sources_config_file() -> None:
     ws = Workspace(host_root=Path("/nonexistent"), root="/w", python="/py")
     tc = suite_command(_jobs()["six"], ws, "/v/python", "numpy/tests", src="/w/venv/lib/python3.13t/site-packages",

@@ -2,7 +2,8 @@
 
 A testsuite per interpreter (in the report's column order); a compatible package is one passing case; each
 finding is a case that fails (``infra-error`` is an error: the harness's
-problem, not the package's; ``no-thread-coverage`` is skipped: shown, never
+problem, not the package's, as is an ``infra-error`` verdict whose findings are only shown
+ones, e.g. ``budget-spent``; ``no-thread-coverage`` and the other shown kinds are skipped: never
 red); a ``no-tests`` package is one skipped case.  Text from packages is put
 in through ElementTree, which escapes it, after dropping the characters XML
 1.0 cannot carry (ANSI escapes and other control characters in logs).
@@ -78,9 +79,11 @@ def render(report: CompatReport) -> str:
                     ET.SubElement(case, "skipped", {"message": "the package has no runnable tests"})
                     counts["skipped"] += 1
                 elif p.verdict != "compatible":
-                    # A verdict with no finding should not happen; never hide it as a pass.
-                    ET.SubElement(case, "failure", {"message": clean(label), "type": p.verdict})
-                    counts["failures"] += 1
+                    # infra-error with only shown findings (budget-spent): the harness's problem;
+                    # any other verdict with no finding should not happen: never hide it as a pass
+                    tag = "error" if p.verdict == "infra-error" else "failure"
+                    ET.SubElement(case, tag, {"message": clean(label), "type": p.verdict})
+                    counts["errors" if tag == "error" else "failures"] += 1
             for f in blocking:
                 case = _case(suite, p, _case_name(f), 0.0)
                 counts["tests"] += 1

@@ -6,7 +6,7 @@ from dataclasses import replace
 
 from junitparser import Error, Failure, JUnitXml, Skipped
 
-from harness.model import INFO_KINDS
+from harness.model import INFO_KINDS, Finding
 from harness.render import junit
 from tests.data.report.shared import XSS, XSS2, full_report
 
@@ -58,6 +58,19 @@ def test_verdicts_map_to_pass_failure_error_skip(tmp_path):
     assert isinstance(nt, Skipped)
     (crash,) = got[("cp313t.fx-ft-crash", "ft-crash: tests/test_grow.py::test_concurrent_append")].result
     assert isinstance(crash, Failure) and "Fatal Python error: Segmentation fault" in crash.text
+
+
+def test_a_budget_spent_job_is_an_error_and_its_finding_skipped(tmp_path):
+    rep = full_report()
+    attrs = next(p for p in rep.packages if p.job_id == "cp313t--attrs")
+    spent = Finding(kind="budget-spent", evidence="timeout", phase="plain-gil0",
+                    message="the job's budget (job_timeout 120 s) ran out during plain-gil0")
+    cut = replace(attrs, verdict="infra-error", findings=(spent,))
+    got = cases(parse(tmp_path, replace(rep, packages=tuple(cut if p is attrs else p for p in rep.packages))))
+    (err,) = got[("cp313t.attrs", "verdict: infra-error")].result
+    assert isinstance(err, Error) and err.type == "infra-error"
+    (skip,) = got[("cp313t.attrs", "budget-spent")].result
+    assert isinstance(skip, Skipped) and "ran out during plain-gil0" in skip.message
 
 
 def test_totals_on_the_root(tmp_path):

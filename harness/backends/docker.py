@@ -215,8 +215,8 @@ class DockerBackend:
             # the log grows on the host only when the container writes it through the mount
             quiet = Quiet(log, idle if log_in is not None else 0)
             timed_out = self._wait(container, started + timeout, quiet)
-            stalled = timed_out and quiet.stalled()
             duration = time.monotonic() - started
+            stalled = timed_out and duration < timeout  # ended before its deadline: the log stalled
             if timed_out:
                 with contextlib.suppress(Exception):
                     container.kill()
@@ -268,12 +268,13 @@ class DockerBackend:
     def _wait(self, container, deadline: float, quiet: Quiet | None = None) -> bool:
         """Wait for the container to stop; True when the deadline passed first, or its log
         stalled (``quiet``)."""
+        step = 1.0 if quiet is not None and quiet.seconds else POLL  # a log to watch: look often
         while True:
             left = deadline - time.monotonic()
             if left <= 0 or (quiet is not None and quiet.stalled()):
                 return True
             try:
-                container.wait(timeout=max(1, min(POLL if quiet is None or not quiet.seconds else 1, left)))
+                container.wait(timeout=max(1, min(step, left)))
                 return False
             except Exception:
                 # A read timeout (still running) or a daemon that went away: ask again.

@@ -24,10 +24,10 @@ from ..evidence import Hang, HungTest
 from ..model import TestCase
 from .crash import _dump_lines
 
-# pytest-timeout's ruler; its thread method writes to stderr, so the first ruler is glued to the
-# running test's id when pytest printed that id with ``-v`` (``tests/t.py::test_x +++ Timeout +++``)
 # a backend's note when it ended a command whose log had stopped growing (backends.base.killed_note)
 STALLED_RE = re.compile(r"^\[ft-harness\] killed after \d+s: no output for (?P<quiet>\d+)s \(stalled\)$", re.M)
+# pytest-timeout's ruler; its thread method writes to stderr, so the first ruler is glued to the
+# running test's id when pytest printed that id with ``-v`` (``tests/t.py::test_x +++ Timeout +++``)
 RULER_RE = re.compile(r"(?:^|(?<= ))\++ Timeout \++$", re.M)
 FRAME_RE = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<func>\S+)', re.M)
 
@@ -37,6 +37,7 @@ FRAME_RE = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<f
 # running test ("crashitem"). A timeout of that test, not a broken pytest (psutil 7.2.2).
 INTERNAL_TIMEOUT_RE = re.compile(r"^INTERNALERROR> .*Failed: (?P<what>Timeout \(>[\d.]+s\)) from pytest-timeout", re.M)
 CRASHITEM_RE = re.compile(r"^INTERNALERROR> AssertionError: \('(?P<id>[^']+::[^']+)', <WorkerController gw\d+>\)$", re.M)
+INTERNAL_TIMEOUT = "raised inside pytest's own code (INTERNALERROR)"  # ends such a test's message
 
 
 def internal_timeout(text: str, unfinished: list[str]) -> tuple[str, str] | None:
@@ -49,9 +50,6 @@ def internal_timeout(text: str, unfinished: list[str]) -> tuple[str, str] | None
     if not tid:
         return None
     return tid, f"{m.group('what')} from pytest-timeout, {INTERNAL_TIMEOUT}"
-
-
-INTERNAL_TIMEOUT = "raised inside pytest's own code (INTERNALERROR)"
 
 
 def timed_out_inside_pytest(tests: dict[str, TestCase]) -> bool:

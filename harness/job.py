@@ -47,7 +47,6 @@ from .watchdog import stall_seconds, watchdog_env
 log = logging.getLogger(__name__)
 
 INNER = Path(__file__).parent / "_inner"
-INSTALL_TIMEOUT = 1200.0
 COPY_IGNORE = shutil.ignore_patterns(".git", ".nox", ".tox", "build", "dist", "*.egg-info", "__pycache__", "*.so")
 
 Progress = Callable[[str, str], None]  # (job_id, step)
@@ -274,7 +273,7 @@ def _steps(ctx: _Ctx) -> tuple[str, dict]:
         fetched = _fetch_on_host(ctx, pip_download, env)
         if fetched is None:  # the host cannot read the index: pip, in the backend (it may build)
             fetched = _run(ctx, "fetch", "install", pip_download, env=env, cwd=ws.root,
-                         timeout=INSTALL_TIMEOUT, network=True)
+                         timeout=job.settings.install_timeout, network=True)
         archives = extract.archives(ws.host("sdist"))  # regular files only: pip may have built
         if not fetched.ok or not archives:
             return "", {}
@@ -311,14 +310,15 @@ def _steps(ctx: _Ctx) -> tuple[str, dict]:
         script += f" && cd {shlex.quote(src)} && " + shlex.join(
             [vpy, "-m", "tox", "-e", job.package.tox_env, "--notest", *suite.tox_overrides(job, ws)])
     install = _run(ctx, "install", "install", ["sh", "-c", script],
-                   env=env, cwd=ws.root, timeout=INSTALL_TIMEOUT, network=True)
+                   env=env, cwd=ws.root, timeout=job.settings.install_timeout, network=True)
     if not install.ok:
         return version, {}
     if inferred_deps:  # on their own: one that cannot install is a setup problem, not a build failure
         deps_cmd = ["sh", "-c", _deps_sh(vpy, inferred_deps)]
         if ctx.tsan:
             deps_cmd = ["sh", "-c", f"{tsan.build_flags_sh(ws.python)} && {deps_cmd[2]}"]
-        _run(ctx, "test-deps", "setup", deps_cmd, env=env, cwd=ws.root, timeout=INSTALL_TIMEOUT, network=True)
+        _run(ctx, "test-deps", "setup", deps_cmd, env=env, cwd=ws.root,
+             timeout=job.settings.install_timeout, network=True)
     vpy_tests = f"{src}/.tox/{job.package.tox_env}/bin/python" if tox else vpy
     # 3. probe, in the default mode (with PYTHON_GIL=0 the warning is not printed)
     shutil.copy2(INNER / "probe.py", ws.host("probe.py"))

@@ -38,6 +38,7 @@ class Settings:
     repeat: int = 3
     test_timeout: int = 120
     job_timeout: int = 1800
+    install_timeout: int = 1200  # seconds for each of fetch, install, test deps (a long source build)
     gil_modes: tuple[int, ...] = (0, 1)
     min_parallel_fraction: float = 0.5
     confirm: int = 5  # re-runs, per GIL mode, of each crash/race/hang finding's test alone (0: off)
@@ -164,6 +165,7 @@ def _settings(ctx: y.Ctx, node: yaml.Node) -> Settings:
         "repeat",
         "test_timeout",
         "job_timeout",
+        "install_timeout",
         "gil_modes",
         "min_parallel_fraction",
         "confirm",
@@ -171,7 +173,8 @@ def _settings(ctx: y.Ctx, node: yaml.Node) -> Settings:
     ]
     m = y.mapping(ctx, node, "settings", keys)
     kw: dict[str, Any] = {}
-    for key in ("threads", "iterations", "repeat", "test_timeout", "job_timeout", "confirm_budget"):
+    for key in ("threads", "iterations", "repeat", "test_timeout", "job_timeout", "install_timeout",
+                "confirm_budget"):
         if key in m:
             kw[key] = y.pos_int(ctx, m[key], f"settings.{key}")
             if kw[key] > y.LIMITS[key]:

@@ -24,7 +24,7 @@ MAX_NAME = 100  # a job id and its directories are built from it
 ENV_KEY_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # matrix.yaml's rules for names and numbers; upper bounds that catch a typo (threads: 1000000000) before it becomes a run
 LIMITS = {"threads": 256, "iterations": 10_000, "repeat": 1000, "test_timeout": 86_400,
-          "job_timeout": 7 * 86_400, "confirm_budget": 86_400}
+          "job_timeout": 7 * 86_400, "install_timeout": 7 * 86_400, "confirm_budget": 86_400}
 
 
 def compose(text: str, file: str) -> yaml.Node | None:

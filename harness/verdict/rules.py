@@ -72,13 +72,17 @@ class Decision:
 # ------------------------------------------------------------------ findings
 
 
-def _install_findings(phase: Phase) -> list[Finding]:
+def _install_findings(phase: Phase, settings: Settings) -> list[Finding]:
     if phase.ok:
         return []
     kind, evidence, excerpt = classify_install(
         phase.excerpt, timed_out=phase.timed_out, infra=phase.infra
     )
-    if kind == "build-failure" and evidence != "compiler":
+    if evidence == "timeout":  # most often a source build longer than the budget: say which knob
+        message = (f"harness problem during install: the {phase.name} timed out after "
+                   f"{phase.duration:.0f} s (settings.install_timeout {settings.install_timeout} s, "
+                   f"job_timeout {settings.job_timeout} s); a long source build needs them raised")
+    elif kind == "build-failure" and evidence != "compiler":
         message = f"install failed: {excerpt}"
     elif kind == "build-failure":
         message = f"does not build for the free-threaded interpreter: {excerpt}"
@@ -361,7 +365,7 @@ def decide(phases: Sequence[Phase], *, settings: Settings, probe: dict[str, Any]
     """The verdict, its qualifier, every finding and the threaded-run coverage of one job."""
     probe = probe if isinstance(probe, dict) else {}
     for step in (p for p in phases if p.kind == "install"):  # fetch, then install (each may fail)
-        found = _install_findings(step)
+        found = _install_findings(step, settings)
         if found:
             return Decision(verdict=found[0].kind, findings=tuple(found))
     runs = [p for p in phases if p.kind in RUN_KINDS]

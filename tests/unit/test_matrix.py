@@ -13,6 +13,7 @@ GOOD = """\
 settings:
   threads: 8
   repeat: 5
+  install_timeout: 3600
   gil_modes: [0]
 interpreters:
   - name: ft
@@ -53,6 +54,7 @@ def test_good_matrix(tmp_path: Path) -> None:
     spec = load(GOOD, tmp_path)
     assert spec.settings.threads == 8 and spec.settings.iterations == 5  # default kept
     assert spec.settings.gil_modes == (0,)
+    assert spec.settings.install_timeout == 3600 and spec.settings.job_timeout == 1800
     ft, tsan = spec.interpreters
     assert ft.configure_flags == ("--disable-gil", "--with-lto")
     assert tsan.configure_flags == ("--disable-gil", "--with-thread-sanitizer")
@@ -104,6 +106,8 @@ def test_defaults() -> None:
          3, "interpreters[1].name 'a' repeats interpreters[0]"),
         ('settings:\n  repeat: true\ninterpreters: [{name: a, version: "3.13.5", source: "debian:trixie"}]\n'
          "packages: [{name: a}]\n", 2, "settings.repeat must be a positive integer, got True"),
+        ('settings:\n  install_timeout: 0\ninterpreters: [{name: a, version: "3.13.5", source: "debian:trixie"}]\n'
+         "packages: [{name: a}]\n", 2, "settings.install_timeout must be a positive integer, got 0"),
     ],
 )
 def test_errors_carry_line(text: str, line: int, message: str) -> None:

@@ -65,7 +65,10 @@ def test_timed_out_install_is_infra_even_with_a_partial_log():
     (p,) = load("install-build-failure-cut")
     d = decide([dataclasses.replace(p, timed_out=True, exit_code=None)], settings=S, probe={})
     # the compiler had not failed yet when the budget ran out: the harness's timeout, not the package
-    assert d.verdict == "infra-error" and d.findings[0].message.endswith("the install timed out")
+    assert d.verdict == "infra-error" and d.findings[0].excerpt.startswith("the install timed out")
+    # and says which settings bound it, with their values
+    assert f"settings.install_timeout {S.install_timeout} s" in d.findings[0].message
+    assert f"job_timeout {S.job_timeout} s" in d.findings[0].message
     (q,) = load("install-no-match")
     d = decide([dataclasses.replace(q, timed_out=True, exit_code=None)], settings=S, probe={})
     assert d.verdict == "infra-error"

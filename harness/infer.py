@@ -26,6 +26,11 @@ order is fixed and every decision is recorded in ``TestSetup.sources`` as text:
    itself, the tools the harness pins (pytest, pytest-xdist, pytest-timeout,
    pytest-run-parallel), coverage tools, and requirements whose marker is false for the
    target interpreter.  An invalid line is skipped with a note, never an error.
+2b. **conftest imports**: a module a ``conftest.py`` (at the root, on the way to the tests, or
+   under them) imports unconditionally that (2) left out is added when the sdist declares its
+   distribution in another group or extra (``trustme`` of urllib3's ``dev`` group); not when
+   it is a runtime dependency (installed with the package) or declared nowhere (the run's
+   ``setup-error`` finding then names it with the fix). harness.conftests reads the imports.
 3. **pytest config**: the ``addopts`` of the config pytest would pick (pytest.ini,
    .pytest.ini, pyproject.toml, tox.ini, setup.cfg) is neutralized with ``-o addopts=`` when
    it holds something that cannot work in the harness -- coverage options, ``-p`` of a plugin
@@ -50,6 +55,7 @@ from packaging.markers import InvalidMarker, Marker, UndefinedComparison, Undefi
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
+from .conftests import third_party_imports
 from .model import read_regular
 
 TEST_NAMES = ("test", "tests", "testing")
@@ -133,7 +139,8 @@ def infer_test_setup(src: Path, dist_name: str, *,
     env = {**TARGET_ENV, **(environment or {})}
     tests = _tests_dir(src, dist_name)
     notes.append(f"tests dir: {tests}/" if tests else "tests dir: none found (pytest searches the root)")
-    reqs = _requires(src, dist_name, env, notes)
+    reqs, declared = _requires(src, dist_name, env, notes)
+    reqs += _conftest_deps(src, tests, dist_name, reqs, declared, env, notes)
     config = pytest_config(src, tests, notes)  # read once: the deps and the args both look at it
     if kept := _named_by_filterwarnings(config, reqs):
         reqs += kept
@@ -224,7 +231,10 @@ def _lines(text: str) -> list[str]:
 Lookup = Callable[[str], "tuple[str, list[str]] | None"]  # name -> (label, raw lines) or None
 
 
-def _requires(src: Path, dist: str, env: Mapping[str, str], notes: list[str]) -> tuple[str, ...]:
+def _requires(src: Path, dist: str, env: Mapping[str, str],
+              notes: list[str]) -> tuple[tuple[str, ...], dict[str, tuple[str, str]]]:
+    """The test deps (step 2), and every requirement any group or extra declares: canonical
+    name -> (where, the line), the first one seen (step 2b looks there)."""
     pyproject = _read_toml(src / "pyproject.toml", notes)
     setup_cfg = _read_ini(src / "setup.cfg", notes)
     tox = _read_ini(src / "tox.ini", notes)
@@ -238,6 +248,20 @@ def _requires(src: Path, dist: str, env: Mapping[str, str], notes: list[str]) ->
     pyextras: dict[str, list[str]] = {canonicalize_name(k): list(v) for k, v in opt_deps.items()
                                       if isinstance(v, list)}
     all_extras = {**extras, **pyextras}
+    declared: dict[str, tuple[str, str]] = {}
+    runtime = list(pyproject.get("project", {}).get("dependencies", []))
+    if setup_cfg is not None and setup_cfg.has_section("options"):
+        runtime += _lines(setup_cfg["options"].get("install_requires", ""))
+    everywhere = [(RUNTIME, runtime)]
+    everywhere += [(f"[dependency-groups] {g}", _group_lines(groups, g, set(), [])) for g in groups]
+    everywhere += [(f"[project.optional-dependencies] {e}", v) for e, v in pyextras.items()]
+    everywhere += [(f"setup.cfg extras_require {e}", v) for e, v in extras.items()]
+    for label, lines in everywhere:
+        for line in lines:
+            try:
+                declared.setdefault(canonicalize_name(Requirement(line).name), (label, line))
+            except InvalidRequirement:
+                continue
 
     def group(name: str) -> tuple[str, list[str]] | None:
         if name not in groups:
@@ -287,9 +311,40 @@ def _requires(src: Path, dist: str, env: Mapping[str, str], notes: list[str]) ->
                 if hit is not None:
                     label, lines = hit
                     notes.append(f"test deps from {label}")
-                    return _filter(lines, dist, all_extras, env, notes)
+                    return _filter(lines, dist, all_extras, env, notes), declared
     notes.append("test deps: none declared")
-    return ()
+    return (), declared
+
+
+RUNTIME = "[project] dependencies"  # installed with the package: never a test dep to add
+# a module a conftest imports -> the distribution that provides it, where the names differ
+MODULE_DISTS = {"yaml": "pyyaml", "dateutil": "python-dateutil", "OpenSSL": "pyopenssl",
+                "attr": "attrs", "PIL": "pillow", "jwt": "pyjwt", "dotenv": "python-dotenv",
+                "bs4": "beautifulsoup4", "zmq": "pyzmq", "serial": "pyserial",
+                "Crypto": "pycryptodome", "sklearn": "scikit-learn", "_pytest": "pytest"}
+
+
+def _conftest_deps(src: Path, tests: str, dist: str, reqs: tuple[str, ...],
+                   declared: Mapping[str, tuple[str, str]], env: Mapping[str, str],
+                   notes: list[str]) -> tuple[str, ...]:
+    """Step 2b: a module a conftest imports unconditionally that the test deps leave out, when
+    the sdist declares its distribution in another group or extra (urllib3's ``trustme``, in
+    ``[dependency-groups] dev``). One not declared anywhere is left to the run, whose
+    ``setup-error`` finding names it with the fix."""
+    have: set[str] = {canonicalize_name(Requirement(r).name) for r in reqs}
+    have |= HARNESS_PINS | {canonicalize_name(dist)}
+    out: list[str] = []
+    for mod, at in third_party_imports(src, tests).items():
+        name = canonicalize_name(MODULE_DISTS.get(mod, mod))
+        if name in have or name not in declared or declared[name][0] == RUNTIME:
+            continue  # installed with the package, or not declared: the run will say
+        label, line = declared[name]
+        got = _filter([line], dist, {}, env, notes)
+        if got:
+            have.add(name)
+            out += got
+            notes.append(f"{got[0]} from {label}: {at} imports {mod}")
+    return tuple(out)
 
 
 def _group_lines(groups: dict[str, Any], name: str, seen: set[str], notes: list[str]) -> list[str]:

@@ -203,3 +203,31 @@ def test_hashed_requirements_files_coverage():
     assert not [r for r in s.requires if "--hash" in r]
     assert "pytest" not in names and "pytest-xdist" not in names  # the harness's own
     assert not [n for n in s.sources if "not a requirement" in n]
+
+
+def test_a_conftest_import_declared_in_another_group_urllib3():
+    # test/conftest.py imports trustme at module level; the `test` group (picked) leaves it out,
+    # the `dev` group has it: step 2b installs it and says why
+    s = infer_test_setup(DATA / "urllib3-2.8.0", "urllib3")
+    assert s.sources[1] == "test deps from [dependency-groups] test"
+    assert s.requires[-1] == "trustme>=1.2.1"
+    assert "trustme>=1.2.1 from [dependency-groups] dev: test/conftest.py:10 imports trustme" in s.sources
+    # pytest (the harness's), urllib3 (the package), dummyserver (a dir of the sdist): not added
+    assert [r for r in s.requires if "trustme" in r] == ["trustme>=1.2.1"]
+
+
+def test_conftest_imports_that_are_optional_runtime_or_undeclared_are_left(tmp_path):
+    (tmp_path / "pyproject.toml").write_text(
+        '[project]\nname = "pkg"\ndependencies = ["botocore"]\n'
+        '[dependency-groups]\ntest = ["pytest-mock"]\n'
+        'crt = ["botocore[crt]", "helperlib", "yaml-extra", "PyYAML>=6"]\n')
+    (tmp_path / "tests" / "sub").mkdir(parents=True)
+    (tmp_path / "tests" / "conftest.py").write_text(
+        "import os\nimport botocore\ntry:\n    import helperlib\nexcept ImportError:\n    pass\n"
+        "import notdeclared\nfrom . import local\n")
+    (tmp_path / "tests" / "sub" / "conftest.py").write_text("import yaml\n")
+    s = infer_test_setup(tmp_path, "pkg")
+    # botocore: a runtime dep (installed with the package, no [crt] pulled in); helperlib: inside
+    # try; notdeclared: nowhere in the sdist (the run's setup-error will name it); yaml -> PyYAML
+    assert s.requires == ("pytest-mock", "PyYAML>=6")
+    assert "PyYAML>=6 from [dependency-groups] crt: tests/sub/conftest.py:1 imports yaml" in s.sources

@@ -17,6 +17,9 @@ MODULE_RE = re.compile(r"^E\s+ModuleNotFoundError: No module named '(?P<mod>[\w.
 WHILE_RE = re.compile(
     r"^ImportError while (?P<what>loading conftest|importing test module) '(?P<file>[^']+)'", re.M)
 AT_RE = re.compile(r"^(?P<loc>[^\s:]+\.py:\d+): in ", re.M)
+# a plugin a conftest's pytest_plugins (or -p) names, that cannot be imported: before collection
+PLUGIN_RE = re.compile(
+    r"^ImportError: Error importing plugin \"(?P<plugin>[\w.]+)\": No module named '(?P<mod>[\w.]+)'", re.M)
 FIXTURE_RE = re.compile(r"^E\s+fixture '(?P<name>\w+)' not found", re.M)
 ARGS_RE = re.compile(r"^(?:[\w.]+: )?error: unrecognized arguments: (?P<args>.+)$", re.M)
 MARKER_RE = re.compile(r"'(?P<name>\w+)' not found in `markers` configuration option")
@@ -84,6 +87,14 @@ def _warning_filters(text: str) -> list[SetupProblem]:
 def find_setup_problems(text: str) -> tuple[SetupProblem, ...]:
     """Every distinct setup problem in a pytest log, in the order they appear."""
     found: list[SetupProblem] = _missing_modules(text) + _warning_filters(text)
+    for m in PLUGIN_RE.finditer(text):
+        mod, plugin = m.group("mod"), m.group("plugin")
+        top = mod.split(".", 1)[0]
+        found.append(SetupProblem(
+            kind="missing-module", name=mod, where=f"the plugin {plugin} (pytest_plugins or -p)",
+            excerpt=m.group(0),
+            fix=f"test_requires: [{top}]  (the distribution that provides `{top}`; when it is "
+                f"installed, its install does not ship `{mod}`: the suite needs the source tree)"))
     for m in FIXTURE_RE.finditer(text):
         name = m.group("name")
         plugin = FIXTURE_PLUGINS.get(name)

@@ -64,3 +64,14 @@ def test_a_filterwarnings_entry_naming_a_missing_module():
     assert (p.kind, p.name) == ("missing-module", "coverage")
     assert p.where == "filterwarnings: ignore:Couldn't import C tracer:coverage.exceptions.CoverageWarning"
     assert p.fix.startswith("test_requires: [coverage]")
+
+
+def test_a_plugin_a_conftest_names_that_cannot_be_imported_setuptools():
+    # setuptools 84.2.1's conftest.py has pytest_plugins = 'setuptools.tests.fixtures'; its wheel
+    # does not ship setuptools/tests, and pytest stops before collecting (no summary line)
+    (p,) = find_setup_problems((DATA.parent / "setup" / "plugin-import.log").read_text())
+    assert (p.kind, p.name) == ("missing-module", "setuptools.tests")
+    assert p.where == "the plugin setuptools.tests.fixtures (pytest_plugins or -p)"
+    assert p.excerpt == ('ImportError: Error importing plugin "setuptools.tests.fixtures": '
+                         "No module named 'setuptools.tests'")
+    assert p.fix.startswith("test_requires: [setuptools]")

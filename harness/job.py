@@ -24,7 +24,7 @@ from packaging.requirements import Requirement
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.utils import InvalidSdistFilename, canonicalize_name, parse_sdist_filename
 
-from . import __version__, extract, fetch, infer, parse, suite, tsan, verdict, wheels
+from . import __version__, extract, fetch, infer, parse, pytestcfg, suite, tsan, verdict, wheels
 from .backends.base import Backend, Workspace
 from .errors import InfraError
 from .model import (
@@ -429,7 +429,7 @@ def _from_installed(ctx: _Ctx, src_host: Path, src: str, found: tuple[Path, str]
     run, the tests' path there, the source's pytest config file or ""); the test setup says so."""
     sp_host, rel = found
     at = ctx.ws.path(*sp_host.relative_to(ctx.ws.host_root).parts)
-    cfg = infer.pytest_config(src_host, ctx.job.package.tests, [])
+    cfg = pytestcfg.pytest_config(src_host, ctx.job.package.tests, [])
     config = f"{src}/{cfg[0]}" if cfg else ""
     pkg = ctx.job.package
     args = pkg.pytest_args

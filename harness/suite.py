@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from . import infer
+from . import pytestcfg
 from .backends.base import Workspace
 from .model import TestCommand
 from .plan import Job
@@ -33,9 +33,9 @@ def has_pytest_config(src_host: Path, tests: str) -> bool:
     pytest walks up from its arguments to the first configuration it finds; without one of the
     package's own it would walk out of the workspace and take whatever lies above ``--out`` (a
     pyproject.toml with ``--strict-markers``, a root conftest), so such suites get ``-c /dev/null``.
-    The same search as the inference's (``infer.pytest_config``), files read without following links.
+    The same search as the inference's (``pytestcfg.pytest_config``), files read without following links.
     """
-    return infer.pytest_config(src_host, tests, []) is not None
+    return pytestcfg.pytest_config(src_host, tests, []) is not None
 
 
 def pytest_options(job: Job, *, rootdir: str, own_config: bool, config: str = "") -> tuple[str, ...]:

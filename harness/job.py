@@ -392,8 +392,12 @@ def _steps(ctx: _Ctx) -> tuple[str, dict]:
 def _deps_sh(vpy: str, deps: Sequence[str]) -> str:
     """Install the inferred test deps together; when that fails (one of them has no build for
     this interpreter), each alone, so the others are there and only the tests needing the
-    missing one cannot run. Exits 1 naming each that did not install (``NOT_INSTALLED``)."""
-    pip = shlex.join([vpy, "-m", "pip", "install"])
+    missing one cannot run. Exits 1 naming each that did not install (``NOT_INSTALLED``).
+
+    ``--prefer-binary``: they are the tests' tools, not what is tested, so the newest release
+    with a wheel for this interpreter beats a newer one that must be built (hypothesis 6.170
+    ships a Rust extension and no cp313t wheel; its older pure-Python wheels install anywhere)."""
+    pip = shlex.join([vpy, "-m", "pip", "install", "--prefer-binary"])
     alone = "; ".join(f"{pip} {shlex.quote(d)} || missing=\"$missing {Requirement(d).name}\"" for d in deps)
     return (f"{pip} {shlex.join(deps)} && exit 0; "
             f"echo 'ft-harness: together they did not install; one at a time:'; missing=; {alone}; "

@@ -70,6 +70,21 @@ def _short(text: str) -> str:
     return text[:MESSAGE_CHARS]
 
 
+# pytest's message for a module that could not be collected says nothing of why; the error
+# is the body's last "E   " line ("E   ModuleNotFoundError: No module named 'hypothesis'")
+_E_LINE_RE = re.compile(r"^E\s+(\S.*)$", re.M)
+
+
+def _with_cause(message: str, body: str) -> str:
+    if message.strip() != "collection failure":
+        return message
+    found = _E_LINE_RE.findall(body)
+    if not found:
+        return message
+    cause = found[-1].split("</", 1)[0].strip()  # a scanned body still holds its </error>
+    return f"collection failure: {cause}"
+
+
 def _classify(kind: str, typ: str, message: str, body: str) -> str:
     if kind == "skipped":
         return "skipped"
@@ -93,7 +108,7 @@ def _from_element(tc: ET.Element) -> JUnitCase:
             msg = f"xfail: {msg}".strip()
         # failure/crash/timeout beat skipped; the first bad child gives the message
         if outcome in ("passed", "skipped") or (this in ("crashed", "timeout")):
-            outcome, message = this, msg or (child.text or "")
+            outcome, message = this, _with_cause(msg, child.text or "") or (child.text or "")
     return JUnitCase(
         classname=tc.get("classname", "") or "",
         name=tc.get("name", "") or "",
@@ -124,7 +139,7 @@ def _scan(text: str) -> list[JUnitCase]:
             cattrs = {k: html.unescape(v) for k, v in _ATTR_RE.findall(cm.group(2))}
             this = _classify(cm.group(1), cattrs.get("type", ""), cattrs.get("message", ""), body)
             if outcome in ("passed", "skipped") or this in ("crashed", "timeout"):
-                outcome, message = this, cattrs.get("message", "")
+                outcome, message = this, _with_cause(cattrs.get("message", ""), html.unescape(body))
         cases.append(
             JUnitCase(
                 classname=attrs.get("classname", ""),

@@ -134,6 +134,12 @@ def _before_file(text: str, at: int) -> str:
     return f"{m.group('file')}:{m.group('line')}" if m else ""
 
 
-def is_setup_message(message: str) -> bool:
-    """A test's failure message that is a setup problem (its fixture or import is missing)."""
-    return bool(re.search(r"fixture '\w+' not found|ModuleNotFoundError: No module named", message))
+def is_setup_message(message: str, own: frozenset[str] = frozenset()) -> bool:
+    """A test's failure message that is a setup problem (its fixture or import is missing):
+    also a module that could not be collected for it (parse.junit puts the error in the
+    message), unless the missing module is one of the package's own (``own``: its top-level
+    import names; ``pkg._speedups`` not built is the package's failure)."""
+    m = re.search(r"ModuleNotFoundError: No module named '(?P<mod>[\w.]+)'", message)
+    if m:
+        return m.group("mod").split(".", 1)[0] not in own
+    return bool(re.search(r"fixture '\w+' not found", message))

@@ -264,9 +264,10 @@ def _budget_findings(phases: Sequence[Phase], settings: Settings) -> list[Findin
 
 
 def _failure_findings(
-    phases: Sequence[Phase], ran_modes: set[int], blamed: set[str]
+    phases: Sequence[Phase], ran_modes: set[int], blamed: set[str], own: frozenset[str] = frozenset()
 ) -> tuple[list[Finding], set[str]]:
-    """baseline-failure, ft-race, thread-unsafe; returns them and the baseline test ids."""
+    """baseline-failure, ft-race, thread-unsafe; returns them and the baseline test ids.
+    ``own``: the package's top-level modules (the probe's), whose absence is the package's."""
     plain = [p for p in phases if p.kind == "plain"]
     threads = [p for p in phases if p.kind == "threads"]
     table = _table(plain + threads)
@@ -275,7 +276,7 @@ def _failure_findings(
     setup_tests: dict[str, Phase] = {}
     for tid, row in table.items():
         plain_bad = [p for p in plain if row.get(p.name) in BAD]
-        if plain_bad and all(parse_setup.is_setup_message(p.tests[tid].message) for p in plain_bad):
+        if plain_bad and all(parse_setup.is_setup_message(p.tests[tid].message, own) for p in plain_bad):
             setup_tests.setdefault(tid, plain_bad[0])  # its fixture or import is missing
             continue
         if plain_bad:
@@ -374,7 +375,8 @@ def decide(phases: Sequence[Phase], *, settings: Settings, probe: dict[str, Any]
     crashes = _crash_findings(phases, ran_modes)
     hangs = _hang_findings(phases)
     blamed = {f.test_id for f in crashes + hangs if f.test_id}
-    failures, _baseline = _failure_findings(phases, ran_modes, blamed)
+    own = frozenset(str(m) for m in probe.get("imported") or ())
+    failures, _baseline = _failure_findings(phases, ran_modes, blamed, own)
     findings += crashes + hangs + failures + _gil_findings(phases, probe) + tsan_findings(phases)
     findings += [_test_deps_finding(p) for p in phases if p.kind == "setup" and not p.ok]
     findings += _budget_findings(phases, settings)

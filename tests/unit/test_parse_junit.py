@@ -38,7 +38,18 @@ def test_collection_error_names_the_module():
     got, _ = cases("collerr/junit/plain-gil1.xml")
     bad = [c for c in got if c.outcome == "error"]
     assert [guess_nodeid(c) for c in bad] == ["tests/test_broken.py"]
-    assert "collection failure" in bad[0].message
+    # pytest's message says only "collection failure": the error from the body goes with it
+    assert bad[0].message == "collection failure: ModuleNotFoundError: No module named 'no_such_module_xyz'"
+
+
+@pytest.mark.parametrize("scan", [False, True])
+def test_a_real_collection_failure_carries_its_error(scan):
+    # packaging 26.4, zero-config run on 3.13t: hypothesis (its test group) did not install
+    text = (DATA / "collerr-hypothesis" / "plain-gil0.xml").read_text()
+    got, _ = parse_junit(text[:-len("</testsuite></testsuites>")] if scan else text)
+    (bad,) = [c for c in got if c.outcome == "error"]
+    assert guess_nodeid(bad) == "tests/property/test_version_ordering.py"
+    assert bad.message == "collection failure: ModuleNotFoundError: No module named 'hypothesis'"
 
 
 @pytest.mark.parametrize(

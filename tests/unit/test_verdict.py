@@ -151,8 +151,20 @@ def test_gil_reenabled_beats_no_tests():
     assert decide(load("probe-gil", "empty"), settings=S, probe=probe).verdict == "gil-reenabled"
 
 
-def test_baseline_failure_from_a_collection_error():
+def test_a_test_module_missing_a_third_party_module_is_a_setup_problem_not_baseline():
+    # tests/test_broken.py imports a module nothing installs: its tests could not run, which is
+    # not the package's failure (issue #14); the other test passed
     d = decide(load("collerr"), settings=S, probe={})
+    assert not by_kind(d, "baseline-failure")
+    (f,) = [f for f in d.findings if f.kind == "setup-error"]
+    assert f.test_id == "tests/test_broken.py" and f.evidence == "setup"
+    assert "No module named 'no_such_module_xyz'" in f.excerpt
+
+
+def test_baseline_failure_from_a_collection_error_of_the_packages_own_module():
+    # the same log, the missing module being the package's own (an extension that was not
+    # built): the package's failure
+    d = decide(load("collerr"), settings=S, probe={"imported": ["no_such_module_xyz"]})
     assert d.verdict == "baseline-failure"
     assert set(by_kind(d, "baseline-failure")) == {"tests/test_broken.py"}
 

@@ -23,6 +23,8 @@ PLUGIN_RE = re.compile(
 FIXTURE_RE = re.compile(r"^E\s+fixture '(?P<name>\w+)' not found", re.M)
 ARGS_RE = re.compile(r"^(?:[\w.]+: )?error: unrecognized arguments: (?P<args>.+)$", re.M)
 MARKER_RE = re.compile(r"'(?P<name>\w+)' not found in `markers` configuration option")
+# the same under `filterwarnings = error` (python-dateutil): a warning turned into an error
+MARK_WARNING_RE = re.compile(r"PytestUnknownMarkWarning: Unknown pytest\.mark\.(?P<name>\w+)")
 # fixtures of well-known plugins: the fix for a missing one
 FIXTURE_PLUGINS = {
     "mocker": "pytest-mock", "class_mocker": "pytest-mock", "module_mocker": "pytest-mock",
@@ -115,6 +117,12 @@ def find_setup_problems(text: str) -> tuple[SetupProblem, ...]:
             kind="unknown-marker", name=m.group("name"), where="",
             excerpt=m.group(0), fix='pytest_args: ["-o", "addopts="] (its --strict-markers) or the '
                                     "plugin that registers the marker"))
+    for m in MARK_WARNING_RE.finditer(text):
+        found.append(SetupProblem(
+            kind="unknown-marker", name=m.group("name"), where="filterwarnings = error",
+            excerpt=f"{m.group(0)} (a warning its filterwarnings makes an error)",
+            fix='test_requires: [the plugin that registers the marker], or pytest_args: '
+                '["-W", "ignore::pytest.PytestUnknownMarkWarning"]'))
     seen: set[tuple[str, str]] = set()
     out = []
     for p in found:

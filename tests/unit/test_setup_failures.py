@@ -75,3 +75,12 @@ def test_a_plugin_a_conftest_names_that_cannot_be_imported_setuptools():
     assert p.excerpt == ('ImportError: Error importing plugin "setuptools.tests.fixtures": '
                          "No module named 'setuptools.tests'")
     assert p.fix.startswith("test_requires: [setuptools]")
+
+
+def test_an_unknown_mark_made_an_error_by_filterwarnings_python_dateutil():
+    # python-dateutil 4.0.0: `filterwarnings = error`, tests marked `no_cover` (pytest-cov's
+    # marker), pytest-cov not installed: collection stops in an xdist worker's INTERNALERROR
+    (p,) = find_setup_problems((DATA.parent / "setup" / "unknown-mark-warning.log").read_text())
+    assert (p.kind, p.name) == ("unknown-marker", "no_cover")
+    assert p.excerpt.startswith("PytestUnknownMarkWarning: Unknown pytest.mark.no_cover")
+    assert "PytestUnknownMarkWarning" in p.fix

@@ -60,3 +60,18 @@ def test_without_the_variable_the_plugin_does_nothing(tmp_path: Path) -> None:
                        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
     assert r.returncode == 0 and "1 passed" in r.stdout, r.stdout + r.stderr
     assert "ft-harness watchdog" not in r.stdout
+
+
+def test_the_plugin_registers_pytest_covs_marker_when_pytest_cov_is_not_there(tmp_path: Path) -> None:
+    # python-dateutil 4.0.0: `filterwarnings = error` and tests marked `no_cover`; the harness
+    # drops pytest-cov, so without the marker the suite stops at collection
+    (tmp_path / "test_marked.py").write_text(
+        "import pytest\n\n@pytest.mark.no_cover\ndef test_marked():\n    pass\n")
+    cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:pytest_cov",
+           "--strict-markers", "-W", "error::pytest.PytestUnknownMarkWarning", "-q", "test_marked.py"]
+    bare = {k: v for k, v in os.environ.items() if k not in ("PYTEST_PLUGINS", "FT_HARNESS_WATCHDOG")}
+    r = subprocess.run(cmd, cwd=tmp_path, env=bare, capture_output=True, text=True, timeout=60)
+    assert r.returncode != 0 and "no_cover" in r.stdout + r.stderr  # what the suite did before
+    env = {**bare, "PYTEST_PLUGINS": PLUGIN, "PYTHONPATH": str(SOURCE.parent)}
+    r = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stdout + r.stderr

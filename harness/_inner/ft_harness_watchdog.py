@@ -23,6 +23,15 @@ SECONDS = float(os.environ.get("FT_HARNESS_WATCHDOG", "0") or 0)
 LOG_FD = os.dup(2) if SECONDS > 0 else -1
 
 
+def pytest_configure(config) -> None:
+    """pytest-cov's ``no_cover`` marker, when pytest-cov is not there: the harness does not
+    install coverage tools (harness.infer), and a suite that marks a test with it under
+    ``--strict-markers`` or ``filterwarnings = error`` (python-dateutil) would stop at
+    collection with "Unknown pytest.mark.no_cover"."""
+    if not config.pluginmanager.hasplugin("pytest_cov"):
+        config.addinivalue_line("markers", "no_cover: pytest-cov's marker (ft-harness does not measure coverage)")
+
+
 def pytest_report_header() -> str | None:
     """A line in pytest's header, so a log shows the watchdog was armed (under tox too)."""
     return f"ft-harness watchdog: {SECONDS:g} s per test (faulthandler)" if SECONDS > 0 else None

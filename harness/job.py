@@ -335,6 +335,9 @@ def _steps(ctx: _Ctx) -> tuple[str, dict]:
         return version, extra
     s = job.settings
     base_env = _base_env(job)
+    if "PATH" not in base_env:  # the venv first, as activating it would: a test that runs a
+        # console script (numpy's test_configtool runs `numpy-config`) gets the installed one
+        base_env["PATH"] = f"{ws.path('venv', 'bin')}:{ctx.backend.base_path}"
     wenv = {} if ctx.tsan else watchdog_env(ws, base_env, s.test_timeout)  # plain and threaded runs
     idle = stall_seconds(s.test_timeout) if wenv else 0  # silent past the watchdog: frozen
     at, config = src, ""  # where the tests run (cwd, rootdir), and the source's config file for -c

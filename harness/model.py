@@ -30,10 +30,10 @@ from .evidence import (
     coverage_to_dict,
 )
 
-RESULT_SCHEMA = 4  # 2: Phase.test_command (the command in parts); 3: typed crash/hang/parallel,
+RESULT_SCHEMA = 5  # 2: Phase.test_command (the command in parts); 3: typed crash/hang/parallel,
 # coverage and wheel (harness.evidence); 4: finding kind budget-spent, Hang.spent;
-# results of schemas 2 and 3 read back (READABLE_SCHEMAS)
-READABLE_SCHEMAS = (2, 3, 4)
+# 5: finding kind slow-in-threads, TestCase.seconds; older results read back (READABLE_SCHEMAS)
+READABLE_SCHEMAS = (2, 3, 4, 5)
 
 # Verdicts, most severe first.  These strings are the contract of report.json.
 VERDICTS = (
@@ -70,7 +70,9 @@ def now_iso() -> str:
 
 # Finding kinds that are shown but never decide the verdict.
 # budget-spent: the job's budget ran out mid-suite; the verdict is infra-error if nothing else is red
-INFO_KINDS = ("no-thread-coverage", "unconfirmed", "setup-error", "budget-spent")
+# slow-in-threads: a test timed out only in threaded runs, and its plain time x threads x
+# iterations is already past test_timeout: too slow to tell, not a hang
+INFO_KINDS = ("no-thread-coverage", "unconfirmed", "setup-error", "budget-spent", "slow-in-threads")
 FINDING_KINDS = VERDICTS[:-2] + INFO_KINDS
 
 # Per-test outcomes in a phase.
@@ -108,6 +110,7 @@ class TestCase:
     outcome: str  # one of OUTCOMES
     message: str = ""  # first line(s) of the failure, for evidence
     parallel: bool | None = None  # ran in parallel threads (pytest-run-parallel), if known
+    seconds: float = 0.0  # JUnit's time for it (0: not known)
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> TestCase:

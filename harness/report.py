@@ -28,7 +28,8 @@ from .model import Finding, severity
 # 2: ``interpreters`` (the columns) and ``table`` (a row per package, a cell per interpreter);
 #    ``summary`` counts packages, not jobs; ``packages[].interpreter`` has source, full_version.
 # 3: finding kind ``budget-spent`` (the job's budget ran out mid-suite)
-REPORT_SCHEMA = 3
+# 4: finding kind ``slow-in-threads`` (a threaded timeout of a test too slow to tell)
+REPORT_SCHEMA = 4
 
 
 @functools.cache

@@ -79,6 +79,11 @@ class Prepared:
 class Backend(Protocol):
     name: str
 
+    @property
+    def base_path(self) -> str:
+        """PATH where a command runs, before the job's venv is put first on it."""
+        ...
+
     def open(self, job_id: str, host_root: Path, python: str, source: str) -> Workspace:
         """Prepare a job's workspace (dirs, container, volumes)."""
         ...

@@ -60,6 +60,7 @@ def docker_available() -> tuple[bool, str]:
 
 class DockerBackend:
     name = "docker"
+    base_path = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"  # Debian's, the base image's
 
     def __init__(self, *, image: str, run_id: str, cpus: float, mem_limit: str = "2g",
                  pids_limit: int = 512, ca_bundle: Path | None = None, client=None,

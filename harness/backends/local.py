@@ -39,6 +39,10 @@ def clean_env(extra: dict[str, str]) -> dict[str, str]:
 class LocalBackend:
     name = "local"
 
+    @property
+    def base_path(self) -> str:
+        return os.environ.get("PATH", os.defpath)
+
     def __init__(self, *, mem_limit: int | None = 4 << 30, pip_cache: Path | None = None) -> None:
         """``mem_limit``: RLIMIT_DATA per process in bytes (None: none; TSan needs none).
         ``pip_cache``: the root of the jobs' pip caches (one per interpreter build below it)."""

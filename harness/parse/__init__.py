@@ -93,7 +93,7 @@ def _parse(phase: Phase, out_dir: Path) -> Phase:
             continue  # a second <testcase> for a teardown error after a failure
         tests[tid] = TestCase(
             outcome=c.outcome, message=c.message or (lt.message if lt else ""),
-            parallel=lt.parallel if lt else None,
+            parallel=lt.parallel if lt else None, seconds=c.seconds,
         )
     for tid, lt in plog.tests.items():
         if tid not in tests:

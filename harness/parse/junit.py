@@ -32,6 +32,7 @@ class JUnitCase:
     file: str = ""
     outcome: str  # one of model.OUTCOMES
     message: str = ""
+    seconds: float = 0.0  # its time="" (the whole item: every thread and iteration under run-parallel)
 
     @property
     def key(self) -> tuple[str, str]:
@@ -115,7 +116,15 @@ def _from_element(tc: ET.Element) -> JUnitCase:
         file=tc.get("file", "") or "",
         outcome=outcome,
         message=_short(message),
+        seconds=_seconds(tc.get("time", "")),
     )
+
+
+def _seconds(text: str | None) -> float:
+    try:
+        return max(0.0, float(text or 0))
+    except ValueError:
+        return 0.0
 
 
 _TC_RE = re.compile(r"<testcase\b(?P<attrs>[^>]*?)(?:/>|>(?P<body>.*?)(?:</testcase>|(?=<testcase\b)|\Z))", re.S)
@@ -147,6 +156,7 @@ def _scan(text: str) -> list[JUnitCase]:
                 file=attrs.get("file", ""),
                 outcome=outcome,
                 message=_short(message),
+                seconds=_seconds(attrs.get("time")),
             )
         )
     return cases

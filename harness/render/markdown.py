@@ -46,6 +46,7 @@ ICON = {
     "unconfirmed": "❔",
     "setup-error": "🧩",
     "budget-spent": "⌛",
+    "slow-in-threads": "🐢",
 }
 CHANGE_ICON = {"newly-broken": "🔻", "fixed": "🔺", "verdict-changed": "🔁",
                "infra-error": "🛠️", "new-package": "🆕", "removed": "➖"}

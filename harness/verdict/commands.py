@@ -21,12 +21,20 @@ def reproduce(phase: Phase, test_id: str | None) -> str:
     """
     tc = phase.test_command
     cmd = list(tc.alone(test_id)) if tc is not None else list(phase.command)
-    env = " ".join(f"{k}={shlex.quote(v)}" for k, v in sorted(phase.env.items()))
+    env = " ".join(_assign(k, v) for k, v in sorted(phase.env.items()))
     line = " ".join(shlex.quote(c) for c in cmd)
     if phase.gil is None and phase.kind in ("probe", "install") and "PYTHON_GIL" not in phase.env:
         line = f"env -u PYTHON_GIL {line}" if phase.kind == "probe" else line
     prefix = f"cd {shlex.quote(phase.cwd)} && " if phase.cwd else ""
     return f"{prefix}{env + ' ' if env else ''}{line}"
+
+
+def _assign(key: str, value: str) -> str:
+    """``K=V`` for a shell line; the PATH a test phase ran with (the venv's bin first, then
+    where the harness ran) as ``PATH=<venv>/bin:"$PATH"``, the part that is the job's."""
+    if key == "PATH" and value.split(":", 1)[0].endswith("/venv/bin"):
+        return f'PATH={shlex.quote(value.split(":", 1)[0])}:"$PATH"'
+    return f"{key}={shlex.quote(value)}"
 
 
 def probe_command(probe_phase: Phase | None, phases: Sequence[Phase], module: str) -> str:

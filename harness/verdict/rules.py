@@ -11,6 +11,9 @@ Rules, in the order of model.VERDICTS (most severe first):
 - hang: pytest-timeout fired (or the watchdog), or the job-level timeout killed the phase
   while a test ran past ``test_timeout`` or after pytest's summary; killed while the suite
   was still making progress it is ``budget-spent`` (shown; infra-error if nothing is red).
+  A test that timed out only in threaded runs and whose plain time x threads x iterations is
+  already past ``test_timeout`` is ``slow-in-threads`` (shown, never the verdict): one thread
+  after another it could not have finished, so the timeout says nothing of a hang.
 - ft-race: passes in every plain run, fails in some GIL-off threaded runs and
   in no GIL-on threaded run; ``k/R`` = failing GIL-off repetitions / all of them.
 - thread-unsafe: passes in plain runs, fails in threaded runs with the GIL on
@@ -25,7 +28,8 @@ Then confirmation (``verdict.confirm``): the test of each ft-crash, crash, hang 
 finding is re-run alone ``settings.confirm`` times per GIL mode; a finding seen once that never
 recurs alone becomes ``unconfirmed``, and a crash gets its signal and stack from a run alone.
 
-``no-thread-coverage`` (0 tests ran in threads) and ``unconfirmed`` are shown but never decide.
+``no-thread-coverage`` (0 tests ran in threads), ``unconfirmed`` and ``slow-in-threads`` are shown
+but never decide.
 """
 
 from __future__ import annotations
@@ -215,7 +219,22 @@ def _crash_findings(phases: Sequence[Phase], ran_modes: set[int]) -> list[Findin
     return out
 
 
-def _hang_findings(phases: Sequence[Phase]) -> list[Finding]:
+def _plain_seconds(phases: Sequence[Phase], tid: str) -> float:
+    """The longest time ``tid`` took where it passed in a plain run (0: none known)."""
+    return max((p.tests[tid].seconds for p in phases
+                if p.kind == "plain" and tid in p.tests and p.tests[tid].outcome == "passed"), default=0.0)
+
+
+def _too_slow(phases: Sequence[Phase], tid: str, kinds: Sequence[str], settings: Settings) -> float:
+    """The serial cost (plain time x threads x iterations) of a test that timed out only in
+    threaded runs, when it is at least test_timeout; else 0."""
+    if not tid or set(kinds) - {"threads", "confirm"}:
+        return 0.0
+    cost = _plain_seconds(phases, tid) * settings.threads * settings.iterations
+    return cost if cost >= settings.test_timeout else 0.0
+
+
+def _hang_findings(phases: Sequence[Phase], settings: Settings) -> list[Finding]:
     seen: dict[str, list[tuple[Phase, HungTest]]] = {}
     for p in phases:
         if p.kind not in RUN_KINDS or not p.hang:
@@ -230,6 +249,16 @@ def _hang_findings(phases: Sequence[Phase]) -> list[Finding]:
         modes = tuple(sorted({p.gil for p, _ in hits if p.gil is not None}))
         kinds = sorted({p.kind for p, _ in hits})
         first_p, first = hits[0]
+        if cost := _too_slow(phases, tid, kinds, settings):
+            out.append(Finding(
+                kind="slow-in-threads", test_id=tid, modes=modes, count=len(hits), evidence="timeout",
+                excerpt=first.excerpt, phase=first_p.name, reproduce=reproduce(first_p, tid),
+                message=(f"{tid} timed out in threaded runs, modes {list(modes)}, but it takes "
+                         f"{_plain_seconds(phases, tid):.1f} s alone: {settings.threads} threads x "
+                         f"{settings.iterations} iterations is {cost:.0f} s one after another, past "
+                         f"test_timeout {settings.test_timeout} s; too slow to tell, not a hang. "
+                         f"Raise `settings.test_timeout` past {cost:.0f} s to test it in threads")))
+            continue
         out.append(
             Finding(
                 kind="hang",
@@ -373,7 +402,7 @@ def decide(phases: Sequence[Phase], *, settings: Settings, probe: dict[str, Any]
     ran_modes = {p.gil for p in runs if p.gil is not None}
     findings: list[Finding] = [f for p in runs if (f := _broken_run(p)) is not None]
     crashes = _crash_findings(phases, ran_modes)
-    hangs = _hang_findings(phases)
+    hangs = _hang_findings(phases, settings)
     blamed = {f.test_id for f in crashes + hangs if f.test_id}
     own = frozenset(str(m) for m in probe.get("imported") or ())
     failures, _baseline = _failure_findings(phases, ran_modes, blamed, own)

@@ -15,7 +15,7 @@ import pytest
 from harness import aggregate
 from harness.load import load_results
 from harness.model import VERDICTS, JobResult
-from harness.report import Cell, Column, CompatReport
+from harness.report import REPORT_SCHEMA, Cell, Column, CompatReport
 from tests.data.report.shared import EXPECTED_VERDICTS
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "report"
@@ -66,9 +66,9 @@ def test_schema_rejects_what_it_should():
 
 def test_package_entries_carry_what_the_issue_lists():
     typed = run1_report()
-    assert typed.schema == 3
+    assert typed.schema == REPORT_SCHEMA
     rep = typed.to_dict()  # report.json
-    assert rep["schema"] == 3
+    assert rep["schema"] == REPORT_SCHEMA
     on_first = [v for j, v in EXPECTED_VERDICTS.items() if j.startswith("cp313t--")]
     assert rep["summary"] == {v: on_first.count(v) for v in VERDICTS}  # see the table test
     assert list(rep["summary"]) == list(VERDICTS)

@@ -36,6 +36,7 @@ class FakeBackend:
     """The Backend protocol, with cancel/healthy observable by the test."""
 
     name = "fake"
+    base_path = "/usr/bin:/bin"
 
     def __init__(self) -> None:
         self.cancelled = threading.Event()

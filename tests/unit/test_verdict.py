@@ -4,6 +4,7 @@ captured real runs (tests/data/parse/<case>/; the commands are in each CMD file)
 import dataclasses
 import json
 import shlex
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -285,3 +286,49 @@ def test_a_module_name_from_package_output_never_reaches_code_unchecked():
     assert "import sys, legacyext._speedups;" in ok
     evil = probe_command(probe, [], "os; import shutil; shutil.rmtree('/')  #")
     assert "rmtree" not in evil and "import sys, os" not in evil
+
+
+def test_a_test_too_slow_for_its_threaded_runs_is_not_a_hang():
+    # numpy 2.5.5, zero configuration: test_warning_calls takes 6.7-9.8 s in a plain run; 4
+    # threads x 3 iterations cannot end within test_timeout 60 s, so its threaded timeouts (and
+    # the confirmation runs', alone) say nothing of a hang
+    s = Settings(threads=4, iterations=3, test_timeout=60)
+    d = decide(load("slow-numpy"), settings=s, probe={})
+    assert not by_kind(d, "hang")
+    (f,) = by_kind(d, "slow-in-threads").values()
+    assert f.test_id == "numpy/tests/test_warnings.py::test_warning_calls" and f.modes == (0, 1)
+    assert "takes 9.8 s alone" in f.message and "117 s one after another" in f.message
+    # shown, never the verdict: what decides is the rest (numpy-config found on the host's PATH
+    # in this run, which the venv's bin first on PATH has fixed since)
+    assert d.verdict == "baseline-failure"
+    # the same runs under a budget the serial cost fits in: the timeout is a hang again
+    d = decide(load("slow-numpy"), settings=dataclasses.replace(s, test_timeout=200), probe={})
+    assert set(by_kind(d, "hang")) == {"numpy/tests/test_warnings.py::test_warning_calls"}
+    assert not by_kind(d, "slow-in-threads")
+
+
+def test_the_serial_cost_decides_between_hang_and_too_slow_to_tell():
+    # test_lock_order takes 0.3 s alone; 4 threads x 5 iterations is 6 s one after another.
+    # Under test_verdicts' budget (test_timeout 20) its threaded timeouts are a hang ...
+    d = decide(load("hang"), settings=Settings(threads=4, iterations=5, test_timeout=20), probe={})
+    assert "tests/test_hang.py::test_lock_order" in by_kind(d, "hang")
+    assert not by_kind(d, "slow-in-threads")
+    # ... under the 5 s it was captured with, it could not have finished serialized: no hang
+    # is claimed, and the fix is named
+    d = decide(load("hang"), settings=Settings(threads=4, iterations=5, test_timeout=5), probe={})
+    f = by_kind(d, "slow-in-threads")["tests/test_hang.py::test_lock_order"]
+    assert "Raise `settings.test_timeout` past 6 s" in f.message
+    # a test that times out in plain runs too is a hang whatever its cost
+    assert "tests/test_hang.py::test_sleeps_forever" in by_kind(d, "hang")
+
+
+def test_a_reproduce_line_puts_the_venv_first_on_the_users_path():
+    p = Phase(name="plain-gil0", kind="plain", gil=0, command=("/ws/venv/bin/python", "-m", "pytest"),
+              env={"PATH": "/ws/venv/bin:/root/.pyenv/shims:/usr/bin", "PYTHON_GIL": "0"}, cwd="/ws/src")
+    line = reproduce(p, None)
+    assert 'PATH=/ws/venv/bin:"$PATH" PYTHON_GIL=0 /ws/venv/bin/python -m pytest' in line
+    assert ".pyenv" not in line
+    # run by a shell, the venv's bin is first and the user's PATH follows
+    out = subprocess.run(["sh", "-c", line.split(" && ", 1)[1].split(" /ws/")[0] + " sh -c 'echo $PATH'"],
+                         capture_output=True, text=True, env={"PATH": "/usr/bin:/bin"})
+    assert out.stdout.strip() == "/ws/venv/bin:/usr/bin:/bin"

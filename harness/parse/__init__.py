@@ -65,6 +65,22 @@ def _outcome_from_message(outcome: str, message: str) -> str:
     return outcome
 
 
+# the last exception an INTERNALERROR traceback names ("INTERNALERROR> E     MemoryError")
+INTERNAL_EXC_RE = re.compile(r"^INTERNALERROR>\s+E?\s+(?P<exc>(?:[\w.]+\.)?\w*(?:Error|Exception|Warning)\b.*)$", re.M)
+
+
+def _internal_cause(text: str) -> str:
+    """What an INTERNALERROR was, when its traceback says: a MemoryError is the run's memory
+    limit (a worker of botocore's suite went past the backend's 4 GiB)."""
+    found = [m.group("exc").strip() for m in INTERNAL_EXC_RE.finditer(text)
+             if not m.group("exc").startswith(("AssertionError", "assert "))]
+    if not found:
+        return ""
+    if any(f.startswith("MemoryError") for f in found):
+        return "MemoryError: a pytest process ran out of memory under the run's memory limit"
+    return found[-1][:200]
+
+
 def _parse(phase: Phase, out_dir: Path) -> Phase:
     text = read_text(out_dir / phase.log) if phase.log else ""
     jtext = read_text(out_dir / phase.junit) if phase.junit else ""
@@ -84,7 +100,7 @@ def _parse(phase: Phase, out_dir: Path) -> Phase:
             continue
         if c.key == ("pytest", "internal"):  # INTERNALERROR: pytest's own, not a test
             if internal is None:
-                notes.append(f"{NOTE}pytest INTERNALERROR: {c.message}")
+                notes.append(f"{NOTE}pytest INTERNALERROR: {_internal_cause(text) or c.message}")
             continue
         tid = by_key.get(c.key) or guess_nodeid(c)
         lt = plog.tests.get(tid)

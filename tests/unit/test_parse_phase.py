@@ -94,3 +94,14 @@ def test_complete_runs_are_not_flagged():
     for case in ("mix", "crash", "hang", "collerr", "empty", "allunsafe"):
         for p in load(case).values():
             assert not incomplete(p), (case, p.name)
+
+
+def test_an_internalerror_that_is_a_memoryerror_says_so():
+    # botocore 1.44.18, zero configuration, local backend (4 GiB RLIMIT_DATA a process): an
+    # xdist worker's MemoryError while rewriting a test module's asserts, from the log's end
+    from harness.parse import _internal_cause
+
+    text = (DATA / "internal-memoryerror.log").read_text()
+    assert _internal_cause(text) == ("MemoryError: a pytest process ran out of memory under the "
+                                     "run's memory limit")
+    assert _internal_cause("INTERNALERROR> AssertionError: ('t.py::x', <WorkerController gw0>)") == ""

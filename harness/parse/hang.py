@@ -103,15 +103,43 @@ def _dump_names(threads: list[tuple[str, list[str]]], func: str) -> bool:
     return any(f.endswith(f" in {func}") for _, frames in threads for f in frames)
 
 
+NODE_DOWN_RE = re.compile(r"^\[(?P<worker>gw\d+)\] node down: ", re.M)
+WORKER_CRASHED_RE = re.compile(r"^worker '(?P<worker>gw\d+)' crashed while running '(?P<id>[^']+)'", re.M)
+
+
+def _dumped_workers(text: str) -> dict[str, list[tuple[int, str]]]:
+    """Worker -> (where its crash report may follow, after how long) for each watchdog dump
+    that the next xdist "[gwN] node down" after it (before another dump) names."""
+    heads = [(m.start(), m.group("after")) for m in re.finditer(WATCHDOG_RE.pattern, text, re.M)]
+    out: dict[str, list[tuple[int, str]]] = {}
+    for i, (at, after) in enumerate(heads):
+        end = heads[i + 1][0] if i + 1 < len(heads) else len(text)
+        down = NODE_DOWN_RE.search(text, at, end)
+        if down:
+            out.setdefault(down.group("worker"), []).append((down.end(), after))
+    return out
+
+
 def watchdog_tests(text: str, candidates: list[str]) -> dict[str, str]:
     """Of ``candidates`` (test ids xdist said crashed), those a watchdog dump shows running:
-    {test id: after how long}."""
+    {test id: after how long}. Named by the dump (the test's function on a stack), or, when the
+    dump names none (pygments: pytest-timeout was dumping stacks and the test's threads had no
+    Python frame), by the worker: the dump is followed by "[gw0] node down", and xdist's next
+    "worker 'gw0' crashed while running X" is the watchdog's ending of X, not a crash."""
     dumps = watchdog_dumps(text)
     out = {}
     for tid in candidates:
         after = next((d.after for d in dumps if _dump_names(d.threads, _func(tid))), None)
         if after is not None:
             out[tid] = after
+    workers = _dumped_workers(text) if len(out) < len(candidates) else {}
+    for m in WORKER_CRASHED_RE.finditer(text):
+        tid = m.group("id")
+        if tid in candidates and tid not in out:
+            seen = [after for at, after in workers.get(m.group("worker"), []) if at <= m.start()]
+            if seen:
+                out[tid] = seen[-1]
+                workers[m.group("worker")] = [w for w in workers[m.group("worker")] if w[0] > m.start()]
     return out
 
 

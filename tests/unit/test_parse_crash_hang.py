@@ -241,3 +241,16 @@ def test_pytest_timeout_firing_inside_pytest_is_the_tests_timeout_not_a_broken_p
     assert not [f for f in d.findings if f.kind == "infra-error"], [f.message for f in d.findings]
     (h,) = [f for f in d.findings if f.kind == "hang"]
     assert h.test_id == tid and h.modes == (0,)
+
+
+def test_a_watchdog_dump_that_names_no_test_is_paired_with_its_worker():
+    # pygments 2.21.0, zero configuration, threads-gil0-r1 (cut): in two workers a test_cmdline
+    # test stalled in threads; pytest-timeout fired and, while it dumped stacks, the watchdog
+    # ended the worker. The dumps name no test (the test's threads had no Python frame); each is
+    # followed by "[gwN] node down", and xdist's later "worker 'gwN' crashed while running X"
+    # is the watchdog's ending of X: a timeout, not a crash
+    text = (DATA / "watchdog-nameless" / "threads-gil0-r1.log").read_text()
+    got = watchdog_tests(text, ["tests/test_cmdline.py::test_F_opt", "tests/test_cmdline.py::test_P_opt"])
+    assert got == {"tests/test_cmdline.py::test_F_opt": "0:02:10", "tests/test_cmdline.py::test_P_opt": "0:02:10"}
+    # a worker that crashed with no dump before its "node down" is not paired
+    assert watchdog_tests(text.split("[... lines cut ...]", 1)[1], ["tests/test_cmdline.py::test_F_opt"]) == {}

@@ -225,13 +225,15 @@ def _plain_seconds(phases: Sequence[Phase], tid: str) -> float:
                 if p.kind == "plain" and tid in p.tests and p.tests[tid].outcome == "passed"), default=0.0)
 
 
-def _too_slow(phases: Sequence[Phase], tid: str, kinds: Sequence[str], settings: Settings) -> float:
-    """The serial cost (plain time x threads x iterations) of a test that timed out only in
-    threaded runs, when it is at least test_timeout; else 0."""
-    if not tid or set(kinds) - {"threads", "confirm"}:
-        return 0.0
-    cost = _plain_seconds(phases, tid) * settings.threads * settings.iterations
-    return cost if cost >= settings.test_timeout else 0.0
+def _too_slow(phases: Sequence[Phase], tid: str, kinds: Sequence[str],
+              settings: Settings) -> tuple[float, float]:
+    """(its time alone, its serial cost: that x threads x iterations) for a test that timed out
+    only in threaded runs, when the cost is at least test_timeout; else (0, 0)."""
+    if not tid or list(kinds) != ["threads"]:
+        return 0.0, 0.0
+    alone = _plain_seconds(phases, tid)
+    cost = alone * settings.threads * settings.iterations
+    return (alone, cost) if cost >= settings.test_timeout else (0.0, 0.0)
 
 
 def _hang_findings(phases: Sequence[Phase], settings: Settings) -> list[Finding]:
@@ -249,12 +251,13 @@ def _hang_findings(phases: Sequence[Phase], settings: Settings) -> list[Finding]
         modes = tuple(sorted({p.gil for p, _ in hits if p.gil is not None}))
         kinds = sorted({p.kind for p, _ in hits})
         first_p, first = hits[0]
-        if cost := _too_slow(phases, tid, kinds, settings):
+        alone, cost = _too_slow(phases, tid, kinds, settings)
+        if cost:
             out.append(Finding(
                 kind="slow-in-threads", test_id=tid, modes=modes, count=len(hits), evidence="timeout",
                 excerpt=first.excerpt, phase=first_p.name, reproduce=reproduce(first_p, tid),
                 message=(f"{tid} timed out in threaded runs, modes {list(modes)}, but it takes "
-                         f"{_plain_seconds(phases, tid):.1f} s alone: {settings.threads} threads x "
+                         f"{alone:.1f} s alone: {settings.threads} threads x "
                          f"{settings.iterations} iterations is {cost:.0f} s one after another, past "
                          f"test_timeout {settings.test_timeout} s; too slow to tell, not a hang. "
                          f"Raise `settings.test_timeout` past {cost:.0f} s to test it in threads")))

@@ -11,7 +11,7 @@ import sys
 from collections.abc import Callable
 from typing import NoReturn
 
-from . import __version__, commands, reproduce
+from . import __version__, clihelp, commands, reproduce
 from .backends import BACKENDS
 from .errors import ConfigError, HarnessError
 from .model import VERDICTS
@@ -21,16 +21,8 @@ Tell which Python packages are safe on free-threaded CPython (PEP 703), and why 
 are not: build a free-threaded interpreter, install each package of a matrix, import it, and
 run its own test suite with the GIL off and on, plain and in parallel threads."""
 
-EXIT_CODES = """\
-exit codes:
-  0    the harness worked (whatever the packages did)
-  1    a gate failed (--fail-on matched, or diff found a regression)
-  2    bad input (a matrix, a report or an argument)
-  3    an interpreter could not be fetched or built
-  4    infrastructure (docker down, disk full)
-  130  interrupted (finished results are kept; rerun the same command to finish)
-  141  stdout was closed early (e.g. piped into head)"""
-EPILOG = EXIT_CODES + "\n\nRun `ft-harness COMMAND --help` for the options of a command."
+EPILOG = (clihelp.EXIT_CODES + "\n\nRun `ft-harness COMMAND --help` for the options of a command "
+          "and an example.")
 
 FAIL_ON = "comma-separated verdicts that make the exit code 1 (e.g. ft-crash,ft-race)"
 RESOLVED = ("the versions a `top:` selector resolved (JSON); read first, then rewritten, so every "
@@ -47,6 +39,7 @@ class _Parser(argparse.ArgumentParser):
     """Bad arguments are one line (and exit 2), like every other bad input."""
 
     def error(self, message: str) -> NoReturn:
+        message = clihelp.did_you_mean(message, list(clihelp.COMMANDS))
         self.exit(2, f"{self.prog}: {message} (see {self.prog} --help)\n")
 
 
@@ -62,7 +55,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     def command(name: str, func: Command, summary: str,
                 detail: str = "") -> argparse.ArgumentParser:
-        sp = sub.add_parser(name, parents=[common], help=summary, epilog=EXIT_CODES,
+        sp = sub.add_parser(name, parents=[common], help=summary, epilog=clihelp.epilog(name),
                             description=summary[0].upper() + summary[1:] + "." + detail,
                             formatter_class=_Formatter)
         sp.set_defaults(func=func)
@@ -137,6 +130,8 @@ def build_parser() -> argparse.ArgumentParser:
                     help="split the jobs into N shards (default: 1)")
     pl.add_argument("--durations", metavar="REPORT", help=DURATIONS)
     pl.add_argument("--resolved", metavar="FILE", help=RESOLVED)
+    pl.add_argument("--jobs", "-j", type=_pos_int, default=1, metavar="N",
+                    help="with --format table: the wall time at `run --jobs N` (default: 1)")
 
     im = command("image", commands.cmd_image,
                  "build (or reuse) the docker base and interpreter images")

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from . import __version__, textsafe
-from .errors import ConfigError, RegressionError
+from .errors import ConfigError, InfraError, RegressionError
 from .model import VERDICTS, now_iso
 
 if TYPE_CHECKING:
@@ -210,11 +210,16 @@ def cmd_report(args: argparse.Namespace) -> int:
 def cmd_diff(args: argparse.Namespace) -> int:
     from . import diff
 
-    old = diff.read_report(load_json(Path(args.old)), "old")
-    new = diff.read_report(load_json(Path(args.new)), "new")
+    old = diff.read_report(load_json(_report_file(Path(args.old))), "old")
+    new = diff.read_report(load_json(_report_file(Path(args.new))), "new")
     changes = diff.diff_reports(old, new)
     print(diff.format_changes(changes))
     return 1 if diff.has_regression(changes) else 0
+
+
+def _report_file(path: Path) -> Path:
+    """A report.json named on the command line, or the output dir that holds one."""
+    return path / "report.json" if path.is_dir() and (path / "report.json").is_file() else path
 
 
 # ----------------------------------------------------------------------------- the rest
@@ -238,13 +243,43 @@ def cmd_build(args: argparse.Namespace) -> int:
 def cmd_plan(args: argparse.Namespace) -> int:
     from . import matrix, plan, select
 
-    spec = select.expand_spec(matrix.load(args.matrix), Path(args.resolved) if args.resolved else None)
+    raw = matrix.load(args.matrix)
+    spec = select.expand_spec(raw, Path(args.resolved) if args.resolved else None)
     jobs = plan.make_plan(spec)
     durations = plan.durations_from_report(Path(args.durations)) if args.durations else None
     print(plan.render_plan(jobs, fmt=args.format, shards=args.shards, durations=durations))
+    if args.format == "table":
+        print(_wall_line(jobs, args.shards, durations, args.jobs))
+        if raw.selectors:  # the versions a `top:` selector picked, for a person to read
+            print("\nresolved versions:")
+            for p in spec.packages:
+                print(textsafe.line(f"  {p.name} {p.version or p.path or ''}"
+                                    + (f"  (unresolved: {p.unresolved})" if p.unresolved else "")))
+    if raw.selectors:
+        print(f"resolved versions written to {args.resolved}" if args.resolved else
+              "resolved versions not kept (pass --resolved FILE to keep them for every shard)",
+              file=sys.stderr)
     for warning in plan.over_limit(jobs, args.shards, durations, args.shard_limit):
         print(f"warning: {warning}", file=sys.stderr)
     return 0
+
+
+def _wall_line(jobs: list[Job], shards: int, durations: Mapping[str, float] | None,
+               workers: int) -> str:
+    """The longest shard's expected wall time at `run --jobs N` (jobs sharing the cores)."""
+    from . import plan
+
+    per: dict[int, list[float]] = {}
+    for s, c in zip(plan.assign(jobs, shards, durations),
+                    plan.expected_seconds(jobs, durations), strict=True):
+        per.setdefault(s, []).append(c)
+    serial = max((sum(c) for c in per.values()), default=0.0)
+    ideal = max((max(sum(c) / workers, max(c)) for c in per.values()), default=0.0)
+    if workers == 1:
+        return f"at --jobs 1: ~{serial / 60:.1f} min" + (" a shard" if shards > 1 else "")
+    return (f"at --jobs {workers}: ~{ideal / 60:.1f} min to {serial / 60:.1f} min"
+            + (" a shard" if shards > 1 else "") + " (each job's plain runs already use every "
+            "core, so jobs at once overlap only in part)")
 
 
 def cmd_image(args: argparse.Namespace) -> int:
@@ -270,7 +305,14 @@ def cmd_clean(args: argparse.Namespace) -> int:
     from . import images
     from .backends.docker import clean_caches
 
-    client = images.docker_client()
+    try:
+        client = images.docker_client()
+    except InfraError as e:  # one line, without the SDK's exception text
+        if not str(e).startswith("docker daemon is not answering"):
+            raise
+        where = os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock"
+        raise InfraError(f"docker daemon is not answering at {where}: nothing to clean "
+                         "(containers and volumes live in the engine; start it and rerun)") from None
     removed = images.clean(client, None) + clean_caches(client)  # the jobs' pip caches too
     print(f"removed {len(removed)} leftover containers/volumes"
           + (": " + ", ".join(removed) if removed else ""))

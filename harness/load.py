@@ -14,6 +14,7 @@ import gc
 import json
 import logging
 import math
+import os
 import stat
 from collections.abc import Sequence
 from pathlib import Path
@@ -66,8 +67,15 @@ def _read_json(path: Path) -> Any:
         raise _Unusable("not a regular file")
     if st.st_size > MAX_RESULT_BYTES:
         raise _Unusable(f"larger than {MAX_RESULT_BYTES >> 20} MiB")
-    with open(path, encoding="utf-8") as f:
-        return json.load(f)
+    # O_NONBLOCK: a FIFO swapped in since the stat does not hang the open; fstat checks again
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    with os.fdopen(fd, "rb") as f:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise _Unusable("not a regular file")
+        raw = f.read(MAX_RESULT_BYTES + 1)
+    if len(raw) > MAX_RESULT_BYTES:
+        raise _Unusable(f"larger than {MAX_RESULT_BYTES >> 20} MiB")
+    return json.loads(raw.decode("utf-8"))
 
 
 def _type_problem(res: JobResult) -> str:
@@ -105,6 +113,8 @@ def _parse(path: Path, tests: bool) -> tuple[JobResult | None, str]:
         return None, f"{name}: skipped: {e}"
     except RecursionError:
         return None, f"{name}: JSON nested too deeply"
+    except RuntimeError as e:  # Python 3.11's symlink loop
+        return None, f"{name}: cannot read ({e})"
     try:
         res = JobResult.from_dict(data if tests else _drop_tests(data))
     except (ValueError, TypeError, KeyError, AttributeError, RecursionError) as e:
@@ -115,6 +125,12 @@ def _parse(path: Path, tests: bool) -> tuple[JobResult | None, str]:
     if why:
         return None, f"{name}: not a valid result ({why})"
     return res, ""
+
+
+def read_one(path: Path) -> tuple[JobResult | None, str]:
+    """One result file, per-test outcomes kept, read as ``load_results`` reads each (``run``'s
+    resume): (result, "") or (None, one line naming the file and why it cannot be used)."""
+    return _parse(path, True)
 
 
 def load_results(dirs: Sequence[Path], *,

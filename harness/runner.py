@@ -1,7 +1,11 @@
 """Run a plan: jobs N at a time, each result written the moment it is done.
 
 Resume: a job whose result file exists with the same key (and is not an
-``infra-error``) is skipped.  SIGINT/SIGTERM: running commands are killed,
+``infra-error``) is skipped; the file is read through ``harness.load``'s guarded reader (a
+FIFO, a link to a device, a huge or deeply nested file is named in one line and the job runs
+again).  Any exception while one job runs -- a bug of ours, whatever a package's files make
+the host code raise -- becomes that job's ``infra-error`` result, its traceback in the job's
+``logs/harness-error.log``, and the run goes on (issue #29).  SIGINT/SIGTERM: running commands are killed,
 in-flight jobs write nothing, finished results stay untouched.  A backend that
 breaks (``healthy()`` false after an InfraError) or a result that cannot be
 written stops the whole run with InfraError.
@@ -13,9 +17,10 @@ import logging
 import signal
 import threading
 import time
+import traceback
 from collections.abc import Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -23,7 +28,8 @@ from . import __version__
 from .backends.base import Backend, Prepared
 from .errors import InfraError, Interrupted
 from .job import Progress, run_job
-from .model import Finding, InterpreterInfo, JobResult, now_iso, read_result, write_json_atomic
+from .load import read_one
+from .model import Finding, InterpreterInfo, JobResult, now_iso, open_fresh, write_json_atomic
 from .plan import Job
 from .progress import NullReporter, Reporter
 
@@ -56,12 +62,11 @@ def result_path(out: Path, job_id: str) -> Path:
 def existing_result(out: Path, job_id: str, key: str) -> JobResult | None:
     """The finished result of this exact job, if a previous run wrote one."""
     path = result_path(out, job_id)
-    if not path.exists():
+    if not path.exists() and not path.is_symlink():
         return None
-    try:
-        res = read_result(path)
-    except (OSError, ValueError) as e:
-        log.warning("%s: unreadable (%s); the job runs again", path, e)
+    res, why = read_one(path)
+    if res is None:
+        log.warning("%s; the job runs again", why)
         return None
     if res.key != key or res.verdict == "infra-error":
         return None
@@ -79,6 +84,31 @@ def infra_result(job: Job, key: str, prepared: Prepared, backend: str, message: 
         findings=(Finding(kind="infra-error", evidence="log", excerpt=message, message=message),),
         notes=job.package.notes, links=job.package.links,
     )
+
+
+HARNESS_BUG_LOG = "harness-error.log"
+
+
+def bug_result(job: Job, key: str, prepared: Prepared, backend: str, exc: BaseException,
+               out: Path) -> JobResult:
+    """The job's ``infra-error`` when the harness itself failed on it: the exception named, its
+    traceback in the job's ``logs/harness-error.log``; never blamed on the package."""
+    tb = "".join(traceback.format_exception(exc))
+    where = out / "work" / job.job_id / "logs" / HARNESS_BUG_LOG
+    shown = f"work/{job.job_id}/logs/{HARNESS_BUG_LOG}"
+    try:
+        where.parent.mkdir(parents=True, exist_ok=True)
+        with open_fresh(where) as f:
+            f.write(f"ft-harness failed on job {job.job_id} (a bug of ft-harness):\n{tb}")
+    except OSError as e:
+        shown = f"not written: {e.strerror or e}"
+    log.error("%s: a bug of ft-harness: %s", job.job_id, tb)
+    what = f"{type(exc).__name__}: {str(exc)[:500]}"
+    message = (f"ft-harness failed on this job (a bug of ft-harness, not of the package): {what}; "
+               f"the traceback is in {shown}")
+    res = infra_result(job, key, prepared, backend, message)
+    tail = "\n".join(tb.rstrip().splitlines()[-12:])
+    return replace(res, findings=(replace(res.findings[0], excerpt=tail),))
 
 
 def _split(jobs: Sequence[Job], out: Path, prepared: dict[str, Prepared], force: bool,
@@ -130,10 +160,18 @@ def run_plan(jobs: Sequence[Job], *, out: Path, backend: Backend, prepared: dict
             why = (str(e) if isinstance(e, InfraError)
                    else f"{e.strerror or e} ({e.filename or 'harness I/O'})")
             res = infra_result(job, key, p, backend.name, why)
+        except Exception as e:  # noqa: BLE001 - a bug of ours: this job's result, and the run goes on
+            if cancelled.is_set():
+                return None
+            res = bug_result(job, key, p, backend.name, e, out)
         if cancelled.is_set():
             return None  # interrupted mid-job: leave no partial result
         try:
-            write_json_atomic(result_path(out, job.job_id), res.to_dict())
+            try:
+                write_json_atomic(result_path(out, job.job_id), res.to_dict())
+            except (TypeError, ValueError, RecursionError) as e:  # not serializable: a bug of ours
+                res = bug_result(job, key, p, backend.name, e, out)
+                write_json_atomic(result_path(out, job.job_id), res.to_dict())
         except OSError as e:
             where = result_path(out, job.job_id)
             fatal.append(InfraError(f"cannot write {where}: {e.strerror or e}"))

@@ -270,14 +270,96 @@ def test_a_result_that_cannot_be_written_stops_the_run(tmp_path: Path) -> None:
     assert not result_path(out, second.job_id).exists()
 
 
-def test_a_bug_in_a_job_stops_the_run_with_its_traceback(tmp_path: Path) -> None:
+@pytest.mark.parametrize("exc", [
+    ValueError("No closing quotation"),  # shlex on an addopts with an unclosed quote
+    TypeError("'str' object is not iterable"), AttributeError("'str' object has no attribute 'get'"),
+    RecursionError("maximum recursion depth exceeded"), MemoryError(), ZeroDivisionError("division by zero"),
+])
+def test_a_bug_in_a_job_is_its_infra_error_and_the_run_goes_on(tmp_path: Path, exc: Exception) -> None:
+    out = tmp_path / "out"
+    odd, fine = jobs = make_jobs(2)
     backend = FakeBackend()
+    summary = go(jobs, out, FakeSteps({odd.job_id: _raise(exc)}), backend=backend, workers=1)
+    assert sorted(summary.ran) == sorted(j.job_id for j in jobs)
+    assert not backend.cancelled.is_set()
+    assert read_result(result_path(out, fine.job_id)).verdict == "compatible"
+    res = read_result(result_path(out, odd.job_id))
+    assert res.verdict == "infra-error" and res.key == odd.key(INFO.key)
+    (f,) = res.findings
+    assert f.kind == "infra-error"
+    assert f"a bug of ft-harness, not of the package): {type(exc).__name__}: {exc}" in f.message
+    assert f"work/{odd.job_id}/logs/harness-error.log" in f.message
+    assert "Traceback" in f.excerpt and "_raise" not in f.message
+    tb = (out / "work" / odd.job_id / "logs" / "harness-error.log").read_text()
+    assert "Traceback (most recent call last)" in tb and f"{type(exc).__name__}" in tb
+    assert "in behave" in tb  # where it was raised
+
+
+def test_a_result_that_cannot_be_serialized_is_a_bug_result(tmp_path: Path) -> None:
+    out = tmp_path / "out"
     (job,) = make_jobs(1)
-    with pytest.raises(ZeroDivisionError):
-        go([job], tmp_path / "out", FakeSteps({job.job_id: _raise(ZeroDivisionError())}),
-           backend=backend)
-    assert backend.cancelled.is_set()
-    assert not result_path(tmp_path / "out", job.job_id).exists()
+
+    class Steps(FakeSteps):
+        def __call__(self, job, **kw) -> JobResult:
+            res = super().__call__(job, **kw)
+            return JobResult(job_id=res.job_id, key=res.key, package=res.package,
+                             interpreter=res.interpreter, verdict="compatible",
+                             metadata={"probe": object()})  # what json cannot write
+
+    go([job], out, Steps())
+    res = read_result(result_path(out, job.job_id))
+    assert res.verdict == "infra-error" and "TypeError" in res.findings[0].message
+
+
+# ----------------------------------------------------------------------------- resume, hostile files
+
+
+def _fifo(p: Path) -> None:
+    os.mkfifo(p)
+
+
+def _dev_zero(p: Path) -> None:
+    p.symlink_to("/dev/zero")
+
+
+def _deep(p: Path) -> None:
+    p.write_text("[" * 100_000 + "]" * 100_000)
+
+
+def _loop(p: Path) -> None:
+    p.symlink_to(p.name)
+
+
+def _huge_nesting_in_a_field(p: Path) -> None:
+    p.write_text('{"job_id": "x", "phases": ' + "[" * 50_000 + "]" * 50_000 + "}")
+
+
+@pytest.mark.parametrize(("plant", "said"), [
+    (_fifo, "not a regular file"), (_dev_zero, "symlink that points outside"),
+    (_deep, "nested too deeply"), (_loop, "cannot read"), (_huge_nesting_in_a_field, ""),
+])
+def test_resume_reads_results_through_the_guarded_reader(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture, plant, said: str) -> None:
+    out = tmp_path / "out"
+    bad, good = jobs = make_jobs(2)
+    (out / "results").mkdir(parents=True)
+    plant(result_path(out, bad.job_id))
+    write_previous(out, good, key=good.key(INFO.key))
+    steps = FakeSteps()
+    done = threading.Event()
+    result: list = []
+
+    def run() -> None:
+        result.append(go(jobs, out, steps))
+        done.set()
+
+    threading.Thread(target=run, daemon=True).start()
+    assert done.wait(30), "the resume hung on a result file"
+    assert steps.ran == [bad.job_id] and result[0].skipped == [good.job_id]
+    lines = [r.getMessage() for r in caplog.records if bad.job_id in r.getMessage()]
+    assert len(lines) == 1 and said in lines[0] and "the job runs again" in lines[0]
+    assert "Traceback" not in caplog.text
+    assert read_result(result_path(out, bad.job_id)).verdict == "compatible"  # replaced, as a file
 
 
 # ----------------------------------------------------------------------------- signals

@@ -25,8 +25,10 @@ Rules, in the order of model.VERDICTS (most severe first):
 - no-tests: no test ran anywhere (only the probe counts); else compatible.
 
 Then confirmation (``verdict.confirm``): the test of each ft-crash, crash, hang and ft-race
-finding is re-run alone ``settings.confirm`` times per GIL mode; a finding seen once that never
-recurs alone becomes ``unconfirmed``, and a crash gets its signal and stack from a run alone.
+finding is re-run alone ``settings.confirm`` times per GIL mode; a race or hang seen once that
+never recurs alone becomes ``unconfirmed``, and a crash gets its signal and stack from a run
+alone. Last, every claim about the GIL modes is checked against all the runs
+(``verdict.modes``): none from one mode's runs, and ``ft-race`` only where the counts hold it.
 
 ``no-thread-coverage`` (0 tests ran in threads), ``unconfirmed`` and ``slow-in-threads`` are shown
 but never decide.
@@ -54,6 +56,7 @@ from .confirm import rate as confirmed_rate
 from .coverage import compute as compute_coverage
 from .coverage import findings as coverage_findings
 from .coverage import qualifier as coverage_qualifier
+from .modes import check as check_modes
 from .tsan import tsan_findings
 
 __all__ = ["Decision", "decide"]
@@ -394,8 +397,11 @@ def _gil_findings(phases: Sequence[Phase], probe: dict[str, Any]) -> list[Findin
     ]
 
 
-def decide(phases: Sequence[Phase], *, settings: Settings, probe: dict[str, Any]) -> Decision:
-    """The verdict, its qualifier, every finding and the threaded-run coverage of one job."""
+def decide(phases: Sequence[Phase], *, settings: Settings, probe: dict[str, Any],
+           claims: bool = True) -> Decision:
+    """The verdict, its qualifier, every finding and the threaded-run coverage of one job.
+    ``claims=False``: the findings as the runs show them, before their claims about the GIL
+    modes are checked (``verdict.modes``): what confirmation picks its tests from."""
     probe = probe if isinstance(probe, dict) else {}
     for step in (p for p in phases if p.kind == "install"):  # fetch, then install (each may fail)
         found = _install_findings(step, settings)
@@ -415,6 +421,8 @@ def decide(phases: Sequence[Phase], *, settings: Settings, probe: dict[str, Any]
     cov = compute_coverage(phases)
     findings += coverage_findings(cov, phases)
     findings = apply_confirmation(findings, phases)
+    if claims:
+        findings = check_modes(findings, phases, settings)
     findings.sort(key=lambda f: (severity(f.kind), f.test_id))
     ran_any = any(
         tc.outcome != "skipped" for p in runs for tc in p.tests.values()

@@ -17,10 +17,10 @@ import os
 import sys
 from pathlib import Path
 
+from .limits import note, value
 from .model import read_regular
 
 MAX_FILES = 50
-MAX_BYTES = 1 << 20
 SKIP_DIRS = {"build", "dist", "node_modules", "site-packages", "venv", "__pycache__"}
 
 
@@ -40,14 +40,24 @@ def conftest_files(src: Path, tests: str) -> list[Path]:
     return [f for f in out if f.is_file() and not f.is_symlink()][:MAX_FILES]
 
 
-def module_imports(path: Path) -> dict[str, int]:
-    """Top-level module name -> line of its first unconditional absolute import in ``path``."""
-    raw = read_regular(path, MAX_BYTES)
+def module_imports(path: Path, notes: list[str] | None = None) -> dict[str, int]:
+    """Top-level module name -> line of its first unconditional absolute import in ``path``;
+    one past ``conftest_bytes`` (harness.limits), or that ``ast`` cannot parse (a syntax error, or
+    nesting that makes it raise RecursionError/MemoryError), gives none, with a note."""
+    notes = [] if notes is None else notes
+    limit = value("conftest_bytes")
+    raw = read_regular(path, limit + 1)
     if raw is None:
+        return {}
+    if len(raw) > limit:
+        notes.append(note("conftest_bytes", f"{path.name} not scanned for imports"))
         return {}
     try:
         tree = ast.parse(raw, filename=str(path))
     except (SyntaxError, ValueError):
+        return {}
+    except (RecursionError, MemoryError) as e:
+        notes.append(f"{path.name} not scanned for imports: ast raised {type(e).__name__}")
         return {}
     found: dict[str, int] = {}
     for node in tree.body:
@@ -73,12 +83,12 @@ def _local(src: Path, near: Path, mod: str) -> bool:
     return False
 
 
-def third_party_imports(src: Path, tests: str) -> dict[str, str]:
+def third_party_imports(src: Path, tests: str, notes: list[str] | None = None) -> dict[str, str]:
     """Module -> ``path:line`` (relative to ``src``) of its first import by a conftest, for the
     modules that are neither the standard library's nor the sdist's own."""
     out: dict[str, str] = {}
     for f in conftest_files(src, tests):
-        for mod, line in module_imports(f).items():
+        for mod, line in module_imports(f, notes).items():
             if mod in out or mod in sys.stdlib_module_names or mod == "__future__":
                 continue
             if not _local(src, f.parent, mod):

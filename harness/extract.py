@@ -8,17 +8,31 @@ the directory anew, reads the archive only as a regular file it opened without f
 link, and extracts with tarfile's ``data`` filter; a member that is a link out of the tree is
 skipped (and named), any other member the filter refuses (an absolute path, ``..``, a device)
 refuses the archive.
+
+What an archive unpacks to is bounded while it is extracted (``harness.limits``): members
+(``extract_members``) and bytes (``extract_bytes``, each member's size counted before it is
+written, so a 500-byte bz2 bomb stops at the limit, not at the end of the disk).  Past one,
+``LimitExceeded`` names it.
 """
 
 from __future__ import annotations
 
+import lzma
 import os
 import shutil
 import stat
 import tarfile
 import zipfile
+import zlib
 from pathlib import Path
 from typing import BinaryIO
+
+from .limits import LimitExceeded, value
+
+# what an archive that cannot be extracted safely raises (besides LimitExceeded): a package's
+# broken or hostile sdist, told in its result, never a harness bug
+UNSAFE = (OSError, ValueError, EOFError, tarfile.TarError, zipfile.BadZipFile, zlib.error,
+          lzma.LZMAError, NotImplementedError, RuntimeError)
 
 
 def fresh_dir(path: Path) -> Path:
@@ -58,18 +72,22 @@ def _open_regular(path: Path) -> BinaryIO:
 def extract(archive: Path, dest: Path) -> tuple[Path, list[str]]:
     """Extract an sdist into ``dest`` (made fresh): its top directory and the link members
     skipped because they point out of the tree.  ValueError/OSError/TarError/BadZipFile when
-    the archive cannot be extracted safely."""
+    the archive cannot be extracted safely (``UNSAFE``); LimitExceeded past a limit."""
     fresh_dir(dest)
     skipped: list[str] = []
+    budget = _Budget(archive.name)
     with _open_regular(archive) as f:
         if archive.suffix == ".zip":
             with zipfile.ZipFile(f) as zf:  # zipfile writes a link member as a plain file
-                for member in zf.namelist():
+                for info in zf.infolist():
+                    member = info.filename
                     if member.startswith("/") or ".." in Path(member).parts:
                         raise ValueError(f"unsafe path in {archive.name}: {member}")
+                    budget.add(member, info.file_size)  # ZipExtFile reads no more than file_size
                 zf.extractall(dest)
         else:
             def keep(member: tarfile.TarInfo, where: str) -> tarfile.TarInfo | None:
+                budget.add(member.name, member.size if member.isreg() else 0)  # before it is written
                 try:
                     return tarfile.data_filter(member, where)
                 except tarfile.LinkOutsideDestinationError:
@@ -83,6 +101,24 @@ def extract(archive: Path, dest: Path) -> tuple[Path, list[str]]:
                 tf.extractall(dest, filter=keep)
     tops = [p for p in dest.iterdir() if not p.is_symlink() and p.is_dir()]
     return (tops[0] if len(tops) == 1 else dest), skipped
+
+
+class _Budget:
+    """Members and bytes extracted so far, against ``extract_members`` and ``extract_bytes``."""
+
+    def __init__(self, name: str) -> None:
+        self.name, self.members, self.bytes = name, 0, 0
+        self.max_members, self.max_bytes = value("extract_members"), value("extract_bytes")
+
+    def add(self, member: str, size: int) -> None:
+        self.members += 1
+        self.bytes += max(0, size)
+        if self.members > self.max_members:
+            raise LimitExceeded("extract_members", f"{self.name} has more than "
+                                f"{self.max_members} members")
+        if self.bytes > self.max_bytes:
+            raise LimitExceeded("extract_bytes", f"{self.name} unpacks to more than "
+                                f"{self.max_bytes >> 20} MiB (at {member[:200]})")
 
 
 def drop_links(root: Path, dirs: tuple[str, ...]) -> int:

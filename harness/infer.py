@@ -54,7 +54,7 @@ from packaging.markers import InvalidMarker, Marker, UndefinedComparison, Undefi
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
-from . import pytestcfg
+from . import limits, pytestcfg
 from .conftests import third_party_imports
 from .pytestcfg import read_ini, read_text, read_toml
 
@@ -155,18 +155,24 @@ def _requires(src: Path, dist: str, env: Mapping[str, str],
     pyproject = read_toml(src / "pyproject.toml", notes)
     setup_cfg = read_ini(src / "setup.cfg", notes)
     tox = read_ini(src / "tox.ini", notes)
-    groups: dict[str, Any] = {canonicalize_name(k): v
-                              for k, v in pyproject.get("dependency-groups", {}).items()}
+    groups: dict[str, Any] = {}
+    for k, v in table(pyproject, "dependency-groups", notes).items():
+        if isinstance(v, list):  # its items are checked where they are read (_group_lines)
+            groups[canonicalize_name(k)] = v
+        else:
+            notes.append(f"pyproject.toml [dependency-groups] {k}: not a list "
+                         f"({type(v).__name__}), ignored")
     extras: dict[str, list[str]] = {}
     if setup_cfg is not None and setup_cfg.has_section("options.extras_require"):
         for k, v in setup_cfg["options.extras_require"].items():
             extras.setdefault(canonicalize_name(k), _lines(v))
-    opt_deps = pyproject.get("project", {}).get("optional-dependencies", {})
-    pyextras: dict[str, list[str]] = {canonicalize_name(k): list(v) for k, v in opt_deps.items()
-                                      if isinstance(v, list)}
+    project = table(pyproject, "project", notes)
+    pyextras: dict[str, list[str]] = {
+        canonicalize_name(k): strings(v, f"[project.optional-dependencies] {k}", notes)
+        for k, v in table(project, "optional-dependencies", notes, "project.").items()}
     all_extras = {**extras, **pyextras}
     declared: dict[str, tuple[str, str]] = {}
-    runtime = list(pyproject.get("project", {}).get("dependencies", []))
+    runtime = strings(project.get("dependencies", []), "[project] dependencies", notes)
     if setup_cfg is not None and setup_cfg.has_section("options"):
         runtime += _lines(setup_cfg["options"].get("install_requires", ""))
     everywhere = [(RUNTIME, runtime)]
@@ -210,8 +216,7 @@ def _requires(src: Path, dist: str, env: Mapping[str, str],
         lines = []
         for line in _lines(deps):
             if line.startswith("-r"):
-                f = (src / line[2:].strip().replace("{toxinidir}/", "")).resolve()
-                lines += _req_file(src, f, set(), notes)
+                lines += _req_file(src, src / line[2:].strip().replace("{toxinidir}/", ""), set(), notes)
             else:
                 lines.append(line)
         for ex in re.split(r"[\s,]+", tox["testenv"].get("extras", "")):
@@ -251,7 +256,7 @@ def _conftest_deps(src: Path, tests: str, dist: str, reqs: tuple[str, ...],
     have: set[str] = {canonicalize_name(Requirement(r).name) for r in reqs}
     have |= HARNESS_PINS | {canonicalize_name(dist)}
     out: list[str] = []
-    for mod, at in third_party_imports(src, tests).items():
+    for mod, at in third_party_imports(src, tests, notes).items():
         name = canonicalize_name(MODULE_DISTS.get(mod, mod))
         if name in have or name not in declared or declared[name][0] == RUNTIME:
             continue  # installed with the package, or not declared: the run will say
@@ -279,25 +284,66 @@ def _group_lines(groups: dict[str, Any], name: str, seen: set[str], notes: list[
                 notes.append(f"include-group {inc!r} of {name!r} does not exist")
                 continue
             out += _group_lines(groups, inc, seen, notes)
+        else:
+            notes.append(f"[dependency-groups] {name}: an item that is neither a requirement nor "
+                         f"an include-group ({type(item).__name__}), ignored")
     return out
 
 
-def _req_file(src: Path, f: Path, seen: set[Path], notes: list[str]) -> list[str]:
-    f = f.resolve()
+def table(d: Mapping[str, Any], key: str, notes: list[str], where: str = "") -> dict[str, Any]:
+    """``d[key]`` when it is a table (a dict), else {} with a note (pyproject.toml is the
+    package's: ``dependency-groups = "x"`` is a note, not an AttributeError)."""
+    v = d.get(key, {})
+    if isinstance(v, dict):
+        return v
+    notes.append(f"pyproject.toml [{where}{key}]: not a table ({type(v).__name__}), ignored")
+    return {}
+
+
+def strings(v: Any, where: str, notes: list[str]) -> list[str]:
+    """``v`` when it is a list of strings; the strings of it with a note otherwise."""
+    if not isinstance(v, list):
+        notes.append(f"pyproject.toml {where}: not a list ({type(v).__name__}), ignored")
+        return []
+    out = [x for x in v if isinstance(x, str)]
+    if len(out) != len(v):
+        notes.append(f"pyproject.toml {where}: {len(v) - len(out)} item(s) not a string, ignored")
+    return out
+
+
+def _note_once(notes: list[str], note: str) -> None:
+    if note not in notes:
+        notes.append(note)
+
+
+def _req_file(src: Path, f: Path, seen: set[Path], notes: list[str], depth: int = 0) -> list[str]:
+    """The requirement lines of ``f`` and of the files it ``-r``-includes, inside the sdist, at
+    most ``requirements_depth`` deep and ``requirements_files`` in all (harness.limits)."""
     root = src.resolve()
-    shown = os.path.relpath(f, root)
+    try:
+        f = f.resolve()
+        shown = os.path.relpath(f, root)
+    except (OSError, RuntimeError, ValueError) as e:  # a link loop, a name too long
+        notes.append(f"requirements file {str(f)[:200]} skipped: {e}")
+        return []
     text = read_text(f) if f.is_relative_to(root) else None
     if text is None:
         notes.append(f"requirements file {shown} skipped: not in the sdist")
         return []
     if f in seen:
         return []
+    if depth >= limits.value("requirements_depth"):
+        _note_once(notes, limits.note("requirements_depth", f"-r chain reaches {shown}"))
+        return []
+    if len(seen) >= limits.value("requirements_files"):
+        _note_once(notes, limits.note("requirements_files", f"-r chain reaches {shown}"))
+        return []
     seen.add(f)
     out = []
     for line in _lines(text):
         if line.startswith(("-r", "--requirement")):
             inc = line.split(None, 1)[1] if " " in line else line[2:]
-            out += _req_file(src, f.parent / inc.strip().lstrip("="), seen, notes)
+            out += _req_file(src, f.parent / inc.strip().lstrip("="), seen, notes, depth + 1)
         elif line.startswith(("-c", "--constraint", "-e", "--editable", "-")) or line == ".":
             notes.append(f"{shown}: {line!r} skipped")
         else:
@@ -306,15 +352,29 @@ def _req_file(src: Path, f: Path, seen: set[Path], notes: list[str]) -> list[str
 
 
 def _tox_value(tox: configparser.ConfigParser, section: str, key: str, notes: list[str],
-               depth: int = 0) -> str:
+               depth: int = 0, budget: list[int] | None = None) -> str:
+    """A tox.ini value with its ``{[section]key}`` substitutions made, at most 5 deep, at most
+    ``tox_expansions`` of them and ``tox_value_bytes`` read in all (harness.limits: an 841-byte
+    tox.ini that refers to itself took 84 s here before)."""
+    if budget is None:
+        budget = [limits.value("tox_expansions"), limits.value("tox_value_bytes")]
     value = tox[section].get(key, "") if tox.has_section(section) else ""
+    budget[1] -= len(value)
+    if budget[1] < 0:
+        _note_once(notes, limits.note("tox_value_bytes", f"tox.ini [{section}] {key}"))
+        return ""
 
     def sub(m: re.Match[str]) -> str:
         sec, k = m.group(1), m.group(2)
         if depth > 5 or not tox.has_section(sec):
-            notes.append(f"tox.ini: {m.group(0)} not resolved")
+            _note_once(notes, f"tox.ini: {m.group(0)[:200]} not resolved")
             return ""
-        return _tox_value(tox, sec, k, notes, depth + 1)
+        budget[0] -= 1
+        if budget[0] < 0 or budget[1] < 0:
+            _note_once(notes, limits.note("tox_expansions", f"tox.ini [{section}] {key}")
+                       if budget[0] < 0 else limits.note("tox_value_bytes", f"tox.ini [{section}] {key}"))
+            return ""
+        return _tox_value(tox, sec, k, notes, depth + 1, budget)
 
     return re.sub(r"\{\[([^\]]+)\]([^}]+)\}", sub, value)
 

@@ -13,9 +13,7 @@ import logging
 import os
 import shlex
 import shutil
-import tarfile
 import time
-import zipfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -284,7 +282,7 @@ def _steps(ctx: _Ctx) -> tuple[str, dict]:
             version = ""
         try:  # into a src/ made now, whatever a package step left there (harness.extract)
             top, links_out = extract.extract(archives[0], src_host)
-        except (OSError, ValueError, tarfile.TarError, zipfile.BadZipFile) as e:
+        except extract.UNSAFE as e:  # a broken or hostile archive; past a limit: LimitExceeded
             raise InfraError(f"{job.job_id}: cannot extract {archives[0].name}: {e}") from None
         if links_out:
             log.warning("%s: %d link(s) out of the tree skipped in %s: %s", job.job_id,

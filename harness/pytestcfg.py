@@ -17,6 +17,7 @@ from typing import Any
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
+from .limits import note, value
 from .model import read_regular
 
 
@@ -72,15 +73,48 @@ def read_text(p: Path) -> str | None:
     return raw.decode("utf-8", errors="replace") if raw is not None else None
 
 
+def nesting(text: str) -> int:
+    """The deepest ``[``/``{`` nesting of a TOML or JSON text, strings and comments skipped
+    (close enough to bound the parser's recursion: harness.limits' ``nesting``)."""
+    depth = deepest = 0
+    quote = ""
+    i, n = 0, len(text)
+    while i < n:
+        c = text[i]
+        if quote:
+            if c == "\\" and quote == '"':
+                i += 1
+            elif c == quote:
+                quote = ""
+        elif c in "\"'":
+            quote = c
+        elif c == "#":
+            j = text.find("\n", i)
+            i = n if j < 0 else j
+        elif c in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif c in "]}":
+            depth = max(0, depth - 1)
+        i += 1
+    return deepest
+
+
 def read_toml(p: Path, notes: list[str]) -> dict[str, Any]:
     text = read_text(p)
     if text is None:
+        return {}
+    limit = value("nesting")
+    if text.count("[") + text.count("{") > limit and nesting(text) > limit:
+        notes.append(f"{p.name} not read: " + note("nesting", f"{p.name} nests deeper than {limit}"))
         return {}
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         notes.append(f"{p.name} not read: {e}")
-        return {}
+    except RecursionError:
+        notes.append(f"{p.name} not read: " + note("nesting", f"{p.name} nests too deep to parse"))
+    return {}
 
 
 def read_ini(p: Path, notes: list[str]) -> configparser.ConfigParser | None:
@@ -90,8 +124,8 @@ def read_ini(p: Path, notes: list[str]) -> configparser.ConfigParser | None:
     cp = configparser.ConfigParser(interpolation=None, strict=False)
     try:
         cp.read_string(text, source=p.name)
-    except configparser.Error as e:
-        notes.append(f"{p.name} not read: {str(e).splitlines()[0]}")
+    except (configparser.Error, ValueError) as e:
+        notes.append(f"{p.name} not read: {(str(e).splitlines() or [type(e).__name__])[0][:300]}")
         return None
     return cp
 
@@ -114,7 +148,8 @@ def pytest_config(src: Path, tests: str, notes: list[str]) -> tuple[str, dict[st
             if not f.is_file() or f.is_symlink():
                 continue
             if name == "pyproject.toml":
-                table = read_toml(f, []).get("tool", {}).get("pytest")
+                tool = read_toml(f, []).get("tool")
+                table = tool.get("pytest") if isinstance(tool, dict) else None
                 if isinstance(table, dict):  # [tool.pytest.ini_options], or pytest 9's [tool.pytest]
                     ini = table.get("ini_options")
                     return str(f.relative_to(root)), ini if isinstance(ini, dict) else table
@@ -162,7 +197,14 @@ def neutralized_addopts(found: tuple[str, dict[str, Any]] | None, reqs: tuple[st
     installed.add(canonicalize_name(dist).replace("-", "_"))
     bad: list[str] = []
     kept: list[str] = []
-    items = _items(_split(ini["addopts"]))
+    raw = ini["addopts"]
+    try:
+        if not isinstance(raw, str | list):
+            raise ValueError(f"a {type(raw).__name__}, not a string or a list")
+        items = _items(_split(raw))
+    except ValueError as e:  # shlex: "No closing quotation"; pytest cannot read it either
+        notes.append(f"addopts neutralized ({cfg}): it cannot be read ({e}): {str(raw)[:200]!r}")
+        return ("-o", "addopts=")
     for item in items:
         opt = item[0].split("=", 1)[0]
         plugin = item[1] if opt == "-p" and len(item) > 1 else (item[0][2:] if opt.startswith("-p") and len(opt) > 2 and not opt.startswith("--") else "")

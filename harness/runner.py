@@ -28,6 +28,7 @@ from . import __version__
 from .backends.base import Backend, Prepared
 from .errors import InfraError, Interrupted
 from .job import Progress, run_job
+from .limits import LimitExceeded
 from .load import read_one
 from .model import Finding, InterpreterInfo, JobResult, now_iso, open_fresh, write_json_atomic
 from .plan import Job
@@ -160,6 +161,11 @@ def run_plan(jobs: Sequence[Job], *, out: Path, backend: Backend, prepared: dict
             why = (str(e) if isinstance(e, InfraError)
                    else f"{e.strerror or e} ({e.filename or 'harness I/O'})")
             res = infra_result(job, key, p, backend.name, why)
+        except LimitExceeded as e:  # the package's files past a bound of the host's (harness.limits)
+            res = infra_result(job, key, p, backend.name,
+                               f"setup: {job.package.name}: {e} (FT_HARNESS_LIMIT_{e.limit.upper()} "
+                               "raises it)")
+            res = replace(res, findings=(replace(res.findings[0], evidence="setup"),))
         except Exception as e:  # noqa: BLE001 - a bug of ours: this job's result, and the run goes on
             if cancelled.is_set():
                 return None

@@ -1,0 +1,207 @@
+"""harness.limits (issue #29): each bound on what the host reads of a package's files, exceeded by a
+small crafted input, ends in a note or result that names it, fast, with no exception out."""
+
+from __future__ import annotations
+
+import bz2
+import io
+import tarfile
+import time
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from harness import conftests, extract, limits
+from harness.infer import infer_test_setup
+from harness.pytestcfg import nesting, read_toml
+
+
+def _tree(root: Path, files: dict[str, str]) -> Path:
+    for name, text in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+    return root
+
+
+def _named(notes: tuple[str, ...] | list[str], limit: str) -> list[str]:
+    return [n for n in notes if f"limit {limit} ({limits.value(limit)}) exceeded" in n]
+
+
+def test_every_limit_has_a_positive_default_and_an_override(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert all(lim.default > 0 and lim.what for lim in limits.LIMITS.values())
+    monkeypatch.setenv("FT_HARNESS_LIMIT_NESTING", "7")
+    assert limits.value("nesting") == 7
+    monkeypatch.setenv("FT_HARNESS_LIMIT_NESTING", "seven")
+    assert limits.value("nesting") == limits.LIMITS["nesting"].default
+
+
+# ----------------------------------------------------------------------------- extraction
+
+
+def _bomb(path: Path, size: int) -> Path:
+    """A bz2 tar named .tar.gz (as the issue's 496-byte one) whose one member is ``size`` zeros."""
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tf:
+        info = tarfile.TarInfo("bomb-1.0/zeros.bin")
+        info.size = size
+        tf.addfile(info, io.BytesIO(bytes(size)))
+    path.write_bytes(bz2.compress(buf.getvalue()))
+    return path
+
+
+def test_extract_bytes_counted_while_extracting(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("FT_HARNESS_LIMIT_EXTRACT_BYTES", str(1 << 20))
+    archive = _bomb(tmp_path / "bomb-1.0.tar.gz", 4 << 20)
+    assert archive.stat().st_size < 1000
+    with pytest.raises(limits.LimitExceeded) as e:
+        extract.extract(archive, tmp_path / "src")
+    assert e.value.limit == "extract_bytes" and "bomb-1.0.tar.gz unpacks to more than 1 MiB" in str(e.value)
+    assert not (tmp_path / "src" / "bomb-1.0" / "zeros.bin").exists()  # stopped before writing it
+
+
+def test_extract_members(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("FT_HARNESS_LIMIT_EXTRACT_MEMBERS", "10")
+    with tarfile.open(tmp_path / "many-1.0.tar.gz", "w:gz") as tf:
+        for i in range(11):
+            info = tarfile.TarInfo(f"many-1.0/f{i}.py")
+            tf.addfile(info, io.BytesIO(b""))
+    with pytest.raises(limits.LimitExceeded, match=r"limit extract_members \(10\) exceeded"):
+        extract.extract(tmp_path / "many-1.0.tar.gz", tmp_path / "src")
+
+
+def test_extract_bytes_of_a_zip(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("FT_HARNESS_LIMIT_EXTRACT_BYTES", str(1 << 20))
+    with zipfile.ZipFile(tmp_path / "z-1.0.zip", "w", zipfile.ZIP_DEFLATED) as zf:
+        zf.writestr("z-1.0/zeros.bin", bytes(2 << 20))
+    with pytest.raises(limits.LimitExceeded, match="extract_bytes"):
+        extract.extract(tmp_path / "z-1.0.zip", tmp_path / "src")
+
+
+@pytest.mark.parametrize("data", [b"", b"\x1f\x8b\x08\x00garbage", b"BZh91AY&SY" + bytes(40), b"PK\x03\x04" + bytes(60)])
+def test_a_broken_archive_is_an_unsafe_error_not_a_bug(tmp_path: Path, data: bytes) -> None:
+    archive = tmp_path / "broken-1.0.tar.gz"
+    archive.write_bytes(data)
+    with pytest.raises(extract.UNSAFE):
+        extract.extract(archive, tmp_path / "src")
+
+
+# ----------------------------------------------------------------------------- inference
+
+
+def test_tox_expansions(tmp_path: Path) -> None:
+    """Each section's value names the next one ten times, six deep: 10**6 expansions unbounded
+    (the issue's 841-byte tox.ini took 84 s); stopped at the limit, at once."""
+    refs = lambda sec: " ".join([f"{{[{sec}]x}}"] * 10)  # noqa: E731
+    ini = "[testenv]\ndeps = " + refs("s0") + "\n"
+    for i in range(6):
+        ini += f"[s{i}]\nx = " + refs(f"s{i + 1}") + "\n"
+    ini += "[s6]\nx = pytest\n"
+    src = _tree(tmp_path, {"tox.ini": ini})
+    assert len(ini) < 1000
+    t0 = time.monotonic()
+    setup = infer_test_setup(src, "pkg")
+    assert time.monotonic() - t0 < 2
+    assert _named(setup.sources, "tox_expansions")
+
+
+def test_tox_value_bytes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("FT_HARNESS_LIMIT_TOX_VALUE_BYTES", "1000")
+    src = _tree(tmp_path, {"tox.ini": "[testenv]\ndeps = {[a]x}\n[a]\nx = " + "y" * 2000 + "\n"})
+    assert _named(infer_test_setup(src, "pkg").sources, "tox_value_bytes")
+
+
+def test_requirements_depth(tmp_path: Path) -> None:
+    files = {f"requirements/test{i}.txt": f"-r test{i + 1}.txt\npkg{i}\n" for i in range(1, 1200)}
+    files["requirements/test.txt"] = "-r test1.txt\n"
+    src = _tree(tmp_path, files)
+    setup = infer_test_setup(src, "pkg")
+    assert _named(setup.sources, "requirements_depth")
+    assert "pkg1" in setup.requires and "pkg50" not in setup.requires
+
+
+def test_requirements_files(tmp_path: Path) -> None:
+    files = {f"requirements/r{i}.txt": f"pkg{i}\n" for i in range(150)}
+    files["requirements/test.txt"] = "".join(f"-r r{i}.txt\n" for i in range(150))
+    setup = infer_test_setup(_tree(tmp_path, files), "pkg")
+    assert _named(setup.sources, "requirements_files")
+    assert len(setup.requires) == limits.value("requirements_files") - 1  # test.txt is one of them
+
+
+def test_requirements_link_loop_is_a_note(tmp_path: Path) -> None:
+    src = _tree(tmp_path, {"requirements-test.txt": "-r loop.txt\nfoo\n"})
+    (src / "loop.txt").symlink_to("loop.txt")
+    setup = infer_test_setup(src, "pkg")
+    assert setup.requires == ("foo",)
+
+
+@pytest.mark.parametrize("deep", ["a = " + "[" * 5000 + "]" * 5000, "a = " + "{b = " * 5000 + "}" * 5000])
+def test_nesting_of_a_toml(tmp_path: Path, deep: str) -> None:
+    src = _tree(tmp_path, {"pyproject.toml": deep + "\n"})
+    setup = infer_test_setup(src, "pkg")
+    assert _named(setup.sources, "nesting")
+
+
+def test_nesting_counts_brackets_outside_strings_and_comments() -> None:
+    assert nesting('a = [[1], {b = "[[["}] # [[[[\n') == 2
+    assert nesting("x = '[[[' # {{{\n[t]\n") == 1
+    assert nesting('s = "a \\" [[ "') == 0
+
+
+def test_a_toml_just_under_the_parsers_recursion_is_a_note_too(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("FT_HARNESS_LIMIT_NESTING", "100000")  # the limit out of the way: tomllib's own
+    notes: list[str] = []
+    _tree(tmp_path, {"p.toml": "a = " + "[" * 3000 + "]" * 3000})
+    assert read_toml(tmp_path / "p.toml", notes) == {}
+    assert "nests too deep to parse" in notes[0]
+
+
+def test_conftest_bytes(tmp_path: Path) -> None:
+    big = "import trustme\n" + "x = 1\n" * (limits.value("conftest_bytes") // 6 + 1)
+    src = _tree(tmp_path, {"conftest.py": big})
+    notes: list[str] = []
+    assert conftests.third_party_imports(src, "", notes) == {}
+    assert _named(notes, "conftest_bytes")
+
+
+@pytest.mark.parametrize("body", ["x = " + "(" * 300 + ")" * 300, "x = " + "-" * 200_000 + "1",
+                                  "".join(" " * i + "if x:\n" for i in range(120)) + " " * 120 + "pass\n"])
+def test_a_conftest_ast_cannot_parse_is_no_exception(tmp_path: Path, body: str) -> None:
+    src = _tree(tmp_path, {"conftest.py": "import trustme\n" + body + "\n"})
+    notes: list[str] = []
+    conftests.third_party_imports(src, "", notes)  # whatever ast says, it says it as a value
+
+
+# ----------------------------------------------------------------------------- wrong types
+
+
+@pytest.mark.parametrize("pyproject", [
+    'dependency-groups = "pytest"',
+    '[dependency-groups]\ntest = "pytest"',
+    '[dependency-groups]\ntest = ["pytest", 3, {include-group = 4}, ["x"]]',
+    'project = 1',
+    '[project]\ndependencies = "requests"\noptional-dependencies = ["x"]',
+    '[project.optional-dependencies]\ntest = "pytest"',
+    '[project.optional-dependencies]\ntest = [1, 2]',
+    'tool = "x"',
+    '[tool]\npytest = 3',
+    '[tool.pytest.ini_options]\naddopts = 3',
+    '[tool.pytest.ini_options]\naddopts = {a = 1}',
+    '[tool.pytest.ini_options]\naddopts = "--cov \'unclosed"',
+    '[tool.pytest.ini_options]\naddopts = ["-p", 3]\nfilterwarnings = 5',
+])
+def test_a_wrong_type_is_a_note(tmp_path: Path, pyproject: str) -> None:
+    src = _tree(tmp_path, {"pyproject.toml": pyproject + "\n", "tests/test_a.py": ""})
+    setup = infer_test_setup(src, "pkg")
+    assert setup.tests == "tests"
+    assert all(len(r) > 1 for r in setup.requires)  # a string is never read as its characters
+
+
+def test_unclosed_quote_in_addopts_is_neutralized_and_named(tmp_path: Path) -> None:
+    src = _tree(tmp_path, {"pyproject.toml": "[tool.pytest.ini_options]\naddopts = \"-ra 'unclosed\"\n"
+                           "[dependency-groups]\ntest = \"pytest\"\n"})
+    setup = infer_test_setup(src, "pkg")
+    assert setup.pytest_args == ("-o", "addopts=")
+    assert any("cannot be read (No closing quotation)" in s for s in setup.sources)
+    assert any("[dependency-groups] test: not a list (str)" in s for s in setup.sources)

@@ -14,6 +14,7 @@ import re
 from collections import Counter
 from pathlib import Path
 
+from .. import limits
 from ..model import OUTCOMES, Phase, TestCase, read_regular
 from .crash import find_crashes
 from .gil import gil_modules
@@ -155,6 +156,9 @@ def _parse(phase: Phase, out_dir: Path) -> Phase:
             key = FINAL_WORDS.get(word, "")
             if key:
                 counts[key] += n
+    tests, cut = cap_tests(tests)  # counts stay whole: only per-test outcomes are dropped
+    if cut:
+        notes.append(cut)
     return dataclasses.replace(
         phase,
         tests=tests,
@@ -166,6 +170,19 @@ def _parse(phase: Phase, out_dir: Path) -> Phase:
         setup=find_setup_problems(text) if phase.kind in TEST_KINDS else (),
         excerpt="\n".join([tail(text), *notes]).strip(),
     )
+
+
+def cap_tests(tests: dict[str, TestCase]) -> tuple[dict[str, TestCase], str]:
+    """At most ``tests_per_phase`` per-test outcomes (harness.limits), the ones not passed first:
+    (kept, a line naming the limit, or ""). A suite of 10**6 passing tests made a result file
+    the report skips."""
+    limit = limits.value("tests_per_phase")
+    if len(tests) <= limit:
+        return tests, ""
+    order = sorted(tests, key=lambda t: tests[t].outcome in ("passed", "skipped"))  # stable
+    kept = {t: tests[t] for t in order[:limit]}
+    return kept, ("[ft-harness] " + limits.note("tests_per_phase", f"{len(tests)} tests; "
+                                                f"{len(tests) - limit} passed or skipped outcomes not kept"))
 
 
 def parse_phase(phase: Phase, out_dir: Path) -> Phase:

@@ -205,3 +205,27 @@ def test_unclosed_quote_in_addopts_is_neutralized_and_named(tmp_path: Path) -> N
     assert setup.pytest_args == ("-o", "addopts=")
     assert any("cannot be read (No closing quotation)" in s for s in setup.sources)
     assert any("[dependency-groups] test: not a list (str)" in s for s in setup.sources)
+
+
+# ----------------------------------------------------------------------------- per phase
+
+
+def test_tests_per_phase_on_a_captured_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The mixed suite's captured plain run (12 tests, some failing) with the limit at 5: the
+    failures are kept, the passes dropped, the counts whole, the excerpt names the limit."""
+    import json
+
+    from harness.model import Phase
+    from harness.parse import incomplete, parse_phase
+
+    data = Path(__file__).resolve().parents[1] / "data" / "parse" / "mix"
+    raw = json.loads((data / "phases" / "plain-gil0.json").read_text())
+    whole = parse_phase(Phase.from_dict(raw), data)
+    monkeypatch.setenv("FT_HARNESS_LIMIT_TESTS_PER_PHASE", "5")
+    cut = parse_phase(Phase.from_dict(raw), data)
+    assert len(whole.tests) == 12 and len(cut.tests) == 5
+    assert cut.counts == whole.counts
+    bad = {t for t, tc in whole.tests.items() if tc.outcome not in ("passed", "skipped")}
+    assert bad and bad <= set(cut.tests)
+    assert "[ft-harness] limit tests_per_phase (5) exceeded: 12 tests; 7 passed or skipped" in cut.excerpt
+    assert incomplete(cut) == incomplete(whole)  # a cap is not a garbled log

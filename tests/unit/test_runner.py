@@ -414,3 +414,17 @@ def test_off_the_main_thread_the_signal_handlers_are_left_alone(tmp_path: Path) 
     t.join(30)
     assert seen == [before]
     assert result_path(tmp_path / "out", job.job_id).exists()
+
+
+def test_a_package_past_a_limit_gets_a_result_naming_it(tmp_path: Path) -> None:
+    from harness.limits import LimitExceeded
+
+    out = tmp_path / "out"
+    bomb, fine = jobs = make_jobs(2)
+    go(jobs, out, FakeSteps({bomb.job_id: _raise(LimitExceeded("extract_bytes", "x.tar.gz unpacks to more"))}))
+    res = read_result(result_path(out, bomb.job_id))
+    assert res.verdict == "infra-error"
+    (f,) = res.findings
+    assert f.evidence == "setup" and "limit extract_bytes (1073741824) exceeded" in f.message
+    assert "FT_HARNESS_LIMIT_EXTRACT_BYTES" in f.message and "bug of ft-harness" not in f.message
+    assert read_result(result_path(out, fine.job_id)).verdict == "compatible"

@@ -22,7 +22,19 @@ from packaging.requirements import Requirement
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.utils import InvalidSdistFilename, canonicalize_name, parse_sdist_filename
 
-from . import __version__, extract, fetch, infer, parse, pytestcfg, suite, tsan, verdict, wheels
+from . import (
+    __version__,
+    extract,
+    fetch,
+    infer,
+    jobfiles,
+    parse,
+    pytestcfg,
+    suite,
+    tsan,
+    verdict,
+    wheels,
+)
 from .backends.base import Backend, Workspace
 from .errors import InfraError
 from .model import (
@@ -33,18 +45,15 @@ from .model import (
     Phase,
     TestCommand,
     now_iso,
-    open_fresh,
-    read_regular,
 )
-from .parse.tsan import parse_tsan_dir
 from .plan import Job
 from .recipe import recipe
 from .suite import TOOLS, TOX
 from .watchdog import stall_seconds, watchdog_env
+from .wsfs import JobDir
 
 log = logging.getLogger(__name__)
 
-INNER = Path(__file__).parent / "_inner"
 COPY_IGNORE = shutil.ignore_patterns(".git", ".nox", ".tox", "build", "dist", "*.egg-info", "__pycache__", "*.so")
 
 Progress = Callable[[str, str], None]  # (job_id, step)
@@ -79,6 +88,12 @@ class _Ctx:
     def rel(self, host_path: Path) -> str:
         return str(host_path.relative_to(self.out))
 
+    @property
+    def fs(self) -> JobDir:
+        assert self.ws.fs is not None  # run_job opens it
+        return self.ws.fs
+
+
 
 def _base_env(job: Job) -> dict[str, str]:
     env = dict(job.package.env)
@@ -91,31 +106,33 @@ def _base_env(job: Job) -> dict[str, str]:
 
 def _run(ctx: _Ctx, name: str, kind: str, cmd: list[str] | TestCommand, *, env: dict[str, str],
          cwd: str, timeout: float, network: bool = False, gil: int | None = None, rep: int = 0,
-         junit: str = "", tsan_dir: Path | None = None, idle: float = 0) -> Phase:
+         junit: str = "", tsan_dir: str = "", idle: float = 0) -> Phase:
     test_command = cmd if isinstance(cmd, TestCommand) else None
     argv = list(cmd.argv()) if isinstance(cmd, TestCommand) else cmd
     ctx.progress(ctx.job.job_id, name)
-    log_host = ctx.ws.host("logs", f"{name}.log")
-    log_host.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        with open_fresh(log_host) as f:  # package code may have planted a link here
+    fs, log_host = ctx.fs, ctx.ws.host("logs", f"{name}.log")  # a name for the backend; made through fs
+    try:  # package code may have left a link at logs/, at the log, or at junit/: never followed
+        fs.makedirs("logs")
+        fs.makedirs("junit")
+        with fs.create_text(f"logs/{name}.log") as f:
             f.write(f"$ {shlex.join(argv)}\n# cwd: {cwd}\n# env: {json.dumps(env, sort_keys=True)}\n")
-    except OSError as e:
+        if tsan_dir:
+            fs.makedirs(tsan_dir)
+    except (OSError, ValueError) as e:
         raise InfraError(f"{ctx.job.job_id}: cannot create {log_host.name} in its workspace: {e}") from None
     ex = ctx.backend.run(ctx.ws, argv, env=env, cwd=cwd, timeout=min(timeout, ctx.remaining()),
                          log=log_host, network=network, idle=idle)
-    junit_host = ctx.ws.host(*junit.split("/")) if junit else None
     phase = Phase(
         name=name, kind=kind, gil=gil, rep=rep, command=tuple(argv), test_command=test_command,
         env=dict(env), cwd=cwd,
         exit_code=ex.exit_code, signal=ex.signal, timed_out=ex.timed_out, oom_killed=ex.oom_killed,
         duration=round(ex.duration, 3), log=ctx.rel(log_host),
-        junit=ctx.rel(junit_host) if junit_host is not None and junit_host.exists() else "",
+        junit=ctx.rel(ctx.ws.host(*junit.split("/"))) if junit and fs.is_file(junit) else "",
         infra=ex.infra,
     )
-    phase = parse.parse_phase(phase, ctx.out)
-    if tsan_dir is not None:
-        phase = replace(phase, tsan=tuple(parse_tsan_dir(tsan_dir)))
+    phase = parse.parse_phase(phase, ctx.out)  # reads below ctx.out through no link (wsfs)
+    if tsan_dir:
+        phase = replace(phase, tsan=tuple(jobfiles.tsan_reports(fs, tsan_dir)))
     ctx.phases.append(phase)
     log.info("%s %s: exit %s in %.1fs", ctx.job.job_id, name, ex.exit_code, ex.duration)
     return phase
@@ -130,7 +147,14 @@ def run_job(job: Job, *, interp: InterpreterInfo, python: str, backend: Backend,
     host_root.mkdir(parents=True)
     for d in ("logs", "junit"):
         (host_root / d).mkdir()
-    ws = backend.open(job.job_id, host_root, python, job.package.path)
+    # from here on every access to the workspace goes through this handle (harness.wsfs)
+    fs = JobDir(host_root)
+    try:
+        jobfiles.copy_own_files(fs, tsan=interp.sanitizer == "thread")  # before any package code runs
+    except BaseException:
+        fs.close()
+        raise
+    ws = replace(backend.open(job.job_id, host_root, python, job.package.path), fs=fs)
     ctx = _Ctx(job=job, ws=ws, backend=backend, out=out, progress=progress, phases=[],
                deadline=time.monotonic() + job.settings.job_timeout, interp=interp, tarball=tarball)
     version = ""
@@ -139,7 +163,11 @@ def run_job(job: Job, *, interp: InterpreterInfo, python: str, backend: Backend,
         version, extra = _steps(ctx)
     finally:
         backend.close(ws)
-        extract.drop_links(host_root, ("logs", "junit"))  # links package code left for later readers
+        # links, FIFOs, sockets package code left where reports copy from and CI uploads
+        dropped = fs.drop_non_regular(("logs", "junit"))
+        if dropped:
+            log.warning("%s: removed %d non-regular file(s) from logs/ and junit/: %s", job.job_id,
+                        len(dropped), ", ".join(dropped[:5]))
     if not version and not job.package.is_local:  # the fetch failed: a pinned spec still names it
         version = pinned_version(job.package.version)
     probe = extra.get("probe", {})
@@ -157,8 +185,9 @@ def run_job(job: Job, *, interp: InterpreterInfo, python: str, backend: Backend,
         if f.reproduce else f for f in decision.findings)
     install_ok = any(p.name == "install" and p.ok for p in ctx.phases)
     wheel = wheels.wheel_info(job.package.name, local=job.package.is_local, version=version,
-                              install_report=host_root / "logs" / "install-report.json",
+                              install_report=fs.read("logs/install-report.json", 64 * 1024 * 1024),
                               interp=interp, probe=probe, installed_ok=install_ok) if ctx.phases else None
+    fs.close()
     return JobResult(
         job_id=job.job_id, key=key, package=job.package.name,
         requested=job.package.path or job.package.version, version=version or probe.get("version", ""),
@@ -189,8 +218,7 @@ def _fetch_on_host(ctx: _Ctx, shown: list[str], env: dict[str, str]) -> Phase | 
     except fetch.NoSdist as e:
         code, text = 1, f"ERROR: {e}\n"
     log_host = ws.host("logs", "fetch.log")
-    log_host.parent.mkdir(parents=True, exist_ok=True)
-    with open_fresh(log_host) as f:
+    with ctx.fs.create_text("logs/fetch.log") as f:
         f.write(f"$ {shlex.join(shown)}\n# fetched by the host from the index's JSON page "
                 f"(PEP 691), nothing built\n{text}")
     phase = parse.parse_phase(Phase(
@@ -242,13 +270,10 @@ def _steps(ctx: _Ctx) -> tuple[str, dict]:
     job, ws = ctx.job, ctx.ws
     env = _base_env(job)
     supp: list[str] = []
-    if ctx.tsan:  # one merged suppressions file; the marker plugin beside the job
-        tsan.write_suppressions(Path(ctx.tarball), job.package.tsan_suppressions or None,
-                                ws.host("tsan.supp"))
+    if ctx.tsan:  # one merged suppressions file (the marker plugin is in inner/: run_job)
+        ctx.fs.write_new("tsan.supp", tsan.suppressions(Path(ctx.tarball), job.package.tsan_suppressions or None)
+                         .encode())
         supp = [ws.path("tsan.supp")]
-        ws.host("inner").mkdir(exist_ok=True)
-        shutil.copy2(INNER / "tsan_marker.py", ws.host("inner", "tsan_marker.py"))
-        shutil.copy2(INNER / "tsan_venv.py", ws.host("inner", "tsan_venv.py"))
         env = {**env, **tsan.install_env(ws.path("logs", "tsan", "install"), supp)}
     if ws.pip_cache:  # one pip cache per interpreter build: a wheel pip built for the plain
         # interpreter carries the same cp313t tag as one built with -fsanitize=thread
@@ -292,8 +317,14 @@ def _steps(ctx: _Ctx) -> tuple[str, dict]:
     src = ws.path(*src_host.relative_to(ws.host_root).parts)
     # what matrix.yaml leaves unsaid about the tests is read from the sdist (harness.infer)
     job, inferred_deps = _with_test_setup(ctx, src_host)
-    # 2. install
     tox = job.package.runner == "tox"
+    # what the test runs need from the source tree, read now: from the install on, package code
+    # has had the workspace, and the host reads nothing of it by name (harness.wsfs)
+    has_tests = suite.has_tests(src_host, job.package.tests)
+    own_config = suite.has_pytest_config(src_host, job.package.tests)
+    cfg = pytestcfg.pytest_config(src_host, job.package.tests, [])
+    in_package = None if tox else suite.tests_in_package(src_host, job.package.tests)
+    # 2. install
     pip = [vpy, "-m", "pip", "install", "--report", ws.path("logs", "install-report.json"),
            target, *TOOLS, *job.package.test_requires, *(TOX if tox else ())]
     venv = f"{shlex.quote(ws.python)} -m venv {shlex.quote(ws.path('venv'))}"
@@ -318,17 +349,17 @@ def _steps(ctx: _Ctx) -> tuple[str, dict]:
         _run(ctx, "test-deps", "setup", deps_cmd, env=env, cwd=ws.root,
              timeout=job.settings.install_timeout, network=True)
     vpy_tests = f"{src}/.tox/{job.package.tox_env}/bin/python" if tox else vpy
-    # 3. probe, in the default mode (with PYTHON_GIL=0 the warning is not printed)
-    shutil.copy2(INNER / "probe.py", ws.host("probe.py"))
+    # 3. probe, in the default mode (with PYTHON_GIL=0 the warning is not printed); probe.py was
+    # copied in at job start (_copy_own_files)
     dist = canonicalize_name(job.package.name) if not job.package.is_local else job.package.name
     _run(ctx, "probe", "probe", [vpy_tests, "-W", "default", ws.path("probe.py"), dist, ws.path("logs", "probe.json")],
          env=env, cwd=ws.root, timeout=300)
-    probe = _read_json(ws.host("logs", "probe.json"))
+    probe = jobfiles.read_json(ctx.fs.read("logs/probe.json", 16 * 1024 * 1024))
     version = version or probe.get("version", "")
     extra = {"probe": probe}
     # 4. test runs
     tests = job.package.tests  # matrix.yaml's, else what harness.infer found (_with_test_setup)
-    if not suite.has_tests(src_host, tests):
+    if not has_tests:
         log.info("%s: no tests in the source", job.job_id)
         return version, extra
     s = job.settings
@@ -339,11 +370,10 @@ def _steps(ctx: _Ctx) -> tuple[str, dict]:
     wenv = {} if ctx.tsan else watchdog_env(ws, base_env, s.test_timeout)  # plain and threaded runs
     idle = stall_seconds(s.test_timeout) if wenv else 0  # silent past the watchdog: frozen
     at, config = src, ""  # where the tests run (cwd, rootdir), and the source's config file for -c
-    found = None if tox else suite.installed_tests(src_host, tests, ws.host("venv"))
+    found = jobfiles.site_packages(ctx.fs, in_package) if in_package else None
     if found:
-        job, at, tests, config = _from_installed(ctx, src_host, src, found)
-    base = suite.command(job, ws, vpy, tests, src=at, own_config=suite.has_pytest_config(src_host, job.package.tests),
-                         config=config)
+        job, at, tests, config = _from_installed(ctx, f"{src}/{cfg[0]}" if cfg else "", found)
+    base = suite.command(job, ws, vpy, tests, src=at, own_config=own_config, config=config)
     threads = (f"--parallel-threads={s.threads}", f"--iterations={s.iterations}")
 
     def run_once(name: str) -> tuple[str, ...]:  # what only this run needs: workers, its JUnit file
@@ -355,10 +385,10 @@ def _steps(ctx: _Ctx) -> tuple[str, dict]:
             break
         menv = {**base_env, "PYTHON_GIL": str(mode)}
         name = f"plain-gil{mode}"
-        penv, tdir = menv, None
+        penv, tdir = menv, ""
         if ctx.tsan:
             penv = {**menv, **tsan.tsan_env(ws.path("logs", "tsan", name), supp, source_dir=src)}
-            tdir = ws.host("logs", "tsan", name)
+            tdir = f"logs/tsan/{name}"
         _run(ctx, name, "plain", replace(base, this_run=run_once(name)),
              env={**penv, **wenv}, cwd=at, timeout=s.job_timeout, gil=mode, junit=f"junit/{name}.xml", tsan_dir=tdir,
              idle=idle)
@@ -375,11 +405,10 @@ def _steps(ctx: _Ctx) -> tuple[str, dict]:
                 name = f"tsan-gil{mode}-r{rep}"
                 tenv = {**menv, **tsan.tsan_env(ws.path("logs", "tsan", name), supp, source_dir=src),
                         "PYTHONPATH": ws.path("inner")}
-                ws.host("logs", "tsan", name).mkdir(parents=True, exist_ok=True)
                 _run(ctx, name, "tsan", replace(base, plugins=("-p", tsan.MARKER_PLUGIN), threads=threads,
                                                 this_run=run_once(name)),
                      env=tenv, cwd=at, timeout=s.job_timeout, gil=mode,
-                     rep=rep, junit=f"junit/{name}.xml", tsan_dir=ws.host("logs", "tsan", name))
+                     rep=rep, junit=f"junit/{name}.xml", tsan_dir=f"logs/tsan/{name}")
                 continue
             name = f"threads-gil{mode}-r{rep}"
             _run(ctx, name, "threads", replace(base, threads=threads, this_run=run_once(name)),
@@ -429,13 +458,11 @@ def _confirm(ctx: _Ctx, probe: dict, base_env: dict[str, str]) -> None:
                      timeout=min(left, s.test_timeout + 30), gil=mode, rep=rep, junit=f"junit/{name}.xml")
 
 
-def _from_installed(ctx: _Ctx, src_host: Path, src: str, found: tuple[Path, str]) -> tuple[Job, str, str, str]:
-    """The job set to run its tests from site-packages (``installed_tests``): (job, where they
+def _from_installed(ctx: _Ctx, config: str, found: tuple[str, str]) -> tuple[Job, str, str, str]:
+    """The job set to run its tests from site-packages (``_site_packages``): (job, where they
     run, the tests' path there, the source's pytest config file or ""); the test setup says so."""
-    sp_host, rel = found
-    at = ctx.ws.path(*sp_host.relative_to(ctx.ws.host_root).parts)
-    cfg = pytestcfg.pytest_config(src_host, ctx.job.package.tests, [])
-    config = f"{src}/{cfg[0]}" if cfg else ""
+    sp, rel = found
+    at = ctx.ws.path(*sp.split("/"))
     pkg = ctx.job.package
     args = pkg.pytest_args
     if ctx.test_setup.get("pytest_args_from") == "inferred":  # no source tree to shadow the build now
@@ -447,12 +474,3 @@ def _from_installed(ctx: _Ctx, src_host: Path, src: str, found: tuple[Path, str]
                       + [why]}
     ctx.job = replace(ctx.job, package=replace(pkg, pytest_args=args))
     return ctx.job, at, rel, config
-
-
-def _read_json(path: Path) -> dict:
-    raw = read_regular(path, 16 * 1024 * 1024)  # probe.json: written by code in the package's venv
-    try:
-        data = json.loads(raw) if raw is not None else {}
-    except (ValueError, RecursionError):
-        return {}
-    return data if isinstance(data, dict) else {}

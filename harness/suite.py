@@ -65,13 +65,10 @@ def shadowing(src_host: Path, tests: str, name: str) -> str:
     return ""
 
 
-def installed_tests(src_host: Path, tests: str, venv_host: Path) -> tuple[Path, str] | None:
-    """(site-packages dir, the tests' path in it) when the suite lives inside the package's own
-    import directory (``numpy/tests``, ``src/pkg/tests``) and the install shipped it, with no
-    ``conftest.py`` of the source outside that package. Run from the source tree, pytest would
-    import the source's package for its conftest.py while the tests import the installed one
-    (``ImportPathMismatchError``, numpy) or test the unbuilt source; run from site-packages, the
-    suite tests the build. None otherwise."""
+def tests_in_package(src_host: Path, tests: str) -> str | None:
+    """The tests' path below the import root when they sit inside the package's own import
+    directory with no ``conftest.py`` of the source outside it (``installed_tests``), else None.
+    Read from the source before the install runs package code."""
     parts = Path(tests).parts if tests else ()
     for i in range(len(parts)):  # the import root: the first dir whose child is a package
         if (src_host.joinpath(*parts[: i + 1]) / "__init__.py").is_file():
@@ -82,6 +79,19 @@ def installed_tests(src_host: Path, tests: str, venv_host: Path) -> tuple[Path, 
     if len(rel.parts) < 2:  # a top-level tests package is not inside the package (and may clash)
         return None
     if any((d / "conftest.py").is_file() for d in [root, *root.parents] if d == src_host or src_host in d.parents):
+        return None
+    return str(rel)
+
+
+def installed_tests(src_host: Path, tests: str, venv_host: Path) -> tuple[Path, str] | None:
+    """(site-packages dir, the tests' path in it) when the suite lives inside the package's own
+    import directory (``numpy/tests``, ``src/pkg/tests``) and the install shipped it, with no
+    ``conftest.py`` of the source outside that package. Run from the source tree, pytest would
+    import the source's package for its conftest.py while the tests import the installed one
+    (``ImportPathMismatchError``, numpy) or test the unbuilt source; run from site-packages, the
+    suite tests the build. None otherwise."""
+    rel = tests_in_package(src_host, tests)
+    if rel is None:
         return None
     for sp in sorted(venv_host.glob("lib/python*/site-packages")):
         # the install ran package code: a link out of the venv is not followed

@@ -146,8 +146,15 @@ def _cpython_suppressions(tarball: str, mtime: float) -> str:
 
 
 def write_suppressions(tarball: Path, extra: str | None, dest: Path) -> Path:
-    """Merge CPython's suppressions (from the very source the interpreter was built from),
-    the harness's few additions and the package's ``tsan_suppressions`` file into ``dest``."""
+    """``suppressions`` written to ``dest``."""
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    dest.write_text(suppressions(tarball, extra), encoding="utf-8")
+    return dest
+
+
+def suppressions(tarball: Path, extra: str | None) -> str:
+    """CPython's suppressions (from the very source the interpreter was built from), the
+    harness's few additions and the package's ``tsan_suppressions`` file, merged."""
     cpython = _cpython_suppressions(str(tarball), tarball.stat().st_mtime)
     if not cpython:
         log.warning("%s has no %s: interpreter races will be reported", tarball.name,
@@ -161,6 +168,4 @@ def write_suppressions(tarball: Path, extra: str | None, dest: Path) -> Path:
         except OSError as e:
             raise BuildError(f"cannot read tsan_suppressions {extra}: {e}") from None
         parts += [f"\n# package tsan_suppressions: {extra}\n", text.rstrip("\n") + "\n"]
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    dest.write_text("".join(parts), encoding="utf-8")
-    return dest
+    return "".join(parts)

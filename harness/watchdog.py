@@ -11,11 +11,11 @@ pytest-timeout's thread method. Under ``runner: tox`` the tox env is told to pas
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 from .backends.base import Workspace
 from .parse.hang import WATCHDOG_ENV
+from .wsfs import JobDir
 
 PLUGIN = "ft_harness_watchdog"
 SOURCE = Path(__file__).parent / "_inner" / f"{PLUGIN}.py"
@@ -38,12 +38,19 @@ def stall_seconds(test_timeout: int) -> int:
     return seconds(test_timeout) + 60
 
 
+PLUGIN_DIR = "inner/watchdog"  # in the workspace: a directory of its own, so nothing else of ours
+#                               can shadow one of the package's modules
+
+
+def install(fs: JobDir) -> None:
+    """Copy the plugin into the workspace: at job start, before any package code runs
+    (``harness.wsfs``); the test runs find it there."""
+    fs.copy_in(SOURCE, f"{PLUGIN_DIR}/{PLUGIN}.py")
+
+
 def watchdog_env(ws: Workspace, env: dict[str, str], test_timeout: int) -> dict[str, str]:
-    """The variables that load the plugin, added to ``env``'s own PYTHONPATH and PYTEST_PLUGINS.
-    The plugin is copied into a directory of its own, so nothing else of ours can shadow one of
-    the package's modules."""
-    ws.host("inner", "watchdog").mkdir(parents=True, exist_ok=True)
-    shutil.copy2(SOURCE, ws.host("inner", "watchdog", f"{PLUGIN}.py"))
-    path = ":".join(x for x in (ws.path("inner", "watchdog"), env.get("PYTHONPATH", "")) if x)
+    """The variables that load the plugin (``install`` put it in the workspace), added to
+    ``env``'s own PYTHONPATH and PYTEST_PLUGINS."""
+    path = ":".join(x for x in (ws.path(*PLUGIN_DIR.split("/")), env.get("PYTHONPATH", "")) if x)
     plugins = ",".join(x for x in (PLUGIN, env.get("PYTEST_PLUGINS", "")) if x)
     return {"PYTHONPATH": path, "PYTEST_PLUGINS": plugins, ENV: str(seconds(test_timeout))}

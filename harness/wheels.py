@@ -168,11 +168,13 @@ def installed_from(report: dict[str, Any], name: str) -> str:
     return ""
 
 
-def wheel_info(name: str, *, local: bool, version: str, install_report: Path,
+def wheel_info(name: str, *, local: bool, version: str, install_report: Path | bytes | None,
                interp: InterpreterInfo, probe: dict[str, Any], installed_ok: bool = True) -> Wheel:
     """The wheel column: what the index offers for this release and what pip installed
-    (``installed_ok``: the install phase succeeded; pip may write its report and then fail)."""
-    raw = read_regular(install_report, 64 * 1024 * 1024)  # in the workspace: never follow a link
+    (``installed_ok``: the install phase succeeded; pip may write its report and then fail).
+    ``install_report``: pip's --report, as bytes the job read through ``harness.wsfs``, or a path."""
+    raw = (install_report if isinstance(install_report, bytes) or install_report is None
+           else read_regular(install_report, 64 * 1024 * 1024))
     try:
         report = json.loads(raw) if raw is not None else {}
     except (ValueError, RecursionError):

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
 from ..model import Exec, InterpreterInfo
+from ..wsfs import JobDir
 
 Say = Callable[[str], None]  # one line for the user (the CLI prints it; the default logs it)
 
@@ -21,15 +23,15 @@ class Quiet:
     watchdog's time is frozen in a way even faulthandler cannot dump (a stop-the-world that never
     completes holds the lock it needs): the backends end it then, not at the job timeout."""
 
-    def __init__(self, log: Path, seconds: float) -> None:
-        self.log, self.seconds = log, seconds
+    def __init__(self, log: int, seconds: float) -> None:
+        self.log, self.seconds = log, seconds  # log: an fd the host holds on the log (wsfs)
         self.size, self.since = -1, time.monotonic()
 
     def stalled(self) -> bool:
         if self.seconds <= 0:
             return False
         try:
-            size = os.lstat(self.log).st_size
+            size = os.fstat(self.log).st_size
         except OSError:
             size = -1
         now = time.monotonic()
@@ -57,12 +59,24 @@ class Workspace:
     pip_cache: str = ""  # the shared pip cache root, as the backend sees it ("" = pip's default)
     image: str = ""  # the image its commands run in (docker); never keyed by the python path,
     #                  which two builds of one series share (/opt/python/bin/python3.13t)
+    fs: JobDir | None = field(default=None, compare=False, repr=False)  # the handle job.py opened
 
     def path(self, *parts: str) -> str:
         return "/".join([self.root.rstrip("/"), *parts])
 
     def host(self, *parts: str) -> Path:
+        """A name for messages and for the backends' mounts; files are reached through ``fs``."""
         return self.host_root.joinpath(*parts)
+
+
+@contextlib.contextmanager
+def job_dir(ws: Workspace) -> Iterator[JobDir]:
+    """The workspace's handle (``harness.wsfs``): the job's own, else one opened for this use."""
+    if ws.fs is not None:
+        yield ws.fs
+        return
+    with JobDir(ws.host_root) as d:
+        yield d
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -26,11 +26,13 @@ import threading
 import time
 from collections.abc import Mapping
 from pathlib import Path
+from typing import BinaryIO
 
 from ..errors import InfraError
 from ..images import clean, daemon_error, docker_client, remove_volumes
-from ..model import Exec, append_regular
-from .base import Quiet, Workspace, killed_note
+from ..model import Exec
+from ..wsfs import JobDir
+from .base import Quiet, Workspace, job_dir, killed_note
 
 log = logging.getLogger(__name__)
 
@@ -105,22 +107,19 @@ class DockerBackend:
             raise daemon_error(e) from None
         return name
 
-    def _own(self, root: Path) -> None:
-        """Make the workspace writable for the container user (only needed as root)."""
+    def _own(self, fs: JobDir) -> None:
+        """Make the workspace writable for the container user (only needed as root); through
+        the workspace's handle, links changed themselves, never followed (``harness.wsfs``)."""
         if os.geteuid() != 0:
             return
-        for dirpath, dirnames, filenames in os.walk(root):
-            for name in (dirpath, *(os.path.join(dirpath, n) for n in dirnames + filenames)):
-                with contextlib.suppress(OSError):
-                    st = os.lstat(name)
-                    if st.st_uid != self.uid or st.st_gid != self.gid:
-                        os.lchown(name, self.uid, self.gid)
+        fs.chown_all(self.uid, self.gid)
 
     def open(self, job_id: str, host_root: Path, python: str, source: str) -> Workspace:
         """``python`` is the interpreter's path inside the job's image (``job_images``)."""
         host_root = Path(host_root).resolve()
         host_root.mkdir(parents=True, exist_ok=True)
-        self._own(host_root)
+        with JobDir(host_root) as fs:  # before any package code ran
+            self._own(fs)
         self._ensure_pip_cache(job_id)
         mounts = {str(host_root): {"bind": ROOT, "mode": "rw"}}
         seen_source = ""
@@ -146,10 +145,11 @@ class DockerBackend:
             return self._jobs.get(str(ws.host_root), ws.host_root.name)
 
     def _in_container(self, ws: Workspace, path: Path) -> str | None:
-        path = Path(path).resolve()
-        if ws.host_root == path or ws.host_root in path.parents:
-            return f"{ROOT}/{path.relative_to(ws.host_root)}"
-        return None
+        """``path`` (a host path under the workspace) as the container sees it; no link resolved."""
+        try:
+            return f"{ROOT}/{Path(path).relative_to(ws.host_root).as_posix()}"
+        except ValueError:
+            return None
 
     def _config(self, ws: Workspace, argv: list[str], env: dict[str, str], cwd: str,
                 log_in: str | None, network: bool) -> dict:
@@ -197,9 +197,20 @@ class DockerBackend:
             if job_id in self._closed or self._cancelled:
                 return Exec(exit_code=None, infra="job was closed (interrupted)")
         log = Path(log)
-        log.parent.mkdir(parents=True, exist_ok=True)
         log_in = self._in_container(ws, log)
-        self._own(ws.host_root)
+        with job_dir(ws) as fs:
+            self._own(fs)
+            try:  # the host's own handle on the log (job._run made it): read for its size,
+                # appended to below; never reached by its name again
+                log_fd = fs.open_append(fs.rel(log))
+            except (OSError, ValueError) as e:
+                return Exec(exit_code=None, infra=f"cannot open the log {log.name}: {e}")
+        with os.fdopen(log_fd, "ab") as log_file:
+            return self._run(ws, job_id, argv, env=env, cwd=cwd, timeout=timeout, log_in=log_in,
+                             log_file=log_file, network=network, idle=idle)
+
+    def _run(self, ws: Workspace, job_id: str, argv: list[str], *, env: dict[str, str], cwd: str,
+             timeout: float, log_in: str | None, log_file: BinaryIO, network: bool, idle: float) -> Exec:
         config = self._config(ws, argv, env, cwd, log_in, network)
         started = time.monotonic()
         try:
@@ -214,7 +225,7 @@ class DockerBackend:
                 return Exec(exit_code=None, infra="job was closed (interrupted)")
             container.start()
             # the log grows on the host only when the container writes it through the mount
-            quiet = Quiet(log, idle if log_in is not None else 0)
+            quiet = Quiet(log_file.fileno(), idle if log_in is not None else 0)
             timed_out = self._wait(container, started + timeout, quiet)
             duration = time.monotonic() - started
             stalled = timed_out and duration < timeout  # ended before its deadline: the log stalled
@@ -230,9 +241,9 @@ class DockerBackend:
             state = self._state(container)
             if not timed_out:
                 self._check_external_stop(state)
-            self._collect_logs(container, log, appended=log_in is not None)
+            self._collect_logs(container, log_file)
             if timed_out:  # the same note as the local backend
-                append_regular(log, killed_note(duration, timeout, idle if stalled else 0))
+                log_file.write(killed_note(duration, timeout, idle if stalled else 0))
         except InfraError:
             raise
         except Exception as e:
@@ -302,14 +313,14 @@ class DockerBackend:
         except InfraError:
             return False
 
-    def _collect_logs(self, container, log: Path, *, appended: bool) -> None:
+    def _collect_logs(self, container, log_file: BinaryIO) -> None:
         """Whatever reached docker's log (the command's output, or the shell's own error)."""
         try:
             data = container.logs(stdout=True, stderr=True)
         except Exception:
             data = b""
         if data:
-            append_regular(log, data)
+            log_file.write(data)
 
     @staticmethod
     def _outcome(state: dict, timed_out: bool, duration: float) -> Exec:

@@ -16,8 +16,8 @@ import threading
 import time
 from pathlib import Path
 
-from ..model import Exec, append_regular
-from .base import Quiet, Workspace, killed_note
+from ..model import Exec
+from .base import Quiet, Workspace, job_dir, killed_note
 
 POLL = 1.0  # seconds between checks of a running command's log (``idle``)
 
@@ -61,9 +61,10 @@ class LocalBackend:
         if self._cancelled.is_set():
             return Exec(exit_code=None, infra="cancelled")
         start = time.monotonic()
-        try:  # the log the host just created (job._run): never a link package code put there
-            fd = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o644)
-        except OSError as e:
+        try:  # the log the host just created (job._run), through no link at any component
+            with job_dir(ws) as fs:
+                fd = fs.open_append(fs.rel(log))
+        except (OSError, ValueError) as e:
             return Exec(exit_code=None, infra=f"cannot open the log {log.name}: {e}")
         with os.fdopen(fd, "ab") as out:
             try:
@@ -77,7 +78,7 @@ class LocalBackend:
             with self._lock:
                 self._procs[proc.pid] = proc
             timed_out, stalled = False, False
-            quiet, deadline = Quiet(log, idle), start + timeout
+            quiet, deadline = Quiet(fd, idle), start + timeout
             try:
                 while True:
                     try:
@@ -94,10 +95,10 @@ class LocalBackend:
                 with self._lock:
                     self._procs.pop(proc.pid, None)
                 _kill_group(proc)  # leftovers of the group (daemonised children)
+            if timed_out:  # through the fd opened above, never the name again
+                out.write(killed_note(time.monotonic() - start, timeout, idle if stalled else 0))
         rc = proc.returncode
         sig = -rc if rc is not None and rc < 0 else None
-        if timed_out:
-            append_regular(log, killed_note(time.monotonic() - start, timeout, idle if stalled else 0))
         return Exec(exit_code=None if timed_out else rc, signal=None if timed_out else sig,
                     timed_out=timed_out, duration=time.monotonic() - start,
                     infra="cancelled" if self._cancelled.is_set() else "")

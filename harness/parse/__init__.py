@@ -16,6 +16,7 @@ from pathlib import Path
 
 from .. import limits
 from ..model import OUTCOMES, Phase, TestCase, read_regular
+from ..wsfs import read_beneath
 from .crash import find_crashes
 from .gil import gil_modules
 from .hang import WATCHDOG_ENDED, WATCHDOG_ENV, find_hang, internal_timeout, watchdog_tests
@@ -39,10 +40,12 @@ FINAL_WORDS = {
 }
 
 
-def read_text(path: Path) -> str:
+def read_text(path: Path, rel: str = "") -> str:
     """A file's text, '' when missing or not a regular file (a symlink package code planted is
-    never followed); undecodable bytes replaced, huge files cut in the middle."""
-    data = read_regular(path, MAX_READ)
+    never followed); undecodable bytes replaced, huge files cut in the middle. With ``rel``: the
+    file at ``rel`` below ``path`` (the output dir), through no link at any component of ``rel``
+    (``harness.wsfs``: a job's logs/ or junit/ may be a link package code left)."""
+    data = read_beneath(path, rel, MAX_READ) if rel else read_regular(path, MAX_READ)
     if data is None:
         return ""
     return data.replace(b"\x00", b"").decode("utf-8", errors="replace")
@@ -83,8 +86,8 @@ def _internal_cause(text: str) -> str:
 
 
 def _parse(phase: Phase, out_dir: Path) -> Phase:
-    text = read_text(out_dir / phase.log) if phase.log else ""
-    jtext = read_text(out_dir / phase.junit) if phase.junit else ""
+    text = read_text(out_dir, phase.log) if phase.log else ""
+    jtext = read_text(out_dir, phase.junit) if phase.junit else ""
     plog = parse_log(text)
     cases, clean = parse_junit(jtext) if jtext else ([], False)
     notes = []
@@ -191,7 +194,7 @@ def parse_phase(phase: Phase, out_dir: Path) -> Phase:
         return _parse(phase, Path(out_dir))
     except Exception:  # a bug of ours must not lose the package's result
         log.exception("parsing phase %s failed", phase.name)
-        text = read_text(Path(out_dir) / phase.log) if phase.log else ""
+        text = read_text(Path(out_dir), phase.log) if phase.log else ""
         return dataclasses.replace(phase, excerpt=tail(text))
 
 

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from harness import wheels
-from harness.job import INNER
+from harness.jobfiles import INNER
 from harness.model import InterpreterInfo
 
 pytestmark = [pytest.mark.integration, pytest.mark.network]

@@ -9,10 +9,14 @@ from pathlib import Path
 
 from harness.backends.base import Workspace
 from harness.parse.hang import find_hang, watchdog_dumps
-from harness.watchdog import PLUGIN, SOURCE, seconds, watchdog_env
+from harness.watchdog import PLUGIN, SOURCE, install, seconds, watchdog_env
+from harness.wsfs import JobDir
 
 
 def _ws(tmp_path: Path) -> Workspace:
+    (tmp_path / "host").mkdir(exist_ok=True)
+    with JobDir(tmp_path / "host") as fs:
+        install(fs)
     return Workspace(host_root=tmp_path / "host", root="/ws", python="/py")
 
 

@@ -1,0 +1,225 @@
+"""harness.wsfs: the workspace reached through no link at any component (#30), and the guard
+that keeps every host access to a workspace going through it."""
+
+from __future__ import annotations
+
+import ast
+import os
+import socket
+from pathlib import Path
+
+import pytest
+
+from harness import wsfs
+from harness.wsfs import JobDir, read_beneath
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(params=["openat2", "walk"])
+def resolver(request, monkeypatch):
+    """Each test twice: with openat2 (when the kernel has it) and with the O_NOFOLLOW walk."""
+    if request.param == "walk":
+        monkeypatch.setattr(wsfs, "_OPENAT2", False)
+    else:
+        root = os.open("/", os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            fd = wsfs._openat2(root, "proc", os.O_RDONLY | os.O_DIRECTORY, 0)
+        finally:
+            os.close(root)
+        if fd is None:
+            pytest.skip("this kernel has no openat2")
+        os.close(fd)
+    return request.param
+
+
+def _ws(tmp_path: Path) -> tuple[Path, Path, JobDir]:
+    """A workspace with logs/ and a host dir outside it holding a secret and a target file."""
+    host = tmp_path / "host"
+    host.mkdir()
+    (host / "secret.txt").write_text("SECRET\n")
+    (host / "target.txt").write_text("ORIGINAL\n")
+    ws = tmp_path / "ws"
+    (ws / "logs").mkdir(parents=True)
+    return ws, host, JobDir(ws)
+
+
+def test_a_link_at_any_component_is_never_followed(tmp_path: Path, resolver: str) -> None:
+    ws, host, fs = _ws(tmp_path)
+    (ws / "logs" / "a.log").symlink_to(host / "secret.txt")  # the last component
+    (ws / "junit").symlink_to(host)  # a directory on the way
+    (ws / "inner").mkdir()
+    (ws / "inner" / "watchdog").symlink_to(host)  # a directory deeper down
+    with fs:
+        assert fs.read("logs/a.log", 100) is None
+        assert fs.read("junit/secret.txt", 100) is None
+        assert fs.read("inner/watchdog/secret.txt", 100) is None
+        assert read_beneath(tmp_path, "ws/junit/secret.txt", 100) is None
+        assert read_beneath(tmp_path, "ws/logs/a.log", 100) is None
+        assert not fs.is_file("junit/secret.txt") and not fs.is_dir("inner/watchdog")
+        assert fs.listdir("junit") == []
+        assert not fs.append("junit/target.txt", b"x") and not fs.append("logs/a.log", b"x")
+        with pytest.raises(OSError):
+            fs.open_append("inner/watchdog/target.txt")
+        with pytest.raises(ValueError):
+            fs.open_new("../host/target.txt")
+    assert (host / "secret.txt").read_text() == "SECRET\n" and (host / "target.txt").read_text() == "ORIGINAL\n"
+
+
+def test_the_hosts_own_files_and_dirs_replace_what_package_code_left(tmp_path: Path, resolver: str) -> None:
+    ws, host, fs = _ws(tmp_path)
+    (ws / "probe.py").symlink_to(host / "target.txt")
+    (ws / "inner").symlink_to(host)
+    (ws / "junit").symlink_to(host)
+    with fs:
+        fs.copy_in(Path(wsfs.__file__), "probe.py")  # a link at the file: removed, not followed
+        fs.copy_in(Path(wsfs.__file__), "inner/watchdog/plugin.py")  # a link at a dir on the way
+        fs.makedirs("junit")
+        with fs.create_text("logs/x.log") as f:
+            f.write("header\n")
+        assert fs.append("logs/x.log", b"more\n")
+        assert fs.read("logs/x.log", 100) == b"header\nmore\n"
+    assert not (ws / "probe.py").is_symlink() and (ws / "probe.py").read_bytes() == Path(wsfs.__file__).read_bytes()
+    assert not (ws / "inner").is_symlink() and (ws / "inner" / "watchdog" / "plugin.py").is_file()
+    assert not (ws / "junit").is_symlink() and (ws / "junit").is_dir()
+    assert sorted(p.name for p in host.iterdir()) == ["secret.txt", "target.txt"]  # nothing made there
+    assert (host / "target.txt").read_text() == "ORIGINAL\n"
+
+
+def test_reads_are_capped_head_and_tail(tmp_path: Path, resolver: str) -> None:
+    ws, _, fs = _ws(tmp_path)
+    (ws / "logs" / "big.log").write_bytes(b"a" * 1000 + b"b" * 1000)
+    with fs:
+        got = fs.read("logs/big.log", 100)
+    assert got is not None and got.startswith(b"a" * 50) and got.endswith(b"b" * 50) and b"cut" in got
+
+
+def test_non_regular_files_are_removed_from_logs_and_junit(tmp_path: Path, resolver: str) -> None:
+    ws, host, fs = _ws(tmp_path)
+    (ws / "junit").mkdir()
+    (ws / "logs" / "tsan").mkdir()
+    os.mkfifo(ws / "logs" / "fifo.log")
+    s = socket.socket(socket.AF_UNIX)
+    s.bind(str(ws / "junit" / "sock.xml"))
+    (ws / "logs" / "tsan" / "link").symlink_to(host / "secret.txt")
+    (ws / "logs" / "ok.log").write_text("kept\n")
+    with fs:
+        removed = fs.drop_non_regular(("logs", "junit"))
+    s.close()
+    assert sorted(removed) == ["junit/sock.xml", "logs/fifo.log", "logs/tsan/link"]
+    left = sorted(str(p.relative_to(ws)) for p in ws.rglob("*"))
+    assert left == ["junit", "logs", "logs/ok.log", "logs/tsan"]
+    (ws / "logs2").symlink_to(host)
+    with JobDir(ws) as fs2:
+        assert fs2.drop_non_regular(("logs2",)) == ["logs2"]  # the dir itself a link: removed
+    assert (host / "secret.txt").exists()
+
+
+def test_chown_all_changes_links_themselves(tmp_path: Path, resolver: str) -> None:
+    ws, host, fs = _ws(tmp_path)
+    (ws / "logs" / "l").symlink_to(host / "target.txt")
+    before = os.stat(host / "target.txt")
+    with fs:
+        fs.chown_all(os.getuid(), os.getgid())  # as root in CI: lchown; anywhere: never the target
+    after = os.stat(host / "target.txt")
+    assert (before.st_uid, before.st_gid, before.st_ctime_ns) == (after.st_uid, after.st_gid, after.st_ctime_ns)
+
+
+# ---- the guard: no other module touches a workspace path by name --------------------------
+
+WS_NAMES = {"host_root", "src_host", "venv_host", "log_host", "junit_host", "sp_host"}
+THROUGH_WSFS = {"fs", "ctx.fs", "ws.fs", "self.fs"}  # a JobDir: its methods are the safe way in
+# calls that only name a path (or hand a name to a callee that goes through harness.wsfs)
+NAMING = {"relative_to", "joinpath", "rel", "path", "host", "str", "Path", "JobDir", "replace", "Workspace",
+          "split", "as_posix", "resolve", "_in_container", "len", "is_relative_to", "get", "join",
+          "warning", "info", "debug", "_job_id", "InfraError", "isinstance", "startswith", "any",
+          "Phase", "parse_phase", "tsan_reports", "makedirs", "run", "rstrip"}
+# every other call that reaches a workspace path by name, and why it may: each is made before
+# the first step that runs package code (or reads the source tree the host has just made)
+ALLOWED = {
+    ("harness/job.py", "shutil.rmtree(host_root"): "job start: a previous run's workspace (rmtree is fd-based, never follows links)",
+    ("harness/job.py", "host_root.mkdir("): "job start",
+    ("harness/job.py", "(host_root / d).mkdir("): "job start",
+    ("harness/job.py", "backend.open(job.job_id, host_root"): "job start: the backend's mounts",
+    ("harness/job.py", "fetch.sdist("): "before any package code: the host's own download",
+    ("harness/job.py", "fetch.clear("): "before any package code",
+    ("harness/job.py", "extract.fresh_dir(src_host"): "a local package's copy: before any package code",
+    ("harness/job.py", "shutil.copytree(job.package.path, src_host"): "a local package's copy: before any package code",
+    ("harness/job.py", "extract.archives(ws.host('sdist'))"): "sdist/ checked not a link, files opened O_NOFOLLOW",
+    ("harness/job.py", "extract.extract(archives[0], src_host"): "into a src/ made anew by the host",
+    ("harness/job.py", "infer.infer_test_setup(src_host"): "the tree the host just extracted, before the install",
+    ("harness/job.py", "suite.shadowing(src_host"): "before the install",
+    ("harness/job.py", "_with_test_setup(ctx, src_host"): "before the install",
+    ("harness/job.py", "suite.has_tests(src_host"): "before the install",
+    ("harness/job.py", "suite.has_pytest_config(src_host"): "before the install",
+    ("harness/job.py", "pytestcfg.pytest_config(src_host"): "before the install",
+    ("harness/job.py", "suite.tests_in_package(src_host"): "before the install",
+    ("harness/backends/docker.py", "host_root.mkdir("): "Backend.open: job start",
+    ("harness/suite.py", "pytestcfg.pytest_config(src_host"): "the source's readers: job.py calls them before the install",
+    ("harness/suite.py", "(src_host / tests / '__init__.py').is_file()"): "the source's readers",
+    ("harness/suite.py", "(src_host.joinpath("): "the source's readers",
+    ("harness/suite.py", "tests_in_package(src_host"): "the source's readers",
+    ("harness/suite.py", "sorted(venv_host.glob("): "installed_tests: not called by the job (jobfiles.site_packages is)",
+    ("harness/suite.py", "venv_host.glob("): "installed_tests: not called by the job",
+}
+
+
+def _callee(call: ast.Call) -> str:
+    f = call.func
+    return f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
+
+
+def _names_workspace(node: ast.AST) -> bool:
+    for n in ast.walk(node):
+        if isinstance(n, ast.Name) and n.id in WS_NAMES:
+            return True
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "host":
+            return True
+    return False
+
+
+def workspace_accesses(source: str) -> list[tuple[int, str]]:
+    """(line, call) for each call that reaches a workspace path by name."""
+    found = []
+    for call in ast.walk(ast.parse(source)):
+        if isinstance(call, ast.Call) and _callee(call) not in NAMING:
+            if isinstance(call.func, ast.Attribute) and ast.unparse(call.func.value) in THROUGH_WSFS:
+                continue
+            parts = [*call.args, *(k.value for k in call.keywords)]
+            if isinstance(call.func, ast.Attribute):
+                parts.append(call.func.value)
+            if any(_names_workspace(a) for a in parts):
+                found.append((call.lineno, ast.unparse(call)))
+    return sorted(found)
+
+
+def test_the_guard_sees_a_new_access() -> None:
+    planted = ("def f(ws, INNER):\n    shutil.copy2(INNER / 'probe.py', ws.host('probe.py'))\n"
+               "    ws.host('inner', 'watchdog').mkdir(parents=True)\n    open(log_host, 'w')\n")
+    assert [line for line, _ in workspace_accesses(planted)] == [2, 3, 4]
+
+
+def test_every_host_access_to_a_workspace_goes_through_wsfs() -> None:
+    bad, used = [], set()
+    for p in sorted((ROOT / "harness").rglob("*.py")):
+        rel = str(p.relative_to(ROOT))
+        if p.name == "wsfs.py" or "_inner" in p.parts:
+            continue
+        for line, call in workspace_accesses(p.read_text()):
+            key = next((k for k in ALLOWED if k[0] == rel and call.startswith(k[1])), None)
+            if key is None:
+                bad.append(f"{rel}:{line}: {call[:120]}")
+            used.add(key)
+    assert bad == [], "reach the workspace through harness.wsfs.JobDir (ws.fs), not by name:\n" + "\n".join(bad)
+    assert set(ALLOWED) - used == set(), "an allowed access is gone: drop it from ALLOWED"
+
+
+def test_after_the_install_the_job_reads_nothing_of_the_workspace_by_name() -> None:
+    """In job._steps, from the install step on, every access is through ctx.fs."""
+    src = (ROOT / "harness" / "job.py").read_text()
+    fn = next(n for n in ast.walk(ast.parse(src)) if isinstance(n, ast.FunctionDef) and n.name == "_steps")
+    lines = src.splitlines()
+    install = next(i for i in range(fn.lineno, fn.end_lineno or 0) if "# 2. install" in lines[i - 1])
+    body = "\n".join(lines[fn.lineno - 1:fn.end_lineno])
+    late = [(fn.lineno + line - 1, call) for line, call in workspace_accesses(body) if fn.lineno + line - 1 > install]
+    assert late == []

@@ -64,9 +64,9 @@ def test_missing_file_and_directory(tmp_path: Path) -> None:
     assert r.returncode == 2 and r.stderr.strip().endswith("is a directory, not a matrix file")
 
 
-def test_the_readme_says_how_many_bad_inputs_and_faults_are_tried() -> None:
-    """The numbers in README's Reliability section are the suite's own count."""
+def test_the_docs_say_how_many_bad_inputs_and_faults_are_tried() -> None:
+    """The numbers in docs/explanation/reliability.md are the suite's own count."""
     from tests.reliability.conftest import counts, counts_line
 
-    readme = (Path(__file__).parents[2] / "README.md").read_text()
-    assert counts_line(counts()) in " ".join(readme.split()), counts_line(counts())
+    page = (Path(__file__).parents[2] / "docs" / "explanation" / "reliability.md").read_text()
+    assert counts_line(counts()) in " ".join(page.split()), counts_line(counts())

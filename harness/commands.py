@@ -8,6 +8,7 @@ input first and imports the heavy modules after, so bad input fails at once.
 from __future__ import annotations
 
 import argparse
+import errno
 import json
 import os
 import sys
@@ -16,7 +17,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from . import __version__, textsafe
+from . import __version__, outlock, textsafe
 from .errors import ConfigError, InfraError, RegressionError
 from .model import VERDICTS, now_iso
 
@@ -82,19 +83,20 @@ def cmd_run(args: argparse.Namespace) -> int:
         print("ft-harness: the local backend runs every package's build and tests as you, with "
               "your files and network: no isolation (use --backend docker for packages you do "
               "not trust)", file=sys.stderr)
-    opened = backends.open_backend(
-        backend_name, jobs, cache=cache,
-        run_id=f"{int(time.time())}-{os.getpid()}", workers=args.jobs, say=_say)
-    summary = run_plan(jobs, out=out, backend=opened.backend, prepared=opened.prepared,
-                       workers=args.jobs, force=args.force, reporter=progress.make_reporter(
-                           _expected(jobs, durations), args.jobs))
-    print(f"{len(summary.ran)} jobs ran, {len(summary.skipped)} reused from {out / 'results'}")
-    meta = {"harness_version": __version__, "matrix": str(args.matrix),
-            "matrix_digest": spec.digest, "started": summary.started,
-            "finished": summary.finished, "backend": backend_name, "shard": args.shard or ""}
-    # a shard's report is partial: the step summary is the merged report's alone
-    report = write_report([out], out, meta=meta, previous=None,
-                          expected=[j.job_id for j in jobs], step_summary=not args.shard)
+    with outlock.hold(out):  # a second run on this --out would remove this one's workspaces
+        opened = backends.open_backend(
+            backend_name, jobs, cache=cache,
+            run_id=f"{int(time.time())}-{os.getpid()}", workers=args.jobs, say=_say)
+        summary = run_plan(jobs, out=out, backend=opened.backend, prepared=opened.prepared,
+                           workers=args.jobs, force=args.force, reporter=progress.make_reporter(
+                               _expected(jobs, durations), args.jobs))
+        print(f"{len(summary.ran)} jobs ran, {len(summary.skipped)} reused from {out / 'results'}")
+        meta = {"harness_version": __version__, "matrix": str(args.matrix),
+                "matrix_digest": spec.digest, "started": summary.started,
+                "finished": summary.finished, "backend": backend_name, "shard": args.shard or ""}
+        # a shard's report is partial: the step summary is the merged report's alone
+        report = write_report([out], out, meta=meta, previous=None,
+                              expected=[j.job_id for j in jobs], step_summary=not args.shard)
     return gate(report, args.fail_on)
 
 
@@ -120,10 +122,16 @@ def write_report(dirs: list[Path], out: Path, *, meta: dict[str, Any], previous:
     prev = read_report(load_json(previous), "old") if previous else None
     report = aggregate.build_report(results, meta=meta, previous=prev, expected_jobs=expected)
     hist = load_json(history) if history else None
-    if any(Path(d).resolve() != out.resolve() for d in dirs):
-        aggregate.copy_logs(report, dirs, out)  # merged shards: the site links to logs under out/
-    for path in render.write_all(report, out, history=hist, step_summary=step_summary,
-                                 site_url=site_url):
+    try:
+        if any(Path(d).resolve() != out.resolve() for d in dirs):
+            aggregate.copy_logs(report, dirs, out)  # merged shards: the site links to logs under out/
+        written = render.write_all(report, out, history=hist, step_summary=step_summary, site_url=site_url)
+    except OSError as e:
+        if e.errno in NO_SPACE:  # the disk, not the input: exit 4, one line
+            raise InfraError(f"no space left to write the report in {out} ({e.strerror}); "
+                             "free some and run `ft-harness report` again") from None
+        raise
+    for path in written:
         if path.name in ("report.md", "report.json", "index.html", "junit.xml"):
             print(f"wrote {path}")
     summary = ", ".join(f"{n} {v}" for v, n in report.summary.items() if n)
@@ -138,6 +146,7 @@ def write_report(dirs: list[Path], out: Path, *, meta: dict[str, Any], previous:
     return report
 
 
+NO_SPACE = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)  # a full disk, a quota, a file-size limit
 MAX_JSON = 256 << 20  # a report.json of thousands of packages is a few MiB
 
 

@@ -24,6 +24,7 @@ from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
+from .causes import build_causes
 from .diff import diff_jobs
 from .model import VERDICTS, JobResult, Phase, severity
 from .render.pool import frozen_heap
@@ -237,6 +238,7 @@ def build_report(
         packages = [replace(p, change=by_job[p.job_id]) if p.job_id in by_job else p
                     for p in packages]
     table = package_table(packages, columns)
+    order = {p.job_id: i for i, p in enumerate(packages)}
     summary = {v: 0 for v in VERDICTS}
     for row in table:
         summary[row.verdict] += 1
@@ -248,6 +250,8 @@ def build_report(
         table=tuple(table),
         missing=tuple(sorted(set(expected_jobs or ()) - have)),
         changes=changes,
+        causes=build_causes(sorted(results, key=lambda r: order.get(r.job_id, 0)),
+                            {c.name: c.label for c in columns}),
     )
 
 

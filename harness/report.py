@@ -22,6 +22,7 @@ from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 from . import textsafe
+from .causes import Cause
 from .evidence import ModeCoverage, Wheel, coverage_from_dict, coverage_to_dict
 from .model import Finding, severity
 
@@ -29,7 +30,8 @@ from .model import Finding, severity
 #    ``summary`` counts packages, not jobs; ``packages[].interpreter`` has source, full_version.
 # 3: finding kind ``budget-spent`` (the job's budget ran out mid-suite)
 # 4: finding kind ``slow-in-threads`` (a threaded timeout of a test too slow to tell)
-REPORT_SCHEMA = 4
+# 5: ``causes``: root causes grouped across packages (harness.causes)
+REPORT_SCHEMA = 5
 
 
 @functools.cache
@@ -442,6 +444,7 @@ class CompatReport:
     table: tuple[PackageRow, ...] = ()
     missing: tuple[str, ...] = ()  # job ids the plan expected that have no result
     changes: tuple[Change, ...] | None = None  # None: built without a previous report
+    causes: tuple[Cause, ...] = ()  # root causes across packages, largest first (schema 5)
 
     @property
     def several(self) -> bool:
@@ -461,6 +464,7 @@ class CompatReport:
             d["packages"] = [p.to_dict() for p in self.packages]
         d["table"] = [r.to_dict() for r in self.table]
         d["missing"] = list(self.missing)
+        d["causes"] = [c.to_dict() for c in self.causes]
         if self.changes is not None:
             d["changes"] = [c.to_dict() for c in self.changes]
         return d
@@ -476,6 +480,7 @@ class CompatReport:
             packages=tuple(JobEntry.from_dict(p) for p in _objs(d.get("packages"))),
             table=tuple(PackageRow.from_dict(r) for r in _objs(d.get("table"))),
             missing=tuple(str(j) for j in _seq(d.get("missing"))),
+            causes=tuple(Cause.from_dict(c) for c in _objs(d.get("causes"))),
             changes=None if not isinstance(changes, list)
             else tuple(Change.from_dict(c) for c in changes if isinstance(c, dict)),
         )

@@ -10,6 +10,11 @@ messages, log excerpts.  Printed raw, that text could
   to the runner, not text;
 - hide or reorder what is shown: Unicode line separators and bidirectional controls.
 
+In Markdown that GitHub renders (report.md as a step summary or a PR comment) package text
+could also notify people and make links: ``@name`` mentions a user or a team, and a bare
+``www.host``, ``https://host`` or ``user@host`` becomes a link.  ``no_autolinks`` breaks each
+(for text already HTML-escaped: it adds an HTML comment and character references).
+
 Every such character becomes a visible escape (``\\x1b``, ``\\u202e``) and a line that would
 start a workflow command gets a backslash in front (``\\::error``; Markdown shows the backslash
 escape as ``::error``).  Pure functions, no imports from the rest of the harness.
@@ -37,6 +42,20 @@ def controls(s: str, keep: str = "") -> str:
 def no_commands(s: str) -> str:
     """``s`` with a backslash before every line start that the Actions runner reads as a command."""
     return _COMMAND.sub(r"\1\\\2", s)
+
+
+_MENTION = re.compile(r"@(?=[A-Za-z0-9_])")  # @user, @org/team, user@host
+_WWW = re.compile(r"(?i)\b(www)\.")
+_SCHEME = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*):/")
+
+
+def no_autolinks(s: str) -> str:
+    """Markdown text (HTML specials already escaped) in which GitHub finds no ``@mention``
+    and no bare link: ``@<!-- -->name`` (the comment splits the text GitHub's mention filter
+    reads), ``www&#46;host``, ``https&#58;//host``; rendered, each reads as it was written."""
+    s = _MENTION.sub("@<!-- -->", s)
+    s = _WWW.sub(r"\1&#46;", s)
+    return _SCHEME.sub(r"\1&#58;/", s)
 
 
 def line(s: object) -> str:

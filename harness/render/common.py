@@ -8,6 +8,7 @@ before any arithmetic: a renderer must not fail on a value of the wrong type.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -26,6 +27,40 @@ def fmt_duration(seconds: float | int | None) -> str:
         return f"{m} min {s:02d} s"
     h, m = divmod(m, 60)
     return f"{h} h {m:02d} min"
+
+
+def _when(stamp: Any) -> datetime | None:
+    if not isinstance(stamp, str) or not stamp:
+        return None
+    try:
+        t = datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return (t if t.tzinfo else t.replace(tzinfo=UTC)).astimezone(UTC)
+
+
+def human_time(stamp: Any) -> str:
+    """An ISO 8601 time as a person reads it: ``5 Dec 2026, 08:00 UTC``; anything else as it is."""
+    t = _when(stamp)
+    if t is None:
+        return str(stamp or "")
+    return f"{t.day} {t:%b %Y}, {t:%H:%M} UTC"
+
+
+def human_date(stamp: Any) -> str:
+    """The day of an ISO 8601 time: ``5 Dec 2026`` (a run's id in history.json)."""
+    t = _when(stamp)
+    return f"{t.day} {t:%b %Y}" if t is not None else str(stamp or "")
+
+
+def human_span(start: Any, end: Any) -> str:
+    """``5 Dec 2026, 07:50–08:00 UTC`` (one day), else both times in full."""
+    a, b = _when(start), _when(end)
+    if a is None or b is None:
+        return " → ".join(human_time(x) for x in (start, end) if x)
+    if a.date() == b.date():
+        return f"{a.day} {a:%b %Y}, {a:%H:%M}–{b:%H:%M} UTC"
+    return f"{human_time(start)} → {human_time(end)}"
 
 
 def page_name(job_id: str) -> str:

@@ -20,14 +20,19 @@ from urllib.parse import quote
 import jinja2
 from markupsafe import Markup
 
+from ..causes import Cause
 from ..model import INFO_KINDS, VERDICTS, severity
 from ..report import Change, CompatReport, JobEntry, PhaseRow
+from .chart import MARK, column_summaries, decider
 from .common import (
     coverage_counts,
     coverage_modes,
     coverage_summary,
     flatten,
     fmt_duration,
+    human_date,
+    human_span,
+    human_time,
     mode_list,
     page_name,
     phase_summary,
@@ -42,6 +47,9 @@ HERE = Path(__file__).parent
 CHANGE_LABEL = {"newly-broken": "newly broken", "fixed": "fixed",
                 "verdict-changed": "verdict changed", "infra-error": "harness problem",
                 "new-package": "new", "removed": "removed"}
+WHEEL_KEYS = {"installed": "Installed", "installed_file": "File installed",
+              "available": "On the index", "warning": "Warning"}
+MAX_CHANGES = 8  # regressions shown on the index; the other changes fold under "N more"
 
 
 def _asset(name: str) -> str:
@@ -80,9 +88,10 @@ def _env() -> jinja2.Environment:
     env.filters.update(duration=fmt_duration, modes=mode_list, counts=phase_summary,
                        coverage=coverage_summary, coverage_modes=coverage_modes,
                        wheel=wheel_summary, flatten=flatten,
-                       http_url=safe_url, urls=project_urls, setup=setup_summary)
-    env.globals.update(VERDICTS=VERDICTS, INFO_KINDS=INFO_KINDS,
-                       CHANGE_LABEL=CHANGE_LABEL)
+                       http_url=safe_url, urls=project_urls, setup=setup_summary,
+                       when=human_time, day=human_date, span=human_span)
+    env.globals.update(VERDICTS=VERDICTS, INFO_KINDS=INFO_KINDS, MARK=MARK,
+                       CHANGE_LABEL=CHANGE_LABEL, WHEEL_KEYS=WHEEL_KEYS)
     return env
 
 
@@ -151,7 +160,7 @@ def _history_for(history: dict[str, Any] | None, job_id: str) -> list[dict[str, 
     """The job's entries in history.json (already checked: harness.render.history.validate)."""
     if not history or job_id not in history["packages"]:
         return []
-    return list(history["packages"][job_id])
+    return [{**e, "day": human_date(e.get("run"))} for e in history["packages"][job_id]]
 
 
 def _kinds(p: JobEntry) -> list[str]:
@@ -185,6 +194,7 @@ def index_rows(report: CompatReport,
             "label": labels.get(p.interpreter.name, p.interpreter.name),
             "several": report.several,
             "siblings": siblings,
+            "decider": decider(p),
         })
     return rows
 
@@ -204,20 +214,56 @@ def table_rows(report: CompatReport, rows: list[dict[str, Any]]) -> list[dict[st
     return sorted(out, key=lambda r: r["severity"])  # stable: report order within a verdict
 
 
+def _changes(report: CompatReport) -> tuple[list[Change], list[Change]] | None:
+    """The changes card: (shown, folded): regressions first, at most MAX_CHANGES shown."""
+    if report.changes is None:
+        return None
+    order = sorted(report.changes, key=lambda c: (not c.regression, c.kind != "infra-error"))
+    cut = min(MAX_CHANGES, sum(1 for c in order if c.regression) or min(3, len(order)))
+    return order[:cut], order[cut:]
+
+
+def _cause_rows(report: CompatReport, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    pages = {r["p"].job_id: r["page"] for r in rows}
+    out = []
+    for c in report.causes:
+        seen: dict[str, str] = {}
+        for m in c.members:
+            seen.setdefault(m.package, pages.get(m.job_id, ""))
+        out.append({"c": c, "packages": list(seen.items()),
+                    "via": sorted({m.via for m in c.members if m.via})})
+    return out
+
+
 def render_index(report: CompatReport, rows: list[dict[str, Any]]) -> str:
-    """index.html: a row per package, a column per interpreter, most severe first."""
+    """index.html: per interpreter "N of M compatible" and a bar, then a row per package, a
+    column per interpreter, most severe first; the causes that blocked several packages."""
+    changes = _changes(report)
     return _env().get_template("index.html").render(
         table=table_rows(report, rows), columns=report.interpreters,
-        jobs=len(rows), changes=report.changes, missing=report.missing,
+        answers=column_summaries(report), causes=_cause_rows(report, rows),
+        blocked=len({m.package for c in report.causes for m in c.members}),
+        jobs=len(rows), changes=report.changes, shown_changes=changes[0] if changes else [],
+        more_changes=changes[1] if changes else [], missing=report.missing,
         root="", meta=report.meta, summary=report.summary, **_common())
 
 
+def causes_of(report: CompatReport) -> dict[str, list[Cause]]:
+    """job id -> the causes that list it."""
+    out: dict[str, list[Cause]] = {}
+    for c in report.causes:
+        for m in c.members:
+            out.setdefault(m.job_id, []).append(c)
+    return out
+
+
 def render_page(report: CompatReport, row: dict[str, Any], logs: dict[str, str],
-                change: Change | None) -> str:
+                change: Change | None, causes: list[Cause] | None = None) -> str:
     """One package page (site/<row["page"]>)."""
     p: JobEntry = row["p"]
     return _env().get_template("package.html").render(
         row=row, p=p, phases=[_phase_row(ph, logs) for ph in p.phases], change=change,
+        causes=causes or [],
         api=package_file(p.name), wheel_warning=p.wheel.warning if p.wheel else "",
         root="../", meta=report.meta, summary=report.summary, **_common())
 
@@ -234,5 +280,7 @@ def iter_pages(report: CompatReport, logs: dict[str, str], rows: list[dict[str, 
     """(path under site/, html) of each row's package page, rendered one at a time; ``logs``
     maps a log's path under out/ to its copy under site/ (harness.render.site.publish_logs)."""
     by_job = changes_by_job(report)
+    blocked = causes_of(report)
     for row in rows:
-        yield row["page"], render_page(report, row, logs, by_job.get(row["p"].job_id))
+        job = row["p"].job_id
+        yield row["page"], render_page(report, row, logs, by_job.get(job), blocked.get(job))

@@ -23,6 +23,7 @@ from ..report import Cell, Change, CompatReport, JobEntry
 from .common import (
     coverage_summary,
     fmt_duration,
+    human_span,
     mode_list,
     page_name,
     safe_url,
@@ -34,7 +35,7 @@ ICON = {
     "build-failure": "⛔",
     "infra-error": "⚙️",
     "ft-crash": "💥",
-    "crash": "💥",
+    "crash": "☠️",
     "hang": "⏳",
     "ft-race": "🔀",
     "thread-unsafe": "🧵",
@@ -70,7 +71,8 @@ def _text(s: str) -> str:
     s = textsafe.controls(s, keep="\t\n\r")  # whitespace is joined below
     s = _SPECIAL.sub(r"\\\1", s)
     s = s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-    return textsafe.no_commands(" ".join(s.split()))  # shown as '::' (a Markdown escape)
+    # shown as '::' (a Markdown escape); no @mention, no bare link
+    return textsafe.no_autolinks(textsafe.no_commands(" ".join(s.split())))
 
 
 def code(s: Any) -> str:
@@ -122,7 +124,7 @@ def _meta_line(report: CompatReport) -> str:
     if m.matrix_digest:
         bits.append("matrix " + code(str(m.matrix_digest)[:12]))
     if m.started or m.finished:
-        bits.append(f"{text(m.started)} → {text(m.finished)}")
+        bits.append(text(human_span(m.started, m.finished)))
     return " · ".join(bits)
 
 
@@ -196,6 +198,29 @@ def packages_table(report: CompatReport, site: str = "") -> list[str]:
     return out
 
 
+MAX_CAUSES = 20
+
+
+def causes_table(report: CompatReport, site: str = "") -> list[str]:
+    """"Blocked by": a row per root cause (report.causes) with the packages it decided."""
+    if not report.causes:
+        return []
+    out = ["## Blocked by", "",
+           "Causes that decided more than one row, or none that is about the package itself.", "",
+           "| Cause | Root | Packages | |", "|---|---|---|---|"]
+    for c in report.causes[:MAX_CAUSES]:
+        seen: dict[str, str] = {}
+        for m in c.members:
+            seen.setdefault(m.package, m.job_id)
+        names = ", ".join(_page_link(name, job, site) for name, job in seen.items())
+        vias = sorted({m.via for m in c.members if m.via})
+        if vias:
+            names += " (via " + ", ".join(text(v) for v in vias) + ")"
+        root = f"{text(c.root)} {text(c.root_version)}".strip() if c.root else "—"
+        out.append(f"| {text(c.text)} | {root} | {names} | {c.count} |")
+    return out + _more(len(report.causes) - MAX_CAUSES, "cause") + [""]
+
+
 def _kinds(p: JobEntry) -> list[str]:
     return sorted({f.kind for f in p.findings}, key=severity)
 
@@ -241,8 +266,13 @@ def _finding(f: Finding) -> list[str]:
     out = [head]
     if f.message:
         out.append(f"  {text(f.message)}")
-    if f.reproduce:
-        out += ["", "  Reproduce:", "", _indent(block(f.reproduce, "sh"))]
+    if f.recipe:  # first: what a reader can run; the runner's own command folded below
+        out += ["", "  **Reproduce on your machine:**", "", _indent(block(f.recipe, "sh"))]
+        if f.reproduce:
+            out += ["", "  <details><summary>The exact command on the machine that ran it</summary>",
+                    "", _indent(block(f.reproduce, "sh")), "", "  </details>"]
+    elif f.reproduce:
+        out += ["", "  Reproduce (on the machine that ran it):", "", _indent(block(f.reproduce, "sh"))]
     if f.excerpt:
         out += ["", "  <details><summary>Evidence</summary>", "",
                 _indent(block(f.excerpt)), "", "  </details>"]
@@ -350,6 +380,7 @@ def render(report: CompatReport, *, title: str = "Free-threaded compatibility re
         lines += [f"- {code(j)}" for j in report.missing[:MAX_LIST]]
         lines += _more(len(report.missing) - MAX_LIST, "missing job") + [""]
     lines += ["## Packages", "", *packages_table(report, site), ""]
+    lines += causes_table(report, site)
     lines += _findings(report, site)
     lines += _jobs(report)
     where = f"<{quote(site, safe=_URL_SAFE)}>" if site else "the site (site/pkg/)"

@@ -241,7 +241,7 @@ def test_a_merged_report_says_when_the_tests_ran_not_when_it_merged(tmp_path):
     assert meta["started"] == "2026-12-03T08:10:00Z"  # the earliest result's start
     assert meta["finished"] == "2026-12-03T08:22:30Z"  # the latest result's end
     assert meta["generated"] > "2026-12-04"  # when the merge ran, kept apart
-    assert "2026-12-03T08:10:00Z → 2026-12-03T08:22:30Z" in (merged / "report.md").read_text()
+    assert "3 Dec 2026, 08:10–08:22 UTC" in (merged / "report.md").read_text()  # human dates
     assert json.loads((merged / "site/history.json").read_text())["runs"][-1]["id"] == \
         "2026-12-03T08:22:30Z"  # re-rendering the same results is the same run
     validator().validate(json.loads((merged / "report.json").read_text()))

@@ -72,5 +72,8 @@ def test_site_draws_history_and_writes_the_new_file(tmp_path):
     index = (out / "site/index.html").read_text()
     assert index.count('class="spark"') == len(full_report().packages)
     page = (out / "site/pkg/cp313t--fx-race.html").read_text()
-    assert 'title="2026-12-02T08:00:00Z: compatible 0.1"' in page
-    assert 'title="2026-12-03T08:22:30Z: ft-race 0.1"' in page
+    assert 'title="2 Dec 2026: compatible 0.1"' in page  # a human date on hover
+    assert 'title="3 Dec 2026: ft-race 0.1"' in page
+    # each tick a mark (a shape, not colour alone), and the same in words for a screen reader
+    assert '<span class="tick k-ft-race" title="3 Dec 2026: ft-race 0.1" aria-hidden="true">⇄</span>' in page
+    assert "oldest first: 2 Dec 2026 compatible; 3 Dec 2026 ft-race</span>" in page

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import shutil
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -31,8 +32,10 @@ from harness.model import (  # noqa: E402
     InterpreterInfo,
     JobResult,
     Phase,
+    TestCommand,
     write_json_atomic,
 )
+from harness.recipe import recipe  # noqa: E402
 
 CAP = HERE / "captured"
 INTERP = InterpreterInfo(
@@ -63,6 +66,18 @@ PY = "venv/bin/python"
 def _cap(name: str, start: int = 0, end: int | None = None) -> str:
     lines = (CAP / name).read_text().splitlines()
     return "\n".join(lines[start:end])
+
+
+TOOLS = ("pytest==8.4.2", "pytest-run-parallel==0.10.0", "pytest-xdist==3.8.0", "pytest-timeout==2.4.0")
+
+
+def _test_command(mode: int, threads: bool, rep: int = 0) -> TestCommand:
+    """The parts of _pytest_cmd, as harness.job keeps them (a recipe is built from them)."""
+    name = f"threads-gil{mode}-r{rep}" if threads else f"plain-gil{mode}"
+    return TestCommand(head=(PY, "-P", "-m", "pytest", "-p", "no:cacheprovider"),
+                       options=("--timeout=120", "-rfE", "-v"),
+                       threads=("--parallel-threads=4", "--iterations=5") if threads else (),
+                       this_run=("-n", "auto", f"--junitxml=junit/{name}.xml"), paths=("tests",))
 
 
 def _pytest_cmd(mode: int, threads: bool, rep: int = 0) -> tuple[str, ...]:
@@ -97,6 +112,7 @@ def phases(job: str, *, counts: dict[str, dict[str, int]] | None = None,
             out.append(Phase(
                 name=name, kind=kind, gil=mode, rep=rep,
                 command=_pytest_cmd(mode, kind == "threads", rep),
+                test_command=_test_command(mode, kind == "threads", rep),
                 env={"PYTHON_GIL": str(mode), "PYTHONFAULTHANDLER": "1"}, cwd="src",
                 exit_code=fail.get(name, 0) if name not in signal else None,
                 signal=signal.get(name), timed_out=name in timed_out,
@@ -126,6 +142,10 @@ def result(job: str, package: str, version: str, verdict: str, *, source: str = 
            coverage: dict[str, ModeCoverage] | None = None, wheel: dict | None = None, notes: str = "",
            links: tuple[str, ...] = (), metadata: dict | None = None, t: int = 0,
            interp: InterpreterInfo = INTERP, test_setup: dict | None = None) -> JobResult:
+    # each finding's laptop recipe, as harness.job writes it (harness.recipe)
+    findings = tuple(replace(f, recipe=recipe(
+        f, ph, package=package, version=version, interp=interp, tools=TOOLS, test_requires=(),
+        local_path=f"fixtures/packages/{package}" if source == "local" else "")) for f in findings)
     return JobResult(
         job_id=f"{interp.name}--{job}", key=f"k-{job}-{version}", package=package,
         requested=f"=={version}" if source == "pypi" else f"fixtures/packages/{package}",

@@ -1,0 +1,109 @@
+"""Root causes across packages (harness.causes, report.json ``causes``), on captured output.
+
+cffi 2.1.1 refuses free-threaded 3.13 in its setup (tests/data/report/docker: a real run's
+result).  Captured on the free-threaded 3.13.5 build (tests/data/report/causes/README.md):
+cryptography 50.0.2's build needs cffi (tests/data/real/cryptography-50.0.2/fetch.log), pyOpenSSL
+needs cryptography, and urllib3's test dependency trustme needs cryptography (its test-deps step,
+``harness.job._deps_sh``'s output).  Each job's verdict is what ``harness.verdict.decide`` gives
+for those phases (urllib3's stop at its test-deps step, its runs left out).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import jsonschema
+
+from harness import aggregate
+from harness.causes import Cause, build_causes
+from harness.load import load_results
+from harness.matrix import Settings
+from harness.model import JobResult, Phase
+from harness.parse import tail
+from harness.render import markdown
+from harness.report import CompatReport
+from harness.verdict import decide
+from tests.data.report.shared import DATA, full_report
+
+REAL = DATA.parents[0] / "real"
+SCHEMA = json.loads((DATA.parents[2] / "harness" / "schema" / "report.schema.json").read_text())
+
+
+def _cffi() -> JobResult:
+    results, problems = load_results([DATA / "docker"])
+    assert problems == []
+    return next(r for r in results if r.job_id == "cpython3.13t--cffi")
+
+
+def _job(base: JobResult, package: str, version: str, phases: tuple[Phase, ...]) -> JobResult:
+    """A job on cffi's interpreter, decided by the harness's own rules."""
+    d = decide(phases, settings=Settings(), probe={})
+    return dataclasses.replace(base, job_id=f"cpython3.13t--{package}", package=package,
+                               version=version, requested=f"=={version}", phases=phases,
+                               verdict=d.verdict, qualifier=d.qualifier, findings=d.findings)
+
+
+def _install(name: str, log: Path) -> Phase:
+    return Phase(name=name, kind="install", command=("pip", "install"), exit_code=1,
+                 excerpt=tail(log.read_text()))
+
+
+def captured() -> list[JobResult]:
+    cffi = _cffi()
+    ok = Phase(name="install", kind="install", command=("pip", "install"), exit_code=0)
+    deps = Phase(name="test-deps", kind="setup", command=("sh", "-c", "..."), exit_code=1,
+                 excerpt=tail((DATA / "causes" / "urllib3-test-deps.log").read_text()))
+    return [
+        cffi,
+        _job(cffi, "cryptography", "50.0.2",
+             (_install("fetch", REAL / "cryptography-50.0.2" / "fetch.log"),)),
+        _job(cffi, "pyopenssl", "25.3.0",
+             (_install("install", DATA / "causes" / "pyopenssl-install.log"),)),
+        _job(cffi, "urllib3", "2.8.0", (ok, deps)),
+    ]
+
+
+def test_two_packages_blocked_by_a_third_that_refuses_the_interpreter_are_one_group():
+    results = captured()
+    assert [r.verdict for r in results[:3]] == ["build-failure"] * 3
+    causes = build_causes(results)
+    assert len(causes) == 1
+    (c,) = causes
+    assert (c.kind, c.root, c.root_version) == ("dependency", "cffi", "2.1.1")
+    assert c.packages == ["cffi", "cryptography", "pyopenssl", "urllib3"] and c.count == 4
+    assert c.text == ("cffi 2.1.1 does not install on free-threaded 3.13: RuntimeError: CFFI does "
+                      "not support the free-threaded build of CPython 3.13.")
+    via = {m.package: m.via for m in c.members}
+    assert via == {"cffi": "", "cryptography": "", "pyopenssl": "", "urllib3": "trustme"}
+
+
+def test_a_package_whose_own_build_fails_is_in_no_group_unless_it_is_the_root_of_others():
+    cffi = _cffi()
+    assert build_causes([cffi]) == ()
+    # cryptography alone: cffi is still its root (a group of one, rooted elsewhere)
+    (c,) = build_causes(captured()[1:2])
+    assert c.root == "cffi" and c.packages == ["cryptography"]
+    # a verdict about the package's tests is in none
+    assert all(not any(m.package in ("fx-race", "fx-crash", "msgpack") for m in c.members)
+               for c in full_report().causes)
+
+
+def test_causes_in_report_json_validate_and_read_back():
+    rep = aggregate.build_report(captured(), meta={})
+    doc = json.loads(json.dumps(rep.to_dict()))
+    jsonschema.validate(doc, SCHEMA)
+    assert doc["causes"][0]["root"] == "cffi" and doc["causes"][0]["count"] == 4
+    back = CompatReport.from_dict(doc)
+    assert back.causes == rep.causes and isinstance(back.causes[0], Cause)
+    # a report of schema 4 (no causes) still reads back
+    old = {k: v for k, v in doc.items() if k != "causes"} | {"schema": 4}
+    assert CompatReport.from_dict(old).causes == ()
+
+
+def test_report_md_has_a_blocked_by_table():
+    md = markdown.render(aggregate.build_report(captured(), meta={}))
+    assert "## Blocked by" in md
+    row = next(line for line in md.splitlines() if line.startswith("| cffi 2.1.1 does not install"))
+    assert "| cffi 2.1.1 |" in row and "urllib3 (via trustme)" in row and row.endswith("| 4 |")

@@ -7,6 +7,11 @@ file, so the host reads the project's page, picks the newest release the spec al
 a non-yanked sdist, downloads it and checks its sha256.  Nothing of the package runs.  A page
 the host cannot read (another index, no network on the host) is an ``IndexUnavailable`` and the
 job falls back to ``pip download`` in the backend.
+
+What the page says is not trusted (#30): the file's URL must be https (http only on a loopback
+host, as pip's secure origins allow; ``file:`` only when the index itself is a ``file:`` URL),
+and the page must give its sha256; otherwise nothing is fetched (``NoSdist``, said in the job's
+fetch log).  A URL's credentials never reach a log: ``wheels.redact``.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.utils import InvalidSdistFilename, canonicalize_name, parse_sdist_filename
@@ -61,9 +67,26 @@ def _sdists(page: dict[str, Any], name: str) -> list[tuple[Version, dict[str, An
     return out
 
 
+LOOPBACK = ("localhost", "127.0.0.1", "::1")
+
+
+def allowed_url(url: str, index: str) -> str:
+    """'' when the host may fetch ``url`` (a file the page of ``index`` lists), else why not."""
+    u, i = urlsplit(url), urlsplit(index)
+    if u.scheme == "https" and u.hostname:
+        return ""
+    if u.scheme == "http" and (u.hostname in LOOPBACK or (u.hostname or "").startswith("127.")):
+        return ""
+    if u.scheme == "file" and i.scheme == "file":
+        return ""
+    return (f"the index gives a {u.scheme or 'relative'}: URL; only https is fetched "
+            "(http on a loopback host; file: only from a file: index)")
+
+
 def sdist(name: str, spec: str, dest: Path, *, page: Page = wheels.simple_json,
-          timeout: float = 300) -> Fetched:
-    """Download the newest sdist ``spec`` allows into ``dest``; its sha256 checked."""
+          timeout: float = 300, index: str | None = None) -> Fetched:
+    """Download the newest sdist ``spec`` allows into ``dest``; its sha256 checked. ``index``:
+    the page's URL (default: ``wheels.project_url``), which decides the schemes allowed."""
     try:
         data = page(name)
     except (OSError, ValueError) as e:
@@ -77,13 +100,21 @@ def sdist(name: str, spec: str, dest: Path, *, page: Page = wheels.simple_json,
         raise NoSdist(f"no release of {name}{spec} has a non-yanked sdist on the index "
                       "(No matching distribution found)")
     version, f = max(files, key=lambda vf: vf[0])
+    filename = Path(str(f["filename"])).name
+    why = allowed_url(str(f["url"]), index or wheels.project_url(name))
+    if why:
+        raise NoSdist(f"{filename}: {why}; not fetched")
+    hashes = f.get("hashes")
+    want = str(hashes.get("sha256", "") if isinstance(hashes, dict) else "").lower()
+    if not want:
+        raise NoSdist(f"{filename}: the index gives no sha256 for it; not fetched")
     dest.mkdir(parents=True, exist_ok=True)
-    target = dest / Path(str(f["filename"])).name
-    want = str((f.get("hashes") or {}).get("sha256", "")).lower()
+    target = dest / filename
     h = hashlib.sha256()
     size = 0
     try:
-        with urllib.request.urlopen(f["url"], timeout=timeout) as r, open(target, "wb") as out:
+        with urllib.request.urlopen(wheels.request(str(f["url"])), timeout=timeout) as r, \
+                open(target, "wb") as out:
             while chunk := r.read(1 << 20):
                 size += len(chunk)
                 if size > MAX_BYTES:
@@ -92,12 +123,12 @@ def sdist(name: str, spec: str, dest: Path, *, page: Page = wheels.simple_json,
                 out.write(chunk)
     except (urllib.error.URLError, OSError) as e:
         target.unlink(missing_ok=True)
-        raise IndexUnavailable(f"downloading {f['url']}: {e}") from None
+        raise IndexUnavailable(f"downloading {wheels.redact(str(f['url']))}: {e}") from None
     got = h.hexdigest()
-    if want and got != want:
+    if got != want:
         target.unlink(missing_ok=True)
         raise NoSdist(f"{target.name}: sha256 {got} does not match the index's {want}")
-    return Fetched(version=str(version), path=target, url=str(f["url"]), sha256=got, size=size)
+    return Fetched(version=str(version), path=target, url=wheels.redact(str(f["url"])), sha256=got, size=size)
 
 
 def clear(dest: Path) -> None:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import shlex
 import shutil
 import time
@@ -99,8 +98,9 @@ def _base_env(job: Job) -> dict[str, str]:
     env = dict(job.package.env)
     env.update({"PYTHONFAULTHANDLER": "1", "PYTHONDONTWRITEBYTECODE": "1", "PIP_DISABLE_PIP_VERSION_CHECK": "1",
                 "PIP_NO_INPUT": "1", "PYTHONUNBUFFERED": "1"})
-    if os.environ.get(wheels.INDEX_ENV):  # the index the plan resolved against: pip looks there too
-        env["PIP_EXTRA_INDEX_URL"] = os.environ[wheels.INDEX_ENV]
+    if wheels.public_index():  # the index the plan resolved against: pip looks there too; never
+        # its credentials, which package code and every log header (the env) would show (#30)
+        env["PIP_EXTRA_INDEX_URL"] = wheels.public_index()
     return env
 
 

@@ -15,6 +15,7 @@ Results written before interpreters recorded their tags fall back to the tags
 
 from __future__ import annotations
 
+import base64
 import json
 import logging
 import os
@@ -23,7 +24,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 from typing import Any
-from urllib.parse import unquote, urljoin, urlparse
+from urllib.parse import unquote, urljoin, urlparse, urlsplit, urlunsplit
 
 from packaging import tags as ptags
 from packaging.utils import (
@@ -41,6 +42,39 @@ from .model import InterpreterInfo, read_regular
 log = logging.getLogger(__name__)
 INDEX_URL = "https://pypi.org/simple/"
 INDEX_ENV = "FT_HARNESS_INDEX_URL"  # another PEP 691 index (a mirror, or a test's local index)
+
+
+def redact(url: str) -> str:
+    """``url`` without its user and password (an index's token): what logs, results, reports and
+    package code may see."""
+    parts = urlsplit(url)
+    if parts.username is None and parts.password is None:
+        return url
+    host = parts.hostname or ""
+    if ":" in host:
+        host = f"[{host}]"
+    netloc = host + (f":{parts.port}" if parts.port else "")
+    return urlunsplit(parts._replace(netloc=netloc))
+
+
+def request(url: str, headers: dict[str, str] | None = None) -> urllib.request.Request:
+    """A request for ``url`` (the index's page or a file it lists) whose credentials, its own or
+    $FT_HARNESS_INDEX_URL's for the index's host, travel in an Authorization header, never in
+    the URL an error message or a log line may show."""
+    own, index = urlsplit(url), urlsplit(os.environ.get(INDEX_ENV, ""))
+    creds = own if own.username is not None else index if (
+        (index.scheme, index.hostname, index.port) == (own.scheme, own.hostname, own.port)) else None
+    headers = dict(headers or {})
+    if creds is not None and creds.username is not None:
+        token = f"{unquote(creds.username)}:{unquote(creds.password or '')}".encode()
+        headers["Authorization"] = "Basic " + base64.b64encode(token).decode("ascii")
+    return urllib.request.Request(redact(url), headers=headers)
+
+
+def public_index() -> str:
+    """$FT_HARNESS_INDEX_URL without its credentials ('' when unset): the index package code is
+    pointed at (PIP_EXTRA_INDEX_URL). Only the host's own requests use the credentials."""
+    return redact(os.environ.get(INDEX_ENV, ""))
 
 
 def project_url(name: str) -> str:
@@ -137,12 +171,12 @@ def _file_version(filename: str) -> str:
 def simple_json(name: str, timeout: float = 20) -> dict[str, Any]:
     """A project's page from the index's JSON simple API (PEP 691); raises OSError/ValueError."""
     url = project_url(name)
-    req = urllib.request.Request(url, headers={"Accept": "application/vnd.pypi.simple.v1+json"})
+    req = request(url, {"Accept": "application/vnd.pypi.simple.v1+json"})
     with urllib.request.urlopen(req, timeout=timeout) as r:
         data = json.load(r)
     if not isinstance(data, dict):
-        raise ValueError(f"{url}: not a PEP 691 project page")
-    return _absolute(data, url)
+        raise ValueError(f"{redact(url)}: not a PEP 691 project page")
+    return _absolute(data, redact(url))
 
 
 def index_files(name: str, version: str, timeout: float = 20) -> list[str] | None:

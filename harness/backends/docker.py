@@ -28,6 +28,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import BinaryIO
 
+from .. import logcap
 from ..errors import InfraError
 from ..images import clean, daemon_error, docker_client, remove_volumes
 from ..model import Exec
@@ -315,8 +316,14 @@ class DockerBackend:
 
     def _collect_logs(self, container, log_file: BinaryIO) -> None:
         """Whatever reached docker's log (the command's output, or the shell's own error)."""
-        try:
-            data = container.logs(stdout=True, stderr=True)
+        try:  # a stream, read up to log_bytes: package code can flood PID 1's stdout
+            stream = container.logs(stdout=True, stderr=True, stream=True, follow=False)
+            try:
+                data = logcap.capped(stream)
+            finally:
+                close = getattr(stream, "close", None)
+                if close is not None:
+                    close()
         except Exception:
             data = b""
         if data:

@@ -6,6 +6,11 @@ container, which must still be there); ``--recipe`` runs the portable recipe ins
 fresh directory, with the free-threaded interpreter given by ``--python`` first on PATH.
 ``--print`` only shows the command.  Exit 0 when the failure came back (the command failed
 again), 1 when it passed this time; the last line says which, with the command's exit code.
+
+A report.json is text anyone can write (a CI artifact, a file someone sent): the command is
+shown, and runs only after a yes at the prompt, or with ``--yes``; without a terminal to ask on
+and without ``--yes`` nothing runs (exit 2).  The recipe's interpreter name, which becomes a
+link in the recipe's own temp dir, must be a plain ``python...`` name (#30).
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -81,6 +87,8 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     print(safe_lines(command))
     if args.print:
         return 0
+    if not args.yes and not _confirmed(what):
+        return 2
     env = dict(os.environ)
     cwd = None
     if args.recipe:
@@ -88,8 +96,8 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
         if args.python and python is None:
             raise ConfigError(f"--python {args.python}: not found")
         if python:
+            exe = recipe_python(command)  # the recipe's interpreter name (python3.13t)
             pdir = Path(tempfile.mkdtemp(prefix="ft-reproduce-bin-"))
-            exe = command.splitlines()[1].split()[0]  # the recipe's interpreter name (python3.13t)
             (pdir / exe).symlink_to(python)
             env["PATH"] = f"{pdir}{os.pathsep}{env.get('PATH', '')}"
         cwd = tempfile.mkdtemp(prefix="ft-reproduce-")
@@ -100,6 +108,38 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     print(f"ft-harness reproduce: exit {rc}: "
           + ("the failure came back" if came_back else "it passed this time (a race may need more runs)"))
     return 0 if came_back else 1
+
+
+PYTHON_NAME = re.compile(r"python[0-9][0-9.]*t?")
+
+
+def recipe_python(command: str) -> str:
+    """The interpreter a recipe names on its second line (``python3.13t -m venv ...``): a plain
+    name, which --python's link in the recipe's temp dir gets; anything else (a path, ``..``)
+    is refused."""
+    lines = command.splitlines()
+    words = lines[1].split() if len(lines) > 1 else []
+    exe = words[0] if words else ""
+    if not PYTHON_NAME.fullmatch(exe):
+        raise ConfigError(f"the recipe's interpreter {safe_line(exe)!r} is not a plain python name "
+                          "(python3.13t): not run")
+    return exe
+
+
+def _confirmed(what: str) -> bool:
+    """Ask before running a command a report file holds; no terminal, no run (say --yes)."""
+    if not sys.stdin.isatty():
+        print(f"ft-harness reproduce: not run: the {what} comes from the report, which anyone can "
+              "write; read it above and run again with --yes (or --print to only show it)", file=sys.stderr)
+        return False
+    try:
+        answer = input(f"run this {what}? [y/N] ")
+    except EOFError:
+        answer = ""
+    if answer.strip().lower() in ("y", "yes"):
+        return True
+    print("ft-harness reproduce: not run", file=sys.stderr)
+    return False
 
 
 def add_parser(command: Any) -> None:
@@ -118,3 +158,5 @@ def add_parser(command: Any) -> None:
     sp.add_argument("--python", metavar="EXE",
                     help="with --recipe: the free-threaded interpreter to put first on PATH")
     sp.add_argument("--print", action="store_true", help="only print the command")
+    sp.add_argument("--yes", action="store_true",
+                    help="run it without asking (the command comes from the report file: read it first)")

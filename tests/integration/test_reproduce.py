@@ -27,7 +27,7 @@ def run(tmp_path_factory, ft_interpreter):
 
 def test_the_exact_command_brings_the_crash_back(run):
     out, _ = run
-    r = cli("reproduce", str(out), "ft_realloc", timeout=300)
+    r = cli("reproduce", str(out), "ft_realloc", "--yes", timeout=300)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     assert "ft-crash tests/test_fill.py::test_fill_large" in r.stdout
     assert "Fatal Python error" in r.stdout + r.stderr
@@ -41,7 +41,7 @@ def test_the_recipe_runs_in_a_fresh_dir_with_only_the_interpreter_and_brings_the
     (f,) = [f for f in job["findings"] if f["kind"] == "ft-race"]
     assert str(out) not in f["recipe"] and "/venv/" not in f["recipe"]
     r = cli("reproduce", str(out / "report.json"), "ft_sharedbuf", "--recipe",
-            "--python", str(Path(interp.python)), timeout=600)
+            "--python", str(Path(interp.python)), "--yes", timeout=600)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     assert "AssertionError" in r.stdout and "PARALLEL FAILED tests/test_label.py::test_label_roundtrip" in r.stdout
     assert "# in " in r.stdout and str(out) not in r.stdout.split("# in ", 1)[1].splitlines()[0]

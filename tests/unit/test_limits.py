@@ -229,3 +229,50 @@ def test_tests_per_phase_on_a_captured_run(monkeypatch: pytest.MonkeyPatch) -> N
     assert bad and bad <= set(cut.tests)
     assert "[ft-harness] limit tests_per_phase (5) exceeded: 12 tests; 7 passed or skipped" in cut.excerpt
     assert incomplete(cut) == incomplete(whole)  # a cap is not a garbled log
+
+
+def test_log_bytes_a_flooding_command_keeps_head_and_tail(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A real command (local backend) prints 3 MiB with the limit at 1 MiB: the log keeps its first
+    and last 512 KiB and the line between names the limit; the pytest summary at the end survives."""
+    import sys
+
+    from harness import logcap
+    from harness.backends.base import Workspace
+    from harness.backends.local import LocalBackend
+    from harness.wsfs import JobDir
+
+    monkeypatch.setenv("FT_HARNESS_LIMIT_LOG_BYTES", str(1 << 20))
+    (tmp_path / "logs").mkdir()
+    log = tmp_path / "logs" / "plain-gil0.log"
+    log.write_text("$ the command\n")
+    ws = Workspace(host_root=tmp_path, root=str(tmp_path), python=sys.executable)
+    code = "import sys\nfor i in range(3 * 1024):\n    print(f'{i:07d} ' + 'p' * 1015)\nprint('=== 9 passed in 1.00s ===')"
+    ex = LocalBackend().run(ws, [sys.executable, "-c", code], env={}, cwd=str(tmp_path), timeout=60, log=log,
+                            network=False)
+    assert ex.exit_code == 0 and log.stat().st_size > 3 << 20
+    with JobDir(tmp_path) as fs:
+        line = logcap.cap_log(fs.fd, "logs/plain-gil0.log")
+    assert "limit log_bytes (1048576) exceeded" in line and "FT_HARNESS_LIMIT_LOG_BYTES" in line
+    text = log.read_text()
+    assert len(text) < (1 << 20) + 500
+    assert text.startswith("$ the command\n0000000 ") and text.rstrip().endswith("=== 9 passed in 1.00s ===")
+    assert text.count(line) == 1
+    with JobDir(tmp_path) as fs:
+        assert logcap.cap_log(fs.fd, "logs/plain-gil0.log") == ""  # within it now: left as it is
+
+
+def test_log_bytes_of_a_stream(monkeypatch: pytest.MonkeyPatch) -> None:
+    from harness import logcap
+
+    monkeypatch.setenv("FT_HARNESS_LIMIT_LOG_BYTES", "100")
+    read = []
+
+    def flood():
+        for _ in range(10**6):
+            read.append(1)
+            yield b"y" * 30
+
+    data = logcap.capped(flood())
+    assert data.startswith(b"y" * 100) and b"limit log_bytes (100) exceeded" in data
+    assert len(read) == 4  # reading stopped at the limit
+    assert logcap.capped([b"ab", b"cd"]) == b"abcd"

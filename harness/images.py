@@ -45,6 +45,8 @@ def _containers() -> Path:
 
 CONTAINERS = _containers()
 BOOTSTRAP = CONTAINERS / "bootstrap-base.sh"
+# what debootstrap checks the suite's signed Release file with (apt-get install debian-archive-keyring)
+KEYRING = Path("/usr/share/keyrings/debian-archive-keyring.gpg")
 DOCKERFILE = CONTAINERS / "interpreter.Dockerfile"
 BASE_REPO = "ft-harness/base"
 INTERP_REPO = "ft-harness/interp"
@@ -150,12 +152,15 @@ def ensure_base(client, cache: Path, *, suite: str = BASE_SUITE, mirror: str | N
 def _bootstrap_and_import(client, tag: str, inputs: dict[str, str], images: Path) -> str:
     if shutil.which("debootstrap") is None:
         raise BuildError("building the base image needs debootstrap (apt-get install debootstrap)")
+    if not KEYRING.is_file():
+        raise BuildError(f"building the base image needs the Debian archive keyring at {KEYRING}, which "
+                         "debootstrap checks the mirror's packages with (apt-get install debian-archive-keyring)")
     root = images / f".root-{os.getpid()}"
     log_path = images / f"{tag.split(':')[1]}.bootstrap.log"
     shutil.rmtree(root, ignore_errors=True)
     images.mkdir(parents=True, exist_ok=True)
     try:
-        argv = ["sh", str(BOOTSTRAP), str(root), inputs["suite"], inputs["mirror"], inputs["packages"]]
+        argv = ["sh", str(BOOTSTRAP), str(root), inputs["suite"], inputs["mirror"], inputs["packages"], str(KEYRING)]
         log.info("bootstrapping %s: %s", tag, " ".join(argv))
         what = f"building the base image {tag} (debootstrap {inputs['suite']}; log {log_path})"
         with open(log_path, "w") as logf, progress.heartbeat(what):

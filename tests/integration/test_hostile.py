@@ -1,11 +1,18 @@
-"""Package code is hostile (#17): a fixture that plants links to host files wherever the host
-later reads or writes gets no host file read into any output, and changes none.
+"""Package code is hostile (#17, #30): a fixture that plants links to host files and host
+directories wherever the host later reads or writes gets no host file read into any output,
+changes none, and creates nothing in a host directory.
 
 tests/fixtures/packages/ft_hostile: its build (setup.py), its import (the probe, every test
 run) and its pytest plugin point the logs of the phases still to come at a file the host must
 not change (FT_HOSTILE_WRITE), and, at exit, its own log, probe.json, install-report.json and
 the JUnit XML just written at a file holding a unique marker (FT_HOSTILE_READ), both outside
---out.  Its build also plants a file in its pip cache: another package's cache must not have it.
+--out.  Its build points probe.py at that file, and inner/watchdog and logs/tsan at a host
+directory that must stay empty (FT_HOSTILE_DIR); its probe points inner there; its test runs
+point logs/ and junit/ at a host directory holding the marker under every name the host reads
+(FT_HOSTILE_READDIR).  Its build also plants a file in its pip cache: another package's cache
+must not have it.  With the link-safe workspace of #30 turned off (the host copying probe.py and
+the watchdog plugin in after the install, by name), this test fails: the host file is
+overwritten and the watchdog's directory is made in the host directory.
 """
 
 from __future__ import annotations
@@ -25,7 +32,12 @@ SETTINGS = "settings: {threads: 2, iterations: 2, repeat: 1, test_timeout: 60, j
 ORIGINAL = "the host file the package wants to overwrite: unchanged\n"
 # every place the fixture plants a link (hostile-planted.txt); each must be listed
 PLACES = ("logs/install.log", "logs/probe.log", "logs/probe.json", "logs/install-report.json",
-          "logs/plain-gil0.log", "logs/collect.log", "junit/plain-gil0.xml", "junit/threads-gil1-r1.xml")
+          "logs/plain-gil0.log", "logs/collect.log", "junit/plain-gil0.xml", "junit/threads-gil1-r1.xml",
+          # the harness's own files and the directories on the way (#30)
+          "probe.py", "inner/watchdog", "logs/tsan", "inner", "logs", "junit")
+READ_NAMES = ("probe.json", "install-report.json", *(f"{p}.{ext}" for p in (
+    "install", "test-deps", "probe", "plain-gil0", "plain-gil1", "collect", "threads-gil0-r1", "threads-gil1-r1")
+    for ext in ("log", "xml")))
 
 
 def _host_files(tmp: Path) -> tuple[Path, Path, str]:
@@ -34,12 +46,18 @@ def _host_files(tmp: Path) -> tuple[Path, Path, str]:
     marker = f"FT-HOSTILE-MARKER-{uuid.uuid4().hex}"
     (host / "secret.txt").write_text(f"{marker}\n")
     (host / "target.txt").write_text(ORIGINAL)
+    (host / "empty").mkdir()  # FT_HOSTILE_DIR: nothing may be made here
+    (host / "readdir").mkdir()  # FT_HOSTILE_READDIR: the marker under every name the host reads
+    for name in READ_NAMES:
+        (host / "readdir" / name).write_text(f"{marker}\n")
     return host / "secret.txt", host / "target.txt", marker
 
 
 def _matrix(tmp: Path, read: Path, write: Path, others: tuple[str, ...] = ()) -> Path:
+    host = read.parent
     rows = [f"  - {{name: ft_hostile, path: {FIXTURES / 'ft_hostile'}, "
-            f"env: {{FT_HOSTILE_READ: '{read}', FT_HOSTILE_WRITE: '{write}'}}}}"]
+            f"env: {{FT_HOSTILE_READ: '{read}', FT_HOSTILE_WRITE: '{write}', "
+            f"FT_HOSTILE_DIR: '{host / 'empty'}', FT_HOSTILE_READDIR: '{host / 'readdir'}'}}}}"]
     rows += [f"  - {{name: {n}, path: {FIXTURES / n}}}" for n in others]
     m = tmp / "matrix.yaml"
     m.write_text(INTERP_YAML + SETTINGS + "\npackages:\n" + "\n".join(rows) + "\n")
@@ -72,8 +90,8 @@ def _check(tmp: Path, backend: str, others: tuple[str, ...] = ()) -> tuple[Path,
     ws = out / "work" / "cpython3.13t--ft_hostile"
     planted = (ws / "hostile-planted.txt").read_text()
     for place in PLACES:  # the fixture did plant a link there (else this test proves nothing)
-        assert f"{place} -> " in planted, (place, planted)
-    assert "-> WRITE" in planted and "-> READ" in planted
+        assert any(line.startswith(f"{place} -> ") for line in planted.splitlines()), (place, planted)
+    assert all(f"-> {k} " in planted for k in ("WRITE", "READ", "DIR", "READDIR")), planted
     # nothing lost: the job has its result and the report its row
     res = json.loads((out / "results" / "cpython3.13t--ft_hostile.json").read_text())
     report = json.loads((out / "report.json").read_text())
@@ -87,6 +105,9 @@ def _check(tmp: Path, backend: str, others: tuple[str, ...] = ()) -> tuple[Path,
     assert _links(ws) == []  # none left for a later reader to follow
     assert write.read_text() == ORIGINAL and write.stat().st_mtime_ns == mtime
     assert read.read_text() == f"{marker}\n"
+    assert os.listdir(read.parent / "empty") == []  # nothing made in a host directory
+    assert sorted(os.listdir(read.parent / "readdir")) == sorted(READ_NAMES)
+    assert all((read.parent / "readdir" / n).read_text() == f"{marker}\n" for n in READ_NAMES)
     return out, res
 
 
@@ -108,9 +129,13 @@ def test_docker_no_host_file_read_or_written_and_no_cache_shared(tmp_path, clien
 
     assert "ft-hostile-poison.txt" in in_cache("cpython3.13t--ft_hostile")  # it did plant it
     assert in_cache("cpython3.13t--ft_noconfig") == ""
-    install = next(p for p in json.loads((out / "results" / "cpython3.13t--ft_noconfig.json").read_text())
-                   ["phases"] if p["name"] == "install")
-    assert install["exit_code"] == 0
+    other = json.loads((out / "results" / "cpython3.13t--ft_noconfig.json").read_text())
+    phases = {p["name"]: p for p in other["phases"]}
+    assert phases["install"]["exit_code"] == 0 and phases["probe"]["exit_code"] == 0
+    # the other package of the run is unaffected: its whole run, every phase's log its own
+    assert other["verdict"] == "compatible", (other["verdict"], other["findings"])
+    assert all(p["exit_code"] == 0 and not p["infra"] for p in other["phases"]), other["phases"]
+    assert not (out / "work" / "cpython3.13t--ft_noconfig" / "hostile-planted.txt").exists()
 
 
 @pytest.mark.integration

@@ -106,3 +106,24 @@ def test_check_image_runs_bin_python3_and_uses_the_one_check():
         images.check_image(_Client(_facts(Py_GIL_DISABLED="0")), "t", interp)
     with pytest.raises(BuildError, match="t is CPython 3.14.0, the matrix asks for 3.13.5"):
         images.check_image(_Client(_facts()), "t", _interp())
+
+
+def test_debootstrap_checks_the_archive_keyring(tmp_path, monkeypatch):
+    """#30: the base image's packages come from a mirror that may be plain http; debootstrap
+    checks them against the suite's signed Release file, with the keyring named explicitly."""
+    import subprocess
+
+    script = images.BOOTSTRAP.read_text()
+    assert '--keyring="$KEYRING"' in script
+    # no keyring: the script refuses before debootstrap runs (nothing made at ROOT)
+    r = subprocess.run(["sh", str(images.BOOTSTRAP), str(tmp_path / "root"), "trixie",
+                        "http://deb.debian.org/debian", "ca-certificates", str(tmp_path / "missing.gpg")],
+                       capture_output=True, text=True, timeout=30)
+    assert r.returncode == 2 and "refusing to debootstrap unchecked" in r.stderr
+    assert not (tmp_path / "root").exists()
+    # and the harness says which package to install, before starting it
+    monkeypatch.setattr(images, "KEYRING", tmp_path / "missing.gpg")
+    monkeypatch.setattr(images.shutil, "which", lambda name: "/usr/sbin/" + name)
+    with pytest.raises(BuildError, match="apt-get install debian-archive-keyring"):
+        images._bootstrap_and_import(None, "ft-harness/base:trixie-x", images.base_inputs("trixie", "http://m/debian"),
+                                     tmp_path / "images")

@@ -27,6 +27,7 @@ from . import (
     fetch,
     infer,
     jobfiles,
+    logcap,
     parse,
     pytestcfg,
     suite,
@@ -130,7 +131,10 @@ def _run(ctx: _Ctx, name: str, kind: str, cmd: list[str] | TestCommand, *, env: 
         junit=ctx.rel(ctx.ws.host(*junit.split("/"))) if junit and fs.is_file(junit) else "",
         infra=ex.infra,
     )
+    cut = logcap.cap_log(fs.fd, f"logs/{name}.log")  # a log past log_bytes: head and tail kept
     phase = parse.parse_phase(phase, ctx.out)  # reads below ctx.out through no link (wsfs)
+    if cut:  # said in the result too, not only in the middle of the log
+        phase = replace(phase, excerpt=f"{phase.excerpt}\n{cut}".strip())
     if tsan_dir:
         phase = replace(phase, tsan=tuple(jobfiles.tsan_reports(fs, tsan_dir)))
     ctx.phases.append(phase)

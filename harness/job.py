@@ -29,6 +29,7 @@ from . import (
     jobfiles,
     logcap,
     parse,
+    probefile,
     pytestcfg,
     suite,
     tsan,
@@ -174,7 +175,9 @@ def run_job(job: Job, *, interp: InterpreterInfo, python: str, backend: Backend,
                         len(dropped), ", ".join(dropped[:5]))
     if not version and not job.package.is_local:  # the fetch failed: a pinned spec still names it
         version = pinned_version(job.package.version)
-    probe = extra.get("probe", {})
+    probe = probefile.typed(extra.get("probe", {}))  # written after package code ran
+    for why in probe.pop(probefile.PROBLEMS, []):
+        log.warning("%s: %s", job.job_id, why)
     decision = verdict.decide(ctx.phases, settings=job.settings, probe=probe)
     if job.package.unresolved:
         why = f"setup: no release of {job.package.name} to test: {job.package.unresolved}"
@@ -358,7 +361,7 @@ def _steps(ctx: _Ctx) -> tuple[str, dict]:
     dist = canonicalize_name(job.package.name) if not job.package.is_local else job.package.name
     _run(ctx, "probe", "probe", [vpy_tests, "-W", "default", ws.path("probe.py"), dist, ws.path("logs", "probe.json")],
          env=env, cwd=ws.root, timeout=300)
-    probe = jobfiles.read_json(ctx.fs.read("logs/probe.json", 16 * 1024 * 1024))
+    probe = probefile.typed(jobfiles.read_json(ctx.fs.read("logs/probe.json", 16 * 1024 * 1024)))
     version = version or probe.get("version", "")
     extra = {"probe": probe}
     # 4. test runs

@@ -276,3 +276,36 @@ def test_log_bytes_of_a_stream(monkeypatch: pytest.MonkeyPatch) -> None:
     assert data.startswith(b"y" * 100) and b"limit log_bytes (100) exceeded" in data
     assert len(read) == 4  # reading stopped at the limit
     assert logcap.capped([b"ab", b"cd"]) == b"abcd"
+
+
+# ----------------------------------------------------------------------------- a job's own files
+
+
+@pytest.mark.parametrize(("raw", "kept", "dropped"), [
+    ({"version": "1.0", "modules": ["a._x"], "gil_enabled": True}, {"version", "modules", "gil_enabled"}, []),
+    ({"version": ["1"], "modules": 5, "imported": [1], "gil_enabled": "yes"}, set(), ["version", "modules", "imported", "gil_enabled"]),
+    ({"imported": 3, "modules": []}, {"modules"}, ["imported"]),  # decide raised TypeError on it
+    ({"metadata": "x", "errors": {"a": 1}, "warnings": "w"}, set(), ["errors", "metadata", "warnings"]),
+    ({"metadata": {"summary": 3, "project_urls": {"a": "https://x", "b": 2}}}, {"metadata"}, []),
+])
+def test_probe_json_fields_of_the_wrong_type_are_dropped(raw: dict, kept: set, dropped: list) -> None:
+    from harness import probefile
+    from harness.matrix import Settings
+    from harness.model import Phase
+    from harness.verdict import decide
+
+    got = probefile.typed(raw)
+    problems = got.pop(probefile.PROBLEMS, [])
+    assert set(got) == kept
+    assert sorted(problems) == sorted(f"probe.json: {k} has the wrong type, ignored" for k in dropped)
+    if "metadata" in got:
+        assert got["metadata"] == {"project_urls": {"a": "https://x"}}
+    probe = Phase(name="probe", kind="probe", exit_code=0)
+    assert decide([probe], settings=Settings(), probe=probefile.typed(raw)).verdict  # no exception
+
+
+def test_probe_typed_twice_keeps_what_it_told() -> None:
+    from harness import probefile
+
+    once = probefile.typed({"modules": 5, "version": "1"})
+    assert probefile.typed(once) == once

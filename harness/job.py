@@ -32,6 +32,7 @@ from . import (
     probefile,
     pytestcfg,
     suite,
+    testdeps,
     tsan,
     verdict,
     wheels,
@@ -249,10 +250,14 @@ def _with_test_setup(ctx: _Ctx, src_host: Path) -> tuple[Job, tuple[str, ...]]:
     if shadow and not pkg.pytest_args:
         args = (*args, "--import-mode=append")
         setup = replace(setup, sources=(*setup.sources, shadow))
-    deps = () if pkg.test_requires else setup.requires
+    deps, urls = testdeps.url_references(() if pkg.test_requires else setup.requires)
+    if urls:  # fetched from wherever the sdist says, with the network: only when matrix.yaml asks
+        setup = replace(setup, sources=(*setup.sources, *(
+            f"not installed: {u} (a direct URL reference; list it in the package's test_requires "
+            "in matrix.yaml to install it)" for u in urls)))
     ctx.test_setup = {
         "tests": tests, "tests_from": "matrix.yaml" if pkg.tests else "inferred",
-        "requires": list(pkg.test_requires or setup.requires),
+        "requires": list(pkg.test_requires or deps),
         "requires_from": "matrix.yaml" if pkg.test_requires else "inferred",
         "pytest_args": list(args), "pytest_args_from": "matrix.yaml" if pkg.pytest_args else "inferred",
         "sources": list(setup.sources),

@@ -1,0 +1,43 @@
+"""Inferred test deps that are direct URL references are not installed (#30)."""
+
+from __future__ import annotations
+
+from harness.testdeps import url_references
+
+
+def test_url_references_are_set_apart_in_order() -> None:
+    reqs = ["pytest-mock>=3", "evil @ https://example.org/evil-1.0.tar.gz", "hypothesis",
+            "tool @ git+https://github.com/x/tool@main", "local @ file:///etc/passwd",
+            "git+https://github.com/x/bare.git", "attrs[tests]; python_version >= '3.9'"]
+    named, urls = url_references(reqs)
+    assert named == ("pytest-mock>=3", "hypothesis", "attrs[tests]; python_version >= '3.9'")
+    assert urls == ("evil @ https://example.org/evil-1.0.tar.gz", "tool @ git+https://github.com/x/tool@main",
+                    "local @ file:///etc/passwd", "git+https://github.com/x/bare.git")
+    assert url_references([]) == ((), ())
+
+
+def test_the_job_installs_none_and_its_test_setup_says_so(tmp_path) -> None:
+    import time
+    from pathlib import Path
+
+    from harness import matrix, plan
+    from harness.backends.base import Workspace
+    from harness.job import _Ctx, _with_test_setup
+    from harness.model import InterpreterInfo
+    from tests.conftest import INTERP_YAML
+
+    src = tmp_path / "demo-1.0"
+    (src / "tests").mkdir(parents=True)
+    (src / "tests" / "test_x.py").write_text("def test_x():\n    pass\n")
+    (src / "pyproject.toml").write_text(
+        '[project]\nname = "demo"\nversion = "1.0"\n[project.optional-dependencies]\n'
+        'test = ["pytest-mock", "evil @ https://example.org/evil-1.0.tar.gz"]\n')
+    job = plan.make_plan(matrix.loads(INTERP_YAML + "packages: [{name: demo}]\n"))[0]
+    ctx = _Ctx(job=job, ws=Workspace(host_root=tmp_path, root="/w", python="/py"), backend=None,  # type: ignore[arg-type]
+               out=tmp_path, deadline=time.monotonic() + 60, progress=lambda j, s: None, phases=[],
+               interp=InterpreterInfo(name="t", version="3.13.5", key="k"))
+    _, deps = _with_test_setup(ctx, Path(src))
+    assert "pytest-mock" in deps and not any("evil" in d for d in deps)
+    assert not any("evil" in d for d in ctx.test_setup["requires"])  # the recipe's installs too
+    assert ("not installed: evil @ https://example.org/evil-1.0.tar.gz (a direct URL reference; list it "
+            "in the package's test_requires in matrix.yaml to install it)") in ctx.test_setup["sources"]

@@ -115,6 +115,12 @@ def confirm_lines(d: dict[str, Any]) -> list[str]:
             f"- {d['hang_note']}"]
 
 
+def sweep_lines(d: dict[str, Any]) -> list[str]:
+    from benchmarks.sweep import lines  # the sweep renders its own section (also run alone)
+
+    return lines(d)
+
+
 def render(doc: dict[str, Any]) -> str:
     m = doc["meta"]
     lines = ["# ft-harness benchmark (latest)", "",
@@ -122,7 +128,8 @@ def render(doc: dict[str, Any]) -> str:
              f"{m.get('load_end', '?')} · total {m.get('total_seconds', 0):.0f} s · "
              f"`{m['command']}`", ""]
     for key, fn in (("overhead", overhead_lines), ("schedule", schedule_lines),
-                    ("cache", cache_lines), ("scale", scale_lines), ("confirm", confirm_lines)):
+                    ("cache", cache_lines), ("scale", scale_lines), ("confirm", confirm_lines),
+                    ("sweep", sweep_lines)):
         if key in doc["sections"]:
             sec = doc["sections"][key]
             lines += fn(sec)

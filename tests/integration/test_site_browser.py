@@ -2,9 +2,11 @@
 
 Opens site/index.html from disk (file://), checks every package row and its
 cell per interpreter, filtering (by verdict and by interpreter) and sorting, a package page's findings, and that hostile
-test ids / excerpts render as text without running anything.  Screenshots go
-to the test's tmp dir and, when FT_HARNESS_ARTIFACTS is set, there too (CI
-uploads them).
+test ids / excerpts render as text without running anything.  The first screen (#33): on a run
+of four fixtures' results on one interpreter, "1 of 4" compatible, the chart, and the table
+within the first 1000 px at 1400 px wide.  Screenshots (1400×1000 and 420×900) go to the test's
+tmp dir and, when FT_HARNESS_ARTIFACTS is set, there too (CI uploads them); with
+FT_HARNESS_SCREENSHOTS=1 they replace docs/screenshot-*.png.
 """
 
 from __future__ import annotations
@@ -19,11 +21,17 @@ import pytest
 
 from harness import render
 from harness.render import history
-from tests.data.report.shared import XSS, XSS2, full_report, out_dir, previous
+from harness import aggregate
+from tests.data.report.shared import XSS, XSS2, full_report, load, out_dir, previous
 
 pytestmark = pytest.mark.browser
 
 CHROMIUM = Path(os.environ.get("FT_HARNESS_CHROMIUM", "/usr/bin/chromium"))
+DOCS = Path(__file__).resolve().parents[2] / "docs"
+DESKTOP, PHONE = {"width": 1400, "height": 1000}, {"width": 420, "height": 900}
+# one result each of the fixtures' verdicts on one interpreter (tests/data/report/run1)
+FOUR = {"cp313t--attrs": "compatible", "cp313t--fx-race": "ft-race",
+        "cp313t--msgpack": "gil-reenabled", "cp313t--fx-refuses-ft": "build-failure"}
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
         "--disable-component-update", "--disable-sync", "--no-first-run"]
 
@@ -39,6 +47,17 @@ def site(tmp_path_factory) -> tuple[Path, dict]:
     rep = full_report()
     render.write_all(rep, out, history=history.update(None, previous()))
     return out, rep.to_dict()  # what report.json holds
+
+
+@pytest.fixture(scope="module")
+def four(tmp_path_factory) -> Path:
+    """The site of a run of four fixtures on one interpreter: compatible, ft-race,
+    gil-reenabled, build-failure."""
+    out = out_dir(tmp_path_factory.mktemp("four"))
+    results = [r for r in load("run1") if r.job_id in FOUR]
+    assert {r.job_id: r.verdict for r in results} == FOUR
+    render.write_all(aggregate.build_report(results, meta={}), out)
+    return out
 
 
 @pytest.fixture(scope="module")
@@ -64,14 +83,17 @@ def page(browser):
     ctx.close()
 
 
-def shoot(pg, tmp_path: Path, name: str) -> Path:
+def shoot(pg, tmp_path: Path, name: str, *, full_page: bool = True, docs: str = "") -> Path:
+    """A screenshot; ``docs``: the name it has under docs/ (replaced with FT_HARNESS_SCREENSHOTS=1)."""
     path = tmp_path / name
-    pg.screenshot(path=str(path), full_page=True)
+    pg.screenshot(path=str(path), full_page=full_page)
     assert path.stat().st_size > 10_000
     dest = os.environ.get("FT_HARNESS_ARTIFACTS")
     if dest:
         Path(dest).mkdir(parents=True, exist_ok=True)
         shutil.copy(path, Path(dest) / name)
+    if docs and os.environ.get("FT_HARNESS_SCREENSHOTS") == "1":
+        shutil.copy(path, DOCS / docs)
     return path
 
 
@@ -122,18 +144,77 @@ def test_every_package_row_is_there_with_a_cell_per_interpreter(site, page, tmp_
         assert row.locator("td.name a").inner_text() == t["name"]
         for interp, cell in t["cells"].items():
             td = row.locator(f'td[data-interp="{interp}"]')
-            assert td.locator(".badge").inner_text() == cell["verdict"]
+            assert td.locator(".badge .word").inner_text() == cell["verdict"]
             assert td.get_attribute("data-job") == cell["job_id"]
         assert row.is_visible()
     race = page.locator('#packages tbody tr[data-package="fx-race"]')
     assert race.locator("td.across").inner_text() == "ft-race on 3.13.5t, compatible on 3.13.15t"
     assert visible_columns(page) == ["cp313t", "cp31315t"]
     assert page.locator("#shown").inner_text() == "13 of 13 shown"
-    shoot(page, tmp_path, "site-index-desktop.png")
-    page.set_viewport_size({"width": 390, "height": 844})
+    # one line a cell: the verdict's mark and word, the deciding test (shortened, in full on
+    # hover) and its rate; crash and ft-crash carry different marks
+    cell = race.locator('td[data-interp="cp313t"]')
+    assert cell.locator(".badge").inner_text() == "⇄ ft-race"
+    assert cell.locator(".decider").inner_text() == "test_shared_buffer"
+    assert cell.locator(".decider").get_attribute("title") == "tests/test_buf.py::test_shared_buffer"
+    assert cell.locator(".ratio").inner_text() == "2/3"
+    crash = page.locator('tr[data-package="fx-crash"] .badge .icon').inner_text()
+    ft_crash = page.locator('tr[data-package="fx-ft-crash"] .badge .icon').inner_text()
+    assert crash != ft_crash
+    heights = page.eval_on_selector_all("#packages tbody tr", "rs => rs.map(r => r.offsetHeight)")
+    assert max(heights) < 80, heights  # was ~117 px a cell: a verdict twice, meta, history
+    # column labels as the interpreter's name is written
+    assert page.locator('#packages thead th[data-interp="cp313t"]').inner_text().startswith("3.13.5t")
+    # the legend is near the top, folded; dates are a person's
+    assert page.locator("details.legend").bounding_box()["y"] < page.locator("#packages").bounding_box()["y"]
+    assert "3 Dec 2026, 08:10–08:22 UTC" in page.locator(".hero .sub").inner_text()
+    # Blocked by: the causes that are not about the package
+    assert page.locator("#blocked tbody tr").count() == len(rep["causes"]) >= 1
+    page.set_viewport_size(DESKTOP)
+    shoot(page, tmp_path, "site-index-desktop.png", full_page=False, docs="screenshot-index.png")
+    shoot(page, tmp_path, "site-index-desktop-full.png")
+    page.set_viewport_size(PHONE)
     # at phone width the table is a list of cards: nothing may stick out sideways
-    assert page.evaluate("document.documentElement.scrollWidth") <= 390
-    shoot(page, tmp_path, "site-index-phone.png")
+    assert page.evaluate("document.documentElement.scrollWidth") <= PHONE["width"]
+    shoot(page, tmp_path, "site-index-phone.png", full_page=False, docs="screenshot-index-phone.png")
+
+
+def test_the_first_screen_answers_which_packages_are_safe_where(four, page, tmp_path):
+    """Four fixtures on one interpreter: "1 of 4" compatible, the chart, and the table in the
+    first 1000 px at 1400 px wide (#33)."""
+    page.set_viewport_size(DESKTOP)
+    page.goto((four / "site/index.html").as_uri())
+    answer = page.locator('figure.answer[data-interp="cp313t"]')
+    assert answer.locator(".ready").inner_text() == "1 of 4 compatible"
+    bar = answer.locator("svg.bar")
+    assert bar.is_visible() and bar.get_attribute("role") == "img"
+    assert bar.get_attribute("aria-label") == ("3.13.5t: 1 compatible, 1 gil-reenabled, 1 ft-race, "
+                                               "1 build-failure")
+    assert bar.locator("rect").count() == 4  # a segment per verdict, each with its mark and count
+    assert bar.locator("text").all_text_contents() == ["✔\ufe0e 1", "⊘ 1", "⇄ 1", "✖ 1"]
+    legend = answer.locator(".bar-legend li").all_inner_texts()
+    assert legend == ["✔\ufe0e compatible 1", "⊘ gil-reenabled 1", "⇄ ft-race 1", "✖ build-failure 1"]
+    table = page.locator("#packages").bounding_box()
+    last = page.locator("#packages tbody tr").last.bounding_box()
+    assert table["y"] < DESKTOP["height"] and last["y"] + last["height"] <= DESKTOP["height"], (table, last)
+    shoot(page, tmp_path, "site-four-desktop.png", full_page=False)
+    page.set_viewport_size(PHONE)
+    assert page.evaluate("document.documentElement.scrollWidth") <= PHONE["width"]
+    shoot(page, tmp_path, "site-four-phone.png", full_page=False)
+    # the ft-race fixture's page: its recipe first, the runner's command folded below it
+    with page.expect_navigation():
+        page.click('#packages td.name a:text-is("fx-race")')
+    recipe = page.locator("article.finding pre.recipe").first
+    assert recipe.is_visible()
+    text = recipe.inner_text()
+    assert "python -m pip install " in text and "PYTHON_GIL=0 " in text
+    assert "python -P -m pytest " in text and "tests/test_buf.py::test_shared_buffer" in text
+    assert str(four) not in text and "work/" not in text and "venv/bin" not in text
+    assert page.locator("article.finding .repro-head span").first.inner_text() == "Reproduce on your machine"
+    runner = page.locator("article.finding details.runner").first
+    assert runner.locator("pre").is_hidden()
+    runner.locator("summary").click()
+    assert runner.locator("pre").inner_text().startswith("cd src && PYTHON_GIL=0 ")
 
 
 def test_filter_by_verdict_with_the_select_and_the_chips(site, page):
@@ -214,7 +295,9 @@ def test_a_package_page_shows_its_findings(site, page, tmp_path):
     assert finding.locator(".kind").inner_text() == "ft-crash"
     assert finding.locator(".test-id").inner_text() == "tests/test_grow.py::test_concurrent_append"
     assert "Fatal Python error: Segmentation fault" in finding.locator("pre.excerpt").inner_text()
-    assert finding.locator("pre.wrap").inner_text().startswith("cd src && PYTHON_GIL=0 ")
+    assert "PYTHON_GIL=0 " in finding.locator("pre.recipe").inner_text()  # the laptop recipe first
+    finding.locator("details.runner summary").click()  # the runner's own command, folded
+    assert finding.locator("details.runner pre").inner_text().startswith("cd src && PYTHON_GIL=0 ")
     assert page.get_by_text("3.13.5-3f1a9c2e-disable-gil").is_visible()
     log = page.locator('a[href$="plain-gil0.log.txt"]')  # the site's own copy (#16)
     assert log.count() == 1
@@ -222,10 +305,17 @@ def test_a_package_page_shows_its_findings(site, page, tmp_path):
         log.click()
     assert "Fatal Python error: Segmentation fault" in page.content()
     page.go_back()
-    shoot(page, tmp_path, "site-package-desktop.png")
-    page.set_viewport_size({"width": 390, "height": 844})
-    assert page.evaluate("document.documentElement.scrollWidth") <= 390
-    shoot(page, tmp_path, "site-package-phone.png")
+    # the coverage table shows its last column whole; the wheel's keys are words
+    cov = page.locator("table.cov")
+    wrap = page.locator("table.cov").locator("xpath=..")
+    assert cov.bounding_box()["width"] <= wrap.bounding_box()["width"] + 1
+    assert page.locator("text=installed_file").count() == 0
+    page.set_viewport_size(DESKTOP)
+    shoot(page, tmp_path, "site-package-desktop.png", docs="screenshot-package.png")
+    page.set_viewport_size(PHONE)
+    assert page.evaluate("document.documentElement.scrollWidth") <= PHONE["width"]
+    assert cov.bounding_box()["width"] <= wrap.bounding_box()["width"] + 1  # no column cut off
+    shoot(page, tmp_path, "site-package-phone.png", full_page=False, docs="screenshot-package-phone.png")
 
 
 def test_hostile_test_ids_and_output_render_as_text(site, page, tmp_path):

@@ -206,3 +206,32 @@ def test_a_small_report_keeps_everything_in_full():
     assert "more job" not in md and "more finding" not in md  # nothing capped at 16 jobs
     assert md.count("\n### ") == len([p for p in full_report().packages
                                       if p.findings or p.notes or p.links])
+
+
+def test_every_finding_shows_its_recipe_first_and_the_runners_command_folded():
+    """#33: the ft-race fixture's recipe (pip install, PYTHON_GIL=0 ... pytest on its test), no
+    path of the run's output; the exact command of the machine that ran it, folded below."""
+    md = markdown.render(full_report(with_previous=False, hostile=False))
+    sec = md.split("### 🔀 fx-race 0.1 — ft-race · 3.13.5t")[1].split("###")[0]
+    recipe = sec.split("**Reproduce on your machine:**")[1].split("```sh\n")[1].split("```")[0]
+    assert "python -m pip install . pytest==8.4.2" in recipe
+    assert ("PYTHON_GIL=0 python -P -m pytest -p no:cacheprovider --timeout=120 -rfE -v "
+            "--parallel-threads=4 --iterations=5 tests/test_buf.py::test_shared_buffer") in recipe
+    assert "venv/bin" not in recipe and "work/" not in recipe and "junit" not in recipe
+    assert sec.index("Reproduce on your machine") < sec.index(
+        "<details><summary>The exact command on the machine that ran it</summary>")
+    # crash and ft-crash read apart
+    assert markdown.ICON["crash"] != markdown.ICON["ft-crash"]
+
+
+def test_mentions_and_bare_links_from_a_package_do_not_notify_or_link():
+    """Moved from #30: a package's text in report.md mentions nobody and links nowhere."""
+    cell = markdown.text("ping @octocat and @org/team, see www.example.com or https://evil.example")
+    assert "@octocat" not in cell and "@org/team" not in cell
+    assert "www.example.com" not in cell and "https://evil.example" not in cell
+    assert cell == ("ping @<!-- -->octocat and @<!-- -->org/team, see www&#46;example.com or "
+                    "https&#58;//evil.example")
+    # what we link ourselves stays a link
+    md = markdown.render(full_report(with_previous=False, hostile=False),
+                         site_url="https://example.github.io/ft/")
+    assert "<https://example.github.io/ft/>" in md

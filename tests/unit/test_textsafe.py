@@ -74,3 +74,16 @@ def test_report_md_cells_code_and_excerpts_are_inert(s: str) -> None:
     fence = excerpt.split("\n", 1)[0]
     assert fence == "`````"  # longer than any backtick run inside: the excerpt cannot close it
     assert excerpt.endswith("\n" + fence) and excerpt.count(fence) == 2
+
+
+@pytest.mark.parametrize(("s", "want"), [
+    ("@octocat", "@<!-- -->octocat"),
+    ("cc @pypa/maintainers", "cc @<!-- -->pypa/maintainers"),
+    ("mail me@example.org", "mail me@<!-- -->example.org"),
+    ("www.example.com", "www&#46;example.com"),
+    ("WWW.EXAMPLE.COM", "WWW&#46;EXAMPLE.COM"),
+    ("https://x.example/a", "https&#58;//x.example/a"),
+    ("a @ b, x@ 1, 3.13t", "a @ b, x@ 1, 3.13t"),  # nothing to mention or link: unchanged
+])
+def test_no_autolinks(s: str, want: str) -> None:
+    assert textsafe.no_autolinks(s) == want

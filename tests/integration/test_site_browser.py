@@ -19,9 +19,8 @@ from urllib.parse import unquote, urlsplit
 
 import pytest
 
-from harness import render
+from harness import aggregate, render
 from harness.render import history
-from harness import aggregate
 from tests.data.report.shared import XSS, XSS2, full_report, load, out_dir, previous
 
 pytestmark = pytest.mark.browser

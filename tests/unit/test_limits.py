@@ -309,3 +309,65 @@ def test_probe_typed_twice_keeps_what_it_told() -> None:
 
     once = probefile.typed({"modules": 5, "version": "1"})
     assert probefile.typed(once) == once
+
+
+# ----------------------------------------------------------------------------- a whole job
+
+
+def test_a_job_whose_sdist_is_a_bomb_gets_a_result_naming_the_limit(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The real job steps (harness.job.run_job) on the real scheduler and local backend: the host
+    fetches a 500-byte bz2 bomb from an index on loopback, extraction stops at extract_bytes, and
+    the job's result file names the limit; the next job in the run still gets its result."""
+    import hashlib
+    import http.server
+    import json
+    import sys
+    import threading
+
+    from harness import matrix, plan, wheels
+    from harness.backends.base import Prepared
+    from harness.backends.local import LocalBackend
+    from harness.model import InterpreterInfo, read_result
+    from harness.runner import result_path, run_plan
+
+    files = {"bomb-1.0.tar.gz": _bomb(tmp_path / "bomb-1.0.tar.gz", 4 << 20).read_bytes()}
+
+    class Index(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802
+            name = self.path.strip("/").split("/")[-1]
+            if self.path.startswith("/simple/"):
+                fn = f"{name}-1.0.tar.gz"
+                body = json.dumps({"files": [{"filename": fn, "url": f"/files/{fn}", "hashes": {
+                    "sha256": hashlib.sha256(files[fn]).hexdigest()}}]} if fn in files else {"files": []}).encode()
+            else:
+                body = files[name]
+            self.send_response(200)
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Index)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    monkeypatch.setenv(wheels.INDEX_ENV, f"http://127.0.0.1:{server.server_port}/simple/")
+    monkeypatch.setenv("FT_HARNESS_LIMIT_EXTRACT_BYTES", str(1 << 20))
+    try:
+        spec = matrix.loads('interpreters: [{name: cp313t, version: "3.13.5", source: "debian:trixie"}]\n'
+                            "packages: [{name: bomb}, {name: nothing-here}]\n")
+        jobs = plan.make_plan(spec)
+        info = InterpreterInfo(name="cp313t", version="3.13.5", key="k")
+        out = tmp_path / "out"
+        summary = run_plan(jobs, out=out, backend=LocalBackend(),
+                           prepared={"cp313t": Prepared(info=info, python=sys.executable, cache_hit=True)})
+    finally:
+        server.shutdown()
+    assert len(summary.ran) == 2
+    bomb = read_result(result_path(out, jobs[0].job_id))
+    assert bomb.verdict == "infra-error"
+    (f,) = bomb.findings
+    assert "limit extract_bytes (1048576) exceeded: bomb-1.0.tar.gz unpacks to more than 1 MiB" in f.message
+    assert f.evidence == "setup" and "bug of ft-harness" not in f.message
+    assert read_result(result_path(out, jobs[1].job_id)).verdict == "infra-error"  # no sdist: its own result
+    assert sum(p.stat().st_size for p in (out / "work").rglob("*") if p.is_file()) < 2 << 20

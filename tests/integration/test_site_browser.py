@@ -310,10 +310,13 @@ def test_a_package_page_shows_its_findings(site, page, tmp_path):
     assert cov.bounding_box()["width"] <= wrap.bounding_box()["width"] + 1
     assert page.locator("text=installed_file").count() == 0
     page.set_viewport_size(DESKTOP)
-    shoot(page, tmp_path, "site-package-desktop.png", docs="screenshot-package.png")
+    page.evaluate("window.scrollTo(0, 0)")  # the first screen: back from the log kept its scroll
+    shoot(page, tmp_path, "site-package-desktop.png", full_page=False, docs="screenshot-package.png")
+    shoot(page, tmp_path, "site-package-desktop-full.png")
     page.set_viewport_size(PHONE)
     assert page.evaluate("document.documentElement.scrollWidth") <= PHONE["width"]
     assert cov.bounding_box()["width"] <= wrap.bounding_box()["width"] + 1  # no column cut off
+    page.evaluate("window.scrollTo(0, 0)")
     shoot(page, tmp_path, "site-package-phone.png", full_page=False, docs="screenshot-package-phone.png")
 
 

@@ -49,7 +49,7 @@ COMMANDS: dict[str, tuple[list[str], list[tuple[str, str]]]] = {
     "reproduce": (["ft-harness reproduce out six --finding 1",
                    "ft-harness reproduce out six --recipe --python python3.13t"],
                   [("0", "the failure came back"), ("1", "it passed this time"),
-                   ("2", "bad input")]),
+                   ("2", "bad input, or not confirmed (no terminal to ask and no --yes)")]),
 }
 
 

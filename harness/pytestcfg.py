@@ -252,3 +252,14 @@ def named_by_filterwarnings(found: tuple[str, dict[str, Any]] | None,
     if re.search(r"\bcoverage\.", text) and "coverage" not in have:
         return ("coverage",)
     return ()
+
+
+def needs_pytest9(src: Path, found: tuple[str, dict[str, Any]] | None) -> bool:
+    """Whether the config pytest would pick is pytest 9's native ``[tool.pytest]`` table of a
+    pyproject.toml (no ``ini_options``): pytest 8 does not read it and walks on up past the
+    package (ujson 6.1.0), so such a suite runs with ``suite.TOOLS_PYTEST9``."""
+    if found is None or Path(found[0]).name != "pyproject.toml":
+        return False
+    table = read_toml(src / found[0], []).get("tool", {})
+    table = table.get("pytest") if isinstance(table, dict) else None
+    return isinstance(table, dict) and "ini_options" not in table

@@ -14,6 +14,14 @@ from .watchdog import PASS_ENV as WATCHDOG_PASS_ENV
 
 # The test tools every job installs, pinned so two runs test with the same tools.
 TOOLS = ("pytest==8.4.2", "pytest-run-parallel==0.10.0", "pytest-xdist==3.8.0", "pytest-timeout==2.4.0")
+# ... and for a suite whose config is pytest 9's native [tool.pytest] table, which pytest 8 does
+# not read (pytestcfg.needs_pytest9); the plugins' same releases run under pytest 9.2.0.
+TOOLS_PYTEST9 = ("pytest==9.2.0", *TOOLS[1:])
+
+
+def tools(pytest9: bool) -> tuple[str, ...]:
+    """The pinned test tools for a suite (pytest 9 only where its config needs it)."""
+    return TOOLS_PYTEST9 if pytest9 else TOOLS
 TOX = ("tox==4.67.15",)
 
 
@@ -28,20 +36,20 @@ def has_tests(src_host: Path, tests: str) -> bool:
 
 
 def has_pytest_config(src_host: Path, tests: str) -> bool:
-    """Whether pytest, started on ``tests``, finds a configuration inside the package's source.
-
-    pytest walks up from its arguments to the first configuration it finds; without one of the
-    package's own it would walk out of the workspace and take whatever lies above ``--out`` (a
-    pyproject.toml with ``--strict-markers``, a root conftest), so such suites get ``-c /dev/null``.
-    The same search as the inference's (``pytestcfg.pytest_config``), files read without following links.
-    """
+    """Whether pytest, started on ``tests``, finds a configuration inside the package's source
+    (``pytestcfg.pytest_config``: files read without following links)."""
     return pytestcfg.pytest_config(src_host, tests, []) is not None
 
 
-def pytest_options(job: Job, *, rootdir: str, own_config: bool, config: str = "") -> tuple[str, ...]:
+def pytest_options(job: Job, *, rootdir: str, config: str = "") -> tuple[str, ...]:
     """pytest's options for every test phase; rootdir and conftest search pinned to the source
-    (or to the installed copy, with the source's ``config`` file: ``installed_tests``)."""
-    cfg = ("-c", config) if config else (() if own_config else ("-c", "/dev/null"))
+    (or to the installed copy: ``installed_tests``), and the configuration always named: the
+    package's own ``config`` file, else an empty one. pytest walks up from its arguments to the
+    first configuration it can read; left to it, a config it cannot read (pytest 9's
+    ``[tool.pytest]`` under pytest 8) or none at all sends it out of the package to whatever lies
+    above ``--out`` (a pyproject.toml with ``--strict-markers``). parse.setup checks the
+    ``configfile:`` line of every run against what was named."""
+    cfg = ("-c", config or "/dev/null")
     opts = [f"--timeout={job.settings.test_timeout}", "-rfE", "-v",
             f"--rootdir={rootdir}", f"--confcutdir={rootdir}", *cfg]
     exprs = []
@@ -100,20 +108,20 @@ def installed_tests(src_host: Path, tests: str, venv_host: Path) -> tuple[Path, 
     return None
 
 
-def tox_overrides(job: Job, ws: Workspace) -> list[str]:
+def tox_overrides(job: Job, ws: Workspace, pins: tuple[str, ...] = TOOLS) -> list[str]:
     env = job.package.tox_env
     return ["-x", f"testenv:{env}.basepython={ws.python}",
-            "-x", f"testenv:{env}.deps+={chr(10).join(TOOLS)}",
+            "-x", f"testenv:{env}.deps+={chr(10).join(pins)}",
             "-x", f"testenv:{env}.pass_env+={','.join(WATCHDOG_PASS_ENV)}"]
 
 
-def command(job: Job, ws: Workspace, vpy: str, tests: str, *, src: str,
-            own_config: bool, config: str = "") -> TestCommand:
+def command(job: Job, ws: Workspace, vpy: str, tests: str, *, src: str, config: str = "",
+            pins: tuple[str, ...] = TOOLS) -> TestCommand:
     """pytest directly, or tox with the pytest arguments as posargs (its env must pass {posargs})."""
     if job.package.runner == "tox":  # the tox env's command runs pytest
         head: tuple[str, ...] = (vpy, "-m", "tox", "-e", job.package.tox_env, "--skip-pkg-install",
-                                 *tox_overrides(job, ws), "--")
+                                 *tox_overrides(job, ws, pins), "--")
     else:
         head = (vpy, "-P", "-m", "pytest", "-p", "no:cacheprovider")
-    return TestCommand(head=head, options=pytest_options(job, rootdir=src, own_config=own_config, config=config),
+    return TestCommand(head=head, options=pytest_options(job, rootdir=src, config=config),
                        paths=(tests,) if tests else ())

@@ -9,7 +9,9 @@ the file and line) and what would fix it in matrix.yaml (``test_requires: [hypot
 
 from __future__ import annotations
 
+import os
 import re
+import shlex
 
 from ..model import SetupProblem
 
@@ -86,9 +88,50 @@ def _warning_filters(text: str) -> list[SetupProblem]:
     return out
 
 
+COMMAND_RE = re.compile(r"\A\$ (?P<cmd>[^\n]*)\n(?:# cwd: (?P<cwd>[^\n]*)\n)?")
+ROOTDIR_RE = re.compile(r"^rootdir: (?P<rootdir>[^\n,]+)(?:, configfile: (?P<cf1>[^\n,]+))?$", re.M)
+CONFIGFILE_RE = re.compile(r"^configfile: (?P<cf>[^\n]+)$", re.M)
+
+
+def config_outside(text: str) -> SetupProblem | None:
+    """A pytest that took its configuration from another file than the one the harness named
+    with ``-c`` (or, with none named, from outside its rootdir): pytest 8 does not read pytest 9's
+    ``[tool.pytest]`` and walks up to the first config above the package (ujson 6.1.0 ran under
+    the outer project's ``--strict-markers``). The harness's setup error, never the package's."""
+    head = text[:20000]
+    m, r = COMMAND_RE.match(head), ROOTDIR_RE.search(head)
+    if not m or not r:
+        return None
+    c = CONFIGFILE_RE.search(head, r.end())
+    found = r.group("cf1") or (c.group("cf") if c and c.start() - r.end() < 3 else "")
+    if not found:
+        return None
+    rootdir = r.group("rootdir").strip()
+    took = os.path.normpath(os.path.join(rootdir, found.strip()))
+    try:
+        argv = shlex.split(m.group("cmd"))
+    except ValueError:
+        return None
+    named = next((argv[i + 1] for i, a in enumerate(argv[:-1]) if a == "-c"), "")
+    if named:
+        want = os.path.normpath(os.path.join(m.group("cwd") or rootdir, named))
+        if took == want:
+            return None
+    elif not os.path.relpath(took, rootdir).startswith(".."):
+        return None
+    return SetupProblem(
+        kind="config-outside", name=took, where=f"rootdir {rootdir}",
+        excerpt=f"pytest read its configuration from {took}" + (f", not {named}" if named else
+                                                                 f", outside its rootdir {rootdir}"),
+        fix="a harness setup error (the package's own config, or an empty one, must be named with -c)")
+
+
 def find_setup_problems(text: str) -> tuple[SetupProblem, ...]:
     """Every distinct setup problem in a pytest log, in the order they appear."""
     found: list[SetupProblem] = _missing_modules(text) + _warning_filters(text)
+    outside = config_outside(text)
+    if outside:
+        found.insert(0, outside)
     for m in PLUGIN_RE.finditer(text):
         mod, plugin = m.group("mod"), m.group("plugin")
         top = mod.split(".", 1)[0]

@@ -29,14 +29,14 @@ markers = ["only_this: the one marker this project knows"]
 HOSTILE_CONFTEST = "raise SystemExit('a conftest.py above --out was loaded')\n"
 
 
-def _run(tmp: Path, backend: str, hostile: bool) -> dict:
-    outer = tmp / ("outer-1.0" if hostile else "plain")
+def _run(tmp: Path, backend: str, hostile: bool, fixture: str = "ft_noconfig") -> dict:
+    outer = tmp / (("outer-1.0" if hostile else "plain") + ("" if fixture == "ft_noconfig" else f"-{fixture}"))
     outer.mkdir()
     if hostile:
         (outer / "pyproject.toml").write_text(HOSTILE_PYPROJECT)
         (outer / "conftest.py").write_text(HOSTILE_CONFTEST)
     m = tmp / f"matrix-{outer.name}.yaml"
-    m.write_text(SETTINGS + INTERP_YAML + f"packages:\n  - {{name: ft_noconfig, path: {FIXTURES / 'ft_noconfig'}}}\n")
+    m.write_text(SETTINGS + INTERP_YAML + f"packages:\n  - {{name: {fixture}, path: {FIXTURES / fixture}}}\n")
     r = cli("run", "--matrix", str(m), "--out", str(outer / "out"), "--backend", backend)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     (res,) = results(outer / "out").values()
@@ -67,3 +67,17 @@ def test_config_above_out_changes_nothing(tmp_path: Path, backend: str, ft_inter
     assert _ids(hostile) == _ids(plain)
     plain_cmd = next(p for p in hostile["phases"] if p["kind"] == "plain")["command"]
     assert "-c" in plain_cmd and plain_cmd[plain_cmd.index("-c") + 1] == "/dev/null", plain_cmd
+
+
+def test_a_config_only_pytest9_reads_is_read_and_named(tmp_path: Path, ft_interpreter) -> None:
+    # issue #36: ujson 6.1.0 keeps its config in [tool.pytest], which pytest 8 does not read; it
+    # walked up to the outer project's --strict-markers and failed on ujson's own marker
+    res = _run(tmp_path, "local", hostile=True, fixture="ft_pytest9cfg")
+    assert res["verdict"] == "compatible", res["findings"]
+    expected = json.loads((FIXTURES / "ft_pytest9cfg" / "EXPECTED.json").read_text())
+    assert all(v == set(expected["tests"]) for v in _ids(res).values()), _ids(res)
+    plain = next(p for p in res["phases"] if p["kind"] == "plain")
+    cmd = plain["command"]
+    assert cmd[cmd.index("-c") + 1].endswith("/ft_pytest9cfg/pyproject.toml"), cmd
+    log = (tmp_path / "outer-1.0-ft_pytest9cfg" / "out" / plain["log"]).read_text()
+    assert "pytest-9." in log and "configfile: pyproject.toml" in log

@@ -68,8 +68,7 @@ def _jobs() -> dict[str, plan.Job]:
 
 def test_test_command_parts_and_their_reproduce() -> None:
     ws = Workspace(host_root=Path("/nonexistent"), root="/w", python="/py")
-    tc = suite_command(_jobs()["six"], ws, "/w/venv/bin/python", "tests", src="/w/src/six-1.17.0",
-                       own_config=False)
+    tc = suite_command(_jobs()["six"], ws, "/w/venv/bin/python", "tests", src="/w/src/six-1.17.0")
     assert tc.head == ("/w/venv/bin/python", "-P", "-m", "pytest", "-p", "no:cacheprovider")
     assert tc.paths == ("tests",)
     assert {"--rootdir=/w/src/six-1.17.0", "--confcutdir=/w/src/six-1.17.0", "--import-mode=importlib",
@@ -83,12 +82,14 @@ def test_test_command_parts_and_their_reproduce() -> None:
     assert line.startswith("cd /w/src/six-1.17.0 && /w/venv/bin/python -P -m pytest")
     assert "--parallel-threads=4" in line and "-n auto" not in line and "--junitxml" not in line
     assert line.endswith(" --parallel-threads=4 'test_six.py::test_x[a b]'")
-    assert suite_command(_jobs()["six"], ws, "/v/python", "tests", src="/s", own_config=True).options.count("-c") == 0
+    # the package's own config is named too: pytest never walks up to look for one (ujson 6.1.0)
+    own = suite_command(_jobs()["six"], ws, "/v/python", "tests", src="/s", config="/s/setup.cfg").options
+    assert own.count("-c") == 1 and own[own.index("-c") + 1] == "/s/setup.cfg"
 
 
 def test_tox_test_command_passes_pytest_options_as_posargs() -> None:
     ws = Workspace(host_root=Path("/nonexistent"), root="/w", python="/py")
-    tc = suite_command(_jobs()["toxpkg"], ws, "/w/venv/bin/python", "", src="/w/src/p", own_config=True)
+    tc = suite_command(_jobs()["toxpkg"], ws, "/w/venv/bin/python", "", src="/w/src/p")
     assert tc.head[:6] == ("/w/venv/bin/python", "-m", "tox", "-e", "py313t", "--skip-pkg-install")
     assert tc.head[-1] == "--" and "testenv:py313t.basepython=/py" in tc.head
     assert tc.paths == () and tc.options[0].startswith("--timeout=")
@@ -183,7 +184,7 @@ def test_installed_tests_behind_a_link_out_of_the_venv_are_not_used(tmp_path: Pa
 def test_installed_tests_take_the_sources_config_file() -> None:
     ws = Workspace(host_root=Path("/nonexistent"), root="/w", python="/py")
     tc = suite_command(_jobs()["six"], ws, "/v/python", "numpy/tests", src="/w/venv/lib/python3.13t/site-packages",
-                       own_config=True, config="/w/src/numpy-2.5.5/pytest.ini")
+                       config="/w/src/numpy-2.5.5/pytest.ini")
     opts = list(tc.options)
     assert opts[opts.index("-c") + 1] == "/w/src/numpy-2.5.5/pytest.ini"
     assert "--rootdir=/w/venv/lib/python3.13t/site-packages" in opts

@@ -84,3 +84,38 @@ def test_an_unknown_mark_made_an_error_by_filterwarnings_python_dateutil():
     assert (p.kind, p.name) == ("unknown-marker", "no_cover")
     assert p.excerpt.startswith("PytestUnknownMarkWarning: Unknown pytest.mark.no_cover")
     assert "PytestUnknownMarkWarning" in p.fix
+
+
+def test_a_config_pytest_took_from_outside_the_package_is_the_harness_setup_error():
+    # issue #36, ujson 6.1.0's shape: the package's config is only in [tool.pytest] (pytest 9's),
+    # pytest 8.4.2 did not read it and walked up to the outer project's pyproject.toml, whose
+    # --strict-markers failed collection on the package's own marker (captured: the fixture
+    # ft_pytest9cfg under a directory with that pyproject.toml, the harness's command line)
+    text = (DATA.parent / "setup" / "config-walked-up.log").read_text()
+    problems = find_setup_problems(text)
+    assert problems[0].kind == "config-outside"
+    assert problems[0].name == "/tmp/cap/outer/pyproject.toml"
+    assert problems[0].excerpt.endswith("outside its rootdir /tmp/cap/outer/out/work/j/src/ft_pytest9cfg")
+    # named with -c, the same file pytest reports: no problem (whatever the tests then do)
+    named = (DATA.parent / "setup" / "config-named.log").read_text()
+    assert not [p for p in find_setup_problems(named) if p.kind == "config-outside"]
+    # a -c that names another file than the one pytest took is one too
+    other = named.replace("-c /tmp/cap/outer/out/work/j/src/ft_pytest9cfg/pyproject.toml",
+                          "-c /dev/null", 1)
+    (p,) = [p for p in find_setup_problems(other) if p.kind == "config-outside"]
+    assert p.excerpt.endswith(", not /dev/null")
+
+
+def test_a_run_under_an_outside_config_decides_infra_error_not_baseline():
+    import dataclasses
+
+    from harness.model import Phase, TestCase
+
+    text = (DATA.parent / "setup" / "config-walked-up.log").read_text()
+    p = Phase(name="plain-gil1", kind="plain", gil=1, exit_code=2, excerpt=text[-2000:],
+              setup=find_setup_problems(text),
+              tests={"tests/test_marks.py": TestCase(outcome="error", message="collection failure")})
+    d = decide([p, dataclasses.replace(p, name="plain-gil0", gil=0)], settings=S, probe={})
+    assert d.verdict == "infra-error"
+    assert "pytest read its configuration from /tmp/cap/outer/pyproject.toml" in d.findings[0].message
+    assert not [f for f in d.findings if f.kind == "baseline-failure"]

@@ -194,11 +194,15 @@ def index_files(name: str, version: str, timeout: float = 20) -> list[str] | Non
 def installed_from(report: dict[str, Any], name: str) -> str:
     """The file pip installed for ``name`` per its --report JSON ('' when unknown)."""
     want = canonicalize_name(name)
-    for item in report.get("install", []):
-        meta = item.get("metadata", {})
-        if canonicalize_name(meta.get("name", "")) == want:
-            url = item.get("download_info", {}).get("url", "")
-            return Path(unquote(urlparse(url).path)).name
+    items = report.get("install", [])
+    for item in items if isinstance(items, list) else ():  # written in the package's venv:
+        meta = item.get("metadata") if isinstance(item, dict) else None  # every type checked (#29)
+        if not isinstance(meta, dict) or not isinstance(meta.get("name"), str):
+            continue
+        if canonicalize_name(meta["name"]) == want:
+            info = item.get("download_info")
+            url = info.get("url") if isinstance(info, dict) else None
+            return Path(unquote(urlparse(url).path)).name if isinstance(url, str) else ""
     return ""
 
 

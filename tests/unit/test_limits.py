@@ -371,3 +371,14 @@ def test_a_job_whose_sdist_is_a_bomb_gets_a_result_naming_the_limit(
     assert f.evidence == "setup" and "bug of ft-harness" not in f.message
     assert read_result(result_path(out, jobs[1].job_id)).verdict == "infra-error"  # no sdist: its own result
     assert sum(p.stat().st_size for p in (out / "work").rglob("*") if p.is_file()) < 2 << 20
+
+
+@pytest.mark.parametrize("report", [
+    {"install": "x"}, {"install": [1, "a", None]}, {"install": [{"metadata": "m"}]},
+    {"install": [{"metadata": {"name": 3}}]}, {"install": [{"metadata": {"name": "pkg"}, "download_info": 5}]},
+    {"install": [{"metadata": {"name": "pkg"}, "download_info": {"url": ["x"]}}]},
+])
+def test_an_install_report_of_the_wrong_shape_names_no_file(report: dict) -> None:
+    from harness import wheels
+
+    assert wheels.installed_from(report, "pkg") == ""

@@ -35,8 +35,7 @@ _COLLECTING = re.compile(r"^\s*Collecting (?P<name>[A-Za-z0-9][A-Za-z0-9._-]*)",
 _NOT_INSTALLED = re.compile(rf"^{re.escape(NOT_INSTALLED)}(.+)$", re.M)
 _ADDR = re.compile(r"0x[0-9a-f]+|/tmp/\S+|pip-[a-z-]+-[a-z0-9_]{6,}", re.I)
 INFRA_TEXT = {  # a pattern of harness.parse.install's INFRA_PATTERNS -> what a reader acts on
-    "Could not resolve host": "a download during the build failed: host not reachable "
-                              "(a Rust crate from crates.io)",
+    "Could not resolve host": "a download during the build failed: its host was not reachable",
     "Temporary failure in name resolution": "the package index or a download host was not reachable",
     "Name or service not known": "the package index or a download host was not reachable",
     "Failed to establish a new connection": "the package index or a download host was not reachable",
@@ -147,6 +146,8 @@ def _install_cause(r: JobResult, phase: Phase, via: str = "") -> _Seen | None:
             return _Seen(("infra", "timeout"), "infrastructure",
                          "an install ran past its timeout (a long source build)", detail=line)
         text = next((t for pat, t in INFRA_TEXT.items() if pat in line), "")
+        if "crates.io" in line:  # cargo, from a Rust extension's build
+            text = "a Rust crate could not be fetched: crates.io was not reachable"
         if not text:
             return None
         return _Seen(("infra", text), "infrastructure", text, detail=_clean(line))

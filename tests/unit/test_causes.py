@@ -107,3 +107,14 @@ def test_report_md_has_a_blocked_by_table():
     assert "## Blocked by" in md
     row = next(line for line in md.splitlines() if line.startswith("| cffi 2.1.1 does not install"))
     assert "| cffi 2.1.1 |" in row and "urllib3 (via trustme)" in row and row.endswith("| 4 |")
+
+
+def test_an_unreachable_crates_io_is_a_cause_of_the_infrastructure():
+    """jiter 0.19.0's build could not reach crates.io (captured, tests/data/real): not about
+    jiter, so in a group even alone, with no package at its root."""
+    jiter = _job(_cffi(), "jiter", "0.19.0", (_install("install", REAL / "jiter-0.19.0" / "install.log"),))
+    assert jiter.verdict == "infra-error"
+    (c,) = build_causes([jiter, *captured()[:2]])[1:]
+    assert (c.kind, c.root, c.packages) == ("infrastructure", "", ["jiter"])
+    assert c.text == "a Rust crate could not be fetched: crates.io was not reachable"
+    assert "index.crates.io" in c.detail

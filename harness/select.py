@@ -120,7 +120,8 @@ def resolve_page(name: str, page: Mapping[str, Any]) -> Resolved:
     """The newest final release with a non-yanked sdist, from one PEP 691 page (pure)."""
     key = canonicalize_name(name)
     releases: dict[Version, dict[str, Any]] = {}
-    for f in page.get("files", []):
+    files = page.get("files", []) if isinstance(page, Mapping) else []
+    for f in files if isinstance(files, list) else ():  # a page of another shape: no release
         if not isinstance(f, dict) or f.get("yanked"):
             continue
         parsed = _parse(str(f.get("filename", "")))
@@ -167,6 +168,9 @@ def resolve(names: Iterable[str], *, fetch: Fetch = fetch_index,
         except (OSError, ValueError) as e:
             log.warning("cannot resolve %s: %s", key, e)
             out[key] = Resolved(name=key, error=f"index: {e}")
+        except Exception as e:  # noqa: BLE001 - one project's page never stops the plan (#29)
+            log.warning("cannot resolve %s: %s: %s", key, type(e).__name__, e)
+            out[key] = Resolved(name=key, error=f"index: {type(e).__name__}: {e}")
     return out
 
 

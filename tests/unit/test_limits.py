@@ -382,3 +382,22 @@ def test_an_install_report_of_the_wrong_shape_names_no_file(report: dict) -> Non
     from harness import wheels
 
     assert wheels.installed_from(report, "pkg") == ""
+
+
+@pytest.mark.parametrize("page", [{"files": 5}, {"files": "abc"}, {"files": [None, 3, {"filename": 7}]}, []])
+def test_an_index_page_of_another_shape_resolves_to_no_release(page) -> None:
+    from harness import select
+
+    assert select.resolve_page("pkg", page).error
+
+
+def test_one_page_that_breaks_the_resolver_is_that_project_s_error() -> None:
+    from harness import select
+
+    def fetch(name: str) -> dict:
+        if name == "odd":
+            raise RecursionError("maximum recursion depth exceeded while decoding a JSON array")
+        return {"files": [{"filename": f"{name}-1.0.tar.gz"}]}
+
+    got = select.resolve(["odd", "fine"], fetch=fetch)
+    assert got["odd"].error.startswith("index: RecursionError") and got["fine"].version == "1.0"

@@ -144,7 +144,8 @@ def _install_cause(r: JobResult, phase: Phase, via: str = "") -> _Seen | None:
     if kind == "infra-error":
         if evidence == "timeout" or phase.timed_out:
             return _Seen(("infra", "timeout"), "infrastructure",
-                         "an install ran past its timeout (a long source build)", detail=line)
+                         "an install ran past its timeout (most often a long source build)",
+                         detail=line)
         text = next((t for pat, t in INFRA_TEXT.items() if pat in line), "")
         if "crates.io" in line:  # cargo, from a Rust extension's build
             text = "a Rust crate could not be fetched: crates.io was not reachable"

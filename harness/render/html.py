@@ -172,6 +172,7 @@ def index_rows(report: CompatReport,
     """One row per job, in report order, with what both the index's cell and its page show."""
     labels = report.labels()
     rows_of = {row.name: row for row in report.table}
+    blocked = causes_of(report)
     rows = []
     for p in report.packages:
         row = rows_of.get(p.name)
@@ -195,6 +196,8 @@ def index_rows(report: CompatReport,
             "several": report.several,
             "siblings": siblings,
             "decider": decider(p),
+            "blocked": next(({"root": c.root, "text": c.text} for c in blocked.get(p.job_id, ())
+                             if c.root and c.root.lower() != p.name.lower()), None),
         })
     return rows
 

@@ -206,7 +206,8 @@ def causes_table(report: CompatReport, site: str = "") -> list[str]:
     if not report.causes:
         return []
     out = ["## Blocked by", "",
-           "Causes that decided more than one row, or none that is about the package itself.", "",
+           "What decided these packages' verdicts without being about the packages themselves: "
+           "fix the root once, and each package it lists can be tested again.", "",
            "| Cause | Root | Packages | |", "|---|---|---|---|"]
     for c in report.causes[:MAX_CAUSES]:
         seen: dict[str, str] = {}

@@ -118,3 +118,16 @@ def test_an_unreachable_crates_io_is_a_cause_of_the_infrastructure():
     assert (c.kind, c.root, c.packages) == ("infrastructure", "", ["jiter"])
     assert c.text == "a Rust crate could not be fetched: crates.io was not reachable"
     assert "index.crates.io" in c.detail
+
+
+def test_the_site_shows_what_blocked_each_package(tmp_path):
+    from harness import render
+
+    render.write_all(aggregate.build_report(captured(), meta={}), tmp_path)
+    index = (tmp_path / "site" / "index.html").read_text()
+    blocked = index.split('<section class="card causes" id="blocked">')[1].split("</section>")[0]
+    assert "<strong>cffi</strong> 2.1.1" in blocked
+    assert '<a href="pkg/cpython3.13t--urllib3.html">urllib3</a>' in blocked and "(via trustme)" in blocked
+    assert index.count(">blocked by cffi</a>") == 3  # cryptography, pyopenssl, urllib3; not cffi
+    page = (tmp_path / "site" / "pkg" / "cpython3.13t--cryptography.html").read_text()
+    assert "(root: <strong>cffi</strong> 2.1.1). It decided 4 packages" in page

@@ -230,11 +230,11 @@ def _cause_rows(report: CompatReport, rows: list[dict[str, Any]]) -> list[dict[s
     pages = {r["p"].job_id: r["page"] for r in rows}
     out = []
     for c in report.causes:
-        seen: dict[str, str] = {}
+        seen: dict[str, tuple[str, str]] = {}  # package -> (its page, the test dep it came by)
         for m in c.members:
-            seen.setdefault(m.package, pages.get(m.job_id, ""))
-        out.append({"c": c, "packages": list(seen.items()),
-                    "via": sorted({m.via for m in c.members if m.via})})
+            page, via = seen.get(m.package, (pages.get(m.job_id, ""), ""))
+            seen[m.package] = (page, via or m.via)
+        out.append({"c": c, "packages": [(name, page, via) for name, (page, via) in seen.items()]})
     return out
 
 

@@ -210,13 +210,12 @@ def causes_table(report: CompatReport, site: str = "") -> list[str]:
            "fix the root once, and each package it lists can be tested again.", "",
            "| Cause | Root | Packages | |", "|---|---|---|---|"]
     for c in report.causes[:MAX_CAUSES]:
-        seen: dict[str, str] = {}
+        seen: dict[str, tuple[str, str]] = {}  # package -> (a job of it, the test dep it came by)
         for m in c.members:
-            seen.setdefault(m.package, m.job_id)
-        names = ", ".join(_page_link(name, job, site) for name, job in seen.items())
-        vias = sorted({m.via for m in c.members if m.via})
-        if vias:
-            names += " (via " + ", ".join(text(v) for v in vias) + ")"
+            job, via = seen.get(m.package, (m.job_id, ""))
+            seen[m.package] = (job, via or m.via)
+        names = ", ".join(_page_link(name, job, site) + (f" (via {text(via)})" if via else "")
+                          for name, (job, via) in seen.items())
         root = f"{text(c.root)} {text(c.root_version)}".strip() if c.root else "—"
         out.append(f"| {text(c.text)} | {root} | {names} | {c.count} |")
     return out + _more(len(report.causes) - MAX_CAUSES, "cause") + [""]

@@ -22,7 +22,6 @@ group of cffi's refusal, with cryptography); a verdict about the package's tests
 from __future__ import annotations
 
 import re
-from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -31,7 +30,10 @@ from .model import NOT_INSTALLED, Finding, JobResult, Phase
 from .parse.install import classify_install
 
 CAUSE_KINDS = ("dependency", "test-dependency", "infrastructure", "no-tests", "gil-dependency")
-_COLLECTING = re.compile(r"^\s*Collecting (?P<name>[A-Za-z0-9][A-Za-z0-9._-]*)", re.M)
+# what pip was working on: a requirement it collects, a wheel it builds (after the runtime
+# dependencies it collected: the package's own build fails below ``Collecting pluggy``)
+_WORKING_ON = re.compile(r"^\s*(?:Collecting|Building wheel for|Running setup\.py install for) "
+                         r"(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*)", re.M)
 _NOT_INSTALLED = re.compile(rf"^{re.escape(NOT_INSTALLED)}(.+)$", re.M)
 _ADDR = re.compile(r"0x[0-9a-f]+|/tmp/\S+|pip-[a-z-]+-[a-z0-9_]{6,}", re.I)
 INFRA_TEXT = {  # a pattern of harness.parse.install's INFRA_PATTERNS -> what a reader acts on
@@ -117,10 +119,11 @@ class _Seen:
 
 
 def _root(excerpt: str, at: str) -> tuple[str, str]:
-    """(name, version) of the distribution pip was collecting when ``at`` (an error line) was
-    printed: the last ``Collecting NAME`` before it; ("", "") when the excerpt does not say."""
+    """(name, version) of the distribution pip was working on when ``at`` (an error line) was
+    printed: the last ``Collecting NAME`` or ``Building wheel for NAME`` before it; ("", "")
+    when the excerpt does not say."""
     end = excerpt.find(at) if at else -1
-    found = list(_COLLECTING.finditer(excerpt, 0, end if end >= 0 else len(excerpt)))
+    found = list(_WORKING_ON.finditer(excerpt, 0, end if end >= 0 else len(excerpt)))
     if not found:
         return "", ""
     m = found[-1]
@@ -157,9 +160,10 @@ def _install_cause(r: JobResult, phase: Phase, via: str = "") -> _Seen | None:
         return None
     detail = _clean(line)
     what = "test-dependency" if via else "dependency"
-    # grouped by the error line: a tail that no longer shows the ``Collecting`` line (a test
-    # dependency's nested build) still joins the group its root was read in
-    return _Seen(("build", detail, _minor(r)), what, "", root, version, detail, via, _minor(r))
+    # by root and error line; a tail that no longer shows its ``Collecting`` line (a test
+    # dependency's nested build) joins the group of the same error line (build_causes)
+    return _Seen(("build", detail, _minor(r), _norm(root)), what, "", root, version, detail, via,
+                 _minor(r))
 
 
 def _dependency_text(root: str, version: str, minor: str, detail: str) -> str:
@@ -220,6 +224,10 @@ def build_causes(results: Sequence[JobResult], labels: Mapping[str, str] | None 
         seen = _cause_of(r)
         if seen is not None:
             groups.setdefault(seen.key, (seen, []))[1].append((r, seen))
+    for key in [k for k in groups if k[0] == "build" and not k[-1]]:  # no root read
+        rooted = [k for k in groups if k[:-1] == key[:-1] and k[-1]]
+        if len(rooted) == 1:  # the one group of the same error line with a root
+            groups[rooted[0]][1].extend(groups.pop(key)[1])
     out = []
     for seen, jobs in groups.values():
         members = tuple(CauseMember(
@@ -228,8 +236,7 @@ def build_causes(results: Sequence[JobResult], labels: Mapping[str, str] | None 
             via=s.via) for r, s in jobs)
         names = {_norm(m.package) for m in members}
         if seen.kind in ("dependency", "test-dependency"):
-            roots = Counter(s.root for _, s in jobs if s.root)
-            root = roots.most_common(1)[0][0] if roots else ""
+            root = next((s.root for _, s in jobs if s.root), "")
             if names <= {_norm(root)} or (not root and len(names) < 2):
                 continue  # the package's own build: about itself, the root of no other
             kinds = {s.kind for _, s in jobs}

@@ -131,3 +131,15 @@ def test_the_site_shows_what_blocked_each_package(tmp_path):
     assert index.count(">blocked by cffi</a>") == 3  # cryptography, pyopenssl, urllib3; not cffi
     page = (tmp_path / "site" / "pkg" / "cpython3.13t--cryptography.html").read_text()
     assert "(root: <strong>cffi</strong> 2.1.1). It decided 4 packages" in page
+
+
+def test_a_build_failing_after_its_dependencies_were_collected_is_about_itself():
+    """ft_nobuild's own C extension fails to compile after pip collected pytest's dependencies
+    (pluggy last; captured, tests/data/fixtures): pip was building ft_nobuild's wheel, so the
+    cause is the package itself, in no group."""
+    log = DATA.parents[0] / "fixtures" / "ft_nobuild" / "install.log"
+    nobuild = _job(_cffi(), "ft_nobuild", "1.0.0", (_install("install", log),))
+    assert nobuild.verdict == "build-failure"
+    assert "Collecting pluggy<2,>=1.6 (from pytest)" in nobuild.phases[0].excerpt  # before the error
+    assert build_causes([nobuild]) == ()
+    assert [c.root for c in build_causes([nobuild, *captured()])] == ["cffi"]

@@ -42,6 +42,13 @@ INFRA_TEXT = {  # a pattern of harness.parse.install's INFRA_PATTERNS -> what a 
     "Name or service not known": "the package index or a download host was not reachable",
     "Failed to establish a new connection": "the package index or a download host was not reachable",
     "No matching distribution found": "a requirement is not on the package index",
+    "Could not fetch URL": "the package index or a download host was not reachable",
+    "Read timed out": "the package index or a download host was not reachable",
+    "Connection reset by peer": "the package index or a download host was not reachable",
+    "Network is unreachable": "the package index or a download host was not reachable",
+    "SSLError": "a TLS connection to the package index failed",
+    "CERTIFICATE_VERIFY_FAILED": "a TLS connection to the package index failed",
+    "ProxyError": "the package index or a download host was not reachable",
     "No space left on device": "the runner ran out of disk",
     "Disk quota exceeded": "the runner ran out of disk",
 }
@@ -204,7 +211,10 @@ def _cause_of(r: JobResult) -> _Seen | None:
         where = "in the sdist" if r.source == "pypi" else "in the source"
         return _Seen(("no-tests", where), "no-tests", f"no tests {where}")
     if r.verdict == "infra-error" and f is not None and f.message:
-        text = _clean(re.sub(r"\d+(\.\d+)? s\b", "N s", f.message.split(":")[0]))
+        # "threads-gil0-r1: exit code 4, and no test results could be read": the phase's name
+        # and the numbers differ from job to job, the words are the cause
+        what = f.message.removeprefix(f"{f.phase}: ") if f.phase else f.message
+        text = _clean(re.sub(r"\b\d+(\.\d+)?\b", "N", what.split(": ")[0]))
         return _Seen(("infra", text), "infrastructure", text, detail=_clean(f.message))
     if r.verdict == "gil-reenabled" and f is not None:
         top = f.module.split(".")[0]

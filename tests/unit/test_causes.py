@@ -143,3 +143,17 @@ def test_a_build_failing_after_its_dependencies_were_collected_is_about_itself()
     assert "Collecting pluggy<2,>=1.6 (from pytest)" in nobuild.phases[0].excerpt  # before the error
     assert build_causes([nobuild]) == ()
     assert [c.root for c in build_causes([nobuild, *captured()])] == ["cffi"]
+
+
+def test_the_harness_own_problems_group_by_their_words_not_the_phase_or_numbers():
+    from harness.model import Finding
+
+    base = _cffi()
+    jobs = [dataclasses.replace(base, job_id=f"cpython3.13t--{name}", package=name, verdict="infra-error",
+                                phases=(), findings=(Finding(kind="infra-error", phase=ph, message=msg),))
+            for name, ph, msg in (
+                ("a", "threads-gil0-r1", "threads-gil0-r1: exit code 4, and no test results could be read"),
+                ("b", "plain-gil1", "plain-gil1: exit code 3, and no test results could be read"))]
+    (c,) = build_causes(jobs)
+    assert (c.kind, c.text, c.packages) == ("infrastructure",
+                                            "exit code N, and no test results could be read", ["a", "b"])

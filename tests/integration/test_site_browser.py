@@ -183,7 +183,7 @@ def test_the_first_screen_answers_which_packages_are_safe_where(four, page, tmp_
     first 1000 px at 1400 px wide (#33)."""
     page.set_viewport_size(DESKTOP)
     page.goto((four / "site/index.html").as_uri())
-    answer = page.locator('figure.answer[data-interp="cp313t"]')
+    answer = page.locator('figure.answer[data-column="cp313t"]')
     assert answer.locator(".ready").inner_text() == "1 of 4 compatible"
     bar = answer.locator("svg.bar")
     assert bar.is_visible() and bar.get_attribute("role") == "img"

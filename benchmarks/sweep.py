@@ -102,6 +102,7 @@ def host_steps(name: str, archive: Path, work: Path) -> dict[str, Any]:
             parse_sdist_filename(archive.name)
         except InvalidSdistFilename as e:
             row["fetch_error"] = str(e)
+        t_x = time.monotonic()
         try:
             top, links_out = extract.extract(archive, work / "src")
         except extract.LimitExceeded as e:
@@ -111,12 +112,15 @@ def host_steps(name: str, archive: Path, work: Path) -> dict[str, Any]:
             row["extract_error"] = f"{type(e).__name__}: {e}"
         else:
             row["links_out"] = len(links_out)
+            row["extract_seconds"] = round(time.monotonic() - t_x, 4)
+            t_i = time.monotonic()
             setup = infer.infer_test_setup(top, name)
             row["setup"] = setup.to_dict()
             # what job.py asks of the source next (suite: shadowing, tests present, own config)
             row["shadowing"] = bool(suite.shadowing(top, setup.tests, name))
             row["has_tests"] = suite.has_tests(top, setup.tests)
             row["own_config"] = suite.has_pytest_config(top, setup.tests)
+            row["infer_seconds"] = round(time.monotonic() - t_i, 4)
     except Exception as e:  # noqa: BLE001 - the count the sweep exists for (must be 0)
         row["exception"] = f"{type(e).__name__}: {e}"
         row["traceback"] = traceback.format_exc()
@@ -160,6 +164,11 @@ def _pct(values: list[float], q: float) -> float:
     return vals[k]
 
 
+def _spread(times: list[float]) -> dict[str, float | None]:
+    return {"median": round(statistics.median(times), 4) if times else None,
+            "p99": round(_pct(times, 0.99), 4), "max": round(max(times, default=0), 4)}
+
+
 def summarize(rows: list[dict[str, Any]], fetched: dict[str, dict[str, Any]]) -> dict[str, Any]:
     times = [r["seconds"] for r in rows]
     counts: Counter[str] = Counter()
@@ -187,6 +196,8 @@ def summarize(rows: list[dict[str, Any]], fetched: dict[str, dict[str, Any]]) ->
         "seconds_per_sdist": {"median": round(statistics.median(times), 4) if times else None,
                               "p99": round(_pct(times, 0.99), 4), "max": round(max(times, default=0), 4),
                               "total": round(sum(times), 1)},
+        "extract_seconds": _spread([r["extract_seconds"] for r in rows if "extract_seconds" in r]),
+        "infer_seconds": _spread([r["infer_seconds"] for r in rows if "infer_seconds" in r]),
         "slowest": [{"name": r["name"], "seconds": r["seconds"]} for r in slow],
         "peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
         "found": dict(sorted(counts.items())),
@@ -226,7 +237,11 @@ def lines(d: dict[str, Any]) -> list[str]:
            f"reachable); exceptions: **{d['exceptions']}** (must be 0).",
            f"Time per sdist (extraction + inference): median {s['median']} s, p99 {s['p99']} s, "
            f"max {s['max']} s; {s['total']} s in all ({d.get('host_seconds')} s wall, downloads "
-           f"{d.get('download_seconds')} s). Peak memory {d['peak_rss_mib']} MiB.", "",
+           f"{d.get('download_seconds')} s). Peak memory {d['peak_rss_mib']} MiB.",
+           f"Of which extraction: median {d['extract_seconds']['median']} s, p99 "
+           f"{d['extract_seconds']['p99']} s, max {d['extract_seconds']['max']} s; inference (with the "
+           f"suite checks): median {d['infer_seconds']['median']} s, p99 {d['infer_seconds']['p99']} s, "
+           f"max {d['infer_seconds']['max']} s.", "",
            "| found | sdists |", "|---|---|"]
     out += [f"| {k} | {v} |" for k, v in d["found"].items()]
     out += ["", "Slowest: " + ", ".join(f"{r['name']} {r['seconds']} s" for r in d["slowest"])]

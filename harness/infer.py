@@ -145,6 +145,15 @@ def _lines(text: str) -> list[str]:
     return out
 
 
+def _cfg_list(value: str) -> list[str]:
+    """A setup.cfg requirements value as setuptools reads it: one a line, or, on a single line,
+    separated by semicolons (deprecated, still accepted: stack_data's ``tests = pytest;
+    typeguard; pygments``)."""
+    if "\n" in value.strip():
+        return _lines(value)
+    return [c.strip() for c in value.split(";") if c.strip() and not c.strip().startswith("#")]
+
+
 Lookup = Callable[[str], "tuple[str, list[str]] | None"]  # name -> (label, raw lines) or None
 
 
@@ -165,7 +174,7 @@ def _requires(src: Path, dist: str, env: Mapping[str, str],
     extras: dict[str, list[str]] = {}
     if setup_cfg is not None and setup_cfg.has_section("options.extras_require"):
         for k, v in setup_cfg["options.extras_require"].items():
-            extras.setdefault(canonicalize_name(k), _lines(v))
+            extras.setdefault(canonicalize_name(k), _cfg_list(v))
     project = table(pyproject, "project", notes)
     pyextras: dict[str, list[str]] = {
         canonicalize_name(k): strings(v, f"[project.optional-dependencies] {k}", notes)
@@ -174,7 +183,7 @@ def _requires(src: Path, dist: str, env: Mapping[str, str],
     declared: dict[str, tuple[str, str]] = {}
     runtime = strings(project.get("dependencies", []), "[project] dependencies", notes)
     if setup_cfg is not None and setup_cfg.has_section("options"):
-        runtime += _lines(setup_cfg["options"].get("install_requires", ""))
+        runtime += _cfg_list(setup_cfg["options"].get("install_requires", ""))
     everywhere = [(RUNTIME, runtime)]
     everywhere += [(f"[dependency-groups] {g}", _group_lines(groups, g, set(), [])) for g in groups]
     everywhere += [(f"[project.optional-dependencies] {e}", v) for e, v in pyextras.items()]
@@ -216,7 +225,8 @@ def _requires(src: Path, dist: str, env: Mapping[str, str],
         lines = []
         for line in _lines(deps):
             if line.startswith("-r"):
-                lines += _req_file(src, src / line[2:].strip().replace("{toxinidir}/", ""), set(), notes)
+                path = line[2:].strip().replace("{toxinidir}/", "").replace("{/}", "/")  # {/}: os.sep
+                lines += _req_file(src, src / path, set(), notes)
             else:
                 lines.append(line)
         for ex in re.split(r"[\s,]+", tox["testenv"].get("extras", "")):

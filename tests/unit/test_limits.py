@@ -165,12 +165,17 @@ def test_conftest_bytes(tmp_path: Path) -> None:
     assert _named(notes, "conftest_bytes")
 
 
-@pytest.mark.parametrize("body", ["x = " + "(" * 300 + ")" * 300, "x = " + "-" * 200_000 + "1",
-                                  "".join(" " * i + "if x:\n" for i in range(120)) + " " * 120 + "pass\n"])
-def test_a_conftest_ast_cannot_parse_is_no_exception(tmp_path: Path, body: str) -> None:
+@pytest.mark.parametrize(("body", "raised"), [
+    ("x = " + "(" * 300 + ")" * 300, ""),  # SyntaxError: too many nested parentheses
+    ("".join(" " * i + "if x:\n" for i in range(120)) + " " * 120 + "pass\n", ""),  # IndentationError
+    ("x = " + "-" * 200_000 + "1", "MemoryError"),  # the parser's stack
+    ("x = " + "+".join(["1"] * 300_000), "RecursionError"),  # during ast construction
+])
+def test_a_conftest_ast_cannot_parse_is_no_exception(tmp_path: Path, body: str, raised: str) -> None:
     src = _tree(tmp_path, {"conftest.py": "import trustme\n" + body + "\n"})
     notes: list[str] = []
-    conftests.third_party_imports(src, "", notes)  # whatever ast says, it says it as a value
+    assert conftests.third_party_imports(src, "", notes) == {}
+    assert notes == ([f"conftest.py not scanned for imports: ast raised {raised}"] if raised else [])
 
 
 # ----------------------------------------------------------------------------- wrong types

@@ -47,6 +47,8 @@ HERE = Path(__file__).parent
 CHANGE_LABEL = {"newly-broken": "newly broken", "fixed": "fixed",
                 "verdict-changed": "verdict changed", "infra-error": "harness problem",
                 "new-package": "new", "removed": "removed"}
+CELL_CHANGE = {"newly-broken": "▼ broke", "fixed": "▲ fixed", "verdict-changed": "↻ changed",
+               "infra-error": "⚙ harness", "new-package": "new", "removed": "gone"}  # short, in a cell
 WHEEL_KEYS = {"installed": "Installed", "installed_file": "File installed",
               "available": "On the index", "warning": "Warning"}
 MAX_CHANGES = 8  # regressions shown on the index; the other changes fold under "N more"
@@ -91,7 +93,7 @@ def _env() -> jinja2.Environment:
                        http_url=safe_url, urls=project_urls, setup=setup_summary,
                        when=human_time, day=human_date, span=human_span)
     env.globals.update(VERDICTS=VERDICTS, INFO_KINDS=INFO_KINDS, MARK=MARK,
-                       CHANGE_LABEL=CHANGE_LABEL, WHEEL_KEYS=WHEEL_KEYS)
+                       CHANGE_LABEL=CHANGE_LABEL, CELL_CHANGE=CELL_CHANGE, WHEEL_KEYS=WHEEL_KEYS)
     return env
 
 

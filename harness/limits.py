@@ -12,9 +12,12 @@ case, e.g. ``FT_HARNESS_LIMIT_EXTRACT_BYTES=2147483648``).
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 
-__all__ = ["LIMITS", "Limit", "LimitExceeded", "defaults", "note", "value"]
+from .model import Phase
+
+__all__ = ["LIMITS", "Limit", "LimitExceeded", "cap_result_tests", "defaults", "note", "value"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -37,7 +40,10 @@ LIMITS: dict[str, Limit] = {lim.name: lim for lim in (
     Limit(name="conftest_bytes", default=1 << 20, what="bytes of a conftest.py scanned for imports"),
     Limit(name="log_bytes", default=64 << 20,
           what="bytes of one phase's log kept (the rest is cut, and the log says so)"),
-    Limit(name="tests_per_phase", default=200_000, what="per-test outcomes kept from one phase"),
+    Limit(name="tests_per_phase", default=200_000,
+          what="per-test outcomes parsed from one phase (the ones not passed first)"),
+    Limit(name="result_tests", default=250_000,
+          what="per-test outcomes one result file keeps over all its phases (about 40 MB)"),
 )}
 
 
@@ -68,3 +74,33 @@ class LimitExceeded(Exception):
 def note(name: str, detail: str) -> str:
     """The line a result carries when a package's file went past limit ``name``."""
     return str(LimitExceeded(name, detail))
+
+
+_ROUTINE = ("passed", "skipped")
+
+
+def cap_result_tests(phases: Sequence[Phase]) -> tuple[Phase, ...]:
+    """The phases as a result file keeps them: at most ``result_tests`` per-test outcomes over all
+    of them.  Every outcome of a test that was not passed or skipped in some phase stays (the
+    findings and a later diff compare those across phases); the others share what is left,
+    phase by phase, and a cut phase's excerpt says how many it dropped.  Its counts stay whole.
+    The verdict is decided before, on everything parsed: a suite of 10**6 passing tests made a
+    77 MiB result that ``report`` skips (load.MAX_RESULT_BYTES)."""
+    limit = value("result_tests")
+    if sum(len(p.tests) for p in phases) <= limit:
+        return tuple(phases)
+    telling = {t for p in phases for t, tc in p.tests.items() if tc.outcome not in _ROUTINE}
+    must = sum(1 for p in phases for t in p.tests if t in telling)
+    share = max(0, limit - must) // max(1, sum(1 for p in phases if p.tests))
+    out = []
+    for p in phases:
+        rest = [t for t in p.tests if t not in telling]
+        if len(rest) <= share:
+            out.append(p)
+            continue
+        keep = {t for t in p.tests if t in telling} | set(rest[:share])
+        line = "[ft-harness] " + note("result_tests", f"{len(rest) - share} of this phase's "
+                                       f"{len(p.tests)} per-test outcomes (passed or skipped) not kept")
+        out.append(replace(p, tests={t: tc for t, tc in p.tests.items() if t in keep},
+                           excerpt=f"{p.excerpt}\n{line}".strip()))
+    return tuple(out)

@@ -406,3 +406,25 @@ def test_one_page_that_breaks_the_resolver_is_that_project_s_error() -> None:
 
     got = select.resolve(["odd", "fine"], fetch=fetch)
     assert got["odd"].error.startswith("index: RecursionError") and got["fine"].version == "1.0"
+
+
+def test_result_tests_keeps_every_outcome_that_tells_and_counts_whole(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Three phases of 10 tests, t3 failing in threads only, the limit at 12: t3 stays in every
+    phase (its plain pass is what makes it a threads-only failure), the passes share the rest."""
+    from harness.model import Phase, TestCase
+
+    def phase(name: str, failing: set[str]) -> Phase:
+        tests = {f"t{i}": TestCase(outcome="failed" if f"t{i}" in failing else "passed") for i in range(10)}
+        return Phase(name=name, kind="plain", tests=tests, counts={"passed": 10 - len(failing), "failed": len(failing)},
+                     excerpt="=== 10 passed ===")
+
+    phases = (phase("plain-gil0", set()), phase("threads-gil0-r1", {"t3"}), phase("threads-gil0-r2", set()))
+    monkeypatch.setenv("FT_HARNESS_LIMIT_RESULT_TESTS", "12")
+    got = limits.cap_result_tests(phases)
+    assert sum(len(p.tests) for p in got) == 3 + 3 * 3  # t3 thrice, then (12 - 3) // 3 passes each
+    assert all("t3" in p.tests for p in got)
+    assert got[1].tests["t3"].outcome == "failed" and got[0].tests["t3"].outcome == "passed"
+    assert [p.counts for p in got] == [p.counts for p in phases]
+    assert "limit result_tests (12) exceeded: 6 of this phase's 10 per-test outcomes" in got[0].excerpt
+    monkeypatch.setenv("FT_HARNESS_LIMIT_RESULT_TESTS", "30")
+    assert limits.cap_result_tests(phases) == phases

@@ -31,12 +31,18 @@ OWN_PLUGINS = (MARKER_PLUGIN,)  # the harness's in-tree plugins: not on a laptop
 
 
 def _options(options: Sequence[str], src: str) -> list[str]:
-    """The job's pytest options with its workspace paths made relative to the sdist's top."""
+    """The job's pytest options with its workspace paths made relative to the sdist's top: the
+    rootdir, and the config file named by ``-c`` (the sdist's own, at its place in the sdist;
+    a config named from outside the tests' directory, as for tests run from site-packages, is
+    the sdist's top-level file of that name)."""
     out = []
-    for o in options:
+    top = src.rstrip("/") + "/"
+    for i, o in enumerate(options):
         for flag in ("--rootdir=", "--confcutdir="):
             if o.startswith(flag) and o[len(flag):].rstrip("/") == src.rstrip("/"):
                 o = flag + "."
+        if i and options[i - 1] == "-c" and o != "/dev/null" and o.startswith("/"):
+            o = o[len(top):] if o.startswith(top) else o.rsplit("/", 1)[-1]
         out.append(o)
     return out
 

@@ -347,6 +347,10 @@ def _failure_findings(
         if fail_modes == (0,):
             kind, modes = "ft-race", (0,)
             why = "fails in threaded runs with the GIL off only; passes in plain runs"
+        elif fail_modes == (1,) and 0 in ran_modes:
+            kind, modes = "thread-unsafe", fail_modes
+            why = ("fails in threaded runs with the GIL on, not in its GIL-off ones: not "
+                   "thread-safe regardless of the GIL")
         else:
             kind, modes = "thread-unsafe", fail_modes
             why = "fails in threaded runs with the GIL on too: not thread-safe regardless of the GIL"

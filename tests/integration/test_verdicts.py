@@ -23,7 +23,7 @@ ROUNDS = int(os.environ.get("FT_HARNESS_ROUNDS", "1"))
 SETTINGS = ("settings: {threads: 4, iterations: 5, repeat: 3, test_timeout: 20, job_timeout: 600, "
             "confirm: 2}")
 VERDICT_FIXTURES = ["ft_allunsafe", "ft_baseline", "ft_clean", "ft_deadlock", "ft_gilslot", "ft_mixed",
-                    "ft_nobuild", "ft_notests", "ft_realloc", "ft_sharedbuf", "ft_threadunsafe", "ft_xss",
+                    "ft_nobuild", "ft_notests", "ft_realloc", "ft_crashfail", "ft_sharedbuf", "ft_threadunsafe", "ft_xss",
                     "ft_setupfail", "ft_nofixture"]
 
 
@@ -68,6 +68,19 @@ def test_shared_buffer_is_a_race_only_without_the_gil(fixture_run) -> None:
     assert f["test_id"].startswith("tests/test_label.py::")
     assert f["runs"] == 3 and 1 <= f["count"] <= 3
     assert f["reproduce"] and "PYTHON_GIL=0" in f["reproduce"] and "--parallel-threads" in f["reproduce"]
+
+
+def test_a_crash_with_the_gil_off_stays_ft_crash_however_gil_on_runs_fail(fixture_run) -> None:
+    # issue #36 (click 8.5.1): the test fails by assertion in threads in both modes and crashes
+    # with the GIL off only; its runs alone that fail by assertion are not the crash recurring
+    d = fixture_run["ft_crashfail"]
+    assert d["verdict"] == "ft-crash", d["findings"]
+    f = only(d, "ft-crash")
+    assert f["test_id"] == "tests/test_log.py::test_fill_then_check_shared_log" and f["modes"] == [0]
+    assert not kinds(d, "crash")
+    hit, _, n = f["confirmed"].get("gil1", "0/0").partition("/")
+    assert hit == "0", f  # GIL-on runs alone failed (by assertion), none crashed
+    assert "runs with the GIL off" in f["message"] and "with it on" in f["message"]
 
 
 def test_realloc_race_crashes_only_without_the_gil(fixture_run) -> None:

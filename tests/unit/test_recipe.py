@@ -75,3 +75,18 @@ def test_pick_says_what_is_wrong_in_one_line(package, interpreter, finding, says
     with pytest.raises(ConfigError) as e:
         pick(REPORT, package, interpreter=interpreter, finding=finding)
     assert says in str(e.value) and "\n" not in str(e.value)
+
+
+def test_the_config_named_by_c_is_the_sdists_own_file_not_the_workspaces():
+    # issue #36: every test phase names its config with -c; the recipe names it in the sdist
+    import dataclasses
+
+    phases = load("confirm-six-docker")
+    named = [dataclasses.replace(p, test_command=dataclasses.replace(
+        p.test_command, options=(*p.test_command.options, "-c", f"{p.cwd}/setup.cfg")))
+        if p.test_command else p for p in phases]
+    d = decide(named, settings=Settings(), probe={})
+    f = next(f for f in d.findings if f.kind == "thread-unsafe")
+    text = recipe(f, named, interp=INTERP, tools=TOOLS, package="six", version="1.17.0",
+                  local_path="", test_requires=[])
+    assert " -c setup.cfg " in text and "/work" not in text

@@ -258,8 +258,10 @@ def find_hang(
     A job timeout while a test runs, after others finished and with no per-test timeout, in a
     run longer than the watchdog's seconds, is the job's budget spent on a suite still making
     progress (``Hang.spent``), not a hang: no test can have run past the watchdog, which would
-    have ended it. Otherwise (no watchdog: TSan runs, older results; or a phase shorter than
-    the watchdog's time) a stuck test looks the same as a slow suite: a hang, as before."""
+    have ended it. A run cut before the watchdog's seconds (started with less budget left than
+    a test may take) is the budget spent too: no test in it ran long enough to be called stuck.
+    Without a watchdog (TSan runs, older results) a stuck test looks the same as a slow suite:
+    a hang, as before."""
     blocks = timeout_blocks(text)
     dumps = watchdog_dumps(text)
     if not timed_out_tests and not finished:
@@ -298,6 +300,11 @@ def find_hang(
             why = (f"the job's budget ran out with the suite still running: {done} tests had finished "
                    f"in this run of {duration:.0f} s, {running} was running (the watchdog ends a "
                    f"test at {watchdog:g} s)")
+        elif 0 < duration <= watchdog and not per_test:  # started with less budget than a test may take
+            spent = True
+            why = (f"the job's budget ran out {duration:.0f} s into this run, before the watchdog's "
+                   f"{watchdog:g} s: nothing can be said of "
+                   f"{running or 'the test that was running'} ({done} tests had finished)")
         elif running:
             why = f"job timeout while running {running}"
         elif finished:

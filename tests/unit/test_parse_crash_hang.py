@@ -188,9 +188,11 @@ def test_a_budget_spent_mid_suite_is_its_own_cause_not_a_hang():
                          "running (the watchdog ends a test at 20 s)")
 
 
-def test_a_job_timeout_before_the_watchdog_could_fire_stays_a_hang():
-    # the same run, as if the watchdog were armed at 250 s (test_timeout 120): a phase of 106 s
-    # cannot tell a stuck test from a slow suite
+def test_a_job_timeout_before_the_watchdog_could_fire_claims_no_hang():
+    # the same run, as if the watchdog were armed at 250 s (test_timeout 120): the budget cut the
+    # phase at 106 s, before any test could have run past the watchdog, so nothing says the
+    # running test was stuck (issue #36: a claim only from evidence; six 1.17.0's last GIL-off
+    # run was cut so, and was published as the hang-free ft-race it could not show)
     import dataclasses
     import json
 
@@ -200,8 +202,9 @@ def test_a_job_timeout_before_the_watchdog_could_fire_stays_a_hang():
     d = DATA / "budget-spent"
     raw = Phase.from_dict(json.loads((d / "phases" / "plain-gil0.json").read_text()))
     p = parse_phase(dataclasses.replace(raw, env={**raw.env, "FT_HARNESS_WATCHDOG": "250"}), d)
-    assert p.hang is not None and not p.hang.spent
-    assert p.hang.why == "job timeout while running tests/test_slow.py::test_step[215]"
+    assert p.hang is not None and p.hang.spent and not p.hang.tests
+    assert p.hang.why.startswith("the job's budget ran out 106 s into this run, before the watchdog's 250 s")
+    assert "tests/test_slow.py::test_step[215]" not in p.tests or p.tests["tests/test_slow.py::test_step[215]"].outcome != "timeout"
 
 
 def test_a_job_timeout_without_the_watchdog_stays_a_hang():

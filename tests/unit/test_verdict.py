@@ -344,3 +344,16 @@ def test_a_reproduce_line_puts_the_venv_first_on_the_users_path():
     out = subprocess.run(["sh", "-c", line.split(" && ", 1)[1].split(" /ws/")[0] + " sh -c 'echo $PATH'"],
                          capture_output=True, text=True, env={"PATH": "/usr/bin:/bin"})
     assert out.stdout.strip() == "/ws/venv/bin:/usr/bin:/bin"
+
+
+def test_a_budget_spent_before_any_gil_on_run_claims_no_gil_off_only_finding():
+    # issue #36 (six 1.17.0 published as ft-race with no GIL-on run at all): the race failed in
+    # the first GIL-off threaded run, the budget ran out in the second; nothing ran with the GIL on
+    d = decide(load("budget-gil0-only"), settings=dataclasses.replace(S, job_timeout=150), probe={})
+    assert d.verdict == "infra-error", [(f.kind, f.message) for f in d.findings]
+    assert not by_kind(d, "ft-race") and not by_kind(d, "hang") and not by_kind(d, "slow-in-threads")
+    u = by_kind(d, "unconfirmed")["tests/test_label.py::test_label_roundtrip"]
+    assert u.message.startswith("ft-race not claimed: no run of it with the GIL on "
+                                "(the job's budget ran out before)")
+    (b,) = [f for f in d.findings if f.kind == "budget-spent"]
+    assert b.phase == "threads-gil0-r2"

@@ -203,7 +203,10 @@ class DockerBackend:
             self._own(fs)
             try:  # the host's own handle on the log (job._run made it): read for its size,
                 # appended to below; never reached by its name again
-                log_fd = fs.open_append(fs.rel(log))
+                rel = fs.rel(log)
+                if "/" in rel:
+                    fs.makedirs(rel.rsplit("/", 1)[0])
+                log_fd = fs.open_append(rel)
             except (OSError, ValueError) as e:
                 return Exec(exit_code=None, infra=f"cannot open the log {log.name}: {e}")
         with os.fdopen(log_fd, "ab") as log_file:

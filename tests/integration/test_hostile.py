@@ -92,6 +92,9 @@ def _check(tmp: Path, backend: str, others: tuple[str, ...] = ()) -> tuple[Path,
     for place in PLACES:  # the fixture did plant a link there (else this test proves nothing)
         assert any(line.startswith(f"{place} -> ") for line in planted.splitlines()), (place, planted)
     assert all(f"-> {k} " in planted for k in ("WRITE", "READ", "DIR", "READDIR")), planted
+    # #30's acceptance 1: the build itself planted probe.py, inner and a link inside it
+    for line in ("probe.py -> WRITE (install)", "inner -> DIR (install, at exit)", "inner/watchdog -> DIR (install)"):
+        assert line in planted.splitlines(), (line, planted)
     # nothing lost: the job has its result and the report its row
     res = json.loads((out / "results" / "cpython3.13t--ft_hostile.json").read_text())
     report = json.loads((out / "report.json").read_text())

@@ -88,6 +88,9 @@ def _check(tmp: Path, backend: str, others: tuple[str, ...] = ()) -> tuple[Path,
             "--backend", backend, "--jobs", "2")
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     ws = out / "work" / "cpython3.13t--ft_hostile"
+    # the host wrote nothing through a link: the host file as it was, nothing in the host dir
+    assert write.read_text() == ORIGINAL and write.stat().st_mtime_ns == mtime
+    assert os.listdir(read.parent / "empty") == []
     planted = (ws / "hostile-planted.txt").read_text()
     for place in PLACES:  # the fixture did plant a link there (else this test proves nothing)
         assert any(line.startswith(f"{place} -> ") for line in planted.splitlines()), (place, planted)

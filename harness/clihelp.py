@@ -54,7 +54,10 @@ COMMANDS: dict[str, tuple[list[str], list[tuple[str, str]]]] = {
 
 
 def epilog(name: str) -> str:
-    """A command's --help epilog: its examples, then its own exit codes."""
+    """A command's --help epilog: its examples, then its own exit codes (a command missing from
+    COMMANDS gets the common block; tests/unit/test_clihelp.py asks for its example)."""
+    if name not in COMMANDS:
+        return EXIT_CODES
     examples, codes = COMMANDS[name]
     lines = ["example" + ("s" if len(examples) > 1 else "") + ":"]
     lines += [f"  {e}" for e in examples]

@@ -38,6 +38,10 @@ def test_every_command_has_an_example_and_its_own_exit_codes() -> None:
     assert "diff found a regression" not in subs["clean"].format_help()
 
 
+def test_a_command_without_an_entry_still_has_help() -> None:
+    assert clihelp.epilog("new-command") == clihelp.EXIT_CODES
+
+
 def test_run_help_shows_an_example() -> None:
     r = cli("run", "--help")
     assert r.returncode == 0

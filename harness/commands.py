@@ -300,9 +300,12 @@ def cmd_image(args: argparse.Namespace) -> int:
     base = images.ensure_base(client, cache)
     print(f"base image {base.tag}: {'reused' if base.reused else 'built'}")
     for interp in spec.interpreters:
-        if not interp.source.builds:
-            print(f"interpreter {interp.name}: skipped, {interp.source.describe()} is installed "
-                  "here, not built into an image (it runs on --backend local)")
+        if not interp.source.builds:  # mounted, not built: the runtime image, and a check in it
+            from .dockerpython import mount_installed
+
+            m = mount_installed(client, interp, cache)
+            print(f"interpreter {interp.name}: {interp.source.describe()} is installed here; it "
+                  f"runs in image {m.image} (CPython {m.info.full_version}, mounted read-only)")
             continue
         ref = images.ensure_interpreter_image(client, interp, cache)
         print(f"interpreter image {ref.tag}: {'reused' if ref.reused else 'built'}"

@@ -73,10 +73,18 @@ def open_docker(jobs: Sequence[Job], *, cache: Path, run_id: str, workers: int,
 
     client = images.docker_client()
     prepared: dict[str, Prepared] = {}
+    mounts: dict[str, dict[str, dict[str, str]]] = {}  # interpreter name -> its prefix's mount
+    env: dict[str, dict[str, str]] = {}
     for name, interp in _needed(jobs).items():
-        if not interp.source.builds:
-            raise interp.fail(f".source {interp.source.describe()}: an installed interpreter "
-                              "runs on --backend local only (it is not built into an image)")
+        if not interp.source.builds:  # installed: its prefix mounted read-only into the runtime image
+            from ..dockerpython import mount_installed
+
+            m = mount_installed(client, interp, cache)
+            say(f"interpreter {name}: installed, mounted read-only from "
+                f"{next(iter(m.mounts))} in image {m.image}")
+            prepared[name] = Prepared(info=m.info, python=m.python, cache_hit=True, image=m.image)
+            mounts[name], env[name] = m.mounts, m.env
+            continue
         ref = images.ensure_interpreter_image(client, interp, cache)
         say(f"image {ref.tag}: {'reused' if ref.reused else 'built'}")
         assert ref.info is not None  # interpreter images always carry the facts of their check
@@ -84,10 +92,13 @@ def open_docker(jobs: Sequence[Job], *, cache: Path, run_id: str, workers: int,
                                   source_tarball=str(interpreters.fetch_source(interp, cache)),
                                   image=ref.tag)
     job_images = {j.job_id: prepared[j.interpreter.name].image for j in jobs}
+    job_mounts = {j.job_id: mounts[j.interpreter.name] for j in jobs if j.interpreter.name in mounts}
+    job_env = {j.job_id: env[j.interpreter.name] for j in jobs if env.get(j.interpreter.name)}
     cpus = max(1.0, (os.cpu_count() or 2) / max(1, workers))
     default = next(iter(prepared.values())).image if prepared else ""  # none: an empty shard
     return Opened(backend=DockerBackend(image=default, job_images=job_images, run_id=run_id,
-                                        cpus=cpus, client=client),
+                                        cpus=cpus, client=client, job_mounts=job_mounts,
+                                        job_env=job_env),
                   prepared=prepared)
 
 

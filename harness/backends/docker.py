@@ -67,9 +67,15 @@ class DockerBackend:
 
     def __init__(self, *, image: str, run_id: str, cpus: float, mem_limit: str = "2g",
                  pids_limit: int = 512, ca_bundle: Path | None = None, client=None,
-                 tmpfs_size: str = "1g", job_images: Mapping[str, str] | None = None):
+                 tmpfs_size: str = "1g", job_images: Mapping[str, str] | None = None,
+                 job_mounts: Mapping[str, Mapping[str, dict[str, str]]] | None = None,
+                 job_env: Mapping[str, Mapping[str, str]] | None = None):
         self.image = image  # for a job not in job_images
         self.job_images = dict(job_images or {})  # job_id -> the image of its interpreter
+        # job_id -> read-only mounts and environment of its interpreter (an installed one's
+        # prefix, harness.dockerpython), in every container of the job and in its recipes
+        self.job_mounts = {k: dict(v) for k, v in (job_mounts or {}).items()}
+        self.job_env = {k: dict(v) for k, v in (job_env or {}).items()}
         self.run_id = run_id
         self.cpus = cpus
         self.mem_limit = mem_limit
@@ -122,7 +128,7 @@ class DockerBackend:
         with JobDir(host_root) as fs:  # before any package code ran
             self._own(fs)
         self._ensure_pip_cache(job_id)
-        mounts = {str(host_root): {"bind": ROOT, "mode": "rw"}}
+        mounts = {**self.job_mounts.get(job_id, {}), str(host_root): {"bind": ROOT, "mode": "rw"}}
         seen_source = ""
         if source:
             src = Path(source).resolve()
@@ -155,8 +161,9 @@ class DockerBackend:
     def _config(self, ws: Workspace, argv: list[str], env: dict[str, str], cwd: str,
                 log_in: str | None, network: bool) -> dict:
         job_id = self._job_id(ws)
-        environment = {"HOME": "/tmp", "TMPDIR": "/tmp", **env}
-        volumes = dict(self._mounts.get(job_id, {str(ws.host_root): {"bind": ROOT, "mode": "rw"}}))
+        environment = {"HOME": "/tmp", "TMPDIR": "/tmp", **self.job_env.get(job_id, {}), **env}
+        volumes = dict(self._mounts.get(job_id) or {**self.job_mounts.get(job_id, {}),
+                                                    str(ws.host_root): {"bind": ROOT, "mode": "rw"}})
         if network:
             volumes[pip_cache_volume(job_id)] = {"bind": PIP_CACHE, "mode": "rw"}  # this job's alone
             environment.setdefault("PIP_CACHE_DIR", PIP_CACHE)
@@ -200,7 +207,6 @@ class DockerBackend:
         log = Path(log)
         log_in = self._in_container(ws, log)
         with job_dir(ws) as fs:
-            self._own(fs)
             try:  # the host's own handle on the log (job._run made it): read for its size,
                 # appended to below; never reached by its name again
                 rel = fs.rel(log)
@@ -209,6 +215,7 @@ class DockerBackend:
                 log_fd = fs.open_append(rel)
             except (OSError, ValueError) as e:
                 return Exec(exit_code=None, infra=f"cannot open the log {log.name}: {e}")
+            self._own(fs)  # the log and its directory too: the container's user appends to it
         with os.fdopen(log_fd, "ab") as log_file:
             return self._run(ws, job_id, argv, env=env, cwd=cwd, timeout=timeout, log_in=log_in,
                              log_file=log_file, network=network, idle=idle)
@@ -361,8 +368,13 @@ class DockerBackend:
                 "--memory", self.mem_limit, "--memory-swap", self.mem_limit, "--cpus", f"{self.cpus:g}",
                 "--read-only", "--tmpfs", f"/tmp:rw,exec,nosuid,size={self.tmpfs_size}", "--init",
                 "-v", f"{ws.host_root}:{ws.root}"]
+        job_id = self._job_id(ws)
+        for host, m in self.job_mounts.get(job_id, {}).items():
+            argv += ["-v", f"{host}:{m['bind']}:{m.get('mode', 'rw')}"]
+        for k, v in self.job_env.get(job_id, {}).items():
+            argv += ["-e", f"{k}={v}"]
         if network:
-            argv += ["-v", f"{pip_cache_volume(self._job_id(ws))}:{PIP_CACHE}"]
+            argv += ["-v", f"{pip_cache_volume(job_id)}:{PIP_CACHE}"]
             if self.ca_bundle:
                 argv += ["-v", f"{self.ca_bundle}:{CA_IN_CONTAINER}:ro",
                          "-e", f"PIP_CERT={CA_IN_CONTAINER}",

@@ -21,6 +21,7 @@ from tests.conftest import INSTALLED, ROOT, SOURCE_PATH
 RUNTIME_FILES = [
     "harness/containers/bootstrap-base.sh",
     "harness/containers/interpreter.Dockerfile",
+    "harness/containers/runtime.Dockerfile",
     "harness/render/templates/index.html",
     "harness/render/templates/package.html",
     "harness/render/static/site.css",
@@ -67,7 +68,7 @@ def test_containers_are_read_from_the_installed_package():
     else:
         assert pkg / "containers" == images.CONTAINERS
     # the same bytes as the checkout's, so the image tags (digests of their inputs) are the same
-    for f in ("bootstrap-base.sh", "interpreter.Dockerfile"):
+    for f in ("bootstrap-base.sh", "interpreter.Dockerfile", "runtime.Dockerfile"):
         assert (images.CONTAINERS / f).read_bytes() == (ROOT / "containers" / f).read_bytes()
 
 

@@ -39,7 +39,8 @@ class _Parser(argparse.ArgumentParser):
     """Bad arguments are one line (and exit 2), like every other bad input."""
 
     def error(self, message: str) -> NoReturn:
-        message = clihelp.did_you_mean(message, list(clihelp.COMMANDS))
+        commands = list(clihelp.subparsers(self)) or list(clihelp.COMMANDS)
+        message = clihelp.did_you_mean(message, commands)
         self.exit(2, f"{self.prog}: {message} (see {self.prog} --help)\n")
 
 

@@ -87,7 +87,7 @@ CLI_PAGE = "docs/reference/cli.md"
 REGENERATE = "python tools/cli_reference.py"
 
 
-def _subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+def subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
     for a in parser._actions:
         if isinstance(a, argparse._SubParsersAction):
             return dict(a.choices)
@@ -118,7 +118,7 @@ def python_tag() -> str:
 
 def reference(parser: argparse.ArgumentParser) -> str:
     """docs/reference/cli.md: every command's --help, verbatim, with a heading to link to."""
-    subs = _subparsers(parser)
+    subs = subparsers(parser)
     out = ["# Command-line reference", "",
            f"<!-- generated from the argument parser by `{REGENERATE}` with {python_tag()};",
            "     tests/unit/test_clihelp.py fails when this page is stale -->", "",

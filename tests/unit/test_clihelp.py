@@ -18,12 +18,12 @@ from tests.conftest import ROOT, cli
 RUN1 = ROOT / "tests" / "data" / "report" / "run1"
 
 
-def _subparsers() -> dict:
-    return clihelp._subparsers(cli_main.build_parser())
+def subparsers() -> dict:
+    return clihelp.subparsers(cli_main.build_parser())
 
 
 def test_every_command_has_an_example_and_its_own_exit_codes() -> None:
-    subs = _subparsers()
+    subs = subparsers()
     assert set(subs) == set(clihelp.COMMANDS)
     for name, p in subs.items():
         text = p.format_help()
@@ -77,7 +77,7 @@ def test_the_cli_reference_page_is_generated_from_the_parser() -> None:
     if f"with {clihelp.python_tag()};" in page:  # the Python that wrote it: byte for byte
         assert page == clihelp.reference(parser), stale
     flat = " ".join(page.split())  # any Python: every command, option and help text is there
-    for name, p in [("", parser), *clihelp._subparsers(parser).items()]:
+    for name, p in [("", parser), *clihelp.subparsers(parser).items()]:
         assert f"## ft-harness {name}".strip() in page, stale
         for a in p._actions:
             for text in [*a.option_strings, a.help or ""]:
@@ -88,7 +88,7 @@ def test_the_cli_reference_page_is_generated_from_the_parser() -> None:
 def test_the_reference_goes_stale_when_the_parser_changes() -> None:
     parser = cli_main.build_parser()
     before = clihelp.reference(parser)
-    sub = clihelp._subparsers(parser)["plan"]
+    sub = clihelp.subparsers(parser)["plan"]
     sub.add_argument("--new-option", metavar="X", help="an option added after the page was written")
     after = clihelp.reference(parser)
     assert before != after and "--new-option X" in after

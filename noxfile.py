@@ -1,4 +1,4 @@
-"""nox sessions: matrix (the main job), tests, lint, image, report, bench, simulate-ci.
+"""nox sessions: matrix (the main job), tests, lint, image, report, bench, crosscheck, simulate-ci.
 
 `nox -s matrix -- --jobs 2 --shard 1/3` passes everything after `--` to `ft-harness run`.
 """
@@ -93,6 +93,13 @@ def bench(session: nox.Session) -> None:
     """The harness's own cost: overhead, schedule, cache and scale, as side-by-side ratios."""
     _install(session)
     session.run("python", "benchmarks/run.py", *session.posargs)
+
+
+@nox.session
+def crosscheck(session: nox.Session) -> None:
+    """Run each deciding finding's laptop recipe in a fresh venv (benchmarks/crosscheck.py OUT)."""
+    _install(session)
+    session.run("python", "benchmarks/crosscheck.py", *(session.posargs or ["out"]))
 
 
 @nox.session(name="simulate-ci")

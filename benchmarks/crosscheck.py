@@ -65,7 +65,7 @@ def event(rc: int | None, output: str) -> str:
     """One run's event: crashed, hung, failed or passed."""
     if rc is None or TIMEOUT_RE.search(output):
         return "hung"
-    if rc < 0 or "Fatal Python error" in output:
+    if rc < 0 or rc >= 128 or "Fatal Python error" in output:  # sh says a signal as 128 + N
         return "crashed"
     return "passed" if rc in (0, 5) else "failed"
 

@@ -245,6 +245,10 @@ def lines(d: dict[str, Any]) -> list[str]:
            "| found | sdists |", "|---|---|"]
     out += [f"| {k} | {v} |" for k, v in d["found"].items()]
     out += ["", "Slowest: " + ", ".join(f"{r['name']} {r['seconds']} s" for r in d["slowest"])]
+    if d.get("largest_seen"):  # measured apart (the archives' headers), against the limits' defaults
+        out += ["", "Largest seen against the limit: " + ", ".join(
+            f"{k} {v[1]:,} ({v[0]}; limit {d['limits'].get(k, 100 if k == 'pyproject_nesting' else '?'):,})"
+            for k, v in d["largest_seen"].items())]
     for r in d["exception_rows"]:
         out.append(f"- {r['name']}: {r['exception']}")
     return out

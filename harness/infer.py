@@ -173,7 +173,8 @@ def _requires(src: Path, dist: str, env: Mapping[str, str],
                          f"({type(v).__name__}), ignored")
     extras: dict[str, list[str]] = {}
     if setup_cfg is not None and setup_cfg.has_section("options.extras_require"):
-        for k, v in setup_cfg["options.extras_require"].items():
+        for k in setup_cfg["options.extras_require"]:
+            v = _cfg_value(setup_cfg, "options.extras_require", k, notes)
             extras.setdefault(canonicalize_name(k), _cfg_list(v))
     project = table(pyproject, "project", notes)
     pyextras: dict[str, list[str]] = {
@@ -389,6 +390,31 @@ def _tox_value(tox: configparser.ConfigParser, section: str, key: str, notes: li
     return re.sub(r"\{\[([^\]]+)\]([^}]+)\}", sub, value)
 
 
+def _cfg_value(cp: configparser.ConfigParser, section: str, key: str, notes: list[str],
+               depth: int = 0, budget: list[int] | None = None) -> str:
+    """A setup.cfg value with the ``%(key)s`` interpolation setuptools' ConfigParser makes
+    (geopy's ``dev = %(dev-test)s ...``): keys of the same section, 10 deep as ConfigParser,
+    within the tox_expansions / tox_value_bytes budget (a value naming another many times)."""
+    if budget is None:
+        budget = [limits.value("tox_expansions"), limits.value("tox_value_bytes")]
+    value = cp[section].get(key, "") if cp.has_section(section) else ""
+    budget[1] -= len(value)
+
+    def sub(m: re.Match[str]) -> str:
+        if m.group(0) == "%%":
+            return "%"
+        k = m.group(1).lower()
+        budget[0] -= 1
+        if depth >= 10 or k not in cp[section] or budget[0] < 0 or budget[1] < 0:
+            _note_once(notes, f"setup.cfg [{section}] {key}: {m.group(0)[:100]} not resolved" if budget[0] >= 0
+                       and budget[1] >= 0 else limits.note("tox_expansions" if budget[0] < 0 else "tox_value_bytes",
+                                                           f"setup.cfg [{section}] {key}"))
+            return ""
+        return _cfg_value(cp, section, k, notes, depth + 1, budget)
+
+    return re.sub(r"%%|%\(([^)]+)\)s", sub, value) if budget[1] >= 0 else ""
+
+
 def _filter(lines: Iterable[str], dist: str, extras: dict[str, list[str]],
             env: Mapping[str, str], notes: list[str]) -> tuple[str, ...]:
     me = canonicalize_name(dist)
@@ -398,9 +424,12 @@ def _filter(lines: Iterable[str], dist: str, extras: dict[str, list[str]],
     seen_extras: set[str] = set()
     while todo:
         line = todo.pop(0)
+        editable = re.match(r"^(?:-e|--editable)(?:\s+|=)?(\.(?:\[.*\])?)$", line)
+        if editable:  # tox's `-e .[dev]` (pytokens, gql): the package itself, with the extra
+            line = editable.group(1)
         if line == "." or line.startswith(".["):  # the package itself, maybe with extras
             line = f"{dist}{line[1:]}"
-        if "{" in line or re.match(r"^[\w.,{}-]+:\s", line):
+        if "{" in line or re.match(r"^[\w.,{}!-]+:\s", line):  # passlib's `!py33-!py34: rednose`
             notes.append(f"{line!r} skipped: tox substitution or factor")
             continue
         try:
@@ -417,6 +446,8 @@ def _filter(lines: Iterable[str], dist: str, extras: dict[str, list[str]],
                 if ex not in seen_extras and ex in extras:
                     seen_extras.add(ex)
                     todo += extras[ex]
+                elif ex not in extras:  # gql's -e.[test]: its extras live in setup.py, not read
+                    _note_once(notes, f"{dist}[{ex}]: no extra {ex!r} in pyproject.toml or setup.cfg")
             continue
         if name in HARNESS_PINS or name in COVERAGE:
             continue

@@ -14,13 +14,19 @@ order is fixed and every decision is recorded in ``TestSetup.sources`` as text:
 
    a. PEP 735 ``[dependency-groups]`` (``include-group`` followed, cycles cut);
    b. ``[project.optional-dependencies]``;
-   c. setup.cfg ``[options.extras_require]``;
+   c. setup.cfg ``[options.extras_require]`` (``%(key)s`` interpolated and a one-line value split
+      on ``;``, as setuptools reads it);
    d. requirements files: ``requirements-test*.txt``, ``test-requirements.txt``,
       ``requirements/test*.txt``, ``tests/requirements*.txt`` (pattern order, shortest name
       first; ``-r`` followed inside the sdist; ``-e``, ``-c``, ``.`` and options skipped) --
       only in the first pass, their names already say "test";
-   e. tox.ini ``[testenv] deps`` (``-r`` and ``{[section]key}`` followed, ``extras =`` read
-      from (b)/(c); other substitutions and factor-conditional lines skipped with a note).
+   e. tox.ini ``[testenv] deps`` (``-r`` and ``{[section]key}`` followed, ``-e .[x]`` read as
+      the package's extra, ``extras =`` read from (b)/(c); other substitutions and
+      factor-conditional lines skipped with a note).
+
+   Every value is checked for its type (a dependency group that is a string is a note, never
+   its characters) and every substitution, ``-r`` chain and file read is bounded by a named
+   limit (harness.limits); past one, a note names it.
 
    A self-reference (``attrs[tests]``, ``.[test]``) pulls in that extra.  Dropped: the package
    itself, the tools the harness pins (pytest, pytest-xdist, pytest-timeout,

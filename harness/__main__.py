@@ -110,7 +110,8 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("--history", metavar="HISTORY",
                     help="an earlier site's history.json, to keep the verdict history")
     rp.add_argument("--matrix", metavar="FILE",
-                    help="the matrix the dirs ran, so jobs missing from all of them are listed")
+                    help="the matrix the dirs ran: planned jobs with no result are listed as "
+                    "missing, results of no planned job are listed and left out")
     rp.add_argument("--fail-on", metavar="VERDICTS", type=_verdicts, help=FAIL_ON)
     rp.add_argument("--resolved", metavar="FILE", help="with --matrix: " + RESOLVED)
     rp.add_argument("--site-url", metavar="URL",

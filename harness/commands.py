@@ -13,7 +13,7 @@ import json
 import os
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -106,8 +106,9 @@ def cmd_run(args: argparse.Namespace) -> int:
 def write_report(dirs: list[Path], out: Path, *, meta: dict[str, Any], previous: Path | None,
                  expected: list[str] | None, history: Path | None = None,
                  require_results: bool = False, step_summary: bool = True,
-                 site_url: str = "") -> CompatReport:
-    """Aggregate the result files of ``dirs`` and render every report into ``out``."""
+                 site_url: str = "", planned: Sequence[Job] | None = None) -> CompatReport:
+    """Aggregate the result files of ``dirs`` and render every report into ``out``; with
+    ``planned`` (the plan's jobs), only the results that belong to one of them."""
     from . import aggregate, render
     from .diff import read_report
     from .load import load_results
@@ -115,6 +116,12 @@ def write_report(dirs: list[Path], out: Path, *, meta: dict[str, Any], previous:
     results, problems = load_results(dirs)
     for p in problems:
         print(f"ft-harness: skipped {textsafe.line(p)}", file=sys.stderr)  # names a file in a results dir
+    if planned is not None:
+        from .plan import in_plan
+
+        results, refused = in_plan(results, planned)
+        for line in refused:  # listed, never merged: a shard's artifact is not trusted
+            print(f"ft-harness: {textsafe.line(line)}", file=sys.stderr)
     if require_results and not results:
         where = ", ".join(str(d) for d in dirs)
         why = f"{len(problems)} result file(s) skipped as invalid" if problems else "no results/*.json"
@@ -200,17 +207,18 @@ def cmd_report(args: argparse.Namespace) -> int:
     meta: dict[str, Any] = {"harness_version": __version__, "started": now, "finished": now,
                             "backend": "", "sources": [str(d) for d in args.dirs]}
     out = Path(args.out) if args.out else Path(args.dirs[0])
-    expected = None
-    if args.matrix:
+    expected = planned = None
+    if args.matrix:  # the plan: its jobs without a result are missing, results of no job of it refused
         from . import matrix, plan, select
 
         resolved = Path(args.resolved) if args.resolved else None
         spec = select.expand_spec(matrix.load(args.matrix), resolved)
-        expected = [j.job_id for j in plan.make_plan(spec)]
+        planned = plan.make_plan(spec)
+        expected = [j.job_id for j in planned]
         meta["matrix"], meta["matrix_digest"] = str(args.matrix), spec.digest
     report = write_report([Path(d) for d in args.dirs], out, meta=meta,
                           previous=Path(args.previous) if args.previous else None,
-                          expected=expected,
+                          expected=expected, planned=planned,
                           history=Path(args.history) if args.history else None,
                           require_results=True, site_url=args.site_url or "")
     return gate(report, args.fail_on)

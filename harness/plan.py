@@ -358,3 +358,33 @@ def _layout(jobs: Sequence[Job], shards: int, durations: Mapping[str, float] | N
     for s, c in zip(where, cost, strict=True):
         totals[s - 1] += c
     return where, cost, totals
+
+
+def in_plan(results: Sequence[Any], jobs: Sequence[Job]) -> tuple[list[Any], list[str]]:
+    """(the results that belong to a planned job, one line for each that does not).
+
+    A result belongs when its job id is planned, its interpreter came from the planned source
+    (and version), and its key is the one the planned job gets with the interpreter key the
+    result records: a result of another matrix, of other settings, of another package version,
+    or one written by hand (or by package code) names what differs and is never published."""
+    planned = {j.job_id: j for j in jobs}
+    kept: list[Any] = []
+    refused: list[str] = []
+    for r in results:
+        job = planned.get(r.job_id)
+        why = ""
+        if job is None:
+            why = "its job is not in the plan"
+        elif r.interpreter.source != job.interpreter.source.describe():
+            why = (f"its interpreter came from {str(r.interpreter.source)[:80]!r}, the plan's "
+                   f"from {job.interpreter.source.describe()!r}")
+        elif job.interpreter.version and r.interpreter.version != job.interpreter.version \
+                and not str(r.interpreter.version).startswith(job.interpreter.version + "."):
+            why = f"its interpreter is {str(r.interpreter.version)[:40]}, the plan's {job.interpreter.version}"
+        elif r.key != job.key(str(r.interpreter.key)):
+            why = "its key is not the planned job's (another package entry, version or settings)"
+        if why:
+            refused.append(f"{str(r.job_id)[:120]}: not published: {why}")
+        else:
+            kept.append(r)
+    return kept, refused

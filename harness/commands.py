@@ -308,12 +308,13 @@ def cmd_image(args: argparse.Namespace) -> int:
     base = images.ensure_base(client, cache)
     print(f"base image {base.tag}: {'reused' if base.reused else 'built'}")
     for interp in spec.interpreters:
-        if not interp.source.builds:  # mounted, not built: the runtime image, and a check in it
-            from .dockerpython import mount_installed
+        if not interp.source.builds:  # mounted, not built: the image it is mounted into
+            from .dockerpython import ensure_runtime_image
 
-            m = mount_installed(client, interp, cache)
-            print(f"interpreter {interp.name}: {interp.source.describe()} is installed here; it "
-                  f"runs in image {m.image} (CPython {m.info.full_version}, mounted read-only)")
+            ref = ensure_runtime_image(client, cache)
+            print(f"runtime image {ref.tag}: {'reused' if ref.reused else 'built'} (for "
+                  f"{interp.name}: {interp.source.describe()} is mounted into it read-only and "
+                  "checked there when a run starts)")
             continue
         ref = images.ensure_interpreter_image(client, interp, cache)
         print(f"interpreter image {ref.tag}: {'reused' if ref.reused else 'built'}"

@@ -149,8 +149,8 @@ def test_matrix_workflow_shape():
     assert set(on["workflow_dispatch"]["inputs"]) == {"matrix", "shards"}
     assert {"harness/**", "matrix.yaml", "containers/**"} <= set(on["pull_request"]["paths"])
     needs = {k: set([v["needs"]] if isinstance(v.get("needs"), str) else v.get("needs", [])) for k, v in jobs.items()}
-    assert needs == {"plan": set(), "image": set(), "run": {"plan", "image"}, "current": set(),
-                     "report": {"plan", "run", "current"}, "publish": {"report"}}
+    assert needs == {"plan": set(), "image": set(), "run": {"plan", "image"},
+                     "report": {"plan", "run"}, "publish": {"report"}}
     run = jobs["run"]
     assert run["strategy"]["fail-fast"] is False
     assert run["strategy"]["matrix"] == "${{ fromJSON(needs.plan.outputs.shards) }}"
@@ -193,28 +193,37 @@ def test_matrix_workflow_shape():
     assert ["plan", "--matrix", "x", "--shards", "4", "--format", "github"] in plan_argv
 
 
-def test_matrix_workflow_314t_column():
-    """The 3.14t column: setup-python's free-threaded 3.14, examples/current.yaml's installed
-    interpreter on the local backend, uploaded as one more shard the report job merges."""
+def test_no_package_code_outside_a_container():
+    """Every `ft-harness run` of a workflow is on --backend docker (issue #32: the side job on
+    the local backend is gone); the report merges the shards against the plan (--matrix), so a
+    result file no planned job wrote is listed, not published."""
+    for path in FILES:
+        data = _load(path.read_text())
+        runs = [argv for _, argv in harness_invocations(data) if argv[0] == "run"]
+        for argv in runs:
+            assert "--backend" in argv and argv[argv.index("--backend") + 1] == "docker", (path.name, argv)
+    jobs = _load((WORKFLOWS / "matrix.yml").read_text())["jobs"]
+    merge = next(s for s in jobs["report"]["steps"] if "ft-harness report" in str(s.get("run", "")))
+    assert '--matrix "$MATRIX"' in merge["run"] and "--resolved plan/resolved.json" in merge["run"]
+
+
+def test_the_schedule_runs_the_published_matrix_with_315t_mounted():
+    """The schedule's matrix is examples/published.yaml; its installed 3.15t comes from
+    setup-python on each shard's runner, first on PATH where `python:python3.15t` is looked up."""
     from harness import matrix
 
-    jobs = _load((WORKFLOWS / "matrix.yml").read_text())["jobs"]
-    steps = jobs["current"]["steps"]
-    ft = next(s for s in steps if s.get("id") == "ft")
-    assert "setup-python@" in ft["uses"] and ft["with"]["python-version"] == "3.14t"
+    data = _load((WORKFLOWS / "matrix.yml").read_text())
+    assert "'examples/published.yaml'" in data["env"]["MATRIX"]
+    assert data["on"]["workflow_dispatch"]["inputs"]["matrix"]["default"] == "examples/published.yaml"
+    spec = matrix.load(ROOT / "examples" / "published.yaml")
+    installed = [i.source.name for i in spec.interpreters if not i.source.builds]
+    assert installed == ["python3.15t"]
+    steps = data["jobs"]["run"]["steps"]
+    ft = next(s for s in steps if s.get("id") == "ft315")
+    assert "setup-python@" in ft["uses"] and ft["with"]["python-version"] == "3.15t"
     run = next(s for s in steps if "ft-harness run" in str(s.get("run", "")))
-    assert run["env"]["FT_PYTHON"] == "${{ steps.ft.outputs.python-path }}"
-    argv = shlex.split(run["run"].splitlines()[-1])
-    assert argv[:2] == ["ft-harness", "run"]
-    name = argv[argv.index("--interpreter") + 1]
-    assert argv[argv.index("--backend") + 1] == "local"
-    spec = matrix.load(ROOT / argv[argv.index("--matrix") + 1])
-    it = next(i for i in spec.interpreters if i.name == name)
-    assert (it.source.kind, it.source.name) == ("python", "python3.14t")
-    upload = next(s for s in steps if "upload-artifact@" in str(s.get("uses", "")))
-    assert upload["with"]["name"].startswith("shard-") and upload["if"] == "always()"
-    merge = next(s for s in jobs["report"]["steps"] if "ft-harness report" in str(s.get("run", "")))
-    assert "shards/shard-*/" in merge["run"]
+    assert run["env"]["FT_PYTHON"] == "${{ steps.ft315.outputs.python-path }}"
+    assert 'PATH="$(dirname "$FT_PYTHON"):$PATH"' in run["run"]
 
 
 def test_ci_workflow_runs_ci_script():

@@ -57,6 +57,7 @@ from .coverage import compute as compute_coverage
 from .coverage import findings as coverage_findings
 from .coverage import qualifier as coverage_qualifier
 from .modes import check as check_modes
+from .ranrun import mostly_errors, outside_config
 from .tsan import tsan_findings
 
 __all__ = ["Decision", "decide"]
@@ -105,18 +106,6 @@ def _install_findings(phase: Phase, settings: Settings) -> list[Finding]:
             phase=phase.name,
         )
     ]
-
-
-def _outside_config(phase: Phase) -> Finding | None:
-    """A run whose pytest took its configuration from outside the package (parse.setup): the
-    harness's setup error; its tests ran under another project's config and decide nothing."""
-    outside = next((s for s in phase.setup if s.kind == "config-outside"), None)
-    if outside is None:
-        return None
-    return Finding(kind="infra-error", modes=(phase.gil,) if phase.gil is not None else (),
-                   evidence="setup", excerpt=f"{outside.excerpt}\n{phase.excerpt[-1500:]}",
-                   message=f"{phase.name}: setup: {outside.excerpt}; {outside.fix}"[:400],
-                   reproduce=reproduce(phase, None), phase=phase.name)
 
 
 def _broken_run(phase: Phase) -> Finding | None:
@@ -423,13 +412,14 @@ def decide(phases: Sequence[Phase], *, settings: Settings, probe: dict[str, Any]
         found = _install_findings(step, settings)
         if found:
             return Decision(verdict=found[0].kind, findings=tuple(found))
-    outside = [f for p in phases if p.kind in (*RUN_KINDS, "confirm") and (f := _outside_config(p))]
+    outside = [f for p in phases if p.kind in (*RUN_KINDS, "confirm") and (f := outside_config(p))]
     if outside:  # those runs' tests ran under another project's config: they decide nothing
         gone = {f.phase for f in outside}
         phases = [p for p in phases if p.name not in gone]
     runs = [p for p in phases if p.kind in RUN_KINDS]
     ran_modes = {p.gil for p in runs if p.gil is not None}
-    findings: list[Finding] = [*outside, *(f for p in runs if (f := _broken_run(p)) is not None)]
+    findings: list[Finding] = [*outside, *(f for p in runs if (f := _broken_run(p)) is not None),
+                               *(f for p in runs if (f := mostly_errors(p)) is not None)]
     crashes = _crash_findings(phases, ran_modes)
     hangs = _hang_findings(phases, settings)
     blamed = {f.test_id for f in crashes + hangs if f.test_id}

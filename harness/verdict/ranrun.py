@@ -1,0 +1,48 @@
+"""Whether a suite's run ran as it should, before anything it shows is about the package.
+
+Two ways a run can look like the package's result and not be: pytest read another project's
+configuration (``outside_config``: parse.setup's ``config-outside``), or the suite mostly did not
+run (``mostly_errors``: most of its items errored at collection or setup). Each is the
+harness's setup error (``infra-error``, evidence ``setup``), never a package verdict.
+"""
+
+from __future__ import annotations
+
+from ..model import Finding, Phase
+from .commands import reproduce
+
+
+def outside_config(phase: Phase) -> Finding | None:
+    """A run whose pytest took its configuration from outside the package (parse.setup): the
+    harness's setup error; its tests ran under another project's config and decide nothing."""
+    outside = next((s for s in phase.setup if s.kind == "config-outside"), None)
+    if outside is None:
+        return None
+    return Finding(kind="infra-error", modes=(phase.gil,) if phase.gil is not None else (),
+                   evidence="setup", excerpt=f"{outside.excerpt}\n{phase.excerpt[-1500:]}",
+                   message=f"{phase.name}: setup: {outside.excerpt}; {outside.fix}"[:400],
+                   reproduce=reproduce(phase, None), phase=phase.name)
+
+
+MOSTLY_ERRORS = (0.5, 20)  # a plain run whose errors are over half its items, and at least 20
+
+
+def mostly_errors(phase: Phase) -> Finding | None:
+    """A plain run whose items mostly errored (collection or setup errors, not failures): the
+    suite did not run as it should here (multiprocess 0.70.19 collected every Python version's
+    tree: 39 passed, 1,191 errors), so it is a setup problem with its first error, never a
+    package verdict (issue #35: no verdict from a suite that never ran)."""
+    if phase.kind != "plain" or not phase.tests:
+        return None
+    errors = [t for t, tc in phase.tests.items() if tc.outcome == "error"]
+    ran = [tc for tc in phase.tests.values() if tc.outcome != "skipped"]
+    share, least = MOSTLY_ERRORS
+    if len(errors) < least or len(errors) <= share * len(ran):
+        return None
+    first = phase.tests[errors[0]]
+    return Finding(kind="infra-error", modes=(phase.gil,) if phase.gil is not None else (),
+                   count=len(errors), runs=len(ran), evidence="setup",
+                   excerpt=f"{errors[0]}: {first.message}"[:1500],
+                   message=(f"{phase.name}: setup: the suite mostly did not run: {len(errors)} of "
+                            f"{len(ran)} items errored (first: {errors[0]}: {first.message})")[:400],
+                   reproduce=reproduce(phase, None), phase=phase.name)

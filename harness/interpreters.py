@@ -200,9 +200,8 @@ def fetch_source(interp: Interpreter, cache: Path) -> Path:
     src = interp.source
     if src.kind == "python":
         raise interp.fail(
-            f".source {src.describe()} is an interpreter installed on this machine, and there is "
-            "no source to build an image from: the docker backend runs interpreters built into "
-            "its image (use debian:SUITE, url: or tarball:), or run it with --backend local")
+            f".source {src.describe()} is an interpreter installed on this machine: there is no "
+            "source to fetch or build (it is used as it is; the docker backend mounts it)")
     if src.kind == "debian":
         return _fetch_debian(interp, cache)
     if src.kind == "tarball":

@@ -115,13 +115,25 @@ def _sort_key(p: JobEntry) -> tuple[Any, ...]:
             it.name, p.job_id)
 
 
-def _label(c: Column) -> str:
-    return f"{c.full_version or c.version}t" + (f"+{c.sanitizer}" if c.sanitizer else "")
+def _label(c: Column, minor: bool = False) -> str:
+    """``3.14t`` (``minor``) or ``3.14.7t``; ``+thread`` for a sanitizer build."""
+    version = c.full_version or c.version
+    if minor:
+        try:
+            v = Version(version)
+            version = f"{v.major}.{v.minor}"
+        except InvalidVersion:
+            pass
+    return f"{version}t" + (f"+{c.sanitizer}" if c.sanitizer else "")
 
 
 def interpreter_columns(packages: Sequence[JobEntry]) -> list[Column]:
-    """The interpreters of ``packages``, oldest version first, each with a short ``label``:
-    ``3.13.5t`` (``3.13.5t+tsan`` for a sanitizer build), or its name when two would share one."""
+    """The interpreters of ``packages``, oldest version first, each with a short ``label``: the
+    free-threaded minor version a reader knows (``3.14t``; ``3.14t+thread`` for a sanitizer
+    build); the exact one (``3.13.5t``, ``3.13.15t``, ``3.13.5t+thread``) when two columns
+    share a minor version;
+    its name when two would still share one.  The exact version and the source stay in the
+    column's fields (the headers' details)."""
     first: dict[str, JobInterpreter] = {}
     jobs: dict[str, int] = {}
     for p in packages:
@@ -131,7 +143,8 @@ def interpreter_columns(packages: Sequence[JobEntry]) -> list[Column]:
                    source=it.source, configure=it.configure, sanitizer=it.sanitizer,
                    jobs=jobs[it.name]) for it in first.values()]
     cols.sort(key=lambda c: (_version_key(c.full_version or c.version), c.sanitizer or "", c.name))
-    labels = [_label(c) for c in cols]
+    minors = [_label(replace(c, sanitizer=None), minor=True) for c in cols]  # 3.13t for 3.13.5
+    labels = [_label(c, minor=minors.count(m) == 1) for c, m in zip(cols, minors, strict=True)]
     return [replace(c, label=c.name if labels.count(label) > 1 or not c.version else label)
             for c, label in zip(cols, labels, strict=True)]
 

@@ -116,7 +116,8 @@ def _meta_line(report: CompatReport) -> str:
     for c in report.interpreters:
         what = " ".join(x for x in (f"CPython {c.full_version or c.version}",
                                     " ".join(c.configure), c.source) if x)
-        bits.append(f"{text(c.name)} ({text(what)})")
+        column = f"{text(c.label)} = " if c.label and c.label != c.name else ""  # the header's details
+        bits.append(f"{column}{text(c.name)} ({text(what)})")
     if m.backends:
         bits.append("backend " + text(", ".join(m.backends)))
     if m.harness_version:

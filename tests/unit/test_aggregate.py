@@ -215,6 +215,25 @@ def test_columns_labelled_by_version_or_by_name_when_two_share_one():
     validator().validate(rep.to_dict())
 
 
+def test_columns_are_labelled_by_minor_version_when_it_is_theirs_alone():
+    """One column per minor version (the published matrix): ``3.13t``, ``3.14t``, ``3.15t``,
+    the exact version and source kept in the column (issue #32)."""
+    base = json.loads((DATA / "run1/results/cp313t--attrs.json").read_text())
+    results = []
+    for name, version, source in (("py315", "3.15.0", "python:python3.15t"),
+                                  ("py313", "3.13.5", "debian:trixie"),
+                                  ("py314", "3.14.7", "url:https://www.python.org/x.tar.xz")):
+        d = json.loads(json.dumps(base))
+        d["job_id"] = f"{name}--attrs"
+        d["interpreter"].update(name=name, version=version, full_version=version, source=source)
+        results.append(JobResult.from_dict(d))
+    rep = aggregate.build_report(results, meta={})
+    assert [(c.label, c.full_version, c.source) for c in rep.interpreters] == [
+        ("3.13t", "3.13.5", "debian:trixie"), ("3.14t", "3.14.7", "url:https://www.python.org/x.tar.xz"),
+        ("3.15t", "3.15.0", "python:python3.15t")]
+    assert rep.table[0].across == ""
+
+
 def _shards(tmp_path: Path, n: int = 3) -> list[Path]:
     """run1 split into ``n`` shard output dirs, each with its own jobs' results and logs."""
     files = sorted((DATA / "run1" / "results").glob("*.json"))

@@ -128,8 +128,9 @@ def build_parser() -> argparse.ArgumentParser:
                     help="json (default); github: a matrix for a workflow's strategy; table: for a person")
     pl.add_argument("--shard-limit", type=float, default=360, metavar="MINUTES",
                     help="warn when a shard is expected to run longer (default: 360, a hosted runner's 6 h)")
-    pl.add_argument("--shards", type=_pos_int, default=1, metavar="N",
-                    help="split the jobs into N shards (default: 1)")
+    pl.add_argument("--shards", type=_shards, default=1, metavar="N",
+                    help="split the jobs into N shards (default: 1); auto: as few as keep each "
+                    "under 0.8 x --shard-limit, by --durations where measured")
     pl.add_argument("--durations", metavar="REPORT", help=DURATIONS)
     pl.add_argument("--resolved", metavar="FILE", help=RESOLVED)
     pl.add_argument("--jobs", "-j", type=_pos_int, default=1, metavar="N",
@@ -163,6 +164,11 @@ def _pos_int(text: str) -> int:
     if v <= 0:
         raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}")
     return v
+
+
+def _shards(text: str) -> int:
+    """``--shards N`` or ``--shards auto`` (commands.AUTO)."""
+    return commands.AUTO if text == "auto" else _pos_int(text)
 
 
 def _run(argv: list[str] | None) -> int:

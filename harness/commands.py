@@ -262,11 +262,25 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
     raw = matrix.load(args.matrix)
     spec = select.expand_spec(raw, Path(args.resolved) if args.resolved else None)
+    if raw.selectors:
+        named = {p.name for p in raw.packages}
+        picked = [p for p in spec.packages if p.name not in named or p.unresolved]
+        if not any(not p.unresolved for p in picked):  # nothing to test: not a plan
+            why = next((p.unresolved for p in picked if p.unresolved), "it selected no project")
+            raise ConfigError(f"no `top:` entry could be resolved ({len(picked)} tried; "
+                              f"{textsafe.line(why)[:200]})", file=str(args.matrix))
     jobs = plan.make_plan(spec)
     durations = plan.durations_from_report(Path(args.durations)) if args.durations else None
-    print(plan.render_plan(jobs, fmt=args.format, shards=args.shards, durations=durations))
+    shards = args.shards
+    if shards == AUTO:
+        shards = plan.shards_to_fit(jobs, durations, args.shard_limit)
+        print(f"--shards auto: {shards} shard(s), each expected under {plan.MARGIN:.0%} of "
+              f"{args.shard_limit:g} min" + (" (measured durations)" if durations else
+                                             " (no --durations: a guess from the settings)"),
+              file=sys.stderr)
+    print(plan.render_plan(jobs, fmt=args.format, shards=shards, durations=durations))
     if args.format == "table":
-        print(_wall_line(jobs, args.shards, durations, args.jobs))
+        print(_wall_line(jobs, shards, durations, args.jobs))
         if raw.selectors:  # the versions a `top:` selector picked, for a person to read
             print("\nresolved versions:")
             for p in spec.packages:
@@ -276,9 +290,12 @@ def cmd_plan(args: argparse.Namespace) -> int:
         print(f"resolved versions written to {args.resolved}" if args.resolved else
               "resolved versions not kept (pass --resolved FILE to keep them for every shard)",
               file=sys.stderr)
-    for warning in plan.over_limit(jobs, args.shards, durations, args.shard_limit):
+    for warning in plan.over_limit(jobs, shards, durations, args.shard_limit):
         print(f"warning: {warning}", file=sys.stderr)
     return 0
+
+
+AUTO = 0  # --shards auto (harness.__main__ parses "auto" to it)
 
 
 def _wall_line(jobs: list[Job], shards: int, durations: Mapping[str, float] | None,

@@ -50,6 +50,8 @@ class Job:
             "interpreter_version": self.interpreter.version,
             "interpreter_source": self.interpreter.source.describe(),
             "package": self.package.name,
+            # the version the matrix pins or a `top:` selector resolved ("" = latest at run time)
+            "version": self.package.version,
             "source": "local" if self.package.is_local else "pypi",
         }
 
@@ -338,6 +340,29 @@ def render_plan(
 
 def _minutes(seconds: float) -> str:
     return f"{seconds / 60:.1f} min"
+
+
+MARGIN = 0.8  # --shards auto keeps every shard under this share of --shard-limit
+MAX_SHARDS = 256  # a GitHub strategy matrix runs at most 256 jobs
+
+
+def shards_to_fit(jobs: Sequence[Job], durations: Mapping[str, float] | None,
+                  limit_min: float = RUNNER_LIMIT_MIN, margin: float = MARGIN) -> int:
+    """The fewest shards (``--shards auto``) whose expected times all stay under ``margin`` of
+    the runner's limit, from measured durations where there are some (``--durations``; the
+    others scaled as ``expected_seconds`` does), else from the settings.  A single job longer
+    than that cannot be split: it gets a shard of its own, and ``over_limit`` warns of it."""
+    if not jobs:
+        return 1
+    budget = limit_min * 60 * margin
+    cost = expected_seconds(jobs, durations)
+    n = max(1, min(MAX_SHARDS, len(jobs), int(-(-sum(cost) // budget))))
+    while n < min(MAX_SHARDS, len(jobs)):
+        _, _, totals = _layout(jobs, n, durations)
+        if max(totals) <= budget or max(totals) <= max(cost):
+            break
+        n += 1
+    return n
 
 
 def over_limit(jobs: Sequence[Job], shards: int, durations: Mapping[str, float] | None,

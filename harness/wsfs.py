@@ -22,6 +22,7 @@ lists or tests a workspace path by name.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import errno
 import io
@@ -143,6 +144,10 @@ class JobDir:
         if self.fd >= 0:
             os.close(self.fd)
             self.fd = -1
+
+    def __del__(self) -> None:  # a job that raised: its handle goes with its last reference
+        with contextlib.suppress(OSError, AttributeError):
+            self.close()
 
     def __enter__(self) -> JobDir:
         return self

@@ -229,3 +229,12 @@ def test_after_the_install_the_job_reads_nothing_of_the_workspace_by_name() -> N
     body = "\n".join(lines[fn.lineno - 1:fn.end_lineno])
     late = [(fn.lineno + line - 1, call) for line, call in workspace_accesses(body) if fn.lineno + line - 1 > install]
     assert late == []
+
+
+def test_a_handle_is_closed_with_its_last_reference(tmp_path: Path) -> None:
+    """A job that raised never reaches run_job's close(): its handle must not leak (a run of
+    thousands of jobs would run out of descriptors)."""
+    before = len(os.listdir("/proc/self/fd"))
+    for _ in range(50):
+        JobDir(tmp_path)
+    assert len(os.listdir("/proc/self/fd")) == before

@@ -74,6 +74,7 @@ class _Ctx:
     interp: InterpreterInfo
     tarball: str = ""
     test_setup: dict = field(default_factory=dict)  # what the tests ran with, and from where
+    tools: tuple[str, ...] = TOOLS  # the pinned test tools (pytest 9 for a [tool.pytest] config)
 
     @property
     def tsan(self) -> bool:
@@ -189,7 +190,7 @@ def run_job(job: Job, *, interp: InterpreterInfo, python: str, backend: Backend,
     findings: tuple[Finding, ...] = tuple(
         replace(f, reproduce=backend.reproduce_command(ws, f.reproduce, network=f.phase in network_phases),
                 recipe=recipe(f, ctx.phases, package=job.package.name, version=version, interp=interp,
-                              local_path=job.package.path, tools=TOOLS,
+                              local_path=job.package.path, tools=ctx.tools,
                               test_requires=ctx.test_setup.get("requires", ())))
         if f.reproduce else f for f in decision.findings)
     install_ok = any(p.name == "install" and p.ok for p in ctx.phases)
@@ -334,23 +335,26 @@ def _steps(ctx: _Ctx) -> tuple[str, dict]:
     # what the test runs need from the source tree, read now: from the install on, package code
     # has had the workspace, and the host reads nothing of it by name (harness.wsfs)
     has_tests = suite.has_tests(src_host, job.package.tests)
-    own_config = suite.has_pytest_config(src_host, job.package.tests)
     cfg = pytestcfg.pytest_config(src_host, job.package.tests, [])
+    ctx.tools = pins = suite.tools(pytestcfg.needs_pytest9(src_host, cfg))
+    if pins != TOOLS:
+        ctx.test_setup = {**ctx.test_setup, "sources": [*ctx.test_setup.get("sources", []),
+                          f"{pins[0]}: its config is pytest 9's [tool.pytest] table, which pytest 8 does not read"]}
     in_package = None if tox else suite.tests_in_package(src_host, job.package.tests)
     # 2. install
     pip = [vpy, "-m", "pip", "install", "--report", ws.path("logs", "install-report.json"),
-           target, *TOOLS, *job.package.test_requires, *(TOX if tox else ())]
+           target, *pins, *job.package.test_requires, *(TOX if tox else ())]
     venv = f"{shlex.quote(ws.python)} -m venv {shlex.quote(ws.path('venv'))}"
     if ctx.tsan and ws.pip_cache:  # pip and the tools from a layer built once per interpreter
         venv = tsan.venv_sh(ws.python, ws.path("venv"), ws.path("inner", "tsan_venv.py"),
                             f"{ws.pip_cache}/{ctx.interp.key}/ft-harness-tools",
-                            [*TOOLS, *(TOX if tox else ())])
+                            [*pins, *(TOX if tox else ())])
     script = f"{venv} && {shlex.join(pip)}"
     if ctx.tsan:  # compile flags: the interpreter's own CFLAGS + -g -fsanitize=thread (harness.tsan)
         script = f"{tsan.build_flags_sh(ws.python)} && {script}"
     if tox:  # tox builds its env now, with network; the test phases reuse it offline
         script += f" && cd {shlex.quote(src)} && " + shlex.join(
-            [vpy, "-m", "tox", "-e", job.package.tox_env, "--notest", *suite.tox_overrides(job, ws)])
+            [vpy, "-m", "tox", "-e", job.package.tox_env, "--notest", *suite.tox_overrides(job, ws, pins)])
     install = _run(ctx, "install", "install", ["sh", "-c", script],
                    env=env, cwd=ws.root, timeout=job.settings.install_timeout, network=True)
     if not install.ok:
@@ -382,11 +386,12 @@ def _steps(ctx: _Ctx) -> tuple[str, dict]:
         base_env["PATH"] = f"{ws.path('venv', 'bin')}:{ctx.backend.base_path}"
     wenv = {} if ctx.tsan else watchdog_env(ws, base_env, s.test_timeout)  # plain and threaded runs
     idle = stall_seconds(s.test_timeout) if wenv else 0  # silent past the watchdog: frozen
-    at, config = src, ""  # where the tests run (cwd, rootdir), and the source's config file for -c
+    # where the tests run (cwd, rootdir), and the config file named by -c (none: an empty one)
+    at, config = src, f"{src}/{cfg[0]}" if cfg else ""
     found = jobfiles.site_packages(ctx.fs, in_package) if in_package else None
     if found:
         job, at, tests, config = _from_installed(ctx, f"{src}/{cfg[0]}" if cfg else "", found)
-    base = suite.command(job, ws, vpy, tests, src=at, own_config=own_config, config=config)
+    base = suite.command(job, ws, vpy, tests, src=at, config=config, pins=pins)
     threads = (f"--parallel-threads={s.threads}", f"--iterations={s.iterations}")
 
     def run_once(name: str) -> tuple[str, ...]:  # what only this run needs: workers, its JUnit file
@@ -450,13 +455,14 @@ def _deps_sh(vpy: str, deps: Sequence[str]) -> str:
 def _confirm(ctx: _Ctx, probe: dict, base_env: dict[str, str]) -> None:
     """Re-run each red finding's test alone (verdict.confirm), within settings.confirm_budget."""
     s, ws = ctx.job.settings, ctx.ws
-    found = verdict.decide(ctx.phases, settings=s, probe=probe).findings
+    found = verdict.decide(ctx.phases, settings=s, probe=probe, claims=False).findings
     by_name = {p.name: p for p in ctx.phases}
     end = min(time.monotonic() + s.confirm_budget, ctx.deadline)  # never past the job timeout
-    for i, target in enumerate(verdict.confirm_targets(found, ctx.phases), 1):
-        src = by_name[target.phase]
-        assert src.test_command is not None  # confirm_targets keeps only phases with one
-        for rep in range(1, s.confirm + 1):
+    chosen = list(enumerate(verdict.confirm_targets(found, ctx.phases), 1))
+    for rep in range(1, s.confirm + 1):  # round-robin: every target gets its first runs first
+        for i, target in chosen:
+            src = by_name[target.phase]
+            assert src.test_command is not None  # confirm_targets keeps only phases with one
             for mode in s.gil_modes:
                 left = end - time.monotonic()
                 if left < 5:

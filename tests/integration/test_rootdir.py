@@ -78,6 +78,6 @@ def test_a_config_only_pytest9_reads_is_read_and_named(tmp_path: Path, ft_interp
     assert all(v == set(expected["tests"]) for v in _ids(res).values()), _ids(res)
     plain = next(p for p in res["phases"] if p["kind"] == "plain")
     cmd = plain["command"]
-    assert cmd[cmd.index("-c") + 1].endswith("/ft_pytest9cfg/pyproject.toml"), cmd
+    assert cmd[cmd.index("-c") + 1].endswith("/src/pkg/pyproject.toml"), cmd  # the copied source
     log = (tmp_path / "outer-1.0-ft_pytest9cfg" / "out" / plain["log"]).read_text()
     assert "pytest-9." in log and "configfile: pyproject.toml" in log

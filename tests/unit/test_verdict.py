@@ -357,3 +357,14 @@ def test_a_budget_spent_before_any_gil_on_run_claims_no_gil_off_only_finding():
                                 "(the job's budget ran out before)")
     (b,) = [f for f in d.findings if f.kind == "budget-spent"]
     assert b.phase == "threads-gil0-r2"
+
+
+def test_a_suite_that_mostly_did_not_run_is_no_package_verdict():
+    # multiprocess 0.70.19, zero config: every Python version's tree collected from the sdist's
+    # root, 39 passed and 1,191 errors in the plain run (issues #35, #36: it was published as a
+    # verdict about the package); now the harness's setup error, with the first error
+    d = decide(load("multiprocess-errors"), settings=S, probe={})
+    assert d.verdict == "infra-error", [(f.kind, f.message[:100]) for f in d.findings[:5]]
+    f = d.findings[0]
+    assert f.evidence == "setup" and (f.count, f.runs) == (1191, 1230)
+    assert f.message.startswith("plain-gil0: setup: the suite mostly did not run: 1191 of 1230 items errored")

@@ -285,14 +285,23 @@ def _hang_findings(phases: Sequence[Phase], settings: Settings) -> list[Finding]
 
 
 def _budget_findings(phases: Sequence[Phase], settings: Settings) -> list[Finding]:
-    """The job's budget ran out mid-suite (``Hang.spent``): the runs are not whole. Shown; the
-    verdict (infra-error) only when nothing that ran is red."""
-    cut = [(p, p.hang) for p in phases if p.hang and p.hang.spent]
+    """The job's budget ran out mid-suite (``Hang.spent``), or cut the job before a planned
+    threaded run could start (the last phase timed out with a mode's threaded runs missing:
+    packaging 26.4's 64,207 tests took the budget before the first threaded run): the runs are
+    not whole. Shown; the verdict (infra-error) only when nothing that ran is red."""
+    cut = [(p, p.hang.why) for p in phases if p.hang and p.hang.spent]
+    missing = [m for m in settings.gil_modes
+               if not any(p.kind == "threads" and p.gil == m for p in phases)]
+    last = next((p for p in phases if p.timed_out and p.kind in ("collect", *RUN_KINDS)), None)
+    if not cut and settings.repeat and missing and last is not None:
+        modes = " or ".join(f"with the GIL {'off' if m == 0 else 'on'}" for m in missing)
+        cut = [(last, f"{last.name} timed out after {last.duration:.0f} s: no threaded run {modes} "
+                      "happened")]
     if not cut:
         return []
-    p, hang = cut[0]
+    p, why = cut[0]
     return [Finding(
-        kind="budget-spent", evidence="timeout", excerpt=hang.why, phase=p.name,
+        kind="budget-spent", evidence="timeout", excerpt=why, phase=p.name,
         message=(f"the job's budget (job_timeout {settings.job_timeout} s) ran out during {p.name} "
                  "with the suite still running; later runs did not start. Raise `settings.job_timeout` "
                  "in matrix.yaml or narrow the package's `tests`"),

@@ -368,3 +368,13 @@ def test_a_suite_that_mostly_did_not_run_is_no_package_verdict():
     f = d.findings[0]
     assert f.evidence == "setup" and (f.count, f.runs) == (1191, 1230)
     assert f.message.startswith("plain-gil0: setup: the suite mostly did not run: 1191 of 1230 items errored")
+
+
+def test_a_budget_spent_before_any_threaded_run_is_no_compatible():
+    # packaging 26.4 on a loaded machine: its plain run took the budget; the collect step was cut
+    s = dataclasses.replace(S, threads=4, iterations=3, repeat=2, test_timeout=60, job_timeout=900)
+    d = decide(load("budget-before-threads"), settings=s, probe={})
+    assert d.verdict == "infra-error"
+    (b,) = d.findings
+    assert b.kind == "budget-spent" and b.phase == "collect"
+    assert "no threaded run with the GIL off or with the GIL on happened" in b.excerpt

@@ -53,6 +53,10 @@ def test_an_installed_interpreter_runs_on_docker_with_the_verdicts_of_local(tmp_
     assert in_docker["backend"] == "docker"
     assert in_docker["interpreter"]["installed"] is True
     assert in_docker["interpreter"]["python"] == f"{MOUNT}/bin/python3.13t"
+    # the finding's `docker run` recipe mounts the interpreter as the job's containers had it
+    race = (runs["docker"] / "results" / "installed3.13t--ft_sharedbuf.json").read_text()
+    prefix = Path(ft_interpreter.python).resolve().parent.parent
+    assert f"-v {prefix}:{MOUNT}:ro" in race
     docker, local = _verdicts(runs["docker"]), _verdicts(runs["local"])
     assert docker == local
     assert {n: v for n, (v, _) in docker.items()} == {
@@ -79,7 +83,6 @@ def test_a_gil_build_is_one_line_and_exit_2(tmp_path):
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and "is not a free-threaded build" in lines[0], r.stderr
     assert f"{tmp_path / 'matrix.yaml'}:1:" in lines[0]
-    print(lines[0])
 
 
 WRAPPER = r"""
@@ -109,4 +112,3 @@ def test_a_missing_shared_library_is_named(tmp_path, ft_interpreter):
     assert len(lines) == 1, r.stderr
     assert "does not start in the docker image" in lines[0], lines[0]
     assert "the shared library libftmissing.so is missing there" in lines[0], lines[0]
-    print(lines[0])

@@ -112,3 +112,17 @@ def test_a_missing_shared_library_is_named(tmp_path, ft_interpreter):
     assert len(lines) == 1, r.stderr
     assert "does not start in the docker image" in lines[0], lines[0]
     assert "the shared library libftmissing.so is missing there" in lines[0], lines[0]
+
+
+def test_image_builds_the_runtime_image_for_an_installed_interpreter(tmp_path, ft_interpreter):
+    """`ft-harness image` says `runtime image TAG: built|reused`, the line the workflow's image
+    job saves the images by (its third word is the tag), and checks nothing it cannot: the
+    interpreter is checked when a run starts."""
+    import docker
+
+    r = _cli("image", "--matrix", str(_matrix(tmp_path, ft_interpreter.python, ["ft_clean"])), timeout=1800)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    line = next(ln for ln in r.stdout.splitlines() if ln.startswith("runtime image "))
+    tag = line.split()[2].rstrip(":")
+    assert tag.startswith("ft-harness/runtime:") and line.split()[3] in ("built", "reused"), line
+    assert docker.from_env().images.get(tag).labels["ft-harness.kind"] == "runtime"

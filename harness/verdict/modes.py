@@ -15,7 +15,8 @@ confirmation (``verdict.confirm``), every such finding is checked against all th
   that does not hold is ``unconfirmed`` with its counts and p;
 - ``ft-crash`` states its counts ("crashed 1/4 runs with the GIL off, 0/6 with it on"): a signal
   is no flakiness to be tested away, and the GIL-on runs that ran it without a crash are the
-  evidence its word needs.
+  evidence its word needs. So does a ThreadSanitizer finding (evidence ``tsan``): a race report
+  with its stacks is no flaky assertion; its runs are the TSan runs of each mode.
 
 A mode left out by ``settings.gil_modes`` is no missing evidence: the user asked for one mode,
 and the finding says what it says of that mode.
@@ -58,7 +59,11 @@ def _alone(f: Finding, m: int) -> tuple[int, int]:
 
 def counts(f: Finding, phases: Sequence[Phase], m: int) -> tuple[int, int]:
     """(runs that showed the finding's event, runs of its test) in mode ``m``: the suite's runs of
-    its kind and the runs alone together."""
+    its kind and the runs alone together. A ThreadSanitizer finding counts the TSan runs of the
+    mode (``count`` of them reported it, all in its modes)."""
+    if f.evidence == "tsan":
+        n = sum(1 for p in phases if p.kind == "tsan" and p.gil == m)
+        return (f.count if f.modes == (m,) else 0), n
     kinds = _kinds(f)
     runs = [p for p in phases if p.kind in kinds and p.gil == m
             and (f.test_id in p.tests or any(c.test_id == f.test_id for c in p.crashes)
@@ -98,7 +103,7 @@ def check(findings: Sequence[Finding], phases: Sequence[Phase], settings: Settin
         if f.kind in ("ft-race", "ft-crash") and 1 in per:
             (k0, n0), (k1, n1) = per[0], per[1]
             bound = f"{k0}/{n0} runs with the GIL off, {k1}/{n1} with it on"
-            if f.kind == "ft-race":
+            if f.kind == "ft-race" and f.evidence != "tsan":  # a TSan report is no flakiness
                 p = fisher_greater(k0, n0, k1, n1)
                 if p > ALPHA:
                     out.append(replace(f, kind="unconfirmed", message=(
@@ -107,6 +112,7 @@ def check(findings: Sequence[Finding], phases: Sequence[Phase], settings: Settin
                     continue
                 f = replace(f, message=f"{f.message}; failed {bound} (p = {p:.3f})")
             else:
-                f = replace(f, message=f"{f.message}; crashed {bound}")
+                what = "reported in" if f.evidence == "tsan" else "crashed"
+                f = replace(f, message=f"{f.message}; {what} {bound}")
         out.append(f)
     return out

@@ -300,7 +300,8 @@ def find_hang(
             why = (f"the job's budget ran out with the suite still running: {done} tests had finished "
                    f"in this run of {duration:.0f} s, {running} was running (the watchdog ends a "
                    f"test at {watchdog:g} s)")
-        elif 0 < duration <= watchdog and not per_test:  # started with less budget than a test may take
+        elif 0 < duration <= watchdog and not per_test and not finished:  # cut with less budget
+            # left than a test may take: no test in it can be called stuck
             spent = True
             why = (f"the job's budget ran out {duration:.0f} s into this run, before the watchdog's "
                    f"{watchdog:g} s: nothing can be said of "

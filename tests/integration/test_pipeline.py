@@ -133,5 +133,8 @@ def test_once_the_job_timeout_is_spent_no_test_phase_starts(tmp_path: Path, ft_i
     # the deadlock needs threads: plain-gil0 passes, threads-gil0-r1 waits until the job timeout
     assert [p["name"] for p in tests] == ["plain-gil0", "collect", "threads-gil0-r1"], d["phases"]
     assert tests[-1]["timed_out"] and not any(p["gil"] == 1 for p in d["phases"])
-    (hang,) = [f for f in d["findings"] if f["kind"] == "hang"]
-    assert d["verdict"] == "hang" and hang["modes"] == [0]
+    # the budget (60 s) ran out before the watchdog (test_timeout 900) could call the waiting
+    # test stuck: the budget is said, and no hang is claimed, in any mode (issue #36)
+    assert not [f for f in d["findings"] if f["kind"] == "hang"], d["findings"]
+    (spent,) = [f for f in d["findings"] if f["kind"] == "budget-spent"]
+    assert d["verdict"] == "infra-error" and spent["phase"] == "threads-gil0-r1"

@@ -360,7 +360,7 @@ def _steps(ctx: _Ctx) -> tuple[str, dict]:
     if not install.ok:
         return version, {}
     if inferred_deps:  # on their own: one that cannot install is a setup problem, not a build failure
-        deps_cmd = ["sh", "-c", _deps_sh(vpy, inferred_deps)]
+        deps_cmd = ["sh", "-c", _deps_sh(vpy, inferred_deps, pins)]
         if ctx.tsan:
             deps_cmd = ["sh", "-c", f"{tsan.build_flags_sh(ws.python)} && {deps_cmd[2]}"]
         _run(ctx, "test-deps", "setup", deps_cmd, env=env, cwd=ws.root,
@@ -437,17 +437,22 @@ def _steps(ctx: _Ctx) -> tuple[str, dict]:
     return version, extra
 
 
-def _deps_sh(vpy: str, deps: Sequence[str]) -> str:
+def _deps_sh(vpy: str, deps: Sequence[str], keep: Sequence[str] = ()) -> str:
     """Install the inferred test deps together; when that fails (one of them has no build for
     this interpreter), each alone, so the others are there and only the tests needing the
     missing one cannot run. Exits 1 naming each that did not install (``NOT_INSTALLED``).
 
-    ``--prefer-binary``: they are the tests' tools, not what is tested, so the newest release
-    with a wheel for this interpreter beats a newer one that must be built (hypothesis 6.170
-    ships a Rust extension and no cp313t wheel; its older pure-Python wheels install anywhere)."""
+    ``keep``: the harness's pinned test tools, asked for again in every install, so a dep
+    pinned against them cannot replace what pytest needs (itsdangerous 2.2.0's test
+    requirements pin pluggy 1.4.0, and pytest 8.4.2 then did not start): such a dep is not
+    installed, and said. ``--prefer-binary``: they are the tests' tools, not what is tested, so
+    the newest release with a wheel for this interpreter beats a newer one that must be built
+    (hypothesis 6.170 ships a Rust extension and no cp313t wheel; older pure wheels install)."""
     pip = shlex.join([vpy, "-m", "pip", "install", "--prefer-binary"])
-    alone = "; ".join(f"{pip} {shlex.quote(d)} || missing=\"$missing {Requirement(d).name}\"" for d in deps)
-    return (f"{pip} {shlex.join(deps)} && exit 0; "
+    tools = f" {shlex.join(keep)}" if keep else ""
+    alone = "; ".join(f"{pip} {shlex.quote(d)}{tools} || missing=\"$missing {Requirement(d).name}\""
+                      for d in deps)
+    return (f"{pip} {shlex.join(deps)}{tools} && exit 0; "
             f"echo 'ft-harness: together they did not install; one at a time:'; missing=; {alone}; "
             f"[ -z \"$missing\" ] && exit 0; echo \"{NOT_INSTALLED}$missing\"; exit 1")
 

@@ -8,7 +8,7 @@ same GIL mode and thread options::
 
     python3.13t -m venv ft && . ft/bin/activate
     python -m pip install 'six==1.17.0' 'pytest==8.4.2' ...
-    python -m pip download --no-deps --no-binary :all: -d sdist 'six==1.17.0'
+    python -m pip download --no-deps --no-binary six -d sdist 'six==1.17.0'
     mkdir src && tar xzf sdist/*.tar.gz -C src && cd src/*/
     PYTHON_GIL=0 PYTHONFAULTHANDLER=1 python -P -m pytest ... 'test_six.py::test_x'
 
@@ -78,7 +78,9 @@ def recipe(finding: Finding, phases: Sequence[Phase], *, package: str, version: 
              f"{exe} -m venv ft && . ft/bin/activate"]
     if spec:
         lines += [f"python -m pip install {shlex.join([spec, *pins, *test_requires])}",
-                  f"python -m pip download --no-deps --no-binary :all: -d sdist {shlex.join([spec])}",
+                  # the package's sdist only: `:all:` would build setuptools & co. from source too
+                  f"python -m pip download --no-deps --no-binary {shlex.quote(package)} -d sdist "
+                  f"{shlex.join([spec])}",
                   "mkdir src && tar xzf sdist/*.tar.gz -C src && cd src/*/"]
     else:
         lines += [f"cp -R {shlex.quote(local_path)} src && cd src  # the package's local source",

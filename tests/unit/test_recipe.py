@@ -33,7 +33,7 @@ def test_a_pypi_finding_names_the_release_the_tools_and_the_test_only():
     assert lines[1] == "python3.13t -m venv ft && . ft/bin/activate"
     assert lines[2] == ("python -m pip install six==1.17.0 pytest==8.4.2 pytest-run-parallel==0.10.0 "
                         "pytest-timeout==2.4.0 pytest-cov==7.0.0")  # no xdist: the run is alone
-    assert lines[3] == "python -m pip download --no-deps --no-binary :all: -d sdist six==1.17.0"
+    assert lines[3] == "python -m pip download --no-deps --no-binary six -d sdist six==1.17.0"
     last = lines[-1]
     assert last.startswith("PYTHONFAULTHANDLER=1 PYTHON_GIL=0 python -P -m pytest -p no:cacheprovider ")
     assert "--rootdir=. --confcutdir=. --import-mode=importlib --parallel-threads=4 --iterations=5" in last

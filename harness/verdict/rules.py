@@ -292,11 +292,13 @@ def _budget_findings(phases: Sequence[Phase], settings: Settings) -> list[Findin
     cut = [(p, p.hang.why) for p in phases if p.hang and p.hang.spent]
     missing = [m for m in settings.gil_modes
                if not any(p.kind == "threads" and p.gil == m for p in phases)]
-    last = next((p for p in phases if p.timed_out and p.kind in ("collect", *RUN_KINDS)), None)
-    if not cut and settings.repeat and missing and last is not None:
+    last = next((p for p in phases if p.timed_out and p.kind in RUN_KINDS), None) or (
+        next((p for p in phases if p.timed_out and p.kind == "collect"), None) if missing else None)
+    if not cut and settings.repeat and last is not None:  # cut by the budget (whatever else it showed)
         modes = " or ".join(f"with the GIL {'off' if m == 0 else 'on'}" for m in missing)
-        cut = [(last, f"{last.name} timed out after {last.duration:.0f} s: no threaded run {modes} "
-                      "happened")]
+        cut = [(last, f"{last.name} timed out after {last.duration:.0f} s"
+                      + (f": no threaded run {modes} happened" if missing else
+                         ": the runs after it, and the runs alone that confirm findings, did not"))]
     if not cut:
         return []
     p, why = cut[0]

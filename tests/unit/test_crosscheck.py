@@ -32,5 +32,7 @@ def test_what_reproduces_each_kind() -> None:
     assert reproduced("ft-race", (0,), {0: ["failed", "passed"], 1: ["passed", "passed"]})
     assert not reproduced("ft-race", (0,), {0: ["failed"], 1: ["failed"]})  # click's: thread-unsafe
     assert reproduced("thread-unsafe", (0, 1), {0: ["failed"], 1: ["failed"]})
+    assert reproduced("thread-unsafe", (0, 1), {0: ["passed"], 1: ["passed", "failed"]})
+    assert not reproduced("thread-unsafe", (0, 1), {0: ["failed"], 1: ["passed"]})
     assert reproduced("hang", (1,), {0: ["passed"], 1: ["hung"]})
     assert not reproduced("hang", (1,), {0: ["hung"], 1: ["passed"]})

@@ -429,6 +429,12 @@ def read_regular(path: Path, limit: int) -> bytes | None:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError:
         return None
+    return read_fd(fd, limit)
+
+
+def read_fd(fd: int, limit: int) -> bytes | None:
+    """The bytes of the regular file open at ``fd`` (closed after), head and tail when past
+    ``limit``; None for anything else (a FIFO, a device, a directory)."""
     with os.fdopen(fd, "rb") as f:
         st = os.fstat(f.fileno())
         if not stat.S_ISREG(st.st_mode):

@@ -33,6 +33,8 @@ from collections.abc import Iterator
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from .model import read_fd
+
 SYS_OPENAT2 = 437  # the same number on every Linux architecture (the generic syscall table)
 RESOLVE_NO_SYMLINKS = 0x04
 RESOLVE_BENEATH = 0x08
@@ -104,19 +106,6 @@ def open_beneath(dirfd: int, rel: str | PurePosixPath, flags: int, mode: int = 0
     return fd if fd is not None else _walk_open(dirfd, parts, flags, mode)
 
 
-def _read_fd(fd: int, limit: int) -> bytes | None:
-    """A regular file's bytes (head and tail when past ``limit``), None for anything else."""
-    with os.fdopen(fd, "rb") as f:
-        st = os.fstat(f.fileno())
-        if not stat.S_ISREG(st.st_mode):
-            return None
-        if st.st_size <= limit:
-            return f.read(limit)
-        head = f.read(limit // 2)
-        f.seek(st.st_size - limit // 2)
-        return head + b"\n[... cut ...]\n" + f.read(limit // 2)
-
-
 def read_beneath(root: Path, rel: str, limit: int) -> bytes | None:
     """A regular file at ``rel`` below ``root`` (the output directory), reached through no link;
     None when it is missing, not a regular file, or any component of ``rel`` is a link."""
@@ -130,7 +119,7 @@ def read_beneath(root: Path, rel: str, limit: int) -> bytes | None:
         return None
     finally:
         os.close(dirfd)
-    return _read_fd(fd, limit)
+    return read_fd(fd, limit)
 
 
 class JobDir:
@@ -227,7 +216,7 @@ class JobDir:
             fd = open_beneath(self.fd, rel, os.O_RDONLY | os.O_NONBLOCK)
         except (OSError, ValueError):
             return None
-        return _read_fd(fd, limit)
+        return read_fd(fd, limit)
 
     # ---------------------------------------------------------------- writing
 

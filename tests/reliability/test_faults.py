@@ -94,13 +94,16 @@ def test_job_timeout_kills_the_group(tmp_path: Path, ft_interpreter, record) -> 
     assert r.returncode == 0, r.stdout + r.stderr
     res = results(tmp_path / "out")
     d = res["cpython3.13t--fault_hang"]
-    assert d["verdict"] == "hang", d["findings"]
+    # the budget (150 s) ended the run long before test_timeout (3000 s) or the watchdog could
+    # call the test stuck: the budget is said and no hang is claimed (issue #36)
+    assert d["verdict"] == "infra-error", d["findings"]
+    assert [f["kind"] for f in d["findings"]] == ["budget-spent"], d["findings"]
     assert any(p["timed_out"] for p in d["phases"])
     assert res["cpython3.13t--ft_baseline"]["verdict"] == "baseline-failure"
     assert time.monotonic() - t0 < 600
     ps = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
     assert str(tmp_path) not in ps  # the killed process group left nothing running
-    record("a job runs past job_timeout", "process group killed; verdict `hang`; the other job finished",
+    record("a job runs past job_timeout", "process group killed; `budget-spent`; the other job finished",
            all_results_valid(tmp_path / "out"))
 
 

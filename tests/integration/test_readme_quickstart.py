@@ -65,8 +65,11 @@ def venv(dist: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> Pat
     subprocess.run([sys.executable, "-m", "venv", str(root)], check=True, timeout=300)
     (site,) = (root / "lib").glob("python3*/site-packages")
     (site / "zz_deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    # --force-reinstall: under `nox -s tests` the .pth's environment already has ft-harness, and
+    # pip would call it satisfied and write no console script into this venv
     r = subprocess.run([str(root / "bin" / "python"), "-m", "pip", "install", "-q", "--no-deps",
-                        "--no-index", str(dist["wheel"])], capture_output=True, text=True,
+                        "--force-reinstall", "--no-index", str(dist["wheel"])],
+                       capture_output=True, text=True,
                        timeout=300)
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
     return root

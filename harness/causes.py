@@ -26,6 +26,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from packaging.utils import canonicalize_name as _norm
+
 from .model import NOT_INSTALLED, Finding, JobResult, Phase
 from .parse.install import classify_install
 
@@ -52,10 +54,6 @@ INFRA_TEXT = {  # a pattern of harness.parse.install's INFRA_PATTERNS -> what a 
     "No space left on device": "the runner ran out of disk",
     "Disk quota exceeded": "the runner ran out of disk",
 }
-
-
-def _norm(name: str) -> str:
-    return re.sub(r"[-_.]+", "-", name).lower()
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -23,6 +23,10 @@ LINT_TOOLS = ["ruff==0.17.6", "zizmor==1.32.0", "check-jsonschema==0.39.0", "act
               "types-docker==7.2.0.20261006"]
 
 
+# The tiers a plain `pytest` leaves out (tests/conftest.py): `nox -s tests` runs them all.
+ALL_TIERS = ("--integration", "--docker", "--browser", "--reliability")
+
+
 def _install(session: nox.Session, *extra: str) -> None:
     session.install(".[test]", *extra)  # what a user installs: not editable
 
@@ -41,8 +45,9 @@ def matrix(session: nox.Session) -> None:
 
 @nox.session
 def tests(session: nox.Session) -> None:
-    """Unit, integration, docker, browser and reliability tests (markers skip what cannot run here),
-    against the wheel built from this tree and installed non-editable: what a user installs."""
+    """Unit, integration, docker, browser and reliability tests (every tier: markers skip what
+    cannot run here), against the wheel built from this tree and installed non-editable: what a
+    user installs. Extra args replace the test paths (`nox -s tests -- tests/unit`)."""
     session.install(BUILD_TOOL)
     with tempfile.TemporaryDirectory(prefix="dist-", dir=session.virtualenv.location) as dist:
         session.run("python", "-m", "build", "-q", "--outdir", dist, ".")  # sdist, then its wheel
@@ -53,7 +58,8 @@ def tests(session: nox.Session) -> None:
         # from it, `harness` from the wheel (tests/conftest.py checks that it really does).
         env = {"FT_HARNESS_INSTALLED": "1", "FT_HARNESS_WHEEL": str(wheel),
                "FT_HARNESS_SDIST": str(sdist)}
-        session.run("pytest", "--import-mode=append", *(session.posargs or ["tests"]), env=env)
+        session.run("pytest", "--import-mode=append", *ALL_TIERS, *(session.posargs or ["tests"]),
+                    env=env)
 
 
 @nox.session
@@ -106,4 +112,4 @@ def crosscheck(session: nox.Session) -> None:
 def simulate_ci(session: nox.Session) -> None:
     """The workflow's shard -> merge path, locally: 3 shards of the fixture matrix, merged."""
     _install(session)
-    session.run("pytest", "tests/integration/test_shards.py", *session.posargs)
+    session.run("pytest", "--integration", "tests/integration/test_shards.py", *session.posargs)

@@ -1,4 +1,15 @@
-"""Shared fixtures: the real free-threaded interpreter (built once, cached) and a CLI runner."""
+"""Shared fixtures: the real free-threaded interpreter (built once, cached) and a CLI runner;
+the test tiers.
+
+A plain ``pytest`` runs the unit tier only: it builds no interpreter, starts no container and
+needs no network. The other tiers are opt-in, one option each (``nox -s tests``, and so CI,
+passes all four): ``--integration`` (a real free-threaded interpreter, built or cached; the
+package index; tests/integration/ and the ``integration``/``network`` markers), ``--docker``
+(marker ``docker``), ``--browser`` (marker ``browser``), ``--reliability``
+(tests/reliability/, marker ``reliability``). A test belongs to the first of reliability,
+browser, docker, integration that it matches, else to the unit tier; tests of a tier not asked
+for are deselected, and one line says how many and with which option they run.
+"""
 
 from __future__ import annotations
 
@@ -20,6 +31,63 @@ INSTALLED = os.environ.get("FT_HARNESS_INSTALLED") == "1"
 # checkout on it, except when testing the installed copy.
 HARNESS = (sys.executable, "-P", "-m", "harness")
 SOURCE_PATH: dict[str, str] = {} if INSTALLED else {"PYTHONPATH": str(ROOT)}
+
+
+TIERS = ("integration", "docker", "browser", "reliability")  # the opt-in ones, besides "unit"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("ft-harness tiers", "test tiers beyond the unit tier (opt-in)")
+    for name, what in [("integration", "a real free-threaded interpreter (built or cached), the package index"),
+                       ("docker", "a running docker engine"), ("browser", "headless Chromium"),
+                       ("reliability", "bad inputs and injected faults (tests/reliability)")]:
+        group.addoption(f"--{name}", action="store_true", default=False,
+                        help=f"also run the {name} tier: {what}")
+
+
+def tier(item: pytest.Item) -> str:
+    """The tier of a test: its directory under tests/ and its markers."""
+    marks = {m.name for m in item.iter_markers()}
+    path = item.path.resolve()
+    where = path.relative_to(ROOT / "tests").parts[0] if path.is_relative_to(ROOT / "tests") else ""
+    if where == "reliability" or "reliability" in marks:
+        return "reliability"
+    for name in ("browser", "docker"):
+        if name in marks:
+            return name
+    if where == "integration" or marks & {"integration", "network"}:
+        return "integration"
+    return "unit"
+
+
+_LEFT_OUT: dict[str, int] = {}
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    wanted = {"unit", *(t for t in TIERS if config.getoption(t))}
+    keep, drop = [], []
+    for item in items:
+        t = tier(item)
+        (keep if t in wanted else drop).append(item)
+        if t not in wanted:
+            _LEFT_OUT[t] = _LEFT_OUT.get(t, 0) + 1
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep
+
+
+def left_out_line() -> str:
+    """What the tier options left out, and how to run it; "" when nothing was."""
+    if not _LEFT_OUT:
+        return ""
+    parts = [f"{n} {t}" for t, n in sorted(_LEFT_OUT.items(), key=lambda kv: TIERS.index(kv[0]))]
+    flags = " ".join(f"--{t}" for t in TIERS if t in _LEFT_OUT)
+    return f"tiers not selected, deselected: {', '.join(parts)} (run them with {flags}; nox -s tests passes all)"
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:  # noqa: ANN001
+    if left_out_line():
+        terminalreporter.write_line(left_out_line())
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:

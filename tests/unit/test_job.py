@@ -109,31 +109,6 @@ def test_a_planted_config_link_is_not_followed(tmp_path: Path) -> None:
     assert has_pytest_config(src, "tests") is True
 
 
-# ---- inferred test deps: together, else one at a time (harness.job._deps_sh) -----------------
-import subprocess  # noqa: E402
-import sys  # noqa: E402
-
-from harness.job import _deps_sh  # noqa: E402
-from harness.verdict.rules import _test_deps_finding  # noqa: E402
-
-
-@pytest.mark.network
-def test_a_test_dep_that_cannot_install_leaves_the_others_installed(tmp_path: Path) -> None:
-    # a real venv and pip against the real index: one requirement that no release satisfies
-    subprocess.run([sys.executable, "-m", "venv", str(tmp_path / "v")], check=True)
-    vpy = str(tmp_path / "v" / "bin" / "python")
-    r = subprocess.run(["sh", "-c", _deps_sh(vpy, ["six", "idna>=999"])],
-                       capture_output=True, text=True, timeout=600)
-    assert r.returncode == 1, r.stdout[-2000:] + r.stderr[-2000:]
-    assert subprocess.run([vpy, "-c", "import six"]).returncode == 0  # installed alone
-    log = r.stdout + r.stderr
-    assert "ft-harness: together they did not install; one at a time:" in log
-    f = _test_deps_finding(Phase(name="test-deps", kind="setup", exit_code=1, excerpt=log[-4000:]))
-    assert f.kind == "setup-error" and f.evidence == "setup"
-    assert f.message.startswith("setup: the inferred test dependencies did not install: "
-                                "not installed: idna (the others are); "), f.message
-
-
 # ---- tests inside the import package run from the installed copy (harness.suite.installed_tests)
 from harness.suite import installed_tests  # noqa: E402
 
@@ -189,21 +164,3 @@ def test_installed_tests_take_the_sources_config_file() -> None:
     assert opts[opts.index("-c") + 1] == "/w/src/numpy-2.5.5/pytest.ini"
     assert "--rootdir=/w/venv/lib/python3.13t/site-packages" in opts
     assert "--confcutdir=/w/venv/lib/python3.13t/site-packages" in opts
-
-
-@pytest.mark.network
-def test_a_test_dep_pinned_against_the_harness_tools_does_not_replace_them(tmp_path: Path) -> None:
-    # itsdangerous 2.2.0's test requirements pin pluggy==1.4.0: installed after pytest 8.4.2, it
-    # replaced pluggy and pytest no longer started. Asked for with the tools, it is not installed.
-    subprocess.run([sys.executable, "-m", "venv", str(tmp_path / "v")], check=True)
-    vpy = str(tmp_path / "v" / "bin" / "python")
-    subprocess.run([vpy, "-m", "pip", "install", "-q", "pytest==8.4.2"], check=True, timeout=600)
-    r = subprocess.run(["sh", "-c", _deps_sh(vpy, ["pluggy==1.4.0", "six"], ["pytest==8.4.2"])],
-                       capture_output=True, text=True, timeout=600)
-    assert r.returncode == 1, r.stdout[-2000:] + r.stderr[-2000:]
-    assert subprocess.run([vpy, "-m", "pytest", "--version"], capture_output=True).returncode == 0
-    assert subprocess.run([vpy, "-c", "import six"]).returncode == 0
-    f = _test_deps_finding(Phase(name="test-deps", kind="setup", exit_code=1,
-                                 excerpt=(r.stdout + r.stderr)[-4000:]))
-    assert f.message.startswith("setup: the inferred test dependencies did not install: "
-                                "not installed: pluggy (the others are); "), f.message

@@ -1,4 +1,5 @@
-"""nox sessions: matrix (the main job), tests, lint, image, report, bench, crosscheck, simulate-ci.
+"""nox sessions: matrix (the main job), tests, lint, image, report, bench, crosscheck, simulate-ci,
+reliability-doc.
 
 `nox -s matrix -- --jobs 2 --shard 1/3` passes everything after `--` to `ft-harness run`.
 """
@@ -60,6 +61,15 @@ def tests(session: nox.Session) -> None:
                "FT_HARNESS_SDIST": str(sdist)}
         session.run("pytest", "--import-mode=append", *ALL_TIERS, *(session.posargs or ["tests"]),
                     env=env)
+
+
+@nox.session(name="reliability-doc")
+def reliability_doc(session: nox.Session) -> None:
+    """Rewrite docs/reliability.md, the fault table, from a run of tests/reliability (the only
+    run that writes it; a plain run writes the table into its tmp dir)."""
+    _install(session)
+    session.run("pytest", "--integration", "--reliability", "--reliability-table", "docs/reliability.md",
+                *(session.posargs or ["tests/reliability"]))
 
 
 @nox.session

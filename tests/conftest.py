@@ -43,6 +43,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                        ("reliability", "bad inputs and injected faults (tests/reliability)")]:
         group.addoption(f"--{name}", action="store_true", default=False,
                         help=f"also run the {name} tier: {what}")
+    group.addoption("--reliability-table", metavar="PATH", default="",
+                    help="where the reliability tier writes its fault table (default: the session's "
+                         "tmp dir; nox -s reliability-doc: docs/reliability.md)")
 
 
 def tier(item: pytest.Item) -> str:

@@ -43,3 +43,22 @@ def test_the_tier_options_are_documented() -> None:
     for t in TIERS:
         assert f"--{t}" in text, t
 
+
+
+def test_the_reliability_tier_writes_its_table_outside_the_checkout(tmp_path) -> None:
+    # only `nox -s reliability-doc` (--reliability-table docs/reliability.md) rewrites the page
+    from tests.reliability import conftest as rel
+
+    class Config:
+        def __init__(self, asked: str) -> None:
+            self.asked = asked
+
+        def getoption(self, name: str) -> str:
+            assert name == "reliability_table"
+            return self.asked
+
+    rel._WHERE.setdefault("tmp", tmp_path)
+    assert not rel.table_path(Config("")).is_relative_to(ROOT)
+    assert rel.table_path(Config(str(rel.TABLE))) == rel.TABLE
+    assert "--reliability-table docs/reliability.md" in " ".join(
+        (ROOT / "noxfile.py").read_text().replace('", "', " ").split())

@@ -30,7 +30,6 @@ from . import (
     limits,
     logcap,
     parse,
-    probefile,
     pytestcfg,
     suite,
     testdeps,
@@ -178,10 +177,10 @@ def run_job(job: Job, *, interp: InterpreterInfo, python: str, backend: Backend,
                         len(dropped), ", ".join(dropped[:5]))
     if not version and not job.package.is_local:  # the fetch failed: a pinned spec still names it
         version = pinned_version(job.package.version)
-    probe = probefile.typed(extra.get("probe", {}))  # written after package code ran
-    for why in probe.pop(probefile.PROBLEMS, []):
+    probe = parse.probe_of(ctx.phases)  # probe.json, typed on its phase: written after package code ran
+    for why in probe.problems:
         log.warning("%s: %s", job.job_id, why)
-    decision = verdict.decide(ctx.phases, settings=job.settings, probe=probe)
+    decision = verdict.decide(ctx.phases, settings=job.settings)
     if job.package.unresolved:
         why = f"setup: no release of {job.package.name} to test: {job.package.unresolved}"
         decision = verdict.Decision(verdict="infra-error", findings=(
@@ -200,13 +199,13 @@ def run_job(job: Job, *, interp: InterpreterInfo, python: str, backend: Backend,
     fs.close()
     return JobResult(
         job_id=job.job_id, key=key, package=job.package.name,
-        requested=job.package.path or job.package.version, version=version or probe.get("version", ""),
+        requested=job.package.path or job.package.version, version=version or probe.version,
         source="local" if job.package.is_local else "pypi", interpreter=interp,
         settings={k: list(v) if isinstance(v, tuple) else v for k, v in vars(job.settings).items()},
         backend=backend.name, started=started, finished=now_iso(), harness_version=__version__,
         phases=limits.cap_result_tests(ctx.phases), verdict=decision.verdict, qualifier=decision.qualifier,
         findings=findings, coverage=decision.coverage, wheel=wheel,
-        metadata=probe.get("metadata", {}), notes=job.package.notes, links=job.package.links,
+        metadata=probe.metadata, notes=job.package.notes, links=job.package.links,
         test_setup=ctx.test_setup,
     )
 
@@ -369,16 +368,14 @@ def _steps(ctx: _Ctx) -> tuple[str, dict]:
     # 3. probe, in the default mode (with PYTHON_GIL=0 the warning is not printed); probe.py was
     # copied in at job start (_copy_own_files)
     dist = canonicalize_name(job.package.name) if not job.package.is_local else job.package.name
-    _run(ctx, "probe", "probe", [vpy_tests, "-W", "default", ws.path("probe.py"), dist, ws.path("logs", "probe.json")],
-         env=env, cwd=ws.root, timeout=300)
-    probe = probefile.typed(jobfiles.read_json(ctx.fs.read("logs/probe.json", 16 * 1024 * 1024)))
-    version = version or probe.get("version", "")
-    extra = {"probe": probe}
+    probe = _run(ctx, "probe", "probe", [vpy_tests, "-W", "default", ws.path("probe.py"), dist,
+                                         ws.path("logs", "probe.json")], env=env, cwd=ws.root, timeout=300).probe
+    version = version or (probe.version if probe else "")  # probe.json, parsed onto its phase
     # 4. test runs
     tests = job.package.tests  # matrix.yaml's, else what harness.infer found (_with_test_setup)
     if not has_tests:
         log.info("%s: no tests in the source", job.job_id)
-        return version, extra
+        return version, {}
     s = job.settings
     base_env = _base_env(job)
     if "PATH" not in base_env:  # the venv first, as activating it would: a test that runs a
@@ -433,8 +430,8 @@ def _steps(ctx: _Ctx) -> tuple[str, dict]:
                  env={**menv, **wenv}, cwd=at, timeout=s.job_timeout, gil=mode, rep=rep, junit=f"junit/{name}.xml",
                  idle=idle)
     if s.confirm and not ctx.tsan:
-        _confirm(ctx, probe, base_env)
-    return version, extra
+        _confirm(ctx, base_env)
+    return version, {}
 
 
 def _deps_sh(vpy: str, deps: Sequence[str], keep: Sequence[str] = ()) -> str:
@@ -457,10 +454,10 @@ def _deps_sh(vpy: str, deps: Sequence[str], keep: Sequence[str] = ()) -> str:
             f"[ -z \"$missing\" ] && exit 0; echo \"{NOT_INSTALLED}$missing\"; exit 1")
 
 
-def _confirm(ctx: _Ctx, probe: dict, base_env: dict[str, str]) -> None:
+def _confirm(ctx: _Ctx, base_env: dict[str, str]) -> None:
     """Re-run each red finding's test alone (verdict.confirm), within settings.confirm_budget."""
     s, ws = ctx.job.settings, ctx.ws
-    found = verdict.decide(ctx.phases, settings=s, probe=probe, claims=False).findings
+    found = verdict.decide(ctx.phases, settings=s, claims=False).findings
     by_name = {p.name: p for p in ctx.phases}
     end = min(time.monotonic() + s.confirm_budget, ctx.deadline)  # never past the job timeout
     chosen = list(enumerate(verdict.confirm_targets(found, ctx.phases), 1))

@@ -4,7 +4,6 @@ and what it reads back after, all through the workspace's handle (``harness.wsfs
 
 from __future__ import annotations
 
-import json
 import stat
 from dataclasses import replace
 from pathlib import Path
@@ -49,12 +48,3 @@ def site_packages(fs: JobDir, rel: str) -> tuple[str, str] | None:
         if name.startswith("python") and stat.S_ISDIR(mode) and fs.is_dir(f"{sp}/{rel}"):
             return sp, rel
     return None
-
-
-def read_json(raw: bytes | None) -> dict:
-    """probe.json, as ``JobDir.read`` gave it: written by code in the package's venv."""
-    try:
-        data = json.loads(raw) if raw is not None else {}
-    except (ValueError, RecursionError):
-        return {}
-    return data if isinstance(data, dict) else {}

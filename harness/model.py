@@ -24,16 +24,18 @@ from .evidence import (
     Hang,
     ModeCoverage,
     ParallelInfo,
+    Probe,
     TsanReport,
     Wheel,
     coverage_from_dict,
     coverage_to_dict,
 )
 
-RESULT_SCHEMA = 5  # 2: Phase.test_command (the command in parts); 3: typed crash/hang/parallel,
+RESULT_SCHEMA = 6  # 2: Phase.test_command (the command in parts); 3: typed crash/hang/parallel,
 # coverage and wheel (harness.evidence); 4: finding kind budget-spent, Hang.spent;
-# 5: finding kind slow-in-threads, TestCase.seconds; older results read back (READABLE_SCHEMAS)
-READABLE_SCHEMAS = (2, 3, 4, 5)
+# 5: finding kind slow-in-threads, TestCase.seconds; 6: Phase.probe (probe.json, typed: the
+# verdict reads it from the phases); older results read back (READABLE_SCHEMAS)
+READABLE_SCHEMAS = (2, 3, 4, 5, 6)
 
 # Verdicts, most severe first.  These strings are the contract of report.json.
 VERDICTS = (
@@ -193,6 +195,7 @@ class Phase:
     parallel: ParallelInfo | None = None  # pytest-run-parallel's account of a threaded run
     tsan: tuple[TsanReport, ...] = ()  # TSan reports (harness.parse.tsan), as parsed: not deduped
     setup: tuple[SetupProblem, ...] = ()  # the environment's problems (a missing test dependency)
+    probe: Probe | None = None  # the probe phase's probe.json (harness.parse.probe)
     excerpt: str = ""  # tail of the log, for evidence
 
     @property
@@ -214,6 +217,10 @@ class Phase:
         d["gil_modules"] = list(self.gil_modules)
         d["tsan"] = [r.to_dict() for r in self.tsan]
         d["setup"] = [asdict(x) for x in self.setup]
+        if self.probe:
+            d["probe"] = self.probe.to_dict()
+        else:
+            del d["probe"]  # a probe phase's key only: the other phases write what they wrote
         return d
 
     @classmethod
@@ -232,6 +239,7 @@ class Phase:
         d["tsan"] = tuple(TsanReport.from_dict(r) for r in d.get("tsan") or () if isinstance(r, dict))
         d["setup"] = tuple(SetupProblem.from_dict(x) for x in d.get("setup", ()) if isinstance(x, dict))
         d["tests"] = {k: TestCase.from_dict(v) for k, v in d.get("tests", {}).items()}
+        d["probe"] = Probe.from_dict(d["probe"]) if isinstance(d.get("probe"), dict) else None
         return _build(cls, d)
 
 

@@ -22,10 +22,11 @@ from .gil import gil_modules
 from .hang import WATCHDOG_ENDED, WATCHDOG_ENV, find_hang, internal_timeout, watchdog_tests
 from .junit import CRASHED_RE, TIMEOUT_RE, guess_nodeid, junit_key, parse_junit
 from .parallel import parse_parallel
+from .probe import probe_of, read_probe
 from .pytestlog import FINAL_RE, parse_log
 from .setup import find_setup_problems
 
-__all__ = ["NOTE", "parse_phase", "gil_modules", "read_text", "tail", "incomplete"]
+__all__ = ["NOTE", "parse_phase", "gil_modules", "probe_of", "read_text", "tail", "incomplete"]
 
 log = logging.getLogger(__name__)
 
@@ -171,6 +172,7 @@ def _parse(phase: Phase, out_dir: Path) -> Phase:
         gil_modules=tuple(gil_modules(text)),
         parallel=parallel,
         setup=find_setup_problems(text) if phase.kind in TEST_KINDS else (),
+        probe=read_probe(phase, out_dir),
         excerpt="\n".join([tail(text), *notes]).strip(),
     )
 
@@ -189,7 +191,7 @@ def cap_tests(tests: dict[str, TestCase]) -> tuple[dict[str, TestCase], str]:
 
 
 def parse_phase(phase: Phase, out_dir: Path) -> Phase:
-    """``phase`` with tests, counts, crash, hang, gil_modules, parallel and excerpt filled in."""
+    """``phase`` with tests, counts, crash, hang, gil_modules, parallel, probe and excerpt filled in."""
     try:
         return _parse(phase, Path(out_dir))
     except Exception:  # a bug of ours must not lose the package's result

@@ -40,12 +40,11 @@ import logging
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
-from ..evidence import Crash, HungTest, ModeCoverage
+from ..evidence import Crash, HungTest, ModeCoverage, Probe
 from ..matrix import Settings
 from ..model import INFO_KINDS, NOT_INSTALLED, Finding, Phase, severity
-from ..parse import incomplete
+from ..parse import incomplete, probe_of
 from ..parse import setup as parse_setup
 from ..parse.gil import warning_lines
 from ..parse.hang import timed_out_inside_pytest
@@ -375,25 +374,20 @@ def _junit_finding(kind: str, tid: str, modes: tuple[int, ...], first: Phase, co
                    phase=first.name)
 
 
-def _gil_findings(phases: Sequence[Phase], probe: dict[str, Any]) -> list[Finding]:
+def _gil_findings(phases: Sequence[Phase], probe: Probe) -> list[Finding]:
     probe_phase = next((p for p in phases if p.kind == "probe"), None)
     modules: list[str] = list(probe_phase.gil_modules) if probe_phase else []
-    named = probe.get("modules", [])
-    for mod in named if isinstance(named, list) else []:
-        if isinstance(mod, str) and mod not in modules:
-            modules.append(mod)
-    if not modules and not probe.get("gil_enabled"):
+    modules += [mod for mod in dict.fromkeys(probe.modules) if mod not in modules]
+    if not modules and not probe.gil_enabled:
         return []
-    text = "\n".join([probe_phase.excerpt if probe_phase else "",
-                      *[w for w in probe.get("warnings", []) if isinstance(w, str)]])
+    text = "\n".join([probe_phase.excerpt if probe_phase else "", *probe.warnings])
     cmd = probe_command(probe_phase, phases, modules[0] if modules else "")
     if not modules:
         return [
             Finding(
                 kind="gil-reenabled",
                 evidence="log",
-                excerpt="sys._is_gil_enabled() is True after importing "
-                f"{probe.get('imported', probe.get('modules', []))}",
+                excerpt=f"sys._is_gil_enabled() is True after importing {list(probe.imported)}",
                 message="GIL re-enabled on import (no module named in a warning)",
                 reproduce=cmd,
                 phase=probe_phase.name if probe_phase else "probe",
@@ -413,12 +407,13 @@ def _gil_findings(phases: Sequence[Phase], probe: dict[str, Any]) -> list[Findin
     ]
 
 
-def decide(phases: Sequence[Phase], *, settings: Settings, probe: dict[str, Any],
-           claims: bool = True) -> Decision:
+def decide(phases: Sequence[Phase], *, settings: Settings, claims: bool = True) -> Decision:
     """The verdict, its qualifier, every finding and the threaded-run coverage of one job.
     ``claims=False``: the findings as the runs show them, before their claims about the GIL
-    modes are checked (``verdict.modes``): what confirmation picks its tests from."""
-    probe = probe if isinstance(probe, dict) else {}
+    modes are checked (``verdict.modes``): what confirmation picks its tests from.  Pure over
+    the phases: the probe's part comes from the probe phase's ``Phase.probe``, so a result file
+    is decided again from itself."""
+    probe = probe_of(phases)
     for step in (p for p in phases if p.kind == "install"):  # fetch, then install (each may fail)
         found = _install_findings(step, settings)
         if found:
@@ -434,7 +429,7 @@ def decide(phases: Sequence[Phase], *, settings: Settings, probe: dict[str, Any]
     crashes = _crash_findings(phases, ran_modes)
     hangs = _hang_findings(phases, settings)
     blamed = {f.test_id for f in crashes + hangs if f.test_id}
-    own = frozenset(str(m) for m in probe.get("imported") or ())
+    own = frozenset(probe.imported)
     failures, _baseline = _failure_findings(phases, ran_modes, blamed, own)
     findings += crashes + hangs + failures + _gil_findings(phases, probe) + tsan_findings(phases)
     findings += [_test_deps_finding(p) for p in phases if p.kind == "setup" and not p.ok]

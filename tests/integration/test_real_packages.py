@@ -72,7 +72,7 @@ def test_wheel_column(tmp_path: Path, ft_interpreter, name, version, available, 
     subprocess.run([str(py), "-m", "pip", "install", "-q", "--no-deps", "--report", str(report),
                     f"{name}=={version}"], check=True, timeout=900)
     info = wheels.wheel_info(name, local=False, version=version, install_report=report,
-                             interp=InterpreterInfo(name="ft", version="3.13.5", key="k"), probe={})
+                             interp=InterpreterInfo(name="ft", version="3.13.5", key="k"))
     assert info is not None and info.available == available
     assert info.installed == installed
 

@@ -39,7 +39,7 @@ def _cffi() -> JobResult:
 
 def _job(base: JobResult, package: str, version: str, phases: tuple[Phase, ...]) -> JobResult:
     """A job on cffi's interpreter, decided by the harness's own rules."""
-    d = decide(phases, settings=Settings(), probe={})
+    d = decide(phases, settings=Settings())
     return dataclasses.replace(base, job_id=f"cpython3.13t--{package}", package=package,
                                version=version, requested=f"=={version}", phases=phases,
                                verdict=d.verdict, qualifier=d.qualifier, findings=d.findings)

@@ -22,8 +22,8 @@ def only(d, kind):
 
 def test_a_crash_under_xdist_gets_signal_stack_and_dump_from_its_runs_alone():
     main = load("confirm-realloc", keep=lambda p: p.kind != "confirm")
-    before = only(decide(main, settings=S, probe={}), "ft-crash")
-    d = decide(load("confirm-realloc"), settings=S, probe={})
+    before = only(decide(main, settings=S), "ft-crash")
+    d = decide(load("confirm-realloc"), settings=S)
     assert d.verdict == "ft-crash"
     f = only(d, "ft-crash")
     assert f.test_id == before.test_id == "tests/test_fill.py::test_fill_large"
@@ -37,13 +37,13 @@ def test_a_crash_under_xdist_gets_signal_stack_and_dump_from_its_runs_alone():
 
 
 def test_a_race_is_confirmed_per_mode():
-    f = only(decide(load("confirm-sharedbuf"), settings=S, probe={}), "ft-race")
+    f = only(decide(load("confirm-sharedbuf"), settings=S), "ft-race")
     assert f.test_id == "tests/test_label.py::test_label_roundtrip"
     assert f.confirmed == {"gil0": "3/3", "gil1": "0/3"} and f.ratio == "3/3"
 
 
 def test_a_hang_alone_shows_where_each_thread_waits_in_the_package():
-    d = decide(load("confirm-deadlock"), settings=S, probe={})
+    d = decide(load("confirm-deadlock"), settings=S)
     f = only(d, "hang")
     assert f.confirmed == {"gil0": "2/2", "gil1": "2/2"}
     assert f.stack_top.startswith("ft_deadlock/ledger.py:")
@@ -68,7 +68,7 @@ def test_seen_once_and_never_alone_is_unconfirmed_not_the_verdict():
             return p.rep == 1
         return p.kind != "confirm" or p.gil == 1
 
-    d = decide(load("confirm-sharedbuf", keep=keep), settings=S, probe={})
+    d = decide(load("confirm-sharedbuf", keep=keep), settings=S)
     f = only(d, "unconfirmed")
     assert f.ratio == "1/1" and f.confirmed == {"gil1": "0/3"}
     assert f.message.startswith("ft-race seen once (1/1) and not again alone (0/3 with the GIL on); "
@@ -84,7 +84,7 @@ def test_seen_twice_and_never_alone_stays_and_says_so():
             return p.rep in (1, 2)
         return p.kind != "confirm" or p.gil == 1
 
-    d = decide(load("confirm-sharedbuf", keep=keep), settings=S, probe={})
+    d = decide(load("confirm-sharedbuf", keep=keep), settings=S)
     f = only(d, "ft-race")
     assert d.verdict == "ft-race" and (
         "did not recur alone (0/3 with the GIL on); in all 2/2 runs with the GIL off" in f.message)
@@ -94,7 +94,7 @@ def test_seen_twice_and_never_alone_stays_and_says_so():
 
 def test_targets_most_severe_first_one_per_test():
     phases = load("confirm-realloc", keep=lambda p: p.kind != "confirm")
-    d = decide(phases, settings=S, probe={})
+    d = decide(phases, settings=S)
     (t,) = confirm_targets(d.findings, phases)
     assert (t.test_id, t.kind) == ("tests/test_fill.py::test_fill_large", "ft-crash")
     assert t.phase.startswith(("threads-gil0", "plain-gil0"))
@@ -108,12 +108,12 @@ def test_an_ft_race_that_fails_alone_with_the_gil_on_is_thread_unsafe():
     main = load("confirm-six-docker", keep=lambda p: p.kind != "confirm")
     tid = "test_six.py::TestCustomizedMoves::test_custom_move_attribute"
     # (as the runs show it, before its claim about the modes is checked: what confirmation reads)
-    assert tid in {f.test_id for f in decide(main, settings=S, probe={}, claims=False).findings
+    assert tid in {f.test_id for f in decide(main, settings=S, claims=False).findings
                    if f.kind == "ft-race"}
     # 1/3 with the GIL off against 0/3 with it on is no evidence of a difference: not claimed
-    (u,) = [f for f in decide(main, settings=S, probe={}).findings if f.test_id == tid]
+    (u,) = [f for f in decide(main, settings=S).findings if f.test_id == tid]
     assert u.kind == "unconfirmed" and "p = 0.50" in u.message
-    d = decide(load("confirm-six-docker"), settings=S, probe={})
+    d = decide(load("confirm-six-docker"), settings=S)
     (f,) = [f for f in d.findings if f.test_id == tid]
     assert f.kind == "thread-unsafe" and f.modes == (0, 1)
     assert f.confirmed == {"gil0": "5/5", "gil1": "5/5"}
@@ -127,8 +127,8 @@ def test_targets_reach_every_kind_that_may_decide():
     from harness.model import severity
 
     crash, mix = load("crash"), load("mix")
-    found = sorted([*decide(crash, settings=S, probe={}, claims=False).findings,
-                    *decide(mix, settings=S, probe={}, claims=False).findings],
+    found = sorted([*decide(crash, settings=S, claims=False).findings,
+                    *decide(mix, settings=S, claims=False).findings],
                    key=lambda f: severity(f.kind))
     phases = crash + mix
     kinds = [t.kind for t in confirm_targets(found, phases)]

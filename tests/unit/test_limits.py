@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import bz2
 import io
+import json
 import tarfile
 import time
 import zipfile
@@ -294,26 +295,33 @@ def test_log_bytes_of_a_stream(monkeypatch: pytest.MonkeyPatch) -> None:
     ({"metadata": {"summary": 3, "project_urls": {"a": "https://x", "b": 2}}}, {"metadata"}, []),
 ])
 def test_probe_json_fields_of_the_wrong_type_are_dropped(raw: dict, kept: set, dropped: list) -> None:
-    from harness import probefile
+    from harness.evidence import Probe
     from harness.matrix import Settings
     from harness.model import Phase
+    from harness.parse.probe import parse_probe
     from harness.verdict import decide
 
-    got = probefile.typed(raw)
-    problems = got.pop(probefile.PROBLEMS, [])
-    assert set(got) == kept
-    assert sorted(problems) == sorted(f"probe.json: {k} has the wrong type, ignored" for k in dropped)
-    if "metadata" in got:
-        assert got["metadata"] == {"project_urls": {"a": "https://x"}}
-    probe = Phase(name="probe", kind="probe", exit_code=0)
-    assert decide([probe], settings=Settings(), probe=probefile.typed(raw)).verdict  # no exception
+    got = parse_probe(json.dumps(raw).encode())
+    assert set(raw) == kept | set(dropped)
+    for k in kept - {"metadata"}:
+        assert getattr(got, k) == (tuple(raw[k]) if isinstance(raw[k], list) else raw[k])
+    assert all(getattr(got, k) == getattr(Probe(), k) for k in dropped)
+    assert sorted(got.problems) == sorted(f"probe.json: {k} has the wrong type, ignored" for k in dropped)
+    if "metadata" in kept:
+        assert got.metadata == {"project_urls": {"a": "https://x"}}
+    probe = Phase(name="probe", kind="probe", exit_code=0, probe=got)
+    assert decide([probe], settings=Settings()).verdict  # no exception
 
 
-def test_probe_typed_twice_keeps_what_it_told() -> None:
-    from harness import probefile
+def test_probe_read_back_from_a_result_keeps_what_it_told() -> None:
+    from harness.evidence import Probe
+    from harness.parse.probe import parse_probe
 
-    once = probefile.typed({"modules": 5, "version": "1"})
-    assert probefile.typed(once) == once
+    once = parse_probe(b'{"modules": 5, "version": "1"}')
+    assert once.version == "1" and once.modules == ()
+    assert Probe.from_dict(json.loads(json.dumps(once.to_dict()))) == once
+    assert parse_probe(b"[1]").problems == ("probe.json is not an object",)
+    assert parse_probe(b"{not json") == parse_probe(None) == Probe()
 
 
 # ----------------------------------------------------------------------------- a whole job

@@ -153,7 +153,7 @@ def test_watchdog_job_is_one_hang_in_both_modes_and_no_crash():
     from harness.verdict import decide
     from tests.unit.test_verdict import load
 
-    d = decide(load("watchdog"), settings=Settings(), probe={})
+    d = decide(load("watchdog"), settings=Settings())
     assert d.verdict == "hang"
     (f,) = d.findings
     assert (f.kind, f.test_id, f.modes, f.ratio) == ("hang", CWAIT, (0, 1), "4/4")
@@ -176,7 +176,7 @@ def test_a_budget_spent_mid_suite_is_its_own_cause_not_a_hang():
     assert p.timed_out and p.hang is not None and p.hang.spent and not p.hang.tests
     assert p.counts == {"passed": 212}  # the running test is not a timeout
     assert p.hang.running == "tests/test_slow.py::test_step[215]"
-    d = decide(load("budget-spent"), settings=Settings(job_timeout=120), probe={})
+    d = decide(load("budget-spent"), settings=Settings(job_timeout=120))
     assert d.verdict == "infra-error"  # nothing red in what ran, but the runs are not whole
     (f,) = d.findings
     assert f.kind == "budget-spent" and f.phase == "plain-gil0" and not f.test_id
@@ -217,7 +217,7 @@ def test_a_job_timeout_without_the_watchdog_stays_a_hang():
     p = phase("job-timeout-nowatchdog", "plain-gil0")
     assert p.hang is not None and p.hang.job_timeout and not p.hang.spent
     assert p.hang.why.startswith("job timeout while running test/orm/declarative/")
-    d = decide(load("job-timeout-nowatchdog"), settings=Settings(), probe={})
+    d = decide(load("job-timeout-nowatchdog"), settings=Settings())
     # and the budget it took is said: no threaded run happened after it (shown, not the verdict)
     assert d.verdict == "hang" and [f.kind for f in d.findings] == ["hang", "budget-spent"]
 
@@ -240,7 +240,7 @@ def test_pytest_timeout_firing_inside_pytest_is_the_tests_timeout_not_a_broken_p
     # pytest's own count; the JUnit's two nameless `<testcase time="0.000" />` are no tests
     assert p.counts["passed"] == 235 and ".py" not in p.tests
     assert p.hang is not None and p.hang.test_id == tid
-    d = decide(load("internal-timeout"), settings=Settings(test_timeout=60), probe={})
+    d = decide(load("internal-timeout"), settings=Settings(test_timeout=60))
     assert d.verdict == "hang"
     assert not [f for f in d.findings if f.kind == "infra-error"], [f.message for f in d.findings]
     (h,) = [f for f in d.findings if f.kind == "hang"]

@@ -19,7 +19,7 @@ INTERP = InterpreterInfo(name="cpython3.13.15t", version="3.13.15", key="k", pyt
 
 def _recipes(case: str, **kw) -> dict[str, str]:
     phases = load(case)
-    d = decide(phases, settings=Settings(), probe={})
+    d = decide(phases, settings=Settings())
     return {f"{f.kind} {f.test_id}": recipe(f, phases, interp=INTERP, tools=TOOLS, **kw) for f in d.findings}
 
 
@@ -85,7 +85,7 @@ def test_the_config_named_by_c_is_the_sdists_own_file_not_the_workspaces():
     named = [dataclasses.replace(p, test_command=dataclasses.replace(
         p.test_command, options=(*p.test_command.options, "-c", f"{p.cwd}/setup.cfg")))
         if p.test_command else p for p in phases]
-    d = decide(named, settings=Settings(), probe={})
+    d = decide(named, settings=Settings())
     f = next(f for f in d.findings if f.kind == "thread-unsafe")
     text = recipe(f, named, interp=INTERP, tools=TOOLS, package="six", version="1.17.0",
                   local_path="", test_requires=[])

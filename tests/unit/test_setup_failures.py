@@ -16,7 +16,7 @@ S = Settings()
 
 
 def test_a_suite_that_cannot_be_collected_is_infra_error_with_the_real_cause_and_fix():
-    d = decide(load("setup-setupfail"), settings=S, probe={})
+    d = decide(load("setup-setupfail"), settings=S)
     assert d.verdict == "infra-error"
     assert {f.evidence for f in d.findings} == {"setup"}
     f = d.findings[0]
@@ -27,7 +27,7 @@ def test_a_suite_that_cannot_be_collected_is_infra_error_with_the_real_cause_and
 
 
 def test_one_test_missing_a_fixture_is_shown_but_does_not_decide():
-    d = decide(load("setup-nofixture"), settings=S, probe={})
+    d = decide(load("setup-nofixture"), settings=S)
     assert d.verdict == "compatible"
     (f,) = [f for f in d.findings if f.kind == "setup-error"]
     assert f.test_id == "tests/test_double.py::test_double_is_called"
@@ -115,7 +115,7 @@ def test_a_run_under_an_outside_config_decides_infra_error_not_baseline():
     p = Phase(name="plain-gil1", kind="plain", gil=1, exit_code=2, excerpt=text[-2000:],
               setup=find_setup_problems(text),
               tests={"tests/test_marks.py": TestCase(outcome="error", message="collection failure")})
-    d = decide([p, dataclasses.replace(p, name="plain-gil0", gil=0)], settings=S, probe={})
+    d = decide([p, dataclasses.replace(p, name="plain-gil0", gil=0)], settings=S)
     assert d.verdict == "infra-error"
     assert "pytest read its configuration from /tmp/cap/outer/pyproject.toml" in d.findings[0].message
     assert not [f for f in d.findings if f.kind == "baseline-failure"]

@@ -12,6 +12,7 @@ import pytest
 from harness.matrix import Settings
 from harness.model import FINDING_KINDS, VERDICTS, Phase, TestCommand
 from harness.parse import parse_phase
+from harness.parse.probe import parse_probe
 from harness.verdict import coverage, decide, reproduce
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "parse"
@@ -35,7 +36,7 @@ def by_kind(decision, kind):
 
 
 def test_build_failure_names_the_compiler_error():
-    d = decide(load("install-build-failure"), settings=S, probe={})
+    d = decide(load("install-build-failure"), settings=S)
     assert d.verdict == "build-failure"
     (f,) = d.findings
     assert f.evidence == "compiler"
@@ -48,7 +49,7 @@ def test_a_compile_failure_after_a_good_fetch_is_build_failure():
     # read only the first install-kind phase, the fetch, and said no-tests)
     phases = load("install-pypi-compile")
     assert [(p.name, p.exit_code) for p in phases] == [("fetch", 0), ("install", 1)]
-    d = decide(phases, settings=S, probe={})
+    d = decide(phases, settings=S)
     assert d.verdict == "build-failure"
     (f,) = d.findings
     assert (f.evidence, f.phase) == ("compiler", "install")
@@ -58,25 +59,25 @@ def test_a_compile_failure_after_a_good_fetch_is_build_failure():
 
 @pytest.mark.parametrize("case", ["install-dns", "install-no-match"])
 def test_pip_and_network_failures_are_infra_errors(case):
-    d = decide(load(case), settings=S, probe={})
+    d = decide(load(case), settings=S)
     assert d.verdict == "infra-error" and d.findings[0].phase == "install"
 
 
 def test_timed_out_install_is_infra_even_with_a_partial_log():
     (p,) = load("install-build-failure-cut")
-    d = decide([dataclasses.replace(p, timed_out=True, exit_code=None)], settings=S, probe={})
+    d = decide([dataclasses.replace(p, timed_out=True, exit_code=None)], settings=S)
     # the compiler had not failed yet when the budget ran out: the harness's timeout, not the package
     assert d.verdict == "infra-error" and d.findings[0].excerpt.startswith("the install timed out")
     # and says which settings bound it, with their values
     assert f"settings.install_timeout {S.install_timeout} s" in d.findings[0].message
     assert f"job_timeout {S.job_timeout} s" in d.findings[0].message
     (q,) = load("install-no-match")
-    d = decide([dataclasses.replace(q, timed_out=True, exit_code=None)], settings=S, probe={})
+    d = decide([dataclasses.replace(q, timed_out=True, exit_code=None)], settings=S)
     assert d.verdict == "infra-error"
 
 
 def test_ft_crash_and_crash():
-    d = decide(load("crash"), settings=S, probe={})
+    d = decide(load("crash"), settings=S)
     assert d.verdict == "ft-crash"
     ft = by_kind(d, "ft-crash")["tests/test_crash.py::test_segv_nogil_only"]
     assert ft.modes == (0,) and ft.signal == 11 and ft.ratio == "3/3"
@@ -87,14 +88,14 @@ def test_ft_crash_and_crash():
 
 
 def test_crash_without_xdist():
-    d = decide(load("crash-noxdist"), settings=S, probe={})
+    d = decide(load("crash-noxdist"), settings=S)
     assert d.verdict == "crash"
     assert set(by_kind(d, "crash")) == {"tests/test_crash.py::test_segv"}
 
 
 def test_gil_off_crash_claims_nothing_of_the_gil_when_gil_on_was_not_run():
     # uvloop 0.23.0 was published as `crash` "in modes [0]": a both-modes word from one mode
-    d = decide(load("crash", keep=lambda p: p.gil == 0), settings=S, probe={})
+    d = decide(load("crash", keep=lambda p: p.gil == 0), settings=S)
     assert not by_kind(d, "crash") and not by_kind(d, "ft-crash")
     u = by_kind(d, "unconfirmed")["tests/test_crash.py::test_segv_nogil_only"]
     assert u.message.startswith("crash not claimed: no run of it with the GIL on")
@@ -102,7 +103,7 @@ def test_gil_off_crash_claims_nothing_of_the_gil_when_gil_on_was_not_run():
 
 
 def test_hang_with_modes_and_kinds():
-    d = decide(load("hang"), settings=S, probe={})
+    d = decide(load("hang"), settings=S)
     assert d.verdict == "hang"
     h = by_kind(d, "hang")
     assert h["tests/test_hang.py::test_lock_order"].modes == (0, 1)
@@ -112,12 +113,12 @@ def test_hang_with_modes_and_kinds():
 
 
 def test_job_level_timeout_is_a_hang_not_an_infra_error():
-    d = decide(load("hang-noxdist"), settings=S, probe={})
+    d = decide(load("hang-noxdist"), settings=S)
     assert d.verdict == "hang" and not by_kind(d, "infra-error")
 
 
 def test_ft_race_thread_unsafe_and_baseline_in_one_suite():
-    d = decide(load("mix"), settings=S, probe={})
+    d = decide(load("mix"), settings=S)
     assert d.verdict == "ft-race"
     race = by_kind(d, "ft-race")
     assert set(race) == {"tests/test_mix.py::test_race"}
@@ -134,7 +135,7 @@ def test_ft_race_thread_unsafe_and_baseline_in_one_suite():
 
 
 def test_flaky_race_is_counted_k_of_r():
-    d = decide(load("flaky"), settings=S, probe={}, claims=False)
+    d = decide(load("flaky"), settings=S, claims=False)
     assert d.verdict == "ft-race"
     f = by_kind(d, "ft-race")["tests/test_flaky.py::test_rare_race"]
     assert (f.count, f.runs) == (3, 4) and f.ratio == "3/4"
@@ -143,15 +144,20 @@ def test_flaky_race_is_counted_k_of_r():
 def test_a_gil_off_only_race_needs_counts_that_hold_it():
     # 3/4 with the GIL off against 0/4 with it on, nothing run alone: p = 0.07, not evidence
     # enough for "only with the GIL off" (confirmation's runs alone would add five per mode)
-    d = decide(load("flaky"), settings=S, probe={})
+    d = decide(load("flaky"), settings=S)
     assert d.verdict != "ft-race"
     u = by_kind(d, "unconfirmed")["tests/test_flaky.py::test_rare_race"]
     assert "failed 3/4 runs with the GIL off, 0/4 with it on" in u.message and "p = 0.07" in u.message
 
 
+def probed(phases: list[Phase], **probe) -> list[Phase]:
+    """``phases`` with a probe phase whose probe.json had ``probe`` (parsed as the job's is)."""
+    done = Phase(name="probe", kind="probe", exit_code=0, probe=parse_probe(json.dumps(probe).encode()))
+    return [done, *(p for p in phases if p.kind != "probe")]
+
+
 def test_gil_reenabled_names_the_module():
-    probe = json.loads((DATA / "probe-gil/probe.json").read_text())
-    d = decide(load("probe-gil", "gilext"), settings=S, probe=probe)
+    d = decide(load("probe-gil", "gilext"), settings=S)  # probe-gil/logs/probe.json, on its phase
     assert d.verdict == "gil-reenabled"
     (f,) = d.findings
     assert f.module == "legacyext" and f.evidence == "warning"
@@ -159,15 +165,25 @@ def test_gil_reenabled_names_the_module():
     assert "import sys, legacyext" in f.reproduce and "env -u PYTHON_GIL" in f.reproduce
 
 
+def test_a_result_is_decided_again_from_its_phases_alone():
+    # the probe is parsed onto its phase (issue #31): phases written to a result and read back
+    # give the same decision, with no probe.json and no second input
+    phases = load("probe-gil", "gilext")
+    assert phases[0].kind == "probe" and phases[0].probe and phases[0].probe.modules == ("legacyext",)
+    back = [Phase.from_dict(json.loads(json.dumps(p.to_dict()))) for p in phases]
+    assert back == phases
+    assert decide(back, settings=S) == decide(phases, settings=S)
+    assert decide(back, settings=S).verdict == "gil-reenabled"
+
+
 def test_gil_reenabled_beats_no_tests():
-    probe = json.loads((DATA / "probe-gil/probe.json").read_text())
-    assert decide(load("probe-gil", "empty"), settings=S, probe=probe).verdict == "gil-reenabled"
+    assert decide(load("probe-gil", "empty"), settings=S).verdict == "gil-reenabled"
 
 
 def test_a_test_module_missing_a_third_party_module_is_a_setup_problem_not_baseline():
     # tests/test_broken.py imports a module nothing installs: its tests could not run, which is
     # not the package's failure (issue #14); the other test passed
-    d = decide(load("collerr"), settings=S, probe={})
+    d = decide(load("collerr"), settings=S)
     assert not by_kind(d, "baseline-failure")
     (f,) = [f for f in d.findings if f.kind == "setup-error"]
     assert f.test_id == "tests/test_broken.py" and f.evidence == "setup"
@@ -177,25 +193,25 @@ def test_a_test_module_missing_a_third_party_module_is_a_setup_problem_not_basel
 def test_baseline_failure_from_a_collection_error_of_the_packages_own_module():
     # the same log, the missing module being the package's own (an extension that was not
     # built): the package's failure
-    d = decide(load("collerr"), settings=S, probe={"imported": ["no_such_module_xyz"]})
+    d = decide(probed(load("collerr"), imported=["no_such_module_xyz"]), settings=S)
     assert d.verdict == "baseline-failure"
     assert set(by_kind(d, "baseline-failure")) == {"tests/test_broken.py"}
 
 
 def test_compatible_with_full_coverage():
-    d = decide(load("gilext"), settings=S, probe={"gil_enabled": False, "modules": []})
+    d = decide(probed(load("gilext"), gil_enabled=False, modules=[]), settings=S)
     assert d.verdict == "compatible" and d.qualifier == "" and d.findings == ()
     assert d.coverage["gil0"].in_threads == d.coverage["gil0"].total == 2
 
 
 def test_no_tests():
-    d = decide(load("empty"), settings=S, probe={})
+    d = decide(load("empty"), settings=S)
     assert d.verdict == "no-tests" and d.findings == ()
 
 
 def test_all_thread_unsafe_suite_gets_the_finding_and_the_qualifier():
     for case in ("allunsafe", "allunsafe-noxdist"):
-        d = decide(load(case), settings=S, probe={})
+        d = decide(load(case), settings=S)
         assert d.verdict == "compatible"
         assert d.qualifier == "low thread coverage: 0/3 tests in threads"
         (f,) = d.findings
@@ -206,7 +222,7 @@ def test_all_thread_unsafe_suite_gets_the_finding_and_the_qualifier():
 
 
 def test_mixed_coverage_counts_and_threshold():
-    cov = decide(load("mix"), settings=S, probe={}).coverage
+    cov = decide(load("mix"), settings=S).coverage
     g0 = cov["gil0"]
     assert (g0.in_threads, g0.single, g0.skipped, g0.total) == (8, 2, 2, 10)
     assert g0.reasons["tests/test_mix.py::test_marked_unsafe"] == "touches global config"
@@ -217,28 +233,28 @@ def test_mixed_coverage_counts_and_threshold():
 
 def test_coverage_unknown_without_a_trusted_source():
     phases = load("gilext", keep=lambda p: p.kind != "collect")
-    d = decide(phases, settings=S, probe={})
+    d = decide(phases, settings=S)
     assert d.verdict == "compatible" and d.qualifier == "thread coverage unknown"
     assert d.coverage["gil0"].in_threads is None
 
 
 @pytest.mark.parametrize("case", ["mix-cut", "hang-cut", "mix-garbled"])
 def test_cut_or_garbled_runs_are_infra_errors_with_the_raw_tail(case):
-    d = decide(load(case), settings=S, probe={})
+    d = decide(load(case), settings=S)
     assert d.verdict == "infra-error"
     f = by_kind(d, "infra-error")
     assert all(x.excerpt and "incomplete" in x.message for x in f.values())
 
 
 def test_pytest_internal_error_is_infra():
-    d = decide(load("gilext-default"), settings=S, probe={})
+    d = decide(load("gilext-default"), settings=S)
     assert d.verdict == "infra-error"
     assert any(f.phase == "threads-default" for f in d.findings)
 
 
 @pytest.mark.parametrize("case", CASES)
 def test_every_decision_is_in_the_contract_and_has_evidence(case):
-    d = decide(load(case), settings=S, probe={})
+    d = decide(load(case), settings=S)
     assert d.verdict in VERDICTS
     for f in d.findings:
         assert f.kind in FINDING_KINDS
@@ -246,7 +262,7 @@ def test_every_decision_is_in_the_contract_and_has_evidence(case):
 
 
 def test_reproduce_threads_finding():
-    d = decide(load("mix"), settings=S, probe={})
+    d = decide(load("mix"), settings=S)
     cmd = by_kind(d, "ft-race")["tests/test_mix.py::test_race"].reproduce
     assert cmd.startswith("cd /tmp/h1/suites/mix && ")
     argv = shlex.split(cmd.split(" && ", 1)[1])
@@ -285,7 +301,7 @@ def test_oom_killed_run_is_infra_error_out_of_memory():
     phases = load("mix")
     victim = next(p for p in phases if p.kind == "threads")
     oom = dataclasses.replace(victim, oom_killed=True, exit_code=137, signal=9)
-    d = decide([oom if p is victim else p for p in phases], settings=S, probe={})
+    d = decide([oom if p is victim else p for p in phases], settings=S)
     assert d.verdict == "infra-error"
     assert any("out of memory" in f.message for f in d.findings if f.kind == "infra-error")
 
@@ -305,7 +321,7 @@ def test_a_test_too_slow_for_its_threaded_runs_is_not_a_hang():
     # threads x 3 iterations cannot end within test_timeout 60 s, so its threaded timeouts (and
     # the confirmation runs', alone) say nothing of a hang
     s = Settings(threads=4, iterations=3, test_timeout=60)
-    d = decide(load("slow-numpy"), settings=s, probe={})
+    d = decide(load("slow-numpy"), settings=s)
     assert not by_kind(d, "hang")
     (f,) = by_kind(d, "slow-in-threads").values()
     assert f.test_id == "numpy/tests/test_warnings.py::test_warning_calls" and f.modes == (0, 1)
@@ -314,7 +330,7 @@ def test_a_test_too_slow_for_its_threaded_runs_is_not_a_hang():
     # in this run, which the venv's bin first on PATH has fixed since)
     assert d.verdict == "baseline-failure"
     # the same runs under a budget the serial cost fits in: the timeout is a hang again
-    d = decide(load("slow-numpy"), settings=dataclasses.replace(s, test_timeout=200), probe={})
+    d = decide(load("slow-numpy"), settings=dataclasses.replace(s, test_timeout=200))
     assert set(by_kind(d, "hang")) == {"numpy/tests/test_warnings.py::test_warning_calls"}
     assert not by_kind(d, "slow-in-threads")
 
@@ -322,12 +338,12 @@ def test_a_test_too_slow_for_its_threaded_runs_is_not_a_hang():
 def test_the_serial_cost_decides_between_hang_and_too_slow_to_tell():
     # test_lock_order takes 0.3 s alone; 4 threads x 5 iterations is 6 s one after another.
     # Under test_verdicts' budget (test_timeout 20) its threaded timeouts are a hang ...
-    d = decide(load("hang"), settings=Settings(threads=4, iterations=5, test_timeout=20), probe={})
+    d = decide(load("hang"), settings=Settings(threads=4, iterations=5, test_timeout=20))
     assert "tests/test_hang.py::test_lock_order" in by_kind(d, "hang")
     assert not by_kind(d, "slow-in-threads")
     # ... under the 5 s it was captured with, it could not have finished serialized: no hang
     # is claimed, and the fix is named
-    d = decide(load("hang"), settings=Settings(threads=4, iterations=5, test_timeout=5), probe={})
+    d = decide(load("hang"), settings=Settings(threads=4, iterations=5, test_timeout=5))
     f = by_kind(d, "slow-in-threads")["tests/test_hang.py::test_lock_order"]
     assert "Raise `settings.test_timeout` past 6 s" in f.message
     # a test that times out in plain runs too is a hang whatever its cost
@@ -349,7 +365,7 @@ def test_a_reproduce_line_puts_the_venv_first_on_the_users_path():
 def test_a_budget_spent_before_any_gil_on_run_claims_no_gil_off_only_finding():
     # issue #36 (six 1.17.0 published as ft-race with no GIL-on run at all): the race failed in
     # the first GIL-off threaded run, the budget ran out in the second; nothing ran with the GIL on
-    d = decide(load("budget-gil0-only"), settings=dataclasses.replace(S, job_timeout=150), probe={})
+    d = decide(load("budget-gil0-only"), settings=dataclasses.replace(S, job_timeout=150))
     assert d.verdict == "infra-error", [(f.kind, f.message) for f in d.findings]
     assert not by_kind(d, "ft-race") and not by_kind(d, "hang") and not by_kind(d, "slow-in-threads")
     u = by_kind(d, "unconfirmed")["tests/test_label.py::test_label_roundtrip"]
@@ -363,7 +379,7 @@ def test_a_suite_that_mostly_did_not_run_is_no_package_verdict():
     # multiprocess 0.70.19, zero config: every Python version's tree collected from the sdist's
     # root, 39 passed and 1,191 errors in the plain run (issues #35, #36: it was published as a
     # verdict about the package); now the harness's setup error, with the first error
-    d = decide(load("multiprocess-errors"), settings=S, probe={})
+    d = decide(load("multiprocess-errors"), settings=S)
     assert d.verdict == "infra-error", [(f.kind, f.message[:100]) for f in d.findings[:5]]
     f = d.findings[0]
     assert f.evidence == "setup" and (f.count, f.runs) == (1191, 1230)
@@ -373,7 +389,7 @@ def test_a_suite_that_mostly_did_not_run_is_no_package_verdict():
 def test_a_budget_spent_before_any_threaded_run_is_no_compatible():
     # packaging 26.4 on a loaded machine: its plain run took the budget; the collect step was cut
     s = dataclasses.replace(S, threads=4, iterations=3, repeat=2, test_timeout=60, job_timeout=900)
-    d = decide(load("budget-before-threads"), settings=s, probe={})
+    d = decide(load("budget-before-threads"), settings=s)
     assert d.verdict == "infra-error"
     (b,) = d.findings
     assert b.kind == "budget-spent" and b.phase == "collect"

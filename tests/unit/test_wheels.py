@@ -41,5 +41,5 @@ def test_a_failed_install_is_not_installed(tmp_path, ok, how):
     report = tmp_path / "install-report.json"
     report.write_text((REAL / "msgpack" / "install-report.json").read_text())
     info = wheels.wheel_info("msgpack", local=True, version="1.2.4", install_report=report,
-                             interp=INTERP, probe={}, installed_ok=ok)
+                             interp=INTERP, installed_ok=ok)
     assert info.installed == how and info.available == "n/a"

@@ -28,7 +28,6 @@ for name in names:
         rc = subprocess.call(cmd, stdout=f, stderr=subprocess.STDOUT)
     phases = [Phase(name="install", kind="install", command=tuple(cmd), cwd=str(src), exit_code=rc,
                     log="logs/install.log")]
-    probe = {}
     if rc == 0:
         env = {k: v for k, v in os.environ.items() if k != "PYTHON_GIL"}
         pc = ["/tmp/h1/venv/bin/python", "-W", "default", PROBE, name, str(out / "logs/probe.json")]
@@ -36,16 +35,12 @@ for name in names:
             prc = subprocess.call(pc, stdout=f, stderr=subprocess.STDOUT, env=env, cwd="/tmp")
         phases.append(Phase(name="probe", kind="probe", command=tuple(pc), cwd="/tmp", exit_code=prc,
                             log="logs/probe.log"))
-        try:
-            probe = json.loads((out / "logs/probe.json").read_text())
-        except Exception:
-            probe = {}
         if (src / "tests").is_dir():
             capture.standard(name, str(src), reps=reps, T=20, job_timeout=240)
             for pj in sorted((out / "phases").glob("*.json")):
                 phases.append(Phase.from_dict(json.loads(pj.read_text())))
     phases = [parse_phase(p, out) for p in phases]
-    d = decide(phases, settings=Settings(repeat=reps), probe=probe)
+    d = decide(phases, settings=Settings(repeat=reps))  # the probe: logs/probe.json, on its phase
     print(f"### {name}: {d.verdict} {('(' + d.qualifier + ')') if d.qualifier else ''}", flush=True)
     for f in d.findings:
         print(f"    {f.kind} {f.test_id} modes={f.modes} {f.ratio} sig={f.signal} mod={f.module} | {f.message[:100]}")

@@ -213,7 +213,7 @@ def test_the_first_screen_answers_which_packages_are_safe_where(four, page, tmp_
     runner = page.locator("article.finding details.runner").first
     assert runner.locator("pre").is_hidden()
     runner.locator("summary").click()
-    assert runner.locator("pre").inner_text().startswith("cd src && PYTHON_GIL=0 ")
+    assert runner.locator("pre").inner_text().startswith("cd src && PYTHONFAULTHANDLER=1 PYTHON_GIL=0 ")
 
 
 def test_filter_by_verdict_with_the_select_and_the_chips(site, page):
@@ -296,7 +296,7 @@ def test_a_package_page_shows_its_findings(site, page, tmp_path):
     assert "Fatal Python error: Segmentation fault" in finding.locator("pre.excerpt").inner_text()
     assert "PYTHON_GIL=0 " in finding.locator("pre.recipe").inner_text()  # the laptop recipe first
     finding.locator("details.runner summary").click()  # the runner's own command, folded
-    assert finding.locator("details.runner pre").inner_text().startswith("cd src && PYTHON_GIL=0 ")
+    assert finding.locator("details.runner pre").inner_text().startswith("cd src && PYTHONFAULTHANDLER=1 PYTHON_GIL=0 ")
     assert page.get_by_text("3.13.5-3f1a9c2e-disable-gil").is_visible()
     log = page.locator('a[href$="plain-gil0.log.txt"]')  # the site's own copy (#16)
     assert log.count() == 1

@@ -84,7 +84,7 @@ def test_package_entries_carry_what_the_issue_lists():
     assert (f["kind"], f["test_id"], f["modes"], f["ratio"], f["signal"]) == (
         "ft-crash", "tests/test_grow.py::test_concurrent_append", [0], "1/1", 11)
     assert "Fatal Python error: Segmentation fault" in f["excerpt"]
-    assert f["reproduce"].startswith("cd src && PYTHON_GIL=0 ")
+    assert f["reproduce"].startswith("cd src && PYTHONFAULTHANDLER=1 PYTHON_GIL=0 ")
     ph = {p["name"]: p for p in crash["phases"]}
     assert ph["plain-gil0"]["outcome"] == "crashed" and ph["plain-gil0"]["signal"] == 11
     assert ph["plain-gil1"]["outcome"] == "ok"

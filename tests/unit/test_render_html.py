@@ -111,7 +111,7 @@ def test_package_page_shows_findings_reproduce_interpreter_and_logs(site):
     text = " ".join(doc.text)
     assert "tests/test_grow.py::test_concurrent_append" in text
     assert "Fatal Python error: Segmentation fault" in text
-    assert "cd src && PYTHON_GIL=0 PYTHONFAULTHANDLER=1 ../venv/bin/python -P -m pytest" in text
+    assert "cd src && PYTHONFAULTHANDLER=1 PYTHON_GIL=0 venv/bin/python -P -m pytest" in text
     assert "3.13.5-3f1a9c2e-disable-gil" in text and "--disable-gil" in text
     assert "verdict changed" in text  # crash -> ft-crash since run0
     hrefs = [a["href"] for a in doc.all("a") if a["href"].startswith("../logs/")]

@@ -45,7 +45,7 @@ def test_verdicts_map_to_pass_failure_error_skip(tmp_path):
     race = got[("cp313t.fx-race", "ft-race: tests/test_buf.py::test_shared_buffer")]
     (res,) = race.result
     assert isinstance(res, Failure) and res.type == "ft-race"
-    assert "seen in 2/3 runs" in res.text and "reproduce: cd src && PYTHON_GIL=0" in res.text
+    assert "seen in 2/3 runs" in res.text and "reproduce: cd src && PYTHONFAULTHANDLER=1 PYTHON_GIL=0" in res.text
     assert "PARALLEL FAILED" in res.text
     (infra,) = got[("cp313t.idna", "infra-error")].result
     assert isinstance(infra, Error)

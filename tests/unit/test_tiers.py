@@ -62,3 +62,22 @@ def test_the_reliability_tier_writes_its_table_outside_the_checkout(tmp_path) ->
     assert rel.table_path(Config(str(rel.TABLE))) == rel.TABLE
     assert "--reliability-table docs/reliability.md" in " ".join(
         (ROOT / "noxfile.py").read_text().replace('", "', " ").split())
+
+
+def test_the_test_only_dependencies_are_not_imported_by_harness() -> None:
+    # jsonschema and junitparser are in the test extra, not in the dependencies: harness/ must
+    # run without them
+    import tomllib
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    runtime = " ".join(project["dependencies"])
+    imported = set()
+    for path in (ROOT / "harness").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                imported |= {a.name.split(".")[0] for a in node.names}
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                imported.add(node.module.split(".")[0])
+    for name in ("jsonschema", "junitparser"):
+        assert name not in runtime and name not in imported, name
+        assert any(d.startswith(name) for d in project["optional-dependencies"]["test"]), name

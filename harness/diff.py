@@ -1,7 +1,7 @@
 """What changed between two report.json documents, and whether it is a regression.
 
 Packages are matched by job id (interpreter + package).  A verdict in
-``OK_VERDICTS`` (compatible, no-tests) is "ok"; every other verdict is a
+``OK_VERDICTS`` (compatible, no-tests, skipped) is "ok"; every other verdict is a
 problem.  ok -> problem is ``newly-broken``, problem -> ok is ``fixed``, any
 other verdict change is ``verdict-changed``; a regression is a newly-broken
 package or a verdict that became more severe (earlier in model.VERDICTS).
@@ -24,7 +24,7 @@ from .errors import ConfigError
 from .model import VERDICTS
 from .report import NOT_THE_PACKAGE, Change, CompatReport, JobEntry
 
-OK_VERDICTS = ("compatible", "no-tests")
+OK_VERDICTS = ("compatible", "no-tests", "skipped")
 
 
 def read_report(data: Any, which: str) -> CompatReport:

@@ -11,17 +11,21 @@ written by an older harness read back.
 from __future__ import annotations
 
 import functools
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields
-from typing import Any
+from typing import Any, TypeGuard
 
 
 @functools.cache
-def _names(cls: type) -> frozenset[str]:
-    return frozenset(f.name for f in fields(cls))
+def field_names(cls: type) -> tuple[str, ...]:
+    """A dataclass's field names, in their order."""
+    return tuple(f.name for f in fields(cls))
 
 
-def _known(cls: type, d: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in d.items() if k in _names(cls)}
+def known(cls: type, d: Mapping[str, Any]) -> dict[str, Any]:
+    """The items of ``d`` that are fields of ``cls``: every ``from_dict`` (here, harness.model,
+    harness.report) reads through it, so a key a newer harness wrote is ignored, never an error."""
+    return {k: d[k] for k in field_names(cls) if k in d}
 
 
 def _str_map(v: Any) -> dict[str, str]:
@@ -45,7 +49,7 @@ class Crash:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Crash:
-        return cls(**_known(cls, d))
+        return cls(**known(cls, d))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -58,7 +62,7 @@ class HungTest:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> HungTest:
-        return cls(**_known(cls, {"test_id": "", **d}))
+        return cls(**known(cls, {"test_id": "", **d}))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -117,7 +121,7 @@ class ParallelInfo:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> ParallelInfo:
-        d = _known(cls, d)
+        d = known(cls, d)
         d["single"], d["skipped"] = _str_map(d.get("single")), _str_map(d.get("skipped"))
         d["in_threads"] = tuple(d.get("in_threads") or ())
         return cls(**d)
@@ -140,16 +144,33 @@ class ModeCoverage:
 
     @property
     def fraction(self) -> float | None:
-        return self.in_threads / self.total if self.known and self.total and self.in_threads is not None else None
+        """Tests run in threads over tests, when known (None for numbers of the wrong type: a
+        result file is read with suspicion)."""
+        n, total = self.in_threads, self.total
+        if not self.known or not _is_int(n) or not _is_int(total) or total <= 0:
+            return None
+        return n / total
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> ModeCoverage:
-        d = _known(cls, {"mode": -1, **d})
+        d = known(cls, {"mode": -1, **d})
         d["reasons"] = _str_map(d.get("reasons"))
         return cls(**d)
+
+
+def _is_int(v: Any) -> TypeGuard[int]:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def least_covered(cov: Mapping[str, ModeCoverage]) -> ModeCoverage | None:
+    """The mode whose share of tests run in threads is the smallest, among those where it is
+    known; on a tie, the lower PYTHON_GIL (the GIL off first).  The one place the least-covered
+    mode is chosen: the verdict's qualifier and the report's coverage column both say it."""
+    known = [c for c in cov.values() if c.fraction is not None]
+    return min(known, key=lambda c: (c.fraction, c.mode if _is_int(c.mode) else float("inf")), default=None)
 
 
 def coverage_to_dict(cov: dict[str, ModeCoverage]) -> dict[str, Any]:
@@ -176,7 +197,7 @@ class Wheel:
 
     @classmethod
     def from_dict(cls, d: Any) -> Wheel:
-        return cls(**{k: str(v) for k, v in _known(cls, d).items()}) if isinstance(d, dict) else cls()
+        return cls(**{k: str(v) for k, v in known(cls, d).items()}) if isinstance(d, dict) else cls()
 
 
 def _frames(v: Any) -> tuple[TsanFrame, ...]:
@@ -203,7 +224,7 @@ class TsanFrame:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> TsanFrame:
-        return cls(**_known(cls, d))
+        return cls(**known(cls, d))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -223,7 +244,7 @@ class TsanStack:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> TsanStack:
-        d = _known(cls, d)
+        d = known(cls, d)
         d["frames"] = _frames(d.get("frames"))
         return cls(**d)
 
@@ -240,7 +261,7 @@ class TsanThread:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> TsanThread:
-        return cls(**_known(cls, d))
+        return cls(**known(cls, d))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -272,7 +293,7 @@ class TsanLocation:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> TsanLocation:
-        return cls(**_known(cls, d))
+        return cls(**known(cls, d))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -319,7 +340,7 @@ class TsanReport:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> TsanReport:
-        d = _known(cls, d)
+        d = known(cls, d)
         loc = d.get("location")
         d["location"] = TsanLocation.from_dict(loc) if isinstance(loc, dict) and loc else None
         d["stacks"] = tuple(TsanStack.from_dict(s) for s in d.get("stacks") or () if isinstance(s, dict))

@@ -25,14 +25,13 @@ from . import (
     __version__,
     extract,
     fetch,
-    infer,
     jobfiles,
     limits,
     logcap,
     parse,
     pytestcfg,
     suite,
-    testdeps,
+    testsetup,
     tsan,
     verdict,
     wheels,
@@ -166,8 +165,12 @@ def run_job(job: Job, *, interp: InterpreterInfo, python: str, backend: Backend,
                deadline=time.monotonic() + job.settings.job_timeout, interp=interp, tarball=tarball)
     version = ""
     extra: dict = {}  # what _steps found, if it got that far
+    skip = testsetup.registry_skip(job.package, job.settings, interp)  # not runnable on this Python
     try:
-        version, extra = _steps(ctx)
+        if skip:
+            ctx.test_setup = skip
+        else:
+            version, extra = _steps(ctx)
     finally:
         backend.close(ws)
         # links, FIFOs, sockets package code left where reports copy from and CI uploads
@@ -185,6 +188,9 @@ def run_job(job: Job, *, interp: InterpreterInfo, python: str, backend: Backend,
         why = f"setup: no release of {job.package.name} to test: {job.package.unresolved}"
         decision = verdict.Decision(verdict="infra-error", findings=(
             Finding(kind="infra-error", evidence="setup", excerpt=job.package.unresolved, message=why),))
+    elif skip:
+        decision = verdict.Decision(verdict="skipped", findings=(Finding(
+            kind="skipped", evidence="registry", message=f"not run: {skip['sources'][0]}"),))
     network_phases = {p.name for p in ctx.phases if p.kind in ("install", "setup")}  # fetch, install, test-deps
     findings: tuple[Finding, ...] = tuple(
         replace(f, reproduce=backend.reproduce_command(ws, f.reproduce, network=f.phase in network_phases),
@@ -235,36 +241,6 @@ def _fetch_on_host(ctx: _Ctx, shown: list[str], env: dict[str, str]) -> Phase | 
         exit_code=code, duration=round(time.monotonic() - t0, 3), log=ctx.rel(log_host)), ctx.out)
     ctx.phases.append(phase)
     return phase
-
-
-def _with_test_setup(ctx: _Ctx, src_host: Path) -> tuple[Job, tuple[str, ...]]:
-    """The job with its tests path and pytest args filled from the sdist where matrix.yaml is
-    silent, and the inferred test dependencies (installed in their own step); recorded in ctx."""
-    pkg = ctx.job.package
-    major_minor = ".".join(ctx.interp.version.split(".")[:2])
-    env = {**infer.TARGET_ENV, "python_version": major_minor, "python_full_version": ctx.interp.version,
-           "implementation_version": ctx.interp.version}
-    setup = infer.infer_test_setup(src_host, pkg.name, environment=env)
-    tests = pkg.tests or setup.tests
-    args = pkg.pytest_args or setup.pytest_args
-    shadow = suite.shadowing(src_host, tests, pkg.name)
-    if shadow and not pkg.pytest_args:
-        args = (*args, "--import-mode=append")
-        setup = replace(setup, sources=(*setup.sources, shadow))
-    deps, urls = testdeps.url_references(() if pkg.test_requires else setup.requires)
-    if urls:  # fetched from wherever the sdist says, with the network: only when matrix.yaml asks
-        setup = replace(setup, sources=(*setup.sources, *(
-            f"not installed: {u} (a direct URL reference; list it in the package's test_requires "
-            "in matrix.yaml to install it)" for u in urls)))
-    ctx.test_setup = {
-        "tests": tests, "tests_from": "matrix.yaml" if pkg.tests else "inferred",
-        "requires": list(pkg.test_requires or deps),
-        "requires_from": "matrix.yaml" if pkg.test_requires else "inferred",
-        "pytest_args": list(args), "pytest_args_from": "matrix.yaml" if pkg.pytest_args else "inferred",
-        "sources": list(setup.sources),
-    }
-    ctx.job = replace(ctx.job, package=replace(pkg, tests=tests, pytest_args=tuple(args)))
-    return ctx.job, tuple(deps)
 
 
 def pinned_version(spec: str) -> str:
@@ -329,7 +305,8 @@ def _steps(ctx: _Ctx) -> tuple[str, dict]:
         target = f"{job.package.name}=={version}" if version else spec
     src = ws.path(*src_host.relative_to(ws.host_root).parts)
     # what matrix.yaml leaves unsaid about the tests is read from the sdist (harness.infer)
-    job, inferred_deps = _with_test_setup(ctx, src_host)
+    pkg, ctx.test_setup, inferred_deps = testsetup.resolve(job.package, job.settings, ctx.interp, src_host)
+    job = ctx.job = replace(job, package=pkg)
     tox = job.package.runner == "tox"
     # what the test runs need from the source tree, read now: from the install on, package code
     # has had the workspace, and the host reads nothing of it by name (harness.wsfs)

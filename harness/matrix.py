@@ -22,6 +22,7 @@ from packaging.version import InvalidVersion, Version
 
 from . import yamlspec as y
 from .errors import ConfigError
+from .registry import registry_setting
 
 MAX_MATRIX_BYTES = 1_000_000
 RUNNERS = ("pytest", "tox")
@@ -43,6 +44,7 @@ class Settings:
     min_parallel_fraction: float = 0.5
     confirm: int = 5  # re-runs, per GIL mode, of each crash/race/hang finding's test alone (0: off)
     confirm_budget: int = 600  # seconds per job those re-runs may take together
+    registry: str | None = "shipped"  # community recipes: the snapshot in harness/data, a path, None: off
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -158,19 +160,9 @@ class MatrixSpec:
 # (the node helpers -- mapping, string, pos_int, ..., "did you mean" -- are harness.yamlspec)
 
 
-def _settings(ctx: y.Ctx, node: yaml.Node) -> Settings:
-    keys = [
-        "threads",
-        "iterations",
-        "repeat",
-        "test_timeout",
-        "job_timeout",
-        "install_timeout",
-        "gil_modes",
-        "min_parallel_fraction",
-        "confirm",
-        "confirm_budget",
-    ]
+def _settings(ctx: y.Ctx, node: yaml.Node, base: Path) -> Settings:
+    keys = ["threads", "iterations", "repeat", "test_timeout", "job_timeout", "install_timeout",
+            "gil_modes", "min_parallel_fraction", "confirm", "confirm_budget", "registry"]
     m = y.mapping(ctx, node, "settings", keys)
     kw: dict[str, Any] = {}
     for key in ("threads", "iterations", "repeat", "test_timeout", "job_timeout", "install_timeout",
@@ -206,6 +198,8 @@ def _settings(ctx: y.Ctx, node: yaml.Node) -> Settings:
                 n, f"settings.min_parallel_fraction must be a number from 0 to 1, got {y.kind(n)}"
             )
         kw["min_parallel_fraction"] = float(v)
+    if "registry" in m:  # a file or laruche checkout, read now; false: no recipes (harness.registry)
+        kw["registry"] = registry_setting(ctx, m["registry"], base)
     return Settings(**kw)
 
 
@@ -447,7 +441,7 @@ def loads(text: str, *, file: str = "matrix.yaml", base: Path | None = None) -> 
     for req in ("interpreters", "packages"):
         if req not in top:
             raise ctx.fail(root, f"the top level needs '{req}'")
-    settings = _settings(ctx, top["settings"]) if "settings" in top else Settings()
+    settings = _settings(ctx, top["settings"], base) if "settings" in top else Settings()
     interps = y.each(ctx, top["interpreters"], "interpreters", _interpreter, base)
     entries = y.each(ctx, top["packages"], "packages", _package_entry, base)
     pkgs = [(n, e) for n, e in entries if isinstance(e, Package)]

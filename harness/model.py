@@ -8,12 +8,12 @@ report step reads, so shards from many machines merge with the same code.
 from __future__ import annotations
 
 import contextlib
-import functools
 import json
 import logging
 import os
 import stat
 import tempfile
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields
 from datetime import UTC, datetime
 from pathlib import Path
@@ -29,13 +29,15 @@ from .evidence import (
     Wheel,
     coverage_from_dict,
     coverage_to_dict,
+    known,
 )
 
-RESULT_SCHEMA = 6  # 2: Phase.test_command (the command in parts); 3: typed crash/hang/parallel,
+RESULT_SCHEMA = 7  # 2: Phase.test_command (the command in parts); 3: typed crash/hang/parallel,
 # coverage and wheel (harness.evidence); 4: finding kind budget-spent, Hang.spent;
 # 5: finding kind slow-in-threads, TestCase.seconds; 6: Phase.probe (probe.json, typed: the
-# verdict reads it from the phases); older results read back (READABLE_SCHEMAS)
-READABLE_SCHEMAS = (2, 3, 4, 5, 6)
+# verdict reads it from the phases); 7: verdict and finding kind skipped, test_setup.recipe
+# (harness.registry); older results read back (READABLE_SCHEMAS)
+READABLE_SCHEMAS = (2, 3, 4, 5, 6, 7)
 
 # Verdicts, most severe first.  These strings are the contract of report.json.
 VERDICTS = (
@@ -50,6 +52,7 @@ VERDICTS = (
     "baseline-failure",
     "compatible",
     "no-tests",
+    "skipped",  # not run: a recipe registry says the suite cannot run on this Python (harness.registry)
 )
 
 
@@ -74,21 +77,16 @@ def now_iso() -> str:
 # budget-spent: the job's budget ran out mid-suite; the verdict is infra-error if nothing else is red
 # slow-in-threads: a test timed out only in threaded runs, and its plain time x threads x
 # iterations is already past test_timeout: too slow to tell, not a hang
-INFO_KINDS = ("no-thread-coverage", "unconfirmed", "setup-error", "budget-spent", "slow-in-threads")
-FINDING_KINDS = VERDICTS[:-2] + INFO_KINDS
+# skipped: the registry's reason the job was not run (its verdict too)
+INFO_KINDS = ("no-thread-coverage", "unconfirmed", "setup-error", "budget-spent", "slow-in-threads", "skipped")
+FINDING_KINDS = VERDICTS[:-3] + INFO_KINDS
 
 # Per-test outcomes in a phase.
 OUTCOMES = ("passed", "failed", "error", "skipped", "crashed", "timeout")
 
 
-@functools.cache
-def _field_names(cls: type) -> frozenset[str]:
-    return frozenset(f.name for f in fields(cls))
-
-
 def _build(cls: type, data: dict[str, Any]) -> Any:
-    names = _field_names(cls)
-    return cls(**{k: v for k, v in data.items() if k in names})
+    return cls(**known(cls, data))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -274,10 +272,13 @@ class Finding:
         return d
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> Finding:
-        d = dict(d)
-        d["modes"] = tuple(d.get("modes", ()))
-        return _build(cls, d)
+    def from_dict(cls, d: Mapping[str, Any]) -> Finding:
+        """A finding as a result file or a report.json has it (the one reader of both): a
+        ``modes`` or ``confirmed`` of the wrong type reads as empty, never drops the job."""
+        d = {"kind": "", **known(cls, d)}
+        d["modes"] = tuple(d["modes"]) if isinstance(d.get("modes"), list | tuple) else ()
+        d["confirmed"] = dict(d["confirmed"]) if isinstance(d.get("confirmed"), dict) else {}
+        return cls(**d)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -16,14 +16,13 @@ types.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 from . import textsafe
 from .causes import Cause
-from .evidence import ModeCoverage, Wheel, coverage_from_dict, coverage_to_dict
+from .evidence import ModeCoverage, Wheel, coverage_from_dict, coverage_to_dict, field_names, known
 from .model import Finding, severity
 
 # 2: ``interpreters`` (the columns) and ``table`` (a row per package, a cell per interpreter);
@@ -31,16 +30,9 @@ from .model import Finding, severity
 # 3: finding kind ``budget-spent`` (the job's budget ran out mid-suite)
 # 4: finding kind ``slow-in-threads`` (a threaded timeout of a test too slow to tell)
 # 5: ``causes``: root causes grouped across packages (harness.causes)
-REPORT_SCHEMA = 5
-
-
-@functools.cache
-def _names(cls: type) -> tuple[str, ...]:
-    return tuple(f.name for f in fields(cls))
-
-
-def _known(cls: type, d: Mapping[str, Any]) -> dict[str, Any]:
-    return {k: d[k] for k in _names(cls) if k in d}
+# 6: verdict and finding kind ``skipped`` (a recipe registry's skip_versions); ``test_setup``
+#    ``recipe`` and ``*_from`` ``recipe`` (harness.registry)
+REPORT_SCHEMA = 6
 
 
 def _obj(v: Any) -> dict[str, Any]:
@@ -67,7 +59,7 @@ def _flat_dict(obj: Any) -> dict[str, Any]:
 def _from_flat(cls: type, d: Mapping[str, Any], *, seqs: tuple[str, ...] = (),
                objs: tuple[str, ...] = ()) -> dict[str, Any]:
     """``cls``'s known keys of ``d``, with ``seqs`` read as tuples and ``objs`` as dicts."""
-    out = _known(cls, d)
+    out = known(cls, d)
     out.update({k: _seq(out.get(k)) for k in seqs})
     out.update({k: _obj(out.get(k)) for k in objs})
     return out
@@ -122,7 +114,7 @@ class Change:
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> Change:
         """A change as report.json has it (``regression`` is derived, not read)."""
-        return cls(**{"kind": "", "job_id": "", "package": "", **_known(cls, d)})
+        return cls(**{"kind": "", "job_id": "", "package": "", **known(cls, d)})
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -205,19 +197,21 @@ class TestSetup:
     __test__ = False  # not a pytest test class
 
     tests: str = ""
-    tests_from: str = ""  # "matrix.yaml" | "inferred"
+    tests_from: str = ""  # "matrix.yaml" | "recipe" | "inferred" (pytest args: also "recipe + inferred")
     requires: tuple[str, ...] = ()
     requires_from: str = ""
     pytest_args: tuple[str, ...] = ()
     pytest_args_from: str = ""
     sources: tuple[str, ...] = ()  # the inference's notes: "test deps from [dependency-groups] tests"
+    # the community recipe's part (harness.registry.Applied.to_dict): registry, used, not_held, ...
+    recipe: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return _flat_dict(self)
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> TestSetup:
-        return cls(**_from_flat(cls, d, seqs=("requires", "pytest_args", "sources")))
+        return cls(**_from_flat(cls, d, seqs=("requires", "pytest_args", "sources"), objs=("recipe",)))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -256,17 +250,10 @@ class ProjectMeta:
 
 def _finding_dict(f: Finding) -> dict[str, Any]:
     """Finding.to_dict without dataclasses.asdict's deep copy (reports can hold 10,000 jobs)."""
-    d = {name: getattr(f, name) for name in _names(Finding)}
+    d = {name: getattr(f, name) for name in field_names(Finding)}
     d["modes"] = list(f.modes)
     d["ratio"] = f.ratio
     return d
-
-
-def _finding(d: Mapping[str, Any]) -> Finding:
-    d = {"kind": "", **_known(Finding, d)}
-    d["modes"] = _seq(d.get("modes"))
-    d["confirmed"] = _obj(d.get("confirmed"))
-    return Finding(**d)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -329,10 +316,10 @@ class JobEntry:
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> JobEntry:
-        d = {"job_id": "", **_known(cls, d)}
+        d = {"job_id": "", **known(cls, d)}
         d["interpreter"] = JobInterpreter.from_dict(_obj(d.get("interpreter")))
         d["settings"] = _obj(d.get("settings"))
-        d["findings"] = tuple(_finding(f) for f in _objs(d.get("findings")))
+        d["findings"] = tuple(Finding.from_dict(f) for f in _objs(d.get("findings")))
         d["phases"] = tuple(PhaseRow.from_dict(p) for p in _objs(d.get("phases")))
         d["coverage"] = coverage_from_dict(d.get("coverage"))
         wheel = d.get("wheel")
@@ -364,7 +351,7 @@ class Cell:
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> Cell:
-        d = {"verdict": "", **_known(cls, d)}
+        d = {"verdict": "", **known(cls, d)}
         d["change"] = d.get("change") or ""
         return cls(**d)
 
@@ -390,7 +377,7 @@ class PackageRow:
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> PackageRow:
-        d = {"name": "", **_known(cls, d)}
+        d = {"name": "", **known(cls, d)}
         d["cells"] = {str(k): Cell.from_dict(c) for k, c in _obj(d.get("cells")).items()
                       if isinstance(c, dict)}
         return cls(**d)
@@ -423,7 +410,7 @@ class Meta:
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> Meta:
-        kw = _known(cls, d)
+        kw = known(cls, d)
         extra = {k: v for k, v in d.items() if k not in kw}
         kw.pop("extra", None)
         for name in ("backends", "interpreters"):

@@ -20,7 +20,7 @@ from ..report import CompatReport, JobEntry
 MARK = {
     "build-failure": "✖", "infra-error": "⚙\ufe0e", "ft-crash": "⚡\ufe0e", "crash": "☠\ufe0e",
     "hang": "◷", "ft-race": "⇄", "thread-unsafe": "≋", "gil-reenabled": "⊘",
-    "baseline-failure": "△", "compatible": "✔\ufe0e", "no-tests": "○",
+    "baseline-failure": "△", "compatible": "✔\ufe0e", "no-tests": "○", "skipped": "⏭\ufe0e",
     "no-thread-coverage": "◌", "unconfirmed": "?", "setup-error": "⚠\ufe0e", "budget-spent": "⌁",
     "slow-in-threads": "≈",
 }

@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlsplit
 
-from ..evidence import ModeCoverage, Wheel
+from ..evidence import ModeCoverage, Wheel, least_covered
 from ..report import ProjectMeta, TestSetup
 
 
@@ -100,12 +100,12 @@ def _modes(coverage: Mapping[str, ModeCoverage]) -> list[ModeCoverage]:
 
 
 def coverage_counts(coverage: Mapping[str, ModeCoverage]) -> tuple[int, int] | None:
-    """(tests run in threads, tests in total) of the least-covered mode, when it is known."""
-    known = [(n, total) for m in _modes(coverage)
-             if m.known and (n := _int(m.in_threads)) is not None and (total := _int(m.total))]
-    if not known:
+    """(tests run in threads, tests in total) of the least-covered mode (evidence.least_covered,
+    as the verdict's qualifier has it), when it is known."""
+    low = least_covered(coverage)
+    if low is None or low.in_threads is None:
         return None
-    return min(known, key=lambda kn: (kn[0] / kn[1], kn[1]))
+    return low.in_threads, low.total
 
 
 def coverage_modes(coverage: Mapping[str, ModeCoverage]) -> list[dict[str, Any]]:
@@ -202,9 +202,17 @@ def setup_summary(ts: TestSetup | None) -> str:
     (matrix.yaml)" -- where a job's test setup came from."""
     if ts is None:
         return ""
-    why = next((s for s in ts.sources if "test deps" in s), "")
+    reg = str(ts.recipe.get("registry") or "")
+    if ts.recipe.get("skip") and not ts.tests_from:  # not run (verdict skipped)
+        return f"not run: the recipe ({reg}) skips it on this Python: {ts.recipe['skip']}"
+    why = next((s for s in ts.sources if "test deps" in s and not s.startswith("recipe")), "")
+    if ts.requires_from == "recipe":
+        why = "its install command"
     parts = [f"{ts.tests or 'source root'} ({ts.tests_from or '?'})",
              f"{len(ts.requires)} test dep(s) ({ts.requires_from or '?'}{': ' + why if why else ''})"]
     if ts.pytest_args:
         parts.append(f"pytest args {' '.join(ts.pytest_args)} ({ts.pytest_args_from or '?'})")
+    if reg:
+        held = len(ts.recipe.get("not_held") or ())
+        parts.append(f"recipe: {reg}" + (f", {held} part(s) of it did not hold" if held else ""))
     return ", ".join(parts)

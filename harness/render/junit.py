@@ -4,7 +4,7 @@ A testsuite per interpreter (in the report's column order); a compatible package
 finding is a case that fails (``infra-error`` is an error: the harness's
 problem, not the package's, as is an ``infra-error`` verdict whose findings are only shown
 ones, e.g. ``budget-spent``; ``no-thread-coverage`` and the other shown kinds are skipped: never
-red); a ``no-tests`` package is one skipped case.  Text from packages is put
+red); a ``no-tests`` or ``skipped`` package is one skipped case.  Text from packages is put
 in through ElementTree, which escapes it, after dropping the characters XML
 1.0 cannot carry (ANSI escapes and other control characters in logs).
 """
@@ -70,13 +70,17 @@ def render(report: CompatReport) -> str:
         for p in by_interp[interp]:
             time += p.duration
             blocking = [f for f in p.findings if f.kind not in INFO_KINDS]
-            info = [f for f in p.findings if f.kind in INFO_KINDS]
+            info = [f for f in p.findings if f.kind in INFO_KINDS and f.kind != "skipped"]
             if not blocking:
                 label = p.verdict_label
                 case = _case(suite, p, f"verdict: {label}", p.duration)
                 counts["tests"] += 1
                 if p.verdict == "no-tests":
                     ET.SubElement(case, "skipped", {"message": "the package has no runnable tests"})
+                    counts["skipped"] += 1
+                elif p.verdict == "skipped":  # a recipe registry's skip: its reason is the message
+                    why = next((f.message for f in p.findings if f.kind == "skipped"), "not run")
+                    ET.SubElement(case, "skipped", {"message": clean(why)})
                     counts["skipped"] += 1
                 elif p.verdict != "compatible":
                     # infra-error with only shown findings (budget-spent): the harness's problem;

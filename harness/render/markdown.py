@@ -43,6 +43,7 @@ ICON = {
     "baseline-failure": "🟡",
     "compatible": "✅",
     "no-tests": "⚪",
+    "skipped": "⏭️",
     "no-thread-coverage": "ℹ️",
     "unconfirmed": "❔",
     "setup-error": "🧩",

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..evidence import ModeCoverage, ParallelInfo
+from ..evidence import ModeCoverage, ParallelInfo, least_covered
 from ..matrix import Settings
 from ..model import Finding, Phase
 from .commands import reproduce
@@ -68,18 +68,11 @@ def compute(phases: Sequence[Phase]) -> dict[str, ModeCoverage]:
     return out
 
 
-def _lowest(cov: dict[str, ModeCoverage]) -> ModeCoverage | None:
-    known = [c for c in cov.values() if c.fraction is not None]
-    if not known:
-        return None
-    return min(known, key=lambda c: (c.fraction or 0.0, c.mode))
-
-
 def qualifier(cov: dict[str, ModeCoverage], settings: Settings) -> str:
     """"low thread coverage: k/n tests in threads" below settings.min_parallel_fraction."""
     if not cov:
         return ""
-    low = _lowest(cov)
+    low = least_covered(cov)
     if low is None:
         if any(c.total for c in cov.values()):
             return "thread coverage unknown"

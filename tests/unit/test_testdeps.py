@@ -17,12 +17,9 @@ def test_url_references_are_set_apart_in_order() -> None:
 
 
 def test_the_job_installs_none_and_its_test_setup_says_so(tmp_path) -> None:
-    import time
     from pathlib import Path
 
-    from harness import matrix, plan
-    from harness.backends.base import Workspace
-    from harness.job import _Ctx, _with_test_setup
+    from harness import matrix, plan, testsetup
     from harness.model import InterpreterInfo
     from tests.conftest import INTERP_YAML
 
@@ -33,11 +30,9 @@ def test_the_job_installs_none_and_its_test_setup_says_so(tmp_path) -> None:
         '[project]\nname = "demo"\nversion = "1.0"\n[project.optional-dependencies]\n'
         'test = ["pytest-mock", "evil @ https://example.org/evil-1.0.tar.gz"]\n')
     job = plan.make_plan(matrix.loads(INTERP_YAML + "packages: [{name: demo}]\n"))[0]
-    ctx = _Ctx(job=job, ws=Workspace(host_root=tmp_path, root="/w", python="/py"), backend=None,  # type: ignore[arg-type]
-               out=tmp_path, deadline=time.monotonic() + 60, progress=lambda j, s: None, phases=[],
-               interp=InterpreterInfo(name="t", version="3.13.5", key="k"))
-    _, deps = _with_test_setup(ctx, Path(src))
+    _, test_setup, deps = testsetup.resolve(job.package, job.settings,
+                                            InterpreterInfo(name="t", version="3.13.5", key="k"), Path(src))
     assert "pytest-mock" in deps and not any("evil" in d for d in deps)
-    assert not any("evil" in d for d in ctx.test_setup["requires"])  # the recipe's installs too
+    assert not any("evil" in d for d in test_setup["requires"])  # the recipe's installs too
     assert ("not installed: evil @ https://example.org/evil-1.0.tar.gz (a direct URL reference; list it "
-            "in the package's test_requires in matrix.yaml to install it)") in ctx.test_setup["sources"]
+            "in the package's test_requires in matrix.yaml to install it)") in test_setup["sources"]

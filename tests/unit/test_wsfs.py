@@ -144,6 +144,9 @@ ALLOWED = {
     ("harness/job.py", "fetch.sdist("): "before any package code: the host's own download",
     ("harness/job.py", "fetch.clear("): "before any package code",
     ("harness/backends/docker.py", "host_root.mkdir("): "Backend.open: job start",
+    ("harness/testsetup.py", "infer.infer_test_setup(src_host"): "the source's readers: job.py calls testsetup.resolve before the install",
+    ("harness/testsetup.py", "registry.apply(recipe, src_host"): "the source's readers",
+    ("harness/testsetup.py", "suite.shadowing(src_host"): "the source's readers",
     ("harness/suite.py", "pytestcfg.pytest_config(src_host"): "the source's readers: job.py calls them before the install",
     ("harness/suite.py", "(src_host / tests / '__init__.py').is_file()"): "the source's readers",
     ("harness/suite.py", "(src_host.joinpath("): "the source's readers",
@@ -189,12 +192,11 @@ def test_the_guard_sees_a_new_access() -> None:
 
 
 def _before_the_install() -> set[int]:
-    """The lines of job.py that run before any package code: _with_test_setup, and _steps up to
-    its install step (the source's readers, on the tree the host has just made)."""
+    """The lines of job.py that run before any package code: _steps up to its install step (the
+    source's readers, on the tree the host has just made; harness.testsetup reads it then too)."""
     src = (ROOT / "harness" / "job.py").read_text()
-    fns = {n.name: n for n in ast.walk(ast.parse(src)) if isinstance(n, ast.FunctionDef)}
-    steps, setup = fns["_steps"], fns["_with_test_setup"]
-    return {*range(setup.lineno, (setup.end_lineno or 0) + 1), *range(steps.lineno, _install_line(src, steps))}
+    steps = next(n for n in ast.walk(ast.parse(src)) if isinstance(n, ast.FunctionDef) and n.name == "_steps")
+    return set(range(steps.lineno, _install_line(src, steps)))
 
 
 def _install_line(src: str, fn: ast.FunctionDef) -> int:

@@ -1,0 +1,72 @@
+"""Issue #31, "one place each": values that had two readers (or two computations) that
+disagreed now have one, and these tests hold the case where they disagreed."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from harness.load import load_results
+from harness.model import Finding, InterpreterInfo, JobResult, write_json_atomic
+from harness.report import JobEntry
+
+# ----------------------------------------------------------------------------- Finding
+
+
+def _result_with(finding: dict) -> dict:
+    res = JobResult(job_id="ft--p", key="k", package="p", verdict="crash",
+                    interpreter=InterpreterInfo(name="ft", version="3.13.5", key="ik"),
+                    findings=(Finding(kind="crash", modes=(0,), message="m"),)).to_dict()
+    res["findings"] = [{**res["findings"][0], **finding}]
+    return res
+
+
+def test_a_finding_with_modes_of_the_wrong_type_reads_the_same_from_a_result_and_a_report(
+        tmp_path: Path) -> None:
+    # before: the result reader dropped the whole job on `"modes": 3`, the report reader read ()
+    bad = {"modes": 3, "confirmed": ["x"]}
+    write_json_atomic(tmp_path / "results" / "ft--p.json", _result_with(bad))
+    results, problems = load_results([tmp_path])
+    assert problems == [] and len(results) == 1
+    (f,) = results[0].findings
+    assert f.modes == () and f.confirmed == {} and f.kind == "crash"
+    entry = JobEntry.from_dict({"job_id": "ft--p", "verdict": "crash",
+                                "findings": [_result_with(bad)["findings"][0]]})
+    assert entry.findings == (f,)
+
+
+def test_a_finding_reads_back_as_it_was_written() -> None:
+    f = Finding(kind="ft-crash", test_id="t::x", modes=(0, 1), count=2, runs=3, confirmed={"gil0": "4/5"})
+    assert Finding.from_dict(json.loads(json.dumps(f.to_dict()))) == f
+    assert JobEntry.from_dict({"job_id": "j", "findings": [f.to_dict()]}).findings == (f,)
+
+
+# ----------------------------------------------------------------------------- thread coverage
+
+
+def test_the_least_covered_mode_is_the_same_in_the_qualifier_and_on_the_package_page() -> None:
+    # 2/8 with the GIL off, 1/4 with it on: 25 % each. Before, the qualifier took the lower
+    # mode (2/8) and the page the smaller suite (1/4 (25%)); the GIL off is the one both name now
+    from harness.evidence import ModeCoverage, least_covered
+    from harness.matrix import Settings
+    from harness.render.common import coverage_counts, coverage_summary
+    from harness.verdict import coverage
+
+    cov = {"gil0": ModeCoverage(mode=0, known=True, in_threads=2, total=8),
+           "gil1": ModeCoverage(mode=1, known=True, in_threads=1, total=4)}
+    for order in (cov, dict(reversed(cov.items()))):
+        assert least_covered(order) == cov["gil0"]
+        assert coverage.qualifier(order, Settings(min_parallel_fraction=0.5)) == \
+            "low thread coverage: 2/8 tests in threads"
+        assert coverage_counts(order) == (2, 8) and coverage_summary(order) == "2/8 (25%)"
+
+
+def test_least_covered_skips_what_a_result_file_got_wrong() -> None:
+    from harness.evidence import ModeCoverage, least_covered
+
+    bad = {"gil0": ModeCoverage(mode=0, known=True, in_threads="2", total=8),  # type: ignore[arg-type]
+           "gil1": ModeCoverage(mode=1, known=True, in_threads=True, total=4),  # type: ignore[arg-type]
+           "x": ModeCoverage(mode="x", known=True, in_threads=1, total=0)}  # type: ignore[arg-type]
+    assert least_covered(bad) is None
+    ok = ModeCoverage(mode="?", known=True, in_threads=3, total=4)  # type: ignore[arg-type]
+    assert least_covered({**bad, "y": ok}) == ok

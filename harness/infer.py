@@ -3,9 +3,11 @@
 Used when a matrix entry does not say ``tests``/``test_requires``/``pytest_args`` itself.  The
 order is fixed and every decision is recorded in ``TestSetup.sources`` as text:
 
-1. **tests dir**: the first that exists of ``tests/``, ``test/``, ``testing/``,
-   ``src/<pkg>/tests``, ``<pkg>/tests`` (``<pkg>`` = the import name, ``-`` -> ``_``);
-   none -> ``""`` (pytest searches the source root).
+1. **tests dir** (harness.testdirs): the first that exists of ``tests/``, ``test/``, ``testing/``,
+   ``src/<pkg>/tests``, ``<pkg>/tests`` (``<pkg>`` = the import name, ``-`` -> ``_``); else, in
+   an sdist of per-version source trees (``py3.9/`` ... ``py3.15/``), the one for the target's
+   ``python_version``; else a tests dir inside an import package (shipped by the install, run
+   from site-packages); none -> ``""`` (pytest searches the source root).
 2. **test deps**: the first source below that declares a group/extra/file wins, whole; sources
    are alternatives that say the same thing (a tox env reads the requirements file, an extra
    repeats the group), so no union.  Names are looked for in two passes: ``test``, ``tests``,
@@ -60,7 +62,7 @@ from packaging.markers import InvalidMarker, Marker, UndefinedComparison, Undefi
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
-from . import limits, pytestcfg
+from . import limits, pytestcfg, testdirs
 from .conftests import third_party_imports
 from .pytestcfg import read_ini, read_text, read_toml
 
@@ -106,8 +108,8 @@ def infer_test_setup(src: Path, dist_name: str, *,
     src = Path(src)
     notes: list[str] = []
     env = {**TARGET_ENV, **(environment or {})}
-    tests = _tests_dir(src, dist_name)
-    notes.append(f"tests dir: {tests}/" if tests else "tests dir: none found (pytest searches the root)")
+    tests, why = testdirs.find(src, dist_name, env["python_version"])  # per-version trees, in-package tests
+    notes.append(why)
     reqs, declared = _requires(src, dist_name, env, notes)
     reqs += _conftest_deps(src, tests, dist_name, reqs, declared, env, notes)
     config = pytestcfg.pytest_config(src, tests, notes)  # read once: the deps and the args both look at it
@@ -116,17 +118,6 @@ def infer_test_setup(src: Path, dist_name: str, *,
         notes.append(f"{', '.join(kept)} kept: a filterwarnings entry names it")
     args = pytestcfg.neutralized_addopts(config, reqs, dist_name, notes)
     return TestSetup(tests=tests, requires=reqs, pytest_args=args, sources=tuple(notes))
-
-
-# --------------------------------------------------------------------------- tests dir
-
-
-def _tests_dir(src: Path, dist_name: str) -> str:
-    pkg = canonicalize_name(dist_name).replace("-", "_")
-    for cand in ("tests", "test", "testing", f"src/{pkg}/tests", f"{pkg}/tests"):
-        if (src / cand).is_dir():
-            return cand
-    return ""
 
 
 # --------------------------------------------------------------------------- test deps

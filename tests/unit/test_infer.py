@@ -8,6 +8,7 @@ import pytest
 from packaging.requirements import Requirement
 
 from harness.infer import TestSetup, infer_test_setup
+from harness.suite import tests_in_package as in_package_rel
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "infer"
 
@@ -231,3 +232,92 @@ def test_conftest_imports_that_are_optional_runtime_or_undeclared_are_left(tmp_p
     # try; notdeclared: nowhere in the sdist (the run's setup-error will name it); yaml -> PyYAML
     assert s.requires == ("pytest-mock", "PyYAML>=6")
     assert "PyYAML>=6 from [dependency-groups] crt: tests/sub/conftest.py:1 imports yaml" in s.sources
+
+
+# --------------------------------------------------------------------------- tests dir (#35)
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "packages"
+PY313 = {"python_version": "3.13"}
+
+
+@pytest.mark.parametrize(("python", "tree"), [("3.13", "py3.13"), ("3.9", "py3.9"), ("3.16", "py3.15")])
+def test_per_version_trees_multiprocess(python, tree):
+    # multiprocess 0.70.19: py3.9/ ... py3.15/ (and pypy3.*), each with multiprocess/tests; from the
+    # root pytest collected every tree (39 passed, 1,191 errors). A newer Python gets the newest
+    # tree below it, as its setup.py installs that one.
+    src = DATA / "multiprocess-0.70.19"
+    s = infer_test_setup(src, "multiprocess", environment={"python_version": python})
+    assert s.tests == f"{tree}/multiprocess/tests"
+    assert s.sources[0].startswith(f"tests dir: {tree}/multiprocess/tests/ (one source tree per Python "
+                                   "version, py3.9/, py3.10/, py3.11/, py3.12/, py3.13/, py3.14/, py3.15/: ")
+    assert s.sources[0].endswith("the others are not collected)")
+    # the tests sit inside the import package: the job runs them from site-packages
+    assert in_package_rel(src, s.tests) == "multiprocess/tests"
+
+
+def test_per_version_trees_none_for_an_older_python():
+    s = infer_test_setup(DATA / "multiprocess-0.70.19", "multiprocess", environment={"python_version": "3.8"})
+    assert s.tests == ""
+    assert s.sources[0].startswith("tests dir: none found (per-version source trees py3.9/")
+
+
+def test_per_version_tree_fixture():
+    s = infer_test_setup(FIXTURES / "ft_pertree", "ft_pertree", environment=PY313)
+    assert s.tests == "py3.13/ft_pertree/tests"
+    assert s.sources[0] == ("tests dir: py3.13/ft_pertree/tests/ (one source tree per Python version, py3.12/, "
+                            "py3.13/, py3.14/: py3.13/ is Python 3.13's; the others are not collected)")
+    assert in_package_rel(FIXTURES / "ft_pertree", s.tests) == "ft_pertree/tests"
+
+
+def test_tests_only_inside_the_package_fixture():
+    # the import package is inpkg (not the distribution's name), under lib/; tools/test_release.py
+    # is a maintainer's script that fails wherever it is collected
+    s = infer_test_setup(FIXTURES / "ft_inpkg", "ft_inpkg", environment=PY313)
+    assert s.tests == "lib/inpkg/tests"
+    assert s.sources[0] == ("tests dir: lib/inpkg/tests/ (inside the import package lib/inpkg/, none of "
+                            "tests/, test/, testing/ at the root: the install ships it)")
+    assert in_package_rel(FIXTURES / "ft_inpkg", s.tests) == "inpkg/tests"
+
+
+def _files(root: Path, names: list[str]) -> Path:
+    return _tree(root, dict.fromkeys(names, ""))
+
+
+def test_a_known_tests_dir_beats_the_version_trees(tmp_path):
+    _files(tmp_path, ["tests/test_a.py", "py3.12/pkg/__init__.py", "py3.13/pkg/__init__.py"])
+    assert infer_test_setup(tmp_path, "pkg", environment=PY313).tests == "tests"
+
+
+def test_one_py_dir_is_not_a_per_version_layout(tmp_path):
+    # a lone py3.13/ is a name; pypy trees are never CPython's
+    _files(tmp_path, ["py3.13/pkg/__init__.py", "py3.13/pkg/tests/test_a.py", "pypy3.10/x.py"])
+    assert infer_test_setup(tmp_path, "pkg", environment=PY313).tests == "py3.13/pkg/tests"  # in-package
+    _files(tmp_path, ["other/test_b.py"])
+    assert infer_test_setup(tmp_path / "other", "pkg", environment=PY313).tests == ""
+
+
+def test_a_version_tree_without_a_known_tests_dir_is_searched_whole(tmp_path):
+    _files(tmp_path, ["py3.12/test_a.py", "py3.13/test_a.py"])
+    s = infer_test_setup(tmp_path, "pkg", environment=PY313)
+    assert s.tests == "py3.13"
+
+
+def test_in_package_tests_shallowest_first_and_only_with_test_files(tmp_path):
+    _files(tmp_path, ["lib/deep/__init__.py", "lib/deep/tests/helpers.py",  # no test files
+                     "lib/alpha/__init__.py", "lib/alpha/sub/__init__.py", "lib/alpha/sub/tests/test_x.py",
+                     "lib/beta/__init__.py", "lib/beta/test/test_y.py",
+                     "docs/pkgdoc/__init__.py", "docs/pkgdoc/tests/test_doc.py",  # docs/ is not looked in
+                     "tools/test_release.py"])  # not inside a package
+    s = infer_test_setup(tmp_path, "pkg", environment=PY313)
+    assert s.tests == "lib/beta/test"
+    assert "inside the import package lib/beta/" in s.sources[0]
+
+
+def test_in_package_tests_not_below_the_depth_limit_or_through_a_link(tmp_path):
+    src = _files(tmp_path / "src", ["a/b/c/__init__.py", "a/b/c/tests/test_x.py"])  # 4 levels: too deep
+    assert infer_test_setup(src, "pkg", environment=PY313).tests == ""
+    _files(tmp_path / "outside", ["pkg2/__init__.py", "pkg2/tests/test_x.py"])
+    (src / "linked").symlink_to(tmp_path / "outside")
+    assert infer_test_setup(src, "pkg", environment=PY313).tests == ""
+    (src / "pkg3").symlink_to(tmp_path / "outside" / "pkg2")
+    assert infer_test_setup(src, "pkg", environment=PY313).tests == ""

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import errno
-import json
 import os
 import sys
 import time
@@ -110,8 +109,7 @@ def write_report(dirs: list[Path], out: Path, *, meta: dict[str, Any], previous:
     """Aggregate the result files of ``dirs`` and render every report into ``out``; with
     ``planned`` (the plan's jobs), only the results that belong to one of them."""
     from . import aggregate, render
-    from .diff import read_report
-    from .load import load_results
+    from .load import load_json, load_results, read_report
 
     results, problems = load_results(dirs)
     for p in problems:
@@ -126,7 +124,7 @@ def write_report(dirs: list[Path], out: Path, *, meta: dict[str, Any], previous:
         where = ", ".join(str(d) for d in dirs)
         why = f"{len(problems)} result file(s) skipped as invalid" if problems else "no results/*.json"
         raise ConfigError(f"no valid result to report in {where} ({why})")
-    prev = read_report(load_json(previous), "old") if previous else None
+    prev = read_report(previous, "old") if previous else None
     report = aggregate.build_report(results, meta=meta, previous=prev, expected_jobs=expected)
     hist = load_json(history) if history else None
     try:
@@ -154,38 +152,6 @@ def write_report(dirs: list[Path], out: Path, *, meta: dict[str, Any], previous:
 
 
 NO_SPACE = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)  # a full disk, a quota, a file-size limit
-MAX_JSON = 256 << 20  # a report.json of thousands of packages is a few MiB
-
-
-def load_json(path: Path) -> Any:
-    """A JSON file named on the command line (--previous, --history, diff's reports; in CI one
-    restored from a cache): a FIFO, a device, a huge file or 200k-deep nesting is one line, exit 2."""
-    import stat
-
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
-    except FileNotFoundError:
-        raise ConfigError("no such file", file=str(path)) from None
-    except OSError as e:
-        raise ConfigError(f"cannot read it: {e.strerror}", file=str(path)) from None
-    st = os.fstat(fd)
-    if not stat.S_ISREG(st.st_mode):
-        os.close(fd)
-        raise ConfigError("not a regular file (a directory, FIFO or device?)", file=str(path))
-    with os.fdopen(fd, "rb") as f:
-        if st.st_size > MAX_JSON:
-            raise ConfigError(f"the file is {st.st_size} bytes; at most {MAX_JSON >> 20} MiB", file=str(path))
-        raw = f.read(MAX_JSON + 1)
-    try:
-        return json.loads(raw.decode("utf-8"))
-    except UnicodeDecodeError as e:
-        raise ConfigError(f"not UTF-8 (byte {e.start})", file=str(path)) from None
-    except json.JSONDecodeError as e:
-        raise ConfigError(f"not valid JSON: {e.msg}", file=str(path), line=e.lineno) from None
-    except RecursionError:
-        raise ConfigError("not valid JSON: nested too deeply", file=str(path)) from None
-
-
 def gate(report: CompatReport, fail_on: str | None) -> int:
     """0, or RegressionError (exit 1) when a package's verdict is one of ``--fail-on``."""
     if not fail_on:
@@ -226,17 +192,13 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 def cmd_diff(args: argparse.Namespace) -> int:
     from . import diff
+    from .load import read_report
 
-    old = diff.read_report(load_json(_report_file(Path(args.old))), "old")
-    new = diff.read_report(load_json(_report_file(Path(args.new))), "new")
+    old = read_report(Path(args.old), "old")
+    new = read_report(Path(args.new), "new")
     changes = diff.diff_reports(old, new)
     print(diff.format_changes(changes))
     return 1 if diff.has_regression(changes) else 0
-
-
-def _report_file(path: Path) -> Path:
-    """A report.json named on the command line, or the output dir that holds one."""
-    return path / "report.json" if path.is_dir() and (path / "report.json").is_file() else path
 
 
 # ----------------------------------------------------------------------------- the rest

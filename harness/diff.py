@@ -10,45 +10,18 @@ package or a verdict that became more severe (earlier in model.VERDICTS).
 (kind ``infra-error``) and is never a regression, and one that was one has no verdict to
 regress from.  A package in the old report and not in the new one is ``removed`` (listed,
 so a lost shard shows).  The reports are typed (harness.report): a report.json given on the
-command line (``diff``'s, ``report --previous``) is checked by ``read_report`` as it is read (a
-verdict word the harness does not know is bad input, exit 2).  A ``Change`` is a value of the report (harness.report).
+command line (``diff``'s, ``report --previous``) is checked by ``harness.load.read_report`` as it
+is read (a verdict word the harness does not know is bad input, exit 2).  A ``Change`` is a value of the report (harness.report).
 The text is printed to a CI log: package text in it is made inert (harness.textsafe).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
-from .errors import ConfigError
-from .model import VERDICTS
 from .report import NOT_THE_PACKAGE, Change, CompatReport, JobEntry
 
 OK_VERDICTS = ("compatible", "no-tests", "skipped")
-
-
-def read_report(data: Any, which: str) -> CompatReport:
-    """A report.json document given on the command line (``diff``'s, ``report --previous``),
-    checked for what a diff needs: a ConfigError naming the first thing wrong with it."""
-    if not isinstance(data, dict) or not isinstance(data.get("packages"), list):
-        raise ConfigError(f"{which} report has no 'packages' list (is it a report.json?)")
-    for p in data["packages"]:
-        if not isinstance(p, dict) or "job_id" not in p or "verdict" not in p:
-            raise ConfigError(f"{which} report has a package without job_id/verdict")
-        if not isinstance(p["job_id"], str):
-            raise ConfigError(f"{which} report has a job_id that is not a string: {str(p['job_id'])[:80]!r}")
-        if p["verdict"] not in VERDICTS:
-            raise ConfigError(f"{which} report: {p['job_id'][:80]!r} has verdict "
-                              f"{str(p['verdict'])[:40]!r}, not one of the harness's verdicts")
-        interp = p.get("interpreter")
-        bad = next((k for k in ("name", "version") if not isinstance(p.get(k, ""), str)), None)
-        if bad is None and not (interp is None or (isinstance(interp, dict)
-                                                   and isinstance(interp.get("name", ""), str))):
-            bad = "interpreter"
-        if bad:
-            raise ConfigError(f"{which} report: {p['job_id'][:80]!r} has a {bad} of the wrong type "
-                              f"({type(p[bad]).__name__}; is it a report.json?)")
-    return CompatReport.from_dict(data)
 
 
 def diff_reports(old: CompatReport, new: CompatReport) -> list[Change]:

@@ -6,6 +6,9 @@ could not use, with the reason, instead of merging it: not JSON, not a result, a
 field the report shows, a FIFO, a link to a device or out of its results dir, a huge file
 (issue #17).  The same job in two shards with different content is a ConfigError.
 ``harness.aggregate`` turns what it returns into the report.
+
+``read_report`` is the one reader of a report.json (``report --previous``, ``diff``, ``reproduce``,
+``plan --durations``), through ``load_json``: the JSON files named on the command line.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from typing import Any
 from .errors import ConfigError
 from .model import FINDING_KINDS, VERDICTS, JobResult
 from .render.pool import frozen_heap
+from .report import CompatReport
 
 log = logging.getLogger(__name__)
 
@@ -180,3 +184,69 @@ def load_results(dirs: Sequence[Path], *,
     for skipped in problems:  # the CLI prints each once (commands.write_report), made inert
         log.info("skipped %s", skipped)
     return results, problems
+
+
+MAX_JSON = 256 << 20  # a report.json of thousands of packages is a few MiB
+
+
+def load_json(path: Path) -> Any:
+    """A JSON file named on the command line (--previous, --history, diff's reports; in CI one
+    restored from a cache): a FIFO, a device, a huge file or 200k-deep nesting is one line, exit 2."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except FileNotFoundError:
+        raise ConfigError("no such file", file=str(path)) from None
+    except OSError as e:
+        raise ConfigError(f"cannot read it: {e.strerror}", file=str(path)) from None
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode):
+        os.close(fd)
+        raise ConfigError("not a regular file (a directory, FIFO or device?)", file=str(path))
+    with os.fdopen(fd, "rb") as f:
+        if st.st_size > MAX_JSON:
+            raise ConfigError(f"the file is {st.st_size} bytes; at most {MAX_JSON >> 20} MiB", file=str(path))
+        raw = f.read(MAX_JSON + 1)
+    try:
+        return json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as e:
+        raise ConfigError(f"not UTF-8 (byte {e.start})", file=str(path)) from None
+    except json.JSONDecodeError as e:
+        raise ConfigError(f"not valid JSON: {e.msg}", file=str(path), line=e.lineno) from None
+    except RecursionError:
+        raise ConfigError("not valid JSON: nested too deeply", file=str(path)) from None
+
+
+def read_report(path: Path, which: str) -> CompatReport:
+    """A report.json named on the command line, or the output dir that holds one: read by
+    ``load_json`` and checked by ``check_report`` (``which``: "old", "new", "the", in its errors)."""
+    path = Path(path)
+    if path.is_dir() and (path / "report.json").is_file():
+        path = path / "report.json"
+    return check_report(load_json(path), which, file=str(path))
+
+
+def check_report(data: Any, which: str, *, file: str | None = None) -> CompatReport:
+    """A report.json document, checked for what its readers need: a ConfigError naming the
+    first thing wrong with it (and ``file``, when given)."""
+    def bad(why: str) -> ConfigError:
+        return ConfigError(f"{which} report {why}", file=file)
+
+    if not isinstance(data, dict) or not isinstance(data.get("packages"), list):
+        raise bad("has no 'packages' list (is it a report.json?)")
+    for p in data["packages"]:
+        if not isinstance(p, dict) or "job_id" not in p or "verdict" not in p:
+            raise bad("has a package without job_id/verdict")
+        if not isinstance(p["job_id"], str):
+            raise bad(f"has a job_id that is not a string: {str(p['job_id'])[:80]!r}")
+        if p["verdict"] not in VERDICTS:
+            raise ConfigError(f"{which} report: {p['job_id'][:80]!r} has verdict "
+                              f"{str(p['verdict'])[:40]!r}, not one of the harness's verdicts", file=file)
+        interp = p.get("interpreter")
+        wrong = next((k for k in ("name", "version") if not isinstance(p.get(k, ""), str)), None)
+        if wrong is None and not (interp is None or (isinstance(interp, dict)
+                                                     and isinstance(interp.get("name", ""), str))):
+            wrong = "interpreter"
+        if wrong:
+            raise ConfigError(f"{which} report: {p['job_id'][:80]!r} has a {wrong} of the wrong type "
+                              f"({type(p[wrong]).__name__}; is it a report.json?)", file=file)
+    return CompatReport.from_dict(data)

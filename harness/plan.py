@@ -16,11 +16,14 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .errors import ConfigError
 from .matrix import Interpreter, MatrixSpec, Package, Settings
 from .model import read_result
+
+if TYPE_CHECKING:
+    from .report import JobEntry
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -210,42 +213,22 @@ def _number(v: Any) -> float | None:
     return float(v)
 
 
-def _package_seconds(entry: dict[str, Any]) -> float | None:
-    phases = entry.get("phases")
-    if isinstance(phases, list):
-        vals = [v for p in phases if isinstance(p, dict)
-                if (v := _number(p.get("duration"))) is not None]
-        if vals:
-            return sum(vals)
-    if isinstance(phases, dict):  # {"install": {"duration": ..}} or {"install": 12.3}
-        vals = [v for p in phases.values()
-                if (v := _number(p.get("duration") if isinstance(p, dict) else p)) is not None]
-        if vals:
-            return sum(vals)
-    for key in ("duration", "seconds"):
-        v = _number(entry.get(key))
-        if v is not None:
-            return v
-    return None
+def _job_seconds(entry: JobEntry) -> float | None:
+    """A job's measured seconds: its phases' together, else its duration (0: not measured)."""
+    vals = [v for p in entry.phases if (v := _number(p.duration)) is not None]
+    if vals:
+        return sum(vals)
+    return _number(entry.duration) or None
 
 
 def _from_report(path: Path) -> dict[str, float]:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise ConfigError(f"cannot read durations: {e}", file=str(path)) from None
-    if not isinstance(data, dict) or not isinstance(data.get("packages"), list):
-        raise ConfigError(
-            "not a report.json (it needs a 'packages' list); pass a report or a run's --out dir",
-            file=str(path),
-        )
+    from .load import read_report  # the one guarded reader of a report.json
+
     out: dict[str, float] = {}
-    for entry in data["packages"]:
-        if not isinstance(entry, dict) or not isinstance(entry.get("job_id"), str):
-            continue
-        secs = _package_seconds(entry)
+    for entry in read_report(path, "the").packages:
+        secs = _job_seconds(entry)
         if secs is not None:
-            out[entry["job_id"]] = round(secs, 3)
+            out[entry.job_id] = round(secs, 3)
     return out
 
 

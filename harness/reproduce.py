@@ -16,7 +16,6 @@ link in the recipe's own temp dir, must be a plain ``python...`` name (#30).
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import re
 import shutil
@@ -27,25 +26,11 @@ from pathlib import Path
 from typing import Any
 
 from .errors import ConfigError
+from .load import read_report
 from .model import INFO_KINDS, Finding
 from .report import CompatReport, JobEntry
 from .textsafe import line as safe_line
 from .textsafe import lines as safe_lines
-
-
-def _report(path: Path) -> CompatReport:
-    if path.is_dir():
-        path = path / "report.json"
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as e:
-        raise ConfigError(f"{path}: cannot read ({e.strerror}); give a report.json or the dir that has one") \
-            from None
-    except ValueError as e:
-        raise ConfigError(f"{path}: not a report.json ({e})") from None
-    if not isinstance(data, dict) or not isinstance(data.get("packages"), list):
-        raise ConfigError(f"{path}: not a report.json (no packages list)")
-    return CompatReport.from_dict(data)
 
 
 def pick(report: CompatReport, package: str, *, interpreter: str | None,
@@ -75,7 +60,7 @@ def pick(report: CompatReport, package: str, *, interpreter: str | None,
 
 
 def cmd_reproduce(args: argparse.Namespace) -> int:
-    job, f = pick(_report(Path(args.report)), args.package, interpreter=args.interpreter,
+    job, f = pick(read_report(Path(args.report), "the"), args.package, interpreter=args.interpreter,
                   finding=args.finding)
     command = (f.recipe if args.recipe else f.reproduce) or ""
     what = "recipe" if args.recipe else "command"

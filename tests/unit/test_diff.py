@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from harness import aggregate, diff
-from harness.diff import read_report
 from harness.errors import ConfigError
+from harness.load import check_report as read_report
 from harness.load import load_results
 from harness.report import CompatReport
 

@@ -70,3 +70,50 @@ def test_least_covered_skips_what_a_result_file_got_wrong() -> None:
     assert least_covered(bad) is None
     ok = ModeCoverage(mode="?", known=True, in_threads=3, total=4)  # type: ignore[arg-type]
     assert least_covered({**bad, "y": ok}) == ok
+
+
+# ----------------------------------------------------------------------------- report.json
+
+
+def _in_thread(fn, *args):
+    """fn(*args)'s exception, or None; fails when it does not return within 10 s (a FIFO read
+    without the guard blocks for ever)."""
+    import threading
+
+    got: list[BaseException | None] = []
+
+    def run() -> None:
+        try:
+            fn(*args)
+            got.append(None)
+        except BaseException as e:  # noqa: BLE001 - handed back to the test
+            got.append(e)
+
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    t.join(10)
+    assert got, f"{fn.__qualname__} did not return: it read a FIFO unguarded"
+    return got[0]
+
+
+def test_every_report_json_reader_is_the_guarded_one(tmp_path: Path) -> None:
+    # plan --durations read report.json with read_text and its own checks; reproduce too; now
+    # each goes through load.read_report (load_json's guards, check_report's checks)
+    import os
+
+    from harness import plan, reproduce
+    from harness.errors import ConfigError
+    from harness.load import read_report
+
+    assert reproduce.read_report is read_report
+    fifo = tmp_path / "report.json"
+    os.mkfifo(fifo)
+    for reader in (plan.durations_from_report, lambda p: read_report(p, "the")):
+        e = _in_thread(reader, fifo)
+        assert isinstance(e, ConfigError) and "not a regular file" in str(e) and str(fifo) in str(e)
+    bogus = tmp_path / "bogus.json"
+    bogus.write_text(json.dumps({"packages": [{"job_id": "a--b", "verdict": "fine", "phases": []}]}))
+    for reader in (plan.durations_from_report, lambda p: read_report(p, "the")):
+        e = _in_thread(reader, bogus)
+        assert isinstance(e, ConfigError) and "'fine', not one of the harness's verdicts" in str(e)
+        assert str(e).startswith(f"{bogus}: ")

@@ -243,10 +243,10 @@ def test_durations_from_report_json(tmp_path):
     report = {
         "schema": 1,
         "packages": [
-            {"job_id": "ft313--a", "phases": [{"name": "install", "duration": 10.5},
-                                              {"name": "plain-gil0", "duration": 4.5}]},
-            {"job_id": "ft313--b", "phases": [{"name": "install", "duration": 2}]},
-            {"job_id": "ft313--c", "phases": []},  # nothing recorded: left to the heuristic
+            {"job_id": "ft313--a", "verdict": "compatible",
+             "phases": [{"name": "install", "duration": 10.5}, {"name": "plain-gil0", "duration": 4.5}]},
+            {"job_id": "ft313--b", "verdict": "compatible", "phases": [{"name": "install", "duration": 2}]},
+            {"job_id": "ft313--c", "verdict": "compatible", "phases": []},  # nothing recorded: left to the heuristic
         ],
     }
     p = tmp_path / "report.json"

@@ -9,8 +9,8 @@ import jsonschema
 import pytest
 
 from harness import aggregate, render
-from harness.diff import read_report
 from harness.evidence import Wheel
+from harness.load import read_report
 from harness.report import (
     REPORT_SCHEMA,
     Change,
@@ -115,11 +115,9 @@ def test_changes_read_back_with_regression_derived():
 def test_previous_from_a_file_marks_the_same_changes(tmp_path):
     prev_file = tmp_path / "report.json"
     prev_file.write_text(render.report_json(previous()))
-    from harness.commands import load_json
-
     typed = aggregate.build_report(load("run1"), meta={}, previous=previous())
     read = aggregate.build_report(load("run1"), meta={},
-                                  previous=read_report(load_json(prev_file), "old"))
+                                  previous=read_report(prev_file, "old"))
     assert read == typed and read.changes
     assert {p.job_id: p.change for p in read.packages if p.change} == {
         c.job_id: c.kind for c in read.changes if c.kind != "removed"}

@@ -42,7 +42,8 @@ def test_plan_shards_auto_from_a_previous_report(tmp_path: Path):
     names = "".join(f"  - {{name: pkg{i}, version: '==1.0'}}\n" for i in range(6))
     m = tmp_path / "m.yaml"
     m.write_text(INTERP + "packages:\n" + names)
-    report = {"packages": [{"job_id": f"cpython3.13t--pkg{i}", "phases": [{"duration": 7200}]}
+    report = {"packages": [{"job_id": f"cpython3.13t--pkg{i}", "verdict": "compatible",
+                            "phases": [{"duration": 7200}]}
                            for i in range(6)]}  # two hours each: one job a 288-min shard
     (tmp_path / "report.json").write_text(json.dumps(report))
     r = cli("plan", "--matrix", str(m), "--shards", "auto", "--format", "github",

@@ -165,7 +165,7 @@ def run_job(job: Job, *, interp: InterpreterInfo, python: str, backend: Backend,
                deadline=time.monotonic() + job.settings.job_timeout, interp=interp, tarball=tarball)
     version = ""
     extra: dict = {}  # what _steps found, if it got that far
-    skip = testsetup.registry_skip(job.package, job.settings, interp)  # not runnable on this Python
+    skip = testsetup.registry_skip(job.package, job.settings, testsetup.minor(interp))  # not on this Python
     try:
         if skip:
             ctx.test_setup = skip

@@ -18,13 +18,17 @@ inferred``; ``recipe``: the registry, what was used and what did not hold).
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from packaging.version import Version
+
 from . import infer, registry, suite, testdeps
 from .matrix import Package, Settings
 from .model import InterpreterInfo
+from .plan import Job
 
 log = logging.getLogger(__name__)
 
@@ -43,19 +47,32 @@ def recipe_of(settings: Settings, name: str) -> tuple[registry.Registry, registr
     return (reg, rec) if rec is not None else None
 
 
-def registry_skip(pkg: Package, settings: Settings, interp: InterpreterInfo) -> dict[str, Any] | None:
-    """The test setup of a job the registry says not to run on this Python (its
+def registry_skip(pkg: Package, settings: Settings, major_minor: str) -> dict[str, Any] | None:
+    """The test setup of a job the registry says not to run on Python ``major_minor`` (its
     ``skip_versions``), before anything is fetched; None: run it."""
     found = recipe_of(settings, pkg.name)
     if found is None:
         return None
     reg, rec = found
-    why = registry.skip_reason(rec, minor(interp))
+    why = registry.skip_reason(rec, major_minor)
     if not why:
         return None
     entry = registry.Applied(registry=reg.label, skip=why, timeout=rec.timeout,
-                             used=(f"skip on {minor(interp)}: {why}",))
-    return {"recipe": entry.to_dict(), "sources": [f"recipe ({reg.label}): not run on {minor(interp)}: {why}"]}
+                             used=(f"skip on {major_minor}: {why}",))
+    return {"recipe": entry.to_dict(), "sources": [f"recipe ({reg.label}): not run on {major_minor}: {why}"]}
+
+
+def planned_skips(jobs: Sequence[Job]) -> list[str]:
+    """``job_id: not run: recipe (...): not run on 3.15: ...`` for each job of a plan the registry
+    skips, where the interpreter's version is known before the run (an installed ``python:``
+    without one is told when its job runs)."""
+    out = []
+    for j in jobs:
+        v = Version(j.interpreter.version) if j.interpreter.version else None
+        skip = registry_skip(j.package, j.settings, f"{v.major}.{v.minor}") if v and not j.package.unresolved else None
+        if skip:
+            out.append(f"{j.job_id}: not run: {skip['sources'][0]}")
+    return out
 
 
 def resolve(pkg: Package, settings: Settings, interp: InterpreterInfo,

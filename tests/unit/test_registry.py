@@ -19,7 +19,6 @@ from tests.conftest import INTERP_YAML
 INFER = Path(__file__).resolve().parents[1] / "data" / "infer"
 LABEL = "laruche 2026-03-08 (204de34)"
 PY313 = InterpreterInfo(name="t", version="3.13.5", key="k")
-PY315 = InterpreterInfo(name="t", version="3.15.0", key="k")
 
 
 def _tree(root: Path, files: dict[str, str]) -> Path:
@@ -102,12 +101,12 @@ def test_skip_versions_stops_the_job_on_that_version_only(tmp_path: Path) -> Non
     why = "Meson build system: 'Python dependency not found' on 3.15 (meson cannot find python3.15 sysconfig)."
     assert registry.skip_reason(rec, "3.15") == why and registry.skip_reason(rec, "3.13") == ""
     job = _job("{name: numpy, version: '2.3.5'}")
-    skip = testsetup.registry_skip(job.package, job.settings, PY315)
+    skip = testsetup.registry_skip(job.package, job.settings, "3.15")
     assert skip is not None and skip["recipe"]["skip"] == why and skip["recipe"]["timeout"] == 1800
     assert skip["sources"] == [f"recipe ({LABEL}): not run on 3.15: {why}"]
-    assert testsetup.registry_skip(job.package, job.settings, PY313) is None
+    assert testsetup.registry_skip(job.package, job.settings, "3.13") is None
     off = _job("{name: numpy}", "settings: {registry: false}\n")
-    assert off.settings.registry is None and testsetup.registry_skip(off.package, off.settings, PY315) is None
+    assert off.settings.registry is None and testsetup.registry_skip(off.package, off.settings, "3.15") is None
     # on 3.13 it runs; what of the recipe holds for a tree with numpy's layout
     src = _tree(tmp_path / "numpy-2.3.5", {
         "pyproject.toml": "[project]\nname = 'numpy'\n[project.optional-dependencies]\n",
@@ -227,3 +226,13 @@ def test_the_registry_setting(tmp_path: Path) -> None:
     assert matrix.loads(INTERP_YAML + "packages: [{name: six}]\n").settings.registry == "shipped"
     with pytest.raises(ConfigError, match=r"settings.registry names 'nope.json', which does not exist"):
         load("nope.json")
+
+
+def test_the_plan_names_the_jobs_the_registry_skips() -> None:
+    spec = matrix.loads('interpreters: [{name: ft313, version: "3.13.5", source: "debian:trixie"},\n'
+                        '  {name: ft315, version: "3.15", source: "python:python3.15t"},\n'
+                        '  {name: ftany, source: "python:python3t"}]\n'
+                        "packages: [{name: numpy}, {name: six}]\n")
+    assert testsetup.planned_skips(plan.make_plan(spec)) == [
+        "ft315--numpy: not run: recipe (laruche 2026-03-08 (204de34)): not run on 3.15: Meson build system: "
+        "'Python dependency not found' on 3.15 (meson cannot find python3.15 sysconfig)."]

@@ -220,7 +220,7 @@ def cmd_build(args: argparse.Namespace) -> int:
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
-    from . import matrix, plan, select
+    from . import matrix, plan, select, testsetup
 
     raw = matrix.load(args.matrix)
     spec = select.expand_spec(raw, Path(args.resolved) if args.resolved else None)
@@ -241,6 +241,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
                                              " (no --durations: a guess from the settings)"),
               file=sys.stderr)
     print(plan.render_plan(jobs, fmt=args.format, shards=shards, durations=durations))
+    for line in testsetup.planned_skips(jobs):  # the recipe registry's skip_versions: no run
+        print(textsafe.line(line), file=sys.stdout if args.format == "table" else sys.stderr)
     if args.format == "table":
         print(_wall_line(jobs, shards, durations, args.jobs))
         if raw.selectors:  # the versions a `top:` selector picked, for a person to read

@@ -90,6 +90,9 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--shard", metavar="I/N", help="run only shard I of N of the plan")
     r.add_argument("--durations", metavar="REPORT", help=DURATIONS)
     r.add_argument("--resolved", metavar="FILE", help=RESOLVED + " (default: DIR/resolved.json)")
+    r.add_argument("--reuse", action="append", metavar="DIR",
+                   help="an earlier run's output dir: a job whose key and sdist are the same "
+                        "there is not run again, its result is reused and says so (repeatable)")
     only(r, "package")
     only(r, "interpreter")
     r.add_argument("--fail-on", metavar="VERDICTS", type=_verdicts, help=FAIL_ON)

@@ -98,6 +98,7 @@ def _job(r: JobResult) -> JobEntry:
         coverage=dict(r.coverage), wheel=r.wheel, metadata=ProjectMeta(raw=r.metadata),
         notes=r.notes, links=tuple(r.links),
         test_setup=TestSetup.from_dict(r.test_setup) if r.test_setup else None,
+        sdist_sha256=r.sdist_sha256, reused_from=r.reused_from,
     )
 
 

@@ -74,6 +74,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     durations = plan.durations_from_report(Path(args.durations)) if args.durations else None
     jobs = select_jobs(spec, args, durations)
     out = Path(args.out)
+    reuse_from = [Path(d) for d in args.reuse or ()]
+    for d in reuse_from:
+        if not d.is_dir():
+            raise ConfigError("--reuse takes an earlier run's output dir (or its results dir)",
+                              file=str(d))
     cache = interpreters.cache_root(args.cache)
     backend_name, note = backends.choose(args.backend)
     if note:
@@ -88,8 +93,9 @@ def cmd_run(args: argparse.Namespace) -> int:
             run_id=f"{int(time.time())}-{os.getpid()}", workers=args.jobs, say=_say)
         summary = run_plan(jobs, out=out, backend=opened.backend, prepared=opened.prepared,
                            workers=args.jobs, force=args.force, reporter=progress.make_reporter(
-                               _expected(jobs, durations), args.jobs))
-        print(f"{len(summary.ran)} jobs ran, {len(summary.skipped)} reused from {out / 'results'}")
+                               _expected(jobs, durations), args.jobs), reuse_from=reuse_from)
+        print(f"{len(summary.ran)} jobs ran, {len(summary.skipped)} reused from {out / 'results'}"
+              + (f", {len(summary.reused)} from --reuse" if reuse_from else ""))
         meta = {"harness_version": __version__, "matrix": str(args.matrix),
                 "matrix_digest": spec.digest, "started": summary.started,
                 "finished": summary.finished, "backend": backend_name, "shard": args.shard or ""}

@@ -83,10 +83,8 @@ def allowed_url(url: str, index: str) -> str:
             "(http on a loopback host; file: only from a file: index)")
 
 
-def sdist(name: str, spec: str, dest: Path, *, page: Page = wheels.simple_json,
-          timeout: float = 300, index: str | None = None) -> Fetched:
-    """Download the newest sdist ``spec`` allows into ``dest``; its sha256 checked. ``index``:
-    the page's URL (default: ``wheels.project_url``), which decides the schemes allowed."""
+def _pick(name: str, spec: str, page: Page) -> tuple[Version, dict[str, Any], str]:
+    """(version, file entry, sha256) of the newest non-yanked sdist ``spec`` allows."""
     try:
         data = page(name)
     except (OSError, ValueError) as e:
@@ -100,14 +98,28 @@ def sdist(name: str, spec: str, dest: Path, *, page: Page = wheels.simple_json,
         raise NoSdist(f"no release of {name}{spec} has a non-yanked sdist on the index "
                       "(No matching distribution found)")
     version, f = max(files, key=lambda vf: vf[0])
+    hashes = f.get("hashes")
+    want = str(hashes.get("sha256", "") if isinstance(hashes, dict) else "").lower()
+    if not want:
+        raise NoSdist(f"{Path(str(f['filename'])).name}: the index gives no sha256 for it; not fetched")
+    return version, f, want
+
+
+def sdist_sha256(name: str, spec: str, *, page: Page = wheels.simple_json) -> str:
+    """The sha256 of the sdist ``fetch.sdist`` would download now (nothing downloaded); raises
+    ``IndexUnavailable`` / ``NoSdist`` as it does."""
+    return _pick(name, spec, page)[2]
+
+
+def sdist(name: str, spec: str, dest: Path, *, page: Page = wheels.simple_json,
+          timeout: float = 300, index: str | None = None) -> Fetched:
+    """Download the newest sdist ``spec`` allows into ``dest``; its sha256 checked. ``index``:
+    the page's URL (default: ``wheels.project_url``), which decides the schemes allowed."""
+    version, f, want = _pick(name, spec, page)
     filename = Path(str(f["filename"])).name
     why = allowed_url(str(f["url"]), index or wheels.project_url(name))
     if why:
         raise NoSdist(f"{filename}: {why}; not fetched")
-    hashes = f.get("hashes")
-    want = str(hashes.get("sha256", "") if isinstance(hashes, dict) else "").lower()
-    if not want:
-        raise NoSdist(f"{filename}: the index gives no sha256 for it; not fetched")
     dest.mkdir(parents=True, exist_ok=True)
     target = dest / filename
     h = hashlib.sha256()

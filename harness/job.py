@@ -73,6 +73,7 @@ class _Ctx:
     tarball: str = ""
     test_setup: dict = field(default_factory=dict)  # what the tests ran with, and from where
     tools: tuple[str, ...] = TOOLS  # the pinned test tools (pytest 9 for a [tool.pytest] config)
+    sdist_sha256: str = ""  # the fetched sdist's, checked against the index (reuse compares it)
 
     @property
     def tsan(self) -> bool:
@@ -212,7 +213,7 @@ def run_job(job: Job, *, interp: InterpreterInfo, python: str, backend: Backend,
         phases=limits.cap_result_tests(ctx.phases), verdict=decision.verdict, qualifier=decision.qualifier,
         findings=findings, coverage=decision.coverage, wheel=wheel,
         metadata=probe.metadata, notes=job.package.notes, links=job.package.links,
-        test_setup=ctx.test_setup,
+        test_setup=ctx.test_setup, sdist_sha256=ctx.sdist_sha256,
     )
 
 
@@ -224,6 +225,7 @@ def _fetch_on_host(ctx: _Ctx, shown: list[str], env: dict[str, str]) -> Phase | 
     t0 = time.monotonic()
     try:
         got = fetch.sdist(pkg.name, pkg.version, ws.host("sdist"))
+        ctx.sdist_sha256 = got.sha256
         code, text = 0, (f"{got.url}\nsaved {got.path.name}: {got.size} bytes, sha256 {got.sha256} "
                          f"(checked against the index)\n")
     except fetch.IndexUnavailable as e:

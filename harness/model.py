@@ -32,12 +32,12 @@ from .evidence import (
     known,
 )
 
-RESULT_SCHEMA = 7  # 2: Phase.test_command (the command in parts); 3: typed crash/hang/parallel,
+RESULT_SCHEMA = 8  # 2: Phase.test_command (the command in parts); 3: typed crash/hang/parallel,
 # coverage and wheel (harness.evidence); 4: finding kind budget-spent, Hang.spent;
 # 5: finding kind slow-in-threads, TestCase.seconds; 6: Phase.probe (probe.json, typed: the
 # verdict reads it from the phases); 7: verdict and finding kind skipped, test_setup.recipe
-# (harness.registry); older results read back (READABLE_SCHEMAS)
-READABLE_SCHEMAS = (2, 3, 4, 5, 6, 7)
+# (harness.registry); 8: sdist_sha256, reused_from (harness.reuse); older ones read back
+READABLE_SCHEMAS = (2, 3, 4, 5, 6, 7, 8)
 
 # Verdicts, most severe first.  These strings are the contract of report.json.
 VERDICTS = (
@@ -362,6 +362,8 @@ class JobResult:
     links: tuple[str, ...] = ()
     # where the tests path, test deps and pytest args came from (matrix.yaml or inferred)
     test_setup: dict[str, Any] = field(default_factory=dict)
+    sdist_sha256: str = ""  # of the sdist tested (PyPI packages; checked against the index)
+    reused_from: str = ""  # not run: taken from this earlier run's results (run --reuse), else ""
 
     def phase(self, name: str) -> Phase | None:
         return next((p for p in self.phases if p.name == name), None)
@@ -391,6 +393,8 @@ class JobResult:
             "notes": self.notes,
             "links": list(self.links),
             "test_setup": dict(self.test_setup),
+            "sdist_sha256": self.sdist_sha256,
+            "reused_from": self.reused_from,
         }
 
     @classmethod

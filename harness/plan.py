@@ -40,6 +40,7 @@ class Job:
                 "package": asdict(self.package),
                 "interpreter": interpreter_key,
                 "settings": asdict(self.settings),
+                "phases": PHASES_VERSION,
             },
             sort_keys=True,
         )
@@ -57,6 +58,12 @@ class Job:
             "version": self.package.version,
             "source": "local" if self.package.is_local else "pypi",
         }
+
+
+# What the test phases run (not how their output is decided: a result from another version of
+# the verdict rules is decided again from its phases, harness.reuse).  Bump it when a change to
+# the job's steps would make an earlier run's phases differ; results keyed before are run again.
+PHASES_VERSION = 1
 
 
 def _safe(text: str) -> str:

@@ -32,7 +32,8 @@ from .model import Finding, severity
 # 5: ``causes``: root causes grouped across packages (harness.causes)
 # 6: verdict and finding kind ``skipped`` (a recipe registry's skip_versions); ``test_setup``
 #    ``recipe`` and ``*_from`` ``recipe`` (harness.registry)
-REPORT_SCHEMA = 6
+# 7: a job's ``sdist_sha256`` and ``reused_from`` (run --reuse: not run again, harness.reuse)
+REPORT_SCHEMA = 7
 
 
 def _obj(v: Any) -> dict[str, Any]:
@@ -284,6 +285,8 @@ class JobEntry:
     links: tuple[str, ...] = ()
     test_setup: TestSetup | None = None  # None: not recorded
     change: str = ""  # since the previous report (a harness.diff.CHANGE_KINDS word), "" if none
+    sdist_sha256: str = ""
+    reused_from: str = ""  # not run in this run: its result came from this earlier run (--reuse)
 
     @property
     def verdict_label(self) -> str:
@@ -309,6 +312,7 @@ class JobEntry:
             "metadata": self.metadata.to_dict(), "notes": self.notes, "links": list(self.links),
             "test_setup": self.test_setup.to_dict() if self.test_setup else {},
             "logs": self.logs,
+            "sdist_sha256": self.sdist_sha256, "reused_from": self.reused_from,
         }
         if self.change:
             d["change"] = self.change

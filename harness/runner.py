@@ -24,7 +24,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
-from . import __version__
+from . import __version__, fetch, reuse
 from .backends.base import Backend, Prepared
 from .errors import InfraError, Interrupted
 from .job import Progress, run_job
@@ -50,6 +50,7 @@ class JobRunner(Protocol):
 class RunSummary:
     ran: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
+    reused: list[str] = field(default_factory=list)  # from an earlier run's results (--reuse)
     results: list[JobResult] = field(default_factory=list)
     started: str = ""
     finished: str = ""
@@ -130,18 +131,29 @@ def _split(jobs: Sequence[Job], out: Path, prepared: dict[str, Prepared], force:
 
 def run_plan(jobs: Sequence[Job], *, out: Path, backend: Backend, prepared: dict[str, Prepared],
              workers: int = 1, force: bool = False, reporter: Reporter | None = None,
-             run_one: JobRunner | None = None) -> RunSummary:
+             run_one: JobRunner | None = None, reuse_from: Sequence[Path] = (),
+             sdist_sha256: reuse.Sha256 = fetch.sdist_sha256) -> RunSummary:
     """Run ``jobs`` (already sharded) with ``workers`` at once; return what ran and what was reused.
 
     ``prepared`` has every interpreter the jobs name (``backends.open_backend`` returns it);
-    ``run_one`` runs one job's steps (default: ``job.run_job``)."""
+    ``run_one`` runs one job's steps (default: ``job.run_job``); ``reuse_from``: earlier runs'
+    output dirs whose results stand for a job with the same key and sdist (harness.reuse)."""
     reporter = reporter or NullReporter()
     steps: JobRunner = run_one or run_job
     out = out.resolve()
     summary = RunSummary(started=now_iso())
     (out / "results").mkdir(parents=True, exist_ok=True)
     todo = _split(jobs, out, prepared, force, summary)
-    reporter.start(len(jobs), len(summary.skipped), todo=[j.job_id for j, _ in todo])
+    if reuse_from and todo:
+        todo, kept = reuse.pick(todo, reuse.earlier_results(reuse_from), sdist_sha256)
+        for res in kept:
+            try:
+                write_json_atomic(result_path(out, res.job_id), res.to_dict())
+            except OSError as e:
+                raise InfraError(f"cannot write {result_path(out, res.job_id)}: {e.strerror or e}") from None
+            summary.reused.append(res.job_id)
+            summary.results.append(res)
+    reporter.start(len(jobs), len(summary.skipped) + len(summary.reused), todo=[j.job_id for j, _ in todo])
     cancelled = threading.Event()
     fatal: list[InfraError] = []
 

@@ -354,6 +354,19 @@ def _findings(report: CompatReport, site: str) -> list[str]:
     return out
 
 
+def _reused(report: CompatReport) -> list[str]:
+    """The jobs this run did not run: their results came from an earlier run (``run --reuse``)."""
+    reused = [p for p in report.packages if p.reused_from]
+    if not reused:
+        return []
+    n, total = len(reused), len(report.packages)
+    return [f"_{n} of {total} job{'s' if total != 1 else ''} not run again: same key and sdist as "
+            "in an earlier run, whose results were reused (verdicts decided again from their "
+            "phases): " + ", ".join(f"{code(p.job_id)} from {code(p.reused_from)}"
+                                    for p in reused[:MAX_LIST])
+            + (f" and {n - MAX_LIST} more" if n > MAX_LIST else "") + "._", ""]
+
+
 def _jobs(report: CompatReport) -> list[str]:
     n = len(report.packages)
     if n > MAX_JOB_ROWS:
@@ -377,6 +390,7 @@ def render(report: CompatReport, *, title: str = "Free-threaded compatibility re
                   "page with its phases, logs and JSON.", ""]
     lines += [summary_line(report), "", _meta_line(report), ""]
     lines += _changes(report)
+    lines += _reused(report)
     if report.missing:
         lines += ["## Missing results", "", "Expected by the plan, but no result file:", ""]
         lines += [f"- {code(j)}" for j in report.missing[:MAX_LIST]]

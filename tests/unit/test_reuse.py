@@ -1,0 +1,133 @@
+"""harness.reuse and ``run_plan(reuse_from=...)``: a job whose key and sdist equal an earlier
+run's result is not run again; its result says where it came from and its verdict is decided
+again from its stored phases.  The earlier results are the report test data (made by the code,
+tests/data/report/make_results.py); the scheduler runs fake job steps (tests/unit/test_runner.py)."""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from harness import fetch, matrix, plan, reuse
+from harness.model import read_result, write_json_atomic
+from harness.runner import result_path, run_plan
+from harness.verdict import decide
+
+from .test_runner import PREPARED, FakeBackend, FakeSteps
+from .test_verdict import load as load_phases
+
+RUN0 = Path(__file__).parents[1] / "data" / "report" / "run0" / "results"
+SHA = "a" * 64
+
+
+def _jobs(*pkgs: str) -> list[plan.Job]:
+    spec = matrix.loads('interpreters: [{name: cpython3.13t, version: "3.13.5", source: "debian:trixie"}]\n'
+                        "packages: [" + ", ".join(pkgs) + "]\n")
+    return plan.make_plan(spec)
+
+
+def _earlier(tmp_path: Path, job: plan.Job, *, case: str = "confirm-realloc",
+             sha: str = SHA, **change) -> Path:
+    """An earlier run's --out holding one result for ``job``, as that run wrote it: a captured
+    job's phases (tests/data/parse/<case>, an ft-crash), decided, with the job's id and key."""
+    phases = tuple(load_phases(case))
+    d = decide(phases, settings=job.settings)
+    res = replace(read_result(RUN0 / "cp313t--attrs.json"), job_id=job.job_id,
+                  key=job.key(PREPARED["cpython3.13t"].info.key), package=job.package.name,
+                  phases=phases, verdict=d.verdict, qualifier=d.qualifier, coverage=d.coverage,
+                  findings=tuple(replace(f, recipe=f"# the recipe of {f.kind}") for f in d.findings),
+                  sdist_sha256=sha)
+    out = tmp_path / "earlier"
+    write_json_atomic(result_path(out, job.job_id), replace(res, **change).to_dict())
+    return out
+
+
+def _index(sha: str = SHA):
+    asked: list[tuple[str, str]] = []
+
+    def lookup(name: str, spec: str) -> str:
+        asked.append((name, spec))
+        return sha
+    return lookup, asked
+
+
+def test_same_key_and_sdist_is_reused_and_says_from_where(tmp_path):
+    job, other = _jobs('{name: six, version: "==1.17.0"}', '{name: idna, version: "==3.10"}')
+    earlier = _earlier(tmp_path, job)
+    lookup, asked = _index()
+    steps = FakeSteps()
+    out = tmp_path / "out"
+    summary = run_plan([job, other], out=out, backend=FakeBackend(), prepared=PREPARED,
+                       run_one=steps, reuse_from=[earlier], sdist_sha256=lookup)
+    assert [c["job"] for c in steps.calls] == [other.job_id]  # only the job with no earlier result ran
+    assert summary.reused == [job.job_id] and summary.ran == [other.job_id]
+    assert asked == [("six", "==1.17.0")]
+    kept = read_result(result_path(out, job.job_id))
+    assert kept.reused_from == str(earlier)
+    assert kept.verdict == "ft-crash" and kept.phases  # the earlier run's phases, kept
+
+
+@pytest.mark.parametrize(("change", "sha_now", "why"), [
+    ({"key": "another-key"}, SHA, "key differs"),
+    ({"verdict": "infra-error"}, SHA, "infra-error"),
+    ({}, "b" * 64, "another file now"),
+    ({"sdist_sha256": ""}, SHA, "no sdist sha256"),
+])
+def test_what_makes_a_job_run_again(tmp_path, change, sha_now, why):
+    job, = _jobs('{name: six, version: "==1.17.0"}')
+    earlier = _earlier(tmp_path, job)
+    prev = replace(read_result(result_path(earlier, job.job_id)), **change)
+    key = job.key(PREPARED["cpython3.13t"].info.key)
+    assert why in reuse.why_not(job, key, prev, _index(sha_now)[0])
+    run, kept = reuse.pick([(job, key)], {job.job_id: (prev, str(earlier))}, _index(sha_now)[0])
+    assert run == [(job, key)] and kept == []
+
+
+def test_index_unreadable_or_local_package_runs_again(tmp_path):
+    job, = _jobs('{name: six, version: "==1.17.0"}')
+    key = job.key(PREPARED["cpython3.13t"].info.key)
+    prev = read_result(result_path(_earlier(tmp_path, job), job.job_id))
+
+    def down(name: str, spec: str) -> str:
+        raise fetch.IndexUnavailable("the index's page for six: timed out")
+    assert "could not be checked" in reuse.why_not(job, key, prev, down)
+    local = replace(job, package=replace(job.package, path=str(tmp_path)))
+    assert "local package" in reuse.why_not(local, key, prev, _index()[0])
+
+
+def test_a_result_of_older_rules_is_decided_again_from_its_phases(tmp_path):
+    """The earlier run's file says `compatible` with no findings (as older rules might have);
+    its phases hold a GIL-off-only crash: reused, it is what the rules say now."""
+    job, = _jobs('{name: six, version: "==1.17.0"}')
+    earlier = _earlier(tmp_path, job, verdict="compatible", findings=(), qualifier="")
+    run, kept = reuse.pick([(job, job.key(PREPARED["cpython3.13t"].info.key))],
+                           reuse.earlier_results([earlier]), _index()[0])
+    assert run == []
+    now = decide(kept[0].phases, settings=job.settings)
+    assert kept[0].verdict == now.verdict == "ft-crash"
+    assert [f.kind for f in kept[0].findings] == [f.kind for f in now.findings]
+
+
+def test_findings_the_rules_still_make_keep_their_reproduce_lines(tmp_path):
+    job, = _jobs('{name: six, version: "==1.17.0"}')
+    earlier = _earlier(tmp_path, job)
+    prev = read_result(result_path(earlier, job.job_id))
+    assert any(f.reproduce for f in prev.findings)
+    again = reuse.redecided(prev, job, str(earlier))
+    assert [(f.kind, f.reproduce, f.recipe) for f in again.findings] == \
+        [(f.kind, f.reproduce, f.recipe) for f in prev.findings]
+
+
+def test_the_latest_of_several_earlier_runs_wins_and_bad_files_are_skipped(tmp_path):
+    job, = _jobs('{name: six, version: "==1.17.0"}')
+    old = _earlier(tmp_path, job, finished="2026-11-01T00:00:00Z", case="mix")
+    new = tmp_path / "newer"
+    shutil.copytree(old, new)
+    res = read_result(result_path(new, job.job_id))
+    write_json_atomic(result_path(new, job.job_id), replace(res, finished="2026-11-08T00:00:00Z").to_dict())
+    (new / "results" / "broken.json").write_text("{not json")
+    found = reuse.earlier_results([old, new])
+    assert found[job.job_id][1] == str(new)

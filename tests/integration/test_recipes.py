@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from harness.report import REPORT_SCHEMA
 from tests.conftest import INTERP_YAML, cli, results
 
 pytestmark = [pytest.mark.integration, pytest.mark.network]
@@ -58,6 +59,6 @@ def test_a_registry_skip_for_this_python_is_not_run_and_says_why(tmp_path: Path,
     md = (tmp_path / "out" / "report.md").read_text()
     assert "⏭️ **skipped**" in md and "no 3.13 for this test" in md
     report = json.loads((tmp_path / "out" / "report.json").read_text())
-    assert report["schema"] == 6 and report["summary"]["skipped"] == 1
+    assert report["schema"] == REPORT_SCHEMA and report["summary"]["skipped"] == 1
     junit = (tmp_path / "out" / "junit.xml").read_text()
     assert 'skipped="1"' in junit and "no 3.13 for this test" in junit

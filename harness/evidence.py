@@ -191,9 +191,12 @@ class Wheel:
     installed_file: str = ""
     available: str = ""  # "free-threaded" | "pure" | "gil-only" | "sdist-only" | "unknown" | "n/a"
     warning: str = ""  # a free-threaded wheel that re-enables the GIL
+    # the pure wheel (py3-none-any) pip chose for a compiled project (harness.artifact): the
+    # installed one when settings kept it, else the package was built from its sdist; "" if none
+    fallback: str = ""
 
     def to_dict(self) -> dict[str, Any]:
-        return {k: v for k, v in asdict(self).items() if v or k != "warning"}
+        return {k: v for k, v in asdict(self).items() if v or k not in ("warning", "fallback")}
 
     @classmethod
     def from_dict(cls, d: Any) -> Wheel:

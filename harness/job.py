@@ -23,6 +23,7 @@ from packaging.utils import InvalidSdistFilename, canonicalize_name, parse_sdist
 
 from . import (
     __version__,
+    artifact,
     extract,
     fetch,
     jobfiles,
@@ -200,9 +201,11 @@ def run_job(job: Job, *, interp: InterpreterInfo, python: str, backend: Backend,
                               test_requires=ctx.test_setup.get("requires", ())))
         if f.reproduce else f for f in decision.findings)
     install_ok = any(p.name == "install" and p.ok for p in ctx.phases)
+    report = f"logs/{artifact.REBUILD_REPORT}" if artifact.rebuilt(ctx.phases) else "logs/install-report.json"
+    fallback = artifact.fallback_of(ctx.phases)  # a compiled project's pure wheel: built over, or kept
     wheel = wheels.wheel_info(job.package.name, local=job.package.is_local, version=version,
-                              install_report=fs.read("logs/install-report.json", 64 * 1024 * 1024),
-                              interp=interp, probe=probe, installed_ok=install_ok) if ctx.phases else None
+                              install_report=fs.read(report, 64 * 1024 * 1024), interp=interp, probe=probe,
+                              installed_ok=install_ok, fallback=fallback.name if fallback else "") if ctx.phases else None
     fs.close()
     return JobResult(
         job_id=job.job_id, key=key, package=job.package.name,
@@ -319,6 +322,7 @@ def _steps(ctx: _Ctx) -> tuple[str, dict]:
         ctx.test_setup = {**ctx.test_setup, "sources": [*ctx.test_setup.get("sources", []),
                           f"{pins[0]}: its config is pytest 9's [tool.pytest] table, which pytest 8 does not read"]}
     in_package = None if tox else suite.tests_in_package(src_host, job.package.tests)
+    compiled = "" if job.package.is_local or tox else artifact.compiled_evidence(src_host)
     # 2. install
     pip = [vpy, "-m", "pip", "install", "--report", ws.path("logs", "install-report.json"),
            target, *pins, *job.package.test_requires, *(TOX if tox else ())]
@@ -337,6 +341,15 @@ def _steps(ctx: _Ctx) -> tuple[str, dict]:
                    env=env, cwd=ws.root, timeout=job.settings.install_timeout, network=True)
     if not install.ok:
         return version, {}
+    fb = artifact.fallback_wheel(ctx.fs.read("logs/install-report.json", 64 * 1024 * 1024), pkg.name) if compiled else ""
+    if fb:  # a compiled project's pure wheel: its extension built from the sdist, unless kept (harness.artifact)
+        ctx.phases[-1] = replace(install, setup=(*install.setup, artifact.problem(fb, compiled, job.settings.fallback_wheel)))
+        if job.settings.fallback_wheel == "build":  # archives: the sdist fetched above (compiled: not local)
+            sh = artifact.rebuild_sh(vpy, pkg.name, ws.path("sdist", archives[0].name), ws.path("logs", artifact.REBUILD_REPORT))
+            sh = f"{tsan.build_flags_sh(ws.python)} && {sh}" if ctx.tsan else sh
+            if not _run(ctx, artifact.REBUILD, "install", ["sh", "-c", sh], env=env, cwd=ws.root,
+                        timeout=job.settings.install_timeout, network=True).ok:
+                return version, {}
     if inferred_deps:  # on their own: one that cannot install is a setup problem, not a build failure
         deps_cmd = ["sh", "-c", _deps_sh(vpy, inferred_deps, pins)]
         if ctx.tsan:

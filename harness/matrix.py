@@ -27,6 +27,7 @@ from .registry import registry_setting
 MAX_MATRIX_BYTES = 1_000_000
 RUNNERS = ("pytest", "tox")
 SANITIZERS = ("thread",)
+FALLBACK_MODES = ("build", "keep")  # settings.fallback_wheel (harness.artifact)
 SOURCE_FORMS = "'debian:SUITE', 'tarball:PATH', 'python:PATH_OR_NAME' or a mapping {url: ..., sha256: ...}"
 # A Debian suite or codename as the archive names it: trixie, forky, sid, trixie-backports.
 SUITE_RE = re.compile(r"[a-z][a-z0-9]*(?:-[a-z0-9]+)*")
@@ -46,6 +47,7 @@ class Settings:
     confirm_budget: int = 600  # seconds per job those re-runs may take together
     registry: str | None = "shipped"  # community recipes: the snapshot in harness/data, a path, None: off
 
+    fallback_wheel: str = "build"  # a compiled project's pure wheel: build it from its sdist, or keep it
 
 @dataclass(frozen=True, kw_only=True)
 class Source:
@@ -162,7 +164,7 @@ class MatrixSpec:
 
 def _settings(ctx: y.Ctx, node: yaml.Node, base: Path) -> Settings:
     keys = ["threads", "iterations", "repeat", "test_timeout", "job_timeout", "install_timeout",
-            "gil_modes", "min_parallel_fraction", "confirm", "confirm_budget", "registry"]
+            "gil_modes", "min_parallel_fraction", "confirm", "confirm_budget", "registry", "fallback_wheel"]
     m = y.mapping(ctx, node, "settings", keys)
     kw: dict[str, Any] = {}
     for key in ("threads", "iterations", "repeat", "test_timeout", "job_timeout", "install_timeout",
@@ -201,6 +203,8 @@ def _settings(ctx: y.Ctx, node: yaml.Node, base: Path) -> Settings:
     if "registry" in m:  # a file or laruche checkout, read now; false: no recipes (harness.registry)
         kw["registry"] = registry_setting(ctx, m["registry"], base)
     return Settings(**kw)
+    if "fallback_wheel" in m:  # harness.artifact
+        kw["fallback_wheel"] = y.choice(ctx, m["fallback_wheel"], "settings.fallback_wheel", FALLBACK_MODES)
 
 
 def _source(ctx: y.Ctx, node: yaml.Node, where: str, base: Path) -> Source:
@@ -359,10 +363,7 @@ def _package(ctx: y.Ctx, node: yaml.Node, where: str, base: Path) -> Package:
             env.append((k, y.string(ctx, vn, f"{where}.env.{k}", empty_ok=True)))
         kw["env"] = tuple(env)
     if "runner" in m:
-        runner = y.string(ctx, m["runner"], f"{where}.runner")
-        if runner not in RUNNERS:
-            raise ctx.fail(m["runner"], f"{where}.runner must be one of pytest, tox, got {runner!r}{y.suggest(runner, list(RUNNERS))}")
-        kw["runner"] = runner
+        kw["runner"] = y.choice(ctx, m["runner"], f"{where}.runner", RUNNERS)
     if "tox_env" in m:
         kw["tox_env"] = y.string(ctx, m["tox_env"], f"{where}.tox_env")
     if kw.get("runner") == "tox" and not kw.get("tox_env"):

@@ -32,12 +32,12 @@ from .evidence import (
     known,
 )
 
-RESULT_SCHEMA = 8  # 2: Phase.test_command (the command in parts); 3: typed crash/hang/parallel,
+RESULT_SCHEMA = 9  # 2: Phase.test_command (the command in parts); 3: typed crash/hang/parallel,
 # coverage and wheel (harness.evidence); 4: finding kind budget-spent, Hang.spent;
 # 5: finding kind slow-in-threads, TestCase.seconds; 6: Phase.probe (probe.json, typed: the
 # verdict reads it from the phases); 7: verdict and finding kind skipped, test_setup.recipe
-# (harness.registry); 8: sdist_sha256, reused_from (harness.reuse); older ones read back
-READABLE_SCHEMAS = (2, 3, 4, 5, 6, 7, 8)
+# (harness.registry); 8: sdist_sha256, reused_from (harness.reuse); 9: Wheel.fallback (harness.artifact)
+READABLE_SCHEMAS = (2, 3, 4, 5, 6, 7, 8, 9)
 
 # Verdicts, most severe first.  These strings are the contract of report.json.
 VERDICTS = (

@@ -63,7 +63,8 @@ class Job:
 # What the test phases run (not how their output is decided: a result from another version of
 # the verdict rules is decided again from its phases, harness.reuse).  Bump it when a change to
 # the job's steps would make an earlier run's phases differ; results keyed before are run again.
-PHASES_VERSION = 1
+PHASES_VERSION = 2  # 2: per-version trees and tests inside the package (harness.testdirs); a compiled
+# project's pure fallback wheel built from its sdist (harness.artifact, #35)
 
 
 def _safe(text: str) -> str:

@@ -22,6 +22,7 @@ from __future__ import annotations
 import shlex
 from collections.abc import Sequence
 
+from .artifact import rebuilt
 from .model import Finding, InterpreterInfo, Phase
 from .tsan import MARKER_PLUGIN
 
@@ -77,7 +78,8 @@ def recipe(finding: Finding, phases: Sequence[Phase], *, package: str, version: 
              f"or setup-python `{major_minor}t`)",
              f"{exe} -m venv ft && . ft/bin/activate"]
     if spec:
-        lines += [f"python -m pip install {shlex.join([spec, *pins, *test_requires])}",
+        built = ["--no-binary", package] if rebuilt(phases) else []
+        lines += [f"python -m pip install {shlex.join([*built, spec, *pins, *test_requires])}",
                   # the package's sdist only: `:all:` would build setuptools & co. from source too
                   f"python -m pip download --no-deps --no-binary {shlex.quote(package)} -d sdist "
                   f"{shlex.join([spec])}",

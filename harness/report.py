@@ -33,7 +33,8 @@ from .model import Finding, severity
 # 6: verdict and finding kind ``skipped`` (a recipe registry's skip_versions); ``test_setup``
 #    ``recipe`` and ``*_from`` ``recipe`` (harness.registry)
 # 7: a job's ``sdist_sha256`` and ``reused_from`` (run --reuse: not run again, harness.reuse)
-REPORT_SCHEMA = 7
+# 8: ``packages[].wheel.fallback``: a compiled project's pure wheel pip chose (harness.artifact)
+REPORT_SCHEMA = 8
 
 
 def _obj(v: Any) -> dict[str, Any]:

@@ -207,7 +207,8 @@ def installed_from(report: dict[str, Any], name: str) -> str:
 
 
 def wheel_info(name: str, *, local: bool, version: str, install_report: Path | bytes | None,
-               interp: InterpreterInfo, probe: Probe | None = None, installed_ok: bool = True) -> Wheel:
+               interp: InterpreterInfo, probe: Probe | None = None, installed_ok: bool = True,
+               fallback: str = "") -> Wheel:
     """The wheel column: what the index offers for this release and what pip installed
     (``installed_ok``: the install phase succeeded; pip may write its report and then fail).
     ``install_report``: pip's --report, as bytes the job read through ``harness.wsfs``, or a path."""
@@ -238,4 +239,4 @@ def wheel_info(name: str, *, local: bool, version: str, install_report: Path | b
     warning = ""
     if probe is not None and probe.modules and how == "wheel (free-threaded)":
         warning = "the free-threaded wheel re-enables the GIL: " + ", ".join(probe.modules)
-    return Wheel(installed=how, installed_file=installed, available=available, warning=warning)
+    return Wheel(installed=how, installed_file=installed, available=available, warning=warning, fallback=fallback)

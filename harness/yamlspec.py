@@ -107,6 +107,14 @@ def string(ctx: Ctx, node: yaml.Node, where: str, *, empty_ok: bool = False) -> 
     return text
 
 
+def choice(ctx: Ctx, node: yaml.Node, where: str, options: tuple[str, ...]) -> str:
+    """One of ``options``: ``runner: tox``, ``fallback_wheel: keep``."""
+    text = string(ctx, node, where)
+    if text not in options:
+        raise ctx.fail(node, f"{where} must be one of {', '.join(options)}, got {text!r}{suggest(text, list(options))}")
+    return text
+
+
 def pos_int(ctx: Ctx, node: yaml.Node, where: str) -> int:
     value = scalar(ctx, node, where)
     if isinstance(value, bool) or not isinstance(value, int) or value <= 0:

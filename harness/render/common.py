@@ -159,6 +159,9 @@ def wheel_summary(wheel: Wheel | None) -> str:
     if wheel.installed and wheel.installed != "local source":
         bits.append(f"installed {wheel.installed}" if wheel.installed.startswith("wheel")
                     else wheel.installed)
+    if wheel.fallback:  # a compiled project's pure wheel (harness.artifact)
+        bits.append(f"pure fallback {wheel.fallback} kept: its compiled modules untested"
+                    if wheel.installed_file == wheel.fallback else f"not its pure fallback {wheel.fallback}")
     if wheel.warning:
         bits.append("⚠ the wheel re-enables the GIL")
     return ", ".join(bits) or kv_line(wheel.to_dict())

@@ -49,6 +49,7 @@ from ..parse import setup as parse_setup
 from ..parse.gil import warning_lines
 from ..parse.hang import timed_out_inside_pytest
 from ..parse.install import classify_install
+from . import fallback
 from .commands import probe_command, reproduce
 from .confirm import apply as apply_confirmation
 from .confirm import rate as confirmed_rate
@@ -320,8 +321,14 @@ def _failure_findings(
     out: list[Finding] = []
     baseline: set[str] = set()
     setup_tests: dict[str, Phase] = {}
+    fb = fallback.problem(phases)  # a compiled project's pure fallback wheel was installed
+    fb_tests: dict[str, Phase] = {}
+    fb_mods: list[str] = []
     for tid, row in table.items():
         plain_bad = [p for p in plain if row.get(p.name) in BAD]
+        if plain_bad and fb and all(fallback.own_missing(p.tests[tid].message, own) for p in plain_bad):
+            fb_tests[tid], fb_mods = plain_bad[0], [*fb_mods, fallback.own_missing(plain_bad[0].tests[tid].message, own)]
+            continue
         if plain_bad and all(parse_setup.is_setup_message(p.tests[tid].message, own) for p in plain_bad):
             setup_tests.setdefault(tid, plain_bad[0])  # its fixture or import is missing
             continue
@@ -357,8 +364,10 @@ def _failure_findings(
         runs = [p for p in threads if p.gil in modes and p.name in row]
         out.append(_junit_finding(kind, tid, modes, hits[0], len(hits), len(runs),
                                   f"{tid} {why} ({len(hits)}/{len(runs)})"))
+    ran = any(tc.outcome == "passed" for p in plain for tc in p.tests.values())
+    if fb and fb_tests:  # its compiled modules were never installed: a setup fact (verdict.fallback)
+        out.append(fallback.finding(fb, fb_tests, fb_mods, phases, ran=ran))
     if setup_tests:
-        ran = any(tc.outcome == "passed" for p in plain for tc in p.tests.values())
         first = next(iter(setup_tests.values()))
         kind = "setup-error" if ran else "infra-error"  # shown; the verdict only if nothing ran
         out.append(_setup_finding(kind, first, sorted(setup_tests),

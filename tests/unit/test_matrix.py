@@ -125,3 +125,16 @@ def test_url_source_needs_hex_sha(tmp_path: Path) -> None:
     good = text.replace('"abc"', '"' + "a" * 64 + '"')
     src = matrix.loads(good).interpreters[0].source
     assert src.kind == "url" and src.sha256 == "a" * 64
+
+
+def test_fallback_wheel_setting() -> None:
+    head = 'interpreters: [{name: ft, version: "3.13.5", source: "debian:trixie"}]\n'
+    assert matrix.loads(head + "packages: [{name: a}]\n").settings.fallback_wheel == "build"
+    kept = matrix.loads(head + "settings: {fallback_wheel: keep}\npackages: [{name: a}]\n")
+    assert kept.settings.fallback_wheel == "keep"
+    with pytest.raises(ConfigError) as e:
+        matrix.loads(head + "settings:\n  fallback_wheel: kept\npackages: [{name: a}]\n", file="m.yaml")
+    assert str(e.value) == ("m.yaml:3: settings.fallback_wheel must be one of build, keep, got 'kept' "
+                            "(did you mean 'keep'?)")
+    with pytest.raises(ConfigError, match=r"^m.yaml:3: packages\[0\].runner must be one of pytest, tox, got 'tx'"):
+        matrix.loads(head + "packages:\n  - {name: a, runner: tx, tox_env: py}\n", file="m.yaml")

@@ -1,0 +1,111 @@
+"""A compiled project's pure fallback wheel (#35): found from pip's report and the sdist.
+
+The reports are pip's own ``--report`` of propcache 0.5.4's job on 3.13t (captured, trimmed to
+the fields read: each item's name, version and download URL; tests/data/artifact): pip chose
+``propcache-0.5.4-py3-none-any.whl`` (no cp313t wheel on the index), then the install-sdist
+phase built it from the sdist. The sdist's file list is the real one (``tar tzf``).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from harness import artifact, wheels
+from harness.evidence import Wheel
+from harness.model import InterpreterInfo, Phase
+from harness.render.common import wheel_summary
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "artifact"
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "packages"
+
+
+def _report(name: str) -> bytes:
+    return (DATA / f"propcache-0.5.4-{name}.json").read_bytes()
+
+
+def _sdist(root: Path, listing: str) -> Path:
+    for line in (DATA / listing).read_text().splitlines():
+        (root / line).parent.mkdir(parents=True, exist_ok=True)
+        (root / line).write_text("")
+    return root
+
+
+def test_propcache_fallback_wheel_from_pips_report():
+    assert artifact.fallback_wheel(_report("install-report"), "propcache") == "propcache-0.5.4-py3-none-any.whl"
+    assert artifact.fallback_wheel(_report("install-report"), "PropCache") == "propcache-0.5.4-py3-none-any.whl"
+    # pytest's wheel is pure too, but it is not the package under test
+    assert artifact.fallback_wheel(_report("install-report"), "attrs") == ""
+    # the rebuild's report: the sdist, nothing to fall back from
+    assert artifact.fallback_wheel(_report("install-sdist-report"), "propcache") == ""
+
+
+@pytest.mark.parametrize("raw", [None, b"", b"not json", b"[]", b'{"install": 3}', b'{"install": [{"metadata": 1}]}'])
+def test_a_report_of_any_shape_is_no_fallback(raw):
+    assert artifact.fallback_wheel(raw, "propcache") == ""
+
+
+@pytest.mark.parametrize(("name", "pure"), [
+    ("propcache-0.5.4-py3-none-any.whl", True),
+    ("six-1.17.0-py2.py3-none-any.whl", True),
+    ("propcache-0.5.4-cp313-cp313t-manylinux_2_17_x86_64.whl", False),
+    ("cryptography-46.0.0-cp311-abi3-manylinux_2_28_x86_64.whl", False),
+    ("propcache-0.5.4.tar.gz", False), ("", False)])
+def test_is_pure_wheel(name, pure):
+    assert artifact.is_pure_wheel(name) is pure
+
+
+def test_propcache_sdist_is_compiled(tmp_path):
+    assert artifact.compiled_evidence(_sdist(tmp_path, "propcache-0.5.4-sdist-files.txt")) == "src/propcache/_helpers_c.pyx"
+
+
+def test_compiled_evidence_on_fixtures_and_small_trees(tmp_path):
+    assert artifact.compiled_evidence(FIXTURES / "ft_clean") == "pyproject.toml (declares extension modules)"
+    assert artifact.compiled_evidence(FIXTURES / "ft_baseline") == ""
+    (tmp_path / "a" / "tests").mkdir(parents=True)
+    (tmp_path / "a" / "tests" / "helper.c").write_text("")  # a test's C file: not the package's
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "example.pyx").write_text("")
+    assert artifact.compiled_evidence(tmp_path / "a") == ""
+    assert artifact.compiled_evidence(tmp_path) == ""
+    (tmp_path / "Cargo.toml").write_text("")
+    assert artifact.compiled_evidence(tmp_path) == "Cargo.toml"
+
+
+def test_problem_and_rebuild_command():
+    p = artifact.problem("propcache-0.5.4-py3-none-any.whl", "src/propcache/_helpers_c.pyx", "build")
+    assert (p.kind, p.name, p.where) == ("pure-fallback", "propcache-0.5.4-py3-none-any.whl",
+                                         "src/propcache/_helpers_c.pyx")
+    assert p.excerpt == ("pip installed propcache-0.5.4-py3-none-any.whl, the pure-Python fallback wheel of a "
+                         "compiled project (src/propcache/_helpers_c.pyx): its compiled modules are not in it")
+    assert "install-sdist" in p.fix
+    assert artifact.problem("w.whl", "x.pyx", "keep").fix.startswith("fallback_wheel: build")
+    install = Phase(name="install", kind="install", exit_code=0, setup=(p,))
+    assert artifact.fallback_of([install]) == p and not artifact.rebuilt([install])
+    rebuild = Phase(name="install-sdist", kind="install", exit_code=0)
+    assert artifact.rebuilt([install, rebuild])
+    assert artifact.rebuild_sh("/w/venv/bin/python", "PropCache", "/w/sdist/propcache-0.5.4.tar.gz", "/w/r.json") == (
+        "/w/venv/bin/python -m pip install --force-reinstall --no-deps --no-binary propcache --report /w/r.json "
+        "/w/sdist/propcache-0.5.4.tar.gz")
+    # a setup problem of an install phase reads back from the result as it was written
+    assert Phase.from_dict(json.loads(json.dumps(install.to_dict()))).setup == (p,)
+
+
+def test_the_wheel_column_says_what_was_tested(monkeypatch):
+    monkeypatch.setattr(wheels, "index_files", lambda name, version: ["propcache-0.5.4-py3-none-any.whl",
+                                                                       "propcache-0.5.4.tar.gz"])
+    interp = InterpreterInfo(name="cpython3.13t", version="3.13.5", key="k")
+    fb = "propcache-0.5.4-py3-none-any.whl"
+    built = wheels.wheel_info("propcache", local=False, version="0.5.4", interp=interp, fallback=fb,
+                              install_report=_report("install-sdist-report"))
+    assert (built.installed, built.installed_file, built.fallback) == ("built from sdist", "propcache-0.5.4.tar.gz", fb)
+    assert wheel_summary(built) == ("pure-Python wheel, built from sdist, "
+                                    "not its pure fallback propcache-0.5.4-py3-none-any.whl")
+    kept = wheels.wheel_info("propcache", local=False, version="0.5.4", interp=interp, fallback=fb,
+                             install_report=_report("install-report"))
+    assert (kept.installed, kept.installed_file) == ("wheel (pure)", fb)
+    assert "kept: its compiled modules untested" in wheel_summary(kept)
+    assert Wheel.from_dict(built.to_dict()) == built
+    assert "fallback" not in Wheel(installed="wheel (pure)").to_dict()  # omitted when none

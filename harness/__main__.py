@@ -44,6 +44,9 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: {message} (see {self.prog} --help)\n")
 
 
+AddCommand = Callable[..., argparse.ArgumentParser]  # command(name, func, summary, detail="")
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="ft-harness", description=DESCRIPTION, epilog=EPILOG,
                                 formatter_class=_Formatter)
@@ -62,24 +65,49 @@ def build_parser() -> argparse.ArgumentParser:
         sp.set_defaults(func=func)
         return sp
 
-    def matrix_arg(sp: argparse.ArgumentParser) -> None:
-        sp.add_argument("--matrix", default="matrix.yaml", metavar="FILE",
-                        help="the matrix file (default: matrix.yaml)")
+    _add_run(command)
+    b = command("build", commands.cmd_build,
+                "build (or reuse) the matrix's free-threaded interpreters")
+    _matrix_arg(b)
+    _cache_arg(b)
+    _only(b, "interpreter")
+    _add_report(command)
+    d = command("diff", commands.cmd_diff,
+                "compare two report.json files; exit 1 on a regression")
+    d.add_argument("old", metavar="OLD", help="the earlier report.json")
+    d.add_argument("new", metavar="NEW", help="the later report.json")
+    _add_plan(command)
+    im = command("image", commands.cmd_image,
+                 "build (or reuse) the docker base and interpreter images")
+    _matrix_arg(im)
+    _cache_arg(im)
+    command("clean", commands.cmd_clean, "remove containers and volumes left by earlier runs")
+    reproduce.add_parser(command)
+    return p
 
-    def cache_arg(sp: argparse.ArgumentParser) -> None:
-        sp.add_argument("--cache", metavar="DIR",
-                        help="cache of interpreters, sources and pip "
-                             "(default: $FT_HARNESS_CACHE or ~/.cache/ft-harness)")
 
-    def only(sp: argparse.ArgumentParser, what: str) -> None:
-        sp.add_argument(f"--{what}", action="append", metavar="NAME",
-                        help=f"only this {what} of the matrix (repeatable)")
+def _matrix_arg(sp: argparse.ArgumentParser) -> None:
+    sp.add_argument("--matrix", default="matrix.yaml", metavar="FILE",
+                    help="the matrix file (default: matrix.yaml)")
 
+
+def _cache_arg(sp: argparse.ArgumentParser) -> None:
+    sp.add_argument("--cache", metavar="DIR",
+                    help="cache of interpreters, sources and pip "
+                         "(default: $FT_HARNESS_CACHE or ~/.cache/ft-harness)")
+
+
+def _only(sp: argparse.ArgumentParser, what: str) -> None:
+    sp.add_argument(f"--{what}", action="append", metavar="NAME",
+                    help=f"only this {what} of the matrix (repeatable)")
+
+
+def _add_run(command: AddCommand) -> None:
     r = command("run", commands.cmd_run,
                 "build/reuse interpreters, run every job, write results and the report",
                 "\nA rerun with the same --out skips the jobs that already have a result.")
-    matrix_arg(r)
-    cache_arg(r)
+    _matrix_arg(r)
+    _cache_arg(r)
     r.add_argument("--out", default="out", metavar="DIR",
                    help="output dir (default: out); a rerun resumes")
     r.add_argument("--backend", choices=("auto", *BACKENDS), default="auto",
@@ -93,16 +121,12 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--reuse", action="append", metavar="DIR",
                    help="an earlier run's output dir: a job whose key and sdist are the same "
                         "there is not run again, its result is reused and says so (repeatable)")
-    only(r, "package")
-    only(r, "interpreter")
+    _only(r, "package")
+    _only(r, "interpreter")
     r.add_argument("--fail-on", metavar="VERDICTS", type=_verdicts, help=FAIL_ON)
 
-    b = command("build", commands.cmd_build,
-                "build (or reuse) the matrix's free-threaded interpreters")
-    matrix_arg(b)
-    cache_arg(b)
-    only(b, "interpreter")
 
+def _add_report(command: AddCommand) -> None:
     rp = command("report", commands.cmd_report,
                  "merge result dirs into report.json, report.md, junit.xml, site/")
     rp.add_argument("dirs", nargs="+", metavar="DIR", help="output dirs of runs (or of shards)")
@@ -120,13 +144,10 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("--site-url", metavar="URL",
                     help="where the site is published: linked at the top of the step summary")
 
-    d = command("diff", commands.cmd_diff,
-                "compare two report.json files; exit 1 on a regression")
-    d.add_argument("old", metavar="OLD", help="the earlier report.json")
-    d.add_argument("new", metavar="NEW", help="the later report.json")
 
+def _add_plan(command: AddCommand) -> None:
     pl = command("plan", commands.cmd_plan, "print the jobs, optionally split into shards")
-    matrix_arg(pl)
+    _matrix_arg(pl)
     pl.add_argument("--format", choices=("json", "github", "table"), default="json",
                     help="json (default); github: a matrix for a workflow's strategy; table: for a person")
     pl.add_argument("--shard-limit", type=float, default=360, metavar="MINUTES",
@@ -138,15 +159,6 @@ def build_parser() -> argparse.ArgumentParser:
     pl.add_argument("--resolved", metavar="FILE", help=RESOLVED)
     pl.add_argument("--jobs", "-j", type=_pos_int, default=1, metavar="N",
                     help="with --format table: the wall time at `run --jobs N` (default: 1)")
-
-    im = command("image", commands.cmd_image,
-                 "build (or reuse) the docker base and interpreter images")
-    matrix_arg(im)
-    cache_arg(im)
-
-    command("clean", commands.cmd_clean, "remove containers and volumes left by earlier runs")
-    reproduce.add_parser(command)
-    return p
 
 
 def _verdicts(text: str) -> str:

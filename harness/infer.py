@@ -161,79 +161,17 @@ def _requires(src: Path, dist: str, env: Mapping[str, str],
     pyproject = read_toml(src / "pyproject.toml", notes)
     setup_cfg = read_ini(src / "setup.cfg", notes)
     tox = read_ini(src / "tox.ini", notes)
-    groups: dict[str, Any] = {}
-    for k, v in table(pyproject, "dependency-groups", notes).items():
-        if isinstance(v, list):  # its items are checked where they are read (_group_lines)
-            groups[canonicalize_name(k)] = v
-        else:
-            notes.append(f"pyproject.toml [dependency-groups] {k}: not a list "
-                         f"({type(v).__name__}), ignored")
-    extras: dict[str, list[str]] = {}
-    if setup_cfg is not None and setup_cfg.has_section("options.extras_require"):
-        for k in setup_cfg["options.extras_require"]:
-            v = _cfg_value(setup_cfg, "options.extras_require", k, notes)
-            extras.setdefault(canonicalize_name(k), _cfg_list(v))
+    groups = _groups(pyproject, notes)
+    extras = _cfg_extras(setup_cfg, notes)
     project = table(pyproject, "project", notes)
     pyextras: dict[str, list[str]] = {
         canonicalize_name(k): strings(v, f"[project.optional-dependencies] {k}", notes)
         for k, v in table(project, "optional-dependencies", notes, "project.").items()}
-    all_extras = {**extras, **pyextras}
-    declared: dict[str, tuple[str, str]] = {}
-    runtime = strings(project.get("dependencies", []), "[project] dependencies", notes)
-    if setup_cfg is not None and setup_cfg.has_section("options"):
-        runtime += _cfg_list(setup_cfg["options"].get("install_requires", ""))
-    everywhere = [(RUNTIME, runtime)]
-    everywhere += [(f"[dependency-groups] {g}", _group_lines(groups, g, set(), [])) for g in groups]
-    everywhere += [(f"[project.optional-dependencies] {e}", v) for e, v in pyextras.items()]
-    everywhere += [(f"setup.cfg extras_require {e}", v) for e, v in extras.items()]
-    for label, lines in everywhere:
-        for line in lines:
-            try:
-                declared.setdefault(canonicalize_name(Requirement(line).name), (label, line))
-            except InvalidRequirement:
-                continue
-
-    def group(name: str) -> tuple[str, list[str]] | None:
-        if name not in groups:
-            return None
-        return f"[dependency-groups] {name}", _group_lines(groups, name, set(), notes)
-
-    def extra_of(table: dict[str, list[str]], label: str) -> Lookup:
-        return lambda name: (f"{label} {name}", table[name]) if name in table else None
-
-    def reqfiles(name: str) -> tuple[str, list[str]] | None:
-        if name != TEST_NAMES[0]:  # one lookup, in the first pass
-            return None
-        for pattern in REQ_PATTERNS:
-            found = sorted(src.glob(pattern), key=lambda p: (len(p.name), p.name))
-            for f in found:
-                if f.is_file():
-                    ft = f.with_name(f"{f.stem}-ft{f.suffix}")  # aiohttp's test-ft.txt
-                    if ft.is_file() and not ft.is_symlink():
-                        f = ft
-                        notes.append(f"{f.relative_to(src)}: the free-threaded variant of "
-                                     f"{f.relative_to(src).parent / (f.stem[:-3] + f.suffix)}")
-                    return f"{f.relative_to(src)}", _req_file(src, f, set(), notes)
-        return None
-
-    def toxdeps(name: str) -> tuple[str, list[str]] | None:
-        if name != TEST_NAMES[0] or tox is None or not tox.has_section("testenv"):
-            return None
-        deps = _tox_value(tox, "testenv", "deps", notes)
-        lines = []
-        for line in _lines(deps):
-            if line.startswith("-r"):
-                path = line[2:].strip().replace("{toxinidir}/", "").replace("{/}", "/")  # {/}: os.sep
-                lines += _req_file(src, src / path, set(), notes)
-            else:
-                lines.append(line)
-        for ex in re.split(r"[\s,]+", tox["testenv"].get("extras", "")):
-            if ex:
-                lines.append(f"{dist}[{ex}]")
-        return "tox.ini [testenv] deps", lines
-
-    lookups: list[Lookup] = [group, extra_of(pyextras, "[project.optional-dependencies]"),
-                             extra_of(extras, "setup.cfg extras_require"), reqfiles, toxdeps]
+    declared = _declared(project, setup_cfg, groups, pyextras, extras, notes)
+    lookups: list[Lookup] = [
+        _group_of(groups, notes), _extra_of(pyextras, "[project.optional-dependencies]"),
+        _extra_of(extras, "setup.cfg extras_require"),
+        lambda name: _reqfiles(src, name, notes), lambda name: _toxdeps(src, dist, tox, name, notes)]
     for names in (TEST_NAMES, DEV_NAMES):
         for look in lookups:
             for name in names:
@@ -241,9 +179,102 @@ def _requires(src: Path, dist: str, env: Mapping[str, str],
                 if hit is not None:
                     label, lines = hit
                     notes.append(f"test deps from {label}")
-                    return _filter(lines, dist, all_extras, env, notes), declared
+                    return _filter(lines, dist, {**extras, **pyextras}, env, notes), declared
     notes.append("test deps: none declared")
     return (), declared
+
+
+def _groups(pyproject: Mapping[str, Any], notes: list[str]) -> dict[str, Any]:
+    """pyproject.toml's [dependency-groups]: canonical name -> its list (what is not a list is
+    named in ``notes`` and left out)."""
+    groups: dict[str, Any] = {}
+    for k, v in table(pyproject, "dependency-groups", notes).items():
+        if isinstance(v, list):  # its items are checked where they are read (_group_lines)
+            groups[canonicalize_name(k)] = v
+        else:
+            notes.append(f"pyproject.toml [dependency-groups] {k}: not a list "
+                         f"({type(v).__name__}), ignored")
+    return groups
+
+
+def _cfg_extras(setup_cfg: configparser.ConfigParser | None, notes: list[str]) -> dict[str, list[str]]:
+    """setup.cfg's [options.extras_require]: canonical name -> its requirement lines."""
+    extras: dict[str, list[str]] = {}
+    if setup_cfg is not None and setup_cfg.has_section("options.extras_require"):
+        for k in setup_cfg["options.extras_require"]:
+            v = _cfg_value(setup_cfg, "options.extras_require", k, notes)
+            extras.setdefault(canonicalize_name(k), _cfg_list(v))
+    return extras
+
+
+def _declared(project: Mapping[str, Any], setup_cfg: configparser.ConfigParser | None,
+              groups: dict[str, Any], pyextras: dict[str, list[str]], extras: dict[str, list[str]],
+              notes: list[str]) -> dict[str, tuple[str, str]]:
+    """Every requirement the runtime deps, a group or an extra declares: canonical name ->
+    (where, the line), the first one seen."""
+    runtime = strings(project.get("dependencies", []), "[project] dependencies", notes)
+    if setup_cfg is not None and setup_cfg.has_section("options"):
+        runtime += _cfg_list(setup_cfg["options"].get("install_requires", ""))
+    everywhere = [(RUNTIME, runtime)]
+    everywhere += [(f"[dependency-groups] {g}", _group_lines(groups, g, set(), [])) for g in groups]
+    everywhere += [(f"[project.optional-dependencies] {e}", v) for e, v in pyextras.items()]
+    everywhere += [(f"setup.cfg extras_require {e}", v) for e, v in extras.items()]
+    declared: dict[str, tuple[str, str]] = {}
+    for label, lines in everywhere:
+        for line in lines:
+            try:
+                declared.setdefault(canonicalize_name(Requirement(line).name), (label, line))
+            except InvalidRequirement:
+                continue
+    return declared
+
+
+def _group_of(groups: dict[str, Any], notes: list[str]) -> Lookup:
+    def group(name: str) -> tuple[str, list[str]] | None:
+        if name not in groups:
+            return None
+        return f"[dependency-groups] {name}", _group_lines(groups, name, set(), notes)
+    return group
+
+
+def _extra_of(found: dict[str, list[str]], label: str) -> Lookup:
+    return lambda name: (f"{label} {name}", found[name]) if name in found else None
+
+
+def _reqfiles(src: Path, name: str, notes: list[str]) -> tuple[str, list[str]] | None:
+    """The first requirements file of REQ_PATTERNS (its ``-ft`` variant when there is one)."""
+    if name != TEST_NAMES[0]:  # one lookup, in the first pass
+        return None
+    for pattern in REQ_PATTERNS:
+        found = sorted(src.glob(pattern), key=lambda p: (len(p.name), p.name))
+        for f in found:
+            if f.is_file():
+                ft = f.with_name(f"{f.stem}-ft{f.suffix}")  # aiohttp's test-ft.txt
+                if ft.is_file() and not ft.is_symlink():
+                    f = ft
+                    notes.append(f"{f.relative_to(src)}: the free-threaded variant of "
+                                 f"{f.relative_to(src).parent / (f.stem[:-3] + f.suffix)}")
+                return f"{f.relative_to(src)}", _req_file(src, f, set(), notes)
+    return None
+
+
+def _toxdeps(src: Path, dist: str, tox: configparser.ConfigParser | None, name: str,
+             notes: list[str]) -> tuple[str, list[str]] | None:
+    """tox.ini's [testenv] deps (``-r`` files read) and extras."""
+    if name != TEST_NAMES[0] or tox is None or not tox.has_section("testenv"):
+        return None
+    deps = _tox_value(tox, "testenv", "deps", notes)
+    lines = []
+    for line in _lines(deps):
+        if line.startswith("-r"):
+            path = line[2:].strip().replace("{toxinidir}/", "").replace("{/}", "/")  # {/}: os.sep
+            lines += _req_file(src, src / path, set(), notes)
+        else:
+            lines.append(line)
+    for ex in re.split(r"[\s,]+", tox["testenv"].get("extras", "")):
+        if ex:
+            lines.append(f"{dist}[{ex}]")
+    return "tox.ini [testenv] deps", lines
 
 
 RUNTIME = "[project] dependencies"  # installed with the package: never a test dep to add

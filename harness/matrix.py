@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
@@ -334,34 +335,7 @@ def _package(ctx: y.Ctx, node: yaml.Node, where: str, base: Path) -> Package:
         kw["path"] = y.existing(ctx, m["path"], f"{where}.path", base, y.string(ctx, m["path"], where))
         if not Path(kw["path"]).is_dir():
             raise ctx.fail(m["path"], f"{where}.path must be a directory (a source tree)")
-    if "tests" in m:
-        kw["tests"] = y.string(ctx, m["tests"], f"{where}.tests")
-    if "test_requires" in m:
-        reqs = y.strings(ctx, m["test_requires"], f"{where}.test_requires")
-        from packaging.requirements import InvalidRequirement, Requirement
-
-        for i, r in enumerate(reqs):
-            try:
-                Requirement(r)
-            except InvalidRequirement as e:
-                first = str(e).splitlines()[0]
-                raise ctx.fail(
-                    m["test_requires"].value[i], f"{where}.test_requires[{i}] is not a requirement: {first}"
-                ) from None
-        kw["test_requires"] = reqs
-    if "pytest_args" in m:
-        kw["pytest_args"] = y.strings(ctx, m["pytest_args"], f"{where}.pytest_args")
-    if "env" in m:
-        em = y.mapping_any(ctx, m["env"], f"{where}.env")
-        env = []
-        for k, vn in em.items():
-            if k in ("PYTHON_GIL", "PYTHONGIL"):
-                raise ctx.fail(vn, f"{where}.env.{k} is set by the harness per mode; use settings.gil_modes")
-            if not y.ENV_KEY_RE.match(k):
-                raise ctx.fail(vn, f"{where}.env key {k[:60]!r} is not an environment variable name "
-                                   "([A-Za-z_][A-Za-z0-9_]*)")
-            env.append((k, y.string(ctx, vn, f"{where}.env.{k}", empty_ok=True)))
-        kw["env"] = tuple(env)
+    _test_run(ctx, m, where, kw)
     if "runner" in m:
         kw["runner"] = y.choice(ctx, m["runner"], f"{where}.runner", RUNNERS)
     if "tox_env" in m:
@@ -391,6 +365,36 @@ def _package(ctx: y.Ctx, node: yaml.Node, where: str, base: Path) -> Package:
             y.string(ctx, m["tsan_suppressions"], where),
         )
     return Package(**kw)
+
+
+def _test_run(ctx: y.Ctx, m: dict[str, yaml.Node], where: str, kw: dict[str, Any]) -> None:
+    """Into ``kw``: a package's keys that say how its tests run (tests, test_requires,
+    pytest_args, env)."""
+    if "tests" in m:
+        kw["tests"] = y.string(ctx, m["tests"], f"{where}.tests")
+    if "test_requires" in m:
+        reqs = y.strings(ctx, m["test_requires"], f"{where}.test_requires")
+        for i, r in enumerate(reqs):
+            try:
+                Requirement(r)
+            except InvalidRequirement as e:
+                first = str(e).splitlines()[0]
+                raise ctx.fail(m["test_requires"].value[i],
+                               f"{where}.test_requires[{i}] is not a requirement: {first}") from None
+        kw["test_requires"] = reqs
+    if "pytest_args" in m:
+        kw["pytest_args"] = y.strings(ctx, m["pytest_args"], f"{where}.pytest_args")
+    if "env" in m:
+        em = y.mapping_any(ctx, m["env"], f"{where}.env")
+        env = []
+        for k, vn in em.items():
+            if k in ("PYTHON_GIL", "PYTHONGIL"):
+                raise ctx.fail(vn, f"{where}.env.{k} is set by the harness per mode; use settings.gil_modes")
+            if not y.ENV_KEY_RE.match(k):
+                raise ctx.fail(vn, f"{where}.env key {k[:60]!r} is not an environment variable name "
+                                   "([A-Za-z_][A-Za-z0-9_]*)")
+            env.append((k, y.string(ctx, vn, f"{where}.env.{k}", empty_ok=True)))
+        kw["env"] = tuple(env)
 
 
 SELECTOR_KEYS = ["top", "from", "extensions_only", "exclude"]

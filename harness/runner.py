@@ -129,6 +129,91 @@ def _split(jobs: Sequence[Job], out: Path, prepared: dict[str, Prepared], force:
     return todo
 
 
+def _reuse(todo: list[tuple[Job, str]], reuse_from: Sequence[Path], sdist_sha256: reuse.Sha256,
+           out: Path, summary: RunSummary) -> list[tuple[Job, str]]:
+    """The jobs still to run once earlier runs' results (``--reuse``) stand for the others; those
+    are written to ``out`` and go to ``summary`` as reused."""
+    if not reuse_from or not todo:
+        return todo
+    todo, kept = reuse.pick(todo, reuse.earlier_results(reuse_from), sdist_sha256)
+    for res in kept:
+        try:
+            write_json_atomic(result_path(out, res.job_id), res.to_dict())
+        except OSError as e:
+            raise InfraError(f"cannot write {result_path(out, res.job_id)}: {e.strerror or e}") from None
+        summary.reused.append(res.job_id)
+        summary.results.append(res)
+    return todo
+
+
+@dataclass(kw_only=True)
+class _Workers:
+    """What the worker threads of one run share: each runs one job and writes its result; a
+    broken backend or an unwritable result sets ``cancelled`` and is kept in ``fatal``."""
+
+    out: Path
+    backend: Backend
+    prepared: dict[str, Prepared]
+    steps: JobRunner
+    reporter: Reporter
+    cancelled: threading.Event = field(default_factory=threading.Event)
+    fatal: list[InfraError] = field(default_factory=list)
+
+    def one(self, job: Job, key: str) -> JobResult | None:
+        """Run one job and write its result; None: cancelled (nothing written)."""
+        if self.cancelled.is_set():
+            return None
+        t0 = time.monotonic()
+        res = self._result(job, key, self.prepared[job.interpreter.name])
+        if res is None or self.cancelled.is_set():
+            return None  # interrupted mid-job: leave no partial result
+        res = self._write(job, key, res)
+        if res is not None:
+            self.reporter.done(res, time.monotonic() - t0)
+        return res
+
+    def _result(self, job: Job, key: str, p: Prepared) -> JobResult | None:
+        """The job's result, an ``infra-error`` one when it could not run; None: cancelled."""
+        name = self.backend.name
+        try:
+            return self.steps(job, interp=p.info, python=p.python, backend=self.backend, out=self.out,
+                              key=key, progress=self.reporter.step, tarball=p.source_tarball)
+        except (InfraError, OSError) as e:
+            if isinstance(e, InfraError) and not self.backend.healthy():
+                self.fatal.append(e)
+                self.cancelled.set()
+                return None
+            why = (str(e) if isinstance(e, InfraError)
+                   else f"{e.strerror or e} ({e.filename or 'harness I/O'})")
+            return infra_result(job, key, p, name, why)
+        except LimitExceeded as e:  # the package's files past a bound of the host's (harness.limits)
+            res = infra_result(job, key, p, name,
+                               f"setup: {job.package.name}: {e} (FT_HARNESS_LIMIT_{e.limit.upper()} "
+                               "raises it)")
+            return replace(res, findings=(replace(res.findings[0], evidence="setup"),))
+        except Exception as e:  # noqa: BLE001 - a bug of ours: this job's result, and the run goes on
+            if self.cancelled.is_set():
+                return None
+            return bug_result(job, key, p, name, e, self.out)
+
+    def _write(self, job: Job, key: str, res: JobResult) -> JobResult | None:
+        """Write ``res`` (a bug result instead when it cannot be serialized); None: not written,
+        which stops the run."""
+        where = result_path(self.out, job.job_id)
+        try:
+            try:
+                write_json_atomic(where, res.to_dict())
+            except (TypeError, ValueError, RecursionError) as e:  # not serializable: a bug of ours
+                p = self.prepared[job.interpreter.name]
+                res = bug_result(job, key, p, self.backend.name, e, self.out)
+                write_json_atomic(where, res.to_dict())
+        except OSError as e:
+            self.fatal.append(InfraError(f"cannot write {where}: {e.strerror or e}"))
+            self.cancelled.set()
+            return None
+        return res
+
+
 def run_plan(jobs: Sequence[Job], *, out: Path, backend: Backend, prepared: dict[str, Prepared],
              workers: int = 1, force: bool = False, reporter: Reporter | None = None,
              run_one: JobRunner | None = None, reuse_from: Sequence[Path] = (),
@@ -139,65 +224,23 @@ def run_plan(jobs: Sequence[Job], *, out: Path, backend: Backend, prepared: dict
     ``run_one`` runs one job's steps (default: ``job.run_job``); ``reuse_from``: earlier runs'
     output dirs whose results stand for a job with the same key and sdist (harness.reuse)."""
     reporter = reporter or NullReporter()
-    steps: JobRunner = run_one or run_job
     out = out.resolve()
     summary = RunSummary(started=now_iso())
     (out / "results").mkdir(parents=True, exist_ok=True)
     todo = _split(jobs, out, prepared, force, summary)
-    if reuse_from and todo:
-        todo, kept = reuse.pick(todo, reuse.earlier_results(reuse_from), sdist_sha256)
-        for res in kept:
-            try:
-                write_json_atomic(result_path(out, res.job_id), res.to_dict())
-            except OSError as e:
-                raise InfraError(f"cannot write {result_path(out, res.job_id)}: {e.strerror or e}") from None
-            summary.reused.append(res.job_id)
-            summary.results.append(res)
+    todo = _reuse(todo, reuse_from, sdist_sha256, out, summary)
     reporter.start(len(jobs), len(summary.skipped) + len(summary.reused), todo=[j.job_id for j, _ in todo])
-    cancelled = threading.Event()
-    fatal: list[InfraError] = []
+    run = _Workers(out=out, backend=backend, prepared=prepared, steps=run_one or run_job,
+                   reporter=reporter)
+    _run_pool(run, todo, workers, summary, total=len(jobs))
+    summary.finished = now_iso()
+    return summary
 
-    def one(job: Job, key: str) -> JobResult | None:
-        if cancelled.is_set():
-            return None
-        p = prepared[job.interpreter.name]
-        t0 = time.monotonic()
-        try:
-            res = steps(job, interp=p.info, python=p.python, backend=backend, out=out, key=key,
-                          progress=reporter.step, tarball=p.source_tarball)
-        except (InfraError, OSError) as e:
-            if isinstance(e, InfraError) and not backend.healthy():
-                fatal.append(e)
-                cancelled.set()
-                return None
-            why = (str(e) if isinstance(e, InfraError)
-                   else f"{e.strerror or e} ({e.filename or 'harness I/O'})")
-            res = infra_result(job, key, p, backend.name, why)
-        except LimitExceeded as e:  # the package's files past a bound of the host's (harness.limits)
-            res = infra_result(job, key, p, backend.name,
-                               f"setup: {job.package.name}: {e} (FT_HARNESS_LIMIT_{e.limit.upper()} "
-                               "raises it)")
-            res = replace(res, findings=(replace(res.findings[0], evidence="setup"),))
-        except Exception as e:  # noqa: BLE001 - a bug of ours: this job's result, and the run goes on
-            if cancelled.is_set():
-                return None
-            res = bug_result(job, key, p, backend.name, e, out)
-        if cancelled.is_set():
-            return None  # interrupted mid-job: leave no partial result
-        try:
-            try:
-                write_json_atomic(result_path(out, job.job_id), res.to_dict())
-            except (TypeError, ValueError, RecursionError) as e:  # not serializable: a bug of ours
-                res = bug_result(job, key, p, backend.name, e, out)
-                write_json_atomic(result_path(out, job.job_id), res.to_dict())
-        except OSError as e:
-            where = result_path(out, job.job_id)
-            fatal.append(InfraError(f"cannot write {where}: {e.strerror or e}"))
-            cancelled.set()
-            return None
-        reporter.done(res, time.monotonic() - t0)
-        return res
 
+def _run_pool(run: _Workers, todo: list[tuple[Job, str]], workers: int, summary: RunSummary, *,
+              total: int) -> None:
+    """Run ``todo`` on ``workers`` threads, each result into ``summary`` as it comes; SIGTERM
+    (on the main thread) and SIGINT stop it with Interrupted, a fatal error with itself."""
     main_thread = threading.current_thread() is threading.main_thread()
     old_term = signal.getsignal(signal.SIGTERM)
     if main_thread:
@@ -205,12 +248,12 @@ def run_plan(jobs: Sequence[Job], *, out: Path, backend: Backend, prepared: dict
     pool = ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="job")
 
     def stop() -> None:
-        cancelled.set()
-        backend.cancel()
+        run.cancelled.set()
+        run.backend.cancel()
         pool.shutdown(wait=True, cancel_futures=True)
 
     try:
-        pending: set[Future[JobResult | None]] = {pool.submit(one, job, key) for job, key in todo}
+        pending: set[Future[JobResult | None]] = {pool.submit(run.one, job, key) for job, key in todo}
         while pending:
             finished, pending = wait(pending, timeout=0.5, return_when=FIRST_COMPLETED)
             for f in finished:
@@ -218,13 +261,13 @@ def run_plan(jobs: Sequence[Job], *, out: Path, backend: Backend, prepared: dict
                 if res is not None:
                     summary.ran.append(res.job_id)
                     summary.results.append(res)
-            if fatal:
-                raise fatal[0]
+            if run.fatal:
+                raise run.fatal[0]
     except KeyboardInterrupt:
         stop()
         raise Interrupted(
-            f"interrupted: {len(summary.ran) + len(summary.skipped)} of {len(jobs)} results kept "
-            f"in {out / 'results'}; rerun the same command to finish the rest"
+            f"interrupted: {len(summary.ran) + len(summary.skipped)} of {total} results kept "
+            f"in {run.out / 'results'}; rerun the same command to finish the rest"
         ) from None
     except BaseException:  # the backend broke, a result could not be written, or a bug of ours
         stop()
@@ -233,9 +276,7 @@ def run_plan(jobs: Sequence[Job], *, out: Path, backend: Backend, prepared: dict
         pool.shutdown(wait=True)
         if main_thread:
             signal.signal(signal.SIGTERM, old_term)
-        reporter.finish()
-    summary.finished = now_iso()
-    return summary
+        run.reporter.finish()
 
 
 def _sigterm(signum: int, frame: Any) -> None:

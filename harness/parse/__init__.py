@@ -15,15 +15,16 @@ from collections import Counter
 from pathlib import Path
 
 from .. import limits
+from ..evidence import Crash, Hang
 from ..model import OUTCOMES, Phase, TestCase, read_regular
 from ..wsfs import read_beneath
 from .crash import find_crashes
 from .gil import gil_modules
 from .hang import WATCHDOG_ENDED, WATCHDOG_ENV, find_hang, internal_timeout, watchdog_tests
-from .junit import CRASHED_RE, TIMEOUT_RE, guess_nodeid, junit_key, parse_junit
+from .junit import CRASHED_RE, TIMEOUT_RE, JUnitCase, guess_nodeid, junit_key, parse_junit
 from .parallel import parse_parallel
 from .probe import probe_of, read_probe
-from .pytestlog import FINAL_RE, parse_log
+from .pytestlog import FINAL_RE, PytestLog, parse_log
 from .setup import find_setup_problems
 
 __all__ = ["NOTE", "parse_phase", "gil_modules", "probe_of", "read_text", "tail", "incomplete"]
@@ -95,7 +96,34 @@ def _parse(phase: Phase, out_dir: Path) -> Phase:
     if jtext and not clean:
         log.info("%s: JUnit XML is truncated or malformed; read %d cases", phase.name, len(cases))
         notes.append(f"{NOTE}{phase.junit} is truncated or malformed ({len(cases)} test cases read)")
+    tests = _tests(text, plog, cases, notes)
+    crashes = _crashes(phase, text, plog, tests)
+    hang = _hang(phase, text, plog, tests)
+    parallel = None
+    if phase.kind in ("threads", "collect"):
+        parallel = parse_parallel(text, plog, collect_only=phase.kind == "collect")
+    counts = _counts(tests, plog)
+    tests, cut = cap_tests(tests)  # counts stay whole: only per-test outcomes are dropped
+    if cut:
+        notes.append(cut)
+    return dataclasses.replace(
+        phase,
+        tests=tests,
+        counts={k: counts[k] for k in OUTCOMES if counts.get(k)},
+        crashes=tuple(crashes),
+        hang=hang,
+        gil_modules=tuple(gil_modules(text)),
+        parallel=parallel,
+        setup=find_setup_problems(text) if phase.kind in TEST_KINDS else (),
+        probe=read_probe(phase, out_dir),
+        excerpt="\n".join([tail(text), *notes]).strip(),
+    )
 
+
+def _tests(text: str, plog: PytestLog, cases: list[JUnitCase], notes: list[str]) -> dict[str, TestCase]:
+    """Each test's outcome from the JUnit cases and the log (a case's id as the log spells it),
+    an INTERNALERROR that is a test's timeout as that test's; pytest's own INTERNALERROR goes to
+    ``notes``."""
     known = set(plog.tests) | set(plog.started) | {m.group("id") for m in CRASHED_RE.finditer(text)}
     by_key = {junit_key(t): t for t in known}
     tests: dict[str, TestCase] = {}
@@ -123,22 +151,30 @@ def _parse(phase: Phase, out_dir: Path) -> Phase:
     if internal:
         tid, msg = internal
         tests[tid] = TestCase(outcome="timeout", message=msg, parallel=tests[tid].parallel if tid in tests else None)
+    return tests
 
+
+def _crashes(phase: Phase, text: str, plog: PytestLog, tests: dict[str, TestCase]) -> list[Crash]:
+    """The phase's crashes, each crashed test marked in ``tests``; a worker "crash" that was our
+    watchdog ending a test stuck in a wait (parse.hang) is that test's timeout instead."""
     crashes = find_crashes(text, exit_code=phase.exit_code, sig=phase.signal,
                            unfinished=plog.unfinished)
-    for cr in crashes:  # not `c`: that is the JUnitCase loop's name above
+    for cr in crashes:
         if cr.test_id:
             msg = cr.fatal or (f"signal {cr.signal}" if cr.signal else "worker crashed")
             tests[cr.test_id] = TestCase(outcome="crashed", message=msg[:300],
                                          parallel=tests[cr.test_id].parallel if cr.test_id in tests else None)
-
-    # a worker "crash" that was our watchdog ending a test stuck in a wait (parse.hang)
     stuck = watchdog_tests(text, [cr.test_id for cr in crashes if cr.worker and cr.test_id])
     if stuck:
         crashes = [cr for cr in crashes if cr.test_id not in stuck]
         for tid, after in stuck.items():
             tests[tid] = TestCase(outcome="timeout", message=f"still running after {after}; {WATCHDOG_ENDED}",
                                   parallel=tests[tid].parallel if tid in tests else None)
+    return crashes
+
+
+def _hang(phase: Phase, text: str, plog: PytestLog, tests: dict[str, TestCase]) -> Hang | None:
+    """What hung in the phase (parse.hang); a hung test with no outcome yet is marked in ``tests``."""
     timed = [t for t, tc in tests.items() if tc.outcome == "timeout"]
     hang = find_hang(text, timed_out_tests=timed, timed_out=phase.timed_out,
                      unfinished=plog.unfinished, finished=plog.finished,
@@ -149,32 +185,18 @@ def _parse(phase: Phase, out_dir: Path) -> Phase:
     for ht in hang.tests if hang else ():  # the process ended with no report of the test
         if ht.test_id not in tests:
             tests[ht.test_id] = TestCase(outcome="timeout", message=ht.excerpt.split("\n", 1)[0].removeprefix(f"{ht.test_id}: ")[:300])
+    return hang
 
-    parallel = None
-    if phase.kind in ("threads", "collect"):
-        parallel = parse_parallel(text, plog, collect_only=phase.kind == "collect")
 
+def _counts(tests: dict[str, TestCase], plog: PytestLog) -> Counter[str]:
+    """Outcomes counted over ``tests``; with none, pytest's final line's counts."""
     counts = Counter(tc.outcome for tc in tests.values())
     if not tests and plog.final:
         for word, n in plog.final.items():
             key = FINAL_WORDS.get(word, "")
             if key:
                 counts[key] += n
-    tests, cut = cap_tests(tests)  # counts stay whole: only per-test outcomes are dropped
-    if cut:
-        notes.append(cut)
-    return dataclasses.replace(
-        phase,
-        tests=tests,
-        counts={k: counts[k] for k in OUTCOMES if counts.get(k)},
-        crashes=tuple(crashes),
-        hang=hang,
-        gil_modules=tuple(gil_modules(text)),
-        parallel=parallel,
-        setup=find_setup_problems(text) if phase.kind in TEST_KINDS else (),
-        probe=read_probe(phase, out_dir),
-        excerpt="\n".join([tail(text), *notes]).strip(),
-    )
+    return counts
 
 
 def cap_tests(tests: dict[str, TestCase]) -> tuple[dict[str, TestCase], str]:

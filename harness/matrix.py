@@ -27,8 +27,8 @@ from .registry import registry_setting
 
 MAX_MATRIX_BYTES = 1_000_000
 RUNNERS = ("pytest", "tox")
-SANITIZERS = ("thread",)
 FALLBACK_MODES = ("build", "keep")  # settings.fallback_wheel (harness.artifact)
+SANITIZERS = ("thread",)
 SOURCE_FORMS = "'debian:SUITE', 'tarball:PATH', 'python:PATH_OR_NAME' or a mapping {url: ..., sha256: ...}"
 # A Debian suite or codename as the archive names it: trixie, forky, sid, trixie-backports.
 SUITE_RE = re.compile(r"[a-z][a-z0-9]*(?:-[a-z0-9]+)*")
@@ -47,8 +47,8 @@ class Settings:
     confirm: int = 5  # re-runs, per GIL mode, of each crash/race/hang finding's test alone (0: off)
     confirm_budget: int = 600  # seconds per job those re-runs may take together
     registry: str | None = "shipped"  # community recipes: the snapshot in harness/data, a path, None: off
-
     fallback_wheel: str = "build"  # a compiled project's pure wheel: build it from its sdist, or keep it
+
 
 @dataclass(frozen=True, kw_only=True)
 class Source:
@@ -203,9 +203,9 @@ def _settings(ctx: y.Ctx, node: yaml.Node, base: Path) -> Settings:
         kw["min_parallel_fraction"] = float(v)
     if "registry" in m:  # a file or laruche checkout, read now; false: no recipes (harness.registry)
         kw["registry"] = registry_setting(ctx, m["registry"], base)
-    return Settings(**kw)
     if "fallback_wheel" in m:  # harness.artifact
         kw["fallback_wheel"] = y.choice(ctx, m["fallback_wheel"], "settings.fallback_wheel", FALLBACK_MODES)
+    return Settings(**kw)
 
 
 def _source(ctx: y.Ctx, node: yaml.Node, where: str, base: Path) -> Source:

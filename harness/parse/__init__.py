@@ -114,7 +114,7 @@ def _parse(phase: Phase, out_dir: Path) -> Phase:
         hang=hang,
         gil_modules=tuple(gil_modules(text)),
         parallel=parallel,
-        setup=find_setup_problems(text) if phase.kind in TEST_KINDS else (),
+        setup=find_setup_problems(text) if phase.kind in TEST_KINDS else phase.setup,  # install: harness.artifact
         probe=read_probe(phase, out_dir),
         excerpt="\n".join([tail(text), *notes]).strip(),
     )

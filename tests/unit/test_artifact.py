@@ -8,6 +8,7 @@ phase built it from the sdist. The sdist's file list is the real one (``tar tzf`
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -15,8 +16,11 @@ import pytest
 
 from harness import artifact, wheels
 from harness.evidence import Wheel
+from harness.matrix import Settings
 from harness.model import InterpreterInfo, Phase
+from harness.parse import parse_phase
 from harness.render.common import wheel_summary
+from harness.verdict import decide
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "artifact"
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "packages"
@@ -109,3 +113,58 @@ def test_the_wheel_column_says_what_was_tested(monkeypatch):
     assert "kept: its compiled modules untested" in wheel_summary(kept)
     assert Wheel.from_dict(built.to_dict()) == built
     assert "fallback" not in Wheel(installed="wheel (pure)").to_dict()  # omitted when none
+
+
+# ------------------------------------------------------------------ the verdict (verdict.fallback)
+
+PARSE = Path(__file__).resolve().parents[1] / "data" / "parse" / "propcache-fallback-kept"
+
+
+def _kept_phases() -> list[Phase]:
+    """propcache 0.5.4, settings.fallback_wheel: keep, a real run on 3.13t (install, probe and
+    the two plain runs kept): each plain run 35 passed, 22 errors on propcache._helpers_c."""
+    return [parse_phase(Phase.from_dict(json.loads(p.read_text())), PARSE)
+            for p in sorted((PARSE / "phases").glob("*.json"))]
+
+
+def test_the_kept_fallbacks_missing_extension_is_a_setup_fact_never_baseline_failure():
+    phases = _kept_phases()
+    assert [p.counts for p in phases if p.kind == "plain"] == [{"passed": 35, "error": 22, "skipped": 1}] * 2
+    d = decide(phases, settings=Settings(fallback_wheel="keep"))
+    assert d.verdict == "compatible"
+    assert not [f for f in d.findings if f.kind == "baseline-failure"]
+    (f,) = [f for f in d.findings if f.evidence == "setup"]
+    assert (f.kind, f.count, f.phase) == ("setup-error", 22, "plain-gil0")
+    assert f.message.startswith("setup: 22 test(s) of its compiled modules could not run: the installed "
+                                "propcache-0.5.4-py3-none-any.whl is the pure-Python fallback of a compiled "
+                                "project: propcache._helpers_c is not in it; fix: fallback_wheel: build")
+    assert "tests/test_cached_property.py::test_cached_property[c-extension-module]" in f.excerpt
+
+
+def test_without_the_fallback_record_the_same_runs_are_the_packages_failure():
+    # what the job said before #35 (propcache 0.5.4 was published so): the install phase's
+    # pure-fallback problem is what turns the missing extension into a setup fact
+    phases = [dataclasses.replace(p, setup=()) if p.kind == "install" else p for p in _kept_phases()]
+    d = decide(phases, settings=Settings())
+    assert d.verdict == "baseline-failure"
+    assert len([f for f in d.findings if f.kind == "baseline-failure"]) == 22
+
+
+def test_after_the_rebuild_a_still_missing_extension_says_the_build_left_it_out():
+    phases = _kept_phases()
+    at = next(i for i, p in enumerate(phases) if p.kind == "install") + 1
+    phases.insert(at, Phase(name="install-sdist", kind="install", exit_code=0))
+    (f,) = [f for f in decide(phases, settings=Settings()).findings if f.evidence == "setup"]
+    assert "built from its sdist after pip chose propcache-0.5.4-py3-none-any.whl, and the build did not " \
+           "make propcache._helpers_c" in f.message
+
+
+def test_nothing_passed_makes_it_the_verdict():
+    phases = _kept_phases()
+    for i, p in enumerate(phases):
+        if p.kind == "plain":
+            phases[i] = dataclasses.replace(p, tests={t: tc for t, tc in p.tests.items() if "c-extension" in t})
+    d = decide(phases, settings=Settings())
+    # the suite mostly errored (verdict.ranrun), and the fallback finding says why
+    assert d.verdict == "infra-error" and not [f for f in d.findings if f.kind == "baseline-failure"]
+    assert [f.kind for f in d.findings if f.message.startswith("setup: 22 test(s) of its compiled")] == ["infra-error"]

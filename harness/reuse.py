@@ -98,7 +98,7 @@ def pick(todo: Sequence[tuple[Job, str]], earlier: dict[str, tuple[JobResult, st
     for job, key in todo:
         hit = earlier.get(job.job_id)
         why = "no earlier result" if hit is None else why_not(job, key, hit[0], sha256)
-        if why:
+        if why or hit is None:
             log.info("%s: runs (%s)", job.job_id, why)
             run.append((job, key))
             continue

@@ -168,3 +168,17 @@ def test_nothing_passed_makes_it_the_verdict():
     # the suite mostly errored (verdict.ranrun), and the fallback finding says why
     assert d.verdict == "infra-error" and not [f for f in d.findings if f.kind == "baseline-failure"]
     assert [f.kind for f in d.findings if f.message.startswith("setup: 22 test(s) of its compiled")] == ["infra-error"]
+
+
+def test_the_laptop_recipe_builds_the_package_from_its_sdist_too():
+    from harness.model import Finding
+    from harness.recipe import recipe
+
+    phases = _kept_phases()
+    f = Finding(kind="ft-race", test_id="tests/test_api.py::test_api", phase="plain-gil0")
+    interp = InterpreterInfo(name="cpython3.13t", version="3.13.5", key="k")
+    kw = {"package": "propcache", "version": "0.5.4", "local_path": "", "interp": interp,
+          "tools": ("pytest==8.4.2",), "test_requires": ()}
+    assert "python -m pip install propcache==0.5.4 pytest==8.4.2\n" in recipe(f, phases, **kw)
+    built = [*phases, Phase(name="install-sdist", kind="install", exit_code=0)]
+    assert "python -m pip install --no-binary propcache propcache==0.5.4 pytest==8.4.2\n" in recipe(f, built, **kw)

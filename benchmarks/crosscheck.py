@@ -5,7 +5,7 @@
 
 For each job of the output dirs (or shards) whose verdict is a finding about the package
 (``ft-crash``, ``crash``, ``hang``, ``ft-race``, ``thread-unsafe``, ``gil-reenabled``), the
-finding that decided it is taken from its result, and its laptop ``recipe`` (harness.recipe) is
+finding that decided it is taken from its result, and its laptop ``recipe`` (harness.job.recipe) is
 run as a reader would: in a fresh temp dir, a fresh venv of the free-threaded interpreter, the
 release and the pinned test tools from the index, the sdist's tests. Its setup runs once; its
 test line then runs ``--runs`` times with the GIL off and as many with it on. Each run is one
@@ -44,9 +44,9 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from harness.load import load_results  # noqa: E402
-from harness.model import Finding, JobResult  # noqa: E402
-from harness.reproduce import recipe_python  # noqa: E402
+from harness.cli.reproduce import recipe_python  # noqa: E402
+from harness.core.model import Finding, JobResult  # noqa: E402
+from harness.results.load import load_results  # noqa: E402
 
 CHECKED = ("ft-crash", "crash", "hang", "ft-race", "thread-unsafe", "gil-reenabled")
 GIL_RE = re.compile(r"\bPYTHON_GIL=[01]\b")

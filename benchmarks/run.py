@@ -67,7 +67,7 @@ def _fixture_matrix(tmp: Path, names: tuple[str, ...]) -> Path:
 
 
 def _default_matrix_estimate(path: Path) -> float | None:
-    from harness import matrix, plan
+    from harness.config import matrix, plan
 
     try:
         jobs = plan.make_plan(matrix.load(str(path)))

@@ -4,7 +4,7 @@ For N packages: a matrix.yaml of N PyPI entries, then timed separately
   load   = matrix.load
   plan   = plan.make_plan + plan.render_plan(fmt="json", shards=8)
   report = load.load_results + aggregate.build_report + render.write_all
-with N synthetic JobResult files (written through harness.model, not timed) whose shape
+with N synthetic JobResult files (written through harness.core.model, not timed) whose shape
 follows a real job: fetch, install, probe, 2 plain + 2 threaded phases of TESTS tests each,
 verdicts cycling through every verdict, a finding with an excerpt for each non-compatible one.
 """
@@ -19,10 +19,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-from harness import aggregate, load, matrix, plan, render
-from harness.evidence import ModeCoverage, ParallelInfo
-from harness.matrix import Package
-from harness.model import VERDICTS, Finding, InterpreterInfo, JobResult, Phase, TestCase
+from harness import render
+from harness.config import matrix, plan
+from harness.config.matrix import Package
+from harness.core.evidence import ModeCoverage, ParallelInfo
+from harness.core.model import VERDICTS, Finding, InterpreterInfo, JobResult, Phase, TestCase
+from harness.results import aggregate, load
 
 from .common import INTERP, SETTINGS, summarize, write_matrix
 

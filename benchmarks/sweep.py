@@ -4,10 +4,10 @@
     python benchmarks/run.py --sections sweep
 
 For each of the first N projects of the shipped snapshot (harness/data/top-pypi-packages.json)
-the newest non-yanked sdist is downloaded once (``harness.fetch``: the index's JSON page, the
+the newest non-yanked sdist is downloaded once (``harness.job.fetch``: the index's JSON page, the
 sha256 checked) into a cache outside the repo, then the steps the host runs on a package's own
 files before and after its code runs -- the fetch check, the bounded extraction
-(``harness.extract``), the test-setup inference (``harness.infer``: tests dir, test deps, pytest
+(``harness.job.extract``), the test-setup inference (``harness.testsetup.infer``: tests dir, test deps, pytest
 config, conftest imports) -- run on it one at a time, in this process.  Nothing is built.
 
 It reports the exceptions (each one a bug of ours: a package's odd file must be a note or a
@@ -39,7 +39,10 @@ if str(ROOT) not in sys.path:
 
 from packaging.utils import InvalidSdistFilename, parse_sdist_filename  # noqa: E402
 
-from harness import extract, fetch, infer, limits, select, suite  # noqa: E402
+from harness.config import select  # noqa: E402
+from harness.core import limits  # noqa: E402
+from harness.job import extract, fetch, suite  # noqa: E402
+from harness.testsetup import infer  # noqa: E402
 
 log = logging.getLogger("bench.sweep")
 CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "ft-harness" / "sweep"

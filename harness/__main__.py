@@ -1,5 +1,5 @@
 """ft-harness's command line: the parser, and every error of ours turned into one line and an
-exit code (HarnessError.return_code).  The commands themselves are in harness.commands."""
+exit code (HarnessError.return_code).  The commands themselves are in harness.cli.commands."""
 
 from __future__ import annotations
 
@@ -11,10 +11,11 @@ import sys
 from collections.abc import Callable
 from typing import NoReturn
 
-from . import __version__, clihelp, commands, reproduce
+from . import __version__
 from .backends import BACKENDS
-from .errors import ConfigError, HarnessError
-from .model import VERDICTS
+from .cli import clihelp, commands, reproduce
+from .core.errors import ConfigError, HarnessError
+from .core.model import VERDICTS
 
 DESCRIPTION = """\
 Tell which Python packages are safe on free-threaded CPython (PEP 703), and why the others

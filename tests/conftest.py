@@ -127,7 +127,8 @@ def dist(tmp_path_factory) -> dict[str, Path]:
 @pytest.fixture(scope="session")
 def ft_interpreter():
     """The real free-threaded CPython 3.13.5, built from Debian trixie's source (or the cache)."""
-    from harness import interpreters, matrix
+    from harness.config import matrix
+    from harness.interpreters import interpreters
 
     spec = matrix.loads(INTERP_YAML + "packages: [{name: six}]\n")
     return interpreters.ensure_built(spec.interpreters[0], interpreters.cache_root())

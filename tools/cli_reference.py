@@ -12,8 +12,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from harness import clihelp  # noqa: E402
 from harness.__main__ import build_parser  # noqa: E402
+from harness.cli import clihelp  # noqa: E402
 
 
 def main() -> int:

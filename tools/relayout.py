@@ -209,9 +209,24 @@ class Rewriter:
 
     def text_edits(self, text: str, skip: list[tuple[int, int]]) -> list[Edit]:
         out: list[Edit] = []
+        skip = list(skip)
 
         def free(s: int, e: int) -> bool:
             return not any(a < e and s < b for a, b in skip)
+
+        # an import in a string (a child process's code) or a doc's code block: one line
+        for m in EMBEDDED.finditer(text):
+            if not free(m.start(2), m.end(2)):
+                continue
+            try:
+                node = ast.parse(m.group(2)).body[0]
+            except SyntaxError:
+                continue
+            assert isinstance(node, ast.ImportFrom)
+            e = self.import_from(node, m.group(2), [0], None, None, indent=m.group(1))
+            skip.append((m.start(2), m.end(2)))
+            if e is not None:
+                out.append(Edit(m.start(2) + e.start, m.start(2) + e.end, e.text))
 
         for m in self.dotted.finditer(text):
             new = self.new_name(PKG + m.group(1))
@@ -235,7 +250,7 @@ class Rewriter:
         return node.module
 
     def import_from(self, node: ast.ImportFrom, text: str, starts: list[int], old_pkg: str | None,
-                    new_pkg: str | None) -> Edit | None:
+                    new_pkg: str | None, indent: str | None = None) -> Edit | None:
         source = self._resolve(node, old_pkg)
         if source is None or not (source == PKG or source.startswith(PKG + ".")):
             return None
@@ -270,7 +285,7 @@ class Rewriter:
             return Edit(start, m.end(), f"from {next(iter(specs))} import")
         if "#" in text[start:end]:
             print(f"relayout: a comment inside a split import is dropped: {text[start:end]!r}")
-        indent = " " * node.col_offset
+        indent = " " * node.col_offset if indent is None else indent
         # a comment after the statement (a noqa for E402) goes on every line it became
         after = text[end:text.find("\n", end) if "\n" in text[end:] else len(text)]
         comment = after if after.lstrip().startswith("#") else ""
@@ -315,6 +330,7 @@ def apply_edits(text: str, edits: list[Edit]) -> str:
     return text
 
 
+EMBEDDED = re.compile(r"(?m)^([ \t]*)(from " + re.escape(PKG) + r"(?:\.\w+)* import [\w ,]+?)[ \t]*$")
 FILE_PARENT = re.compile(r"(Path\(__file__\)(?:\.resolve\(\))?)((?:\.parent)+)(?!s)")
 TEST_FILE_PARENT = re.compile(
     r"Path\((\w+)\.__file__\)((?:\.resolve\(\))?)\.parent(?= / [\"'](?:_inner|data|schema)[\"'])")

@@ -22,12 +22,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
-from ..errors import ConfigError
+from ..core.errors import ConfigError
 from .base import Backend, Opened, Prepared, Say, Workspace
 
 if TYPE_CHECKING:
-    from ..matrix import Interpreter
-    from ..plan import Job
+    from ..config.matrix import Interpreter
+    from ..config.plan import Job
 
 __all__ = ["BACKENDS", "Backend", "Opened", "Prepared", "Workspace", "choose", "open_backend"]
 
@@ -48,7 +48,7 @@ def _needed(jobs: Sequence[Job]) -> dict[str, Interpreter]:
 def open_local(jobs: Sequence[Job], *, cache: Path, run_id: str, workers: int,
                say: Say) -> Opened:
     """A venv per job on this machine, with interpreters built (or reused) under ``cache``."""
-    from .. import interpreters
+    from ..interpreters import interpreters
     from .local import LocalBackend
 
     needed = _needed(jobs)
@@ -68,7 +68,7 @@ def open_docker(jobs: Sequence[Job], *, cache: Path, run_id: str, workers: int,
                 say: Say) -> Opened:
     """A container per command, each job's from its interpreter's image (built or reused here);
     the CPUs are split between the ``workers`` jobs that run at once."""
-    from .. import images, interpreters
+    from ..interpreters import images, interpreters
     from .docker import DockerBackend
 
     client = images.docker_client()
@@ -77,7 +77,7 @@ def open_docker(jobs: Sequence[Job], *, cache: Path, run_id: str, workers: int,
     env: dict[str, dict[str, str]] = {}
     for name, interp in _needed(jobs).items():
         if not interp.source.builds:  # installed: its prefix mounted read-only into the runtime image
-            from ..dockerpython import mount_installed
+            from ..interpreters.dockerpython import mount_installed
 
             m = mount_installed(client, interp, cache)
             say(f"interpreter {name}: installed, mounted read-only from "

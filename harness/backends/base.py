@@ -10,8 +10,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-from ..model import Exec, InterpreterInfo
-from ..wsfs import JobDir
+from ..core.model import Exec, InterpreterInfo
+from ..core.wsfs import JobDir
 
 Say = Callable[[str], None]  # one line for the user (the CLI prints it; the default logs it)
 
@@ -71,7 +71,7 @@ class Workspace:
 
 @contextlib.contextmanager
 def job_dir(ws: Workspace) -> Iterator[JobDir]:
-    """The workspace's handle (``harness.wsfs``): the job's own, else one opened for this use."""
+    """The workspace's handle (``harness.core.wsfs``): the job's own, else one opened for this use."""
     if ws.fs is not None:
         yield ws.fs
         return

@@ -28,11 +28,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import BinaryIO
 
-from .. import logcap
-from ..errors import InfraError
-from ..images import clean, daemon_error, docker_client, remove_volumes
-from ..model import Exec
-from ..wsfs import JobDir
+from ..core import logcap
+from ..core.errors import InfraError
+from ..core.model import Exec
+from ..core.wsfs import JobDir
+from ..interpreters.images import clean, daemon_error, docker_client, remove_volumes
 from .base import Quiet, Workspace, job_dir, killed_note
 
 log = logging.getLogger(__name__)
@@ -73,7 +73,7 @@ class DockerBackend:
         self.image = image  # for a job not in job_images
         self.job_images = dict(job_images or {})  # job_id -> the image of its interpreter
         # job_id -> read-only mounts and environment of its interpreter (an installed one's
-        # prefix, harness.dockerpython), in every container of the job and in its recipes
+        # prefix, harness.interpreters.dockerpython), in every container of the job and in its recipes
         self.job_mounts = {k: dict(v) for k, v in (job_mounts or {}).items()}
         self.job_env = {k: dict(v) for k, v in (job_env or {}).items()}
         self.run_id = run_id
@@ -116,7 +116,7 @@ class DockerBackend:
 
     def _own(self, fs: JobDir) -> None:
         """Make the workspace writable for the container user (only needed as root); through
-        the workspace's handle, links changed themselves, never followed (``harness.wsfs``)."""
+        the workspace's handle, links changed themselves, never followed (``harness.core.wsfs``)."""
         if os.geteuid() != 0:
             return
         fs.chown_all(self.uid, self.gid)

@@ -16,7 +16,7 @@ import threading
 import time
 from pathlib import Path
 
-from ..model import Exec
+from ..core.model import Exec
 from .base import Quiet, Workspace, job_dir, killed_note
 
 POLL = 1.0  # seconds between checks of a running command's log (``idle``)

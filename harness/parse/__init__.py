@@ -14,10 +14,10 @@ import re
 from collections import Counter
 from pathlib import Path
 
-from .. import limits
-from ..evidence import Crash, Hang
-from ..model import OUTCOMES, Phase, TestCase, read_regular
-from ..wsfs import read_beneath
+from ..core import limits
+from ..core.evidence import Crash, Hang
+from ..core.model import OUTCOMES, Phase, TestCase, read_regular
+from ..core.wsfs import read_beneath
 from .crash import find_crashes
 from .gil import gil_modules
 from .hang import WATCHDOG_ENDED, WATCHDOG_ENV, find_hang, internal_timeout, watchdog_tests
@@ -46,7 +46,7 @@ def read_text(path: Path, rel: str = "") -> str:
     """A file's text, '' when missing or not a regular file (a symlink package code planted is
     never followed); undecodable bytes replaced, huge files cut in the middle. With ``rel``: the
     file at ``rel`` below ``path`` (the output dir), through no link at any component of ``rel``
-    (``harness.wsfs``: a job's logs/ or junit/ may be a link package code left)."""
+    (``harness.core.wsfs``: a job's logs/ or junit/ may be a link package code left)."""
     data = read_beneath(path, rel, MAX_READ) if rel else read_regular(path, MAX_READ)
     if data is None:
         return ""
@@ -114,7 +114,7 @@ def _parse(phase: Phase, out_dir: Path) -> Phase:
         hang=hang,
         gil_modules=tuple(gil_modules(text)),
         parallel=parallel,
-        setup=find_setup_problems(text) if phase.kind in TEST_KINDS else phase.setup,  # install: harness.artifact
+        setup=find_setup_problems(text) if phase.kind in TEST_KINDS else phase.setup,  # install: harness.verdict.artifact
         probe=read_probe(phase, out_dir),
         excerpt="\n".join([tail(text), *notes]).strip(),
     )
@@ -200,7 +200,7 @@ def _counts(tests: dict[str, TestCase], plog: PytestLog) -> Counter[str]:
 
 
 def cap_tests(tests: dict[str, TestCase]) -> tuple[dict[str, TestCase], str]:
-    """At most ``tests_per_phase`` per-test outcomes (harness.limits), the ones not passed first:
+    """At most ``tests_per_phase`` per-test outcomes (harness.core.limits), the ones not passed first:
     (kept, a line naming the limit, or ""). A suite of 10**6 passing tests made a result file
     the report skips."""
     limit = limits.value("tests_per_phase")

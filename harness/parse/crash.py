@@ -21,7 +21,7 @@ import re
 import signal as _signal
 from typing import Any
 
-from ..evidence import Crash
+from ..core.evidence import Crash
 from .junit import CRASHED_RE
 
 FATAL_RE = re.compile(r"Fatal Python error: (?P<what>[^\n]*)")

@@ -20,8 +20,8 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
-from ..evidence import Hang, HungTest
-from ..model import TestCase
+from ..core.evidence import Hang, HungTest
+from ..core.model import TestCase
 from .crash import _dump_lines
 
 # a backend's note when it ended a command whose log had stopped growing (backends.base.killed_note)
@@ -74,7 +74,7 @@ WATCHDOG_RE = re.compile(r"(?:^|(?<=\s))Timeout \((?P<after>\d+:\d\d:\d\d(?:\.\d
 NODE_ID_RE = re.compile(r"^[^\s\[]\S*?\.py::\S.*$")
 DUMP_FRAME_RE = re.compile(r'^File "(?P<file>[^"]+)", line (?P<line>\d+) in (?P<func>\S+)$')
 WATCHDOG_ENDED = "ft-harness's watchdog dumped every thread and ended the process"
-WATCHDOG_ENV = "FT_HARNESS_WATCHDOG"  # in a phase's env when the watchdog was armed (harness.watchdog.ENV)
+WATCHDOG_ENV = "FT_HARNESS_WATCHDOG"  # in a phase's env when the watchdog was armed (harness.job.watchdog.ENV)
 
 
 class Dump(NamedTuple):

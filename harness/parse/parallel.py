@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import re
 
-from ..evidence import ParallelInfo
+from ..core.evidence import ParallelInfo
 from .pytestlog import PytestLog, clean_id
 
 COLLECTED_RE = re.compile(r"^Collected (?P<n>\d+) items? to run in parallel\s*$", re.M)

@@ -12,9 +12,9 @@ import json
 from collections.abc import Sequence
 from pathlib import Path, PurePosixPath
 
-from ..evidence import Probe
-from ..model import Phase
-from ..wsfs import read_beneath
+from ..core.evidence import Probe
+from ..core.model import Phase
+from ..core.wsfs import read_beneath
 
 MAX_PROBE_BYTES = 16 * 1024 * 1024
 

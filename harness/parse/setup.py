@@ -13,7 +13,7 @@ import os
 import re
 import shlex
 
-from ..model import SetupProblem
+from ..core.model import SetupProblem
 
 MODULE_RE = re.compile(r"^E\s+ModuleNotFoundError: No module named '(?P<mod>[\w.]+)'", re.M)
 WHILE_RE = re.compile(

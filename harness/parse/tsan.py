@@ -1,4 +1,4 @@
-"""ThreadSanitizer logs -> ``TsanReport`` values (harness.evidence; what ``Phase.tsan`` holds).
+"""ThreadSanitizer logs -> ``TsanReport`` values (harness.core.evidence; what ``Phase.tsan`` holds).
 
 A TSan log (``<log_path>.<pid>``, one per process) holds blocks like::
 
@@ -32,8 +32,8 @@ from collections.abc import Iterable
 from dataclasses import replace
 from pathlib import Path
 
-from ..evidence import TsanFrame, TsanLocation, TsanReport, TsanSection, TsanStack, TsanThread
-from ..model import read_regular
+from ..core.evidence import TsanFrame, TsanLocation, TsanReport, TsanSection, TsanStack, TsanThread
+from ..core.model import read_regular
 
 log = logging.getLogger(__name__)
 

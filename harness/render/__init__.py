@@ -1,7 +1,7 @@
 """Write every format of a report: report.json, report.md, junit.xml and site/.
 
-All of them are rendered from the typed report (harness.report.CompatReport, built by
-harness.aggregate), never from the results directly; report.json is its ``to_dict()``.  Each file is written whole then renamed
+All of them are rendered from the typed report (harness.results.report.CompatReport, built by
+harness.results.aggregate), never from the results directly; report.json is its ``to_dict()``.  Each file is written whole then renamed
 into place (each directory of the site swapped in whole), so a reader never sees
 half of one.  site/ stands alone: it holds everything its pages link
 (harness.render.site), so publishing site/ publishes all of it.
@@ -16,10 +16,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ..model import write_json_atomic, write_text_atomic
-from ..report import CompatReport
+from ..core import pool
+from ..core.model import write_json_atomic, write_text_atomic
+from ..results.report import CompatReport
 from . import history as _history
-from . import html, junit, markdown, pool
+from . import html, junit, markdown
 from . import site as _site
 
 log = logging.getLogger(__name__)
@@ -98,7 +99,7 @@ def write_pages(site: Path, report: CompatReport, logs: dict[str, str],
     site/pkg, which then replaces site/pkg whole: a reader sees the old set of
     pages or the new one (a temp file and a rename per page cost more than the
     page).  Pages of packages no longer in the report go.  Big reports are
-    rendered by forked workers on every core (harness.render.pool); ``then``
+    rendered by forked workers on every core (harness.core.pool); ``then``
     runs in this process meanwhile (or after, when there are no workers).
     ``logs``: the site's copies of the logs (harness.render.site.publish_logs).
     """

@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from ..model import VERDICTS
-from ..report import CompatReport, JobEntry
+from ..core.model import VERDICTS
+from ..results.report import CompatReport, JobEntry
 
 # One mark per verdict (and finding kind), a distinct shape in DejaVu Sans and most system
 # fonts; U+FE0E asks for the text glyph, not an emoji.  Never the only sign: the word is next

@@ -1,6 +1,6 @@
 """Small formatting helpers shared by the Markdown, HTML and JUnit renderers.
 
-They take the report's typed values (harness.report, harness.evidence).  The numbers in a
+They take the report's typed values (harness.results.report, harness.core.evidence).  The numbers in a
 job's coverage come from a result file package code could have written, so they are checked
 before any arithmetic: a renderer must not fail on a value of the wrong type.
 """
@@ -12,8 +12,8 @@ from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlsplit
 
-from ..evidence import ModeCoverage, Wheel, least_covered
-from ..report import ProjectMeta, TestSetup
+from ..core.evidence import ModeCoverage, Wheel, least_covered
+from ..results.report import ProjectMeta, TestSetup
 
 
 def fmt_duration(seconds: float | int | None) -> str:
@@ -159,7 +159,7 @@ def wheel_summary(wheel: Wheel | None) -> str:
     if wheel.installed and wheel.installed != "local source":
         bits.append(f"installed {wheel.installed}" if wheel.installed.startswith("wheel")
                     else wheel.installed)
-    if wheel.fallback:  # a compiled project's pure wheel (harness.artifact)
+    if wheel.fallback:  # a compiled project's pure wheel (harness.verdict.artifact)
         bits.append(f"pure fallback {wheel.fallback} kept: its compiled modules untested"
                     if wheel.installed_file == wheel.fallback else f"not its pure fallback {wheel.fallback}")
     if wheel.warning:

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..errors import ConfigError
-from ..model import VERDICTS
-from ..report import CompatReport
+from ..core.errors import ConfigError
+from ..core.model import VERDICTS
+from ..results.report import CompatReport
 
 HISTORY_SCHEMA = 1
 LIMIT = 10

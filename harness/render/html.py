@@ -1,4 +1,4 @@
-"""The report (harness.report) -> a static site: index.html and one page per package, no server, no CDN.
+"""The report (harness.results.report) -> a static site: index.html and one page per package, no server, no CDN.
 
 jinja2 with autoescaping on; package data is never marked safe.  Only our own
 CSS and JS (harness/render/static/) go in unescaped, inline, and each page's
@@ -20,9 +20,9 @@ from urllib.parse import quote
 import jinja2
 from markupsafe import Markup
 
-from ..causes import Cause
-from ..model import INFO_KINDS, VERDICTS, severity
-from ..report import Change, CompatReport, JobEntry, PhaseRow
+from ..core.model import INFO_KINDS, VERDICTS, severity
+from ..results.causes import Cause
+from ..results.report import Change, CompatReport, JobEntry, PhaseRow
 from .chart import MARK, column_summaries, decider
 from .common import (
     coverage_counts,

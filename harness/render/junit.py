@@ -1,4 +1,4 @@
-"""The report (harness.report) -> junit.xml: one test case per package x finding, for CI systems.
+"""The report (harness.results.report) -> junit.xml: one test case per package x finding, for CI systems.
 
 A testsuite per interpreter (in the report's column order); a compatible package is one passing case; each
 finding is a case that fails (``infra-error`` is an error: the harness's
@@ -15,8 +15,8 @@ import re
 import xml.etree.ElementTree as ET
 from typing import Any
 
-from ..model import INFO_KINDS, Finding
-from ..report import CompatReport, JobEntry
+from ..core.model import INFO_KINDS, Finding
+from ..results.report import CompatReport, JobEntry
 
 _BAD_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 MAX_TEXT = 20_000

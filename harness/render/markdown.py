@@ -1,4 +1,4 @@
-"""The report (harness.report) -> report.md: a summary line, changes, the packages table (a row per package,
+"""The report (harness.results.report) -> report.md: a summary line, changes, the packages table (a row per package,
 a column per interpreter, what differs between them), findings with evidence, the jobs table.
 
 Suitable as a GitHub step summary and a PR comment, so it stays short whatever the report's
@@ -7,7 +7,7 @@ table is left out above ``MAX_JOB_ROWS`` jobs, and phases are on the site only (
 page, linked when ``site_url`` is given).  Everything that came from
 a package is escaped: table text has Markdown and HTML specials escaped, code
 is fenced with a fence longer than any backtick run inside it, and control characters
-(ESC, BEL, NUL ...) and workflow-command line starts are made inert (harness.textsafe).
+(ESC, BEL, NUL ...) and workflow-command line starts are made inert (harness.core.textsafe).
 """
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ import re
 from typing import Any
 from urllib.parse import quote
 
-from .. import textsafe
-from ..model import Finding, severity
-from ..report import Cell, Change, CompatReport, JobEntry
+from ..core import textsafe
+from ..core.model import Finding, severity
+from ..results.report import Cell, Change, CompatReport, JobEntry
 from .common import (
     coverage_summary,
     fmt_duration,

@@ -6,7 +6,7 @@ import re
 import shlex
 from collections.abc import Sequence
 
-from ..model import Phase
+from ..core.model import Phase
 
 MODULE_RE = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*", re.ASCII)
 

@@ -36,8 +36,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from ..evidence import Crash
-from ..model import Finding, Phase
+from ..core.evidence import Crash
+from ..core.model import Finding, Phase
 
 CONFIRM_KINDS = ("ft-crash", "crash", "hang", "ft-race")
 MAX_TARGETS = 4

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..evidence import ModeCoverage, ParallelInfo, least_covered
-from ..matrix import Settings
-from ..model import Finding, Phase
+from ..config.matrix import Settings
+from ..core.evidence import ModeCoverage, ParallelInfo, least_covered
+from ..core.model import Finding, Phase
 from .commands import reproduce
 
 MAX_REASONS = 200

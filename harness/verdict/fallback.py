@@ -1,6 +1,6 @@
 """Tests of a compiled module that is not installed, when pip chose a pure fallback wheel (#35).
 
-``harness.artifact`` puts a ``pure-fallback`` setup problem on the install phase when pip
+``harness.verdict.artifact`` puts a ``pure-fallback`` setup problem on the install phase when pip
 installed a compiled project's ``py3-none-any`` wheel. Then a test that fails in every plain run
 on a missing module of the package's own (``No module named 'propcache._helpers_c'``) tested
 nothing the installed artifact has: a setup fact with that cause, never ``baseline-failure``.
@@ -13,15 +13,15 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 
-from ..artifact import fallback_of, rebuilt
-from ..model import Finding, Phase, SetupProblem
+from ..core.model import Finding, Phase, SetupProblem
+from .artifact import fallback_of, rebuilt
 from .commands import reproduce
 
 MISSING_RE = re.compile(r"ModuleNotFoundError: No module named '(?P<mod>[\w.]+)'")
 
 
 def problem(phases: Sequence[Phase]) -> SetupProblem | None:
-    """The install phase's ``pure-fallback`` problem (harness.artifact), or None."""
+    """The install phase's ``pure-fallback`` problem (harness.verdict.artifact), or None."""
     return fallback_of(phases)
 
 

@@ -28,8 +28,8 @@ from collections.abc import Sequence
 from dataclasses import replace
 from math import comb
 
-from ..matrix import Settings
-from ..model import Finding, Phase
+from ..config.matrix import Settings
+from ..core.model import Finding, Phase
 
 ALPHA = 0.05
 CLAIMS = ("ft-crash", "crash", "ft-race", "thread-unsafe")

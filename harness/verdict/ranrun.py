@@ -8,7 +8,7 @@ harness's setup error (``infra-error``, evidence ``setup``), never a package ver
 
 from __future__ import annotations
 
-from ..model import Finding, Phase
+from ..core.model import Finding, Phase
 from .commands import reproduce
 
 

@@ -41,9 +41,9 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from ..evidence import Crash, HungTest, ModeCoverage, Probe
-from ..matrix import Settings
-from ..model import INFO_KINDS, NOT_INSTALLED, Finding, Phase, severity
+from ..config.matrix import Settings
+from ..core.evidence import Crash, HungTest, ModeCoverage, Probe
+from ..core.model import INFO_KINDS, NOT_INSTALLED, Finding, Phase, severity
 from ..parse import incomplete, probe_of
 from ..parse import setup as parse_setup
 from ..parse.gil import warning_lines

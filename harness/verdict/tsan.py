@@ -10,8 +10,8 @@ import logging
 from collections import Counter
 from collections.abc import Sequence
 
-from ..evidence import TsanReport
-from ..model import Finding, Phase
+from ..core.evidence import TsanReport
+from ..core.model import Finding, Phase
 from ..parse.tsan import dedup, excerpt
 from .commands import reproduce
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from harness import matrix
 from harness.backends.docker import docker_available
+from harness.config import matrix
 from tests.conftest import INTERP_YAML
 
 DOCKER_OK, DOCKER_WHY = docker_available()

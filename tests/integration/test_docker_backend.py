@@ -20,9 +20,9 @@ from pathlib import Path
 
 import pytest
 
-from harness import images, interpreters
 from harness.backends.docker import DockerBackend, pip_cache_volume
-from harness.errors import InfraError
+from harness.core.errors import InfraError
+from harness.interpreters import images, interpreters
 from tests.integration.conftest import DOCKER
 
 pytestmark = DOCKER

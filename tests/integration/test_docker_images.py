@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import images, interpreters
+from harness.interpreters import images, interpreters
 from tests.integration.conftest import DOCKER
 
 pytestmark = DOCKER
@@ -32,7 +32,7 @@ def cache() -> Path:
 
 @pytest.mark.slow
 def test_interpreter_image_is_built_once_then_reused(client, interp, cache, caplog):
-    caplog.set_level(logging.INFO, logger="harness.images")
+    caplog.set_level(logging.INFO, logger="harness.interpreters.images")
     first = images.ensure_interpreter_image(client, interp, cache)
     caplog.clear()
     second = images.ensure_interpreter_image(client, interp, cache)

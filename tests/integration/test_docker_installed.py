@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.dockerpython import MOUNT
+from harness.interpreters.dockerpython import MOUNT
 from tests.conftest import FIXTURES, HARNESS, ROOT, SOURCE_PATH
 from tests.integration.conftest import DOCKER
 

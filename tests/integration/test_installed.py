@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import images, interpreters
+from harness.interpreters import images, interpreters
 from tests.conftest import ROOT, fixture_matrix
 from tests.integration.conftest import DOCKER
 
@@ -43,7 +43,7 @@ def venv(dist, tmp_path_factory) -> Path:
 
 
 def test_the_installed_copy_is_the_venvs(venv):
-    code = "import harness, harness.images as i; print(harness.__file__); print(i.CONTAINERS)"
+    code = "import harness, harness.interpreters.images as i; print(harness.__file__); print(i.CONTAINERS)"
     r = _run([str(venv / "bin" / "python"), "-c", code], cwd=venv.parent)
     assert r.returncode == 0, r.stderr
     module, containers = (Path(line) for line in r.stdout.splitlines())

@@ -20,9 +20,9 @@ from pathlib import Path
 
 import pytest
 
-from harness import wheels
-from harness.jobfiles import INNER
-from harness.model import InterpreterInfo
+from harness.config import wheels
+from harness.core.model import InterpreterInfo
+from harness.job.jobfiles import INNER
 
 pytestmark = [pytest.mark.integration, pytest.mark.network]
 CAPTURED = Path(__file__).parents[1] / "data" / "real" / "index" / "files.json"
@@ -97,11 +97,11 @@ def test_a_release_that_downloads_but_does_not_compile_is_build_failure(tmp_path
 
 
 def test_the_host_fetches_an_sdist_from_the_index_with_nothing_built(tmp_path: Path) -> None:
-    """harness.fetch: pip download would build numpy's metadata (a whole meson build); the host
+    """harness.job.fetch: pip download would build numpy's metadata (a whole meson build); the host
     reads the PEP 691 page, downloads the file and checks its sha256 against the index's."""
     import hashlib
 
-    from harness import fetch
+    from harness.job import fetch
 
     got = fetch.sdist("iniconfig", "==2.3.1", tmp_path)
     assert (got.version, got.path.name) == ("2.3.1", "iniconfig-2.3.1.tar.gz")

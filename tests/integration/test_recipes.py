@@ -1,4 +1,4 @@
-"""Community recipes end to end (harness.registry, harness.testsetup), on the real interpreter.
+"""Community recipes end to end (harness.testsetup.registry, harness.job.testsetup), on the real interpreter.
 
 iniconfig 2.3.0 with no settings of its own: the shipped laruche recipe says
 ``python -m pytest testing/`` (its sdist has ``testing/``), so the suite runs there and the
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.report import REPORT_SCHEMA
+from harness.results.report import REPORT_SCHEMA
 from tests.conftest import INTERP_YAML, cli, results
 
 pytestmark = [pytest.mark.integration, pytest.mark.network]

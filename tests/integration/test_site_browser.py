@@ -19,8 +19,9 @@ from urllib.parse import unquote, urlsplit
 
 import pytest
 
-from harness import aggregate, render
+from harness import render
 from harness.render import history
+from harness.results import aggregate
 from tests.data.report.shared import XSS, XSS2, full_report, load, out_dir, previous
 
 pytestmark = pytest.mark.browser

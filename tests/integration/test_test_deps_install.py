@@ -1,4 +1,4 @@
-"""The inferred test dependencies installed together, else one at a time (harness.job._deps_sh),
+"""The inferred test dependencies installed together, else one at a time (harness.job.job._deps_sh),
 with a real venv and pip against the real package index."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.job import _deps_sh
-from harness.model import Phase
+from harness.core.model import Phase
+from harness.job.job import _deps_sh
 from harness.verdict.rules import _test_deps_finding
 
 pytestmark = pytest.mark.network

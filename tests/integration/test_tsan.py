@@ -21,11 +21,13 @@ from pathlib import Path
 
 import pytest
 
-from harness import interpreters, matrix, tsan
-from harness.evidence import TsanLocation, TsanReport
-from harness.model import Phase
+from harness.config import matrix
+from harness.core.evidence import TsanLocation, TsanReport
+from harness.core.model import Phase
+from harness.interpreters import interpreters
+from harness.job import tsan
+from harness.job.suite import TOOLS
 from harness.parse.tsan import dedup, parse_tsan_dir
-from harness.suite import TOOLS
 from harness.verdict.tsan import tsan_findings
 
 pytestmark = [pytest.mark.integration, pytest.mark.tsan, pytest.mark.slow, pytest.mark.network]
@@ -83,7 +85,7 @@ def venv(tmp_path_factory) -> Env:
     base = _base_env()
     inst_logs = root / "logs" / "install"
     inst_logs.mkdir(parents=True)
-    # what the job does (harness.job._steps, local backend): the pip cache and the layer of pip +
+    # what the job does (harness.job.job._steps, local backend): the pip cache and the layer of pip +
     # tools of this interpreter build, compile flags from the interpreter itself
     pip_cache = cache / "pip" / key
     layers = pip_cache / "ft-harness-tools"

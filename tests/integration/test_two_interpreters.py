@@ -14,7 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from harness import backends, interpreters, matrix, plan
+from harness import backends
+from harness.config import matrix, plan
+from harness.interpreters import interpreters
 from tests.conftest import FIXTURES, cli
 from tests.integration.conftest import DOCKER_OK, DOCKER_WHY
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.model import read_result
+from harness.core.model import read_result
 from tests.conftest import FIXTURES, HARNESS, INTERP_YAML, SOURCE_PATH, cli, results
 
 pytestmark = [pytest.mark.reliability, pytest.mark.integration, pytest.mark.slow]

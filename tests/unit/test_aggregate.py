@@ -1,6 +1,6 @@
-"""harness.aggregate: building the report from results, report.json's schema, shard merging.
+"""harness.results.aggregate: building the report from results, report.json's schema, shard merging.
 
-(Reading the result files is harness.load's: tests/unit/test_load.py.)"""
+(Reading the result files is harness.results.load's: tests/unit/test_load.py.)"""
 
 from __future__ import annotations
 
@@ -12,10 +12,10 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from harness import aggregate
-from harness.load import load_results
-from harness.model import VERDICTS, JobResult
-from harness.report import REPORT_SCHEMA, Cell, Column, CompatReport
+from harness.core.model import VERDICTS, JobResult
+from harness.results import aggregate
+from harness.results.load import load_results
+from harness.results.report import REPORT_SCHEMA, Cell, Column, CompatReport
 from tests.data.report.shared import EXPECTED_VERDICTS
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "report"

@@ -14,13 +14,13 @@ from pathlib import Path
 
 import pytest
 
-from harness import artifact, wheels
-from harness.evidence import Wheel
-from harness.matrix import Settings
-from harness.model import InterpreterInfo, Phase
+from harness.config import wheels
+from harness.config.matrix import Settings
+from harness.core.evidence import Wheel
+from harness.core.model import InterpreterInfo, Phase
 from harness.parse import parse_phase
 from harness.render.common import wheel_summary
-from harness.verdict import decide
+from harness.verdict import artifact, decide
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "artifact"
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "packages"
@@ -171,8 +171,8 @@ def test_nothing_passed_makes_it_the_verdict():
 
 
 def test_the_laptop_recipe_builds_the_package_from_its_sdist_too():
-    from harness.model import Finding
-    from harness.recipe import recipe
+    from harness.core.model import Finding
+    from harness.job.recipe import recipe
 
     phases = _kept_phases()
     f = Finding(kind="ft-race", test_id="tests/test_api.py::test_api", phase="plain-gil0")

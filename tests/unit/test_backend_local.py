@@ -17,7 +17,7 @@ import pytest
 
 from harness.backends.base import Workspace
 from harness.backends.local import LocalBackend
-from harness.model import Exec
+from harness.core.model import Exec
 
 PY = sys.executable
 
@@ -233,7 +233,7 @@ def test_a_command_whose_log_stays_silent_is_ended_at_idle_not_the_timeout(tmp_p
     assert "test_freeze.py::test_quick PASSED" in text
     assert re.search(r"\n\[ft-harness\] killed after \d+s: no output for 3s \(stalled\)\n$", text), text[-300:]
 
-    from harness.model import Phase
+    from harness.core.model import Phase
     from harness.parse import parse_phase
 
     p = parse_phase(Phase(name="plain-gil0", kind="plain", gil=0, exit_code=None, timed_out=True,

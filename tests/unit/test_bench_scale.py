@@ -6,8 +6,8 @@ import json
 
 from benchmarks import scale
 from benchmarks.common import write_matrix
-from harness import matrix, plan
-from harness.model import VERDICTS, InterpreterInfo, JobResult
+from harness.config import matrix, plan
+from harness.core.model import VERDICTS, InterpreterInfo, JobResult
 
 
 def test_synthetic_results_round_trip_and_cycle_verdicts(tmp_path) -> None:
@@ -51,7 +51,7 @@ def test_bare_steps_are_the_commands_a_person_runs() -> None:
 
 
 def test_written_results_name_their_own_job(tmp_path) -> None:
-    from harness.model import read_result
+    from harness.core.model import read_result
 
     spec = matrix.load(str(write_matrix(tmp_path / "m.yaml",
                                         [scale._package_entry(i) for i in range(13)])))

@@ -1,10 +1,10 @@
-"""Root causes across packages (harness.causes, report.json ``causes``), on captured output.
+"""Root causes across packages (harness.results.causes, report.json ``causes``), on captured output.
 
 cffi 2.1.1 refuses free-threaded 3.13 in its setup (tests/data/report/docker: a real run's
 result).  Captured on the free-threaded 3.13.5 build (tests/data/report/causes/README.md):
 cryptography 50.0.2's build needs cffi (tests/data/real/cryptography-50.0.2/fetch.log), pyOpenSSL
 needs cryptography, and urllib3's test dependency trustme needs cryptography (its test-deps step,
-``harness.job._deps_sh``'s output).  Each job's verdict is what ``harness.verdict.decide`` gives
+``harness.job.job._deps_sh``'s output).  Each job's verdict is what ``harness.verdict.decide`` gives
 for those phases (urllib3's stop at its test-deps step, its runs left out).
 """
 
@@ -16,14 +16,14 @@ from pathlib import Path
 
 import jsonschema
 
-from harness import aggregate
-from harness.causes import Cause, build_causes
-from harness.load import load_results
-from harness.matrix import Settings
-from harness.model import JobResult, Phase
+from harness.config.matrix import Settings
+from harness.core.model import JobResult, Phase
 from harness.parse import tail
 from harness.render import markdown
-from harness.report import CompatReport
+from harness.results import aggregate
+from harness.results.causes import Cause, build_causes
+from harness.results.load import load_results
+from harness.results.report import CompatReport
 from harness.verdict import decide
 from tests.data.report.shared import DATA, full_report
 
@@ -146,7 +146,7 @@ def test_a_build_failing_after_its_dependencies_were_collected_is_about_itself()
 
 
 def test_the_harness_own_problems_group_by_their_words_not_the_phase_or_numbers():
-    from harness.model import Finding
+    from harness.core.model import Finding
 
     base = _cffi()
     jobs = [dataclasses.replace(base, job_id=f"cpython3.13t--{name}", package=name, verdict="infra-error",

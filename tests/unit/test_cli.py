@@ -16,9 +16,11 @@ from pathlib import Path
 import pytest
 
 from harness import __main__ as cli_main
-from harness import backends, commands, matrix, plan, runner
+from harness import backends
 from harness.backends import Opened, Prepared
-from harness.errors import (
+from harness.cli import commands
+from harness.config import matrix, plan
+from harness.core.errors import (
     BuildError,
     ConfigError,
     HarnessError,
@@ -26,6 +28,7 @@ from harness.errors import (
     Interrupted,
     RegressionError,
 )
+from harness.job import runner
 from tests.conftest import HARNESS, ROOT, SOURCE_PATH, cli
 from tests.unit.test_runner import INFO, FakeBackend, FakeSteps
 
@@ -53,7 +56,7 @@ def test_help_describes_the_tool_and_lists_the_exit_codes() -> None:
     r = cli("--help")
     assert r.returncode == 0, r.stderr
     assert "Tell which Python packages are safe on free-threaded CPython" in r.stdout
-    assert "HarnessError" not in r.stdout and "harness.commands" not in r.stdout
+    assert "HarnessError" not in r.stdout and "harness.cli.commands" not in r.stdout
     codes = r.stdout.split("exit codes:", 1)[1]
     for code, meaning in [("0", "the harness worked"), ("1", "a gate failed"), ("2", "bad input"),
                           ("3", "could not be fetched or built"), ("4", "infrastructure"),

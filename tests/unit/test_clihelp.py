@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from harness import __main__ as cli_main
-from harness import clihelp
+from harness.cli import clihelp
 from tests.conftest import ROOT, cli
 
 RUN1 = ROOT / "tests" / "data" / "report" / "run1"

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import signal
 
-from harness.matrix import Settings
+from harness.config.matrix import Settings
 from harness.verdict import confirm_targets, decide
 from tests.unit.test_verdict import load
 
@@ -124,7 +124,7 @@ def test_an_ft_race_that_fails_alone_with_the_gil_on_is_thread_unsafe():
 def test_targets_reach_every_kind_that_may_decide():
     # click 8.5.1 had one ft-crash and 1,007 ft-race findings: the four slots went to the crash's
     # neighbours by order. Now the most severe finding of each kind comes first.
-    from harness.model import severity
+    from harness.core.model import severity
 
     crash, mix = load("crash"), load("mix")
     found = sorted([*decide(crash, settings=S, claims=False).findings,

@@ -1,4 +1,4 @@
-"""harness.diff: what changed between two reports, and which changes are regressions."""
+"""harness.results.diff: what changed between two reports, and which changes are regressions."""
 
 from __future__ import annotations
 
@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from harness import aggregate, diff
-from harness.errors import ConfigError
-from harness.load import check_report as read_report
-from harness.load import load_results
-from harness.report import CompatReport
+from harness.core.errors import ConfigError
+from harness.results import aggregate, diff
+from harness.results.load import check_report as read_report
+from harness.results.load import load_results
+from harness.results.report import CompatReport
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "report"
 

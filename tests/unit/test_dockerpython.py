@@ -1,4 +1,4 @@
-"""The pure parts of running an installed interpreter on the docker backend (harness.dockerpython);
+"""The pure parts of running an installed interpreter on the docker backend (harness.interpreters.dockerpython);
 tests/integration/test_docker_installed.py runs it for real."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from harness.dockerpython import SYSTEM_DIRS, prefix_of, runtime_tag, why_not_started
+from harness.interpreters.dockerpython import SYSTEM_DIRS, prefix_of, runtime_tag, why_not_started
 
 # glibc's dynamic loader, as a container printed it for an interpreter linked to a library outside
 # its prefix (tests/integration/test_docker_installed.py::test_a_missing_shared_library_is_named)

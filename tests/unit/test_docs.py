@@ -1,6 +1,6 @@
 """The docs a newcomer reads (#37): README.md short, every relative link of README.md and docs/
 resolving (to a file in the repository, and to a heading when it names an #anchor), the
-matrix.yaml reference naming every key harness/matrix.py accepts with the code's defaults, and
+matrix.yaml reference naming every key harness/config/matrix.py accepts with the code's defaults, and
 the verdicts page naming every verdict and finding kind."""
 
 from __future__ import annotations
@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from harness import matrix, model
+from harness.config import matrix
+from harness.core import model
 from tests.conftest import ROOT
 
 README = ROOT / "README.md"

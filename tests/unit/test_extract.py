@@ -1,4 +1,4 @@
-"""harness.extract: an sdist lands in a directory the host made now, and nothing points out of it."""
+"""harness.job.extract: an sdist lands in a directory the host made now, and nothing points out of it."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import extract
+from harness.job import extract
 
 
 def sdist(path: Path, *, links: dict[str, str] | None = None, extra: dict[str, bytes] | None = None) -> Path:

@@ -1,4 +1,4 @@
-"""harness.fetch and the index's credentials (#30): the page of an index is not trusted (scheme,
+"""harness.job.fetch and the index's credentials (#30): the page of an index is not trusted (scheme,
 sha256), and a token in $FT_HARNESS_INDEX_URL reaches neither package code nor any text."""
 
 from __future__ import annotations
@@ -13,10 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from harness import fetch, wheels
-from harness.job import _base_env
-from harness.matrix import loads
-from harness.plan import make_plan
+from harness.config import wheels
+from harness.config.matrix import loads
+from harness.config.plan import make_plan
+from harness.job import fetch
+from harness.job.job import _base_env
 from tests.conftest import INTERP_YAML
 
 

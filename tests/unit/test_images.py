@@ -1,4 +1,4 @@
-"""Pure parts of harness.images: tags, digests, the build script and the build context."""
+"""Pure parts of harness.interpreters.images: tags, digests, the build script and the build context."""
 
 from __future__ import annotations
 
@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from harness import images, interpreters, matrix
-from harness.errors import BuildError
+from harness.config import matrix
+from harness.core.errors import BuildError
+from harness.interpreters import images, interpreters
 
 MATRIX = """
 interpreters:

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 from packaging.requirements import Requirement
 
-from harness.infer import TestSetup, infer_test_setup
-from harness.suite import tests_in_package as in_package_rel
+from harness.job.suite import tests_in_package as in_package_rel
+from harness.testsetup.infer import TestSetup, infer_test_setup
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "infer"
 

@@ -1,6 +1,6 @@
 """Property tests (issue #29): whatever pyproject.toml, setup.cfg, tox.ini, requirements files and
-conftest.py an sdist ships, the host's test-setup inference (harness.infer, harness.pytestcfg,
-harness.conftests) returns a TestSetup of strings -- it never raises -- and within a time bound.
+conftest.py an sdist ships, the host's test-setup inference (harness.testsetup.infer, harness.testsetup.pytestcfg,
+harness.testsetup.conftests) returns a TestSetup of strings -- it never raises -- and within a time bound.
 
 The generators lean on the keys and shapes the inference reads (dependency groups, extras,
 addopts, ``-r`` chains, ``{[section]key}``, factor lines, conftest imports), with any type where
@@ -16,7 +16,7 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from harness.infer import TestSetup, infer_test_setup
+from harness.testsetup.infer import TestSetup, infer_test_setup
 
 BOUND = 5.0  # seconds one sdist's inference may take here (the sweep's max over 949 real ones: see README)
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.infer import infer_test_setup
+from harness.testsetup.infer import infer_test_setup
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "infer"
 
@@ -38,7 +38,7 @@ def test_setup_cfg_interpolation_in_an_extra_geopy():
 
 
 def test_setup_cfg_interpolation_is_bounded(tmp_path):
-    from harness import limits
+    from harness.core import limits
 
     refs = " ".join(["%(b)s"] * 40)
     (tmp_path / "setup.cfg").write_text(

@@ -13,9 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from harness import interpreters, matrix, pycheck, wheels
-from harness.errors import BuildError, ConfigError
-from harness.model import InterpreterInfo
+from harness.config import matrix, wheels
+from harness.core.errors import BuildError, ConfigError
+from harness.core.model import InterpreterInfo
+from harness.interpreters import interpreters, pycheck
 from harness.parse import gil
 
 REAL = Path(__file__).resolve().parents[1] / "data" / "real"

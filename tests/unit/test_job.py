@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness.job import pinned_version
+from harness.job.job import pinned_version
 
 
 @pytest.mark.parametrize(("spec", "version"), [
@@ -18,7 +18,7 @@ def test_pinned_version(spec, version):
 # pytest's own configuration: files it takes, and files it does not (issue #20)
 from pathlib import Path  # noqa: E402
 
-from harness.suite import has_pytest_config  # noqa: E402
+from harness.job.suite import has_pytest_config  # noqa: E402
 
 
 @pytest.mark.parametrize("where, name, text, found", [
@@ -46,10 +46,10 @@ def test_has_pytest_config(tmp_path: Path, where: str, name: str, text: str, fou
 
 
 # the command builder: each test phase's command in parts, so a reproduce is built (issue #18)
-from harness import matrix, plan  # noqa: E402
 from harness.backends.base import Workspace  # noqa: E402
-from harness.model import Phase  # noqa: E402
-from harness.suite import command as suite_command  # noqa: E402
+from harness.config import matrix, plan  # noqa: E402
+from harness.core.model import Phase  # noqa: E402
+from harness.job.suite import command as suite_command  # noqa: E402
 from harness.verdict import reproduce  # noqa: E402
 
 MATRIX = """\
@@ -109,8 +109,8 @@ def test_a_planted_config_link_is_not_followed(tmp_path: Path) -> None:
     assert has_pytest_config(src, "tests") is True
 
 
-# ---- tests inside the import package run from the installed copy (harness.suite.installed_tests)
-from harness.suite import installed_tests  # noqa: E402
+# ---- tests inside the import package run from the installed copy (harness.job.suite.installed_tests)
+from harness.job.suite import installed_tests  # noqa: E402
 
 
 def _tree(root: Path, files: list[str]) -> None:

@@ -1,4 +1,4 @@
-"""harness.limits (issue #29): each bound on what the host reads of a package's files, exceeded by a
+"""harness.core.limits (issue #29): each bound on what the host reads of a package's files, exceeded by a
 small crafted input, ends in a note or result that names it, fast, with no exception out."""
 
 from __future__ import annotations
@@ -13,9 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from harness import conftests, extract, limits
-from harness.infer import infer_test_setup
-from harness.pytestcfg import nesting, read_toml
+from harness.core import limits
+from harness.job import extract
+from harness.testsetup import conftests
+from harness.testsetup.infer import infer_test_setup
+from harness.testsetup.pytestcfg import nesting, read_toml
 
 
 def _tree(root: Path, files: dict[str, str]) -> Path:
@@ -221,7 +223,7 @@ def test_tests_per_phase_on_a_captured_run(monkeypatch: pytest.MonkeyPatch) -> N
     failures are kept, the passes dropped, the counts whole, the excerpt names the limit."""
     import json
 
-    from harness.model import Phase
+    from harness.core.model import Phase
     from harness.parse import incomplete, parse_phase
 
     data = Path(__file__).resolve().parents[1] / "data" / "parse" / "mix"
@@ -242,10 +244,10 @@ def test_log_bytes_a_flooding_command_keeps_head_and_tail(tmp_path: Path, monkey
     and last 512 KiB and the line between names the limit; the pytest summary at the end survives."""
     import sys
 
-    from harness import logcap
     from harness.backends.base import Workspace
     from harness.backends.local import LocalBackend
-    from harness.wsfs import JobDir
+    from harness.core import logcap
+    from harness.core.wsfs import JobDir
 
     monkeypatch.setenv("FT_HARNESS_LIMIT_LOG_BYTES", str(1 << 20))
     (tmp_path / "logs").mkdir()
@@ -268,7 +270,7 @@ def test_log_bytes_a_flooding_command_keeps_head_and_tail(tmp_path: Path, monkey
 
 
 def test_log_bytes_of_a_stream(monkeypatch: pytest.MonkeyPatch) -> None:
-    from harness import logcap
+    from harness.core import logcap
 
     monkeypatch.setenv("FT_HARNESS_LIMIT_LOG_BYTES", "100")
     read = []
@@ -295,9 +297,9 @@ def test_log_bytes_of_a_stream(monkeypatch: pytest.MonkeyPatch) -> None:
     ({"metadata": {"summary": 3, "project_urls": {"a": "https://x", "b": 2}}}, {"metadata"}, []),
 ])
 def test_probe_json_fields_of_the_wrong_type_are_dropped(raw: dict, kept: set, dropped: list) -> None:
-    from harness.evidence import Probe
-    from harness.matrix import Settings
-    from harness.model import Phase
+    from harness.config.matrix import Settings
+    from harness.core.evidence import Probe
+    from harness.core.model import Phase
     from harness.parse.probe import parse_probe
     from harness.verdict import decide
 
@@ -314,7 +316,7 @@ def test_probe_json_fields_of_the_wrong_type_are_dropped(raw: dict, kept: set, d
 
 
 def test_probe_read_back_from_a_result_keeps_what_it_told() -> None:
-    from harness.evidence import Probe
+    from harness.core.evidence import Probe
     from harness.parse.probe import parse_probe
 
     once = parse_probe(b'{"modules": 5, "version": "1"}')
@@ -329,7 +331,7 @@ def test_probe_read_back_from_a_result_keeps_what_it_told() -> None:
 
 def test_a_job_whose_sdist_is_a_bomb_gets_a_result_naming_the_limit(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The real job steps (harness.job.run_job) on the real scheduler and local backend: the host
+    """The real job steps (harness.job.job.run_job) on the real scheduler and local backend: the host
     fetches a 500-byte bz2 bomb from an index on loopback, extraction stops at extract_bytes, and
     the job's result file names the limit; the next job in the run still gets its result."""
     import hashlib
@@ -338,11 +340,11 @@ def test_a_job_whose_sdist_is_a_bomb_gets_a_result_naming_the_limit(
     import sys
     import threading
 
-    from harness import matrix, plan, wheels
     from harness.backends.base import Prepared
     from harness.backends.local import LocalBackend
-    from harness.model import InterpreterInfo, read_result
-    from harness.runner import result_path, run_plan
+    from harness.config import matrix, plan, wheels
+    from harness.core.model import InterpreterInfo, read_result
+    from harness.job.runner import result_path, run_plan
 
     files = {"bomb-1.0.tar.gz": _bomb(tmp_path / "bomb-1.0.tar.gz", 4 << 20).read_bytes()}
 
@@ -392,20 +394,20 @@ def test_a_job_whose_sdist_is_a_bomb_gets_a_result_naming_the_limit(
     {"install": [{"metadata": {"name": "pkg"}, "download_info": {"url": ["x"]}}]},
 ])
 def test_an_install_report_of_the_wrong_shape_names_no_file(report: dict) -> None:
-    from harness import wheels
+    from harness.config import wheels
 
     assert wheels.installed_from(report, "pkg") == ""
 
 
 @pytest.mark.parametrize("page", [{"files": 5}, {"files": "abc"}, {"files": [None, 3, {"filename": 7}]}, []])
 def test_an_index_page_of_another_shape_resolves_to_no_release(page) -> None:
-    from harness import select
+    from harness.config import select
 
     assert select.resolve_page("pkg", page).error
 
 
 def test_one_page_that_breaks_the_resolver_is_that_project_s_error() -> None:
-    from harness import select
+    from harness.config import select
 
     def fetch(name: str) -> dict:
         if name == "odd":
@@ -419,7 +421,7 @@ def test_one_page_that_breaks_the_resolver_is_that_project_s_error() -> None:
 def test_result_tests_keeps_every_outcome_that_tells_and_counts_whole(monkeypatch: pytest.MonkeyPatch) -> None:
     """Three phases of 10 tests, t3 failing in threads only, the limit at 12: t3 stays in every
     phase (its plain pass is what makes it a threads-only failure), the passes share the rest."""
-    from harness.model import Phase, TestCase
+    from harness.core.model import Phase, TestCase
 
     def phase(name: str, failing: set[str]) -> Phase:
         tests = {f"t{i}": TestCase(outcome="failed" if f"t{i}" in failing else "passed") for i in range(10)}

@@ -1,4 +1,4 @@
-"""harness.load: reading result files, naming every file it cannot use, merging shards."""
+"""harness.results.load: reading result files, naming every file it cannot use, merging shards."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from harness import aggregate
-from harness.errors import ConfigError
-from harness.load import load_results
-from harness.model import READABLE_SCHEMAS, JobResult, write_json_atomic
+from harness.core.errors import ConfigError
+from harness.core.model import READABLE_SCHEMAS, JobResult, write_json_atomic
+from harness.results import aggregate
+from harness.results.load import load_results
 from tests.data.report.shared import EXPECTED_VERDICTS
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "report"

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from harness import matrix
-from harness.errors import ConfigError
+from harness.config import matrix
+from harness.core.errors import ConfigError
 
 GOOD = """\
 settings:

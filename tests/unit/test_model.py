@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from harness import matrix, plan
-from harness.evidence import Crash, Hang, HungTest, ModeCoverage, ParallelInfo, Wheel
-from harness.model import (
+from harness.config import matrix, plan
+from harness.core.evidence import Crash, Hang, HungTest, ModeCoverage, ParallelInfo, Wheel
+from harness.core.model import (
     RESULT_SCHEMA,
     VERDICTS,
     Finding,
@@ -112,7 +112,7 @@ def test_job_keys() -> None:
 
 
 def test_a_phase_keeps_its_test_command_parts_across_the_disk() -> None:
-    from harness.model import Phase, TestCommand
+    from harness.core.model import Phase, TestCommand
 
     tc = TestCommand(head=("py", "-P", "-m", "pytest"), options=("-v",), threads=("--iterations=2",),
                      this_run=("-n", "auto"), paths=("tests",))
@@ -128,7 +128,7 @@ def test_planted_links_are_never_followed(tmp_path: Path) -> None:
     # host file; the host must neither read that file into a report nor write through the link
     import os
 
-    from harness.model import open_fresh, read_regular
+    from harness.core.model import open_fresh, read_regular
     from harness.parse import read_text
 
     secret = tmp_path / "host-secret.txt"

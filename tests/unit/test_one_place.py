@@ -6,9 +6,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from harness.load import load_results
-from harness.model import Finding, InterpreterInfo, JobResult, write_json_atomic
-from harness.report import JobEntry
+from harness.core.model import Finding, InterpreterInfo, JobResult, write_json_atomic
+from harness.results.load import load_results
+from harness.results.report import JobEntry
 
 # ----------------------------------------------------------------------------- Finding
 
@@ -47,8 +47,8 @@ def test_a_finding_reads_back_as_it_was_written() -> None:
 def test_the_least_covered_mode_is_the_same_in_the_qualifier_and_on_the_package_page() -> None:
     # 2/8 with the GIL off, 1/4 with it on: 25 % each. Before, the qualifier took the lower
     # mode (2/8) and the page the smaller suite (1/4 (25%)); the GIL off is the one both name now
-    from harness.evidence import ModeCoverage, least_covered
-    from harness.matrix import Settings
+    from harness.config.matrix import Settings
+    from harness.core.evidence import ModeCoverage, least_covered
     from harness.render.common import coverage_counts, coverage_summary
     from harness.verdict import coverage
 
@@ -62,7 +62,7 @@ def test_the_least_covered_mode_is_the_same_in_the_qualifier_and_on_the_package_
 
 
 def test_least_covered_skips_what_a_result_file_got_wrong() -> None:
-    from harness.evidence import ModeCoverage, least_covered
+    from harness.core.evidence import ModeCoverage, least_covered
 
     bad = {"gil0": ModeCoverage(mode=0, known=True, in_threads="2", total=8),  # type: ignore[arg-type]
            "gil1": ModeCoverage(mode=1, known=True, in_threads=True, total=4),  # type: ignore[arg-type]
@@ -101,9 +101,10 @@ def test_every_report_json_reader_is_the_guarded_one(tmp_path: Path) -> None:
     # each goes through load.read_report (load_json's guards, check_report's checks)
     import os
 
-    from harness import plan, reproduce
-    from harness.errors import ConfigError
-    from harness.load import read_report
+    from harness.cli import reproduce
+    from harness.config import plan
+    from harness.core.errors import ConfigError
+    from harness.results.load import read_report
 
     assert reproduce.read_report is read_report
     fifo = tmp_path / "report.json"

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import outlock
+from harness.cli import outlock
 from tests.conftest import FIXTURES, INTERP_YAML, cli
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "report" / "run0"

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 import harness
-from harness import images
+from harness.interpreters import images
 from tests.conftest import INSTALLED, ROOT, SOURCE_PATH
 
 # named here so that an empty file listing cannot pass the comparison below

@@ -3,7 +3,7 @@
 import json
 from pathlib import Path
 
-from harness.model import Phase
+from harness.core.model import Phase
 from harness.parse import parse_phase
 from harness.parse.gil import gil_modules, warning_lines
 from harness.parse.pytestlog import clean_id, parse_log

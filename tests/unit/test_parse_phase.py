@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.model import OUTCOMES, Phase
+from harness.core.model import OUTCOMES, Phase
 from harness.parse import incomplete, parse_phase
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "parse"

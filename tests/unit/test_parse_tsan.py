@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.evidence import TsanFrame, TsanLocation, TsanReport
+from harness.core.evidence import TsanFrame, TsanLocation, TsanReport
 from harness.parse.tsan import dedup, excerpt, parse_frame, parse_tsan, parse_tsan_dir
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "tsan"
@@ -150,10 +150,10 @@ def test_parse_dir(tmp_path):
     assert parse_tsan_dir(tmp_path / "missing") == []
 
 
-# ------------------------------------------------------------------ harness.tsan (env, suppressions, findings)
+# ------------------------------------------------------------------ harness.job.tsan (env, suppressions, findings)
 
-from harness import tsan  # noqa: E402
-from harness.model import Phase  # noqa: E402
+from harness.core.model import Phase  # noqa: E402
+from harness.job import tsan  # noqa: E402
 from harness.verdict.tsan import tsan_findings  # noqa: E402
 
 CPYTHON_SUPP = DATA / "cpython-3.13.5-suppressions_free_threading.txt"
@@ -236,7 +236,7 @@ def test_write_suppressions_merges_cpython_and_package(tmp_path):
 
 
 def test_write_suppressions_errors(tmp_path):
-    from harness.errors import BuildError
+    from harness.core.errors import BuildError
 
     with pytest.raises(BuildError, match="tsan_suppressions"):
         tsan.write_suppressions(_tarball(tmp_path), str(tmp_path / "nope"), tmp_path / "x.supp")
@@ -375,7 +375,7 @@ def test_a_packages_own_modules_dir_is_the_packages():
     assert core is not None and core.origin == "interpreter"
 
 
-# ------------------------------------------------------------------ on disk (harness.evidence.TsanReport)
+# ------------------------------------------------------------------ on disk (harness.core.evidence.TsanReport)
 
 CAPTURED = [
     *(("c", n) for n in ("race_markers.log", "uaf_lockorder.log", "segv.log")),
@@ -441,7 +441,7 @@ def test_result_written_before_the_types_reads_back():
     TsanReports that write the same JSON again, and the verdict makes the same findings of them."""
     import json
 
-    from harness.model import read_result
+    from harness.core.model import read_result
 
     raw = json.loads(RESULT_SCHEMA3.read_text())
     res = read_result(RESULT_SCHEMA3)
@@ -470,7 +470,7 @@ def test_venv_seeded_from_a_layer_runs_its_scripts(tmp_path):
     import subprocess
     import sys
 
-    sys.path.insert(0, str(Path(tsan.__file__).parent / "_inner"))
+    sys.path.insert(0, str(Path(tsan.__file__).parent.parent / "_inner"))
     try:
         import tsan_venv
     finally:

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from harness import matrix, plan
-from harness.errors import ConfigError
-from harness.model import InterpreterInfo, JobResult, Phase, write_json_atomic
+from harness.config import matrix, plan
+from harness.core.errors import ConfigError
+from harness.core.model import InterpreterInfo, JobResult, Phase, write_json_atomic
 from tests.conftest import HARNESS, SOURCE_PATH
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -139,7 +139,7 @@ def test_partial_durations_scale_the_heuristic(jobs):
 
 _CHILD = """
 import json, sys
-from harness import matrix, plan
+from harness.config import matrix, plan
 jobs = plan.make_plan(matrix.load(sys.argv[1]))
 d = json.loads(sys.argv[2])
 print(json.dumps({f"{n}{k}": plan.assign(jobs, n, dur)
@@ -256,9 +256,9 @@ def test_durations_from_report_json(tmp_path):
 
 
 def test_durations_from_aggregated_report(tmp_path):
-    """The report.json that harness.aggregate writes, from captured results, gives the same."""
-    from harness import aggregate
-    from harness.model import read_result
+    """The report.json that harness.results.aggregate writes, from captured results, gives the same."""
+    from harness.core.model import read_result
+    from harness.results import aggregate
 
     run0 = ROOT / "tests" / "data" / "report" / "run0"
     results = [read_result(f) for f in sorted((run0 / "results").glob("*.json"))]

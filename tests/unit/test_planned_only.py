@@ -14,9 +14,11 @@ from pathlib import Path
 import pytest
 
 from harness import __main__ as cli_main
-from harness import backends, matrix, plan, runner
+from harness import backends
 from harness.backends import Opened, Prepared
-from harness.model import JobResult
+from harness.config import matrix, plan
+from harness.core.model import JobResult
+from harness.job import runner
 from tests.unit.test_runner import INFO, FakeBackend, FakeSteps
 
 INTERP = 'interpreters: [{name: cpython3.13t, version: "3.13.5", source: "debian:trixie"}]\n'

@@ -1,4 +1,4 @@
-"""harness.progress: the plain lines of a run, and a reader that goes away."""
+"""harness.cli.progress: the plain lines of a run, and a reader that goes away."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import re
 
 import pytest
 
-from harness import progress
-from harness.model import InterpreterInfo, JobResult
+from harness.cli import progress
+from harness.core.model import InterpreterInfo, JobResult
 
 INFO = InterpreterInfo(name="cpython3.13t", version="3.13.5", key="k")
 
@@ -111,7 +111,8 @@ def test_an_interpreter_build_says_its_steps_and_its_time(tmp_path, monkeypatch,
     the real configure / make / make install sequence, with the heartbeat's lines on stdout."""
     import tarfile
 
-    from harness import interpreters, matrix
+    from harness.config import matrix
+    from harness.interpreters import interpreters
 
     monkeypatch.delenv("CI", raising=False)
     monkeypatch.setenv("FT_HARNESS_HEARTBEAT", "0.1")

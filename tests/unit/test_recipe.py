@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from harness.errors import ConfigError
-from harness.matrix import Settings
-from harness.model import InterpreterInfo
-from harness.recipe import recipe
-from harness.report import CompatReport
-from harness.reproduce import pick
-from harness.suite import TOOLS
+from harness.cli.reproduce import pick
+from harness.config.matrix import Settings
+from harness.core.errors import ConfigError
+from harness.core.model import InterpreterInfo
+from harness.job.recipe import recipe
+from harness.job.suite import TOOLS
+from harness.results.report import CompatReport
 from harness.verdict import decide
 from tests.unit.test_verdict import load
 

@@ -1,4 +1,4 @@
-"""Community recipes (harness.registry, harness.testsetup): real recipes of the shipped laruche
+"""Community recipes (harness.testsetup.registry, harness.job.testsetup): real recipes of the shipped laruche
 snapshot applied to sdist trees -- captured ones from tests/data/infer, or trees made here with
 the layout of the real sdist -- and what holds, what does not, and where each field came from."""
 
@@ -11,9 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from harness import infer, matrix, plan, registry, testsetup
-from harness.errors import ConfigError
-from harness.model import InterpreterInfo
+from harness.config import matrix, plan
+from harness.core.errors import ConfigError
+from harness.core.model import InterpreterInfo
+from harness.job import testsetup
+from harness.testsetup import infer, registry
 from tests.conftest import INTERP_YAML
 
 INFER = Path(__file__).resolve().parents[1] / "data" / "infer"

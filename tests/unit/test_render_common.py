@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from harness.evidence import ModeCoverage, Wheel
+from harness.core.evidence import ModeCoverage, Wheel
 from harness.render import common
-from harness.report import ProjectMeta, TestSetup
+from harness.results.report import ProjectMeta, TestSetup
 
 
 def mode(m, *, known=True, in_threads=5, total=10, **kw):

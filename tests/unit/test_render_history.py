@@ -8,9 +8,9 @@ from dataclasses import replace
 import pytest
 
 from harness import render
-from harness.errors import ConfigError
+from harness.core.errors import ConfigError
 from harness.render import history
-from harness.report import CompatReport
+from harness.results.report import CompatReport
 from tests.data.report.shared import full_report, out_dir, previous
 
 

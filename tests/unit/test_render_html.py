@@ -15,7 +15,7 @@ import pytest
 
 from harness import render
 from harness.render import html
-from harness.report import CompatReport
+from harness.results.report import CompatReport
 from tests.data.report.shared import XSS, XSS2, full_report, out_dir
 
 STATIC = Path(html.__file__).parent / "static"
@@ -196,7 +196,7 @@ def _tree(root: Path) -> dict[str, bytes]:
 
 
 def test_forked_workers_write_the_same_site_as_one_process(tmp_path, monkeypatch):
-    from harness.render import pool
+    from harness.core import pool
 
     rep = full_report()
     serial, forked = out_dir(tmp_path / "a"), out_dir(tmp_path / "b")

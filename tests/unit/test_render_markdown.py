@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import re
 
-from harness import aggregate, render
+from harness import render
 from harness.render import markdown
-from harness.report import CompatReport
+from harness.results import aggregate
+from harness.results.report import CompatReport
 from tests.data.report.shared import XSS, XSS2, full_report, load, out_dir
 
 

@@ -1,4 +1,4 @@
-"""harness.report: the typed report, report.json (to_dict) and a report.json read back (from_dict)."""
+"""harness.results.report: the typed report, report.json (to_dict) and a report.json read back (from_dict)."""
 
 from __future__ import annotations
 
@@ -8,10 +8,11 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from harness import aggregate, render
-from harness.evidence import Wheel
-from harness.load import read_report
-from harness.report import (
+from harness import render
+from harness.core.evidence import Wheel
+from harness.results import aggregate
+from harness.results.load import read_report
+from harness.results.report import (
     REPORT_SCHEMA,
     Change,
     CompatReport,

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.load import load_results
+from harness.results.load import load_results
 from harness.verdict.commands import probe_command, reproduce
 from tests.data.report import make_results
 

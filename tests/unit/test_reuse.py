@@ -1,4 +1,4 @@
-"""harness.reuse and ``run_plan(reuse_from=...)``: a job whose key and sdist equal an earlier
+"""harness.job.reuse and ``run_plan(reuse_from=...)``: a job whose key and sdist equal an earlier
 run's result is not run again; its result says where it came from and its verdict is decided
 again from its stored phases.  The earlier results are the report test data (made by the code,
 tests/data/report/make_results.py); the scheduler runs fake job steps (tests/unit/test_runner.py)."""
@@ -11,9 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from harness import fetch, matrix, plan, reuse
-from harness.model import read_result, write_json_atomic
-from harness.runner import result_path, run_plan
+from harness.config import matrix, plan
+from harness.core.model import read_result, write_json_atomic
+from harness.job import fetch, reuse
+from harness.job.runner import result_path, run_plan
 from harness.verdict import decide
 
 from .test_runner import PREPARED, FakeBackend, FakeSteps

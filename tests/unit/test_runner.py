@@ -1,4 +1,4 @@
-"""harness.runner.run_plan, the scheduler, on a fake backend and fake job steps (like
+"""harness.job.runner.run_plan, the scheduler, on a fake backend and fake job steps (like
 pytest-xdist's fake nodes): resume by key, infra errors retried, a broken backend, SIGINT and
 SIGTERM, a result that cannot be written.  The result files and signals are real."""
 
@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from harness import matrix, plan
 from harness.backends.base import Prepared, Workspace
-from harness.errors import InfraError, Interrupted
-from harness.model import Exec, InterpreterInfo, JobResult, read_result, write_json_atomic
-from harness.runner import result_path, run_plan
+from harness.config import matrix, plan
+from harness.core.errors import InfraError, Interrupted
+from harness.core.model import Exec, InterpreterInfo, JobResult, read_result, write_json_atomic
+from harness.job.runner import result_path, run_plan
 
 INTERP = "cpython3.13t"
 INFO = InterpreterInfo(name=INTERP, version="3.13.5", key="interp-key-1")
@@ -417,7 +417,7 @@ def test_off_the_main_thread_the_signal_handlers_are_left_alone(tmp_path: Path) 
 
 
 def test_a_package_past_a_limit_gets_a_result_naming_it(tmp_path: Path) -> None:
-    from harness.limits import LimitExceeded
+    from harness.core.limits import LimitExceeded
 
     out = tmp_path / "out"
     bomb, fine = jobs = make_jobs(2)

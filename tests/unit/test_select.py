@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from harness import matrix, select
-from harness.errors import ConfigError
-from harness.matrix import Package, Selector
+from harness.config import matrix, select
+from harness.config.matrix import Package, Selector
+from harness.core.errors import ConfigError
 
 INDEX = Path(__file__).resolve().parents[1] / "data" / "index"
 TOP30 = ["boto3", "packaging", "setuptools", "urllib3", "certifi", "typing-extensions",
@@ -181,9 +181,9 @@ def test_expand_spec_records_versions_once_and_every_shard_reads_them(tmp_path):
     # expansion (a shard, a rerun) reads the record and must not ask the index again
     import json as _json
 
-    from harness import matrix as _matrix
-    from harness import plan as _plan
-    from harness.select import expand_spec
+    from harness.config import matrix as _matrix
+    from harness.config import plan as _plan
+    from harness.config.select import expand_spec
 
     spec = _matrix.loads('interpreters: [{name: cp313t, version: "3.13.5", source: "debian:trixie"}]\n'
                          "packages: [{top: 3}, {name: six, tests: tests}]\n")

@@ -7,7 +7,7 @@ ft_nofixture has one test using pytest-mock's `mocker`, which is not installed.
 
 from __future__ import annotations
 
-from harness.matrix import Settings
+from harness.config.matrix import Settings
 from harness.parse.setup import find_setup_problems, is_setup_message
 from harness.verdict import decide
 from tests.unit.test_verdict import DATA, load
@@ -109,7 +109,7 @@ def test_a_config_pytest_took_from_outside_the_package_is_the_harness_setup_erro
 def test_a_run_under_an_outside_config_decides_infra_error_not_baseline():
     import dataclasses
 
-    from harness.model import Phase, TestCase
+    from harness.core.model import Phase, TestCase
 
     text = (DATA.parent / "setup" / "config-walked-up.log").read_text()
     p = Phase(name="plain-gil1", kind="plain", gil=1, exit_code=2, excerpt=text[-2000:],

@@ -7,8 +7,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from harness import matrix, plan
-from harness.select import read_names
+from harness.config import matrix, plan
+from harness.config.select import read_names
 from tests.conftest import cli
 
 INTERP = 'interpreters: [{name: cpython3.13t, version: "3.13.5", source: "debian:trixie"}]\n'

@@ -18,10 +18,11 @@ from pathlib import Path
 
 import pytest
 
-from harness import aggregate, render
-from harness.load import load_results
+from harness import render
 from harness.render import site as site_files
-from harness.report import CompatReport
+from harness.results import aggregate
+from harness.results.load import load_results
+from harness.results.report import CompatReport
 from tests.data.report.shared import DATA, full_report, out_dir
 
 ROOT = Path(__file__).resolve().parents[2]

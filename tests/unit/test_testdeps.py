@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from harness.testdeps import url_references
+from harness.testsetup.testdeps import url_references
 
 
 def test_url_references_are_set_apart_in_order() -> None:
@@ -19,8 +19,9 @@ def test_url_references_are_set_apart_in_order() -> None:
 def test_the_job_installs_none_and_its_test_setup_says_so(tmp_path) -> None:
     from pathlib import Path
 
-    from harness import matrix, plan, testsetup
-    from harness.model import InterpreterInfo
+    from harness.config import matrix, plan
+    from harness.core.model import InterpreterInfo
+    from harness.job import testsetup
     from tests.conftest import INTERP_YAML
 
     src = tmp_path / "demo-1.0"

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.matrix import Settings
-from harness.model import FINDING_KINDS, VERDICTS, Phase, TestCommand
+from harness.config.matrix import Settings
+from harness.core.model import FINDING_KINDS, VERDICTS, Phase, TestCommand
 from harness.parse import parse_phase
 from harness.parse.probe import parse_probe
 from harness.verdict import coverage, decide, reproduce

@@ -1,4 +1,4 @@
-"""harness.watchdog and the plugin it loads (_inner/ft_harness_watchdog.py), issue #20."""
+"""harness.job.watchdog and the plugin it loads (_inner/ft_harness_watchdog.py), issue #20."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ import sys
 from pathlib import Path
 
 from harness.backends.base import Workspace
+from harness.core.wsfs import JobDir
+from harness.job.watchdog import PLUGIN, SOURCE, install, seconds, watchdog_env
 from harness.parse.hang import find_hang, watchdog_dumps
-from harness.watchdog import PLUGIN, SOURCE, install, seconds, watchdog_env
-from harness.wsfs import JobDir
 
 
 def _ws(tmp_path: Path) -> Workspace:

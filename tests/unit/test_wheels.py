@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from harness import wheels
-from harness.model import InterpreterInfo
+from harness.config import wheels
+from harness.core.model import InterpreterInfo
 
 REAL = Path(__file__).resolve().parents[1] / "data" / "real"
 INTERP = InterpreterInfo(name="cpython3.13t", version="3.13.5", key="k")

@@ -210,7 +210,7 @@ def test_no_package_code_outside_a_container():
 def test_the_schedule_runs_the_published_matrix_with_315t_mounted():
     """The schedule's matrix is examples/published.yaml; its installed 3.15t comes from
     setup-python on each shard's runner, first on PATH where `python:python3.15t` is looked up."""
-    from harness import matrix
+    from harness.config import matrix
 
     data = _load((WORKFLOWS / "matrix.yml").read_text())
     assert "'examples/published.yaml'" in data["env"]["MATRIX"]

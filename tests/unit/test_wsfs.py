@@ -1,4 +1,4 @@
-"""harness.wsfs: the workspace reached through no link at any component (#30), and the guard
+"""harness.core.wsfs: the workspace reached through no link at any component (#30), and the guard
 that keeps every host access to a workspace going through it."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from harness import wsfs
-from harness.wsfs import JobDir, read_beneath
+from harness.core import wsfs
+from harness.core.wsfs import JobDir, read_beneath
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -129,7 +129,7 @@ def test_chown_all_changes_links_themselves(tmp_path: Path, resolver: str) -> No
 
 WS_NAMES = {"host_root", "src_host", "venv_host", "log_host", "junit_host", "sp_host"}
 THROUGH_WSFS = {"fs", "ctx.fs", "ws.fs", "self.fs"}  # a JobDir: its methods are the safe way in
-# calls that only name a path (or hand a name to a callee that goes through harness.wsfs)
+# calls that only name a path (or hand a name to a callee that goes through harness.core.wsfs)
 NAMING = {"relative_to", "joinpath", "rel", "path", "host", "str", "Path", "JobDir", "replace", "Workspace",
           "split", "as_posix", "resolve", "_in_container", "len", "is_relative_to", "get", "join",
           "warning", "info", "debug", "_job_id", "InfraError", "isinstance", "startswith", "any",
@@ -137,22 +137,22 @@ NAMING = {"relative_to", "joinpath", "rel", "path", "host", "str", "Path", "JobD
 # every other call that reaches a workspace path by name, and why it may: each is made before
 # the first step that runs package code (or reads the source tree the host has just made)
 ALLOWED = {
-    ("harness/job.py", "shutil.rmtree(host_root"): "job start: a previous run's workspace (rmtree is fd-based, never follows links)",
-    ("harness/job.py", "host_root.mkdir("): "job start",
-    ("harness/job.py", "(host_root / d).mkdir("): "job start",
-    ("harness/job.py", "backend.open(job.job_id, host_root"): "job start: the backend's mounts",
-    ("harness/job.py", "fetch.sdist("): "before any package code: the host's own download",
-    ("harness/job.py", "fetch.clear("): "before any package code",
+    ("harness/job/job.py", "shutil.rmtree(host_root"): "job start: a previous run's workspace (rmtree is fd-based, never follows links)",
+    ("harness/job/job.py", "host_root.mkdir("): "job start",
+    ("harness/job/job.py", "(host_root / d).mkdir("): "job start",
+    ("harness/job/job.py", "backend.open(job.job_id, host_root"): "job start: the backend's mounts",
+    ("harness/job/job.py", "fetch.sdist("): "before any package code: the host's own download",
+    ("harness/job/job.py", "fetch.clear("): "before any package code",
     ("harness/backends/docker.py", "host_root.mkdir("): "Backend.open: job start",
-    ("harness/testsetup.py", "infer.infer_test_setup(src_host"): "the source's readers: job.py calls testsetup.resolve before the install",
-    ("harness/testsetup.py", "registry.apply(recipe, src_host"): "the source's readers",
-    ("harness/testsetup.py", "suite.shadowing(src_host"): "the source's readers",
-    ("harness/suite.py", "pytestcfg.pytest_config(src_host"): "the source's readers: job.py calls them before the install",
-    ("harness/suite.py", "(src_host / tests / '__init__.py').is_file()"): "the source's readers",
-    ("harness/suite.py", "(src_host.joinpath("): "the source's readers",
-    ("harness/suite.py", "tests_in_package(src_host"): "the source's readers",
-    ("harness/suite.py", "sorted(venv_host.glob("): "installed_tests: not called by the job (jobfiles.site_packages is)",
-    ("harness/suite.py", "venv_host.glob("): "installed_tests: not called by the job",
+    ("harness/job/testsetup.py", "infer.infer_test_setup(src_host"): "the source's readers: job.py calls testsetup.resolve before the install",
+    ("harness/job/testsetup.py", "registry.apply(recipe, src_host"): "the source's readers",
+    ("harness/job/testsetup.py", "suite.shadowing(src_host"): "the source's readers",
+    ("harness/job/suite.py", "pytestcfg.pytest_config(src_host"): "the source's readers: job.py calls them before the install",
+    ("harness/job/suite.py", "(src_host / tests / '__init__.py').is_file()"): "the source's readers",
+    ("harness/job/suite.py", "(src_host.joinpath("): "the source's readers",
+    ("harness/job/suite.py", "tests_in_package(src_host"): "the source's readers",
+    ("harness/job/suite.py", "sorted(venv_host.glob("): "installed_tests: not called by the job (jobfiles.site_packages is)",
+    ("harness/job/suite.py", "venv_host.glob("): "installed_tests: not called by the job",
 }
 
 
@@ -193,8 +193,8 @@ def test_the_guard_sees_a_new_access() -> None:
 
 def _before_the_install() -> set[int]:
     """The lines of job.py that run before any package code: _steps up to its install step (the
-    source's readers, on the tree the host has just made; harness.testsetup reads it then too)."""
-    src = (ROOT / "harness" / "job.py").read_text()
+    source's readers, on the tree the host has just made; harness.job.testsetup reads it then too)."""
+    src = (ROOT / "harness" / "job" / "job.py").read_text()
     steps = next(n for n in ast.walk(ast.parse(src)) if isinstance(n, ast.FunctionDef) and n.name == "_steps")
     return set(range(steps.lineno, _install_line(src, steps)))
 
@@ -212,19 +212,19 @@ def test_every_host_access_to_a_workspace_goes_through_wsfs() -> None:
         if p.name == "wsfs.py" or "_inner" in p.parts:
             continue
         for line, call in workspace_accesses(p.read_text()):
-            if rel == "harness/job.py" and line in early:
+            if rel == "harness/job/job.py" and line in early:
                 continue
             key = next((k for k in ALLOWED if k[0] == rel and call.startswith(k[1])), None)
             if key is None:
                 bad.append(f"{rel}:{line}: {call[:120]}")
             used.add(key)
-    assert bad == [], "reach the workspace through harness.wsfs.JobDir (ws.fs), not by name:\n" + "\n".join(bad)
+    assert bad == [], "reach the workspace through harness.core.wsfs.JobDir (ws.fs), not by name:\n" + "\n".join(bad)
     assert set(ALLOWED) - used == set(), "an allowed access is gone: drop it from ALLOWED"
 
 
 def test_after_the_install_the_job_reads_nothing_of_the_workspace_by_name() -> None:
     """In job._steps, from the install step on, every access is through ctx.fs."""
-    src = (ROOT / "harness" / "job.py").read_text()
+    src = (ROOT / "harness" / "job" / "job.py").read_text()
     fn = next(n for n in ast.walk(ast.parse(src)) if isinstance(n, ast.FunctionDef) and n.name == "_steps")
     lines = src.splitlines()
     install = _install_line(src, fn)

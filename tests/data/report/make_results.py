@@ -2,10 +2,10 @@
 
     python tests/data/report/make_results.py
 
-Every result is built with harness.model's own dataclasses and written with
+Every result is built with harness.core.model's own dataclasses and written with
 model.write_json_atomic, so no field exists here that model.py does not have; each finding's
 reproduce line and laptop recipe are made by the code that makes them in a run
-(harness.verdict.commands from the finding's phase, harness.recipe), none is written here.
+(harness.verdict.commands from the finding's phase, harness.job.recipe), none is written here.
 tests/unit/test_report_data.py checks that the stored files are what this script writes now:
 when the model, the reproduce lines or the recipes change, run it again and commit the result.
 Logs, excerpts, the compiler error and the GIL warning are real output captured
@@ -31,8 +31,8 @@ HERE = Path(__file__).resolve().parent
 if __name__ == "__main__":  # run as a script: harness from this checkout
     sys.path.insert(0, str(HERE.parents[2]))
 
-from harness.evidence import ModeCoverage, Wheel  # noqa: E402
-from harness.model import (  # noqa: E402
+from harness.core.evidence import ModeCoverage, Wheel  # noqa: E402
+from harness.core.model import (  # noqa: E402
     Finding,
     InterpreterInfo,
     JobResult,
@@ -40,7 +40,7 @@ from harness.model import (  # noqa: E402
     TestCommand,
     write_json_atomic,
 )
-from harness.recipe import recipe  # noqa: E402
+from harness.job.recipe import recipe  # noqa: E402
 from harness.verdict.commands import probe_command, reproduce  # noqa: E402
 
 CAP = HERE / "captured"
@@ -78,7 +78,7 @@ TOOLS = ("pytest==8.4.2", "pytest-run-parallel==0.10.0", "pytest-xdist==3.8.0", 
 
 
 def _test_command(mode: int, threads: bool, rep: int = 0) -> TestCommand:
-    """The parts of _pytest_cmd, as harness.job keeps them (a recipe is built from them)."""
+    """The parts of _pytest_cmd, as harness.job.job keeps them (a recipe is built from them)."""
     name = f"threads-gil{mode}-r{rep}" if threads else f"plain-gil{mode}"
     return TestCommand(head=(PY, "-P", "-m", "pytest", "-p", "no:cacheprovider"),
                        options=("--timeout=120", "-rfE", "-v"),
@@ -151,7 +151,7 @@ def result(job: str, package: str, version: str, verdict: str, *, source: str = 
            coverage: dict[str, ModeCoverage] | None = None, wheel: dict | None = None, notes: str = "",
            links: tuple[str, ...] = (), metadata: dict | None = None, t: int = 0,
            interp: InterpreterInfo = INTERP, test_setup: dict | None = None) -> JobResult:
-    # each finding's reproduce line (harness.verdict) and laptop recipe (harness.recipe)
+    # each finding's reproduce line (harness.verdict) and laptop recipe (harness.job.recipe)
     findings = tuple(with_reproduce(f, ph) for f in findings)
     findings = tuple(replace(f, recipe=recipe(
         f, ph, package=package, version=version, interp=interp, tools=TOOLS, test_requires=(),
@@ -184,7 +184,7 @@ def run1() -> list[JobResult]:
                      metadata={"summary": "Classes Without Boilerplate",
                                "project_urls": {"Homepage": "https://www.attrs.org/",
                                                 "Source": "https://github.com/python-attrs/attrs"}},
-                     # what harness.infer read from attrs 26.1.0's sdist (tests/data/infer/)
+                     # what harness.testsetup.infer read from attrs 26.1.0's sdist (tests/data/infer/)
                      test_setup={"tests": "tests", "tests_from": "inferred",
                                  "requires": ["cloudpickle; platform_python_implementation == \"CPython\"",
                                               "hypothesis", "pympler"],

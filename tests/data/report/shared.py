@@ -6,9 +6,9 @@ import dataclasses
 import shutil
 from pathlib import Path
 
-from harness import aggregate
-from harness.load import load_results
-from harness.report import CompatReport
+from harness.results import aggregate
+from harness.results.load import load_results
+from harness.results.report import CompatReport
 
 DATA = Path(__file__).resolve().parent
 XSS = "<script>alert(1)</script>"
@@ -41,7 +41,7 @@ def load(*names: str) -> list:
 
 def previous() -> CompatReport:
     """run0's report, as a run of the day before (its files carry run1's times; a report's start
-    and end are its results', harness.aggregate.run_times)."""
+    and end are its results', harness.results.aggregate.run_times)."""
     results = [dataclasses.replace(r, started="2026-12-02T07:50:00Z", finished="2026-12-02T08:00:00Z")
                for r in load("run0")]
     return aggregate.build_report(results, meta={})

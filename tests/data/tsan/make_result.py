@@ -19,7 +19,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[2]
 sys.path.insert(0, str(ROOT))
 
-from harness.model import InterpreterInfo, JobResult, Phase  # noqa: E402
+from harness.core.model import InterpreterInfo, JobResult, Phase  # noqa: E402
 from harness.parse.tsan import parse_tsan_dir  # noqa: E402
 from harness.verdict.tsan import tsan_findings  # noqa: E402
 

@@ -5,10 +5,10 @@ from pathlib import Path
 sys.path.insert(0, "/work/main")
 sys.path.insert(0, "/work/main/tests/data/parse/_tools")
 import capture
-from harness.model import Phase
+from harness.core.model import Phase
 from harness.parse import parse_phase
 from harness.verdict import decide
-from harness.matrix import Settings
+from harness.config.matrix import Settings
 
 FX = Path("/work/main/tests/fixtures/packages")
 OUT = Path("/tmp/h1/fx")

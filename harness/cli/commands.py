@@ -1,0 +1,336 @@
+"""The subcommands: each takes the parsed arguments and returns an exit code.
+
+With ``__main__`` (the parser, errors to exit codes) and ``progress`` (a run's live
+lines) this is the command line, the only code that prints.  Each command loads its
+input first and imports the heavy modules after, so bad input fails at once.
+"""
+
+from __future__ import annotations
+
+import argparse
+import errno
+import os
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .. import __version__
+from ..core import textsafe
+from ..core.errors import ConfigError, InfraError, RegressionError
+from ..core.model import VERDICTS, now_iso
+from . import outlock
+
+if TYPE_CHECKING:
+    from ..config.matrix import MatrixSpec
+    from ..config.plan import Job
+    from ..results.report import CompatReport
+
+
+def _say(line: str) -> None:
+    print(line, flush=True)
+
+
+
+# ----------------------------------------------------------------------------- run
+
+
+def select_jobs(spec: MatrixSpec, args: argparse.Namespace,
+                durations: Mapping[str, float] | None = None) -> list[Job]:
+    """The plan's jobs that ``--shard``, ``--interpreter`` and ``--package`` leave (``durations``:
+    the --durations report's times, which balance the shards)."""
+    from ..config import plan, select
+
+    out = getattr(args, "out", None)
+    resolved = getattr(args, "resolved", None) or (Path(out) / "resolved.json" if out else None)
+    spec = select.expand_spec(spec, Path(resolved) if resolved else None)
+    jobs = plan.make_plan(spec)
+    if args.shard:  # shard the whole plan first, so the split is the one `ft-harness plan` prints
+        i, n = plan.parse_shard(args.shard)
+        jobs = plan.shard(jobs, i, n, durations)
+    if args.interpreter:
+        jobs = [j for j in jobs if j.interpreter.name in args.interpreter]
+    if args.package:
+        unknown = set(args.package) - {p.name for p in spec.packages}
+        if unknown:
+            raise ConfigError(f"--package {sorted(unknown)[0]!r} is not in {args.matrix}")
+        jobs = [j for j in jobs if j.package.name in args.package]
+    return jobs
+
+
+def _expected(jobs: list[Job], durations: Mapping[str, float] | None) -> dict[str, float]:
+    """Each job's expected seconds: an earlier report's (--durations), else the settings' guess."""
+    from ..config import plan
+
+    return {j.job_id: s for j, s in zip(jobs, plan.expected_seconds(jobs, durations), strict=True)}
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from ..config import matrix
+    from ..interpreters import interpreters
+
+    spec = matrix.load(args.matrix)  # bad input fails here, before anything heavy is imported
+    from .. import backends
+    from ..config import plan
+    from ..job.runner import run_plan
+    from . import progress
+
+    durations = plan.durations_from_report(Path(args.durations)) if args.durations else None
+    jobs = select_jobs(spec, args, durations)
+    out = Path(args.out)
+    reuse_from = [Path(d) for d in args.reuse or ()]
+    for d in reuse_from:
+        if not d.is_dir():
+            raise ConfigError("--reuse takes an earlier run's output dir (or its results dir)",
+                              file=str(d))
+    cache = interpreters.cache_root(args.cache)
+    backend_name, note = backends.choose(args.backend)
+    if note:
+        print(f"ft-harness: {note}", file=sys.stderr)
+    if backend_name == "local" and jobs:  # said once, plainly (issue #17)
+        print("ft-harness: the local backend runs every package's build and tests as you, with "
+              "your files and network: no isolation (use --backend docker for packages you do "
+              "not trust)", file=sys.stderr)
+    with outlock.hold(out):  # a second run on this --out would remove this one's workspaces
+        opened = backends.open_backend(
+            backend_name, jobs, cache=cache,
+            run_id=f"{int(time.time())}-{os.getpid()}", workers=args.jobs, say=_say)
+        summary = run_plan(jobs, out=out, backend=opened.backend, prepared=opened.prepared,
+                           workers=args.jobs, force=args.force, reporter=progress.make_reporter(
+                               _expected(jobs, durations), args.jobs), reuse_from=reuse_from)
+        print(f"{len(summary.ran)} jobs ran, {len(summary.skipped)} reused from {out / 'results'}"
+              + (f", {len(summary.reused)} from --reuse" if reuse_from else ""))
+        meta = {"harness_version": __version__, "matrix": str(args.matrix),
+                "matrix_digest": spec.digest, "started": summary.started,
+                "finished": summary.finished, "backend": backend_name, "shard": args.shard or ""}
+        # a shard's report is partial: the step summary is the merged report's alone
+        report = write_report([out], out, meta=meta, previous=None,
+                              expected=[j.job_id for j in jobs], step_summary=not args.shard)
+    return gate(report, args.fail_on)
+
+
+# ----------------------------------------------------------------------------- report
+
+
+def write_report(dirs: list[Path], out: Path, *, meta: dict[str, Any], previous: Path | None,
+                 expected: list[str] | None, history: Path | None = None,
+                 require_results: bool = False, step_summary: bool = True,
+                 site_url: str = "", planned: Sequence[Job] | None = None) -> CompatReport:
+    """Aggregate the result files of ``dirs`` and render every report into ``out``; with
+    ``planned`` (the plan's jobs), only the results that belong to one of them."""
+    from .. import render
+    from ..results import aggregate
+    from ..results.load import load_json, load_results, read_report
+
+    results, problems = load_results(dirs)
+    for p in problems:
+        print(f"ft-harness: skipped {textsafe.line(p)}", file=sys.stderr)  # names a file in a results dir
+    if planned is not None:
+        from ..config.plan import in_plan
+
+        results, refused = in_plan(results, planned)
+        for line in refused:  # listed, never merged: a shard's artifact is not trusted
+            print(f"ft-harness: {textsafe.line(line)}", file=sys.stderr)
+    if require_results and not results:
+        where = ", ".join(str(d) for d in dirs)
+        why = f"{len(problems)} result file(s) skipped as invalid" if problems else "no results/*.json"
+        raise ConfigError(f"no valid result to report in {where} ({why})")
+    prev = read_report(previous, "old") if previous else None
+    report = aggregate.build_report(results, meta=meta, previous=prev, expected_jobs=expected)
+    hist = load_json(history) if history else None
+    try:
+        if any(Path(d).resolve() != out.resolve() for d in dirs):
+            aggregate.copy_logs(report, dirs, out)  # merged shards: the site links to logs under out/
+        written = render.write_all(report, out, history=hist, step_summary=step_summary, site_url=site_url)
+    except OSError as e:
+        if e.errno in NO_SPACE:  # the disk, not the input: exit 4, one line
+            raise InfraError(f"no space left to write the report in {out} ({e.strerror}); "
+                             "free some and run `ft-harness report` again") from None
+        raise
+    for path in written:
+        if path.name in ("report.md", "report.json", "index.html", "junit.xml"):
+            print(f"wrote {path}")
+    summary = ", ".join(f"{n} {v}" for v, n in report.summary.items() if n)
+    across = (f" ({len(report.table)} packages on {len(report.interpreters)} interpreters, "
+              f"{len(report.packages)} jobs)") if report.several else ""
+    print(f"summary: {summary or 'no packages'}{across}")
+    for row in report.table:
+        if row.across:
+            print(textsafe.line(f"  {row.name}: {row.across}"))  # from result files
+    if report.missing:
+        print(textsafe.line(f"missing results: {', '.join(report.missing)}"), file=sys.stderr)
+    return report
+
+
+NO_SPACE = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)  # a full disk, a quota, a file-size limit
+def gate(report: CompatReport, fail_on: str | None) -> int:
+    """0, or RegressionError (exit 1) when a package's verdict is one of ``--fail-on``."""
+    if not fail_on:
+        return 0
+    wanted = {v.strip() for v in fail_on.split(",") if v.strip()}
+    bad = wanted - set(VERDICTS)
+    if bad:
+        raise ConfigError(f"--fail-on: unknown verdict {sorted(bad)[0]!r} "
+                          f"(one of {', '.join(VERDICTS)})")
+    hit = [p for p in report.packages if p.verdict in wanted]
+    if hit:
+        names = textsafe.line(", ".join(f"{p.name} ({p.verdict})" for p in hit))
+        raise RegressionError(f"--fail-on matched: {names}")
+    return 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    now = now_iso()
+    meta: dict[str, Any] = {"harness_version": __version__, "started": now, "finished": now,
+                            "backend": "", "sources": [str(d) for d in args.dirs]}
+    out = Path(args.out) if args.out else Path(args.dirs[0])
+    expected = planned = None
+    if args.matrix:  # the plan: its jobs without a result are missing, results of no job of it refused
+        from ..config import matrix, plan, select
+
+        resolved = Path(args.resolved) if args.resolved else None
+        spec = select.expand_spec(matrix.load(args.matrix), resolved)
+        planned = plan.make_plan(spec)
+        expected = [j.job_id for j in planned]
+        meta["matrix"], meta["matrix_digest"] = str(args.matrix), spec.digest
+    report = write_report([Path(d) for d in args.dirs], out, meta=meta,
+                          previous=Path(args.previous) if args.previous else None,
+                          expected=expected, planned=planned,
+                          history=Path(args.history) if args.history else None,
+                          require_results=True, site_url=args.site_url or "")
+    return gate(report, args.fail_on)
+
+
+def cmd_diff(args: argparse.Namespace) -> int:
+    from ..results import diff
+    from ..results.load import read_report
+
+    old = read_report(Path(args.old), "old")
+    new = read_report(Path(args.new), "new")
+    changes = diff.diff_reports(old, new)
+    print(diff.format_changes(changes))
+    return 1 if diff.has_regression(changes) else 0
+
+
+# ----------------------------------------------------------------------------- the rest
+
+
+def cmd_build(args: argparse.Namespace) -> int:
+    from ..config import matrix
+    from ..interpreters import interpreters
+
+    spec = matrix.load(args.matrix)
+    cache = interpreters.cache_root(args.cache)
+    for interp in spec.interpreters:
+        if args.interpreter and interp.name not in args.interpreter:
+            continue
+        t0 = time.monotonic()
+        built = interpreters.ensure_built(interp, cache)
+        state = built.state if built.cache_hit else f"built in {time.monotonic() - t0:.0f}s"
+        print(f"{interp.name}: {state}: {built.python}")
+    return 0
+
+
+def cmd_plan(args: argparse.Namespace) -> int:
+    from ..config import matrix, plan, select
+    from ..job import testsetup
+
+    raw = matrix.load(args.matrix)
+    spec = select.expand_spec(raw, Path(args.resolved) if args.resolved else None)
+    if raw.selectors:
+        named = {p.name for p in raw.packages}
+        picked = [p for p in spec.packages if p.name not in named or p.unresolved]
+        if not any(not p.unresolved for p in picked):  # nothing to test: not a plan
+            why = next((p.unresolved for p in picked if p.unresolved), "it selected no project")
+            raise ConfigError(f"no `top:` entry could be resolved ({len(picked)} tried; "
+                              f"{textsafe.line(why)[:200]})", file=str(args.matrix))
+    jobs = plan.make_plan(spec)
+    durations = plan.durations_from_report(Path(args.durations)) if args.durations else None
+    shards = args.shards
+    if shards == AUTO:
+        shards = plan.shards_to_fit(jobs, durations, args.shard_limit)
+        print(f"--shards auto: {shards} shard(s), each expected under {plan.MARGIN:.0%} of "
+              f"{args.shard_limit:g} min" + (" (measured durations)" if durations else
+                                             " (no --durations: a guess from the settings)"),
+              file=sys.stderr)
+    print(plan.render_plan(jobs, fmt=args.format, shards=shards, durations=durations))
+    for line in testsetup.planned_skips(jobs):  # the recipe registry's skip_versions: no run
+        print(textsafe.line(line), file=sys.stdout if args.format == "table" else sys.stderr)
+    if args.format == "table":
+        print(_wall_line(jobs, shards, durations, args.jobs))
+        if raw.selectors:  # the versions a `top:` selector picked, for a person to read
+            print("\nresolved versions:")
+            for p in spec.packages:
+                print(textsafe.line(f"  {p.name} {p.version or p.path or ''}"
+                                    + (f"  (unresolved: {p.unresolved})" if p.unresolved else "")))
+    if raw.selectors:
+        print(f"resolved versions written to {args.resolved}" if args.resolved else
+              "resolved versions not kept (pass --resolved FILE to keep them for every shard)",
+              file=sys.stderr)
+    for warning in plan.over_limit(jobs, shards, durations, args.shard_limit):
+        print(f"warning: {warning}", file=sys.stderr)
+    return 0
+
+
+AUTO = 0  # --shards auto (harness.__main__ parses "auto" to it)
+
+
+def _wall_line(jobs: list[Job], shards: int, durations: Mapping[str, float] | None,
+               workers: int) -> str:
+    """The longest shard's expected wall time at `run --jobs N` (jobs sharing the cores)."""
+    from ..config import plan
+
+    per: dict[int, list[float]] = {}
+    for s, c in zip(plan.assign(jobs, shards, durations),
+                    plan.expected_seconds(jobs, durations), strict=True):
+        per.setdefault(s, []).append(c)
+    serial = max((sum(c) for c in per.values()), default=0.0)
+    ideal = max((max(sum(c) / workers, max(c)) for c in per.values()), default=0.0)
+    if workers == 1:
+        return f"at --jobs 1: ~{serial / 60:.1f} min" + (" a shard" if shards > 1 else "")
+    return (f"at --jobs {workers}: ~{ideal / 60:.1f} min to {serial / 60:.1f} min"
+            + (" a shard" if shards > 1 else "") + " (each job's plain runs already use every "
+            "core, so jobs at once overlap only in part)")
+
+
+def cmd_image(args: argparse.Namespace) -> int:
+    from ..config import matrix
+    from ..interpreters import images, interpreters
+
+    spec = matrix.load(args.matrix)
+    cache = interpreters.cache_root(args.cache)
+    client = images.docker_client()
+    base = images.ensure_base(client, cache)
+    print(f"base image {base.tag}: {'reused' if base.reused else 'built'}")
+    for interp in spec.interpreters:
+        if not interp.source.builds:  # mounted, not built: the image it is mounted into
+            from ..interpreters.dockerpython import ensure_runtime_image
+
+            ref = ensure_runtime_image(client, cache)
+            print(f"runtime image {ref.tag}: {'reused' if ref.reused else 'built'} (for "
+                  f"{interp.name}: {interp.source.describe()} is mounted into it read-only and "
+                  "checked there when a run starts)")
+            continue
+        ref = images.ensure_interpreter_image(client, interp, cache)
+        print(f"interpreter image {ref.tag}: {'reused' if ref.reused else 'built'}"
+              f" (CPython {ref.info.full_version if ref.info else interp.version})")
+    return 0
+
+
+def cmd_clean(args: argparse.Namespace) -> int:
+    from ..backends.docker import clean_caches
+    from ..interpreters import images
+
+    try:
+        client = images.docker_client()
+    except InfraError as e:  # one line, without the SDK's exception text
+        if not str(e).startswith("docker daemon is not answering"):
+            raise
+        where = os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock"
+        raise InfraError(f"docker daemon is not answering at {where}: nothing to clean "
+                         "(containers and volumes live in the engine; start it and rerun)") from None
+    removed = images.clean(client, None) + clean_caches(client)  # the jobs' pip caches too
+    print(f"removed {len(removed)} leftover containers/volumes"
+          + (": " + ", ".join(removed) if removed else ""))
+    return 0

@@ -1,0 +1,242 @@
+"""Is there a free-threaded wheel for the tested release, and which one did we install?
+
+Read from the index's JSON metadata and pip's install report, the
+``packaging.utils``/``packaging.tags`` way.  A wheel counts as free-threaded
+when one of its tags is one the interpreter accepts, as it said itself
+(``packaging.tags.sys_tags()`` run by it, kept in InterpreterInfo.tag_pairs and
+.platforms): ``cp313t``/``cp314t``/``cp315t`` and PEP 803's ``abi3t``
+(``cp315-abi3t``, ``cp315-abi3.abi3t``) alike, and never a plain ``abi3``,
+which free-threaded builds do not load.  A ``none`` ABI wheel (``none-any``)
+is reported as ``pure`` (it runs on any build, GIL or not).
+
+Results written before interpreters recorded their tags fall back to the tags
+``packaging`` computes for that version on this machine.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import logging
+import os
+import platform
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote, urljoin, urlparse, urlsplit, urlunsplit
+
+from packaging import tags as ptags
+from packaging.utils import (
+    InvalidSdistFilename,
+    InvalidWheelFilename,
+    canonicalize_name,
+    parse_sdist_filename,
+    parse_wheel_filename,
+)
+from packaging.version import Version
+
+from ..core.evidence import Probe, Wheel
+from ..core.model import InterpreterInfo, read_regular
+
+log = logging.getLogger(__name__)
+INDEX_URL = "https://pypi.org/simple/"
+INDEX_ENV = "FT_HARNESS_INDEX_URL"  # another PEP 691 index (a mirror, or a test's local index)
+
+
+def redact(url: str) -> str:
+    """``url`` without its user and password (an index's token): what logs, results, reports and
+    package code may see."""
+    parts = urlsplit(url)
+    if parts.username is None and parts.password is None:
+        return url
+    host = parts.hostname or ""
+    if ":" in host:
+        host = f"[{host}]"
+    netloc = host + (f":{parts.port}" if parts.port else "")
+    return urlunsplit(parts._replace(netloc=netloc))
+
+
+def request(url: str, headers: dict[str, str] | None = None) -> urllib.request.Request:
+    """A request for ``url`` (the index's page or a file it lists) whose credentials, its own or
+    $FT_HARNESS_INDEX_URL's for the index's host, travel in an Authorization header, never in
+    the URL an error message or a log line may show."""
+    own, index = urlsplit(url), urlsplit(os.environ.get(INDEX_ENV, ""))
+    creds = own if own.username is not None else index if (
+        (index.scheme, index.hostname, index.port) == (own.scheme, own.hostname, own.port)) else None
+    headers = dict(headers or {})
+    if creds is not None and creds.username is not None:
+        token = f"{unquote(creds.username)}:{unquote(creds.password or '')}".encode()
+        headers["Authorization"] = "Basic " + base64.b64encode(token).decode("ascii")
+    return urllib.request.Request(redact(url), headers=headers)
+
+
+def public_index() -> str:
+    """$FT_HARNESS_INDEX_URL without its credentials ('' when unset): the index package code is
+    pointed at (PIP_EXTRA_INDEX_URL). Only the host's own requests use the credentials."""
+    return redact(os.environ.get(INDEX_ENV, ""))
+
+
+def project_url(name: str) -> str:
+    """The project's page on the index: $FT_HARNESS_INDEX_URL, else pypi.org's simple API."""
+    base = os.environ.get(INDEX_ENV) or INDEX_URL
+    return base.rstrip("/") + f"/{canonicalize_name(name)}/"
+
+
+def _absolute(data: dict[str, Any], url: str) -> dict[str, Any]:
+    """A page whose file URLs are absolute (PEP 691 lets them be relative to the page)."""
+    files = data.get("files")
+    if isinstance(files, list):
+        data["files"] = [dict(f, url=urljoin(url, f["url"])) if isinstance(f, dict)
+                         and isinstance(f.get("url"), str) else f for f in files]
+    return data
+
+
+def ft_abi(version: str) -> str:
+    """The version-specific free-threaded ABI of CPython ``version``: ``3.14.0`` -> ``cp314t``."""
+    major, minor = version.split(".")[:2]
+    return f"cp{major}{minor}t"
+
+
+def _version_pairs(version: str) -> tuple[str, ...]:
+    """The interpreter-abi pairs a free-threaded CPython ``version`` accepts, computed by
+    packaging here (for results that did not record the interpreter's own sys_tags())."""
+    major, minor = (int(x) for x in version.split(".")[:2])
+    pv = (major, minor)
+    found = [*ptags.cpython_tags(pv, abis=[ft_abi(version)], platforms=["any"]),
+             *ptags.compatible_tags(pv, f"cp{major}{minor}", platforms=["any"])]
+    return tuple(dict.fromkeys(f"{t.interpreter}-{t.abi}" for t in found))
+
+
+def classify_wheel(filename: str, version: str = "", machine: str | None = None, *,
+                   interp: InterpreterInfo | None = None) -> str:
+    """'free-threaded' | 'pure' | 'gil-only' | 'other-platform' for one wheel file name.
+
+    With ``interp`` (and its recorded tags) the interpreter decides; else ``version`` does,
+    with a linux + ``machine`` platform check."""
+    try:
+        _, _, _, tags = parse_wheel_filename(filename)
+    except InvalidWheelFilename:
+        return "other-platform"
+    if interp is not None and interp.tag_pairs:
+        pairs, platforms = set(interp.tag_pairs), set(interp.platforms)
+
+        def fits(platform_: str) -> bool:
+            return platform_ in platforms
+    else:
+        version = version or (interp.version if interp else "")
+        pairs = set(_version_pairs(version))
+        machine = machine or platform.machine()
+
+        def fits(platform_: str) -> bool:
+            return machine in platform_ and "linux" in platform_
+    kinds = set()
+    for t in tags:
+        if t.abi == "none" and t.platform == "any":
+            kinds.add("pure")
+        elif f"{t.interpreter}-{t.abi}" in pairs:
+            if fits(t.platform):
+                kinds.add("pure" if t.abi == "none" else "free-threaded")
+            else:
+                kinds.add("other-platform")
+        else:
+            kinds.add("gil-only")
+    # a compressed tag set (cp315-abi3.abi3t-macosx…) is told by its free-threaded half
+    for k in ("free-threaded", "pure", "other-platform", "gil-only"):
+        if k in kinds:
+            return k
+    return "other-platform"
+
+
+def availability(files: list[str], version: str = "", machine: str | None = None, *,
+                 interp: InterpreterInfo | None = None) -> str:
+    """Summarise a release's files: 'free-threaded', 'pure', 'gil-only' (wheels, none for this
+    interpreter on this platform) or 'sdist-only'."""
+    kinds = {classify_wheel(f, version, machine, interp=interp) for f in files if f.endswith(".whl")}
+    for k in ("free-threaded", "pure"):
+        if k in kinds:
+            return k
+    return "gil-only" if kinds else "sdist-only"
+
+
+def _file_version(filename: str) -> str:
+    try:
+        if filename.endswith(".whl"):
+            return str(parse_wheel_filename(filename)[1])
+        return str(parse_sdist_filename(filename)[1])
+    except (InvalidWheelFilename, InvalidSdistFilename):
+        return ""
+
+
+def simple_json(name: str, timeout: float = 20) -> dict[str, Any]:
+    """A project's page from the index's JSON simple API (PEP 691); raises OSError/ValueError."""
+    url = project_url(name)
+    req = request(url, {"Accept": "application/vnd.pypi.simple.v1+json"})
+    with urllib.request.urlopen(req, timeout=timeout) as r:
+        data = json.load(r)
+    if not isinstance(data, dict):
+        raise ValueError(f"{redact(url)}: not a PEP 691 project page")
+    return _absolute(data, redact(url))
+
+
+def index_files(name: str, version: str, timeout: float = 20) -> list[str] | None:
+    """File names of one release, from the index's JSON simple API (PEP 691)."""
+    try:
+        data = simple_json(name, timeout)
+    except (urllib.error.URLError, OSError, ValueError) as e:
+        log.warning("wheel availability for %s %s unknown: %s", name, version, e)
+        return None
+    want = str(Version(version))
+    return [f["filename"] for f in data.get("files", [])
+            if isinstance(f, dict) and _file_version(f.get("filename", "")) == want]
+
+
+def installed_from(report: dict[str, Any], name: str) -> str:
+    """The file pip installed for ``name`` per its --report JSON ('' when unknown)."""
+    want = canonicalize_name(name)
+    items = report.get("install", [])
+    for item in items if isinstance(items, list) else ():  # written in the package's venv:
+        meta = item.get("metadata") if isinstance(item, dict) else None  # every type checked (#29)
+        if not isinstance(meta, dict) or not isinstance(meta.get("name"), str):
+            continue
+        if canonicalize_name(meta["name"]) == want:
+            info = item.get("download_info")
+            url = info.get("url") if isinstance(info, dict) else None
+            return Path(unquote(urlparse(url).path)).name if isinstance(url, str) else ""
+    return ""
+
+
+def wheel_info(name: str, *, local: bool, version: str, install_report: Path | bytes | None,
+               interp: InterpreterInfo, probe: Probe | None = None, installed_ok: bool = True,
+               fallback: str = "") -> Wheel:
+    """The wheel column: what the index offers for this release and what pip installed
+    (``installed_ok``: the install phase succeeded; pip may write its report and then fail).
+    ``install_report``: pip's --report, as bytes the job read through ``harness.core.wsfs``, or a path."""
+    raw = (install_report if isinstance(install_report, bytes) or install_report is None
+           else read_regular(install_report, 64 * 1024 * 1024))
+    try:
+        report = json.loads(raw) if raw is not None else {}
+    except (ValueError, RecursionError):
+        report = {}
+    if not isinstance(report, dict):
+        report = {}
+    installed = installed_from(report, name)
+    if not installed_ok:
+        how = "not installed"
+    elif local:
+        how = "local source"
+    elif installed.endswith(".whl"):
+        how = f"wheel ({classify_wheel(installed, interp.version, interp=interp)})"
+    elif installed:
+        how = "built from sdist"
+    else:
+        how = "unknown"
+    if not local and version:
+        files = index_files(name, version)
+        available = availability(files, interp.version, interp=interp) if files is not None else "unknown"
+    else:
+        available = "n/a"
+    warning = ""
+    if probe is not None and probe.modules and how == "wheel (free-threaded)":
+        warning = "the free-threaded wheel re-enables the GIL: " + ", ".join(probe.modules)
+    return Wheel(installed=how, installed_file=installed, available=available, warning=warning, fallback=fallback)

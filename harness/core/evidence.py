@@ -1,0 +1,436 @@
+"""What the parsers read from one phase's log, and what a job derives from its phases.
+
+Frozen dataclasses, each with one ``to_dict``/``from_dict``, for the parts of a result that
+used to be free-form dicts: a crash, a hang, pytest-run-parallel's account of a threaded run,
+the ThreadSanitizer reports (``harness.parse`` writes these into ``Phase``), the thread
+coverage per GIL mode (``harness.verdict.coverage``) and the wheel column (``harness.config.wheels``).
+``from_dict`` ignores keys it does not know and fills missing ones with defaults, so results
+written by an older harness read back.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any, TypeGuard
+
+
+@functools.cache
+def field_names(cls: type) -> tuple[str, ...]:
+    """A dataclass's field names, in their order."""
+    return tuple(f.name for f in fields(cls))
+
+
+def known(cls: type, d: Mapping[str, Any]) -> dict[str, Any]:
+    """The items of ``d`` that are fields of ``cls``: every ``from_dict`` (here, harness.core.model,
+    harness.results.report) reads through it, so a key a newer harness wrote is ignored, never an error."""
+    return {k: d[k] for k in field_names(cls) if k in d}
+
+
+def _str_map(v: Any) -> dict[str, str]:
+    return {str(k): str(x) for k, x in v.items()} if isinstance(v, dict) else {}
+
+
+@dataclass(frozen=True, kw_only=True)
+class Crash:
+    """One crashed test (or the test process, when no test can be named) in a phase."""
+
+    test_id: str = ""
+    signal: int | None = None
+    fatal: str = ""  # "Segmentation fault", from ``Fatal Python error: ...``
+    stack_top: str = ""  # innermost frame of the crashed thread
+    test_frame: str = ""  # the frame in the test's own function, when in the dump
+    excerpt: str = ""  # faulthandler's dump, trimmed
+    worker: bool = False  # reported by pytest-xdist's controller ("worker 'gw0' crashed")
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Crash:
+        return cls(**known(cls, d))
+
+
+@dataclass(frozen=True, kw_only=True)
+class HungTest:
+    """A test pytest-timeout stopped, with where its threads waited."""
+
+    test_id: str
+    stack_top: str = ""  # the package frame the test waited in
+    excerpt: str = ""
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> HungTest:
+        return cls(**known(cls, {"test_id": "", **d}))
+
+
+@dataclass(frozen=True, kw_only=True)
+class Hang:
+    """What hung in a phase: tests pytest-timeout stopped, or the job timeout."""
+
+    tests: tuple[HungTest, ...] = ()
+    job_timeout: bool = False  # the whole phase ran past its budget
+    running: str = ""  # the test that was running at the job timeout, if known
+    why: str = ""  # the job timeout in words
+    spent: bool = False  # the job timeout cut a suite still making progress: not a hang of `running`
+
+    @property
+    def test_id(self) -> str:
+        return self.tests[0].test_id if self.tests else self.running
+
+    @property
+    def excerpt(self) -> str:
+        return self.tests[0].excerpt if self.tests else self.why
+
+    @property
+    def stack_top(self) -> str:
+        return self.tests[0].stack_top if self.tests else ""
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["tests"] = [asdict(t) for t in self.tests]
+        d["test_id"], d["excerpt"] = self.test_id, self.excerpt  # for readers of the JSON
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Hang:
+        tests = tuple(HungTest.from_dict(t) for t in d.get("tests") or () if isinstance(t, dict))
+        return cls(tests=tests, job_timeout=bool(d.get("job_timeout")),
+                   running=str(d.get("running") or ""), why=str(d.get("why") or ""),
+                   spent=bool(d.get("spent")))
+
+
+@dataclass(frozen=True, kw_only=True)
+class ParallelInfo:
+    """pytest-run-parallel's account of one threaded (or ``--collect-only``) run."""
+
+    trusted: bool = False  # not from pytest-xdist's controller, which reports nothing true of threads
+    source: str = ""  # "collect" | "log" | "xdist"
+    collected_parallel: int | None = None  # "Collected N items to run in parallel"
+    unsafe_count: int | None = None
+    single: dict[str, str] = field(default_factory=dict)  # ran single-threaded: test id -> reason
+    skipped: dict[str, str] = field(default_factory=dict)  # skipped as thread-unsafe: id -> reason
+    in_threads: tuple[str, ...] = ()  # test ids marked PARALLEL in the log
+    all_parallel_claimed: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["in_threads"] = list(self.in_threads)
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> ParallelInfo:
+        d = known(cls, d)
+        d["single"], d["skipped"] = _str_map(d.get("single")), _str_map(d.get("skipped"))
+        d["in_threads"] = tuple(d.get("in_threads") or ())
+        return cls(**d)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModeCoverage:
+    """How much of the suite ran in threads in one GIL mode (harness.verdict.coverage)."""
+
+    mode: int
+    known: bool = False  # a trusted source said which tests ran in threads
+    source: str = "none"
+    in_threads: int | None = None
+    single: int | None = None
+    skipped_unsafe: int | None = None
+    skipped: int = 0
+    total: int = 0
+    collected_parallel: int | None = None
+    reasons: dict[str, str] = field(default_factory=dict)  # test id -> why not in threads
+
+    @property
+    def fraction(self) -> float | None:
+        """Tests run in threads over tests, when known (None for numbers of the wrong type: a
+        result file is read with suspicion)."""
+        n, total = self.in_threads, self.total
+        if not self.known or not _is_int(n) or not _is_int(total) or total <= 0:
+            return None
+        return n / total
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> ModeCoverage:
+        d = known(cls, {"mode": -1, **d})
+        d["reasons"] = _str_map(d.get("reasons"))
+        return cls(**d)
+
+
+def _is_int(v: Any) -> TypeGuard[int]:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def least_covered(cov: Mapping[str, ModeCoverage]) -> ModeCoverage | None:
+    """The mode whose share of tests run in threads is the smallest, among those where it is
+    known; on a tie, the lower PYTHON_GIL (the GIL off first).  The one place the least-covered
+    mode is chosen: the verdict's qualifier and the report's coverage column both say it."""
+    known = [c for c in cov.values() if c.fraction is not None]
+    return min(known, key=lambda c: (c.fraction, c.mode if _is_int(c.mode) else float("inf")), default=None)
+
+
+def coverage_to_dict(cov: dict[str, ModeCoverage]) -> dict[str, Any]:
+    return {k: c.to_dict() for k, c in cov.items()}
+
+
+def coverage_from_dict(d: Any) -> dict[str, ModeCoverage]:
+    if not isinstance(d, dict):
+        return {}
+    return {str(k): ModeCoverage.from_dict(v) for k, v in d.items() if isinstance(v, dict)}
+
+
+@dataclass(frozen=True, kw_only=True)
+class Wheel:
+    """The wheel column: what the index offers for the release and what pip installed."""
+
+    installed: str = ""  # "wheel (free-threaded)", "built from sdist", "local source", ...
+    installed_file: str = ""
+    available: str = ""  # "free-threaded" | "pure" | "gil-only" | "sdist-only" | "unknown" | "n/a"
+    warning: str = ""  # a free-threaded wheel that re-enables the GIL
+    # the pure wheel (py3-none-any) pip chose for a compiled project (harness.verdict.artifact): the
+    # installed one when settings kept it, else the package was built from its sdist; "" if none
+    fallback: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: v for k, v in asdict(self).items() if v or k not in ("warning", "fallback")}
+
+    @classmethod
+    def from_dict(cls, d: Any) -> Wheel:
+        return cls(**{k: str(v) for k, v in known(cls, d).items()}) if isinstance(d, dict) else cls()
+
+
+def _frames(v: Any) -> tuple[TsanFrame, ...]:
+    return tuple(TsanFrame.from_dict(f) for f in v or () if isinstance(f, dict))
+
+
+@dataclass(frozen=True, kw_only=True)
+class TsanFrame:
+    """One frame of a TSan stack, ``#1 func file.c:12:5 (module.so+0x1f)`` (harness.parse.tsan)."""
+
+    n: int = 0
+    func: str = ""  # "" when TSan had no symbol
+    file: str = ""  # relative to the package when the job stripped its source dir
+    line: int | None = None
+    module: str = ""  # the binary: "python3.13t", "_count.cpython-313t-x86_64-linux-gnu.so"
+    origin: str = "unknown"  # "package" | "interpreter" | "runtime" | "unknown"
+    unrestored: bool = False  # TSan's "[failed to restore the stack]"
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        if not self.unrestored:  # the key only unrestored frames carry
+            del d["unrestored"]
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> TsanFrame:
+        return cls(**known(cls, d))
+
+
+@dataclass(frozen=True, kw_only=True)
+class TsanStack:
+    """An access stack (``Previous write of size 8 at 0x.. by thread T1:``), a lock's
+    ``Mutex M0 acquired here while holding mutex M1`` stack, or a deadly signal's stack."""
+
+    title: str = ""  # the header line without its ':'
+    frames: tuple[TsanFrame, ...] = ()
+    thread: str = ""  # "T2" | "main thread" | ""
+    access: str = ""  # "read" | "write" | "atomic read" | "atomic write" | "" (a lock, a signal)
+    previous: bool = False  # the earlier of the two racing accesses
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"title": self.title, "frames": [f.to_dict() for f in self.frames],
+                "thread": self.thread, "access": self.access, "previous": self.previous}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> TsanStack:
+        d = known(cls, d)
+        d["frames"] = _frames(d.get("frames"))
+        return cls(**d)
+
+
+@dataclass(frozen=True, kw_only=True)
+class TsanThread:
+    """A thread the report names: ``Thread T2 (tid=4250, running) created by main thread at``."""
+
+    thread: str = ""  # "T2"
+    title: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> TsanThread:
+        return cls(**known(cls, d))
+
+
+@dataclass(frozen=True, kw_only=True)
+class TsanSection:
+    """Any other part of a report: ``Location is global 'counter'...``, ``Mutex M0 created at``,
+    ``As if synchronized via sleep``; its first frames."""
+
+    title: str = ""
+    frames: tuple[TsanFrame, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"title": self.title, "frames": [f.to_dict() for f in self.frames]}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> TsanSection:
+        return cls(title=str(d.get("title") or ""), frames=_frames(d.get("frames")))
+
+
+@dataclass(frozen=True, kw_only=True)
+class TsanLocation:
+    """Where the ``SUMMARY:`` line puts the report: ``.../_count.c:17 in bump``."""
+
+    file: str = ""  # the module's path when the binary had no line info
+    line: int | None = None
+    func: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> TsanLocation:
+        return cls(**known(cls, d))
+
+
+@dataclass(frozen=True, kw_only=True)
+class TsanReport:
+    """One ThreadSanitizer report of a tsan phase (``Phase.tsan``): a race, a lock-order
+    inversion, a deadly signal...  ``harness.parse.tsan`` makes them; ``dedup`` folds those of
+    one signature into one, with ``count`` and ``test_ids``."""
+
+    kind: str = "unknown"  # "data race", "heap-use-after-free", "lock-order-inversion", "SEGV"
+    title: str = ""  # "lock-order-inversion (potential deadlock)"
+    pid: int | None = None
+    deadly: bool = False  # the report ended the process (a signal, a FATAL)
+    summary: str = ""  # the SUMMARY line after "SUMMARY: ThreadSanitizer: "
+    location: TsanLocation | None = None  # read from the summary; None when it names none
+    location_text: str = ""  # "Location is global 'counter' of size 8 at ..."
+    stacks: tuple[TsanStack, ...] = ()
+    threads: tuple[TsanThread, ...] = ()
+    other: tuple[TsanSection, ...] = ()
+    package_frames: tuple[TsanFrame, ...] = ()  # the package's frames of all stacks, once each
+    interpreter_frames: tuple[TsanFrame, ...] = ()  # the interpreter's, the first 20
+    top_package_frame: str = ""  # "bump src/ft_tsan_counter/_count.c:17"
+    in_package: bool = False
+    signature: str = ""  # the same race in another run has the same one
+    test_id: str = ""  # the test running when TSan reported it (the marker plugin's lines)
+    complete: bool = False  # False: the log ended inside the report
+    text: str = ""  # the report's lines, trimmed
+    log: str = ""  # the per-process log file it came from ("tsan.4131")
+    count: int = 1  # reports folded into this one by dedup
+    test_ids: tuple[str, ...] = ()  # by dedup: every test that had it
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["location"] = self.location.to_dict() if self.location else {}
+        for name in ("stacks", "threads", "other", "package_frames", "interpreter_frames"):
+            d[name] = [x.to_dict() for x in getattr(self, name)]
+        # Keys a report has only after parse_tsan_dir (log) or dedup (count, test_ids).
+        if not self.log:
+            del d["log"]
+        if self.count == 1 and not self.test_ids:
+            del d["count"], d["test_ids"]
+        else:
+            d["test_ids"] = list(self.test_ids)
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> TsanReport:
+        d = known(cls, d)
+        loc = d.get("location")
+        d["location"] = TsanLocation.from_dict(loc) if isinstance(loc, dict) and loc else None
+        d["stacks"] = tuple(TsanStack.from_dict(s) for s in d.get("stacks") or () if isinstance(s, dict))
+        d["threads"] = tuple(TsanThread.from_dict(t) for t in d.get("threads") or () if isinstance(t, dict))
+        d["other"] = tuple(TsanSection.from_dict(o) for o in d.get("other") or () if isinstance(o, dict))
+        d["package_frames"] = _frames(d.get("package_frames"))
+        d["interpreter_frames"] = _frames(d.get("interpreter_frames"))
+        d["test_ids"] = tuple(str(t) for t in d.get("test_ids") or ())
+        return cls(**d)
+
+
+_MAX_PROBE_ITEMS = 10_000
+_MAX_PROBE_ERRORS = 100  # failed imports kept with their traceback (each cut to 2,000 characters)
+
+
+def _probe_metadata(m: Any) -> dict[str, Any] | None:
+    if not isinstance(m, dict):
+        return None
+    out: dict[str, Any] = {k: m[k] for k in ("summary", "home_page") if isinstance(m.get(k), str)}
+    urls = m.get("project_urls")
+    if isinstance(urls, dict):
+        out["project_urls"] = {k: v for k, v in urls.items() if isinstance(k, str) and isinstance(v, str)}
+    return out
+
+
+_WRONG = object()
+
+
+def _probe_field(name: str, v: Any) -> Any:
+    """``v`` as field ``name`` of a Probe has it, or ``_WRONG`` when it has the wrong type."""
+    if v is None and name in ("gil_enabled_at_start", "gil_enabled"):
+        return None  # not known (a result's, read back)
+    if name in ("dist", "version"):
+        return v[:1000] if isinstance(v, str) else _WRONG
+    if name in ("gil_enabled_at_start", "gil_enabled"):
+        return v if isinstance(v, bool) else _WRONG
+    if name in ("imported", "modules", "warnings"):
+        ok = isinstance(v, list | tuple) and all(isinstance(x, str) for x in v)
+        return tuple(v[:_MAX_PROBE_ITEMS]) if ok else _WRONG
+    if name == "errors":
+        ok = isinstance(v, dict) and all(isinstance(k, str) and isinstance(x, str) for k, x in v.items())
+        return {k: x[-2000:] for k, x in list(v.items())[:_MAX_PROBE_ERRORS]} if ok else _WRONG
+    meta = _probe_metadata(v)
+    return _WRONG if meta is None else meta
+
+
+@dataclass(frozen=True, kw_only=True)
+class Probe:
+    """What the import probe (harness/_inner/probe.py) wrote to probe.json, each field of the type
+    the host expects (issue #29), kept on the probe phase (``Phase.probe``, harness.parse.probe).
+
+    The probe runs in the package's venv after the package's own code, so probe.json is untrusted:
+    a field of the wrong type (``"modules": 5``, ``"version": ["1"]``) is dropped and named in
+    ``problems``; the verdict, the wheel column and the result never see it."""
+
+    dist: str = ""
+    version: str = ""
+    gil_enabled_at_start: bool | None = None
+    gil_enabled: bool | None = None  # sys._is_gil_enabled() after every import
+    imported: tuple[str, ...] = ()  # the package's modules that imported (its own, for the verdict)
+    modules: tuple[str, ...] = ()  # named in a "GIL has been enabled to load module" warning
+    warnings: tuple[str, ...] = ()
+    errors: dict[str, str] = field(default_factory=dict)  # module -> why its import failed
+    metadata: dict[str, Any] = field(default_factory=dict)  # summary, home_page, project_urls
+    problems: tuple[str, ...] = ()  # "probe.json: modules has the wrong type, ignored"
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        for name in ("imported", "modules", "warnings", "problems"):
+            d[name] = list(d[name])
+        return d
+
+    @classmethod
+    def from_dict(cls, d: Any) -> Probe:
+        """probe.json as the probe wrote it, or a result's ``Phase.probe``: what has its type."""
+        if not isinstance(d, dict):
+            return cls(problems=("probe.json is not an object",)) if d not in (None, {}) else cls()
+        out: dict[str, Any] = {}
+        bad: list[str] = []
+        for f in fields(cls):
+            if f.name == "problems" or f.name not in d:
+                continue
+            v = _probe_field(f.name, d[f.name])
+            if v is _WRONG:
+                bad.append(f.name)
+            else:
+                out[f.name] = v
+        told = d.get("problems")  # a result's, read back
+        told = [x for x in told if isinstance(x, str)] if isinstance(told, list | tuple) else []
+        return cls(**out, problems=(*told, *(f"probe.json: {k} has the wrong type, ignored" for k in bad)))

@@ -1,0 +1,500 @@
+"""The values that cross module and machine boundaries.
+
+Everything here is a frozen dataclass with ``to_dict``/``from_dict``; JobResult
+is what a job writes to ``OUT/results/<job_id>.json`` and the only thing the
+report step reads, so shards from many machines merge with the same code.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import stat
+import tempfile
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field, fields
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from .evidence import (
+    Crash,
+    Hang,
+    ModeCoverage,
+    ParallelInfo,
+    Probe,
+    TsanReport,
+    Wheel,
+    coverage_from_dict,
+    coverage_to_dict,
+    known,
+)
+
+RESULT_SCHEMA = 9  # 2: Phase.test_command (the command in parts); 3: typed crash/hang/parallel,
+# coverage and wheel (harness.core.evidence); 4: finding kind budget-spent, Hang.spent;
+# 5: finding kind slow-in-threads, TestCase.seconds; 6: Phase.probe (probe.json, typed: the
+# verdict reads it from the phases); 7: verdict and finding kind skipped, test_setup.recipe
+# (harness.testsetup.registry); 8: sdist_sha256, reused_from (harness.job.reuse); 9: Wheel.fallback (harness.verdict.artifact)
+READABLE_SCHEMAS = (2, 3, 4, 5, 6, 7, 8, 9)
+
+# Verdicts, most severe first.  These strings are the contract of report.json.
+VERDICTS = (
+    "build-failure",
+    "infra-error",
+    "ft-crash",
+    "crash",
+    "hang",
+    "ft-race",
+    "thread-unsafe",
+    "gil-reenabled",
+    "baseline-failure",
+    "compatible",
+    "no-tests",
+    "skipped",  # not run: a recipe registry says the suite cannot run on this Python (harness.testsetup.registry)
+)
+
+
+def severity(kind: str) -> int:
+    """A verdict's (or finding kind's) rank: 0 is the most severe; unknown words rank last."""
+    return _RANK.get(kind, len(VERDICTS))
+
+
+_RANK = {v: i for i, v in enumerate(VERDICTS)}
+
+
+# the line job's test-deps step prints naming the inferred deps that did not install; verdict reads it
+NOT_INSTALLED = "ft-harness: not installed: "
+
+
+def now_iso() -> str:
+    """Now, as the ISO 8601 UTC text every result and report carries."""
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+# Finding kinds that are shown but never decide the verdict.
+# budget-spent: the job's budget ran out mid-suite; the verdict is infra-error if nothing else is red
+# slow-in-threads: a test timed out only in threaded runs, and its plain time x threads x
+# iterations is already past test_timeout: too slow to tell, not a hang
+# skipped: the registry's reason the job was not run (its verdict too)
+INFO_KINDS = ("no-thread-coverage", "unconfirmed", "setup-error", "budget-spent", "slow-in-threads", "skipped")
+FINDING_KINDS = VERDICTS[:-3] + INFO_KINDS
+
+# Per-test outcomes in a phase.
+OUTCOMES = ("passed", "failed", "error", "skipped", "crashed", "timeout")
+
+
+def _build(cls: type, data: dict[str, Any]) -> Any:
+    return cls(**known(cls, data))
+
+
+@dataclass(frozen=True, kw_only=True)
+class Exec:
+    """What running one command gave: the backend's whole answer."""
+
+    exit_code: int | None  # None when the process was killed by us (timeout)
+    signal: int | None = None  # the signal that ended it, if any
+    timed_out: bool = False
+    oom_killed: bool = False
+    duration: float = 0.0
+    infra: str = ""  # non-empty: the backend itself failed ("docker daemon went away")
+
+
+@dataclass(frozen=True, kw_only=True)
+class TestCase:
+    """One test id's outcome in one phase."""
+
+    __test__ = False  # not a pytest test class
+
+    outcome: str  # one of OUTCOMES
+    message: str = ""  # first line(s) of the failure, for evidence
+    parallel: bool | None = None  # ran in parallel threads (pytest-run-parallel), if known
+    seconds: float = 0.0  # JUnit's time for it (0: not known)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> TestCase:
+        return _build(cls, d)
+
+
+@dataclass(frozen=True, kw_only=True)
+class SetupProblem:
+    """Why a suite could not be collected or run in its environment (parse.setup)."""
+
+    kind: str  # "missing-module" | "missing-fixture" | "unknown-option" | "unknown-marker"
+    name: str  # the module, fixture, option or marker
+    where: str = ""  # file:line of the import or test, when known
+    excerpt: str = ""  # the log's words for it
+    fix: str = ""  # what would fix it in matrix.yaml
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> SetupProblem:
+        return _build(cls, d)
+
+
+@dataclass(frozen=True, kw_only=True)
+class TestCommand:
+    """A test phase's command in its parts: a one-test reproduce is built from them, never parsed.
+
+    ``argv()`` is what ran; ``alone(test_id)`` the same run without what only this run needed
+    (``-n auto``, ``--junitxml``, ``--collect-only``), on one test id or the whole suite.
+    """
+
+    __test__ = False  # not a pytest test class
+
+    head: tuple[str, ...]  # interpreter + ``-P -m pytest -p no:cacheprovider``, or tox's up to ``--``
+    options: tuple[str, ...] = ()  # timeout, rootdir/config, skips, the package's pytest_args
+    plugins: tuple[str, ...] = ()  # e.g. ``-p tsan_marker`` (a reproduce keeps them)
+    threads: tuple[str, ...] = ()  # ``--parallel-threads=N --iterations=I``
+    this_run: tuple[str, ...] = ()  # ``-n auto``, ``--junitxml=...``, ``--collect-only``
+    paths: tuple[str, ...] = ()  # the suite's path(s)
+
+    def argv(self) -> tuple[str, ...]:
+        return (*self.head, *self.options, *self.plugins, *self.threads, *self.this_run, *self.paths)
+
+    def alone(self, test_id: str | None) -> tuple[str, ...]:
+        return (*self.head, *self.options, *self.plugins, *self.threads,
+                *((test_id,) if test_id else self.paths))
+
+    def to_dict(self) -> dict[str, list[str]]:
+        return {f.name: list(getattr(self, f.name)) for f in fields(self)}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> TestCommand:
+        return _build(cls, {k: tuple(v) for k, v in d.items() if isinstance(v, list | tuple)})
+
+
+@dataclass(frozen=True, kw_only=True)
+class Phase:
+    """One command of a job, with its outcome and what the parsers read from it."""
+
+    name: str  # "install", "probe", "plain-gil0", "threads-gil1-r2", "tsan-gil0-r1"
+    kind: str  # "install" | "probe" | "plain" | "threads" | "tsan"
+    gil: int | None = None  # PYTHON_GIL of the run; None for install/probe (default mode)
+    rep: int = 0  # 1-based repetition of a threads run, 0 otherwise
+    command: tuple[str, ...] = ()
+    test_command: TestCommand | None = None  # the parts of ``command``, for pytest/tox phases
+    env: dict[str, str] = field(default_factory=dict)  # what the harness set (not the whole env)
+    cwd: str = ""
+    exit_code: int | None = None
+    signal: int | None = None
+    timed_out: bool = False
+    oom_killed: bool = False
+    duration: float = 0.0
+    log: str = ""  # path relative to the output dir
+    junit: str = ""  # path relative to the output dir, "" when none was written
+    infra: str = ""
+    # Filled by harness.parse from the log and the JUnit XML:
+    tests: dict[str, TestCase] = field(default_factory=dict)
+    counts: dict[str, int] = field(default_factory=dict)  # outcome -> n
+    crashes: tuple[Crash, ...] = ()  # every crashed test (or the process), first one first
+    hang: Hang | None = None
+    gil_modules: tuple[str, ...] = ()  # modules named in GIL-re-enabled warnings
+    parallel: ParallelInfo | None = None  # pytest-run-parallel's account of a threaded run
+    tsan: tuple[TsanReport, ...] = ()  # TSan reports (harness.parse.tsan), as parsed: not deduped
+    setup: tuple[SetupProblem, ...] = ()  # the environment's problems (a missing test dependency)
+    probe: Probe | None = None  # the probe phase's probe.json (harness.parse.probe)
+    excerpt: str = ""  # tail of the log, for evidence
+
+    @property
+    def ok(self) -> bool:
+        return self.exit_code == 0 and not self.timed_out and not self.infra
+
+    @property
+    def crash(self) -> Crash | None:
+        """The first crash (the one a single-crash phase is about)."""
+        return self.crashes[0] if self.crashes else None
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["command"] = list(self.command)
+        d["test_command"] = self.test_command.to_dict() if self.test_command else None
+        d["crashes"] = [c.to_dict() for c in self.crashes]
+        d["hang"] = self.hang.to_dict() if self.hang else None
+        d["parallel"] = self.parallel.to_dict() if self.parallel else None
+        d["gil_modules"] = list(self.gil_modules)
+        d["tsan"] = [r.to_dict() for r in self.tsan]
+        d["setup"] = [asdict(x) for x in self.setup]
+        if self.probe:
+            d["probe"] = self.probe.to_dict()
+        else:
+            del d["probe"]  # a probe phase's key only: the other phases write what they wrote
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Phase:
+        d = dict(d)
+        old = d.pop("crash", None)  # schema 2: {first crash..., "all": [...]}
+        crashes = d.get("crashes") or ((old.get("all") or [old]) if isinstance(old, dict) and old else [])
+        d["crashes"] = tuple(Crash.from_dict(c) for c in crashes if isinstance(c, dict))
+        d["hang"] = Hang.from_dict(d["hang"]) if isinstance(d.get("hang"), dict) and d["hang"] else None
+        par = d.get("parallel")
+        d["parallel"] = ParallelInfo.from_dict(par) if isinstance(par, dict) and par else None
+        d["command"] = tuple(d.get("command", ()))
+        tc = d.get("test_command")
+        d["test_command"] = TestCommand.from_dict(tc) if isinstance(tc, dict) and tc.get("head") else None
+        d["gil_modules"] = tuple(d.get("gil_modules", ()))
+        d["tsan"] = tuple(TsanReport.from_dict(r) for r in d.get("tsan") or () if isinstance(r, dict))
+        d["setup"] = tuple(SetupProblem.from_dict(x) for x in d.get("setup", ()) if isinstance(x, dict))
+        d["tests"] = {k: TestCase.from_dict(v) for k, v in d.get("tests", {}).items()}
+        d["probe"] = Probe.from_dict(d["probe"]) if isinstance(d.get("probe"), dict) else None
+        return _build(cls, d)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Finding:
+    kind: str  # one of FINDING_KINDS
+    test_id: str = ""
+    modes: tuple[int, ...] = ()  # PYTHON_GIL modes it was seen in
+    count: int = 0  # k in k/R
+    runs: int = 0  # R in k/R
+    evidence: str = ""  # "junit" | "signal" | "timeout" | "warning" | "tsan" | "compiler" | "log"
+    excerpt: str = ""  # the log lines that show it
+    signal: int | None = None
+    stack_top: str = ""
+    module: str = ""  # for gil-reenabled: the module that re-enabled the GIL
+    message: str = ""  # one-line cause, e.g. "GIL re-enabled by `pkg._speedups`"
+    reproduce: str = ""  # shell command that reproduces it on its own, on the machine that ran it
+    recipe: str = ""  # the same on a laptop: venv, pinned installs, the sdist's tests (harness.job.recipe)
+    phase: str = ""  # phase name it was seen in first
+    # re-runs of the test alone, per GIL mode: {"gil0": "4/5", "gil1": "0/5"} (settings.confirm)
+    confirmed: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def ratio(self) -> str:
+        return f"{self.count}/{self.runs}" if self.runs else ""
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["modes"] = list(self.modes)
+        d["ratio"] = self.ratio
+        d["confirmed"] = dict(self.confirmed)
+        return d
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> Finding:
+        """A finding as a result file or a report.json has it (the one reader of both): a
+        ``modes`` or ``confirmed`` of the wrong type reads as empty, never drops the job."""
+        d = {"kind": "", **known(cls, d)}
+        d["modes"] = tuple(d["modes"]) if isinstance(d.get("modes"), list | tuple) else ()
+        d["confirmed"] = dict(d["confirmed"]) if isinstance(d.get("confirmed"), dict) else {}
+        return cls(**d)
+
+
+@dataclass(frozen=True, kw_only=True)
+class InterpreterInfo:
+    """What an interpreter said about itself when it was checked (harness.interpreters.interpreters.probe).
+
+    Everything version-specific that the harness uses comes from here, never from a literal:
+    the executable's name, the wheel tags it accepts, its ``-VV`` line, its ``sys.flags``.
+    Results written before these fields existed read back with them empty.
+    """
+
+    name: str
+    version: str  # X.Y.Z, as the interpreter reports it (sys.version_info)
+    key: str  # cache key: version + source digest + flags (or the installed executable's identity)
+    configure: tuple[str, ...] = ()
+    free_threaded: bool = True  # Py_GIL_DISABLED == 1, checked after the build
+    sanitizer: str | None = None
+    python: str = ""  # path of the executable, as the backend sees it
+    source: str = ""  # "debian:forky", "url:https://…", "tarball:…", "python:/usr/bin/python3.14t"
+    installed: bool = False  # True: an interpreter the harness found installed, not one it built
+    full_version: str = ""  # platform.python_version(): "3.15.0rc1"
+    vv: str = ""  # the `python -VV` line: "Python 3.14.0 free-threading build (main, …) [GCC …]"
+    python_name: str = ""  # the executable's name in its bin/ (python + LDVERSION + EXE): python3.14t
+    soabi: str = ""  # sysconfig SOABI: cpython-314t-x86_64-linux-gnu
+    # The wheel tags the interpreter accepts (packaging.tags.sys_tags() run by it), kept compact
+    # as its interpreter-abi pairs in priority order ("cp315-cp315t", "cp315-abi3t", "cp315-none",
+    # "py3-none", ...) and its platforms ("manylinux_2_36_x86_64", ...): a wheel tag fits when
+    # its pair and its platform (or "any") are both listed.
+    tag_pairs: tuple[str, ...] = ()
+    platforms: tuple[str, ...] = ()
+    # sys.flags that change how threaded tests behave (3.14t turns both on by default):
+    # {"thread_inherit_context": 1, "context_aware_warnings": 1}; absent on 3.13.
+    flags: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def bin_relpath(self) -> str:
+        """The executable relative to the install prefix (``bin/python3.14t``), '' if unknown."""
+        return f"bin/{self.python_name}" if self.python_name else ""
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["configure"] = list(self.configure)
+        d["tag_pairs"] = list(self.tag_pairs)
+        d["platforms"] = list(self.platforms)
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> InterpreterInfo:
+        d = dict(d)
+        for key in ("configure", "tag_pairs", "platforms"):
+            d[key] = tuple(d.get(key) or ())
+        d["flags"] = dict(d.get("flags") or {})
+        return _build(cls, d)
+
+
+@dataclass(frozen=True, kw_only=True)
+class JobResult:
+    """Everything one (interpreter, package) job found; one JSON file on disk."""
+
+    schema: int = RESULT_SCHEMA
+    job_id: str
+    key: str  # matrix entry + interpreter digest + settings; resume compares it
+    package: str
+    requested: str = ""  # version spec or local path
+    version: str = ""  # the version actually installed
+    source: str = "pypi"  # "pypi" | "local"
+    interpreter: InterpreterInfo
+    settings: dict[str, Any] = field(default_factory=dict)
+    backend: str = "local"
+    started: str = ""  # ISO 8601 UTC
+    finished: str = ""
+    harness_version: str = ""
+    phases: tuple[Phase, ...] = ()
+    verdict: str = ""
+    qualifier: str = ""  # e.g. "low thread coverage: 3/120 tests in threads"
+    findings: tuple[Finding, ...] = ()
+    coverage: dict[str, ModeCoverage] = field(default_factory=dict)  # "gil0" -> threads coverage
+    wheel: Wheel | None = None  # ft wheel available / installed (None: not looked at)
+    metadata: dict[str, Any] = field(default_factory=dict)  # project urls, summary
+    notes: str = ""
+    links: tuple[str, ...] = ()
+    # where the tests path, test deps and pytest args came from (matrix.yaml or inferred)
+    test_setup: dict[str, Any] = field(default_factory=dict)
+    sdist_sha256: str = ""  # of the sdist tested (PyPI packages; checked against the index)
+    reused_from: str = ""  # not run: taken from this earlier run's results (run --reuse), else ""
+
+    def phase(self, name: str) -> Phase | None:
+        return next((p for p in self.phases if p.name == name), None)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "schema": self.schema,
+            "job_id": self.job_id,
+            "key": self.key,
+            "package": self.package,
+            "requested": self.requested,
+            "version": self.version,
+            "source": self.source,
+            "interpreter": self.interpreter.to_dict(),
+            "settings": dict(self.settings),
+            "backend": self.backend,
+            "started": self.started,
+            "finished": self.finished,
+            "harness_version": self.harness_version,
+            "phases": [p.to_dict() for p in self.phases],
+            "verdict": self.verdict,
+            "qualifier": self.qualifier,
+            "findings": [f.to_dict() for f in self.findings],
+            "coverage": coverage_to_dict(self.coverage),
+            "wheel": self.wheel.to_dict() if self.wheel else {},
+            "metadata": dict(self.metadata),
+            "notes": self.notes,
+            "links": list(self.links),
+            "test_setup": dict(self.test_setup),
+            "sdist_sha256": self.sdist_sha256,
+            "reused_from": self.reused_from,
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> JobResult:
+        if not isinstance(d, dict):
+            raise ValueError("a result must be a JSON object")
+        if d.get("schema") not in READABLE_SCHEMAS:
+            raise ValueError(f"result schema {d.get('schema')!r}, expected one of {READABLE_SCHEMAS}")
+        for req in ("job_id", "key", "package", "interpreter"):
+            if req not in d:
+                raise ValueError(f"result has no {req!r}")
+        d = dict(d)
+        d["interpreter"] = InterpreterInfo.from_dict(d["interpreter"])
+        d["phases"] = tuple(Phase.from_dict(p) for p in d.get("phases", ()))
+        d["findings"] = tuple(Finding.from_dict(f) for f in d.get("findings", ()))
+        d["links"] = tuple(d.get("links", ()))
+        d["coverage"] = coverage_from_dict(d.get("coverage"))
+        d["wheel"] = Wheel.from_dict(d["wheel"]) if isinstance(d.get("wheel"), dict) and d["wheel"] else None
+        d["schema"] = RESULT_SCHEMA  # read back in today's shape
+        return _build(cls, d)
+
+
+def write_text_atomic(path: Path, text: str, *, fsync: bool = False) -> None:
+    """Write text so a reader sees the old file or the new one, never half of one."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+            if fsync:
+                f.flush()
+                os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+
+
+def read_regular(path: Path, limit: int) -> bytes | None:
+    """A file the host did not write itself (package code could have), read safely: None unless
+    it is a regular file, not a symlink (a planted link to a host file must not reach a report);
+    at most ``limit`` bytes, head and tail kept when it is longer."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return None
+    return read_fd(fd, limit)
+
+
+def read_fd(fd: int, limit: int) -> bytes | None:
+    """The bytes of the regular file open at ``fd`` (closed after), head and tail when past
+    ``limit``; None for anything else (a FIFO, a device, a directory)."""
+    with os.fdopen(fd, "rb") as f:
+        st = os.fstat(f.fileno())
+        if not stat.S_ISREG(st.st_mode):
+            return None
+        if st.st_size <= limit:
+            return f.read(limit)
+        head = f.read(limit // 2)
+        f.seek(st.st_size - limit // 2)
+        return head + b"\n[... cut ...]\n" + f.read(limit // 2)
+
+
+def open_fresh(path: Path) -> Any:
+    """A text file the host creates anew where package code may have written before: whatever is
+    at ``path`` (a planted symlink to a host file included) is removed, never followed, and the
+    parent must be a real directory."""
+    parent = path.parent
+    if parent.is_symlink() or not parent.is_dir():
+        raise OSError(f"{parent} is not a real directory")
+    with contextlib.suppress(FileNotFoundError):
+        if path.is_symlink() or not path.is_dir():
+            path.unlink()
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+    return os.fdopen(fd, "w", encoding="utf-8")
+
+
+def append_regular(path: Path, data: bytes) -> None:
+    """Append to a log package code has had: never through a link it planted there, never to
+    anything but a regular file (then the text is dropped, with a warning)."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError as e:
+        logging.getLogger(__name__).warning("not appending to %s: %s", path, e)
+        return
+    with os.fdopen(fd, "ab") as f:
+        if stat.S_ISREG(os.fstat(fd).st_mode):
+            f.write(data)
+        else:
+            logging.getLogger(__name__).warning("not appending to %s: not a regular file", path)
+
+
+def write_json_atomic(path: Path, data: Any) -> None:
+    """A result file: JSON, written atomically and fsynced before the rename."""
+    write_text_atomic(path, json.dumps(data, indent=1, sort_keys=False) + "\n", fsync=True)
+
+
+def read_result(path: Path) -> JobResult:
+    """Read one result file; ValueError (naming nothing) if it is not a valid result."""
+    with open(path, encoding="utf-8") as f:
+        data = json.load(f)
+    return JobResult.from_dict(data)

@@ -1,0 +1,147 @@
+"""A release's sdist, straight from the index's JSON simple API (PEP 691), with no build.
+
+``pip download --no-binary`` prepares an sdist's metadata before it saves the file, and for a
+meson-python or scikit-build project that is a whole build of the package (numpy 2.5.5 did not
+finish downloading in 420 s here; it compiles again at install).  The tests only need the
+file, so the host reads the project's page, picks the newest release the spec allows that has
+a non-yanked sdist, downloads it and checks its sha256.  Nothing of the package runs.  A page
+the host cannot read (another index, no network on the host) is an ``IndexUnavailable`` and the
+job falls back to ``pip download`` in the backend.
+
+What the page says is not trusted (#30): the file's URL must be https (http only on a loopback
+host, as pip's secure origins allow; ``file:`` only when the index itself is a ``file:`` URL),
+and the page must give its sha256; otherwise nothing is fetched (``NoSdist``, said in the job's
+fetch log).  A URL's credentials never reach a log: ``wheels.redact``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+import urllib.error
+import urllib.request
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.utils import InvalidSdistFilename, canonicalize_name, parse_sdist_filename
+from packaging.version import Version
+
+from ..config import wheels
+
+Page = Callable[[str], dict[str, Any]]
+MAX_BYTES = 512 * 1024 * 1024
+
+
+class IndexUnavailable(Exception):
+    """The host cannot read the index: fall back to pip in the backend."""
+
+
+class NoSdist(Exception):
+    """The index answered, and no release the spec allows has a usable sdist."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Fetched:
+    version: str
+    path: Path
+    url: str
+    sha256: str
+    size: int
+
+
+def _sdists(page: dict[str, Any], name: str) -> list[tuple[Version, dict[str, Any]]]:
+    out = []
+    for f in page.get("files", []):
+        if not isinstance(f, dict) or f.get("yanked"):
+            continue
+        try:
+            pname, ver = parse_sdist_filename(str(f.get("filename", "")))
+        except InvalidSdistFilename:
+            continue
+        if canonicalize_name(pname) == canonicalize_name(name) and isinstance(f.get("url"), str):
+            out.append((ver, f))
+    return out
+
+
+LOOPBACK = ("localhost", "127.0.0.1", "::1")
+
+
+def allowed_url(url: str, index: str) -> str:
+    """'' when the host may fetch ``url`` (a file the page of ``index`` lists), else why not."""
+    u, i = urlsplit(url), urlsplit(index)
+    if u.scheme == "https" and u.hostname:
+        return ""
+    if u.scheme == "http" and (u.hostname in LOOPBACK or (u.hostname or "").startswith("127.")):
+        return ""
+    if u.scheme == "file" and i.scheme == "file":
+        return ""
+    return (f"the index gives a {u.scheme or 'relative'}: URL; only https is fetched "
+            "(http on a loopback host; file: only from a file: index)")
+
+
+def _pick(name: str, spec: str, page: Page) -> tuple[Version, dict[str, Any], str]:
+    """(version, file entry, sha256) of the newest non-yanked sdist ``spec`` allows."""
+    try:
+        data = page(name)
+    except (OSError, ValueError) as e:
+        raise IndexUnavailable(f"the index's page for {name}: {e}") from None
+    try:
+        allowed = SpecifierSet(spec)
+    except InvalidSpecifier as e:
+        raise NoSdist(f"bad version spec {spec!r}: {e}") from None
+    files = [(v, f) for v, f in _sdists(data, name) if allowed.contains(v, prereleases=bool(spec))]
+    if not files:
+        raise NoSdist(f"no release of {name}{spec} has a non-yanked sdist on the index "
+                      "(No matching distribution found)")
+    version, f = max(files, key=lambda vf: vf[0])
+    hashes = f.get("hashes")
+    want = str(hashes.get("sha256", "") if isinstance(hashes, dict) else "").lower()
+    if not want:
+        raise NoSdist(f"{Path(str(f['filename'])).name}: the index gives no sha256 for it; not fetched")
+    return version, f, want
+
+
+def sdist_sha256(name: str, spec: str, *, page: Page = wheels.simple_json) -> str:
+    """The sha256 of the sdist ``fetch.sdist`` would download now (nothing downloaded); raises
+    ``IndexUnavailable`` / ``NoSdist`` as it does."""
+    return _pick(name, spec, page)[2]
+
+
+def sdist(name: str, spec: str, dest: Path, *, page: Page = wheels.simple_json,
+          timeout: float = 300, index: str | None = None) -> Fetched:
+    """Download the newest sdist ``spec`` allows into ``dest``; its sha256 checked. ``index``:
+    the page's URL (default: ``wheels.project_url``), which decides the schemes allowed."""
+    version, f, want = _pick(name, spec, page)
+    filename = Path(str(f["filename"])).name
+    why = allowed_url(str(f["url"]), index or wheels.project_url(name))
+    if why:
+        raise NoSdist(f"{filename}: {why}; not fetched")
+    dest.mkdir(parents=True, exist_ok=True)
+    target = dest / filename
+    h = hashlib.sha256()
+    size = 0
+    try:
+        with urllib.request.urlopen(wheels.request(str(f["url"])), timeout=timeout) as r, \
+                open(target, "wb") as out:
+            while chunk := r.read(1 << 20):
+                size += len(chunk)
+                if size > MAX_BYTES:
+                    raise NoSdist(f"{target.name} is larger than {MAX_BYTES >> 20} MiB")
+                h.update(chunk)
+                out.write(chunk)
+    except (urllib.error.URLError, OSError) as e:
+        target.unlink(missing_ok=True)
+        raise IndexUnavailable(f"downloading {wheels.redact(str(f['url']))}: {e}") from None
+    got = h.hexdigest()
+    if got != want:
+        target.unlink(missing_ok=True)
+        raise NoSdist(f"{target.name}: sha256 {got} does not match the index's {want}")
+    return Fetched(version=str(version), path=target, url=wheels.redact(str(f["url"])), sha256=got, size=size)
+
+
+def clear(dest: Path) -> None:
+    shutil.rmtree(dest, ignore_errors=True)

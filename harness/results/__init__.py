@@ -1,0 +1,1 @@
+"""Result files read back and merged: load, the typed report (report, causes), aggregate, diff."""

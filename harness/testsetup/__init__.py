@@ -1,0 +1,1 @@
+"""Reading a package's test setup from its sdist: the tests dir, test deps and pytest options (infer, pytestcfg, conftests, testdirs, testdeps), and the community recipes that are evidence for it (registry)."""

@@ -1,0 +1,265 @@
+"""A package's pytest configuration, read the way pytest finds it, and the ``addopts`` that
+cannot work in the harness neutralized (step 3 of harness.testsetup.infer's order).
+
+Also the readers of an sdist's config files (pyproject.toml, setup.cfg, tox.ini, pytest.ini):
+regular files only, never through a link, size-capped, a parse error a note and never an error.
+"""
+
+from __future__ import annotations
+
+import configparser
+import re
+import shlex
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
+
+from ..core.limits import note, value
+from ..core.model import read_regular
+
+
+def _words(text: str) -> frozenset[str]:
+    return frozenset(text.split())
+
+
+# ini keys pytest and the harness's plugins (xdist, timeout, run-parallel) know.
+KNOWN_INI = _words("""
+addopts cache_dir collect_imported_tests consider_namespace_packages console_output_style
+disable_test_id_escaping_and_forfeit_all_rights_to_community_support doctest_encoding
+doctest_optionflags empty_parameter_set_mark enable_assertion_pass_hook faulthandler_exit_on_timeout
+faulthandler_timeout filterwarnings junit_duration_report junit_family junit_log_passing_tests
+junit_logging junit_suite_name log_auto_indent log_cli log_cli_date_format log_cli_format
+log_cli_level log_date_format log_file log_file_date_format log_file_format log_file_level
+log_file_mode log_format log_level markers max_warnings minversion norecursedirs python_classes
+python_files python_functions pythonpath required_plugins strict strict_config strict_markers
+strict_parametrization_ids strict_xfail testpaths tmp_path_retention_count
+tmp_path_retention_policy truncation_limit_chars truncation_limit_lines usefixtures
+verbosity_assertions verbosity_subtests verbosity_test_cases xfail_strict
+timeout timeout_method timeout_func_only timeout_disable_debugger_detection session_timeout
+rsyncdirs rsyncignore looponfailroots thread_unsafe_fixtures thread_unsafe_functions
+""")
+BUILTIN_PLUGINS = _words("""
+assertion cacheprovider capture debugging doctest faulthandler fixtures helpconfig junitxml
+legacypath logging main mark monkeypatch nose pastebin pytester python python_path recwarn
+reports runner setuponly setupplan skipping stepwise subtests terminal threadexception tmpdir
+unittest unraisableexception warnings xdist xdist.plugin pytest_timeout timeout run_parallel
+pytest_run_parallel
+""")
+VALUE_OPTS = {"-p", "-m", "-k", "-n", "-c", "-W", "-o", "-r", "--numprocesses", "--dist",
+              "--maxprocesses", "--timeout", "--timeout-method", "--ignore", "--deselect",
+              "--ignore-glob", "--import-mode", "--basetemp", "--tb", "--junitxml", "--junit-xml",
+              "--rootdir", "--confcutdir", "--maxfail", "--durations", "--cov-report",
+              "--cov-config", "--cov-context", "--cov-fail-under", "--override-ini"}
+HARNESS_OPTS = {"-r", "-v", "-vv", "-q", "-qq", "--verbose", "--quiet", "--timeout",
+                "--timeout-method", "--junitxml", "--junit-xml", "--rootdir", "--confcutdir", "-c",
+                "-x", "--exitfirst", "--maxfail", "-n", "--numprocesses", "--dist", "--maxprocesses",
+                "-d", "--lf", "--last-failed", "--ff", "--failed-first", "--sw", "--stepwise"}
+PLUGINS_HARNESS_NEEDS = {"xdist", "timeout", "pytest_timeout", "run_parallel", "junitxml"}
+
+
+# --------------------------------------------------------------------------- files
+
+
+MAX_CONFIG_BYTES = 4 * 1024 * 1024
+
+
+def read_text(p: Path) -> str | None:
+    """A file of the package's source: a regular file only, never through a link (package code
+    may have run in the workspace), at most MAX_CONFIG_BYTES; None otherwise."""
+    raw = read_regular(p, MAX_CONFIG_BYTES)
+    return raw.decode("utf-8", errors="replace") if raw is not None else None
+
+
+def nesting(text: str) -> int:
+    """The deepest ``[``/``{`` nesting of a TOML or JSON text, strings and comments skipped
+    (close enough to bound the parser's recursion: harness.core.limits' ``nesting``)."""
+    depth = deepest = 0
+    quote = ""
+    i, n = 0, len(text)
+    while i < n:
+        c = text[i]
+        if quote:
+            if c == "\\" and quote == '"':
+                i += 1
+            elif c == quote:
+                quote = ""
+        elif c in "\"'":
+            quote = c
+        elif c == "#":
+            j = text.find("\n", i)
+            i = n if j < 0 else j
+        elif c in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif c in "]}":
+            depth = max(0, depth - 1)
+        i += 1
+    return deepest
+
+
+def read_toml(p: Path, notes: list[str]) -> dict[str, Any]:
+    text = read_text(p)
+    if text is None:
+        return {}
+    limit = value("nesting")
+    if text.count("[") + text.count("{") > limit and nesting(text) > limit:
+        notes.append(f"{p.name} not read: " + note("nesting", f"{p.name} nests deeper than {limit}"))
+        return {}
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        notes.append(f"{p.name} not read: {e}")
+    except RecursionError:
+        notes.append(f"{p.name} not read: " + note("nesting", f"{p.name} nests too deep to parse"))
+    return {}
+
+
+def read_ini(p: Path, notes: list[str]) -> configparser.ConfigParser | None:
+    text = read_text(p)
+    if text is None:
+        return None
+    cp = configparser.ConfigParser(interpolation=None, strict=False)
+    try:
+        cp.read_string(text, source=p.name)
+    except (configparser.Error, ValueError) as e:
+        notes.append(f"{p.name} not read: {(str(e).splitlines() or [type(e).__name__])[0][:300]}")
+        return None
+    return cp
+
+
+# --------------------------------------------------------------------------- pytest config
+
+
+def pytest_config(src: Path, tests: str, notes: list[str]) -> tuple[str, dict[str, Any]] | None:
+    """(file name, ini options) of the config pytest picks, walking up from the tests (a dir
+    or a file) to the top of the package's source, never above it; None when there is none."""
+    start = (src / tests) if tests else src
+    if not start.is_dir():
+        start = start.parent
+    root = src.resolve()
+    for here in [start.resolve(), *start.resolve().parents]:
+        for name, section in (("pytest.ini", "pytest"), (".pytest.ini", "pytest"),
+                              ("pyproject.toml", ""), ("tox.ini", "pytest"),
+                              ("setup.cfg", "tool:pytest")):
+            f = here / name
+            if not f.is_file() or f.is_symlink():
+                continue
+            if name == "pyproject.toml":
+                tool = read_toml(f, []).get("tool")
+                table = tool.get("pytest") if isinstance(tool, dict) else None
+                if isinstance(table, dict):  # [tool.pytest.ini_options], or pytest 9's [tool.pytest]
+                    ini = table.get("ini_options")
+                    return str(f.relative_to(root)), ini if isinstance(ini, dict) else table
+                continue
+            cp = read_ini(f, notes)
+            if cp is not None and cp.has_section(section):
+                return str(f.relative_to(root)), dict(cp[section])
+            if name in ("pytest.ini", ".pytest.ini"):
+                return str(f.relative_to(root)), {}
+        if here == root or root not in here.parents:
+            break
+    return None
+
+
+def _split(addopts: Any) -> list[str]:
+    if isinstance(addopts, list):  # an item may hold an option and its value: "-p instafail" (psutil)
+        return [t for a in addopts for t in shlex.split(str(a))]
+    text = "\n".join(line for line in str(addopts).splitlines() if not line.strip().startswith("#"))
+    return shlex.split(text)
+
+
+def _items(tokens: list[str]) -> list[tuple[str, ...]]:
+    """Options paired with their values: ['-p', 'x', '--cov'] -> [('-p', 'x'), ('--cov',)]."""
+    out: list[tuple[str, ...]] = []
+    i = 0
+    while i < len(tokens):
+        t = tokens[i]
+        takes = t in VALUE_OPTS or (t == "--cov" and i + 1 < len(tokens)
+                                    and not tokens[i + 1].startswith("-"))
+        if takes and i + 1 < len(tokens):
+            out.append((t, tokens[i + 1]))
+            i += 2
+        else:
+            out.append((t,))
+            i += 1
+    return out
+
+
+def neutralized_addopts(found: tuple[str, dict[str, Any]] | None, reqs: tuple[str, ...], dist: str,
+                 notes: list[str]) -> tuple[str, ...]:
+    if found is None or "addopts" not in found[1]:
+        return ()
+    cfg, ini = found
+    installed = {canonicalize_name(Requirement(r).name).replace("-", "_") for r in reqs}
+    installed.add(canonicalize_name(dist).replace("-", "_"))
+    bad: list[str] = []
+    kept: list[str] = []
+    raw = ini["addopts"]
+    try:
+        if not isinstance(raw, str | list):
+            raise ValueError(f"a {type(raw).__name__}, not a string or a list")
+        items = _items(_split(raw))
+    except ValueError as e:  # shlex: "No closing quotation"; pytest cannot read it either
+        notes.append(f"addopts neutralized ({cfg}): it cannot be read ({e}): {str(raw)[:200]!r}")
+        return ("-o", "addopts=")
+    for item in items:
+        opt = item[0].split("=", 1)[0]
+        plugin = item[1] if opt == "-p" and len(item) > 1 else (item[0][2:] if opt.startswith("-p") and len(opt) > 2 and not opt.startswith("--") else "")
+        text = " ".join(item)
+        if opt.startswith(("--cov", "--no-cov")) or plugin in ("pytest_cov", "cov"):
+            bad.append(f"{text} (coverage is not measured)")
+        elif plugin.startswith("no:") and plugin[3:] in PLUGINS_HARNESS_NEEDS:
+            bad.append(f"{text} (the harness needs it)")
+        elif plugin and not plugin.startswith("no:") and plugin not in BUILTIN_PLUGINS \
+                and canonicalize_name(plugin.split(".")[0]).replace("-", "_") not in installed:
+            bad.append(f"{text} ({plugin} not installed)")
+        elif opt in ("-n", "--numprocesses") or (opt.startswith("-n") and opt[2:].isdigit()):
+            bad.append(f"{text} (the harness picks workers per phase)")
+        elif opt == "--strict-config":
+            unknown = sorted(k for k in ini if k not in KNOWN_INI)
+            if unknown:
+                bad.append(f"{text} (ini keys no installed plugin may know: {', '.join(unknown)})")
+            else:
+                kept.append(item[0])
+        elif opt in HARNESS_OPTS or (opt.startswith("-r") and not opt.startswith("--")) \
+                or re.fullmatch(r"-[vq]+", opt):
+            continue  # the harness sets its own; dropped only if addopts is neutralized
+        else:
+            kept.extend(item)
+    # an option of a plugin dropped above (psutil: "-p instafail" and "--instafail") goes with it
+    gone = {b.split(" (", 1)[0].split()[-1] for b in bad if b.endswith("not installed)")}
+    for opt in [k for k in kept if any(k.startswith(f"--{g}") for g in gone)]:
+        kept.remove(opt)
+        bad.append(f"{opt} (its plugin is not installed)")
+    if not bad:
+        return ()
+    notes.append(f"addopts neutralized ({cfg}): " + ", ".join(bad))
+    if kept:
+        notes.append("addopts kept: " + " ".join(kept))
+    return ("-o", "addopts=", *kept)
+
+
+def named_by_filterwarnings(found: tuple[str, dict[str, Any]] | None,
+                             reqs: tuple[str, ...]) -> tuple[str, ...]:
+    """``coverage`` when a ``filterwarnings`` entry names a category of it (aiohttp's
+    ``ignore:...:coverage.exceptions.CoverageWarning``): pytest imports that module to read the
+    entry, so the library dropped with the coverage tools is needed after all."""
+    text = str(found[1].get("filterwarnings", "")) if found else ""
+    have = {canonicalize_name(Requirement(r).name) for r in reqs}
+    if re.search(r"\bcoverage\.", text) and "coverage" not in have:
+        return ("coverage",)
+    return ()
+
+
+def needs_pytest9(src: Path, found: tuple[str, dict[str, Any]] | None) -> bool:
+    """Whether the config pytest would pick is pytest 9's native ``[tool.pytest]`` table of a
+    pyproject.toml (no ``ini_options``): pytest 8 does not read it and walks on up past the
+    package (ujson 6.1.0), so such a suite runs with ``suite.TOOLS_PYTEST9``."""
+    if found is None or Path(found[0]).name != "pyproject.toml":
+        return False
+    table = read_toml(src / found[0], []).get("tool", {})
+    table = table.get("pytest") if isinstance(table, dict) else None
+    return isinstance(table, dict) and "ini_options" not in table

@@ -313,6 +313,8 @@ def _steps(ctx: _Ctx) -> tuple[str, dict]:
                           f"{pins[0]}: its config is pytest 9's [tool.pytest] table, which pytest 8 does not read"]}
     in_package = None if tox else suite.tests_in_package(src_host, job.package.tests)
     compiled = "" if job.package.is_local or tox else artifact.compiled_evidence(src_host)
+    if compiled and version and (files := wheels.index_files(pkg.name, version)) is not None:  # None: unread
+        compiled = artifact.with_cpython_wheel(compiled, files)  # "": its pure wheels are all CPython gets
     # 2. install
     pip = [vpy, "-m", "pip", "install", "--report", ws.path("logs", "install-report.json"),
            target, *pins, *job.package.test_requires, *(TOX if tox else ())]

@@ -67,6 +67,21 @@ def compiled_evidence(src: Path) -> str:
     return ""
 
 
+def with_cpython_wheel(evidence: str, files: Sequence[str]) -> str:
+    """``evidence`` with a compiled CPython wheel of the release the index lists, or "" when it
+    lists none: then its pure wheels are what the project ships for CPython, not a fallback
+    (multiprocess 0.70.19: one ``py3X-none-any`` wheel per version, compiled ones for PyPy
+    only; its setup.py declares an extension it never builds on Python 3)."""
+    for f in files:
+        try:
+            tags = parse_wheel_filename(f)[3] if f.endswith(".whl") else frozenset()
+        except InvalidWheelFilename:
+            continue
+        if any(t.interpreter.startswith("cp") and t.abi != "none" for t in tags):
+            return f"{evidence}; the index has {f}"
+    return ""
+
+
 def is_pure_wheel(filename: str) -> bool:
     """A wheel whose every tag is ``none-any`` (``propcache-0.5.4-py3-none-any.whl``)."""
     try:

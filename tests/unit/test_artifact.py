@@ -182,3 +182,17 @@ def test_the_laptop_recipe_builds_the_package_from_its_sdist_too():
     assert "python -m pip install propcache==0.5.4 pytest==8.4.2\n" in recipe(f, phases, **kw)
     built = [*phases, Phase(name="install-sdist", kind="install", exit_code=0)]
     assert "python -m pip install --no-binary propcache propcache==0.5.4 pytest==8.4.2\n" in recipe(f, built, **kw)
+
+
+def test_a_compiled_project_is_one_with_compiled_cpython_wheels():
+    # the release's files as the index listed them (PEP 691, 2026-12-05): propcache 0.5.4 has 130
+    # cp3XX wheels (none cp313t) beside its pure one; multiprocess 0.70.19 has one py3X-none-any
+    # wheel per version and compiled wheels for PyPy only, and its setup.py declares an extension
+    # it never builds on Python 3: its pure wheel is no fallback, nothing is rebuilt
+    files = json.loads((DATA / "index-files.json").read_text())
+    got = artifact.with_cpython_wheel("src/propcache/_helpers_c.pyx", files["propcache-0.5.4"])
+    assert got.startswith("src/propcache/_helpers_c.pyx; the index has propcache-0.5.4-cp3")
+    assert artifact.with_cpython_wheel("setup.py (declares extension modules)", files["multiprocess-0.70.19"]) == ""
+    assert any(f.startswith("multiprocess-0.70.19-pp310") for f in files["multiprocess-0.70.19"])
+    assert artifact.with_cpython_wheel("x.c", ["a-1.0-cp313-abi3-manylinux_2_17_x86_64.whl"]).endswith("abi3-manylinux_2_17_x86_64.whl")
+    assert artifact.with_cpython_wheel("x.c", ["a-1.0.tar.gz", "bad.whl", "a-1.0-py3-none-any.whl"]) == ""

@@ -11,7 +11,8 @@ written by an older harness read back.
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping
+import re
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, TypeGuard
 
@@ -434,3 +435,40 @@ class Probe:
         told = d.get("problems")  # a result's, read back
         told = [x for x in told if isinstance(x, str)] if isinstance(told, list | tuple) else []
         return cls(**out, problems=(*told, *(f"probe.json: {k} has the wrong type, ignored" for k in bad)))
+
+
+# The test-deps step's record of the inferred deps that did not install: a file beside its log,
+# one name a line (parse.testdeps reads it onto the phase as NOT_INSTALLED_KIND setup problems).
+# The line it also prints for the log's reader; results written before the record are read by it.
+NOT_INSTALLED_SUFFIX = ".not-installed"
+NOT_INSTALLED_KIND = "not-installed"
+NOT_INSTALLED = "ft-harness: not installed: "
+_NOT_INSTALLED_RE = re.compile(rf"^{re.escape(NOT_INSTALLED)}(.+)$", re.M)
+
+
+@dataclass(frozen=True, kw_only=True)
+class SetupProblem:
+    """Why a suite could not be collected or run in its environment (parse.setup; parse.testdeps)."""
+
+    kind: str  # "missing-module" | "missing-fixture" | "unknown-option" | "unknown-marker" | NOT_INSTALLED_KIND ...
+    name: str  # the module, fixture, option or marker
+    where: str = ""  # file:line of the import or test, when known
+    excerpt: str = ""  # the log's words for it
+    fix: str = ""  # what would fix it in matrix.yaml
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> SetupProblem:
+        return cls(**known(cls, d))
+
+
+def not_installed(names: Sequence[str]) -> tuple[SetupProblem, ...]:
+    """One ``not-installed`` setup problem per inferred test dependency that did not install."""
+    return tuple(SetupProblem(kind=NOT_INSTALLED_KIND, name=n, excerpt=f"not installed: {n}",
+                              fix=f"list an installable {n} (or none) in the package's test_requires in matrix.yaml")
+                 for n in dict.fromkeys(names))
+
+
+def not_installed_of_old(excerpt: str) -> tuple[SetupProblem, ...]:
+    """A test-deps phase written before it kept what did not install: its log's line."""
+    m = _NOT_INSTALLED_RE.search(excerpt)
+    return not_installed(m.group(1).split()) if m else ()

@@ -25,11 +25,13 @@ from .evidence import (
     ModeCoverage,
     ParallelInfo,
     Probe,
+    SetupProblem,
     TsanReport,
     Wheel,
     coverage_from_dict,
     coverage_to_dict,
     known,
+    not_installed_of_old,
 )
 
 RESULT_SCHEMA = 9  # 2: Phase.test_command (the command in parts); 3: typed crash/hang/parallel,
@@ -62,10 +64,6 @@ def severity(kind: str) -> int:
 
 
 _RANK = {v: i for i, v in enumerate(VERDICTS)}
-
-
-# the line job's test-deps step prints naming the inferred deps that did not install; verdict reads it
-NOT_INSTALLED = "ft-harness: not installed: "
 
 
 def now_iso() -> str:
@@ -114,21 +112,6 @@ class TestCase:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> TestCase:
-        return _build(cls, d)
-
-
-@dataclass(frozen=True, kw_only=True)
-class SetupProblem:
-    """Why a suite could not be collected or run in its environment (parse.setup)."""
-
-    kind: str  # "missing-module" | "missing-fixture" | "unknown-option" | "unknown-marker"
-    name: str  # the module, fixture, option or marker
-    where: str = ""  # file:line of the import or test, when known
-    excerpt: str = ""  # the log's words for it
-    fix: str = ""  # what would fix it in matrix.yaml
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> SetupProblem:
         return _build(cls, d)
 
 
@@ -236,6 +219,8 @@ class Phase:
         d["gil_modules"] = tuple(d.get("gil_modules", ()))
         d["tsan"] = tuple(TsanReport.from_dict(r) for r in d.get("tsan") or () if isinstance(r, dict))
         d["setup"] = tuple(SetupProblem.from_dict(x) for x in d.get("setup", ()) if isinstance(x, dict))
+        if d.get("kind") == "setup" and not d["setup"] and isinstance(d.get("excerpt"), str):
+            d["setup"] = not_installed_of_old(d["excerpt"])
         d["tests"] = {k: TestCase.from_dict(v) for k, v in d.get("tests", {}).items()}
         d["probe"] = Probe.from_dict(d["probe"]) if isinstance(d.get("probe"), dict) else None
         return _build(cls, d)

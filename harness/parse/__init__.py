@@ -26,6 +26,7 @@ from .parallel import parse_parallel
 from .probe import probe_of, read_probe
 from .pytestlog import FINAL_RE, PytestLog, parse_log
 from .setup import find_setup_problems
+from .testdeps import read_not_installed
 
 __all__ = ["NOTE", "parse_phase", "gil_modules", "probe_of", "read_text", "tail", "incomplete"]
 
@@ -114,7 +115,8 @@ def _parse(phase: Phase, out_dir: Path) -> Phase:
         hang=hang,
         gil_modules=tuple(gil_modules(text)),
         parallel=parallel,
-        setup=find_setup_problems(text) if phase.kind in TEST_KINDS else phase.setup,  # install: harness.verdict.artifact
+        # install: harness.verdict.artifact; test-deps: what did not install (parse.testdeps)
+        setup=find_setup_problems(text) if phase.kind in TEST_KINDS else read_not_installed(phase, out_dir),
         probe=read_probe(phase, out_dir),
         excerpt="\n".join([tail(text), *notes]).strip(),
     )

@@ -28,7 +28,8 @@ from typing import Any
 
 from packaging.utils import canonicalize_name as _norm
 
-from ..core.model import NOT_INSTALLED, Finding, JobResult, Phase
+from ..core.evidence import NOT_INSTALLED_KIND
+from ..core.model import Finding, JobResult, Phase
 from ..parse.install import classify_install
 
 CAUSE_KINDS = ("dependency", "test-dependency", "infrastructure", "no-tests", "gil-dependency")
@@ -36,7 +37,6 @@ CAUSE_KINDS = ("dependency", "test-dependency", "infrastructure", "no-tests", "g
 # dependencies it collected: the package's own build fails below ``Collecting pluggy``)
 _WORKING_ON = re.compile(r"^\s*(?:Collecting|Building wheel for|Running setup\.py install for) "
                          r"(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*)", re.M)
-_NOT_INSTALLED = re.compile(rf"^{re.escape(NOT_INSTALLED)}(.+)$", re.M)
 _ADDR = re.compile(r"0x[0-9a-f]+|/tmp/\S+|pip-[a-z-]+-[a-z0-9_]{6,}", re.I)
 INFRA_TEXT = {  # a pattern of harness.parse.install's INFRA_PATTERNS -> what a reader acts on
     "Could not resolve host": "a download during the build failed: its host was not reachable",
@@ -182,11 +182,11 @@ def _deciding(r: JobResult) -> Finding | None:
 
 
 def _test_deps_cause(r: JobResult) -> _Seen | None:
-    """Test dependencies that did not install (harness.job.job._deps_sh), read like an install."""
+    """Test dependencies that did not install (the test-deps phase), read like an install."""
     for p in r.phases:
         if p.kind == "setup" and not p.ok:
-            m = _NOT_INSTALLED.search(p.excerpt)
-            found = _install_cause(r, p, via=" ".join(m.group(1).split()) if m else "")
+            via = " ".join(s.name for s in p.setup if s.kind == NOT_INSTALLED_KIND)  # parse.testdeps
+            found = _install_cause(r, p, via=via)
             if found is not None:
                 return found
     return None

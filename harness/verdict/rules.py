@@ -37,13 +37,12 @@ but never decide.
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from ..config.matrix import Settings
-from ..core.evidence import Crash, HungTest, ModeCoverage, Probe
-from ..core.model import INFO_KINDS, NOT_INSTALLED, Finding, Phase, severity
+from ..core.evidence import NOT_INSTALLED_KIND, Crash, HungTest, ModeCoverage, Probe
+from ..core.model import INFO_KINDS, Finding, Phase, severity
 from ..parse import incomplete, probe_of
 from ..parse import setup as parse_setup
 from ..parse.gil import warning_lines
@@ -142,15 +141,12 @@ def _broken_run(phase: Phase) -> Finding | None:
     )
 
 
-NOT_INSTALLED_RE = re.compile(rf"^{re.escape(NOT_INSTALLED)}(.+)$", re.M)  # job._deps_sh
-
-
 def _test_deps_finding(phase: Phase) -> Finding:
     """The inferred test dependencies did not install: shown; the runs say what it cost."""
     _, _, line = classify_install(phase.excerpt, timed_out=phase.timed_out, infra=phase.infra)
-    m = NOT_INSTALLED_RE.search(phase.excerpt)
-    if m:  # installing them together failed, then each was tried alone (job._deps_sh)
-        line = f"not installed: {', '.join(m.group(1).split())} (the others are); {line}"
+    missing = [s.name for s in phase.setup if s.kind == NOT_INSTALLED_KIND]
+    if missing:  # installing them together failed, then each was tried alone (parse.testdeps)
+        line = f"not installed: {', '.join(missing)} (the others are); {line}"
     return Finding(kind="setup-error", evidence="setup", excerpt=phase.excerpt[-1500:],
                    message=f"setup: the inferred test dependencies did not install: {line}"[:400],
                    reproduce=reproduce(phase, None), phase=phase.name)

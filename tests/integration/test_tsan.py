@@ -85,7 +85,7 @@ def venv(tmp_path_factory) -> Env:
     base = _base_env()
     inst_logs = root / "logs" / "install"
     inst_logs.mkdir(parents=True)
-    # what the job does (harness.job.job._steps, local backend): the pip cache and the layer of pip +
+    # what the job does (harness.job.stages, local backend): the pip cache and the layer of pip +
     # tools of this interpreter build, compile flags from the interpreter itself
     pip_cache = cache / "pip" / key
     layers = pip_cache / "ft-harness-tools"

@@ -4,7 +4,8 @@ cffi 2.1.1 refuses free-threaded 3.13 in its setup (tests/data/report/docker: a 
 result).  Captured on the free-threaded 3.13.5 build (tests/data/report/causes/README.md):
 cryptography 50.0.2's build needs cffi (tests/data/real/cryptography-50.0.2/fetch.log), pyOpenSSL
 needs cryptography, and urllib3's test dependency trustme needs cryptography (its test-deps step,
-``harness.job.job._deps_sh``'s output).  Each job's verdict is what ``harness.verdict.decide`` gives
+``harness.job.stages._deps_sh``'s output, and its record of trustme not installed, which
+``harness.parse.testdeps`` reads onto the phase).  Each job's verdict is what ``harness.verdict.decide`` gives
 for those phases (urllib3's stop at its test-deps step, its runs left out).
 """
 
@@ -17,6 +18,7 @@ from pathlib import Path
 import jsonschema
 
 from harness.config.matrix import Settings
+from harness.core.evidence import not_installed
 from harness.core.model import JobResult, Phase
 from harness.parse import tail
 from harness.render import markdown
@@ -54,7 +56,8 @@ def captured() -> list[JobResult]:
     cffi = _cffi()
     ok = Phase(name="install", kind="install", command=("pip", "install"), exit_code=0)
     deps = Phase(name="test-deps", kind="setup", command=("sh", "-c", "..."), exit_code=1,
-                 excerpt=tail((DATA / "causes" / "urllib3-test-deps.log").read_text()))
+                 excerpt=tail((DATA / "causes" / "urllib3-test-deps.log").read_text()),
+                 setup=not_installed(["trustme"]))
     return [
         cffi,
         _job(cffi, "cryptography", "50.0.2",

@@ -17,7 +17,7 @@ from harness.config import wheels
 from harness.config.matrix import loads
 from harness.config.plan import make_plan
 from harness.job import fetch
-from harness.job.job import _base_env
+from harness.job.context import base_env as _base_env
 from tests.conftest import INTERP_YAML
 
 

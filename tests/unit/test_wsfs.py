@@ -141,13 +141,13 @@ ALLOWED = {
     ("harness/job/job.py", "host_root.mkdir("): "job start",
     ("harness/job/job.py", "(host_root / d).mkdir("): "job start",
     ("harness/job/job.py", "backend.open(job.job_id, host_root"): "job start: the backend's mounts",
-    ("harness/job/job.py", "fetch.sdist("): "before any package code: the host's own download",
-    ("harness/job/job.py", "fetch.clear("): "before any package code",
+    ("harness/job/source.py", "fetch.sdist("): "before any package code: the host's own download",
+    ("harness/job/source.py", "fetch.clear("): "before any package code",
     ("harness/backends/docker.py", "host_root.mkdir("): "Backend.open: job start",
-    ("harness/job/testsetup.py", "infer.infer_test_setup(src_host"): "the source's readers: job.py calls testsetup.resolve before the install",
+    ("harness/job/testsetup.py", "infer.infer_test_setup(src_host"): "the source's readers: stages.suite_setup calls testsetup.resolve before the install",
     ("harness/job/testsetup.py", "registry.apply(recipe, src_host"): "the source's readers",
     ("harness/job/testsetup.py", "suite.shadowing(src_host"): "the source's readers",
-    ("harness/job/suite.py", "pytestcfg.pytest_config(src_host"): "the source's readers: job.py calls them before the install",
+    ("harness/job/suite.py", "pytestcfg.pytest_config(src_host"): "the source's readers: stages.suite_setup calls them before the install",
     ("harness/job/suite.py", "(src_host / tests / '__init__.py').is_file()"): "the source's readers",
     ("harness/job/suite.py", "(src_host.joinpath("): "the source's readers",
     ("harness/job/suite.py", "tests_in_package(src_host"): "the source's readers",
@@ -164,6 +164,8 @@ def _callee(call: ast.Call) -> str:
 def _names_workspace(node: ast.AST) -> bool:
     for n in ast.walk(node):
         if isinstance(n, ast.Name) and n.id in WS_NAMES:
+            return True
+        if isinstance(n, ast.Attribute) and n.attr == "src_host":  # a stage's value: source.Source.src_host
             return True
         if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "host":
             return True
@@ -191,28 +193,39 @@ def test_the_guard_sees_a_new_access() -> None:
     assert [line for line, _ in workspace_accesses(planted)] == [2, 3, 4]
 
 
-def _before_the_install() -> set[int]:
-    """The lines of job.py that run before any package code: _steps up to its install step (the
-    source's readers, on the tree the host has just made; harness.job.testsetup reads it then too)."""
-    src = (ROOT / "harness" / "job" / "job.py").read_text()
-    steps = next(n for n in ast.walk(ast.parse(src)) if isinstance(n, ast.FunctionDef) and n.name == "_steps")
-    return set(range(steps.lineno, _install_line(src, steps)))
+# The job's stages that run before any package code: they make the source tree and read it
+# (harness.job.testsetup reads it then too); the stages from the install on reach the workspace
+# through ctx.fs only.
+BEFORE_THE_INSTALL = {"harness/job/source.py": {"source", "_from_sdist"},
+                      "harness/job/stages.py": {"suite_setup", "_compiled", "_installed_run"}}
+FROM_THE_INSTALL_ON = ("harness/job/stages.py", "harness/job/job.py")
 
 
-def _install_line(src: str, fn: ast.FunctionDef) -> int:
-    lines = src.splitlines()
-    return next(i for i in range(fn.lineno, (fn.end_lineno or 0) + 1) if "# 2. install" in lines[i - 1])
+def _functions(rel: str) -> list[ast.FunctionDef]:
+    tree = ast.parse((ROOT / rel).read_text())
+    return [n for n in tree.body if isinstance(n, ast.FunctionDef)]
+
+
+def _before_the_install(rel: str) -> set[int]:
+    """The lines of ``rel``'s stages that run before any package code."""
+    names = BEFORE_THE_INSTALL.get(rel, set())
+    return {line for fn in _functions(rel) if fn.name in names
+            for line in range(fn.lineno, (fn.end_lineno or fn.lineno) + 1)}
+
+
+def test_the_stages_before_the_install_are_there() -> None:
+    for rel, names in BEFORE_THE_INSTALL.items():
+        assert names <= {fn.name for fn in _functions(rel)}, rel
 
 
 def test_every_host_access_to_a_workspace_goes_through_wsfs() -> None:
     bad, used = [], set()
-    early = _before_the_install()
     for p in sorted((ROOT / "harness").rglob("*.py")):
         rel = str(p.relative_to(ROOT))
         if p.name == "wsfs.py" or "_inner" in p.parts:
             continue
         for line, call in workspace_accesses(p.read_text()):
-            if rel == "harness/job/job.py" and line in early:
+            if line in _before_the_install(rel):
                 continue
             key = next((k for k in ALLOWED if k[0] == rel and call.startswith(k[1])), None)
             if key is None:
@@ -223,13 +236,16 @@ def test_every_host_access_to_a_workspace_goes_through_wsfs() -> None:
 
 
 def test_after_the_install_the_job_reads_nothing_of_the_workspace_by_name() -> None:
-    """In job._steps, from the install step on, every access is through ctx.fs."""
-    src = (ROOT / "harness" / "job" / "job.py").read_text()
-    fn = next(n for n in ast.walk(ast.parse(src)) if isinstance(n, ast.FunctionDef) and n.name == "_steps")
-    lines = src.splitlines()
-    install = _install_line(src, fn)
-    body = "\n".join(lines[fn.lineno - 1:fn.end_lineno])
-    late = [(fn.lineno + line - 1, call) for line, call in workspace_accesses(body) if fn.lineno + line - 1 > install]
+    """From the install stage on (stages.py past suite_setup, and the chain and result in
+    job.py past the workspace's making), every access is through ctx.fs: none even allowed."""
+    late = []
+    for rel in FROM_THE_INSTALL_ON:
+        src = (ROOT / rel).read_text()
+        for fn in _functions(rel):
+            if fn.name in BEFORE_THE_INSTALL.get(rel, set()) or fn.name == "_open":  # job._open: job start
+                continue
+            body = "\n".join(src.splitlines()[fn.lineno - 1:fn.end_lineno])
+            late += [f"{rel}:{fn.name}: {call}" for _, call in workspace_accesses(body)]
     assert late == []
 
 

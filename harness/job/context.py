@@ -1,0 +1,119 @@
+"""What every stage of a job shares: the job, its workspace and backend, its deadline, the
+phases so far, and :func:`run_phase`, the one way a stage runs a command (its log header, the
+backend's run, the parse of what it wrote).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import shlex
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from .. import parse
+from ..backends.base import Backend, Workspace
+from ..config import wheels
+from ..config.plan import Job
+from ..core import logcap
+from ..core.errors import InfraError
+from ..core.model import InterpreterInfo, Phase, TestCommand
+from ..core.wsfs import JobDir
+from . import jobfiles
+
+log = logging.getLogger(__name__)
+
+Progress = Callable[[str, str], None]  # (job_id, step)
+
+
+@dataclass
+class JobCtx:
+    """One job's running state: the stages read it and append to ``phases`` (through
+    :func:`run_phase`); what a stage decides travels in the value it returns, not here."""
+
+    job: Job
+    ws: Workspace
+    backend: Backend
+    out: Path
+    deadline: float
+    progress: Progress
+    phases: list[Phase]
+    interp: InterpreterInfo
+    tarball: str = ""
+    env: dict[str, str] = field(default_factory=dict)  # the install steps' env (job.start_env)
+    supp: tuple[str, ...] = ()  # TSan's merged suppressions file, as the backend sees it
+
+    @property
+    def tsan(self) -> bool:
+        return self.interp.sanitizer == "thread"
+
+    def remaining(self) -> float:
+        return max(1.0, self.deadline - time.monotonic())
+
+    @property
+    def spent(self) -> bool:
+        """The job's budget is gone: a test phase started now would time out at once and read
+        as a hang in a mode whose tests never ran."""
+        return self.deadline - time.monotonic() <= 1.0
+
+    def rel(self, host_path: Path) -> str:
+        return str(host_path.relative_to(self.out))
+
+    @property
+    def fs(self) -> JobDir:
+        assert self.ws.fs is not None  # run_job opens it
+        return self.ws.fs
+
+
+def base_env(job: Job) -> dict[str, str]:
+    env = dict(job.package.env)
+    env.update({"PYTHONFAULTHANDLER": "1", "PYTHONDONTWRITEBYTECODE": "1", "PIP_DISABLE_PIP_VERSION_CHECK": "1",
+                "PIP_NO_INPUT": "1", "PYTHONUNBUFFERED": "1"})
+    if wheels.public_index():  # the index the plan resolved against: pip looks there too; never
+        # its credentials, which package code and every log header (the env) would show (#30)
+        env["PIP_EXTRA_INDEX_URL"] = wheels.public_index()
+    return env
+
+
+def _open_log(ctx: JobCtx, name: str, argv: list[str], env: dict[str, str], cwd: str, tsan_dir: str) -> None:
+    try:  # package code may have left a link at logs/, at the log, or at junit/: never followed
+        ctx.fs.makedirs("logs")
+        ctx.fs.makedirs("junit")
+        with ctx.fs.create_text(f"logs/{name}.log") as f:
+            f.write(f"$ {shlex.join(argv)}\n# cwd: {cwd}\n# env: {json.dumps(env, sort_keys=True)}\n")
+        if tsan_dir:
+            ctx.fs.makedirs(tsan_dir)
+    except (OSError, ValueError) as e:
+        raise InfraError(f"{ctx.job.job_id}: cannot create {name}.log in its workspace: {e}") from None
+
+
+def run_phase(ctx: JobCtx, name: str, kind: str, cmd: list[str] | TestCommand, *, env: dict[str, str],
+              cwd: str, timeout: float, network: bool = False, gil: int | None = None, rep: int = 0,
+              junit: str = "", tsan_dir: str = "", idle: float = 0) -> Phase:
+    """Run one command of the job in the backend; the phase, parsed, is appended and returned."""
+    test_command = cmd if isinstance(cmd, TestCommand) else None
+    argv = list(cmd.argv()) if isinstance(cmd, TestCommand) else cmd
+    ctx.progress(ctx.job.job_id, name)
+    log_host = ctx.ws.host("logs", f"{name}.log")  # a name for the backend; made through fs
+    _open_log(ctx, name, argv, env, cwd, tsan_dir)
+    ex = ctx.backend.run(ctx.ws, argv, env=env, cwd=cwd, timeout=min(timeout, ctx.remaining()),
+                         log=log_host, network=network, idle=idle)
+    phase = Phase(
+        name=name, kind=kind, gil=gil, rep=rep, command=tuple(argv), test_command=test_command,
+        env=dict(env), cwd=cwd,
+        exit_code=ex.exit_code, signal=ex.signal, timed_out=ex.timed_out, oom_killed=ex.oom_killed,
+        duration=round(ex.duration, 3), log=ctx.rel(log_host),
+        junit=ctx.rel(ctx.ws.host(*junit.split("/"))) if junit and ctx.fs.is_file(junit) else "",
+        infra=ex.infra,
+    )
+    cut = logcap.cap_log(ctx.fs.fd, f"logs/{name}.log")  # a log past log_bytes: head and tail kept
+    phase = parse.parse_phase(phase, ctx.out)  # reads below ctx.out through no link (wsfs)
+    if cut:  # said in the result too, not only in the middle of the log
+        phase = replace(phase, excerpt=f"{phase.excerpt}\n{cut}".strip())
+    if tsan_dir:
+        phase = replace(phase, tsan=tuple(jobfiles.tsan_reports(ctx.fs, tsan_dir)))
+    ctx.phases.append(phase)
+    log.info("%s %s: exit %s in %.1fs", ctx.job.job_id, name, ex.exit_code, ex.duration)
+    return phase

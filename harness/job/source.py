@@ -1,0 +1,116 @@
+"""The job's first stage: the package's source tree in the workspace, from a local path or from
+its sdist (fetched by the host from the index, else by pip in the backend), and what the install
+will ask pip for.
+"""
+
+from __future__ import annotations
+
+import logging
+import shlex
+import shutil
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.utils import InvalidSdistFilename, canonicalize_name, parse_sdist_filename
+
+from .. import parse
+from ..core.errors import InfraError
+from ..core.model import Phase
+from . import extract, fetch
+from .context import JobCtx, run_phase
+
+log = logging.getLogger(__name__)
+
+COPY_IGNORE = shutil.ignore_patterns(".git", ".nox", ".tox", "build", "dist", "*.egg-info", "__pycache__", "*.so")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Source:
+    """The package's source tree, made by the host before any package code ran."""
+
+    src_host: Path  # on the host: read by the suite-setup stage only, before the install
+    path: str  # the same tree as the backend sees it
+    target: str  # what pip installs: the tree (local), or ``name==version`` / the spec
+    version: str = ""  # from the sdist's file name ("" for a local tree)
+    archive: Path | None = None  # the sdist (a compiled project's fallback rebuild installs it)
+    sha256: str = ""  # the sdist's, checked against the index ("" when pip fetched it)
+
+
+def pinned_version(spec: str) -> str:
+    """'2.1.1' for '==2.1.1' (the one release a spec allows), else ''."""
+    try:
+        specs = list(SpecifierSet(spec))
+    except InvalidSpecifier:
+        return ""
+    if len(specs) == 1 and specs[0].operator in ("==", "===") and "*" not in specs[0].version:
+        return specs[0].version
+    return ""
+
+
+def source(ctx: JobCtx) -> Source | None:
+    """The source tree; None when the sdist could not be fetched (the fetch phase says why)."""
+    if ctx.job.package.is_local:
+        src_host = ctx.ws.host("src")
+        extract.fresh_dir(src_host)
+        shutil.copytree(ctx.job.package.path, src_host / "pkg", ignore=COPY_IGNORE, symlinks=True)
+        return Source(src_host=src_host / "pkg", path=ctx.ws.path("src", "pkg"), target=ctx.ws.path("src", "pkg"))
+    return _from_sdist(ctx)
+
+
+def _from_sdist(ctx: JobCtx) -> Source | None:
+    job, ws = ctx.job, ctx.ws
+    spec = f"{job.package.name}{job.package.version}"
+    pip_download = [ws.python, "-m", "pip", "download", "--no-deps", "--no-binary",
+                    canonicalize_name(job.package.name), "--dest", ws.path("sdist"), spec]
+    fetched, sha256 = _fetch_on_host(ctx, pip_download)
+    if fetched is None:  # the host cannot read the index: pip, in the backend (it may build)
+        fetched = run_phase(ctx, "fetch", "install", pip_download, env=ctx.env, cwd=ws.root,
+                            timeout=job.settings.install_timeout, network=True)
+    archives = extract.archives(ws.host("sdist"))  # regular files only: pip may have built
+    if not fetched.ok or not archives:
+        return None
+    try:
+        version = str(parse_sdist_filename(archives[0].name)[1])
+    except InvalidSdistFilename:
+        version = ""
+    try:  # into a src/ made now, whatever a package step left there (harness.job.extract)
+        top, links_out = extract.extract(archives[0], ws.host("src"))
+    except extract.UNSAFE as e:  # a broken or hostile archive; past a limit: LimitExceeded
+        raise InfraError(f"{job.job_id}: cannot extract {archives[0].name}: {e}") from None
+    if links_out:
+        log.warning("%s: %d link(s) out of the tree skipped in %s: %s", job.job_id,
+                    len(links_out), archives[0].name, ", ".join(links_out[:5]))
+    return Source(src_host=top, path=ws.path(*top.relative_to(ws.host_root).parts),
+                  target=f"{job.package.name}=={version}" if version else spec, version=version,
+                  archive=archives[0], sha256=sha256)
+
+
+def _fetch_on_host(ctx: JobCtx, shown: list[str]) -> tuple[Phase | None, str]:
+    """The sdist from the index's JSON page, by the host, with no build (harness.job.fetch); the
+    phase shows the equivalent ``pip download``, with the sdist's sha256. None: the host cannot
+    read the index."""
+    pkg, ws = ctx.job.package, ctx.ws
+    ctx.progress(ctx.job.job_id, "fetch")
+    t0 = time.monotonic()
+    sha256 = ""
+    try:
+        got = fetch.sdist(pkg.name, pkg.version, ws.host("sdist"))
+        sha256 = got.sha256
+        code, text = 0, (f"{got.url}\nsaved {got.path.name}: {got.size} bytes, sha256 {got.sha256} "
+                         f"(checked against the index)\n")
+    except fetch.IndexUnavailable as e:
+        log.info("%s: %s; fetching with pip in the backend", ctx.job.job_id, e)
+        fetch.clear(ws.host("sdist"))
+        return None, ""
+    except fetch.NoSdist as e:
+        code, text = 1, f"ERROR: {e}\n"
+    with ctx.fs.create_text("logs/fetch.log") as f:
+        f.write(f"$ {shlex.join(shown)}\n# fetched by the host from the index's JSON page "
+                f"(PEP 691), nothing built\n{text}")
+    phase = parse.parse_phase(Phase(
+        name="fetch", kind="install", command=tuple(shown), env=dict(ctx.env), cwd=ws.root,
+        exit_code=code, duration=round(time.monotonic() - t0, 3), log=ctx.rel(ws.host("logs", "fetch.log"))), ctx.out)
+    ctx.phases.append(phase)
+    return phase, sha256

@@ -1,0 +1,335 @@
+"""The job's stages after the source (harness.job.source): suite setup -> install -> probe ->
+test runs -> confirm. Each takes what the stage before it returned and returns the next value;
+``job._steps`` chains them and stops where a later stage would mean nothing.
+
+Only the suite-setup stage reads the source tree by name, before any package code ran; from
+the install on, the workspace is reached through ``ctx.fs`` only (harness.core.wsfs).
+"""
+
+from __future__ import annotations
+
+import logging
+import shlex
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
+
+from .. import verdict
+from ..config import wheels
+from ..config.matrix import Package
+from ..core.evidence import NOT_INSTALLED, NOT_INSTALLED_SUFFIX
+from ..core.model import TestCommand
+from ..testsetup import pytestcfg
+from ..verdict import artifact
+from . import jobfiles, suite, testsetup, tsan
+from .context import JobCtx, base_env, run_phase
+from .source import Source
+from .suite import TOX
+from .watchdog import stall_seconds, watchdog_env
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunFrom:
+    """Where the tests are taken from: the source tree, or the installed copy."""
+
+    tests: str  # the tests' path there
+    pytest_args: tuple[str, ...]  # the package's pytest arguments for that layout
+    record: dict[str, Any]  # the job's test_setup, as the result keeps it
+
+
+@dataclass(frozen=True, kw_only=True)
+class SuiteSetup:
+    """How the suite is installed and run, decided once from the source tree before the install."""
+
+    package: Package  # with the tests path and pytest args filled where matrix.yaml is silent
+    test_deps: tuple[str, ...]  # inferred, installed in their own step after the package
+    tools: tuple[str, ...]  # the pinned test tools (pytest 9 for a [tool.pytest] config)
+    has_tests: bool
+    config: str  # the pytest config file pytest would pick, relative to the tree ("" none)
+    compiled: str  # why the sdist builds extension modules ("" not, or not checked)
+    at_source: RunFrom
+    installed: RunFrom | None  # the tests ship inside the package: from site-packages, if there
+
+    @property
+    def tox(self) -> bool:
+        return self.package.runner == "tox"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Installed:
+    python: str  # the venv's interpreter
+    tests_python: str  # the one the tests import the package in: the venv's, or tox's env
+
+
+@dataclass(frozen=True, kw_only=True)
+class Suite:
+    """The test phases' common parts: the command, where it runs, its environment."""
+
+    command: TestCommand
+    cwd: str  # the source tree, or site-packages
+    source: str  # the source tree (TSan's source_dir)
+    env: dict[str, str]  # without PYTHON_GIL
+    watchdog: dict[str, str]  # the watchdog plugin's env ({} under TSan)
+    idle: float  # silent this long: frozen (0: never asked)
+    threads: tuple[str, ...]  # pytest-run-parallel's options
+    record: dict[str, Any]
+
+
+# ------------------------------------------------------------------ suite setup
+
+
+def suite_setup(ctx: JobCtx, src: Source) -> SuiteSetup:
+    """What the suite needs, read from the tree once: the matrix's, the recipe's and the
+    inferred setup (testsetup.resolve), the pytest config, the tools it needs, and where the
+    tests run from with which import mode."""
+    job = ctx.job
+    pkg, record, deps = testsetup.resolve(job.package, job.settings, ctx.interp, src.src_host)
+    cfg = pytestcfg.pytest_config(src.src_host, pkg.tests, [])
+    pins = suite.tools(pytestcfg.needs_pytest9(src.src_host, cfg))
+    if pins != suite.TOOLS:
+        record = {**record, "sources": [*record.get("sources", []), f"{pins[0]}: its config is pytest "
+                                        "9's [tool.pytest] table, which pytest 8 does not read"]}
+    tox = pkg.runner == "tox"
+    in_package = None if tox else suite.tests_in_package(src.src_host, pkg.tests)
+    return SuiteSetup(
+        package=pkg, test_deps=deps, tools=pins, has_tests=suite.has_tests(src.src_host, pkg.tests),
+        config=cfg[0] if cfg else "",
+        compiled="" if job.package.is_local or tox else _compiled(src, pkg.name),
+        at_source=RunFrom(tests=pkg.tests, pytest_args=pkg.pytest_args, record=record),
+        installed=_installed_run(in_package, pkg.pytest_args, record) if in_package else None)
+
+
+def _compiled(src: Source, name: str) -> str:
+    """Why the sdist builds extension modules, "" when it does not or when the index lists no
+    compiled CPython wheel of the release (its pure wheels are all CPython gets)."""
+    compiled = artifact.compiled_evidence(src.src_host)
+    if compiled and src.version and (files := wheels.index_files(name, src.version)) is not None:  # None: unread
+        compiled = artifact.with_cpython_wheel(compiled, files)
+    return compiled
+
+
+def _installed_run(rel: str, args: tuple[str, ...], record: dict[str, Any]) -> RunFrom:
+    """The tests run from site-packages/``rel``: no source tree beside them to shadow the
+    build, so the inferred ``--import-mode=append`` (suite.shadowing) goes, and the setup says so."""
+    if record.get("pytest_args_from") == "inferred":
+        args = tuple(a for a in args if a != "--import-mode=append")
+    why = (f"tests run from the installed copy: site-packages/{rel} (they sit inside the package, "
+           "which the install ships; from the source tree pytest would load the source's package)")
+    sources = [s for s in record.get("sources", []) if not s.startswith("--import-mode=append")]
+    return RunFrom(tests=rel, pytest_args=args,
+                   record={**record, "tests": rel, "pytest_args": list(args), "sources": [*sources, why]})
+
+
+# ------------------------------------------------------------------ install
+
+
+def install(ctx: JobCtx, src: Source, setup: SuiteSetup) -> Installed | None:
+    """The package with the test tools in a venv; a compiled project's pure fallback wheel
+    rebuilt from its sdist; the inferred test deps. None: the package did not install."""
+    ws, timeout = ctx.ws, ctx.job.settings.install_timeout
+    vpy = ws.path("venv", "bin", "python")
+    phase = run_phase(ctx, "install", "install", ["sh", "-c", _install_sh(ctx, src, setup, vpy)],
+                      env=ctx.env, cwd=ws.root, timeout=timeout, network=True)
+    if not phase.ok or (setup.compiled and not _fallback(ctx, src, setup, vpy)):
+        return None
+    if setup.test_deps:  # on their own: one that cannot install is a setup problem, not a build failure
+        sh = _deps_sh(vpy, setup.test_deps, setup.tools, missing=ws.path("logs", f"test-deps{NOT_INSTALLED_SUFFIX}"))
+        run_phase(ctx, "test-deps", "setup", ["sh", "-c", _with_tsan_flags(ctx, sh)], env=ctx.env,
+                  cwd=ws.root, timeout=timeout, network=True)
+    tests_python = f"{src.path}/.tox/{setup.package.tox_env}/bin/python" if setup.tox else vpy
+    return Installed(python=vpy, tests_python=tests_python)
+
+
+def _with_tsan_flags(ctx: JobCtx, sh: str) -> str:
+    """Under TSan, compile flags first: the interpreter's CFLAGS + -g -fsanitize=thread."""
+    return f"{tsan.build_flags_sh(ctx.ws.python)} && {sh}" if ctx.tsan else sh
+
+
+def _install_sh(ctx: JobCtx, src: Source, setup: SuiteSetup, vpy: str) -> str:
+    ws, pkg, pins = ctx.ws, setup.package, setup.tools
+    tox = TOX if setup.tox else ()
+    pip = [vpy, "-m", "pip", "install", "--report", ws.path("logs", "install-report.json"),
+           src.target, *pins, *pkg.test_requires, *tox]
+    venv = f"{shlex.quote(ws.python)} -m venv {shlex.quote(ws.path('venv'))}"
+    if ctx.tsan and ws.pip_cache:  # pip and the tools from a layer built once per interpreter
+        venv = tsan.venv_sh(ws.python, ws.path("venv"), ws.path("inner", "tsan_venv.py"),
+                            f"{ws.pip_cache}/{ctx.interp.key}/ft-harness-tools", [*pins, *tox])
+    script = _with_tsan_flags(ctx, f"{venv} && {shlex.join(pip)}")
+    if setup.tox:  # tox builds its env now, with network; the test phases reuse it offline
+        job = replace(ctx.job, package=pkg)
+        script += f" && cd {shlex.quote(src.path)} && " + shlex.join(
+            [vpy, "-m", "tox", "-e", pkg.tox_env, "--notest", *suite.tox_overrides(job, ws, pins)])
+    return script
+
+
+def _fallback(ctx: JobCtx, src: Source, setup: SuiteSetup, vpy: str) -> bool:
+    """A compiled project's pure wheel: recorded on the install phase and, unless kept, its
+    extension built from the sdist (harness.verdict.artifact). False: that build failed."""
+    name, mode = setup.package.name, ctx.job.settings.fallback_wheel
+    wheel = artifact.fallback_wheel(ctx.fs.read("logs/install-report.json", 64 * 1024 * 1024), name)
+    if not wheel:
+        return True
+    install = ctx.phases[-1]
+    ctx.phases[-1] = replace(install, setup=(*install.setup, artifact.problem(wheel, setup.compiled, mode)))
+    if mode != "build":
+        return True
+    assert src.archive is not None  # compiled: never a local tree
+    ws = ctx.ws
+    sh = artifact.rebuild_sh(vpy, name, ws.path("sdist", src.archive.name), ws.path("logs", artifact.REBUILD_REPORT))
+    return run_phase(ctx, artifact.REBUILD, "install", ["sh", "-c", _with_tsan_flags(ctx, sh)], env=ctx.env,
+                     cwd=ws.root, timeout=ctx.job.settings.install_timeout, network=True).ok
+
+
+def _deps_sh(vpy: str, deps: Sequence[str], keep: Sequence[str] = (), *, missing: str = "") -> str:
+    """Install the inferred test deps together; when that fails (one of them has no build for
+    this interpreter), each alone, so the others are there and only the tests needing the
+    missing one cannot run. Exits 1 having written the name of each that did not install, one a
+    line, to ``missing`` (parse.testdeps reads it onto the phase); the log says so too.
+
+    ``keep``: the harness's pinned test tools, asked for again in every install, so a dep
+    pinned against them cannot replace what pytest needs (itsdangerous 2.2.0's test
+    requirements pin pluggy 1.4.0, and pytest 8.4.2 then did not start): such a dep is not
+    installed, and said. ``--prefer-binary``: they are the tests' tools, not what is tested, so
+    the newest release with a wheel for this interpreter beats a newer one that must be built
+    (hypothesis 6.170 ships a Rust extension and no cp313t wheel; older pure wheels install)."""
+    pip = shlex.join([vpy, "-m", "pip", "install", "--prefer-binary"])
+    tools = f" {shlex.join(keep)}" if keep else ""
+    alone = "; ".join(f"{pip} {shlex.quote(d)}{tools} || missing=\"$missing {Requirement(d).name}\""
+                      for d in deps)
+    record = f"printf '%s\\n' $missing > {shlex.quote(missing)}; " if missing else ""
+    return (f"{pip} {shlex.join(deps)}{tools} && exit 0; "
+            f"echo 'ft-harness: together they did not install; one at a time:'; missing=; {alone}; "
+            f"[ -z \"$missing\" ] && exit 0; {record}echo \"{NOT_INSTALLED}$missing\"; exit 1")
+
+
+# ------------------------------------------------------------------ probe
+
+
+def probe(ctx: JobCtx, setup: SuiteSetup, installed: Installed) -> str:
+    """Import the package in the default mode (with PYTHON_GIL=0 the GIL warning is not
+    printed); probe.py was copied in at job start. The version probe.json names, or ""."""
+    pkg, ws = setup.package, ctx.ws
+    dist = pkg.name if pkg.is_local else canonicalize_name(pkg.name)
+    phase = run_phase(ctx, "probe", "probe", [installed.tests_python, "-W", "default", ws.path("probe.py"), dist,
+                                              ws.path("logs", "probe.json")], env=ctx.env, cwd=ws.root, timeout=300)
+    return phase.probe.version if phase.probe else ""  # probe.json, parsed onto its phase
+
+
+# ------------------------------------------------------------------ test runs
+
+
+def suite_run(ctx: JobCtx, src: Source, setup: SuiteSetup, installed: Installed) -> Suite:
+    """The test command, and where and with what env it runs: from site-packages when the
+    install shipped the tests inside the package (jobfiles.site_packages), else the tree."""
+    ws, s = ctx.ws, ctx.job.settings
+    env = base_env(ctx.job)
+    if "PATH" not in env:  # the venv first, as activating it would: a test that runs a
+        # console script (numpy's test_configtool runs `numpy-config`) gets the installed one
+        env["PATH"] = f"{ws.path('venv', 'bin')}:{ctx.backend.base_path}"
+    wenv = {} if ctx.tsan else watchdog_env(ws, env, s.test_timeout)  # plain and threaded runs
+    found = jobfiles.site_packages(ctx.fs, setup.installed.tests) if setup.installed else None
+    run_from = setup.installed if found and setup.installed else setup.at_source
+    at = ws.path(*found[0].split("/")) if found else src.path
+    job = replace(ctx.job, package=replace(setup.package, pytest_args=run_from.pytest_args))
+    # the config file named by -c (none: an empty one), the source's even from site-packages
+    config = f"{src.path}/{setup.config}" if setup.config else ""
+    command = suite.command(job, ws, installed.python, run_from.tests, src=at, config=config, pins=setup.tools)
+    return Suite(command=command, cwd=at, source=src.path, env=env, watchdog=wenv,
+                 idle=stall_seconds(s.test_timeout) if wenv else 0,  # silent past the watchdog: frozen
+                 threads=(f"--parallel-threads={s.threads}", f"--iterations={s.iterations}"),
+                 record=run_from.record)
+
+
+def run_tests(ctx: JobCtx, run: Suite) -> Suite:
+    """Per GIL mode: the plain run, then ``repeat`` threaded runs (under TSan: tsan runs); one
+    collect-only run after the first plain run. None starts once the job's budget is spent."""
+    s = ctx.job.settings
+    for mode in s.gil_modes:
+        if ctx.spent:
+            log.info("%s: the job timeout is spent; no test phase starts now", ctx.job.job_id)
+            break
+        _plain(ctx, run, mode)
+        if mode == s.gil_modes[0] and not ctx.spent:
+            # what the threaded runs will really run in threads: -n auto hides it, so ask
+            # pytest-run-parallel once, without workers; which tests it runs single-threaded is
+            # decided at collection, the same in every GIL mode, so one run serves them all
+            run_phase(ctx, "collect", "collect", replace(run.command, threads=run.threads, this_run=("--collect-only",)),
+                      env={**run.env, "PYTHON_GIL": str(mode)}, cwd=run.cwd, timeout=300)
+        for rep in range(1, s.repeat + 1):
+            if ctx.spent:
+                break
+            _threaded(ctx, run, mode, rep)
+    return run
+
+
+
+def _this_run(ctx: JobCtx, name: str) -> tuple[str, ...]:
+    """What only this run needs: workers, its JUnit file."""
+    return ("-n", "auto", f"--junitxml={ctx.ws.path('junit', f'{name}.xml')}")
+
+
+def _tsan_env(ctx: JobCtx, run: Suite, name: str) -> dict[str, str]:
+    return tsan.tsan_env(ctx.ws.path("logs", "tsan", name), list(ctx.supp), source_dir=run.source)
+
+
+def _plain(ctx: JobCtx, run: Suite, mode: int) -> None:
+    name = f"plain-gil{mode}"
+    env = {**run.env, "PYTHON_GIL": str(mode)}
+    if ctx.tsan:
+        env = {**env, **_tsan_env(ctx, run, name)}
+    run_phase(ctx, name, "plain", replace(run.command, this_run=_this_run(ctx, name)),
+              env={**env, **run.watchdog}, cwd=run.cwd, timeout=ctx.job.settings.job_timeout, gil=mode,
+              junit=f"junit/{name}.xml", tsan_dir=f"logs/tsan/{name}" if ctx.tsan else "", idle=run.idle)
+
+
+def _threaded(ctx: JobCtx, run: Suite, mode: int, rep: int) -> None:
+    env, timeout = {**run.env, "PYTHON_GIL": str(mode)}, ctx.job.settings.job_timeout
+    if ctx.tsan:  # the threaded run under ThreadSanitizer, markers per test
+        name = f"tsan-gil{mode}-r{rep}"
+        env = {**env, **_tsan_env(ctx, run, name), "PYTHONPATH": ctx.ws.path("inner")}
+        cmd = replace(run.command, plugins=("-p", tsan.MARKER_PLUGIN), threads=run.threads,
+                      this_run=_this_run(ctx, name))
+        run_phase(ctx, name, "tsan", cmd, env=env, cwd=run.cwd, timeout=timeout, gil=mode, rep=rep,
+                  junit=f"junit/{name}.xml", tsan_dir=f"logs/tsan/{name}")
+        return
+    name = f"threads-gil{mode}-r{rep}"
+    run_phase(ctx, name, "threads", replace(run.command, threads=run.threads, this_run=_this_run(ctx, name)),
+              env={**env, **run.watchdog}, cwd=run.cwd, timeout=timeout, gil=mode, rep=rep,
+              junit=f"junit/{name}.xml", idle=run.idle)
+
+
+# ------------------------------------------------------------------ confirm
+
+
+def confirm(ctx: JobCtx, run: Suite) -> None:
+    """Re-run each red finding's test alone (verdict.confirm), within settings.confirm_budget;
+    round-robin, so every target gets its first runs first. Not under TSan."""
+    s, ws = ctx.job.settings, ctx.ws
+    if not s.confirm or ctx.tsan:
+        return
+    found = verdict.decide(ctx.phases, settings=s, claims=False).findings
+    by_name = {p.name: p for p in ctx.phases}
+    end = min(time.monotonic() + s.confirm_budget, ctx.deadline)  # never past the job timeout
+    chosen = list(enumerate(verdict.confirm_targets(found, ctx.phases), 1))
+    for rep in range(1, s.confirm + 1):
+        for i, target in chosen:
+            src = by_name[target.phase]
+            assert src.test_command is not None  # confirm_targets keeps only phases with one
+            for mode in s.gil_modes:
+                left = end - time.monotonic()
+                if left < 5:
+                    log.info("%s: confirmation budget (%ss) spent", ctx.job.job_id, s.confirm_budget)
+                    return
+                name = f"confirm{i}-gil{mode}-r{rep}"
+                # alone, pytest-timeout's thread method dumps every thread and ends the process at
+                # test_timeout, even in a wait no signal interrupts (its signal method cannot)
+                cmd = replace(src.test_command, paths=(target.test_id,), this_run=(
+                    "--timeout-method=thread", f"--junitxml={ws.path('junit', f'{name}.xml')}"))
+                run_phase(ctx, name, "confirm", cmd, env={**run.env, "PYTHON_GIL": str(mode)}, cwd=src.cwd,
+                          timeout=min(left, s.test_timeout + 30), gil=mode, rep=rep, junit=f"junit/{name}.xml")

@@ -1,0 +1,293 @@
+"""harness.job.job.run_job, the chain of a job's stages (source -> suite setup -> install -> probe
+-> test runs -> confirm), on a scripted fake backend (the style of test_runner.py's FakeBackend):
+its ``run`` writes what a real phase would have written (a fixture's captured logs and JUnit files,
+tests/data/fixtures/<fixture>/) and returns the scripted exit code. The packages are local
+fixture trees (tests/fixtures/packages), so no phase fetches from the index."""
+
+from __future__ import annotations
+
+import io
+import shutil
+import tarfile
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from harness.backends.base import Workspace
+from harness.config import matrix, plan
+from harness.core.model import Exec, InterpreterInfo, JobResult, Phase
+from harness.job import fetch
+from harness.job.job import run_job
+from harness.parse import parse_phase
+
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGES = ROOT / "tests" / "fixtures" / "packages"
+CAPTURED = ROOT / "tests" / "data" / "fixtures"
+INFO = InterpreterInfo(name="cpython3.13t", version="3.13.5", key="interp-key-1")
+TSAN = InterpreterInfo(name="cpython3.13t-tsan", version="3.13.5", key="interp-key-tsan", sanitizer="thread")
+
+
+@dataclass
+class Call:
+    name: str  # the phase, from its log's name
+    argv: list[str]
+    env: dict[str, str]
+    cwd: str
+    network: bool
+
+
+@dataclass
+class FakeBackend:
+    """The Backend protocol. ``run`` appends the captured ``<phase>.log`` (``alias`` maps a phase
+    to the captured one it reuses) to the phase's log, writes the captured ``<phase>.xml`` where
+    ``--junitxml`` points, runs ``effects[phase]`` (what else the command would leave) and
+    returns ``exits[phase]`` (0 when not scripted). The captured run's paths become this one's."""
+
+    captured: Path
+    exits: dict[str, int] = field(default_factory=dict)
+    effects: dict[str, Callable[[Path], None]] = field(default_factory=dict)
+    alias: Callable[[str], str] = staticmethod(lambda name: name)  # type: ignore[assignment]
+    was_at: str = "/tmp/h2/w/ft_clean/src"  # the captured run's source tree: the logs name it
+    calls: list[Call] = field(default_factory=list)
+    name: str = "fake"
+    base_path: str = "/usr/bin:/bin"
+
+    def open(self, job_id: str, host_root: Path, python: str, source: str) -> Workspace:
+        return Workspace(host_root=host_root, root=str(host_root), python=python)
+
+    def run(self, ws: Workspace, argv: list[str], *, env: dict[str, str], cwd: str, timeout: float,
+            log: Path, network: bool, idle: float = 0) -> Exec:
+        name = log.stem
+        self.calls.append(Call(name=name, argv=argv, env=env, cwd=cwd, network=network))
+        was = self.alias(name)
+        if (self.captured / f"{was}.log").is_file():
+            with log.open("a") as f:
+                f.write((self.captured / f"{was}.log").read_text().replace(self.was_at, cwd))
+        junit = next((a.split("=", 1)[1] for a in argv if a.startswith("--junitxml=")), "")
+        if junit and (self.captured / f"{was}.xml").is_file():
+            shutil.copyfile(self.captured / f"{was}.xml", junit)
+        if name in self.effects:
+            self.effects[name](ws.host_root)
+        return Exec(exit_code=self.exits.get(name, 0), duration=0.1)
+
+    def reproduce_command(self, ws: Workspace, command: str, *, network: bool) -> str:
+        return command
+
+    def close(self, ws: Workspace) -> None:
+        return None
+
+    def cancel(self) -> None:
+        return None
+
+    def healthy(self) -> bool:
+        return True
+
+    @property
+    def ran(self) -> list[str]:
+        return [c.name for c in self.calls]
+
+
+def make_job(path: Path, settings: str = "{repeat: 2, confirm: 0}", name: str = "") -> plan.Job:
+    spec = matrix.loads(f'settings: {settings}\ninterpreters: [{{name: cpython3.13t, version: "3.13.5", '
+                        f'source: "debian:trixie"}}]\npackages: [{{name: {name or path.name}, path: {path}}}]\n')
+    (job,) = plan.make_plan(spec)
+    return job
+
+
+def go(job: plan.Job, backend: FakeBackend, out: Path, interp: InterpreterInfo = INFO,
+       tarball: str = "") -> tuple[JobResult, list[tuple[str, str]]]:
+    steps: list[tuple[str, str]] = []
+    res = run_job(job, interp=interp, python="/fake/bin/python3.13t", backend=backend, out=out,
+                  key="k", progress=lambda job_id, step: steps.append((job_id, step)), tarball=tarball)
+    return res, steps
+
+
+def clean_backend(**kw) -> FakeBackend:
+    return FakeBackend(captured=CAPTURED / "ft_clean", **kw)
+
+
+NORMAL = ["install", "probe", "plain-gil0", "collect", "threads-gil0-r1", "threads-gil0-r2",
+          "plain-gil1", "threads-gil1-r1", "threads-gil1-r2"]
+
+
+def test_a_normal_job_runs_its_stages_in_order(tmp_path: Path) -> None:
+    backend = clean_backend()
+    res, steps = go(make_job(PACKAGES / "ft_clean"), backend, tmp_path / "out")
+    assert backend.ran == NORMAL
+    assert [p.name for p in res.phases] == NORMAL
+    assert [s for _, s in steps] == NORMAL  # the progress callback hears every phase start
+    assert res.verdict == "compatible", [f.message for f in res.findings]
+    assert (res.source, res.requested) == ("local", str(PACKAGES / "ft_clean"))
+    calls = {c.name: c for c in backend.calls}
+    src = str(tmp_path / "out" / "work" / res.job_id / "src" / "pkg")
+    assert src in calls["install"].argv[2] and calls["install"].network
+    assert not calls["plain-gil0"].network
+    assert (calls["plain-gil0"].env["PYTHON_GIL"], calls["plain-gil1"].env["PYTHON_GIL"]) == ("0", "1")
+    assert calls["plain-gil0"].cwd == src  # the tests run from the source tree
+    assert "--collect-only" in calls["collect"].argv
+    assert "--parallel-threads=4" in calls["threads-gil0-r1"].argv
+    assert res.test_setup["tests"] == "tests" and res.test_setup["tests_from"] == "inferred"
+    assert res.phases[2].junit and res.phases[2].counts == {"passed": 6}
+
+
+def test_a_build_failure_stops_before_the_probe_and_the_tests(tmp_path: Path) -> None:
+    backend = FakeBackend(captured=CAPTURED / "ft_nobuild", exits={"install": 1})
+    res, _ = go(make_job(PACKAGES / "ft_nobuild"), backend, tmp_path / "out")
+    assert backend.ran == ["install"]
+    assert res.verdict == "build-failure"
+    assert "does not support free-threaded CPython" in res.findings[0].excerpt
+
+
+def test_no_tests_in_the_source_stops_after_the_probe(tmp_path: Path) -> None:
+    backend = clean_backend()
+    res, _ = go(make_job(PACKAGES / "ft_notests"), backend, tmp_path / "out")
+    assert backend.ran == ["install", "probe"]
+    assert [p.name for p in res.phases] == ["install", "probe"]
+
+
+def test_a_fetch_that_finds_no_sdist_stops_the_job(tmp_path: Path, monkeypatch) -> None:
+    def no_sdist(name: str, spec: str, dest: Path) -> None:
+        raise fetch.NoSdist(f"{name} {spec}: no sdist on the index")
+
+    monkeypatch.setattr(fetch, "sdist", no_sdist)
+    spec = matrix.loads('interpreters: [{name: cpython3.13t, version: "3.13.5", source: "debian:trixie"}]\n'
+                        'packages: [{name: nosuchpkg, version: "==1.2.3"}]\n')
+    (job,) = plan.make_plan(spec)
+    backend = clean_backend()
+    res, steps = go(job, backend, tmp_path / "out")
+    assert backend.ran == []  # the host fetched, nothing ran in the backend
+    assert [p.name for p in res.phases] == ["fetch"] and [s for _, s in steps] == ["fetch"]
+    assert (res.verdict, res.version) == ("build-failure", "1.2.3")  # the pin still names it
+
+
+def _with_test_deps(tmp_path: Path) -> Path:
+    """ft_clean with inferred test dependencies: a test extra."""
+    pkg = tmp_path / "ft_clean"
+    shutil.copytree(PACKAGES / "ft_clean", pkg)
+    text = (pkg / "pyproject.toml").read_text()
+    (pkg / "pyproject.toml").write_text(text.replace(
+        'license = "MIT"\n', 'license = "MIT"\n\n[project.optional-dependencies]\ntest = ["six", "idna>=999"]\n', 1))
+    return pkg
+
+
+def test_test_deps_that_do_not_install_are_a_setup_problem_and_the_runs_go_on(tmp_path: Path) -> None:
+    def missing(root: Path) -> None:  # what the step's script records (stages._deps_sh)
+        (root / "logs" / "test-deps.not-installed").write_text("idna\n")
+
+    backend = clean_backend(exits={"test-deps": 1}, effects={"test-deps": missing})
+    res, _ = go(make_job(_with_test_deps(tmp_path)), backend, tmp_path / "out")
+    assert backend.ran == ["install", "test-deps", *NORMAL[1:]]
+    deps = next(p for p in res.phases if p.name == "test-deps")
+    assert [(s.kind, s.name) for s in deps.setup] == [("not-installed", "idna")]
+    assert "idna>=999" in deps.command[2] and "test-deps.not-installed" in deps.command[2]
+    (f,) = [f for f in res.findings if f.phase == "test-deps"]
+    assert f.kind == "setup-error"
+    assert f.message.startswith("setup: the inferred test dependencies did not install: "
+                                "not installed: idna (the others are); "), f.message
+    assert res.test_setup["requires"] == ["six", "idna>=999"]
+
+
+def test_test_deps_that_install_leave_no_setup_problem(tmp_path: Path) -> None:
+    backend = clean_backend()
+    res, _ = go(make_job(_with_test_deps(tmp_path)), backend, tmp_path / "out")
+    deps = next(p for p in res.phases if p.name == "test-deps")
+    assert deps.ok and deps.setup == ()
+    assert res.verdict == "compatible"
+
+
+def _tarball(tmp_path: Path) -> str:
+    """A CPython source tarball with its TSan suppressions file."""
+    path = tmp_path / "Python-3.13.5.tar.xz"
+    with tarfile.open(path, "w:xz") as tf:
+        data = b"race:_PyImport_Fake\n"
+        info = tarfile.TarInfo("Python-3.13.5/Tools/tsan/suppressions_free_threading.txt")
+        info.size = len(data)
+        tf.addfile(info, io.BytesIO(data))
+    return str(path)
+
+
+def test_under_tsan_the_threaded_runs_are_tsan_runs_and_nothing_is_confirmed(tmp_path: Path) -> None:
+    alias = {f"tsan-gil{m}-r{r}": f"threads-gil{m}-r{r}" for m in (0, 1) for r in (1, 2)}
+    backend = clean_backend(alias=lambda name: alias.get(name, name))
+    res, _ = go(make_job(PACKAGES / "ft_clean", settings="{repeat: 2, confirm: 5}"), backend,
+                tmp_path / "out", interp=TSAN, tarball=_tarball(tmp_path))
+    assert backend.ran == ["install", "probe", "plain-gil0", "collect", "tsan-gil0-r1", "tsan-gil0-r2",
+                           "plain-gil1", "tsan-gil1-r1", "tsan-gil1-r2"]
+    calls = {c.name: c for c in backend.calls}
+    assert "-fsanitize=thread" in calls["install"].argv[2]  # the package built for TSan
+    assert "TSAN_OPTIONS" in calls["plain-gil0"].env and "TSAN_OPTIONS" in calls["tsan-gil1-r2"].env
+    assert calls["tsan-gil0-r1"].argv[calls["tsan-gil0-r1"].argv.index("-p", 5) + 1] == "tsan_marker"
+    assert "FT_HARNESS_WATCHDOG" not in " ".join(calls["plain-gil0"].env)  # no watchdog under TSan
+    supp = (tmp_path / "out" / "work" / res.job_id / "tsan.supp").read_text()
+    assert "race:_PyImport_Fake" in supp
+    assert res.verdict == "compatible", [f.message for f in res.findings]
+
+
+def test_a_red_finding_is_confirmed_alone_after_the_runs(tmp_path: Path) -> None:
+    captured = tmp_path / "captured"
+    shutil.copytree(CAPTURED / "ft_clean", captured)
+    test = "test_shared_registry_keeps_every_value"  # fails in one threaded run only: a race, confirmed alone
+    xml = (captured / "threads-gil0-r1.xml").read_text()
+    (captured / "threads-gil0-r1.xml").write_text(xml.replace(
+        f'name="{test}" time="0.055" />',
+        f'name="{test}" time="0.055"><failure message="AssertionError: lost an update">lost</failure></testcase>'))
+    text = (captured / "threads-gil0-r1.log").read_text()
+    (captured / "threads-gil0-r1.log").write_text(text.replace(f"PASSED tests/test_registry.py::{test}",
+                                                               f"FAILED tests/test_registry.py::{test}")
+                                                  .replace("6 passed", "1 failed, 5 passed"))
+    backend = FakeBackend(captured=captured, exits={"threads-gil0-r1": 1})
+    res, _ = go(make_job(PACKAGES / "ft_clean", settings="{repeat: 1, confirm: 1}"), backend, tmp_path / "out")
+    assert backend.ran == ["install", "probe", "plain-gil0", "collect", "threads-gil0-r1", "plain-gil1",
+                           "threads-gil1-r1", "confirm1-gil0-r1", "confirm1-gil1-r1"]
+    confirm = {c.name: c for c in backend.calls}["confirm1-gil0-r1"]
+    assert confirm.argv[-1] == f"tests/test_registry.py::{test}" and "--timeout-method=thread" in confirm.argv
+    assert confirm.env["PYTHON_GIL"] == "0" and "PATH" in confirm.env
+
+
+def test_tests_inside_the_package_run_from_site_packages_when_the_install_shipped_them(tmp_path: Path) -> None:
+    def ship(root: Path) -> None:  # what pip leaves: the package, its tests inside it
+        (root / "venv" / "lib" / "python3.13t" / "site-packages" / "inpkg" / "tests").mkdir(parents=True)
+
+    backend = clean_backend(effects={"install": ship})
+    res, _ = go(make_job(PACKAGES / "ft_inpkg"), backend, tmp_path / "out")
+    work = tmp_path / "out" / "work" / res.job_id
+    plain = {c.name: c for c in backend.calls}["plain-gil0"]
+    assert plain.cwd == str(work / "venv" / "lib" / "python3.13t" / "site-packages")
+    assert plain.argv[-1] == "inpkg/tests"
+    assert plain.argv[plain.argv.index("-c") + 1] == f"{work}/src/pkg/pyproject.toml"  # the source's config
+    assert "--import-mode=append" not in plain.argv  # no source tree beside them to shadow the build
+    assert res.test_setup["tests"] == "inpkg/tests"
+    assert res.test_setup["sources"][-1].startswith("tests run from the installed copy: site-packages/inpkg/tests")
+    assert not any(s.startswith("--import-mode=append") for s in res.test_setup["sources"])
+
+
+def test_tests_inside_the_package_run_from_the_tree_when_the_install_did_not_ship_them(tmp_path: Path) -> None:
+    backend = clean_backend()
+    res, _ = go(make_job(PACKAGES / "ft_inpkg"), backend, tmp_path / "out")
+    plain = {c.name: c for c in backend.calls}["plain-gil0"]
+    assert plain.cwd == str(tmp_path / "out" / "work" / res.job_id / "src" / "pkg")
+    assert res.test_setup["tests"] == plain.argv[-1]
+
+
+# ------------------------------------------------------------------ the test-deps record
+
+
+def test_the_test_deps_record_is_read_onto_its_phase_and_nothing_else(tmp_path: Path) -> None:
+    (tmp_path / "logs").mkdir()
+    (tmp_path / "logs" / "test-deps.log").write_text("ERROR: No matching distribution found for idna>=999\n")
+    (tmp_path / "logs" / "test-deps.not-installed").write_text("idna\nidna\n$(rm -rf)\n trustme \n")
+    phase = parse_phase(Phase(name="test-deps", kind="setup", exit_code=1, log="logs/test-deps.log"), tmp_path)
+    assert [(s.kind, s.name) for s in phase.setup] == [("not-installed", "idna"), ("not-installed", "trustme")]
+    ok = parse_phase(Phase(name="test-deps", kind="setup", exit_code=0, log="logs/none.log"), tmp_path)
+    assert ok.setup == ()
+
+
+def test_a_result_written_before_the_record_reads_its_log_line() -> None:
+    old = {"name": "test-deps", "kind": "setup", "exit_code": 1, "setup": [],
+           "excerpt": "Successfully installed idna-3.21\nft-harness: not installed:  trustme six\nexit 1"}
+    assert [(s.kind, s.name) for s in Phase.from_dict(old).setup] == [("not-installed", "trustme"),
+                                                                       ("not-installed", "six")]
+    again = Phase.from_dict(Phase.from_dict(old).to_dict())  # written back: kept as data
+    assert [s.name for s in again.setup] == ["trustme", "six"]
+    other = {**old, "kind": "plain"}  # only a test-deps phase's line is read
+    assert Phase.from_dict(other).setup == ()

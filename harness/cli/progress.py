@@ -14,28 +14,15 @@ import sys
 import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
-from typing import IO, Any, Protocol
+from typing import IO, Any
 
 from ..core import textsafe
 from ..core.model import JobResult
+from ..core.progress import Reporter  # the protocol the runner is passed (harness.job.runner)
 
 
 def in_ci() -> bool:
     return os.environ.get("CI", "").lower() in ("1", "true", "yes")
-
-
-class Reporter(Protocol):
-    def start(self, total: int, skipped: int, todo: Sequence[str] = ()) -> None: ...
-    def step(self, job_id: str, step: str) -> None: ...
-    def done(self, result: JobResult, elapsed: float) -> None: ...
-    def finish(self) -> None: ...
-
-
-class NullReporter:
-    def start(self, total: int, skipped: int, todo: Sequence[str] = ()) -> None: ...
-    def step(self, job_id: str, step: str) -> None: ...
-    def done(self, result: JobResult, elapsed: float) -> None: ...
-    def finish(self) -> None: ...
 
 
 def _verdict(result: JobResult) -> str:

@@ -26,11 +26,11 @@ from typing import Any, Protocol
 
 from .. import __version__
 from ..backends.base import Backend, Prepared
-from ..cli.progress import NullReporter, Reporter
 from ..config.plan import Job
 from ..core.errors import InfraError, Interrupted
 from ..core.limits import LimitExceeded
 from ..core.model import Finding, InterpreterInfo, JobResult, now_iso, open_fresh, write_json_atomic
+from ..core.progress import NullReporter, Reporter
 from ..results.load import read_one
 from . import fetch, reuse
 from .job import Progress, run_job

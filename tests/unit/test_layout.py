@@ -263,7 +263,6 @@ CLI_IMPORTS_ALLOWED_UNTIL_PROGRESS_CALLBACK = {
     ("harness.interpreters.interpreters", "harness.cli.progress"),
     ("harness.interpreters.images", "harness.cli.progress"),
     ("harness.interpreters.dockerpython", "harness.cli.progress"),
-    ("harness.job.runner", "harness.cli.progress"),
 }
 
 

@@ -165,10 +165,18 @@ def pytest_config(src: Path, tests: str, notes: list[str]) -> tuple[str, dict[st
 
 
 def _split(addopts: Any) -> list[str]:
-    if isinstance(addopts, list):  # an item may hold an option and its value: "-p instafail" (psutil)
-        return [t for a in addopts for t in shlex.split(str(a))]
+    if isinstance(addopts, list):  # pytest takes each item as one argument, unsplit
+        return [t for a in addopts for t in _list_item(str(a).strip())]
     text = "\n".join(line for line in str(addopts).splitlines() if not line.strip().startswith("#"))
     return shlex.split(text)
+
+
+def _list_item(item: str) -> list[str]:
+    """One item of a TOML ``addopts`` list as pytest's argparse reads it: an option with its
+    value attached after a space ("-p instafail", psutil; "-m default or default_async",
+    pymongo: the whole rest is the value) -> [option, value]; anything else is one argument."""
+    m = re.fullmatch(r"(-[^\s=]+)\s+(\S.*)", item, re.S)
+    return [m.group(1), m.group(2).strip()] if m and not m.group(2).startswith("-") else [item]
 
 
 def _items(tokens: list[str]) -> list[tuple[str, ...]]:

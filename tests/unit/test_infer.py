@@ -321,3 +321,14 @@ def test_in_package_tests_not_below_the_depth_limit_or_through_a_link(tmp_path):
     assert infer_test_setup(src, "pkg", environment=PY313).tests == ""
     (src / "pkg3").symlink_to(tmp_path / "outside" / "pkg2")
     assert infer_test_setup(src, "pkg", environment=PY313).tests == ""
+
+
+def test_addopts_list_item_with_a_marker_expression_stays_one_value_pymongo():
+    # pymongo 4.20.1's pyproject: addopts = [..., "--strict-config", ..., "-m default or default_async"];
+    # pytest takes each list item as one argument, so "-m" gets "default or default_async" whole
+    # (split on spaces, "or" and "default_async" became test paths and nothing ran: `no-tests`)
+    s = infer_test_setup(DATA / "pymongo-4.20.1", "pymongo")
+    assert s.pytest_args[:2] == ("-o", "addopts=")
+    i = s.pytest_args.index("-m")
+    assert s.pytest_args[i + 1] == "default or default_async"
+    assert "or" not in s.pytest_args and "default_async" not in s.pytest_args

@@ -1,9 +1,10 @@
 """Whether a suite's run ran as it should, before anything it shows is about the package.
 
-Two ways a run can look like the package's result and not be: pytest read another project's
-configuration (``outside_config``: parse.setup's ``config-outside``), or the suite mostly did not
-run (``mostly_errors``: most of its items errored at collection or setup). Each is the
-harness's setup error (``infra-error``, evidence ``setup``), never a package verdict.
+Three ways a run can look like the package's result and not be: pytest read another project's
+configuration (``outside_config``: parse.setup's ``config-outside``), the suite mostly did not
+run (``mostly_errors``: most of its items errored at collection or setup), or pytest refused the
+arguments the harness gave it and the runs collected nothing (``refused_arguments``). Each is
+the harness's setup error (``infra-error``, evidence ``setup``), never a package verdict.
 """
 
 from __future__ import annotations
@@ -46,3 +47,22 @@ def mostly_errors(phase: Phase) -> Finding | None:
                    message=(f"{phase.name}: setup: the suite mostly did not run: {len(errors)} of "
                             f"{len(ran)} items errored (first: {errors[0]}: {first.message})")[:400],
                    reproduce=reproduce(phase, None), phase=phase.name)
+
+
+USAGE_ERROR = 4  # pytest's exit code for arguments it cannot use
+
+
+def refused_arguments(collect: Phase, runs: list[Phase]) -> Finding | None:
+    """The collect step (pytest without workers) stopped on a usage error -- a path that does not
+    exist, an option it does not know -- and no run has a test: under pytest-xdist the same
+    arguments end as "0 items", exit 5, so the suite looked empty (pymongo 4.20.1, when an
+    addopts item was split on spaces: "file or directory not found: or").  The harness's setup
+    error, never ``no-tests``."""
+    if collect.kind != "collect" or collect.exit_code != USAGE_ERROR or any(p.tests for p in runs):
+        return None
+    said = [ln.strip() for ln in collect.excerpt.splitlines() if ln.strip().startswith("ERROR:")]
+    why = said[-1] if said else f"pytest stopped with a usage error (exit code {USAGE_ERROR})"
+    return Finding(kind="infra-error", evidence="setup", excerpt=collect.excerpt[-1500:],
+                   message=(f"{collect.name}: setup: pytest refused the harness's arguments ({why}); "
+                            "the runs collected nothing, so the suite decided nothing")[:400],
+                   reproduce=reproduce(collect, None), phase=collect.name)

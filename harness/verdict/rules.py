@@ -56,7 +56,7 @@ from .coverage import compute as compute_coverage
 from .coverage import findings as coverage_findings
 from .coverage import qualifier as coverage_qualifier
 from .modes import check as check_modes
-from .ranrun import mostly_errors, outside_config
+from .ranrun import mostly_errors, outside_config, refused_arguments
 from .tsan import tsan_findings
 
 __all__ = ["Decision", "decide"]
@@ -430,7 +430,8 @@ def decide(phases: Sequence[Phase], *, settings: Settings, claims: bool = True) 
     runs = [p for p in phases if p.kind in RUN_KINDS]
     ran_modes = {p.gil for p in runs if p.gil is not None}
     findings: list[Finding] = [*outside, *(f for p in runs if (f := _broken_run(p)) is not None),
-                               *(f for p in runs if (f := mostly_errors(p)) is not None)]
+                               *(f for p in runs if (f := mostly_errors(p)) is not None),
+                               *(f for p in phases if (f := refused_arguments(p, runs)) is not None)]
     crashes = _crash_findings(phases, ran_modes)
     hangs = _hang_findings(phases, settings)
     blamed = {f.test_id for f in crashes + hangs if f.test_id}

@@ -386,6 +386,19 @@ def test_a_suite_that_mostly_did_not_run_is_no_package_verdict():
     assert f.message.startswith("plain-gil0: setup: the suite mostly did not run: 1191 of 1230 items errored")
 
 
+def test_arguments_pytest_refused_are_no_no_tests_verdict():
+    # pymongo 4.20.1, zero config (the not-tuned-on slice of #35): an addopts item split on
+    # spaces gave pytest the paths "or" and "default_async"; the collect step said "file or
+    # directory not found: or" (exit 4) and every xdist run "0 items" (exit 5): published as
+    # no-tests before; the harness's setup error, naming pytest's words
+    d = decide(load("usage-error-xdist"), settings=S)
+    assert d.verdict == "infra-error"
+    (f,) = d.findings
+    assert f.evidence == "setup" and f.phase == "collect"
+    assert "ERROR: file or directory not found: or" in f.message
+    assert decide(load("empty"), settings=S).verdict == "no-tests"  # a suite with no test in it
+
+
 def test_a_budget_spent_before_any_threaded_run_is_no_compatible():
     # packaging 26.4 on a loaded machine: its plain run took the budget; the collect step was cut
     s = dataclasses.replace(S, threads=4, iterations=3, repeat=2, test_timeout=60, job_timeout=900)

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..core.errors import ConfigError
 from ..core.model import read_result
+from . import timings
 from .matrix import Interpreter, MatrixSpec, Package, Settings
 
 if TYPE_CHECKING:
@@ -161,14 +162,16 @@ def heuristic_seconds(job: Job) -> float:
 def expected_seconds(
     jobs: Sequence[Job], durations: Mapping[str, float] | None = None
 ) -> list[float]:
-    """Expected seconds per job: the recorded duration, else the heuristic.
+    """Expected seconds per job: the recorded duration (``durations``, else the shipped table of
+    measured per-package times), else the heuristic.
 
     With some durations recorded, the heuristic of the other jobs is scaled by
     how far the heuristic was off for the recorded ones, so the two kinds of
     number are comparable.
     """
     guess = [heuristic_seconds(j) for j in jobs]
-    known = dict(durations or {})
+    # measured here and shipped (harness.config.timings), then the given report's, which wins
+    known = {**timings.measured(jobs, heuristic_seconds), **(durations or {})}
     scale = 1.0
     rec = [(known[j.job_id], g) for j, g in zip(jobs, guess, strict=True) if j.job_id in known]
     if rec and sum(g for _, g in rec) > 0 and sum(d for d, _ in rec) > 0:

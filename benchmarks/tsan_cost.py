@@ -35,6 +35,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from harness.cli import progress  # noqa: E402
 from harness.config import matrix  # noqa: E402
 from harness.interpreters import interpreters  # noqa: E402
 from harness.job import tsan  # noqa: E402
@@ -142,8 +143,9 @@ def main() -> int:
     a = ap.parse_args()
     spec = matrix.loads(MATRIX)
     cache = interpreters.cache_root()
-    plain = a.plain or interpreters.ensure_built(spec.interpreters[0], cache).python
-    built = interpreters.ensure_built(spec.interpreters[1], cache)
+    hb = progress.heartbeat  # a build says its steps and its time, as `ft-harness build` does
+    plain = a.plain or interpreters.ensure_built(spec.interpreters[0], cache, heartbeat=hb).python
+    built = interpreters.ensure_built(spec.interpreters[1], cache, heartbeat=hb)
     tsan_py = a.tsan or built.python
     pkgs = _packages()
     base = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "TSAN"))}

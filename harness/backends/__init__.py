@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from ..core.errors import ConfigError
+from ..core.progress import Heartbeat, no_heartbeat
 from .base import Backend, Opened, Prepared, Say, Workspace
 
 if TYPE_CHECKING:
@@ -37,7 +38,7 @@ LOCAL_MEM_LIMIT = 4 << 30  # RLIMIT_DATA of every local command (none for TSan: 
 
 class Opener(Protocol):
     def __call__(self, jobs: Sequence[Job], *, cache: Path, run_id: str, workers: int,
-                 say: Say) -> Opened: ...
+                 say: Say, heartbeat: Heartbeat) -> Opened: ...
 
 
 def _needed(jobs: Sequence[Job]) -> dict[str, Interpreter]:
@@ -46,7 +47,7 @@ def _needed(jobs: Sequence[Job]) -> dict[str, Interpreter]:
 
 
 def open_local(jobs: Sequence[Job], *, cache: Path, run_id: str, workers: int,
-               say: Say) -> Opened:
+               say: Say, heartbeat: Heartbeat) -> Opened:
     """A venv per job on this machine, with interpreters built (or reused) under ``cache``."""
     from ..interpreters import interpreters
     from .local import LocalBackend
@@ -56,7 +57,7 @@ def open_local(jobs: Sequence[Job], *, cache: Path, run_id: str, workers: int,
     backend = LocalBackend(mem_limit=None if tsan else LOCAL_MEM_LIMIT, pip_cache=cache / "pip")
     prepared = {}
     for name, interp in needed.items():
-        built = interpreters.ensure_built(interp, cache)
+        built = interpreters.ensure_built(interp, cache, heartbeat=heartbeat)
         say(f"interpreter {name}: {built.state} ({built.info.key})")
         prepared[name] = Prepared(info=built.info, python=str(built.python),
                                   cache_hit=built.cache_hit,
@@ -65,7 +66,7 @@ def open_local(jobs: Sequence[Job], *, cache: Path, run_id: str, workers: int,
 
 
 def open_docker(jobs: Sequence[Job], *, cache: Path, run_id: str, workers: int,
-                say: Say) -> Opened:
+                say: Say, heartbeat: Heartbeat) -> Opened:
     """A container per command, each job's from its interpreter's image (built or reused here);
     the CPUs are split between the ``workers`` jobs that run at once."""
     from ..interpreters import images, interpreters
@@ -79,13 +80,13 @@ def open_docker(jobs: Sequence[Job], *, cache: Path, run_id: str, workers: int,
         if not interp.source.builds:  # installed: its prefix mounted read-only into the runtime image
             from ..interpreters.dockerpython import mount_installed
 
-            m = mount_installed(client, interp, cache)
+            m = mount_installed(client, interp, cache, heartbeat=heartbeat)
             say(f"interpreter {name}: installed, mounted read-only from "
                 f"{next(iter(m.mounts))} in image {m.image}")
             prepared[name] = Prepared(info=m.info, python=m.python, cache_hit=True, image=m.image)
             mounts[name], env[name] = m.mounts, m.env
             continue
-        ref = images.ensure_interpreter_image(client, interp, cache)
+        ref = images.ensure_interpreter_image(client, interp, cache, heartbeat=heartbeat)
         say(f"image {ref.tag}: {'reused' if ref.reused else 'built'}")
         assert ref.info is not None  # interpreter images always carry the facts of their check
         prepared[name] = Prepared(info=ref.info, python=ref.python, cache_hit=ref.reused,
@@ -120,10 +121,13 @@ def choose(name: str) -> tuple[str, str]:
 
 
 def open_backend(name: str, jobs: Sequence[Job], *, cache: Path, run_id: str,
-                 workers: int = 1, say: Say = log.info) -> Opened:
-    """Open the backend called ``name`` for ``jobs``, with every interpreter they name."""
+                 workers: int = 1, say: Say = log.info,
+                 heartbeat: Heartbeat = no_heartbeat) -> Opened:
+    """Open the backend called ``name`` for ``jobs``, with every interpreter they name: ``say``
+    tells what each one is, ``heartbeat`` how a build of one goes (both the CLI's to print)."""
     try:
         opener = BACKENDS[name]
     except KeyError:
         raise ConfigError(f"unknown backend {name!r} (one of {', '.join(BACKENDS)})") from None
-    return opener(jobs, cache=cache, run_id=run_id, workers=workers, say=say)
+    return opener(jobs, cache=cache, run_id=run_id, workers=workers, say=say,
+                  heartbeat=heartbeat)

@@ -95,7 +95,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     with outlock.hold(out):  # a second run on this --out would remove this one's workspaces
         opened = backends.open_backend(
             backend_name, jobs, cache=cache,
-            run_id=f"{int(time.time())}-{os.getpid()}", workers=args.jobs, say=_say)
+            run_id=f"{int(time.time())}-{os.getpid()}", workers=args.jobs, say=_say,
+            heartbeat=progress.heartbeat)
         summary = run_plan(jobs, out=out, backend=opened.backend, prepared=opened.prepared,
                            workers=args.jobs, force=args.force, reporter=progress.make_reporter(
                                _expected(jobs, durations), args.jobs), reuse_from=reuse_from)
@@ -219,6 +220,7 @@ def cmd_diff(args: argparse.Namespace) -> int:
 def cmd_build(args: argparse.Namespace) -> int:
     from ..config import matrix
     from ..interpreters import interpreters
+    from . import progress
 
     spec = matrix.load(args.matrix)
     cache = interpreters.cache_root(args.cache)
@@ -226,7 +228,7 @@ def cmd_build(args: argparse.Namespace) -> int:
         if args.interpreter and interp.name not in args.interpreter:
             continue
         t0 = time.monotonic()
-        built = interpreters.ensure_built(interp, cache)
+        built = interpreters.ensure_built(interp, cache, heartbeat=progress.heartbeat)
         state = built.state if built.cache_hit else f"built in {time.monotonic() - t0:.0f}s"
         print(f"{interp.name}: {state}: {built.python}")
     return 0
@@ -297,22 +299,23 @@ def _wall_line(jobs: list[Job], shards: int, durations: Mapping[str, float] | No
 def cmd_image(args: argparse.Namespace) -> int:
     from ..config import matrix
     from ..interpreters import images, interpreters
+    from . import progress
 
     spec = matrix.load(args.matrix)
     cache = interpreters.cache_root(args.cache)
     client = images.docker_client()
-    base = images.ensure_base(client, cache)
+    base = images.ensure_base(client, cache, heartbeat=progress.heartbeat)
     print(f"base image {base.tag}: {'reused' if base.reused else 'built'}")
     for interp in spec.interpreters:
         if not interp.source.builds:  # mounted, not built: the image it is mounted into
             from ..interpreters.dockerpython import ensure_runtime_image
 
-            ref = ensure_runtime_image(client, cache)
+            ref = ensure_runtime_image(client, cache, heartbeat=progress.heartbeat)
             print(f"runtime image {ref.tag}: {'reused' if ref.reused else 'built'} (for "
                   f"{interp.name}: {interp.source.describe()} is mounted into it read-only and "
                   "checked there when a run starts)")
             continue
-        ref = images.ensure_interpreter_image(client, interp, cache)
+        ref = images.ensure_interpreter_image(client, interp, cache, heartbeat=progress.heartbeat)
         print(f"interpreter image {ref.tag}: {'reused' if ref.reused else 'built'}"
               f" (CPython {ref.info.full_version if ref.info else interp.version})")
     return 0

@@ -1,10 +1,17 @@
-"""What the runner tells whoever watches a run, as a protocol the CLI implements
-(harness.cli.progress: plain lines, a live table) and passes in: the runner imports nothing of
-the CLI. The default, ``NullReporter``, says nothing."""
+"""What the harness tells whoever watches it, as types the CLI implements (harness.cli.progress)
+and passes in: the runner and interpreters/ import nothing of the CLI.
+
+- ``Reporter``: the runner's jobs and steps (plain lines, a live table); ``NullReporter`` says
+  nothing.
+- ``Heartbeat``: a long step without output of its own (an interpreter or image build, 4-14 min),
+  as a context manager around it whose value is told the build's steps (``Beat.step``);
+  ``no_heartbeat`` says nothing.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import contextlib
+from collections.abc import Callable, Iterator, Sequence
 from typing import Protocol
 
 from .model import JobResult
@@ -22,3 +29,23 @@ class NullReporter:
     def step(self, job_id: str, step: str) -> None: ...
     def done(self, result: JobResult, elapsed: float) -> None: ...
     def finish(self) -> None: ...
+
+
+class Beat(Protocol):
+    """What a heartbeat's block tells it: the build moved on (``make -j4``)."""
+
+    def step(self, text: str) -> None: ...
+
+
+# ``with heartbeat("building CPython 3.14.0 for cpython3.14t (log ...)") as hb: hb.step("make")``
+Heartbeat = Callable[[str], contextlib.AbstractContextManager[Beat]]
+
+
+class _Silent:
+    def step(self, text: str) -> None: ...
+
+
+@contextlib.contextmanager
+def no_heartbeat(what: str) -> Iterator[Beat]:
+    """The default ``Heartbeat``: says nothing."""
+    yield _Silent()

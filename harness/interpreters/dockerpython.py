@@ -24,10 +24,10 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..cli import progress
 from ..config.matrix import Interpreter
 from ..core.errors import BuildError
 from ..core.model import InterpreterInfo
+from ..core.progress import Heartbeat, no_heartbeat
 from . import interpreters
 from .images import CONTAINERS, LABEL, ImageRef, _find, daemon_error, ensure_base
 
@@ -58,9 +58,9 @@ def runtime_tag(base: str) -> str:
     return f"{RUNTIME_REPO}:{hashlib.sha256(blob.encode()).hexdigest()[:12]}"
 
 
-def ensure_runtime_image(client, cache: Path) -> ImageRef:
+def ensure_runtime_image(client, cache: Path, *, heartbeat: Heartbeat = no_heartbeat) -> ImageRef:
     """The runtime image on the current base; built only when missing."""
-    base = ensure_base(client, cache)
+    base = ensure_base(client, cache, heartbeat=heartbeat)
     tag = runtime_tag(base.tag)
     img = _find(client, tag)
     if img is not None:
@@ -71,14 +71,14 @@ def ensure_runtime_image(client, cache: Path) -> ImageRef:
         if img is not None:
             return ImageRef(tag=tag, reused=True, id=img.id)
         started = time.monotonic()
-        _build(client, tag, base.tag, log_path)
+        _build(client, tag, base.tag, log_path, heartbeat)
         img = _find(client, tag)
     if img is None:
         raise BuildError(f"building image {tag} gave no image; see {log_path}")
     return ImageRef(tag=tag, reused=False, id=img.id, seconds=time.monotonic() - started)
 
 
-def _build(client, tag: str, base: str, log_path: Path) -> None:
+def _build(client, tag: str, base: str, log_path: Path, heartbeat: Heartbeat = no_heartbeat) -> None:
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w") as tf:
         tf.add(RUNTIME_DOCKERFILE, arcname="Dockerfile")
@@ -90,7 +90,7 @@ def _build(client, tag: str, base: str, log_path: Path) -> None:
             fileobj=buf, custom_context=True, tag=tag, rm=True, forcerm=True, decode=True,
             pull=False, labels={f"{LABEL}.kind": "runtime", f"{LABEL}.base": base},
             buildargs={"BASE": base, "BUILD_DEPS": " ".join(interpreters.BUILD_DEPS)})
-        with open(log_path, "w") as logf, progress.heartbeat(f"building image {tag} (log {log_path})"):
+        with open(log_path, "w") as logf, heartbeat(f"building image {tag} (log {log_path})"):
             for chunk in stream:
                 if "stream" in chunk:
                     logf.write(chunk["stream"])
@@ -119,7 +119,8 @@ def why_not_started(output: str) -> str:
     return lines[-1] if lines else "no output"
 
 
-def mount_installed(client, interp: Interpreter, cache: Path) -> Mounted:
+def mount_installed(client, interp: Interpreter, cache: Path, *,
+                    heartbeat: Heartbeat = no_heartbeat) -> Mounted:
     """Check ``interp`` (a ``python:`` source) on the host and in the runtime image; what the
     backend mounts.  ConfigError at the matrix line for anything wrong with the interpreter."""
     built = interpreters.use_installed(interp)  # found, free-threaded, the version asked for
@@ -132,7 +133,7 @@ def mount_installed(client, interp: Interpreter, cache: Path) -> Mounted:
     if not (prefix / "bin" / built.info.python_name).exists():
         raise interp.fail(f"{what}: {prefix}/bin has no {built.info.python_name}, so the "
                           "installation cannot be mounted as a whole")
-    runtime = ensure_runtime_image(client, cache)
+    runtime = ensure_runtime_image(client, cache, heartbeat=heartbeat)
     mounts = {str(prefix): {"bind": MOUNT, "mode": "ro"}}
     env = {"LD_LIBRARY_PATH": f"{MOUNT}/lib"} if any((prefix / "lib").glob("libpython3*.so*")) else {}
     python = f"{MOUNT}/bin/{built.info.python_name}"

@@ -28,10 +28,10 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..cli import progress
 from ..config.matrix import Interpreter
 from ..core.errors import BuildError, InfraError
 from ..core.model import InterpreterInfo
+from ..core.progress import Heartbeat, no_heartbeat
 from . import interpreters
 
 log = logging.getLogger(__name__)
@@ -129,7 +129,8 @@ def base_tag(inputs: dict[str, str]) -> str:
     return f"{BASE_REPO}:{inputs['suite']}-{hashlib.sha256(blob).hexdigest()[:12]}"
 
 
-def ensure_base(client, cache: Path, *, suite: str = BASE_SUITE, mirror: str | None = None) -> ImageRef:
+def ensure_base(client, cache: Path, *, suite: str = BASE_SUITE, mirror: str | None = None,
+                heartbeat: Heartbeat = no_heartbeat) -> ImageRef:
     """The base image for ``suite``; debootstrapped and imported only when missing."""
     inputs = base_inputs(suite, mirror)
     tag = base_tag(inputs)
@@ -144,13 +145,14 @@ def ensure_base(client, cache: Path, *, suite: str = BASE_SUITE, mirror: str | N
             log.info("reused image %s (built concurrently)", tag)
             return ImageRef(tag=tag, reused=True, id=img.id)
         started = time.monotonic()
-        image_id = _bootstrap_and_import(client, tag, inputs, images)
+        image_id = _bootstrap_and_import(client, tag, inputs, images, heartbeat)
         took = time.monotonic() - started
     log.info("built image %s in %.0f s", tag, took)
     return ImageRef(tag=tag, reused=False, id=image_id, seconds=took)
 
 
-def _bootstrap_and_import(client, tag: str, inputs: dict[str, str], images: Path) -> str:
+def _bootstrap_and_import(client, tag: str, inputs: dict[str, str], images: Path,
+                          heartbeat: Heartbeat = no_heartbeat) -> str:
     if shutil.which("debootstrap") is None:
         raise BuildError("building the base image needs debootstrap (apt-get install debootstrap)")
     if not KEYRING.is_file():
@@ -164,7 +166,7 @@ def _bootstrap_and_import(client, tag: str, inputs: dict[str, str], images: Path
         argv = ["sh", str(BOOTSTRAP), str(root), inputs["suite"], inputs["mirror"], inputs["packages"], str(KEYRING)]
         log.info("bootstrapping %s: %s", tag, " ".join(argv))
         what = f"building the base image {tag} (debootstrap {inputs['suite']}; log {log_path})"
-        with open(log_path, "w") as logf, progress.heartbeat(what):
+        with open(log_path, "w") as logf, heartbeat(what):
             r = subprocess.run(argv, stdout=logf, stderr=subprocess.STDOUT)
         if r.returncode != 0:
             raise BuildError(f"debootstrap of {inputs['suite']} exited {r.returncode}; see {log_path}")
@@ -234,9 +236,9 @@ def _context(interp: Interpreter, tarball: Path, jobs: int) -> io.BytesIO:
 
 
 def ensure_interpreter_image(client, interp: Interpreter, cache: Path, *,
-                             jobs: int | None = None) -> ImageRef:
+                             jobs: int | None = None, heartbeat: Heartbeat = no_heartbeat) -> ImageRef:
     """The interpreter image for ``interp``; built only when missing or its base changed."""
-    base = ensure_base(client, cache, suite=BASE_SUITE)
+    base = ensure_base(client, cache, suite=BASE_SUITE, heartbeat=heartbeat)
     tarball = interpreters.fetch_source(interp, cache)
     key = interpreters.build_key(interp, tarball)
     tag = interpreter_tag(key)
@@ -257,7 +259,7 @@ def ensure_interpreter_image(client, interp: Interpreter, cache: Path, *,
                 started = time.monotonic()
                 facts = _build_interpreter(client, interp, tarball, key, tag, base.tag,
                                            cache / "images" / f"{key}.build.log",
-                                           jobs or os.cpu_count() or 2)
+                                           jobs or os.cpu_count() or 2, heartbeat)
                 took = time.monotonic() - started
                 log.info("built image %s in %.0f s", tag, took)
                 img = _find(client, tag)
@@ -271,7 +273,8 @@ def ensure_interpreter_image(client, interp: Interpreter, cache: Path, *,
 
 
 def _build_interpreter(client, interp: Interpreter, tarball: Path, key: str, tag: str,
-                       base: str, log_path: Path, jobs: int) -> dict:
+                       base: str, log_path: Path, jobs: int,
+                       heartbeat: Heartbeat = no_heartbeat) -> dict:
     """Build the image and check its interpreter; the facts of the check (BuildError, and no
     image left behind, when it fails)."""
     labels = {
@@ -294,7 +297,7 @@ def _build_interpreter(client, interp: Interpreter, tarball: Path, key: str, tag
             buildargs={"BASE": base, "BUILD_DEPS": " ".join(interpreters.BUILD_DEPS)},
         )
         what = f"building image {tag} (CPython {interp.version}; log {log_path})"
-        with open(log_path, "w") as logf, progress.heartbeat(what) as hb:
+        with open(log_path, "w") as logf, heartbeat(what) as hb:
             for chunk in stream:
                 if "stream" in chunk:
                     logf.write(chunk["stream"])

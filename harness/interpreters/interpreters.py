@@ -37,10 +37,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..cli import progress
 from ..config.matrix import Interpreter
 from ..core.errors import BuildError
 from ..core.model import InterpreterInfo
+from ..core.progress import Heartbeat, no_heartbeat
 from .pycheck import (  # CHECK_SCRIPT: re-exported, harness.images reads interpreters.CHECK_SCRIPT
     CHECK_SCRIPT,  # noqa: F401
     check_facts,
@@ -344,8 +344,10 @@ def _cached(interp: Interpreter, key: str, prefix: Path, tarball: Path) -> Built
                  python=python, source_tarball=tarball, cache_hit=True)
 
 
-def ensure_built(interp: Interpreter, cache: Path, *, jobs: int | None = None) -> Built:
-    """Return the interpreter for ``interp``: installed (``python:``), cached, or built now."""
+def ensure_built(interp: Interpreter, cache: Path, *, jobs: int | None = None,
+                 heartbeat: Heartbeat = no_heartbeat) -> Built:
+    """Return the interpreter for ``interp``: installed (``python:``), cached, or built now
+    (said through ``heartbeat``: the CLI's prints the steps and the time)."""
     if not interp.source.builds:
         return use_installed(interp)
     tarball = fetch_source(interp, cache)
@@ -360,7 +362,8 @@ def ensure_built(interp: Interpreter, cache: Path, *, jobs: int | None = None) -
         if marker.exists():  # built by whoever held the lock
             log.info("interpreter %s: cache hit (%s, built concurrently)", interp.name, key)
             return _cached(interp, key, prefix, tarball)
-        _build(interp, tarball, prefix, base / f"{key}.build.log", jobs or os.cpu_count() or 2)
+        _build(interp, tarball, prefix, base / f"{key}.build.log", jobs or os.cpu_count() or 2,
+               heartbeat)
         try:  # bin/python3 is installed by every `make install`; the real name comes from it
             facts = check_python(prefix / "bin" / "python3", interp)
         except BuildError:
@@ -374,7 +377,8 @@ def ensure_built(interp: Interpreter, cache: Path, *, jobs: int | None = None) -
                  python=python, source_tarball=tarball, cache_hit=False)
 
 
-def _build(interp: Interpreter, tarball: Path, prefix: Path, log_path: Path, jobs: int) -> None:
+def _build(interp: Interpreter, tarball: Path, prefix: Path, log_path: Path, jobs: int,
+           heartbeat: Heartbeat = no_heartbeat) -> None:
     """Configure, make, install into a staging dir (DESTDIR), check, then rename into place."""
     work = prefix.parent / f".{prefix.name}.work-{os.getpid()}"
     shutil.rmtree(work, ignore_errors=True)
@@ -390,7 +394,7 @@ def _build(interp: Interpreter, tarball: Path, prefix: Path, log_path: Path, job
         src = tops[0]
         env = {**os.environ, **build_env(interp)}
         what = f"building CPython {interp.version} for {interp.name} (log {log_path})"
-        with open(log_path, "w") as logf, progress.heartbeat(what) as hb:
+        with open(log_path, "w") as logf, heartbeat(what) as hb:
             for argv in build_commands(str(src), str(prefix), interp.configure_flags, jobs):
                 if argv[:2] == ["make", "install"]:
                     argv = [*argv, f"DESTDIR={work / 'dest'}"]

@@ -18,7 +18,7 @@ import pytest
 from harness import __main__ as cli_main
 from harness import backends
 from harness.backends import Opened, Prepared
-from harness.cli import commands
+from harness.cli import commands, progress
 from harness.config import matrix, plan
 from harness.core.errors import (
     BuildError,
@@ -271,9 +271,10 @@ def test_run_goes_through_the_registry_and_resumes(tmp_path: Path,
     m = write_matrix(tmp_path, ["alpha", "beta"])
     opened: list[tuple[list[str], int, str]] = []
 
-    def open_fake(jobs, *, cache, run_id, workers, say) -> Opened:
+    def open_fake(jobs, *, cache, run_id, workers, say, heartbeat) -> Opened:
         opened.append(([j.interpreter.name for j in jobs], workers, str(cache)))
         say("interpreter cpython3.13t: cache hit (interp-key-1)")
+        assert heartbeat is progress.heartbeat  # the CLI's, passed in (interpreters/ import no CLI)
         return Opened(backend=FakeBackend(),
                       prepared={j.interpreter.name: Prepared(info=INFO, python="/fake/python",
                                                              cache_hit=True) for j in jobs})
@@ -312,7 +313,7 @@ def test_the_local_backend_says_once_that_it_does_not_isolate(tmp_path: Path,
     # issue #17: running untrusted package code without isolation is said at the start
     m = write_matrix(tmp_path, ["alpha"])
 
-    def open_fake(jobs, *, cache, run_id, workers, say) -> Opened:
+    def open_fake(jobs, *, cache, run_id, workers, say, heartbeat) -> Opened:
         return Opened(backend=FakeBackend(),
                       prepared={j.interpreter.name: Prepared(info=INFO, python="/fake/python",
                                                              cache_hit=True) for j in jobs})

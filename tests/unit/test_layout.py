@@ -256,14 +256,6 @@ LAYERS: dict[str, set[str]] = {
     "cli": _ALL,
     "__main__": _ALL,
 }
-# TEMPORARY (#31): progress output reaches interpreters/ and the runner as an import of the CLI's
-# module; it is to reach them as a callback (as the backends' openers take one).  Remove each
-# entry as it goes; add nothing here.
-CLI_IMPORTS_ALLOWED_UNTIL_PROGRESS_CALLBACK = {
-    ("harness.interpreters.interpreters", "harness.cli.progress"),
-    ("harness.interpreters.images", "harness.cli.progress"),
-    ("harness.interpreters.dockerpython", "harness.cli.progress"),
-}
 
 
 def _folder(name: str) -> str:
@@ -276,8 +268,6 @@ def _folder_graph(graph: dict[str, set[str]]) -> dict[str, set[str]]:
     out: dict[str, set[str]] = {}
     for m, targets in graph.items():
         for t in targets:
-            if (m, t) in CLI_IMPORTS_ALLOWED_UNTIL_PROGRESS_CALLBACK:
-                continue  # checked in test_imports_between_folders_follow_the_rules
             if _folder(m) != _folder(t) and _folder(t) != "harness":
                 out.setdefault(_folder(m), set()).add(_folder(t))
     return out
@@ -303,11 +293,8 @@ def test_imports_between_folders_follow_the_rules():
     g = _graph()
     bad = sorted(f"{m} -> {t}" for m, targets in g.items() for t in targets
                  if _folder(m) != _folder(t) and _folder(t) != "harness"
-                 and _folder(t) not in LAYERS[_folder(m)]
-                 and (m, t) not in CLI_IMPORTS_ALLOWED_UNTIL_PROGRESS_CALLBACK)
+                 and _folder(t) not in LAYERS[_folder(m)])
     assert not bad, "imports the folder rules (LAYERS) do not allow: " + "; ".join(bad)
-    stale = {e for e in CLI_IMPORTS_ALLOWED_UNTIL_PROGRESS_CALLBACK if e[1] not in g.get(e[0], ())}
-    assert not stale, f"no longer imported, remove from the allowed list: {sorted(stale)}"
 
 
 def test_no_import_cycle_between_folders():

@@ -33,7 +33,7 @@ def _matrix(tmp: Path, names: list[str], settings: str = "") -> Path:
 
 @pytest.fixture
 def fake_run(monkeypatch: pytest.MonkeyPatch):
-    def open_fake(jobs, *, cache, run_id, workers, say) -> Opened:
+    def open_fake(jobs, *, cache, run_id, workers, say, heartbeat) -> Opened:
         return Opened(backend=FakeBackend(),
                       prepared={j.interpreter.name: Prepared(info=SOURCED, python="/fake/python",
                                                              cache_hit=True) for j in jobs})

@@ -129,7 +129,8 @@ def test_an_interpreter_build_says_its_steps_and_its_time(tmp_path, monkeypatch,
                         'source: "debian:trixie"}]\npackages: [{name: six}]\n')
     prefix = tmp_path / "cache" / "cpython-3.13.5-ft-x"
     prefix.parent.mkdir()
-    interpreters._build(spec.interpreters[0], tarball, prefix, tmp_path / "build.log", 1)
+    interpreters._build(spec.interpreters[0], tarball, prefix, tmp_path / "build.log", 1,
+                        progress.heartbeat)  # the CLI's, passed in: interpreters/ imports no CLI
     assert (prefix / "bin").is_dir()
     lines = _lines(capsys.readouterr().out)
     what = f"building CPython 3.13.5 for cpython3.13t (log {tmp_path / 'build.log'})"
@@ -140,3 +141,6 @@ def test_an_interpreter_build_says_its_steps_and_its_time(tmp_path, monkeypatch,
     assert any(ln.startswith(f"{what} (configure): ") and ln.endswith("so far") for ln in lines)
     assert any(ln.startswith(f"{what} (make -j1): ") for ln in lines)
     assert lines[-1].startswith(f"{what}: done after ")
+    # without one (the default, core.progress.no_heartbeat) the same build says nothing
+    interpreters._build(spec.interpreters[0], tarball, prefix, tmp_path / "build.log", 1)
+    assert (prefix / "bin").is_dir() and capsys.readouterr().out == ""

@@ -24,6 +24,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[2]
 sys.path.insert(0, str(ROOT))
 
+from harness.cli import progress  # noqa: E402
 from harness.config import matrix  # noqa: E402
 from harness.interpreters import interpreters  # noqa: E402
 from harness.job import tsan  # noqa: E402
@@ -48,7 +49,8 @@ RUNS = (
 
 def main() -> int:
     work = Path(sys.argv[1]) if len(sys.argv) > 1 else Path(tempfile.mkdtemp(prefix="tsan-capture-"))
-    built = interpreters.ensure_built(matrix.loads(MATRIX).interpreters[0], interpreters.cache_root())
+    built = interpreters.ensure_built(matrix.loads(MATRIX).interpreters[0], interpreters.cache_root(),
+                                      heartbeat=progress.heartbeat)
     supp = tsan.write_suppressions(built.source_tarball, None, work / "tsan.supp")
     base = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "TSAN"))}
     base["PYTHONDONTWRITEBYTECODE"] = "1"

@@ -117,7 +117,7 @@ def infer_test_setup(src: Path, dist_name: str, *,
     if kept := pytestcfg.named_by_filterwarnings(config, reqs):
         reqs += kept
         notes.append(f"{', '.join(kept)} kept: a filterwarnings entry names it")
-    args = pytestcfg.neutralized_addopts(config, reqs, dist_name, notes)
+    args = pytestcfg.neutralized_addopts(config, reqs, dist_name, notes, pytestcfg.own_packages(src))
     return TestSetup(tests=tests, requires=reqs, pytest_args=args, sources=tuple(notes))
 
 

@@ -11,6 +11,7 @@ import configparser
 import re
 import shlex
 import tomllib
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -171,6 +172,18 @@ def _split(addopts: Any) -> list[str]:
     return shlex.split(text)
 
 
+def own_packages(src: Path) -> list[str]:
+    """The top-level import packages the sdist ships: directories with an ``__init__.py`` at
+    its root, under ``lib/`` or under ``src/`` (no link followed)."""
+    out: list[str] = []
+    for base in (src, src / "lib", src / "src"):
+        if base.is_symlink() or not base.is_dir():
+            continue
+        out += sorted(d.name for d in base.iterdir()
+                      if d.is_dir() and not d.is_symlink() and (d / "__init__.py").is_file())
+    return out
+
+
 def _list_item(item: str) -> list[str]:
     """One item of a TOML ``addopts`` list as pytest's argparse reads it: an option with its
     value attached after a space ("-p instafail", psutil; "-m default or default_async",
@@ -197,12 +210,15 @@ def _items(tokens: list[str]) -> list[tuple[str, ...]]:
 
 
 def neutralized_addopts(found: tuple[str, dict[str, Any]] | None, reqs: tuple[str, ...], dist: str,
-                 notes: list[str]) -> tuple[str, ...]:
+                 notes: list[str], own: Iterable[str] = ()) -> tuple[str, ...]:
+    """``own``: the sdist's top-level import packages (``own_packages``): a plugin that is the
+    package's own module (``-p Crypto.SelfTest.plugin``, pycryptodome) is installed with it."""
     if found is None or "addopts" not in found[1]:
         return ()
     cfg, ini = found
     installed = {canonicalize_name(Requirement(r).name).replace("-", "_") for r in reqs}
     installed.add(canonicalize_name(dist).replace("-", "_"))
+    installed.update(canonicalize_name(n).replace("-", "_") for n in own)
     bad: list[str] = []
     kept: list[str] = []
     raw = ini["addopts"]

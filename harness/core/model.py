@@ -33,6 +33,7 @@ from .evidence import (
     known,
     not_installed_of_old,
 )
+from .testsetup import TestSetup
 
 RESULT_SCHEMA = 9  # 2: Phase.test_command (the command in parts); 3: typed crash/hang/parallel,
 # coverage and wheel (harness.core.evidence); 4: finding kind budget-spent, Hang.spent;
@@ -345,8 +346,8 @@ class JobResult:
     metadata: dict[str, Any] = field(default_factory=dict)  # project urls, summary
     notes: str = ""
     links: tuple[str, ...] = ()
-    # where the tests path, test deps and pytest args came from (matrix.yaml or inferred)
-    test_setup: dict[str, Any] = field(default_factory=dict)
+    # where the tests path, test deps and pytest args came from (matrix.yaml, a recipe, inferred)
+    test_setup: TestSetup = field(default_factory=TestSetup)
     sdist_sha256: str = ""  # of the sdist tested (PyPI packages; checked against the index)
     reused_from: str = ""  # not run: taken from this earlier run's results (run --reuse), else ""
 
@@ -377,7 +378,7 @@ class JobResult:
             "metadata": dict(self.metadata),
             "notes": self.notes,
             "links": list(self.links),
-            "test_setup": dict(self.test_setup),
+            "test_setup": self.test_setup.to_dict(),
             "sdist_sha256": self.sdist_sha256,
             "reused_from": self.reused_from,
         }
@@ -398,6 +399,7 @@ class JobResult:
         d["links"] = tuple(d.get("links", ()))
         d["coverage"] = coverage_from_dict(d.get("coverage"))
         d["wheel"] = Wheel.from_dict(d["wheel"]) if isinstance(d.get("wheel"), dict) and d["wheel"] else None
+        d["test_setup"] = TestSetup.from_dict(d.get("test_setup"))
         d["schema"] = RESULT_SCHEMA  # read back in today's shape
         return _build(cls, d)
 

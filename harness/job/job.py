@@ -14,7 +14,6 @@ import shutil
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
 
 from .. import __version__, parse, verdict
 from ..backends.base import Backend
@@ -22,6 +21,7 @@ from ..config import wheels
 from ..config.plan import Job
 from ..core import limits
 from ..core.model import Finding, InterpreterInfo, JobResult, now_iso
+from ..core.testsetup import TestSetup
 from ..core.wsfs import JobDir
 from ..verdict import artifact
 from . import jobfiles, stages, testsetup, tsan
@@ -40,7 +40,7 @@ class Done:
     """What the chain leaves for the result, as far as it got."""
 
     version: str = ""  # the sdist's, else the probe's
-    test_setup: dict[str, Any] = field(default_factory=dict)  # what the tests ran with, and from where
+    test_setup: TestSetup = field(default_factory=TestSetup)  # what the tests ran with, and from where
     tools: tuple[str, ...] = TOOLS  # the pinned test tools
     sdist_sha256: str = ""  # the fetched sdist's, checked against the index (reuse compares it)
 
@@ -91,7 +91,7 @@ def run_job(job: Job, *, interp: InterpreterInfo, python: str, backend: Backend,
                 tarball=tarball)
     skip = testsetup.registry_skip(job.package, job.settings, testsetup.minor(interp))  # not on this Python
     try:
-        done = Done(test_setup=skip) if skip else _steps(ctx)
+        done = Done(test_setup=skip) if skip is not None else _steps(ctx)
     finally:
         backend.close(ctx.ws)
         # links, FIFOs, sockets package code left where reports copy from and CI uploads
@@ -127,19 +127,19 @@ def _open(job: Job, *, interp: InterpreterInfo, python: str, backend: Backend, o
                   deadline=time.monotonic() + job.settings.job_timeout, interp=interp, tarball=tarball)
 
 
-def _decide(ctx: JobCtx, skip: dict[str, Any] | None) -> verdict.Decision:
+def _decide(ctx: JobCtx, skip: TestSetup | None) -> verdict.Decision:
     job = ctx.job
     if job.package.unresolved:
         why = f"setup: no release of {job.package.name} to test: {job.package.unresolved}"
         return verdict.Decision(verdict="infra-error", findings=(
             Finding(kind="infra-error", evidence="setup", excerpt=job.package.unresolved, message=why),))
-    if skip:
+    if skip is not None:
         return verdict.Decision(verdict="skipped", findings=(Finding(
-            kind="skipped", evidence="registry", message=f"not run: {skip['sources'][0]}"),))
+            kind="skipped", evidence="registry", message=f"not run: {skip.sources[0]}"),))
     return verdict.decide(ctx.phases, settings=job.settings)
 
 
-def _result(ctx: JobCtx, done: Done, *, key: str, started: str, skip: dict[str, Any] | None) -> JobResult:
+def _result(ctx: JobCtx, done: Done, *, key: str, started: str, skip: TestSetup | None) -> JobResult:
     job, interp, backend, phases = ctx.job, ctx.interp, ctx.backend, ctx.phases
     probe = parse.probe_of(phases)  # probe.json, typed on its phase: written after package code ran
     for why in probe.problems:
@@ -150,7 +150,7 @@ def _result(ctx: JobCtx, done: Done, *, key: str, started: str, skip: dict[str, 
         replace(f, reproduce=backend.reproduce_command(ctx.ws, f.reproduce, network=f.phase in network_phases),
                 recipe=recipe(f, phases, package=job.package.name, version=done.version, interp=interp,
                               local_path=job.package.path, tools=done.tools,
-                              test_requires=done.test_setup.get("requires", ())))
+                              test_requires=done.test_setup.requires))
         if f.reproduce else f for f in decision.findings)
     install_ok = any(p.name == "install" and p.ok for p in phases)
     report = f"logs/{artifact.REBUILD_REPORT}" if artifact.rebuilt(phases) else "logs/install-report.json"

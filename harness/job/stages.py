@@ -13,7 +13,6 @@ import shlex
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Any
 
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
@@ -23,6 +22,7 @@ from ..config import wheels
 from ..config.matrix import Package
 from ..core.evidence import NOT_INSTALLED, NOT_INSTALLED_SUFFIX
 from ..core.model import TestCommand
+from ..core.testsetup import TestSetup
 from ..testsetup import pytestcfg
 from ..verdict import artifact
 from . import jobfiles, suite, testsetup, tsan
@@ -40,7 +40,7 @@ class RunFrom:
 
     tests: str  # the tests' path there
     pytest_args: tuple[str, ...]  # the package's pytest arguments for that layout
-    record: dict[str, Any]  # the job's test_setup, as the result keeps it
+    record: TestSetup  # the job's test_setup, as the result keeps it
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -78,7 +78,7 @@ class Suite:
     watchdog: dict[str, str]  # the watchdog plugin's env ({} under TSan)
     idle: float  # silent this long: frozen (0: never asked)
     threads: tuple[str, ...]  # pytest-run-parallel's options
-    record: dict[str, Any]
+    record: TestSetup
 
 
 # ------------------------------------------------------------------ suite setup
@@ -93,8 +93,8 @@ def suite_setup(ctx: JobCtx, src: Source) -> SuiteSetup:
     cfg = pytestcfg.pytest_config(src.src_host, pkg.tests, [])
     pins = suite.tools(pytestcfg.needs_pytest9(src.src_host, cfg))
     if pins != suite.TOOLS:
-        record = {**record, "sources": [*record.get("sources", []), f"{pins[0]}: its config is pytest "
-                                        "9's [tool.pytest] table, which pytest 8 does not read"]}
+        record = replace(record, sources=(*record.sources, f"{pins[0]}: its config is pytest 9's "
+                                          "[tool.pytest] table, which pytest 8 does not read"))
     tox = pkg.runner == "tox"
     in_package = None if tox else suite.tests_in_package(src.src_host, pkg.tests)
     return SuiteSetup(
@@ -114,16 +114,16 @@ def _compiled(src: Source, name: str) -> str:
     return compiled
 
 
-def _installed_run(rel: str, args: tuple[str, ...], record: dict[str, Any]) -> RunFrom:
+def _installed_run(rel: str, args: tuple[str, ...], record: TestSetup) -> RunFrom:
     """The tests run from site-packages/``rel``: no source tree beside them to shadow the
     build, so the inferred ``--import-mode=append`` (suite.shadowing) goes, and the setup says so."""
-    if record.get("pytest_args_from") == "inferred":
+    if record.pytest_args_from == "inferred":
         args = tuple(a for a in args if a != "--import-mode=append")
     why = (f"tests run from the installed copy: site-packages/{rel} (they sit inside the package, "
            "which the install ships; from the source tree pytest would load the source's package)")
-    sources = [s for s in record.get("sources", []) if not s.startswith("--import-mode=append")]
+    sources = tuple(s for s in record.sources if not s.startswith("--import-mode=append"))
     return RunFrom(tests=rel, pytest_args=args,
-                   record={**record, "tests": rel, "pytest_args": list(args), "sources": [*sources, why]})
+                   record=replace(record, tests=rel, pytest_args=args, sources=(*sources, why)))
 
 
 # ------------------------------------------------------------------ install

@@ -11,8 +11,9 @@ arguments:
 The pytest arguments are the exception: a recipe's options (``-o addopts=``, ``-k``, ``-m``,
 ``-p no:NAME``, ``--deselect``, ...) are added after the inferred ones, which neutralize what
 cannot work in the harness (coverage, ``-n``), so both apply.  The job records the result as
-its ``test_setup`` (``*_from``: ``matrix.yaml``, ``recipe``, ``inferred`` or ``recipe +
-inferred``; ``recipe``: the registry, what was used and what did not hold).
+its ``test_setup`` (harness.core.testsetup.TestSetup; ``*_from``: ``matrix.yaml``, ``recipe``,
+``inferred`` or ``recipe + inferred``; ``recipe``: the registry, what was used and what did not
+hold).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from packaging.version import Version
 from ..config.matrix import Package, Settings
 from ..config.plan import Job
 from ..core.model import InterpreterInfo
+from ..core.testsetup import TestSetup
 from ..testsetup import infer, registry, testdeps
 from . import suite
 
@@ -48,7 +50,7 @@ def recipe_of(settings: Settings, name: str) -> tuple[registry.Registry, registr
     return (reg, rec) if rec is not None else None
 
 
-def registry_skip(pkg: Package, settings: Settings, major_minor: str) -> dict[str, Any] | None:
+def registry_skip(pkg: Package, settings: Settings, major_minor: str) -> TestSetup | None:
     """The test setup of a job the registry says not to run on Python ``major_minor`` (its
     ``skip_versions``), before anything is fetched; None: run it."""
     found = recipe_of(settings, pkg.name)
@@ -60,7 +62,8 @@ def registry_skip(pkg: Package, settings: Settings, major_minor: str) -> dict[st
         return None
     entry = registry.Applied(registry=reg.label, skip=why, timeout=rec.timeout,
                              used=(f"skip on {major_minor}: {why}",))
-    return {"recipe": entry.to_dict(), "sources": [f"recipe ({reg.label}): not run on {major_minor}: {why}"]}
+    return TestSetup(recipe=entry.to_dict(),
+                     sources=(f"recipe ({reg.label}): not run on {major_minor}: {why}",))
 
 
 def planned_skips(jobs: Sequence[Job]) -> list[str]:
@@ -72,12 +75,12 @@ def planned_skips(jobs: Sequence[Job]) -> list[str]:
         v = Version(j.interpreter.version) if j.interpreter.version else None
         skip = registry_skip(j.package, j.settings, f"{v.major}.{v.minor}") if v and not j.package.unresolved else None
         if skip:
-            out.append(f"{j.job_id}: not run: {skip['sources'][0]}")
+            out.append(f"{j.job_id}: not run: {skip.sources[0]}")
     return out
 
 
 def resolve(pkg: Package, settings: Settings, interp: InterpreterInfo,
-            src_host: Path) -> tuple[Package, dict[str, Any], tuple[str, ...]]:
+            src_host: Path) -> tuple[Package, TestSetup, tuple[str, ...]]:
     """(the package with its tests path and pytest args filled where matrix.yaml is silent,
     the ``test_setup`` to record, the test dependencies to install in their own step)."""
     major_minor = minor(interp)
@@ -114,18 +117,17 @@ def resolve(pkg: Package, settings: Settings, interp: InterpreterInfo,
     deps, urls = testdeps.url_references(() if pkg.test_requires else requires)
     sources += [f"not installed: {u} (a direct URL reference; list it in the package's test_requires "
                 "in matrix.yaml to install it)" for u in urls]  # fetched only when matrix.yaml asks
-    test_setup: dict[str, Any] = {
-        "tests": tests, "tests_from": tests_from,
-        "requires": list(pkg.test_requires or deps), "requires_from": requires_from,
-        "pytest_args": list(args), "pytest_args_from": args_from,
-        "sources": sources,
-    }
+    applied: dict[str, Any] = {}
     if rec is not None:
         not_held = list(rec.not_held)
         if rec.timeout and rec.timeout > settings.job_timeout:
             not_held.append(f"timeout {rec.timeout}s for the suite is past settings.job_timeout "
                             f"({settings.job_timeout}s): the budget may end before every mode ran")
-        test_setup["recipe"] = {**rec.to_dict(), "not_held": not_held}
+        applied = {**rec.to_dict(), "not_held": not_held}
         sources += [f"recipe ({rec.registry}): {u}" for u in rec.used]
         sources += [f"recipe ({rec.registry}), not used: {n}" for n in not_held]
+    test_setup = TestSetup(tests=tests, tests_from=tests_from,
+                           requires=tuple(pkg.test_requires or deps), requires_from=requires_from,
+                           pytest_args=tuple(args), pytest_args_from=args_from,
+                           sources=tuple(sources), recipe=applied)
     return replace(pkg, tests=tests, pytest_args=tuple(args)), test_setup, tuple(deps)

@@ -13,7 +13,8 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from ..core.evidence import ModeCoverage, Wheel, least_covered
-from ..results.report import ProjectMeta, TestSetup
+from ..core.testsetup import TestSetup
+from ..results.report import ProjectMeta
 
 
 def fmt_duration(seconds: float | int | None) -> str:

@@ -38,7 +38,6 @@ from .report import (
     PackageRow,
     PhaseRow,
     ProjectMeta,
-    TestSetup,
 )
 
 
@@ -97,7 +96,7 @@ def _job(r: JobResult) -> JobEntry:
         phases=tuple(_phase(p) for p in r.phases),
         coverage=dict(r.coverage), wheel=r.wheel, metadata=ProjectMeta(raw=r.metadata),
         notes=r.notes, links=tuple(r.links),
-        test_setup=TestSetup.from_dict(r.test_setup) if r.test_setup else None,
+        test_setup=r.test_setup if r.test_setup.recorded else None,
         sdist_sha256=r.sdist_sha256, reused_from=r.reused_from,
     )
 

@@ -30,6 +30,7 @@ from ..core.evidence import (
     known,
 )
 from ..core.model import Finding, severity
+from ..core.testsetup import TestSetup
 from .causes import Cause
 
 # 2: ``interpreters`` (the columns) and ``table`` (a row per package, a cell per interpreter);
@@ -200,30 +201,6 @@ class PhaseRow:
 
 
 @dataclass(frozen=True, kw_only=True)
-class TestSetup:
-    """Where a job's tests path, test dependencies and pytest args came from (issue #14)."""
-
-    __test__ = False  # not a pytest test class
-
-    tests: str = ""
-    tests_from: str = ""  # "matrix.yaml" | "recipe" | "inferred" (pytest args: also "recipe + inferred")
-    requires: tuple[str, ...] = ()
-    requires_from: str = ""
-    pytest_args: tuple[str, ...] = ()
-    pytest_args_from: str = ""
-    sources: tuple[str, ...] = ()  # the inference's notes: "test deps from [dependency-groups] tests"
-    # the community recipe's part (harness.testsetup.registry.Applied.to_dict): registry, used, not_held, ...
-    recipe: dict[str, Any] = field(default_factory=dict)
-
-    def to_dict(self) -> dict[str, Any]:
-        return _flat_dict(self)
-
-    @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> TestSetup:
-        return cls(**_from_flat(cls, d, seqs=("requires", "pytest_args", "sources"), objs=("recipe",)))
-
-
-@dataclass(frozen=True, kw_only=True)
 class ProjectMeta:
     """The project's metadata as the job's probe read it: free-form (``raw``, what report.json
     carries and the package page lists in full), with typed views of the parts the renderers use."""
@@ -291,7 +268,7 @@ class JobEntry:
     metadata: ProjectMeta = field(default_factory=ProjectMeta)
     notes: str = ""
     links: tuple[str, ...] = ()
-    test_setup: TestSetup | None = None  # None: not recorded
+    test_setup: TestSetup | None = None  # None: not recorded (the result's: harness.core.testsetup)
     change: str = ""  # since the previous report (a harness.results.diff.CHANGE_KINDS word), "" if none
     sdist_sha256: str = ""
     reused_from: str = ""  # not run in this run: its result came from this earlier run (--reuse)
@@ -318,7 +295,7 @@ class JobEntry:
             "coverage": coverage_to_dict(self.coverage),
             "wheel": self.wheel.to_dict() if self.wheel else {},
             "metadata": self.metadata.to_dict(), "notes": self.notes, "links": list(self.links),
-            "test_setup": self.test_setup.to_dict() if self.test_setup else {},
+            "test_setup": self.test_setup.to_report_dict() if self.test_setup else {},
             "logs": self.logs,
             "sdist_sha256": self.sdist_sha256, "reused_from": self.reused_from,
         }

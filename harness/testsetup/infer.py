@@ -1,7 +1,7 @@
-"""A package's test setup, inferred from its sdist (pure: files in, a TestSetup out, no network).
+"""A package's test setup, inferred from its sdist (pure: files in, an Inferred out, no network).
 
 Used when a matrix entry does not say ``tests``/``test_requires``/``pytest_args`` itself.  The
-order is fixed and every decision is recorded in ``TestSetup.sources`` as text:
+order is fixed and every decision is recorded in ``Inferred.sources`` as text:
 
 1. **tests dir** (harness.testsetup.testdirs): the first that exists of ``tests/``, ``test/``, ``testing/``,
    ``src/<pkg>/tests``, ``<pkg>/tests`` (``<pkg>`` = the import name, ``-`` -> ``_``); else, in
@@ -86,7 +86,10 @@ TARGET_ENV = {
 
 
 @dataclass(frozen=True, kw_only=True)
-class TestSetup:
+class Inferred:
+    """What the sdist says of its tests; harness.job.testsetup.resolve makes the job's
+    ``test_setup`` (harness.core.testsetup.TestSetup) of it, the matrix's entry and a recipe."""
+
     __test__ = False  # not a pytest test class
 
     tests: str = ""  # relative to the source root; "" = none found
@@ -98,13 +101,13 @@ class TestSetup:
         return {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self).items()}
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> TestSetup:
+    def from_dict(cls, d: Mapping[str, Any]) -> Inferred:
         return cls(tests=str(d.get("tests", "")), requires=tuple(d.get("requires", ())),
                    pytest_args=tuple(d.get("pytest_args", ())), sources=tuple(d.get("sources", ())))
 
 
 def infer_test_setup(src: Path, dist_name: str, *,
-                     environment: Mapping[str, str] | None = None) -> TestSetup:
+                     environment: Mapping[str, str] | None = None) -> Inferred:
     """Everything the harness needs to run ``src``'s tests that the sdist itself tells."""
     src = Path(src)
     notes: list[str] = []
@@ -118,7 +121,7 @@ def infer_test_setup(src: Path, dist_name: str, *,
         reqs += kept
         notes.append(f"{', '.join(kept)} kept: a filterwarnings entry names it")
     args = pytestcfg.neutralized_addopts(config, reqs, dist_name, notes, pytestcfg.own_packages(src))
-    return TestSetup(tests=tests, requires=reqs, pytest_args=args, sources=tuple(notes))
+    return Inferred(tests=tests, requires=reqs, pytest_args=args, sources=tuple(notes))
 
 
 # --------------------------------------------------------------------------- test deps

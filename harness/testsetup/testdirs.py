@@ -15,7 +15,7 @@ In order, the first that holds:
    it, and ``harness.job.suite.tests_in_package`` runs it from site-packages;
 4. none: ``""`` (pytest searches the source root).
 
-The decision is one line of ``TestSetup.sources``.
+The decision is one line of ``Inferred.sources``.
 """
 
 from __future__ import annotations

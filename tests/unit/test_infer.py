@@ -8,14 +8,14 @@ import pytest
 from packaging.requirements import Requirement
 
 from harness.job.suite import tests_in_package as in_package_rel
-from harness.testsetup.infer import TestSetup, infer_test_setup
+from harness.testsetup.infer import Inferred, infer_test_setup
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "infer"
 
 
 def test_dependency_groups_attrs():
     s = infer_test_setup(DATA / "attrs-26.1.0", "attrs")
-    assert s == TestSetup(
+    assert s == Inferred(
         tests="tests",
         # pytest and pytest-xdist[psutil] are the harness's own; cloudpickle's marker holds
         requires=('cloudpickle; platform_python_implementation == "CPython"', "hypothesis",
@@ -99,7 +99,7 @@ def test_round_trip():
     s = infer_test_setup(DATA / "frozenlist-1.8.0", "frozenlist")
     d = s.to_dict()
     assert d["pytest_args"][:2] == ["-o", "addopts="]
-    assert TestSetup.from_dict(d) == s
+    assert Inferred.from_dict(d) == s
 
 
 # ------------------------------------------------------------------- the rules, on small trees
@@ -166,8 +166,8 @@ def test_addopts_rules(tmp_path, addopts, args, why):
 
 def test_nothing_declared(tmp_path):
     s = infer_test_setup(_tree(tmp_path, {"x.py": ""}), "demo")
-    assert s == TestSetup(sources=("tests dir: none found (pytest searches the root)",
-                                   "test deps: none declared"))
+    assert s == Inferred(sources=("tests dir: none found (pytest searches the root)",
+                                  "test deps: none declared"))
 
 
 def test_free_threaded_requirements_and_a_filterwarnings_category_aiohttp():

@@ -1,6 +1,6 @@
 """Property tests (issue #29): whatever pyproject.toml, setup.cfg, tox.ini, requirements files and
 conftest.py an sdist ships, the host's test-setup inference (harness.testsetup.infer, harness.testsetup.pytestcfg,
-harness.testsetup.conftests) returns a TestSetup of strings -- it never raises -- and within a time bound.
+harness.testsetup.conftests) returns an Inferred of strings -- it never raises -- and within a time bound.
 
 The generators lean on the keys and shapes the inference reads (dependency groups, extras,
 addopts, ``-r`` chains, ``{[section]key}``, factor lines, conftest imports), with any type where
@@ -16,7 +16,7 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from harness.testsetup.infer import TestSetup, infer_test_setup
+from harness.testsetup.infer import Inferred, infer_test_setup
 
 BOUND = 5.0  # seconds one sdist's inference may take here (the sweep's max over 949 real ones: see README)
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
@@ -81,7 +81,7 @@ conftest = st.lists(st.one_of(
     st.text(max_size=40)), max_size=8).map("\n".join)
 
 
-def _run(files: dict[str, str]) -> TestSetup:
+def _run(files: dict[str, str]) -> Inferred:
     with tempfile.TemporaryDirectory() as d:
         src = Path(d) / "pkg-1.0"
         for name, body in files.items():
@@ -92,7 +92,7 @@ def _run(files: dict[str, str]) -> TestSetup:
         setup = infer_test_setup(src, "pkg")
         took = time.monotonic() - t0
     assert took < BOUND, f"{took:.1f} s"
-    assert isinstance(setup, TestSetup)
+    assert isinstance(setup, Inferred)
     for field in (setup.requires, setup.pytest_args, setup.sources):
         assert isinstance(field, tuple) and all(isinstance(x, str) for x in field)
     assert isinstance(setup.tests, str)

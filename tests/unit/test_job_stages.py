@@ -126,7 +126,7 @@ def test_a_normal_job_runs_its_stages_in_order(tmp_path: Path) -> None:
     assert calls["plain-gil0"].cwd == src  # the tests run from the source tree
     assert "--collect-only" in calls["collect"].argv
     assert "--parallel-threads=4" in calls["threads-gil0-r1"].argv
-    assert res.test_setup["tests"] == "tests" and res.test_setup["tests_from"] == "inferred"
+    assert res.test_setup.tests == "tests" and res.test_setup.tests_from == "inferred"
     assert res.phases[2].junit and res.phases[2].counts == {"passed": 6}
 
 
@@ -184,7 +184,7 @@ def test_test_deps_that_do_not_install_are_a_setup_problem_and_the_runs_go_on(tm
     assert f.kind == "setup-error"
     assert f.message.startswith("setup: the inferred test dependencies did not install: "
                                 "not installed: idna (the others are); "), f.message
-    assert res.test_setup["requires"] == ["six", "idna>=999"]
+    assert res.test_setup.requires == ("six", "idna>=999")
 
 
 def test_test_deps_that_install_leave_no_setup_problem(tmp_path: Path) -> None:
@@ -256,9 +256,9 @@ def test_tests_inside_the_package_run_from_site_packages_when_the_install_shippe
     assert plain.argv[-1] == "inpkg/tests"
     assert plain.argv[plain.argv.index("-c") + 1] == f"{work}/src/pkg/pyproject.toml"  # the source's config
     assert "--import-mode=append" not in plain.argv  # no source tree beside them to shadow the build
-    assert res.test_setup["tests"] == "inpkg/tests"
-    assert res.test_setup["sources"][-1].startswith("tests run from the installed copy: site-packages/inpkg/tests")
-    assert not any(s.startswith("--import-mode=append") for s in res.test_setup["sources"])
+    assert res.test_setup.tests == "inpkg/tests"
+    assert res.test_setup.sources[-1].startswith("tests run from the installed copy: site-packages/inpkg/tests")
+    assert not any(s.startswith("--import-mode=append") for s in res.test_setup.sources)
 
 
 def test_tests_inside_the_package_run_from_the_tree_when_the_install_did_not_ship_them(tmp_path: Path) -> None:
@@ -266,7 +266,7 @@ def test_tests_inside_the_package_run_from_the_tree_when_the_install_did_not_shi
     res, _ = go(make_job(PACKAGES / "ft_inpkg"), backend, tmp_path / "out")
     plain = {c.name: c for c in backend.calls}["plain-gil0"]
     assert plain.cwd == str(tmp_path / "out" / "work" / res.job_id / "src" / "pkg")
-    assert res.test_setup["tests"] == plain.argv[-1]
+    assert res.test_setup.tests == plain.argv[-1]
 
 
 # ------------------------------------------------------------------ the test-deps record

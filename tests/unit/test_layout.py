@@ -242,7 +242,7 @@ _ALL = {"core", "parse", "testsetup", "results", "config", "verdict", "render", 
 # listed above it, so these rules leave no room for a cycle between folders.
 LAYERS: dict[str, set[str]] = {
     "_inner": set(),  # runs inside the interpreter under test: the standard library only
-    "core": set(),  # model, evidence, errors, limits, wsfs, logcap, textsafe, pool, yamlspec
+    "core": set(),  # model, evidence, testsetup, progress, errors, limits, wsfs, logcap, textsafe, ...
     "parse": {"core"},  # logs -> facts
     "testsetup": {"core"},  # an sdist tree -> what it says about its tests
     "results": {"core", "parse"},  # result files -> the typed report

@@ -118,3 +118,52 @@ def test_every_report_json_reader_is_the_guarded_one(tmp_path: Path) -> None:
         e = _in_thread(reader, bogus)
         assert isinstance(e, ConfigError) and "'fine', not one of the harness's verdicts" in str(e)
         assert str(e).startswith(f"{bogus}: ")
+
+
+# ----------------------------------------------------------------------------- test_setup
+
+# the shapes a job writes (harness.job.testsetup): decided, skipped by a recipe, stopped before
+DECIDED = {"tests": "tests", "tests_from": "inferred", "requires": ["hypothesis"],
+           "requires_from": "recipe", "pytest_args": ["-p", "no:cacheprovider"],
+           "pytest_args_from": "recipe + inferred", "sources": ["tests dir: tests/"],
+           "recipe": {"registry": "r", "used": ["test deps hypothesis"], "not_held": []}}
+SKIPPED = {"recipe": {"registry": "r", "skip": "no 3.15"}, "sources": ["recipe (r): not run on 3.15: no 3.15"]}
+
+
+def test_a_test_setup_is_one_type_from_the_job_to_the_result_file_to_the_report() -> None:
+    # before: a dict built by the job, kept as a dict by JobResult, read by the report's own class
+    from harness.core.testsetup import TestSetup
+    from harness.results import aggregate, report
+    from harness.testsetup import infer
+
+    assert not hasattr(report, "TestSetup") or report.TestSetup is TestSetup
+    assert infer.Inferred is not TestSetup and not hasattr(infer, "TestSetup")
+    for shape in (DECIDED, {k: v for k, v in DECIDED.items() if k != "recipe"}, SKIPPED, {}):
+        ts = TestSetup.from_dict(shape)
+        res = JobResult(job_id="ft--p", key="k", package="p",
+                        interpreter=InterpreterInfo(name="ft", version="3.13.5", key="ik"), test_setup=ts)
+        # the result file's bytes as the dict gave them: the same keys, in the same order
+        assert json.dumps(res.to_dict()["test_setup"]) == json.dumps(shape)
+        assert JobResult.from_dict(json.loads(json.dumps(res.to_dict()))).test_setup == ts
+        entry = aggregate._job(res)
+        assert entry.test_setup == (ts if shape else None)  # None: not recorded
+        # report.json: every field whatever the result had ({} when it had none), read back as it was
+        written = json.loads(json.dumps(entry.to_dict()))["test_setup"]
+        assert list(written) == ([*DECIDED] if shape else [])
+        assert JobEntry.from_dict({"job_id": "j", "test_setup": written}).test_setup == entry.test_setup
+
+
+def test_a_test_setup_of_the_wrong_shape_reads_the_same_from_a_result_and_a_report(tmp_path: Path) -> None:
+    # before: the result reader dropped the job on a non-object test_setup, the report's read it
+    # field by field without looking at the types
+    for bad, want in (("x", {}), ({"tests": 3, "requires": ["a", 1], "recipe": [], "extra": 1},
+                                  {"tests_from": "", "requires": ("a",), "recipe": {}})):
+        res = _result_with({})
+        res["test_setup"] = bad
+        write_json_atomic(tmp_path / "results" / "ft--p.json", res)
+        results, problems = load_results([tmp_path])
+        assert problems == [] and len(results) == 1
+        ts = results[0].test_setup
+        assert all(getattr(ts, k) == v for k, v in want.items()) and ts.tests == ""
+        entry = JobEntry.from_dict({"job_id": "ft--p", "test_setup": bad})
+        assert entry.test_setup == (ts if ts.recorded else None)

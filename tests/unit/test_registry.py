@@ -64,10 +64,10 @@ def test_a_pure_projects_recipe_gives_its_test_deps(tmp_path: Path) -> None:
     assert got.tests == "" and got.pytest_args == () and got.skip == ""
     assert got.not_held == ()  # -p no:xdist is the harness's own business, not news
     pkg, setup, deps = testsetup.resolve(_job("{name: attrs}").package, _job().settings, PY313, src)
-    assert deps == ("hypothesis", "pympler", "cloudpickle") and setup["requires_from"] == "recipe"
-    assert (setup["tests"], setup["tests_from"]) == ("tests", "inferred")  # the recipe names none
-    assert setup["recipe"]["registry"] == LABEL
-    assert "recipe (laruche 2026-03-08 (204de34)): test deps hypothesis pympler cloudpickle" in setup["sources"]
+    assert deps == ("hypothesis", "pympler", "cloudpickle") and setup.requires_from == "recipe"
+    assert (setup.tests, setup.tests_from) == ("tests", "inferred")  # the recipe names none
+    assert setup.recipe["registry"] == LABEL
+    assert "recipe (laruche 2026-03-08 (204de34)): test deps hypothesis pympler cloudpickle" in setup.sources
 
 
 def test_an_extension_projects_recipe_gives_its_tests_path_and_timeout(tmp_path: Path) -> None:
@@ -79,10 +79,10 @@ def test_an_extension_projects_recipe_gives_its_tests_path_and_timeout(tmp_path:
     assert got.used == ("timeout 300s for the suite", "test path tests")
     job = _job("{name: propcache}", "settings: {job_timeout: 120}\n")
     pkg, setup, deps = testsetup.resolve(job.package, job.settings, PY313, src)
-    assert (pkg.tests, setup["tests_from"], setup["requires_from"]) == ("tests", "recipe", "inferred")
+    assert (pkg.tests, setup.tests_from, setup.requires_from) == ("tests", "recipe", "inferred")
     assert deps == infer.infer_test_setup(src, "propcache").requires  # requirements/test.txt
     assert ("timeout 300s for the suite is past settings.job_timeout (120s): the budget may end "
-            "before every mode ran") in setup["recipe"]["not_held"]
+            "before every mode ran") in setup.recipe["not_held"]
 
 
 def test_an_extension_recipes_path_that_the_sdist_lacks_is_said(tmp_path: Path) -> None:
@@ -104,8 +104,8 @@ def test_skip_versions_stops_the_job_on_that_version_only(tmp_path: Path) -> Non
     assert registry.skip_reason(rec, "3.15") == why and registry.skip_reason(rec, "3.13") == ""
     job = _job("{name: numpy, version: '2.3.5'}")
     skip = testsetup.registry_skip(job.package, job.settings, "3.15")
-    assert skip is not None and skip["recipe"]["skip"] == why and skip["recipe"]["timeout"] == 1800
-    assert skip["sources"] == [f"recipe ({LABEL}): not run on 3.15: {why}"]
+    assert skip is not None and skip.recipe["skip"] == why and skip.recipe["timeout"] == 1800
+    assert skip.sources == (f"recipe ({LABEL}): not run on 3.15: {why}",)
     assert testsetup.registry_skip(job.package, job.settings, "3.13") is None
     off = _job("{name: numpy}", "settings: {registry: false}\n")
     assert off.settings.registry is None and testsetup.registry_skip(off.package, off.settings, "3.15") is None
@@ -182,9 +182,9 @@ def test_matrix_yaml_wins_field_by_field(tmp_path: Path) -> None:
     src = _copy("propcache-0.5.4", tmp_path)
     job = _job("{name: propcache, tests: tests/test_x.py, test_requires: [freezegun], pytest_args: [-x]}")
     pkg, setup, deps = testsetup.resolve(job.package, job.settings, PY313, src)
-    assert (setup["tests"], setup["requires"], setup["pytest_args"]) == ("tests/test_x.py", ["freezegun"], ["-x"])
-    assert {setup[k] for k in ("tests_from", "requires_from", "pytest_args_from")} == {"matrix.yaml"}
-    assert setup["recipe"]["tests"] == "tests"  # what the recipe offered, recorded all the same
+    assert (setup.tests, setup.requires, setup.pytest_args) == ("tests/test_x.py", ("freezegun",), ("-x",))
+    assert {getattr(setup, k) for k in ("tests_from", "requires_from", "pytest_args_from")} == {"matrix.yaml"}
+    assert setup.recipe["tests"] == "tests"  # what the recipe offered, recorded all the same
 
 
 # --------------------------------------------------------------------------- other registries

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from harness.core.evidence import ModeCoverage, Wheel
+from harness.core.testsetup import TestSetup
 from harness.render import common
-from harness.results.report import ProjectMeta, TestSetup
+from harness.results.report import ProjectMeta
 
 
 def mode(m, *, known=True, in_threads=5, total=10, **kw):

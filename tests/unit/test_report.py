@@ -10,6 +10,7 @@ import pytest
 
 from harness import render
 from harness.core.evidence import Wheel
+from harness.core.testsetup import TestSetup
 from harness.results import aggregate
 from harness.results.load import read_report
 from harness.results.report import (
@@ -19,7 +20,6 @@ from harness.results.report import (
     JobEntry,
     Meta,
     ProjectMeta,
-    TestSetup,
 )
 from tests.data.report.shared import full_report, load, previous
 

@@ -34,6 +34,6 @@ def test_the_job_installs_none_and_its_test_setup_says_so(tmp_path) -> None:
     _, test_setup, deps = testsetup.resolve(job.package, job.settings,
                                             InterpreterInfo(name="t", version="3.13.5", key="k"), Path(src))
     assert "pytest-mock" in deps and not any("evil" in d for d in deps)
-    assert not any("evil" in d for d in test_setup["requires"])  # the recipe's installs too
+    assert not any("evil" in d for d in test_setup.requires)  # the recipe's installs too
     assert ("not installed: evil @ https://example.org/evil-1.0.tar.gz (a direct URL reference; list it "
-            "in the package's test_requires in matrix.yaml to install it)") in test_setup["sources"]
+            "in the package's test_requires in matrix.yaml to install it)") in test_setup.sources

@@ -40,6 +40,7 @@ from harness.core.model import (  # noqa: E402
     TestCommand,
     write_json_atomic,
 )
+from harness.core.testsetup import TestSetup  # noqa: E402
 from harness.job.recipe import recipe  # noqa: E402
 from harness.verdict.commands import probe_command, reproduce  # noqa: E402
 
@@ -167,7 +168,8 @@ def result(job: str, package: str, version: str, verdict: str, *, source: str = 
             f"gil{m}": cov(m, in_threads=10, total=10) for m in (0, 1)},
         wheel=Wheel.from_dict(wheel) if wheel else (
             Wheel(installed="local source", available="n/a") if source == "local" else None),
-        metadata=metadata or {}, notes=notes, links=links, test_setup=test_setup or {},
+        metadata=metadata or {}, notes=notes, links=links,
+        test_setup=TestSetup.from_dict(test_setup or {}),
     )
 
 

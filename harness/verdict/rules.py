@@ -379,6 +379,11 @@ def _junit_finding(kind: str, tid: str, modes: tuple[int, ...], first: Phase, co
                    phase=first.name)
 
 
+def _own_module(mod: str, own: Sequence[str]) -> bool:
+    """Whether ``mod`` is one of the package's import packages or under one (no names: assume so)."""
+    return not own or any(mod == o or mod.startswith(f"{o}.") for o in own)
+
+
 def _gil_findings(phases: Sequence[Phase], probe: Probe) -> list[Finding]:
     probe_phase = next((p for p in phases if p.kind == "probe"), None)
     modules: list[str] = list(probe_phase.gil_modules) if probe_phase else []
@@ -404,7 +409,9 @@ def _gil_findings(phases: Sequence[Phase], probe: Probe) -> list[Finding]:
             module=mod,
             evidence="warning",
             excerpt="\n".join(warning_lines(text, mod)) or f"module '{mod}'",
-            message=f"GIL re-enabled by `{mod}`",
+            message=f"GIL re-enabled by `{mod}`" + ("" if _own_module(mod, probe.imported) else (
+                f", not a module of the package: another distribution's, which importing "
+                f"{', '.join(probe.imported)} loads (a dependency, or a test dependency installed beside it)")),
             reproduce=probe_command(probe_phase, phases, mod),
             phase=probe_phase.name if probe_phase else "probe",
         )

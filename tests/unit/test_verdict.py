@@ -407,3 +407,15 @@ def test_a_budget_spent_before_any_threaded_run_is_no_compatible():
     (b,) = d.findings
     assert b.kind == "budget-spent" and b.phase == "collect"
     assert "no threaded run with the GIL off or with the GIL on happened" in b.excerpt
+
+
+def test_a_gil_module_of_another_distribution_is_said_so():
+    # aiohttp 3.14.5 (the published slice, docker): importing aiohttp with its test deps beside
+    # it loaded Brotli's `_brotli`, which re-enabled the GIL; aiohttp's own modules did not (a
+    # fresh venv with aiohttp alone has no `_brotli`: benchmarks/crosscheck.py)
+    d = decide(load("probe-gil-dependency"), settings=S)
+    (f,) = d.findings
+    assert f.kind == "gil-reenabled" and f.module == "_brotli"
+    assert "not a module of the package" in f.message and "importing aiohttp loads" in f.message
+    (own,) = decide(load("probe-gil"), settings=S).findings
+    assert own.message == "GIL re-enabled by `legacyext`"

@@ -25,14 +25,21 @@ def tools(pytest9: bool) -> tuple[str, ...]:
 TOX = ("tox==4.67.15",)
 
 
+VENDORED = frozenset({"_vendored", "vendored", "_vendor", "vendor", "third_party", "_third_party"})
+
+
 def has_tests(src_host: Path, tests: str) -> bool:
-    """Whether ``tests`` (a file, or a dir with test_*.py / *_test.py files) is in the source."""
+    """Whether ``tests`` (a file, or a dir with test_*.py / *_test.py files) is in the source.
+    With no tests path (pytest searches the root), test files inside a vendored copy of another
+    project (``_vendored/``, ``vendor/``, ``third_party/`` ...) are not the package's: debugpy
+    1.8.22's sdist ships only pydevd's, under ``src/debugpy/_vendored/``."""
     root = src_host / tests if tests else src_host
     if root.is_file():
         return True
     if not root.is_dir():
         return False
-    return any(root.rglob("test_*.py")) or any(root.rglob("*_test.py"))
+    found = (f for pattern in ("test_*.py", "*_test.py") for f in root.rglob(pattern))
+    return any(tests or not VENDORED & set(f.relative_to(root).parts[:-1]) for f in found)
 
 
 def has_pytest_config(src_host: Path, tests: str) -> bool:

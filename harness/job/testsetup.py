@@ -8,7 +8,10 @@ arguments:
    ``settings.registry``), where it holds for the sdist;
 3. what harness.testsetup.infer reads from the sdist.
 
-The pytest arguments are the exception: a recipe's options (``-o addopts=``, ``-k``, ``-m``,
+The test dependencies are an exception: a recipe's are added to what the sdist declares, never
+instead of it (a recipe names what a checkout's instructions install on top of the project's
+own groups: asyncpg's names uvloop, its sdist's ``test`` group distro, gssapi ...).
+The pytest arguments are the other: a recipe's options (``-o addopts=``, ``-k``, ``-m``,
 ``-p no:NAME``, ``--deselect``, ...) are added after the inferred ones, which neutralize what
 cannot work in the harness (coverage, ``-n``), so both apply.  The job records the result as
 its ``test_setup`` (harness.core.testsetup.TestSetup; ``*_from``: ``matrix.yaml``, ``recipe``,
@@ -24,6 +27,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.utils import canonicalize_name
 from packaging.version import Version
 
 from ..config.matrix import Package, Settings
@@ -102,7 +107,7 @@ def resolve(pkg: Package, settings: Settings, interp: InterpreterInfo,
         return inferred, "inferred"
 
     tests, tests_from = pick(pkg.tests, rec.tests if rec else "", setup.tests)
-    requires, requires_from = pick(pkg.test_requires, rec.requires if rec else (), setup.requires)
+    requires, requires_from = _requires(pkg.test_requires, rec.requires if rec else (), setup.requires)
     if pkg.pytest_args:
         args, args_from = pkg.pytest_args, "matrix.yaml"
     elif rec and rec.pytest_args:
@@ -131,3 +136,22 @@ def resolve(pkg: Package, settings: Settings, interp: InterpreterInfo,
                            pytest_args=tuple(args), pytest_args_from=args_from,
                            sources=tuple(sources), recipe=applied)
     return replace(pkg, tests=tests, pytest_args=tuple(args)), test_setup, tuple(deps)
+
+
+def _requires(own: Sequence[str], from_recipe: Sequence[str],
+              inferred: Sequence[str]) -> tuple[tuple[str, ...], str]:
+    """matrix.yaml's test deps, else the sdist's with the recipe's added (by name, once)."""
+    if own:
+        return tuple(own), "matrix.yaml"
+    names = {_name(r) for r in inferred}
+    extra = tuple(r for r in from_recipe if _name(r) not in names)
+    if not extra:
+        return tuple(inferred), "inferred"
+    return (*inferred, *extra), "recipe + inferred" if inferred else "recipe"
+
+
+def _name(req: str) -> str:
+    try:
+        return canonicalize_name(Requirement(req).name)
+    except InvalidRequirement:
+        return req

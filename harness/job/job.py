@@ -75,7 +75,8 @@ def _steps(ctx: JobCtx) -> Done:
     installed = stages.install(ctx, src, setup)
     if installed is None:  # the package (or its extension's rebuild) did not install
         return done
-    done = replace(done, version=src.version or stages.probe(ctx, setup, installed))
+    probed = stages.probe(ctx, setup, installed)  # always: the GIL probe, whatever the version
+    done = replace(done, version=src.version or probed)
     if not setup.has_tests:
         log.info("%s: no tests in the source", ctx.job.job_id)
         return done

@@ -170,6 +170,31 @@ def _with_test_deps(tmp_path: Path) -> Path:
     return pkg
 
 
+def test_a_released_package_is_probed_too(tmp_path: Path, monkeypatch) -> None:
+    """A PyPI job (its sdist's version known from the fetch) runs the GIL probe like a local one:
+    the first chain skipped it whenever the sdist named a version (the probe only filled in a
+    missing version), so no PyPI package was probed for a GIL re-enable."""
+    import hashlib
+
+    def sdist(name: str, spec: str, dest: Path) -> fetch.Fetched:
+        dest.mkdir(parents=True, exist_ok=True)
+        path = dest / "ft_clean-1.0.tar.gz"
+        with tarfile.open(path, "w:gz") as tar:
+            tar.add(PACKAGES / "ft_clean", arcname="ft_clean-1.0")
+        data = path.read_bytes()
+        return fetch.Fetched(version="1.0", path=path, url="https://example.invalid/ft_clean-1.0.tar.gz",
+                             sha256=hashlib.sha256(data).hexdigest(), size=len(data))
+
+    monkeypatch.setattr(fetch, "sdist", sdist)
+    spec = matrix.loads('settings: {repeat: 2, confirm: 0}\ninterpreters: [{name: cpython3.13t, '
+                        'version: "3.13.5", source: "debian:trixie"}]\npackages: [{name: ft_clean, version: "==1.0"}]\n')
+    (job,) = plan.make_plan(spec)
+    backend = clean_backend()
+    res, _ = go(job, backend, tmp_path / "out")
+    assert backend.ran[:2] == ["install", "probe"], backend.ran
+    assert res.phase("probe") is not None and res.version == "1.0" and res.sdist_sha256
+
+
 def test_test_deps_that_do_not_install_are_a_setup_problem_and_the_runs_go_on(tmp_path: Path) -> None:
     def missing(root: Path) -> None:  # what the step's script records (stages._deps_sh)
         (root / "logs" / "test-deps.not-installed").write_text("idna\n")

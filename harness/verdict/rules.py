@@ -38,10 +38,12 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+
+from packaging.utils import canonicalize_name
 
 from ..config.matrix import Settings
-from ..core.evidence import NOT_INSTALLED_KIND, Crash, HungTest, ModeCoverage, Probe
+from ..core.evidence import NOT_INSTALLED_KIND, Crash, HungTest, ModeCoverage, Probe, SetupProblem
 from ..core.model import INFO_KINDS, Finding, Phase, severity
 from ..parse import incomplete, probe_of
 from ..parse import setup as parse_setup
@@ -152,9 +154,12 @@ def _test_deps_finding(phase: Phase) -> Finding:
                    reproduce=reproduce(phase, None), phase=phase.name)
 
 
-def _setup_finding(kind: str, phase: Phase, tests: list[str], what: str) -> Finding:
-    """A setup failure (parse.setup): the real cause and its fix, never the package's fault."""
-    problems = phase.setup
+def _setup_finding(kind: str, phase: Phase, tests: list[str], what: str,
+                   not_installed: frozenset[str] = frozenset()) -> Finding:
+    """A setup failure (parse.setup): the real cause and its fix, never the package's fault.
+    ``not_installed``: the test deps the test-deps step could not install (canonical names): a
+    missing module that is one of them is said so, not given a ``test_requires`` fix."""
+    problems = tuple(_declared(p, not_installed) for p in phase.setup)
     first = problems[0] if problems else None
     lines = [f"{p.excerpt}{f'  [{p.where}]' if p.where and p.where not in p.excerpt else ''}"
              f"\n  fix: {p.fix}" for p in problems]
@@ -167,6 +172,14 @@ def _setup_finding(kind: str, phase: Phase, tests: list[str], what: str) -> Find
                    evidence="setup", excerpt="\n".join(lines) or phase.excerpt[-2000:],
                    message=f"setup: {what}: {cause}"[:400], reproduce=reproduce(phase, None),
                    phase=phase.name)
+
+
+def _declared(problem: SetupProblem, not_installed: frozenset[str]) -> SetupProblem:
+    dist = canonicalize_name(problem.name.split(".")[0]) if problem.kind == "missing-module" else ""
+    if dist not in not_installed:
+        return problem
+    return replace(problem, fix=f"{dist} is a test dependency the harness tried to install and could "
+                                "not (the test-deps step: it does not build or resolve for this interpreter)")
 
 
 def _table(phases: Sequence[Phase]) -> dict[str, dict[str, str]]:
@@ -366,8 +379,10 @@ def _failure_findings(
     if setup_tests:
         first = next(iter(setup_tests.values()))
         kind = "setup-error" if ran else "infra-error"  # shown; the verdict only if nothing ran
+        missing = frozenset(canonicalize_name(s.name) for p in phases if p.kind == "setup"
+                            for s in p.setup if s.kind == NOT_INSTALLED_KIND)
         out.append(_setup_finding(kind, first, sorted(setup_tests),
-                                  f"{len(setup_tests)} test(s) could not run"))
+                                  f"{len(setup_tests)} test(s) could not run", missing))
     return out, baseline
 
 

@@ -419,3 +419,14 @@ def test_a_gil_module_of_another_distribution_is_said_so():
     assert "not a module of the package" in f.message and "importing aiohttp loads" in f.message
     (own,) = decide(load("probe-gil"), settings=S).findings
     assert own.message == "GIL re-enabled by `legacyext`"
+
+
+def test_a_missing_module_that_is_a_test_dep_which_did_not_install_is_said_so():
+    # tree-sitter 0.26.1 (the not-tuned-on slice): its `tests` extra names tree-sitter-html,
+    # -json, -rust, which build with the limited API that free-threaded 3.13 does not have; the
+    # test-deps step recorded them as not installed. The tests that import them could not run:
+    # the fix is not "add tree_sitter_html to test_requires", it was there
+    d = decide(load("testdeps-not-built"), settings=S)
+    f = d.findings[0]
+    assert f.kind == "infra-error" and f.evidence == "setup"
+    assert "fix: tree-sitter-html is a test dependency the harness tried to install and could not" in f.message

@@ -21,6 +21,10 @@ def main(result: str, case: str) -> None:
     d = json.loads(res.read_text())
     for p in d["phases"]:
         shutil.copy(out_dir / p["log"], dest / "logs" / f"{p['name']}.log")
+        for extra in (".not-installed", ".json"):  # a phase's record beside its log (parse.testdeps, parse.probe)
+            beside = (out_dir / p["log"]).with_suffix(extra)
+            if beside.is_file():
+                shutil.copy(beside, dest / "logs" / f"{p['name']}{extra}")
         p["log"] = f"logs/{p['name']}.log"
         if p.get("junit"):
             shutil.copy(out_dir / p["junit"], dest / "junit" / f"{p['name']}.xml")

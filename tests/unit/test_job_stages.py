@@ -316,3 +316,18 @@ def test_a_result_written_before_the_record_reads_its_log_line() -> None:
     assert [s.name for s in again.setup] == ["trustme", "six"]
     other = {**old, "kind": "plain"}  # only a test-deps phase's line is read
     assert Phase.from_dict(other).setup == ()
+
+
+def test_from_site_packages_the_harness_import_mode_goes_whatever_set_the_args() -> None:
+    """--import-mode=append is the harness's (testsetup.resolve adds it when the source tree
+    would shadow the build); run from site-packages it goes, also when a recipe gave pytest
+    args ("recipe + inferred"), and stays only when matrix.yaml's own args named it."""
+    from harness.core.testsetup import TestSetup
+    from harness.job.stages import _installed_run
+
+    args = ("-p", "no:randomly", "--import-mode=append")
+    for where in ("inferred", "recipe", "recipe + inferred"):
+        run = _installed_run("pkg/tests", args, TestSetup(pytest_args=args, pytest_args_from=where))
+        assert run.pytest_args == ("-p", "no:randomly"), where
+    kept = _installed_run("pkg/tests", args, TestSetup(pytest_args=args, pytest_args_from="matrix.yaml"))
+    assert kept.pytest_args == args

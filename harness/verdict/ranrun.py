@@ -1,14 +1,16 @@
 """Whether a suite's run ran as it should, before anything it shows is about the package.
 
-Three ways a run can look like the package's result and not be: pytest read another project's
+Four ways a run can look like the package's result and not be: pytest read another project's
 configuration (``outside_config``: parse.setup's ``config-outside``), the suite mostly did not
-run (``mostly_errors``: most of its items errored at collection or setup), or pytest refused the
-arguments the harness gave it and the runs collected nothing (``refused_arguments``). Each is
+run (``mostly_errors``: most of its items errored at collection or setup), pytest refused the
+arguments the harness gave it and the runs collected nothing (``refused_arguments``), or a run
+was ended for its silence before any test started (``never_started``). Each is
 the harness's setup error (``infra-error``, evidence ``setup``), never a package verdict.
 """
 
 from __future__ import annotations
 
+from ..core.evidence import HungTest
 from ..core.model import Finding, Phase
 from .commands import reproduce
 
@@ -66,3 +68,16 @@ def refused_arguments(collect: Phase, runs: list[Phase]) -> Finding | None:
                    message=(f"{collect.name}: setup: pytest refused the harness's arguments ({why}); "
                             "the runs collected nothing, so the suite decided nothing")[:400],
                    reproduce=reproduce(collect, None), phase=collect.name)
+
+
+def never_started(phase: Phase, hung: HungTest, modes: tuple[int, ...]) -> Finding:
+    """A run ended for its silence before any test started: pytest was still collecting (under
+    pytest-xdist the workers collect silently). Slow collection and a freeze while importing the
+    test modules look the same from outside, and no test is named: the harness's setup finding,
+    not a ``hang`` of the package (pycryptodome 4.5.0 collects Crypto.SelfTest's test vectors for
+    minutes on a loaded machine; its import, the probe, takes a second)."""
+    return Finding(kind="infra-error", modes=modes, evidence="setup", excerpt=hung.excerpt,
+                   message=(f"{phase.name}: setup: no test started: {hung.excerpt or 'the run was silent'}"
+                            " while pytest collected the suite; raise settings.test_timeout (the silence "
+                            "allowed grows with it) or narrow the package's `tests`")[:400],
+                   reproduce=reproduce(phase, None), phase=phase.name)

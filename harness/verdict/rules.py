@@ -58,7 +58,7 @@ from .coverage import compute as compute_coverage
 from .coverage import findings as coverage_findings
 from .coverage import qualifier as coverage_qualifier
 from .modes import check as check_modes
-from .ranrun import mostly_errors, outside_config, refused_arguments
+from .ranrun import mostly_errors, never_started, outside_config, refused_arguments
 from .tsan import tsan_findings
 
 __all__ = ["Decision", "decide"]
@@ -264,6 +264,9 @@ def _hang_findings(phases: Sequence[Phase], settings: Settings) -> list[Finding]
         modes = tuple(sorted({p.gil for p, _ in hits if p.gil is not None}))
         kinds = sorted({p.kind for p, _ in hits})
         first_p, first = hits[0]
+        if not tid and not any(p.tests for p, _ in hits):  # silent before any test started
+            out.append(never_started(first_p, first, modes))
+            continue
         alone, cost = _too_slow(phases, tid, kinds, settings)
         if cost:
             out.append(Finding(

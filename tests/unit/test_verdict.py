@@ -430,3 +430,17 @@ def test_a_missing_module_that_is_a_test_dep_which_did_not_install_is_said_so():
     f = d.findings[0]
     assert f.kind == "infra-error" and f.evidence == "setup"
     assert "fix: tree-sitter-html is a test dependency the harness tried to install and could not" in f.message
+
+
+def test_a_run_silent_before_any_test_started_is_no_hang_of_the_package():
+    # pycryptodome 4.5.0 (the not-tuned-on slice, docker, load ~15): with the GIL off, pytest-xdist's
+    # workers were still collecting Crypto.SelfTest's 106,028 items when the run had been silent
+    # for 190 s and was ended; with the GIL on they collected in time and tests ran. No test is
+    # named, the import (the probe) took a second: the harness's setup finding, not a `hang`
+    s = dataclasses.replace(S, threads=4, iterations=2, repeat=1, test_timeout=60, job_timeout=900)
+    d = decide(load("stall-collecting"), settings=s)
+    assert d.verdict == "infra-error" and not by_kind(d, "hang")
+    f = d.findings[0]
+    assert f.evidence == "setup" and f.phase == "plain-gil0"
+    assert f.message.startswith("plain-gil0: setup: no test started: no output for 190 s")
+    assert decide(load("watchdog"), settings=S).verdict == "hang"  # a named test that froze still is

@@ -94,6 +94,14 @@ def make_job(path: Path, settings: str = "{repeat: 2, confirm: 0}", name: str = 
     return job
 
 
+def pypi_job(name: str, version: str, settings: str = "{repeat: 2, confirm: 0}") -> plan.Job:
+    """A job of a release on the index (the test fakes ``fetch.sdist``)."""
+    spec = matrix.loads(f'settings: {settings}\ninterpreters: [{{name: cpython3.13t, version: "3.13.5", '
+                        f'source: "debian:trixie"}}]\npackages: [{{name: {name}, version: "{version}"}}]\n')
+    (job,) = plan.make_plan(spec)
+    return job
+
+
 def go(job: plan.Job, backend: FakeBackend, out: Path, interp: InterpreterInfo = INFO,
        tarball: str = "") -> tuple[JobResult, list[tuple[str, str]]]:
     steps: list[tuple[str, str]] = []
@@ -150,9 +158,7 @@ def test_a_fetch_that_finds_no_sdist_stops_the_job(tmp_path: Path, monkeypatch) 
         raise fetch.NoSdist(f"{name} {spec}: no sdist on the index")
 
     monkeypatch.setattr(fetch, "sdist", no_sdist)
-    spec = matrix.loads('interpreters: [{name: cpython3.13t, version: "3.13.5", source: "debian:trixie"}]\n'
-                        'packages: [{name: nosuchpkg, version: "==1.2.3"}]\n')
-    (job,) = plan.make_plan(spec)
+    job = pypi_job("nosuchpkg", "==1.2.3")
     backend = clean_backend()
     res, steps = go(job, backend, tmp_path / "out")
     assert backend.ran == []  # the host fetched, nothing ran in the backend
@@ -186,9 +192,7 @@ def test_a_released_package_is_probed_too(tmp_path: Path, monkeypatch) -> None:
                              sha256=hashlib.sha256(data).hexdigest(), size=len(data))
 
     monkeypatch.setattr(fetch, "sdist", sdist)
-    spec = matrix.loads('settings: {repeat: 2, confirm: 0}\ninterpreters: [{name: cpython3.13t, '
-                        'version: "3.13.5", source: "debian:trixie"}]\npackages: [{name: ft_clean, version: "==1.0"}]\n')
-    (job,) = plan.make_plan(spec)
+    job = pypi_job("ft_clean", "==1.0")
     backend = clean_backend()
     res, _ = go(job, backend, tmp_path / "out")
     assert backend.ran[:2] == ["install", "probe"], backend.ran

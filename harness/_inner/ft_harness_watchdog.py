@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import faulthandler
 import os
+import threading
+import time
 
 import pytest
 
@@ -21,6 +23,14 @@ SECONDS = float(os.environ.get("FT_HARNESS_WATCHDOG", "0") or 0)
 # the process's own stderr, taken at import (PYTEST_PLUGINS loads us before pytest's capture
 # starts): during a test fd 2 is pytest's capture file, which nobody reads after the process ends
 LOG_FD = os.dup(2) if SECONDS > 0 else -1
+# Collection prints nothing until it is done, and an xdist worker's not even then: pycryptodome
+# 3.23's 106,028 items took its GIL-off workers past the harness's silence limit (190 s) with no
+# test started. While collecting, a line every HEARTBEAT seconds says so (from a Python thread:
+# a process frozen with the GIL held stays silent and is still ended for it), and faulthandler
+# ends a collection still going at COLLECT_SECONDS, with every thread's stack.
+HEARTBEAT = float(os.environ.get("FT_HARNESS_HEARTBEAT", "30") or 30)  # seconds; tests set it lower
+COLLECT_SECONDS = max(600.0, 3 * SECONDS)
+_items = [0]
 
 
 def pytest_configure(config) -> None:
@@ -47,3 +57,33 @@ def pytest_runtest_protocol(item, nextitem):  # noqa: ARG001 (pytest's hook sign
         yield
     finally:
         faulthandler.cancel_dump_traceback_later()
+
+
+def _beat(done: threading.Event, started: float) -> None:
+    who = os.environ.get("PYTEST_XDIST_WORKER", "pytest")
+    while not done.wait(HEARTBEAT):
+        line = f"[ft-harness] {who}: collecting, {_items[0]} items so far ({time.monotonic() - started:.0f} s)\n"
+        try:
+            os.write(LOG_FD, line.encode())
+        except OSError:
+            return
+
+
+def pytest_itemcollected(item) -> None:  # noqa: ARG001 (pytest's hook signature)
+    _items[0] += 1
+
+
+@pytest.hookimpl(hookwrapper=True, tryfirst=True)
+def pytest_collection(session):  # noqa: ARG001 (pytest's hook signature)
+    if SECONDS <= 0:
+        yield
+        return
+    done = threading.Event()
+    beat = threading.Thread(target=_beat, args=(done, time.monotonic()), name="ft-harness-heartbeat", daemon=True)
+    beat.start()
+    faulthandler.dump_traceback_later(COLLECT_SECONDS, exit=True, file=LOG_FD)
+    try:
+        yield
+    finally:
+        faulthandler.cancel_dump_traceback_later()
+        done.set()

@@ -24,7 +24,7 @@ from ..core.model import Finding, InterpreterInfo, JobResult, now_iso
 from ..core.testsetup import TestSetup
 from ..core.wsfs import JobDir
 from ..verdict import artifact
-from . import jobfiles, stages, testsetup, tsan
+from . import datalinks, jobfiles, stages, testsetup, tsan
 from .context import JobCtx, Progress, base_env
 from .recipe import recipe
 from .source import pinned_version, source
@@ -43,6 +43,7 @@ class Done:
     test_setup: TestSetup = field(default_factory=TestSetup)  # what the tests ran with, and from where
     tools: tuple[str, ...] = TOOLS  # the pinned test tools
     sdist_sha256: str = ""  # the fetched sdist's, checked against the index (reuse compares it)
+    data_links: tuple[str, ...] = ()  # sdist dirs linked beside the installed package (harness.job.datalinks)
 
 
 def _start_env(ctx: JobCtx) -> tuple[dict[str, str], tuple[str, ...]]:
@@ -80,9 +81,11 @@ def _steps(ctx: JobCtx) -> Done:
     if not setup.has_tests:
         log.info("%s: no tests in the source", ctx.job.job_id)
         return done
-    run = stages.run_tests(ctx, stages.suite_run(ctx, src, setup, installed))
+    run = stages.suite_run(ctx, src, setup, installed)
+    record, links = datalinks.link(ctx, src, setup.data_dirs, run.record)  # dulwich's testdata/
+    run = stages.run_tests(ctx, replace(run, record=record))
     stages.confirm(ctx, run)
-    return replace(done, test_setup=run.record)
+    return replace(done, test_setup=run.record, data_links=links)
 
 
 def run_job(job: Job, *, interp: InterpreterInfo, python: str, backend: Backend, out: Path, key: str,
@@ -151,7 +154,7 @@ def _result(ctx: JobCtx, done: Done, *, key: str, started: str, skip: TestSetup 
         replace(f, reproduce=backend.reproduce_command(ctx.ws, f.reproduce, network=f.phase in network_phases),
                 recipe=recipe(f, phases, package=job.package.name, version=done.version, interp=interp,
                               local_path=job.package.path, tools=done.tools,
-                              test_requires=done.test_setup.requires))
+                              test_requires=done.test_setup.requires, data_links=done.data_links))
         if f.reproduce else f for f in decision.findings)
     install_ok = any(p.name == "install" and p.ok for p in phases)
     report = f"logs/{artifact.REBUILD_REPORT}" if artifact.rebuilt(phases) else "logs/install-report.json"

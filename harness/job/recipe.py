@@ -63,7 +63,7 @@ def _plugins(plugins: Sequence[str]) -> list[str]:
 
 def recipe(finding: Finding, phases: Sequence[Phase], *, package: str, version: str,
            local_path: str, interp: InterpreterInfo, tools: Sequence[str],
-           test_requires: Sequence[str]) -> str:
+           test_requires: Sequence[str], data_links: Sequence[str] = ()) -> str:
     """The laptop recipe of one finding ('' when its phase is not a test run we can rebuild)."""
     phase = next((p for p in phases if p.name == finding.phase), None)
     tc = phase.test_command if phase is not None else None
@@ -87,6 +87,9 @@ def recipe(finding: Finding, phases: Sequence[Phase], *, package: str, version: 
     else:
         lines += [f"cp -R {shlex.quote(local_path)} src && cd src  # the package's local source",
                   f"python -m pip install . {shlex.join([*pins, *test_requires])}"]
+    if data_links:  # the sdist's data where the installed package looks for it (harness.job.datalinks)
+        sp = '"$(python -c \'import sysconfig; print(sysconfig.get_path("purelib"))\')"'
+        lines += [f"ln -s \"$PWD\"/{shlex.quote(d.rsplit('/', 1)[-1])} {sp}/{shlex.quote(d)}" for d in data_links]
     env = {k: v for k, v in sorted(phase.env.items()) if k in ("PYTHON_GIL", "PYTHONFAULTHANDLER")}
     test = (finding.test_id,) if finding.test_id else tc.paths
     argv = ["python", *tc.head[1:], *_options(tc.options, phase.cwd), *_plugins(tc.plugins),

@@ -23,7 +23,7 @@ from ..config.matrix import Package
 from ..core.evidence import NOT_INSTALLED, NOT_INSTALLED_SUFFIX
 from ..core.model import TestCommand
 from ..core.testsetup import TestSetup
-from ..testsetup import pytestcfg
+from ..testsetup import datadirs, pytestcfg
 from ..verdict import artifact
 from . import jobfiles, suite, testsetup, tsan
 from .context import JobCtx, base_env, run_phase
@@ -55,6 +55,7 @@ class SuiteSetup:
     compiled: str  # why the sdist builds extension modules ("" not, or not checked)
     at_source: RunFrom
     installed: RunFrom | None  # the tests ship inside the package: from site-packages, if there
+    data_dirs: tuple[datadirs.DataDir, ...] = ()  # sdist data the package reads beside itself
 
     @property
     def tox(self) -> bool:
@@ -102,7 +103,8 @@ def suite_setup(ctx: JobCtx, src: Source) -> SuiteSetup:
         config=cfg[0] if cfg else "",
         compiled="" if job.package.is_local or tox else _compiled(src, pkg.name),
         at_source=RunFrom(tests=pkg.tests, pytest_args=pkg.pytest_args, record=record),
-        installed=_installed_run(in_package, pkg.pytest_args, record) if in_package else None)
+        installed=_installed_run(in_package, pkg.pytest_args, record) if in_package else None,
+        data_dirs=() if tox else datadirs.find(src.src_host, pkg.name, pkg.tests))
 
 
 def _compiled(src: Source, name: str) -> str:

@@ -154,6 +154,14 @@ def _test_deps_finding(phase: Phase) -> Finding:
                    reproduce=reproduce(phase, None), phase=phase.name)
 
 
+def _setup_step_finding(phase: Phase) -> Finding:
+    """Another setup step of the harness (the data links, harness.job.datalinks) failed."""
+    last = next((ln for ln in reversed(phase.excerpt.splitlines()) if ln.strip()), "no output")
+    return Finding(kind="setup-error", evidence="setup", excerpt=phase.excerpt[-1500:],
+                   message=f"setup: the {phase.name} step failed: {last}"[:400],
+                   reproduce=reproduce(phase, None), phase=phase.name)
+
+
 def _setup_finding(kind: str, phase: Phase, tests: list[str], what: str,
                    not_installed: frozenset[str] = frozenset()) -> Finding:
     """A setup failure (parse.setup): the real cause and its fix, never the package's fault.
@@ -463,7 +471,8 @@ def decide(phases: Sequence[Phase], *, settings: Settings, claims: bool = True) 
     own = frozenset(probe.imported)
     failures, _baseline = _failure_findings(phases, ran_modes, blamed, own)
     findings += crashes + hangs + failures + _gil_findings(phases, probe) + tsan_findings(phases)
-    findings += [_test_deps_finding(p) for p in phases if p.kind == "setup" and not p.ok]
+    findings += [_test_deps_finding(p) if p.name == "test-deps" else _setup_step_finding(p)
+                 for p in phases if p.kind == "setup" and not p.ok]
     findings += _budget_findings(phases, settings)
     cov = compute_coverage(phases)
     findings += coverage_findings(cov, phases)

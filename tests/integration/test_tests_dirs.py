@@ -47,3 +47,16 @@ def test_tests_only_inside_the_package(tmp_path, ft_interpreter) -> None:
     _runs_from_site_packages(d, "inpkg/tests", {
         "inpkg/tests/test_counter.py::test_bump_counts_up",
         "inpkg/tests/test_counter.py::test_installed_copy"})
+
+
+def test_sdist_data_the_package_reads_beside_itself_is_linked(tmp_path, ft_interpreter) -> None:
+    """ft_datadir's own helper opens dirname(__file__)/../testdata, as dulwich 1.2.21's does
+    (102 of its tests failed with FileNotFoundError on site-packages/testdata before the link)."""
+    d = run_fixture(tmp_path, "ft_datadir", SETTINGS)
+    assert d["verdict"] == "compatible", d["findings"]
+    link = next(p for p in d["phases"] if p["name"] == "data-links")
+    assert link["exit_code"] == 0 and link["kind"] == "setup", link
+    assert any(s.startswith("testdata/ linked at site-packages/testdata: ft_datadir/__init__.py")
+               for s in d["test_setup"]["sources"]), d["test_setup"]
+    for p in (p for p in d["phases"] if p["kind"] in ("plain", "threads")):
+        assert p["counts"] == {"passed": 2}, (p["name"], p["counts"])

@@ -79,3 +79,20 @@ def test_the_plugin_registers_pytest_covs_marker_when_pytest_cov_is_not_there(tm
     env = {**bare, "PYTEST_PLUGINS": PLUGIN, "PYTHONPATH": str(SOURCE.parent)}
     r = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_a_long_collection_says_so_from_every_xdist_worker(tmp_path: Path) -> None:
+    # pycryptodome 3.23: 106,028 items kept its GIL-off xdist workers silent past the harness's
+    # silence limit (190 s) before any test started; a heartbeat line keeps a long collection
+    # apart from a frozen process. Here a test module that takes 3 s to import, heartbeat 1 s.
+    (tmp_path / "test_slow_import.py").write_text(
+        "import time\ntime.sleep(3)\n\ndef test_a():\n    pass\n\ndef test_b():\n    pass\n")
+    env = {**os.environ, **watchdog_env(_ws(tmp_path), {}, 5), "FT_HARNESS_HEARTBEAT": "1"}
+    env["PYTHONPATH"] = str(tmp_path / "host" / "inner" / "watchdog")
+    r = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-v", "-n", "2",
+                        "test_slow_import.py"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    out = r.stdout + r.stderr
+    assert r.returncode == 0, out
+    for worker in ("gw0", "gw1"):
+        assert f"[ft-harness] {worker}: collecting, 0 items so far (1 s)" in out, out
+    assert "2 passed" in r.stdout

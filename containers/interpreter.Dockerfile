@@ -19,6 +19,12 @@ RUN apt-get update -q \
 COPY source.tar build.sh /tmp/ft-build/
 RUN sh /tmp/ft-build/build.sh && rm -rf /tmp/ft-build
 
+# Commands suites call (harness.interpreters.TEST_TOOLS): ps, git, gpg, gpgsm, ssh-keygen.
+ARG TEST_TOOLS
+RUN apt-get update -q \
+ && apt-get install -y -q --no-install-recommends $TEST_TOOLS \
+ && rm -rf /var/lib/apt/lists/*
+
 # The per-job runtime: a non-root user, a writable work dir, a pip cache mount point
 # (a named volume created from here inherits the owner), nothing else.
 RUN useradd --uid 1000 --user-group --create-home --shell /bin/sh ft \

@@ -15,6 +15,12 @@ RUN apt-get update -q \
  && apt-get install -y -q --no-install-recommends $BUILD_DEPS \
  && rm -rf /var/lib/apt/lists/*
 
+# Commands suites call (harness.interpreters.TEST_TOOLS): ps, git, gpg, gpgsm, ssh-keygen.
+ARG TEST_TOOLS
+RUN apt-get update -q \
+ && apt-get install -y -q --no-install-recommends $TEST_TOOLS \
+ && rm -rf /var/lib/apt/lists/*
+
 # The per-job runtime: a non-root user, a writable work dir, a pip cache mount point
 # (a named volume created from here inherits the owner), the interpreter's mount point.
 RUN useradd --uid 1000 --user-group --create-home --shell /bin/sh ft \

@@ -53,7 +53,7 @@ class Mounted:
 
 
 def runtime_tag(base: str) -> str:
-    blob = json.dumps({"base": base, "deps": interpreters.BUILD_DEPS,
+    blob = json.dumps({"base": base, "deps": interpreters.BUILD_DEPS, "tools": interpreters.TEST_TOOLS,
                        "dockerfile": hashlib.sha256(RUNTIME_DOCKERFILE.read_bytes()).hexdigest()})
     return f"{RUNTIME_REPO}:{hashlib.sha256(blob.encode()).hexdigest()[:12]}"
 
@@ -89,7 +89,8 @@ def _build(client, tag: str, base: str, log_path: Path, heartbeat: Heartbeat = n
         stream = client.api.build(
             fileobj=buf, custom_context=True, tag=tag, rm=True, forcerm=True, decode=True,
             pull=False, labels={f"{LABEL}.kind": "runtime", f"{LABEL}.base": base},
-            buildargs={"BASE": base, "BUILD_DEPS": " ".join(interpreters.BUILD_DEPS)})
+            buildargs={"BASE": base, "BUILD_DEPS": " ".join(interpreters.BUILD_DEPS),
+                       "TEST_TOOLS": " ".join(interpreters.TEST_TOOLS)})
         with open(log_path, "w") as logf, heartbeat(f"building image {tag} (log {log_path})"):
             for chunk in stream:
                 if "stream" in chunk:

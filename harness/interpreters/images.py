@@ -202,7 +202,11 @@ def _bootstrap_and_import(client, tag: str, inputs: dict[str, str], images: Path
 
 
 def interpreter_tag(key: str) -> str:
-    return f"{INTERP_REPO}:{key}"
+    """The interpreter's build key, then what else makes the image: its Dockerfile and the
+    Debian packages it installs (a changed one is a new image, never a stale cached one)."""
+    blob = json.dumps({"dockerfile": hashlib.sha256(DOCKERFILE.read_bytes()).hexdigest(),
+                       "deps": interpreters.BUILD_DEPS, "tools": interpreters.TEST_TOOLS})
+    return f"{INTERP_REPO}:{key}-{hashlib.sha256(blob.encode()).hexdigest()[:8]}"
 
 
 def build_script(interp: Interpreter, jobs: int) -> str:
@@ -294,7 +298,8 @@ def _build_interpreter(client, interp: Interpreter, tarball: Path, key: str, tag
         stream = client.api.build(
             fileobj=_context(interp, tarball, jobs), custom_context=True, tag=tag,
             labels=labels, rm=True, forcerm=True, decode=True, pull=False,
-            buildargs={"BASE": base, "BUILD_DEPS": " ".join(interpreters.BUILD_DEPS)},
+            buildargs={"BASE": base, "BUILD_DEPS": " ".join(interpreters.BUILD_DEPS),
+                       "TEST_TOOLS": " ".join(interpreters.TEST_TOOLS)},
         )
         what = f"building image {tag} (CPython {interp.version}; log {log_path})"
         with open(log_path, "w") as logf, heartbeat(what) as hb:

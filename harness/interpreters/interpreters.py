@@ -65,6 +65,11 @@ BUILD_DEPS = (
     "uuid-dev",
     "xz-utils",
 )
+# Commands test suites call that a CI runner has and a bare Debian image does not: ps
+# (setproctitle 1.3's tests read the title back with `ps -x`), git, gpg, gpgsm and ssh-keygen
+# (dulwich 1.2.21's signing tests: "No GPG vendor available" without them). The docker images
+# install them in a layer of their own, after the interpreter's build.
+TEST_TOOLS = ("procps", "git", "gnupg", "gpgsm", "openssh-client")
 
 def cache_root(cli_value: str | None = None) -> Path:
     value = cli_value or os.environ.get("FT_HARNESS_CACHE") or "~/.cache/ft-harness"

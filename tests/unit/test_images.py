@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shlex
 import tarfile
 from pathlib import Path
@@ -58,7 +59,8 @@ def test_build_script_runs_the_local_builders_commands():
 
 
 def test_interpreter_tag():
-    assert images.interpreter_tag("cpython-3.13.5-ft-abc") == "ft-harness/interp:cpython-3.13.5-ft-abc"
+    tag = images.interpreter_tag("cpython-3.13.5-ft-abc")
+    assert re.fullmatch(r"ft-harness/interp:cpython-3\.13\.5-ft-abc-[0-9a-f]{8}", tag), tag
 
 
 def test_build_context_holds_dockerfile_script_and_tarball(tmp_path: Path):

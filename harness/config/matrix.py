@@ -48,6 +48,7 @@ class Settings:
     confirm_budget: int = 600  # seconds per job those re-runs may take together
     registry: str | None = "shipped"  # community recipes: the snapshot in harness/data, a path, None: off
     fallback_wheel: str = "build"  # a compiled project's pure wheel: build it from its sdist, or keep it
+    gil_on: str = "targeted"  # the GIL-on runs: only the tests the GIL-off runs left red, or the whole suite
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -165,7 +166,7 @@ class MatrixSpec:
 
 def _settings(ctx: y.Ctx, node: yaml.Node, base: Path) -> Settings:
     keys = ["threads", "iterations", "repeat", "test_timeout", "job_timeout", "install_timeout",
-            "gil_modes", "min_parallel_fraction", "confirm", "confirm_budget", "registry", "fallback_wheel"]
+            "gil_modes", "min_parallel_fraction", "confirm", "confirm_budget", "registry", "fallback_wheel", "gil_on"]
     m = y.mapping(ctx, node, "settings", keys)
     kw: dict[str, Any] = {}
     for key in ("threads", "iterations", "repeat", "test_timeout", "job_timeout", "install_timeout",
@@ -197,14 +198,14 @@ def _settings(ctx: y.Ctx, node: yaml.Node, base: Path) -> Settings:
         n = m["min_parallel_fraction"]
         v = y.scalar(ctx, n, "settings.min_parallel_fraction")
         if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v <= 1:
-            raise ctx.fail(
-                n, f"settings.min_parallel_fraction must be a number from 0 to 1, got {y.kind(n)}"
-            )
+            raise ctx.fail(n, f"settings.min_parallel_fraction must be a number from 0 to 1, got {y.kind(n)}")
         kw["min_parallel_fraction"] = float(v)
     if "registry" in m:  # a file or laruche checkout, read now; false: no recipes (harness.testsetup.registry)
         kw["registry"] = registry_setting(ctx, m["registry"], base)
     if "fallback_wheel" in m:  # harness.verdict.artifact
         kw["fallback_wheel"] = y.choice(ctx, m["fallback_wheel"], "settings.fallback_wheel", FALLBACK_MODES)
+    if "gil_on" in m:  # harness.verdict.gilon
+        kw["gil_on"] = y.choice(ctx, m["gil_on"], "settings.gil_on", ("targeted", "full"))
     return Settings(**kw)
 
 

@@ -33,14 +33,16 @@ from .evidence import (
     known,
     not_installed_of_old,
 )
+from .gilon import GilOn
 from .testsetup import TestSetup
 
-RESULT_SCHEMA = 9  # 2: Phase.test_command (the command in parts); 3: typed crash/hang/parallel,
+RESULT_SCHEMA = 10  # 2: Phase.test_command (the command in parts); 3: typed crash/hang/parallel,
 # coverage and wheel (harness.core.evidence); 4: finding kind budget-spent, Hang.spent;
 # 5: finding kind slow-in-threads, TestCase.seconds; 6: Phase.probe (probe.json, typed: the
 # verdict reads it from the phases); 7: verdict and finding kind skipped, test_setup.recipe
 # (harness.testsetup.registry); 8: sdist_sha256, reused_from (harness.job.reuse); 9: Wheel.fallback (harness.verdict.artifact)
-READABLE_SCHEMAS = (2, 3, 4, 5, 6, 7, 8, 9)
+# 10: Phase.subset, JobResult.gil_on (settings.gil_on: targeted, harness.verdict.gilon)
+READABLE_SCHEMAS = (2, 3, 4, 5, 6, 7, 8, 9, 10)
 
 # Verdicts, most severe first.  These strings are the contract of report.json.
 VERDICTS = (
@@ -168,6 +170,7 @@ class Phase:
     log: str = ""  # path relative to the output dir
     junit: str = ""  # path relative to the output dir, "" when none was written
     infra: str = ""
+    subset: int = 0  # > 0: the run was given only this many test ids (harness.verdict.gilon); 0: the suite
     # Filled by harness.parse from the log and the JUnit XML:
     tests: dict[str, TestCase] = field(default_factory=dict)
     counts: dict[str, int] = field(default_factory=dict)  # outcome -> n
@@ -201,8 +204,9 @@ class Phase:
         d["setup"] = [asdict(x) for x in self.setup]
         if self.probe:
             d["probe"] = self.probe.to_dict()
-        else:
-            del d["probe"]  # a probe phase's key only: the other phases write what they wrote
+        for key in ("probe", "subset"):  # a probe phase's key, a run given some tests' (verdict.gilon):
+            if not getattr(self, key):  # the other phases write what they wrote
+                del d[key]
         return d
 
     @classmethod
@@ -350,6 +354,7 @@ class JobResult:
     test_setup: TestSetup = field(default_factory=TestSetup)
     sdist_sha256: str = ""  # of the sdist tested (PyPI packages; checked against the index)
     reused_from: str = ""  # not run: taken from this earlier run's results (run --reuse), else ""
+    gil_on: GilOn | None = None  # what the GIL-on runs ran, and why (None: no test stage, or before schema 10)
 
     def phase(self, name: str) -> Phase | None:
         return next((p for p in self.phases if p.name == name), None)
@@ -381,6 +386,7 @@ class JobResult:
             "test_setup": self.test_setup.to_dict(),
             "sdist_sha256": self.sdist_sha256,
             "reused_from": self.reused_from,
+            "gil_on": self.gil_on.to_dict() if self.gil_on else None,
         }
 
     @classmethod
@@ -400,6 +406,7 @@ class JobResult:
         d["coverage"] = coverage_from_dict(d.get("coverage"))
         d["wheel"] = Wheel.from_dict(d["wheel"]) if isinstance(d.get("wheel"), dict) and d["wheel"] else None
         d["test_setup"] = TestSetup.from_dict(d.get("test_setup"))
+        d["gil_on"] = GilOn.from_dict(d.get("gil_on"))
         d["schema"] = RESULT_SCHEMA  # read back in today's shape
         return _build(cls, d)
 

@@ -20,6 +20,7 @@ from ..backends.base import Backend
 from ..config import wheels
 from ..config.plan import Job
 from ..core import limits
+from ..core.gilon import GilOn
 from ..core.model import Finding, InterpreterInfo, JobResult, now_iso
 from ..core.testsetup import TestSetup
 from ..core.wsfs import JobDir
@@ -44,6 +45,7 @@ class Done:
     tools: tuple[str, ...] = TOOLS  # the pinned test tools
     sdist_sha256: str = ""  # the fetched sdist's, checked against the index (reuse compares it)
     data_links: tuple[str, ...] = ()  # sdist dirs linked beside the installed package (harness.job.datalinks)
+    gil_on: GilOn | None = None  # what the GIL-on runs ran, and why (harness.verdict.gilon)
 
 
 def _start_env(ctx: JobCtx) -> tuple[dict[str, str], tuple[str, ...]]:
@@ -85,7 +87,7 @@ def _steps(ctx: JobCtx) -> Done:
     record, links = datalinks.link(ctx, src, setup.data_dirs, run.record)  # dulwich's testdata/
     run = stages.run_tests(ctx, replace(run, record=record))
     stages.confirm(ctx, run)
-    return replace(done, test_setup=run.record, data_links=links)
+    return replace(done, test_setup=run.record, data_links=links, gil_on=run.gil_on)
 
 
 def run_job(job: Job, *, interp: InterpreterInfo, python: str, backend: Backend, out: Path, key: str,
@@ -171,5 +173,5 @@ def _result(ctx: JobCtx, done: Done, *, key: str, started: str, skip: TestSetup 
         phases=limits.cap_result_tests(phases), verdict=decision.verdict, qualifier=decision.qualifier,
         findings=findings, coverage=decision.coverage, wheel=wheel,
         metadata=probe.metadata, notes=job.package.notes, links=job.package.links,
-        test_setup=done.test_setup, sdist_sha256=done.sdist_sha256,
+        test_setup=done.test_setup, sdist_sha256=done.sdist_sha256, gil_on=done.gil_on,
     )

@@ -21,14 +21,16 @@ from .. import verdict
 from ..config import wheels
 from ..config.matrix import Package
 from ..core.evidence import NOT_INSTALLED, NOT_INSTALLED_SUFFIX
+from ..core.gilon import GilOn
 from ..core.model import TestCommand
 from ..core.testsetup import TestSetup
 from ..testsetup import datadirs, pytestcfg
-from ..verdict import artifact
+from ..verdict import artifact, gilon
 from . import jobfiles, suite, testsetup, tsan
 from .context import JobCtx, base_env, run_phase
 from .source import Source
 from .suite import TOX
+from .watchdog import ONLY as ONLY_PLUGIN
 from .watchdog import stall_seconds, watchdog_env
 
 log = logging.getLogger(__name__)
@@ -80,6 +82,7 @@ class Suite:
     idle: float  # silent this long: frozen (0: never asked)
     threads: tuple[str, ...]  # pytest-run-parallel's options
     record: TestSetup
+    gil_on: GilOn | None = None  # what the GIL-on runs ran (run_tests; harness.verdict.gilon)
 
 
 # ------------------------------------------------------------------ suite setup
@@ -250,14 +253,23 @@ def suite_run(ctx: JobCtx, src: Source, setup: SuiteSetup, installed: Installed)
 
 def run_tests(ctx: JobCtx, run: Suite) -> Suite:
     """Per GIL mode: the plain run, then ``repeat`` threaded runs (under TSan: tsan runs); one
-    collect-only run after the first plain run. None starts once the job's budget is spent."""
+    collect-only run after the first plain run. None starts once the job's budget is spent.
+    With ``settings.gil_on: targeted`` the GIL-off runs go first and decide what the GIL-on
+    runs run (harness.verdict.gilon): the suite, the tests red with the GIL off, or nothing."""
     s = ctx.job.settings
-    for mode in s.gil_modes:
+    targeted = s.gil_on == "targeted" and set(s.gil_modes) == {0, 1} and not ctx.tsan
+    gil_on = None
+    for mode in (0, 1) if targeted else s.gil_modes:
         if ctx.spent:
             log.info("%s: the job timeout is spent; no test phase starts now", ctx.job.job_id)
             break
-        _plain(ctx, run, mode)
-        if mode == s.gil_modes[0] and not ctx.spent:
+        only: tuple[str, ...] = ()
+        if targeted and mode == 1:
+            gil_on, only = _gil_on(ctx)
+            if gil_on.ran == "none":
+                break
+        _plain(ctx, run, mode, only)
+        if mode == (0 if targeted else s.gil_modes[0]) and not ctx.spent:
             # what the threaded runs will really run in threads: -n auto hides it, so ask
             # pytest-run-parallel once, without workers; which tests it runs single-threaded is
             # decided at collection, the same in every GIL mode, so one run serves them all
@@ -266,31 +278,69 @@ def run_tests(ctx: JobCtx, run: Suite) -> Suite:
         for rep in range(1, s.repeat + 1):
             if ctx.spent:
                 break
-            _threaded(ctx, run, mode, rep)
-    return run
+            _threaded(ctx, run, mode, rep, only)
+    return replace(run, gil_on=gil_on or _whole(ctx, targeted))
 
 
+def _whole(ctx: JobCtx, targeted: bool) -> GilOn | None:
+    """The record of GIL-on runs that were not chosen by the GIL-off ones (None: none asked)."""
+    s = ctx.job.settings
+    if 1 not in s.gil_modes:
+        return None
+    if not any(p.gil == 1 and p.kind in ("plain", "threads", "tsan") for p in ctx.phases):
+        return GilOn(ran="none", why="the job's budget was spent before any GIL-on run")
+    why = ("ThreadSanitizer runs: the whole suite in every mode" if ctx.tsan else "settings.gil_on: full"
+           if s.gil_on == "full" else "no GIL-off run asked: the whole suite" if not targeted else "")
+    return GilOn(ran="suite", why=why)
 
-def _this_run(ctx: JobCtx, name: str) -> tuple[str, ...]:
-    """What only this run needs: workers, its JUnit file."""
-    return ("-n", "auto", f"--junitxml={ctx.ws.path('junit', f'{name}.xml')}")
+
+ONLY_FILE = "logs/gil-on-tests.txt"  # the GIL-on runs' test ids (gil_on: targeted), one a line
+
+
+def _gil_on(ctx: JobCtx) -> tuple[GilOn, tuple[str, ...]]:
+    """What the GIL-on runs run (verdict.gilon.select over the GIL-off runs), with the test ids
+    written to ONLY_FILE for the plugin that keeps a run to them; the whole suite if that file
+    cannot be written (package code left something in its place)."""
+    sel = gilon.select(ctx.phases, ctx.job.settings)
+    log.info("%s: GIL-on runs: %s (%s)", ctx.job.job_id, sel.ran, sel.why)
+    if sel.ran != "tests":
+        return GilOn(ran=sel.ran, why=sel.why), ()
+    try:
+        ctx.fs.write_new(ONLY_FILE, "".join(f"{t}\n" for t in sel.tests).encode())
+    except OSError as e:
+        why = f"{sel.why}; but {ONLY_FILE} could not be written ({e.strerror}), so the whole suite"
+        return GilOn(ran="suite", why=why), ()
+    return GilOn(ran="tests", tests=len(sel.tests), file=ctx.rel(ctx.ws.host_root / ONLY_FILE), why=sel.why), sel.tests
+
+
+def _this_run(ctx: JobCtx, name: str, only: Sequence[str] = ()) -> tuple[str, ...]:
+    """What only this run needs: workers, its JUnit file; the plugin that keeps it to ``only``."""
+    keep = ("-p", ONLY_PLUGIN, f"--ft-harness-only={ctx.ws.path(*ONLY_FILE.split('/'))}") if only else ()
+    return ("-n", "auto", f"--junitxml={ctx.ws.path('junit', f'{name}.xml')}", *keep)
 
 
 def _tsan_env(ctx: JobCtx, run: Suite, name: str) -> dict[str, str]:
     return tsan.tsan_env(ctx.ws.path("logs", "tsan", name), list(ctx.supp), source_dir=run.source)
 
 
-def _plain(ctx: JobCtx, run: Suite, mode: int) -> None:
+def _subset(ctx: JobCtx, only: Sequence[str]) -> None:
+    """The phase just run was given only ``only``'s tests: its Phase says how many."""
+    if only and ctx.phases:
+        ctx.phases[-1] = replace(ctx.phases[-1], subset=len(only))
+
+
+def _plain(ctx: JobCtx, run: Suite, mode: int, only: Sequence[str] = ()) -> None:
     name = f"plain-gil{mode}"
     env = {**run.env, "PYTHON_GIL": str(mode)}
     if ctx.tsan:
         env = {**env, **_tsan_env(ctx, run, name)}
-    run_phase(ctx, name, "plain", replace(run.command, this_run=_this_run(ctx, name)),
+    run_phase(ctx, name, "plain", replace(run.command, this_run=_this_run(ctx, name, only)),
               env={**env, **run.watchdog}, cwd=run.cwd, timeout=ctx.job.settings.job_timeout, gil=mode,
               junit=f"junit/{name}.xml", tsan_dir=f"logs/tsan/{name}" if ctx.tsan else "", idle=run.idle)
+    _subset(ctx, only)
 
 
-def _threaded(ctx: JobCtx, run: Suite, mode: int, rep: int) -> None:
+def _threaded(ctx: JobCtx, run: Suite, mode: int, rep: int, only: Sequence[str] = ()) -> None:
     env, timeout = {**run.env, "PYTHON_GIL": str(mode)}, ctx.job.settings.job_timeout
     if ctx.tsan:  # the threaded run under ThreadSanitizer, markers per test
         name = f"tsan-gil{mode}-r{rep}"
@@ -301,9 +351,10 @@ def _threaded(ctx: JobCtx, run: Suite, mode: int, rep: int) -> None:
                   junit=f"junit/{name}.xml", tsan_dir=f"logs/tsan/{name}")
         return
     name = f"threads-gil{mode}-r{rep}"
-    run_phase(ctx, name, "threads", replace(run.command, threads=run.threads, this_run=_this_run(ctx, name)),
+    run_phase(ctx, name, "threads", replace(run.command, threads=run.threads, this_run=_this_run(ctx, name, only)),
               env={**env, **run.watchdog}, cwd=run.cwd, timeout=timeout, gil=mode, rep=rep,
               junit=f"junit/{name}.xml", idle=run.idle)
+    _subset(ctx, only)
 
 
 # ------------------------------------------------------------------ confirm

@@ -18,6 +18,7 @@ from ..core.wsfs import JobDir
 from ..parse.hang import WATCHDOG_ENV
 
 PLUGIN = "ft_harness_watchdog"
+ONLY = "ft_harness_only"  # on the same path: harness/_inner/ft_harness_only.py (harness.verdict.gilon)
 SOURCE = Path(__file__).parent.parent / "_inner" / f"{PLUGIN}.py"
 ENV = WATCHDOG_ENV  # seconds; the plugin does nothing without it
 # what a test run needs from its environment that tox does not pass on by default (it does pass
@@ -44,8 +45,10 @@ PLUGIN_DIR = "inner/watchdog"  # in the workspace: a directory of its own, so no
 
 def install(fs: JobDir) -> None:
     """Copy the plugin into the workspace: at job start, before any package code runs
-    (``harness.core.wsfs``); the test runs find it there."""
+    (``harness.core.wsfs``); the test runs find it there. With it, ``ONLY``: the plugin that
+    keeps a GIL-on run to the tests listed (``settings.gil_on: targeted``), loaded by ``-p``."""
     fs.copy_in(SOURCE, f"{PLUGIN_DIR}/{PLUGIN}.py")
+    fs.copy_in(SOURCE.with_name(f"{ONLY}.py"), f"{PLUGIN_DIR}/{ONLY}.py")
 
 
 def watchdog_env(ws: Workspace, env: dict[str, str], test_timeout: int) -> dict[str, str]:

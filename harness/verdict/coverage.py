@@ -56,11 +56,14 @@ def _mode_coverage(mode: int, threads: list[Phase], sources: list[Phase]) -> Mod
 
 
 def compute(phases: Sequence[Phase]) -> dict[str, ModeCoverage]:
-    """``{"gil0": ModeCoverage, "gil1": ...}`` for every mode with a threaded run."""
+    """``{"gil0": ModeCoverage, "gil1": ...}`` for every mode with a threaded run of the whole
+    suite: a run given only some tests (``Phase.subset``, harness.verdict.gilon) says nothing of
+    the suite's coverage, so a mode whose threaded runs all were such has none."""
     out: dict[str, ModeCoverage] = {}
-    modes = sorted({p.gil for p in phases if p.kind == "threads" and p.gil is not None})
+    whole = [p for p in phases if p.kind == "threads" and not p.subset]
+    modes = sorted({p.gil for p in whole if p.gil is not None})
     for m in modes:
-        threads = [p for p in phases if p.kind == "threads" and p.gil == m]
+        threads = [p for p in whole if p.gil == m]
         collect = [p for p in phases if p.kind == "collect" and p.gil == m]
         if not collect:  # one collect phase may serve every mode
             collect = [p for p in phases if p.kind == "collect" and p.gil is None]

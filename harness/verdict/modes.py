@@ -19,7 +19,8 @@ confirmation (``verdict.confirm``), every such finding is checked against all th
   with its stacks is no flaky assertion; its runs are the TSan runs of each mode.
 
 A mode left out by ``settings.gil_modes`` is no missing evidence: the user asked for one mode,
-and the finding says what it says of that mode.
+and the finding says what it says of that mode. Nor is the GIL-on mode that ``gil_on: targeted``
+left out because nothing was red with the GIL off (``verdict.gilon.skipped_modes``).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from math import comb
 
 from ..config.matrix import Settings
 from ..core.model import Finding, Phase
+from .gilon import skipped_modes
 
 ALPHA = 0.05
 CLAIMS = ("ft-crash", "crash", "ft-race", "thread-unsafe")
@@ -83,7 +85,7 @@ def _mode(m: int) -> str:
 
 def check(findings: Sequence[Finding], phases: Sequence[Phase], settings: Settings) -> list[Finding]:
     """The findings with every claim about the modes checked against the runs (module docstring)."""
-    planned = sorted(set(settings.gil_modes))
+    planned = sorted(set(settings.gil_modes) - skipped_modes(phases, settings))
     spent = any(f.kind == "budget-spent" for f in findings)
     out = []
     for f in findings:

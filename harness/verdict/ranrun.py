@@ -34,8 +34,9 @@ def mostly_errors(phase: Phase) -> Finding | None:
     """A plain run whose items mostly errored (collection or setup errors, not failures): the
     suite did not run as it should here (multiprocess 0.70.19 collected every Python version's
     tree: 39 passed, 1,191 errors), so it is a setup problem with its first error, never a
-    package verdict (issue #35: no verdict from a suite that never ran)."""
-    if phase.kind != "plain" or not phase.tests:
+    package verdict (issue #35: no verdict from a suite that never ran). Not a run given only some
+    tests (``Phase.subset``: the GIL-on runs of ``gil_on: targeted``): those are the red ones."""
+    if phase.kind != "plain" or not phase.tests or phase.subset:
         return None
     errors = [t for t, tc in phase.tests.items() if tc.outcome == "error"]
     ran = [tc for tc in phase.tests.values() if tc.outcome != "skipped"]

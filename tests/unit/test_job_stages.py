@@ -114,13 +114,16 @@ def clean_backend(**kw) -> FakeBackend:
     return FakeBackend(captured=CAPTURED / "ft_clean", **kw)
 
 
-NORMAL = ["install", "probe", "plain-gil0", "collect", "threads-gil0-r1", "threads-gil0-r2",
-          "plain-gil1", "threads-gil1-r1", "threads-gil1-r2"]
+# settings.gil_on: targeted (the default): nothing red with the GIL off, so no GIL-on run
+NORMAL = ["install", "probe", "plain-gil0", "collect", "threads-gil0-r1", "threads-gil0-r2"]
+GIL_ON = ["plain-gil1", "threads-gil1-r1", "threads-gil1-r2"]
 
 
 def test_a_normal_job_runs_its_stages_in_order(tmp_path: Path) -> None:
     backend = clean_backend()
-    res, steps = go(make_job(PACKAGES / "ft_clean"), backend, tmp_path / "out")
+    res, steps = go(make_job(PACKAGES / "ft_clean", settings="{repeat: 2, confirm: 0, gil_on: full}"),
+                    backend, tmp_path / "out")
+    NORMAL = [*globals()["NORMAL"], *GIL_ON]  # noqa: N806 (gil_on: full, the suite in both modes)
     assert backend.ran == NORMAL
     assert [p.name for p in res.phases] == NORMAL
     assert [s for _, s in steps] == NORMAL  # the progress callback hears every phase start
@@ -268,9 +271,63 @@ def test_a_red_finding_is_confirmed_alone_after_the_runs(tmp_path: Path) -> None
     res, _ = go(make_job(PACKAGES / "ft_clean", settings="{repeat: 1, confirm: 1}"), backend, tmp_path / "out")
     assert backend.ran == ["install", "probe", "plain-gil0", "collect", "threads-gil0-r1", "plain-gil1",
                            "threads-gil1-r1", "confirm1-gil0-r1", "confirm1-gil1-r1"]
-    confirm = {c.name: c for c in backend.calls}["confirm1-gil0-r1"]
+    calls = {c.name: c for c in backend.calls}
+    confirm = calls["confirm1-gil0-r1"]
     assert confirm.argv[-1] == f"tests/test_registry.py::{test}" and "--timeout-method=thread" in confirm.argv
     assert confirm.env["PYTHON_GIL"] == "0" and "PATH" in confirm.env
+    # gil_on: targeted: the GIL-on runs were given the one red test, the confirm runs alone are as before
+    work = tmp_path / "out" / "work" / res.job_id
+    assert (work / "logs" / "gil-on-tests.txt").read_text() == f"tests/test_registry.py::{test}\n"
+    only = ["-p", "ft_harness_only", f"--ft-harness-only={work}/logs/gil-on-tests.txt"]
+    for name in ("plain-gil1", "threads-gil1-r1"):
+        argv = calls[name].argv
+        assert argv[argv.index("-p", argv.index("-n")):][:3] == only, argv
+        assert res.phase(name).subset == 1  # type: ignore[union-attr]
+    assert not any(a.startswith("--ft-harness-only") for c in ("plain-gil0", "threads-gil0-r1", "confirm1-gil1-r1")
+                   for a in calls[c].argv)
+    assert res.gil_on is not None and (res.gil_on.ran, res.gil_on.tests) == ("tests", 1)
+    assert res.gil_on.file == f"work/{res.job_id}/logs/gil-on-tests.txt"
+    assert (work / "inner" / "watchdog" / "ft_harness_only.py").is_file()  # copied in at job start
+    assert not any("ft_harness_only" in f.reproduce for f in res.findings)  # the plugin is that run's only
+    full, _ = go(make_job(PACKAGES / "ft_clean", settings="{repeat: 1, confirm: 1, gil_on: full}"),
+                 FakeBackend(captured=captured, exits={"threads-gil0-r1": 1}), tmp_path / "full")
+    assert res.verdict == full.verdict and _said(res) == _said(full)
+    assert full.gil_on is not None and (full.gil_on.ran, full.gil_on.why) == ("suite", "settings.gil_on: full")
+
+
+def _said(res: JobResult) -> list[tuple[str, str, tuple[int, ...], int, int, dict[str, str]]]:
+    """What the findings claim: kind, test, modes, k/R and the runs alone."""
+    return [(f.kind, f.test_id, f.modes, f.count, f.runs, dict(f.confirmed)) for f in res.findings]
+
+
+def test_with_nothing_red_with_the_gil_off_no_gil_on_run_happens_and_the_result_says_why(tmp_path: Path) -> None:
+    backend = clean_backend()
+    res, _ = go(make_job(PACKAGES / "ft_clean"), backend, tmp_path / "out")
+    assert backend.ran == NORMAL  # the GIL-off runs only
+    assert res.gil_on is not None and res.gil_on.ran == "none"
+    assert res.gil_on.why.startswith("nothing failed, crashed or hung in the 3 GIL-off runs"), res.gil_on.why
+    assert res.verdict == "compatible", [f.message for f in res.findings]
+    assert list(res.coverage) == ["gil0"]  # no coverage claimed for a mode that did not run
+    assert not any(1 in f.modes for f in res.findings)
+    full, _ = go(make_job(PACKAGES / "ft_clean", settings="{repeat: 2, confirm: 0, gil_on: full}"),
+                 clean_backend(), tmp_path / "full")
+    assert (full.verdict, full.qualifier, _said(full)) == (res.verdict, res.qualifier, _said(res))
+    assert JobResult.from_dict(res.to_dict()).gil_on == res.gil_on
+
+
+def test_when_the_gil_off_runs_did_not_run_the_suite_the_gil_on_runs_run_all_of_it(tmp_path: Path) -> None:
+    captured = tmp_path / "captured"
+    shutil.copytree(CAPTURED / "ft_clean", captured)
+    log = (captured / "plain-gil0.log").read_text()  # killed mid-suite: no summary line, no JUnit
+    (captured / "plain-gil0.log").write_text(log[: log.index("PASSED") + 6])
+    (captured / "plain-gil0.xml").unlink()
+    backend = FakeBackend(captured=captured, exits={"plain-gil0": -9})
+    res, _ = go(make_job(PACKAGES / "ft_clean"), backend, tmp_path / "out")
+    assert backend.ran == [*NORMAL, *GIL_ON]
+    assert not any("--ft-harness-only" in " ".join(c.argv) for c in backend.calls)
+    assert res.gil_on is not None and res.gil_on.ran == "suite"
+    assert res.gil_on.why.startswith("plain-gil0 did not run the suite through"), res.gil_on.why
+    assert all(p.subset == 0 for p in res.phases)
 
 
 def test_tests_inside_the_package_run_from_site_packages_when_the_install_shipped_them(tmp_path: Path) -> None:

@@ -28,7 +28,8 @@ EPILOG = (clihelp.EXIT_CODES + "\n\nRun `ft-harness COMMAND --help` for the opti
 FAIL_ON = "comma-separated verdicts that make the exit code 1 (e.g. ft-crash,ft-race)"
 RESOLVED = ("the versions a `top:` selector resolved (JSON); read first, then rewritten, so every "
             "shard given the plan's file tests the same releases")
-DURATIONS = "a previous report.json, to balance the shards by measured duration"
+DURATIONS = ("a previous run (report.json or --out dir): its jobs' measured phases estimate "
+             "times and balance the shards")
 Command = Callable[[argparse.Namespace], int]
 
 

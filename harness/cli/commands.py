@@ -12,7 +12,7 @@ import errno
 import os
 import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -24,7 +24,7 @@ from . import outlock
 
 if TYPE_CHECKING:
     from ..config.matrix import MatrixSpec
-    from ..config.plan import Job
+    from ..config.plan import Durations, Job
     from ..results.report import CompatReport
 
 
@@ -37,7 +37,7 @@ def _say(line: str) -> None:
 
 
 def select_jobs(spec: MatrixSpec, args: argparse.Namespace,
-                durations: Mapping[str, float] | None = None) -> list[Job]:
+                durations: Durations | None = None) -> list[Job]:
     """The plan's jobs that ``--shard``, ``--interpreter`` and ``--package`` leave (``durations``:
     the --durations report's times, which balance the shards)."""
     from ..config import plan, select
@@ -59,8 +59,9 @@ def select_jobs(spec: MatrixSpec, args: argparse.Namespace,
     return jobs
 
 
-def _expected(jobs: list[Job], durations: Mapping[str, float] | None) -> dict[str, float]:
-    """Each job's expected seconds: an earlier report's (--durations), else the settings' guess."""
+def _expected(jobs: list[Job], durations: Durations | None) -> dict[str, float]:
+    """Each job's expected seconds (plan.expected_seconds: an earlier run's phases, --durations,
+    else the shipped table's measured ones, else the settings' guess): what the ETA counts down."""
     from ..config import plan
 
     return {j.job_id: s for j, s in zip(jobs, plan.expected_seconds(jobs, durations), strict=True)}
@@ -253,8 +254,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     if shards == AUTO:
         shards = plan.shards_to_fit(jobs, durations, args.shard_limit)
         print(f"--shards auto: {shards} shard(s), each expected under {plan.MARGIN:.0%} of "
-              f"{args.shard_limit:g} min" + (" (measured durations)" if durations else
-                                             " (no --durations: a guess from the settings)"),
+              f"{args.shard_limit:g} min ({plan.estimate_note(jobs, durations)})",
               file=sys.stderr)
     print(plan.render_plan(jobs, fmt=args.format, shards=shards, durations=durations))
     for line in testsetup.planned_skips(jobs):  # the recipe registry's skip_versions: no run
@@ -278,7 +278,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
 AUTO = 0  # --shards auto (harness.__main__ parses "auto" to it)
 
 
-def _wall_line(jobs: list[Job], shards: int, durations: Mapping[str, float] | None,
+def _wall_line(jobs: list[Job], shards: int, durations: Durations | None,
                workers: int) -> str:
     """The longest shard's expected wall time at `run --jobs N` (jobs sharing the cores)."""
     from ..config import plan

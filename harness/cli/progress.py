@@ -29,6 +29,10 @@ def _verdict(result: JobResult) -> str:
     return textsafe.line(result.verdict + (f" ({result.qualifier})" if result.qualifier else ""))
 
 
+PACE_PRIOR = 300.0  # expected seconds the ETA trusts the estimate for before the measured pace
+PACE_LIMITS = (0.2, 5.0)
+
+
 class PlainReporter:
     """Plain lines (CI, pipes): one per step, on stdout."""
 
@@ -43,13 +47,33 @@ class PlainReporter:
         self.expected = dict(expected or {})  # job id -> expected seconds (plan.expected_seconds)
         self.workers = max(1, workers)
         self.pending: set[str] = set()
+        self.began: dict[str, float] = {}  # job id -> when its first step was said (monotonic)
+        self.took = [0.0, 0.0]  # the finished jobs' (seconds taken, seconds expected)
+
+    def pace(self) -> float:
+        """How much longer than expected the finished jobs took (this machine, its load, --jobs):
+        their seconds over their expected seconds, started from 1 as if PACE_PRIOR expected
+        seconds had gone as planned, and kept within PACE_LIMITS."""
+        taken, planned = self.took
+        lo, hi = PACE_LIMITS
+        return min(hi, max(lo, (taken + PACE_PRIOR) / (planned + PACE_PRIOR)))
 
     def eta(self) -> str:
-        """What is left, from the jobs' expected times ('' when nothing is known)."""
+        """What is left: the pending jobs' expected times at the pace so far, less what the
+        running ones have done, over the workers ('' when nothing is known)."""
         if not self.pending or not self.expected:
             return ""
-        left = sum(self.expected.get(j, 0.0) for j in self.pending) / self.workers
+        pace, now = self.pace(), time.monotonic()
+        left = sum(max(0.0, self.expected.get(j, 0.0) * pace - (now - self.began[j] if j in self.began else 0.0))
+                   for j in self.pending) / self.workers
         return f"ETA ~{left / 60:.0f} min" if left >= 90 else f"ETA ~{left:.0f} s"
+
+    def _finished(self, job_id: str, elapsed: float) -> None:
+        if job_id in self.pending and job_id in self.expected:
+            self.took[0] += max(0.0, elapsed)
+            self.took[1] += self.expected[job_id]
+        self.pending.discard(job_id)
+        self.began.pop(job_id, None)
 
     def _say(self, text: str) -> None:
         with self._lock:
@@ -69,13 +93,14 @@ class PlainReporter:
                   + (f" ({eta})" if eta else ""))
 
     def step(self, job_id: str, step: str) -> None:
+        self.began.setdefault(job_id, time.monotonic())
         self._say(f"[{self.done_n}/{self.total}] {job_id}: {step}")
 
     def done(self, result: JobResult, elapsed: float) -> None:
         with self._lock:  # jobs finish in several threads at once
             self.done_n += 1
             n = self.done_n
-            self.pending.discard(result.job_id)
+            self._finished(result.job_id, elapsed)
             eta = self.eta()
         self._say(f"[{n}/{self.total}] {result.job_id}: {_verdict(result)} in {elapsed:.0f}s"
                   + (f"; {eta}" if eta else ""))
@@ -114,13 +139,14 @@ class RichReporter(PlainReporter):
         self.live.start()
 
     def step(self, job_id: str, step: str) -> None:
+        self.began.setdefault(job_id, time.monotonic())
         self.running[job_id] = (step, time.monotonic())
         self.live.update(self._render())
 
     def done(self, result: JobResult, elapsed: float) -> None:
         self.done_n += 1
         self.running.pop(result.job_id, None)
-        self.pending.discard(result.job_id)
+        self._finished(result.job_id, elapsed)
         from rich.markup import escape
 
         extra = escape(textsafe.line(f" ({result.qualifier})")) if result.qualifier else ""

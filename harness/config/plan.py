@@ -96,11 +96,17 @@ def make_plan(spec: MatrixSpec) -> list[Job]:
 # least work so far (ties to the lowest shard).  Nothing depends on hashing or
 # on the machine, so every runner computes the same split from the same input.
 
-# Size heuristic, used when no duration was recorded for a job (seconds).
-INSTALL_SECONDS = {"local": 20.0, "pypi": 45.0}
-NATIVE_INSTALL_SECONDS = 90.0  # extra for building a C/C++/Cython/Rust extension
-PROBE_SECONDS = 5.0
-PLAIN_SECONDS = 30.0  # one plain pytest run
+# Size heuristic, used when no run measured a job (seconds), per phase: medians of the default
+# matrix's jobs measured on a 2-core machine (docker, 2026-12-05, harness/data/durations.json),
+# rounded up -- a typical job, not the settings' worst case.
+INSTALL_SECONDS = {"local": 10.0, "pypi": 15.0}
+NATIVE_INSTALL_SECONDS = 45.0  # extra for building a C/C++/Cython/Rust extension
+PROBE_SECONDS = 1.0
+COLLECT_SECONDS = 2.0
+PLAIN_SECONDS = 6.0  # one plain pytest run
+THREADED_PER_PASS = 1 / 12  # a threaded run: a plain run's time x (1 + iterations x threads / 12)
+OFF_FAILED = 0.15  # expected share of a suite that fails with the GIL off (targeted GIL-on runs)
+CONFIRM_SHARE = 0.05  # expected share of the confirmation budget a job spends (most: none)
 NATIVE_FACTOR = 1.5  # native test suites tend to be larger and slower
 TSAN_FACTOR = 4.0  # a ThreadSanitizer interpreter runs everything several times slower
 NATIVE_SUFFIXES = (".c", ".cc", ".cpp", ".cxx", ".pyx", ".rs")
@@ -144,48 +150,70 @@ def _has_native_code(path: str) -> bool:
     return False
 
 
-def heuristic_seconds(job: Job) -> float:
-    """Expected seconds of a job from its shape alone (no recorded duration)."""
+def heuristic_profile(job: Job) -> timings.Profile:
+    """A job's phases from its shape alone (no run measured it), under its own settings."""
     s = job.settings
     source = "local" if job.package.is_local else "pypi"
     native = job.package.is_local and _has_native_code(job.package.path)
-    install = INSTALL_SECONDS[source] + (NATIVE_INSTALL_SECONDS if native else 0.0)
     plain = PLAIN_SECONDS * (NATIVE_FACTOR if native else 1.0)
-    # A threaded run does `iterations` passes over the suite in parallel threads.
-    threads = plain * max(1.0, s.iterations / 2)
-    runs = len(s.gil_modes) * (plain + s.repeat * threads)
-    total = install + PROBE_SECONDS + runs
-    if job.interpreter.sanitizer == "thread":
+    threaded = plain * (1 + s.iterations * s.threads * THREADED_PER_PASS)
+    return timings.Profile(
+        install=INSTALL_SECONDS[source] + (NATIVE_INSTALL_SECONDS if native else 0.0),
+        probe=PROBE_SECONDS, collect=COLLECT_SECONDS,
+        plain={m: plain for m in s.gil_modes}, threads={m: threaded for m in s.gil_modes},
+        confirm=CONFIRM_SHARE * s.confirm_budget, confirm_off=CONFIRM_SHARE * s.confirm_budget,
+        off_failed=OFF_FAILED, settings=timings.row_settings(s) | {"gil_on": timings.FULL})
+
+
+def heuristic_seconds(job: Job) -> float:
+    """Expected seconds of a job from its shape alone (no recorded duration)."""
+    tsan = job.interpreter.sanitizer == "thread"
+    total = timings.seconds(job.settings, heuristic_profile(job), tsan)
+    if tsan:
         total *= TSAN_FACTOR
     return round(total, 3)
 
 
-def expected_seconds(
-    jobs: Sequence[Job], durations: Mapping[str, float] | None = None
-) -> list[float]:
-    """Expected seconds per job: the recorded duration (``durations``, else the shipped table of
-    measured per-package times), else the heuristic.
+Durations = Mapping[str, "float | timings.Profile"]  # job id -> measured seconds or phases
 
-    With some durations recorded, the heuristic of the other jobs is scaled by
-    how far the heuristic was off for the recorded ones, so the two kinds of
-    number are comparable.
+
+def _measured_seconds(job: Job, d: float | timings.Profile) -> float | None:
+    if isinstance(d, timings.Profile):
+        return timings.seconds(job.settings, d, job.interpreter.sanitizer == "thread")
+    return float(d) if isinstance(d, int | float) and not isinstance(d, bool) and d >= 0 else None
+
+
+def estimate_sources(jobs: Sequence[Job], durations: Durations | None = None) -> list[str]:
+    """Where each job's expected time comes from: "durations" (a previous run's, given), "table"
+    (the shipped measured times) or "heuristic" (the settings alone)."""
+    table = timings.measured(jobs)
+    given = durations or {}
+    return ["durations" if j.job_id in given else "table" if j.job_id in table else "heuristic"
+            for j in jobs]
+
+
+def expected_seconds(jobs: Sequence[Job], durations: Durations | None = None) -> list[float]:
+    """Expected seconds per job -- the one estimate ``plan``, shard sizing and the run's ETA use:
+    the phases a previous run measured (``durations``: job id -> a ``timings.Profile``, or plain
+    seconds), else the shipped table's, each summed for the phases the job's settings will run
+    (harness.config.timings.seconds), else the heuristic.
+
+    With some jobs measured, the heuristic of the others is scaled by how far the heuristic was
+    off for the measured ones (the same machine, the same load), so the two are comparable.
     """
     guess = [heuristic_seconds(j) for j in jobs]
     # measured here and shipped (harness.config.timings), then the given report's, which wins
-    known = {**timings.measured(jobs, heuristic_seconds), **(durations or {})}
+    known: dict[str, float | timings.Profile] = {**timings.measured(jobs), **(durations or {})}
+    got = [_measured_seconds(j, known[j.job_id]) if j.job_id in known else None for j in jobs]
     scale = 1.0
-    rec = [(known[j.job_id], g) for j, g in zip(jobs, guess, strict=True) if j.job_id in known]
+    rec = [(d, g) for d, g in zip(got, guess, strict=True) if d is not None]
     if rec and sum(g for _, g in rec) > 0 and sum(d for d, _ in rec) > 0:
         scale = sum(d for d, _ in rec) / sum(g for _, g in rec)
-    out = []
-    for j, g in zip(jobs, guess, strict=True):
-        d = known.get(j.job_id)
-        out.append(float(d) if d is not None and d >= 0 else round(g * scale, 3))
-    return out
+    return [round(d, 3) if d is not None else round(g * scale, 3) for d, g in zip(got, guess, strict=True)]
 
 
 def assign(
-    jobs: Sequence[Job], count: int, durations: Mapping[str, float] | None = None
+    jobs: Sequence[Job], count: int, durations: Durations | None = None
 ) -> list[int]:
     """The 1-based shard of every job (same order as ``jobs``), by LPT."""
     _check_count(count)
@@ -208,7 +236,7 @@ def shard(
     jobs: Sequence[Job],
     index: int,
     count: int,
-    durations: Mapping[str, float] | None = None,
+    durations: Durations | None = None,
 ) -> list[Job]:
     """Shard ``index`` of ``count`` (1-based), in plan order.  Pure and deterministic."""
     _check_shard(index, count)
@@ -225,44 +253,49 @@ def _number(v: Any) -> float | None:
     return float(v)
 
 
-def _job_seconds(entry: JobEntry) -> float | None:
-    """A job's measured seconds: its phases' together, else its duration (0: not measured)."""
-    vals = [v for p in entry.phases if (v := _number(p.duration)) is not None]
-    if vals:
-        return sum(vals)
+def _entry_profile(entry: JobEntry) -> float | timings.Profile | None:
+    """A report entry's measured phases, else its duration (0: not measured)."""
+    if any(_number(p.duration) for p in entry.phases):
+        return timings.from_phases(entry.phases, entry.settings)
     return _number(entry.duration) or None
 
 
-def _from_report(path: Path) -> dict[str, float]:
+def _from_report(path: Path) -> dict[str, float | timings.Profile]:
     from ..results.load import read_report  # the one guarded reader of a report.json
 
-    out: dict[str, float] = {}
+    out: dict[str, float | timings.Profile] = {}
     for entry in read_report(path, "the").packages:
-        secs = _job_seconds(entry)
-        if secs is not None:
-            out[entry.job_id] = round(secs, 3)
+        got = _entry_profile(entry)
+        if got is not None:
+            out[entry.job_id] = got
     return out
 
 
-def _from_results(files: list[Path]) -> dict[str, float]:
-    out: dict[str, float] = {}
+def _from_results(files: list[Path]) -> dict[str, float | timings.Profile]:
+    out: dict[str, float | timings.Profile] = {}
     for f in files:
         try:
             res = read_result(f)
         except (OSError, UnicodeDecodeError, ValueError) as e:
             raise ConfigError(f"cannot read result for durations: {e}", file=str(f)) from None
-        out[res.job_id] = round(sum(p.duration for p in res.phases), 3)
+        out[res.job_id] = timings.from_phases(res.phases, res.settings)
     return out
 
 
-def durations_from_report(path: Path) -> dict[str, float]:
-    """job_id -> seconds from a previous run: a report.json, or a --out dir / results dir."""
+RESULTS_LIMIT = 300
+
+
+def durations_from_report(path: Path) -> dict[str, float | timings.Profile]:
+    """job_id -> the measured phases (``timings.Profile``) of a previous run: a report.json, or a
+    --out dir / results dir (a report entry with no phases: its duration in seconds).  An --out dir
+    of up to RESULTS_LIMIT jobs is read from its result files, whose per-test outcomes tell which
+    confirmations a targeted GIL-on run keeps; a larger one from its report.json, faster."""
     path = Path(path)
     if path.is_dir():
-        if (path / "report.json").is_file():
-            return _from_report(path / "report.json")
         results = path / "results" if (path / "results").is_dir() else path
-        files = sorted(results.glob("*.json"))
+        files = sorted(f for f in results.glob("*.json") if f != path / "report.json")
+        if (path / "report.json").is_file() and not 0 < len(files) <= RESULTS_LIMIT:
+            return _from_report(path / "report.json")
         if not files:
             raise ConfigError("no report.json and no result files to read durations from", file=str(path))
         return _from_results(files)
@@ -283,7 +316,7 @@ def render_plan(
     *,
     fmt: str,
     shards: int = 1,
-    durations: Mapping[str, float] | None = None,
+    durations: Durations | None = None,
 ) -> str:
     """The plan as text: ``json`` (every job with its shard), ``github`` (a strategy.matrix) or
     ``table`` (for a person: one line a shard, then one a job)."""
@@ -312,7 +345,7 @@ def render_plan(
         return json.dumps({"include": include}, separators=(",", ":"))
     if fmt == "table":
         lines = [f"{len(jobs)} jobs in {shards} shard(s), expected {_minutes(sum(cost))} in all"
-                 + ("" if durations else " (no --durations: a guess from the settings)"),
+                 + f" ({estimate_note(jobs, durations)})",
                  f"{'shard':>7}  {'jobs':>4}  {'expected':>9}  interpreters"]
         lines += [f"{f'{i}/{shards}':>7}  {counts[i - 1]:>4}  {_minutes(totals[i - 1]):>9}  "
                   + ", ".join(needs[i - 1]) for i in range(1, shards + 1)]
@@ -326,11 +359,19 @@ def render_plan(
         "total_seconds": round(sum(cost), 1),
         "shard_seconds": [round(t, 1) for t in totals],
         "jobs": [
-            {**j.to_dict(), "shard": s, "expected_seconds": round(c, 1)}
-            for j, s, c in zip(jobs, where, cost, strict=True)
+            {**j.to_dict(), "shard": s, "expected_seconds": round(c, 1), "estimate_from": f}
+            for j, s, c, f in zip(jobs, where, cost, estimate_sources(jobs, durations), strict=True)
         ],
     }
     return json.dumps(doc, indent=1)
+
+
+def estimate_note(jobs: Sequence[Job], durations: Durations | None) -> str:
+    """Where the estimate comes from, in words: "24 jobs from the shipped table, 2 guessed"."""
+    words = {"durations": "from --durations", "table": "from the shipped table of measured times",
+             "heuristic": "guessed from the settings"}
+    got = estimate_sources(jobs, durations)
+    return ", ".join(f"{got.count(k)} {w}" for k, w in words.items() if k in got) or "no jobs"
 
 
 def _minutes(seconds: float) -> str:
@@ -341,7 +382,7 @@ MARGIN = 0.8  # --shards auto keeps every shard under this share of --shard-limi
 MAX_SHARDS = 256  # a GitHub strategy matrix runs at most 256 jobs
 
 
-def shards_to_fit(jobs: Sequence[Job], durations: Mapping[str, float] | None,
+def shards_to_fit(jobs: Sequence[Job], durations: Durations | None,
                   limit_min: float = RUNNER_LIMIT_MIN, margin: float = MARGIN) -> int:
     """The fewest shards (``--shards auto``) whose expected times all stay under ``margin`` of
     the runner's limit, from measured durations where there are some (``--durations``; the
@@ -360,7 +401,7 @@ def shards_to_fit(jobs: Sequence[Job], durations: Mapping[str, float] | None,
     return n
 
 
-def over_limit(jobs: Sequence[Job], shards: int, durations: Mapping[str, float] | None,
+def over_limit(jobs: Sequence[Job], shards: int, durations: Durations | None,
                limit_min: float = RUNNER_LIMIT_MIN) -> list[str]:
     """One warning per shard whose expected time is over a runner's limit (minutes)."""
     _, _, totals = _layout(jobs, shards, durations)
@@ -369,7 +410,7 @@ def over_limit(jobs: Sequence[Job], shards: int, durations: Mapping[str, float] 
             for i, t in enumerate(totals, 1) if t > limit_min * 60]
 
 
-def _layout(jobs: Sequence[Job], shards: int, durations: Mapping[str, float] | None
+def _layout(jobs: Sequence[Job], shards: int, durations: Durations | None
             ) -> tuple[list[int], list[float], list[float]]:
     """(each job's shard, each job's expected seconds, each shard's total)."""
     where = assign(jobs, shards, durations)

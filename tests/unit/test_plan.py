@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.config import matrix, plan
+from harness.config import matrix, plan, timings
 from harness.core.errors import ConfigError
 from harness.core.model import InterpreterInfo, JobResult, Phase, write_json_atomic
 from tests.conftest import HARNESS, SOURCE_PATH
@@ -139,7 +139,7 @@ def test_partial_durations_scale_the_heuristic(jobs):
 
 _CHILD = """
 import json, sys
-from harness.config import matrix, plan
+from harness.config import matrix, plan, timings
 jobs = plan.make_plan(matrix.load(sys.argv[1]))
 d = json.loads(sys.argv[2])
 print(json.dumps({f"{n}{k}": plan.assign(jobs, n, dur)
@@ -239,6 +239,11 @@ def _result(job_id: str, secs: list[float]) -> JobResult:
     )
 
 
+def _measured(got: dict) -> dict:
+    """job id -> the seconds a previous run measured (its phases together)."""
+    return {k: v.measured if isinstance(v, timings.Profile) else v for k, v in got.items()}
+
+
 def test_durations_from_report_json(tmp_path):
     report = {
         "schema": 1,
@@ -251,8 +256,10 @@ def test_durations_from_report_json(tmp_path):
     }
     p = tmp_path / "report.json"
     p.write_text(json.dumps(report))
-    assert plan.durations_from_report(p) == {"ft313--a": 15.0, "ft313--b": 2.0}
-    assert plan.durations_from_report(tmp_path) == {"ft313--a": 15.0, "ft313--b": 2.0}
+    assert _measured(plan.durations_from_report(p)) == {"ft313--a": 15.0, "ft313--b": 2.0}
+    assert _measured(plan.durations_from_report(tmp_path)) == {"ft313--a": 15.0, "ft313--b": 2.0}
+    a = plan.durations_from_report(p)["ft313--a"]
+    assert isinstance(a, timings.Profile) and a.install == 10.5 and a.plain == {0: 4.5}
 
 
 def test_durations_from_aggregated_report(tmp_path):
@@ -265,8 +272,8 @@ def test_durations_from_aggregated_report(tmp_path):
     report = aggregate.build_report(results, meta={})
     p = tmp_path / "report.json"
     p.write_text(json.dumps(report.to_dict()))
-    got = plan.durations_from_report(p)
-    assert got == plan.durations_from_report(run0)
+    got = _measured(plan.durations_from_report(p))
+    assert got == _measured(plan.durations_from_report(run0))
     assert len(got) == len(results) and got["cp313t--idna"] > got["cp313t--fx-refuses-ft"]
 
 
@@ -274,8 +281,8 @@ def test_durations_from_result_files(tmp_path):
     out = tmp_path / "out"
     write_json_atomic(out / "results" / "ft313--a.json", _result("ft313--a", [3, 1, 20, 40]).to_dict())
     write_json_atomic(out / "results" / "ft313--b.json", _result("ft313--b", [5, 1]).to_dict())
-    assert plan.durations_from_report(out) == {"ft313--a": 64.0, "ft313--b": 6.0}
-    assert plan.durations_from_report(out / "results") == {"ft313--a": 64.0, "ft313--b": 6.0}
+    assert _measured(plan.durations_from_report(out)) == {"ft313--a": 64.0, "ft313--b": 6.0}
+    assert _measured(plan.durations_from_report(out / "results")) == {"ft313--a": 64.0, "ft313--b": 6.0}
 
 
 @pytest.mark.parametrize(
@@ -383,7 +390,8 @@ def test_the_table_is_a_line_a_shard_then_a_line_a_job(jobs):
     for ln in lines[2:5]:  # the same split and sums as the workflow's matrix
         shard, n, minutes = ln.split()[:3]
         assert int(n) == gh[shard]["jobs"] and float(minutes) == round(gh[shard]["expected_seconds"] / 60, 1)
-    assert "no --durations" in plan.render_plan(jobs, fmt="table", shards=2).splitlines()[0]
+    assert f"({len(jobs)} guessed from the settings)" in plan.render_plan(jobs, fmt="table", shards=2).splitlines()[0]
+    assert f"({len(jobs)} from --durations)" in lines[0]
 
 
 def test_a_shard_over_the_runners_limit_is_warned_about(jobs):
@@ -393,3 +401,38 @@ def test_a_shard_over_the_runners_limit_is_warned_about(jobs):
     assert w.startswith("shard 1/1 is expected to take ") and "plan more --shards" in w
     assert plan.over_limit(jobs, 1, durations, limit_min=total_min + 1) == []
     assert len(plan.over_limit(jobs, 4, durations, limit_min=0.001)) == 4
+
+
+# --------------------------------------------------------------------------- the estimate
+
+DEFMAT = ROOT / "tests" / "data" / "timings" / "defmat"  # captured: the default matrix's 3.13.5t column
+
+
+def _default_jobs(gil_on: str) -> list[plan.Job]:
+    text = (ROOT / "matrix.yaml").read_text().replace("settings:\n", f"settings:\n  gil_on: {gil_on}\n", 1)
+    return [j for j in plan.make_plan(matrix.loads(text)) if j.interpreter.name == "cpython3.13t"]
+
+
+def test_a_previous_runs_phases_win_and_follow_the_settings():
+    """--durations of captured results: under the settings they ran with, each job is expected
+    to take what it took; with targeted GIL-on runs, less (no GIL-on run for iniconfig)."""
+    durations = plan.durations_from_report(DEFMAT)
+    full, targeted = _default_jobs("full"), _default_jobs("targeted")
+    got = dict(zip((j.job_id for j in full), plan.expected_seconds(full, durations), strict=True))
+    for job_id, prof in durations.items():
+        assert got[job_id] == pytest.approx(prof.measured, rel=0.005)
+    assert plan.estimate_sources(full, durations).count("durations") == len(durations) == 5
+    less = dict(zip((j.job_id for j in targeted), plan.expected_seconds(targeted, durations), strict=True))
+    assert less["cpython3.13t--iniconfig"] < got["cpython3.13t--iniconfig"]
+    assert less["cpython3.13t--idna"] < got["cpython3.13t--idna"] / 3  # its GIL-on-only hang is not run
+    assert less["cpython3.13t--cffi"] == got["cpython3.13t--cffi"]  # build failure: no tests either way
+
+
+def test_the_heuristic_is_a_typical_job_not_the_worst_case():
+    """Without a measurement, a PyPI job of the default matrix's settings is expected to take a
+    few minutes (its measured jobs: median 1.7 min, mean 3.6 min at load ~15), not the budget."""
+    jobs = _default_jobs("full")
+    guess = [plan.heuristic_seconds(j) for j in jobs]
+    assert all(60 <= g <= 300 for g in guess), guess
+    targeted = [plan.heuristic_seconds(j) for j in _default_jobs("targeted")]
+    assert all(t < g for t, g in zip(targeted, guess, strict=True))

@@ -144,3 +144,21 @@ def test_an_interpreter_build_says_its_steps_and_its_time(tmp_path, monkeypatch,
     # without one (the default, core.progress.no_heartbeat) the same build says nothing
     interpreters._build(spec.interpreters[0], tarball, prefix, tmp_path / "build.log", 1)
     assert (prefix / "bin").is_dir() and capsys.readouterr().out == ""
+
+
+def test_the_eta_follows_the_pace_of_the_finished_jobs() -> None:
+    """Jobs that take twice their estimate (a loaded machine): the rest are expected to as well,
+    once enough has finished to outweigh the estimate (PACE_PRIOR)."""
+    out = io.StringIO()
+    r = progress.PlainReporter(out, expected={"cp--a": 600, "cp--b": 600, "cp--c": 600})
+    r.start(3, 0, todo=["cp--a", "cp--b", "cp--c"])
+    assert r.eta() == "ETA ~30 min"
+    r.done(result("cp--a", "compatible"), 1200)
+    pace = (1200 + progress.PACE_PRIOR) / (600 + progress.PACE_PRIOR)
+    assert r.pace() == pytest.approx(pace)
+    assert r.eta() == f"ETA ~{2 * 600 * pace / 60:.0f} min"
+    r.step("cp--b", "install")
+    r.began["cp--b"] -= 500  # it has run 500 s of its expected 600 x pace
+    assert r.eta() == f"ETA ~{(2 * 600 * pace - 500) / 60:.0f} min"
+    r.done(result("cp--b", "compatible"), 10_000)  # a runaway job: the pace stays within limits
+    assert r.pace() == progress.PACE_LIMITS[1]  # (11,200 + 300) / (1,200 + 300) = 7.7, capped

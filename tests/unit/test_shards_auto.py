@@ -50,7 +50,7 @@ def test_plan_shards_auto_from_a_previous_report(tmp_path: Path):
             "--durations", str(tmp_path / "report.json"))
     assert r.returncode == 0, r.stderr
     assert len(json.loads(r.stdout)["include"]) == 3
-    assert "--shards auto: 3 shard(s), each expected under 80% of 360 min (measured durations)" in r.stderr
+    assert "--shards auto: 3 shard(s), each expected under 80% of 360 min (6 from --durations)" in r.stderr
 
 
 def test_plan_refuses_a_top_that_resolved_nothing(tmp_path: Path):

@@ -121,6 +121,12 @@ def sweep_lines(d: dict[str, Any]) -> list[str]:
     return lines(d)
 
 
+def cost_lines(d: dict[str, Any]) -> list[str]:
+    from benchmarks.cost import lines  # the cost section renders its own (issue #34)
+
+    return lines(d)
+
+
 def render(doc: dict[str, Any]) -> str:
     m = doc["meta"]
     lines = ["# ft-harness benchmark (latest)", "",
@@ -129,7 +135,7 @@ def render(doc: dict[str, Any]) -> str:
              f"`{m['command']}`", ""]
     for key, fn in (("overhead", overhead_lines), ("schedule", schedule_lines),
                     ("cache", cache_lines), ("scale", scale_lines), ("confirm", confirm_lines),
-                    ("sweep", sweep_lines)):
+                    ("sweep", sweep_lines), ("cost", cost_lines)):
         if key in doc["sections"]:
             sec = doc["sections"][key]
             lines += fn(sec)

@@ -3,6 +3,7 @@
     python benchmarks/run.py [--quick] [--rounds 3] [--sections overhead,schedule,cache,scale]
                              [--with-default-matrix] [--tsan] [--results benchmarks/results]
     python benchmarks/run.py --sections sweep [--sweep-top 1000]   # the host side over real sdists
+    python benchmarks/run.py --sections cost [--cost-rounds 2]     # default settings vs the previous way
 
 Writes RESULTS/latest.json and RESULTS/latest.md and prints the four sections.  The
 machine's noise hits both sides of every ratio alike; absolute seconds are only context.
@@ -30,7 +31,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from benchmarks import confirm, overhead, report, scale, schedule, sweep  # noqa: E402
+from benchmarks import confirm, cost, overhead, report, scale, schedule, sweep  # noqa: E402
 from benchmarks.common import FIXTURES, SETTINGS, fixture, write_matrix  # noqa: E402
 
 log = logging.getLogger("bench")
@@ -92,6 +93,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sweep-top", type=int, default=1000,
                     help="projects of the sweep (--sections sweep; not in the default sections: it "
                          "downloads their sdists once into ~/.cache/ft-harness/sweep)")
+    ap.add_argument("--cost-rounds", type=int, default=2,
+                    help="rounds of the cost section (--sections cost; not in the default sections: "
+                         "it runs the fixtures and real packages twice a round)")
     ap.add_argument("--budget", type=float, default=BUDGET, help="seconds the whole run may take")
     ap.add_argument("--results", type=Path, default=ROOT / "benchmarks" / "results")
     ap.add_argument("--keep", action="store_true", help="keep the temporary output dirs")
@@ -153,6 +157,7 @@ def main(argv: list[str] | None = None) -> int:
     section("overhead", overhead.measure, overhead_pkgs, rounds=max(3, args.rounds), tmp=tmp)
     section("confirm", confirm.measure, tmp, rounds=1 if args.quick else 2)
     section("sweep", sweep.measure, top=args.sweep_top)
+    section("cost", cost.measure, tmp, rounds=max(1, args.cost_rounds))
     want_default = args.with_default_matrix or "default-matrix" in wanted
     if "schedule" in wanted or "cache" in wanted or want_default:
         sched = {"target": 1.10, "matrices": [], "skipped": []}

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from ..core.errors import ConfigError
 from ..core.progress import Heartbeat, no_heartbeat
+from ..core.stored import store_root
 from .base import Backend, Opened, Prepared, Say, Workspace
 
 if TYPE_CHECKING:
@@ -54,7 +55,8 @@ def open_local(jobs: Sequence[Job], *, cache: Path, run_id: str, workers: int,
 
     needed = _needed(jobs)
     tsan = any(i.sanitizer for i in needed.values())
-    backend = LocalBackend(mem_limit=None if tsan else LOCAL_MEM_LIMIT, pip_cache=cache / "pip")
+    backend = LocalBackend(mem_limit=None if tsan else LOCAL_MEM_LIMIT, pip_cache=cache / "pip",
+                           wheel_store=store_root(cache))
     prepared = {}
     for name, interp in needed.items():
         built = interpreters.ensure_built(interp, cache, heartbeat=heartbeat)
@@ -99,7 +101,7 @@ def open_docker(jobs: Sequence[Job], *, cache: Path, run_id: str, workers: int,
     default = next(iter(prepared.values())).image if prepared else ""  # none: an empty shard
     return Opened(backend=DockerBackend(image=default, job_images=job_images, run_id=run_id,
                                         cpus=cpus, client=client, job_mounts=job_mounts,
-                                        job_env=job_env),
+                                        job_env=job_env, wheel_store=store_root(cache)),
                   prepared=prepared)
 
 

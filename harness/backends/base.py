@@ -59,6 +59,8 @@ class Workspace:
     pip_cache: str = ""  # the shared pip cache root, as the backend sees it ("" = pip's default)
     image: str = ""  # the image its commands run in (docker); never keyed by the python path,
     #                  which two builds of one series share (/opt/python/bin/python3.13t)
+    wheel_store: str = ""  # the shared wheel store, read-only, as the backend sees it ("" none)
+    wheel_host: Path | None = None  # the same on the host (harness.job.wheelstore writes it)
     fs: JobDir | None = field(default=None, compare=False, repr=False)  # the handle job.py opened
 
     def path(self, *parts: str) -> str:
@@ -117,6 +119,17 @@ class Backend(Protocol):
         """Run argv; stdout+stderr go to ``log`` (a host path). Never raises for the
         command's own failure; raises InfraError only when the backend itself broke.
         Ended at ``timeout``, or once ``log`` has not grown for ``idle`` seconds (``Quiet``)."""
+        ...
+
+    def isolated_out(self, out: Path) -> str:
+        """``out`` (a host dir) as a ``run_isolated`` command sees it."""
+        ...
+
+    def run_isolated(self, ws: Workspace, argv: list[str], *, env: dict[str, str], timeout: float,
+                     log: Path, out: Path) -> Exec:
+        """Run argv, with the network, where nothing but ``out`` is writable: not the workspace,
+        not a pip cache, not the wheel store (docker: a container of its own; local: no
+        isolation, as every local command). Its output goes to ``log``, as ``run``'s."""
         ...
 
     def reproduce_command(self, ws: Workspace, command: str, *, network: bool) -> str:

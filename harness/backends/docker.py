@@ -14,6 +14,10 @@ The pip cache is a volume per job (``ft-harness-pip-<job_id>``: one package on o
 interpreter), kept across runs: a package's build code, which runs with the cache mounted
 read-write, can plant wheels only where its own later installs look, never where another
 package's do.  ``ft-harness clean`` removes them (``clean_caches``).
+
+The shared wheel store (``harness.job.wheelstore``) is mounted read-only at /cache/wheels in
+every container of every job; only ``run_isolated`` (one sdist's build: no workspace, no pip
+cache, its output dir the one writable mount) makes what goes into it.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ from typing import BinaryIO
 from ..core import logcap
 from ..core.errors import InfraError
 from ..core.model import Exec
+from ..core.stored import IN_CONTAINER as STORE_IN_CONTAINER
 from ..core.wsfs import JobDir
 from ..interpreters.images import clean, daemon_error, docker_client, remove_volumes
 from .base import Quiet, Workspace, job_dir, killed_note
@@ -45,6 +50,7 @@ CA_IN_CONTAINER = "/etc/ssl/certs/ft-harness-host-ca.crt"
 HOST_CA = Path("/etc/ssl/certs/ca-certificates.crt")
 ROOT = "/work"
 SOURCE_RO = "/source"
+ISOLATED_OUT = "/out"  # run_isolated's one writable mount
 RUNTIME_UID = 1000
 POLL = 5.0  # seconds between checks of a running container (also bounds close() latency)
 STOP_PROBE = 10.0  # after an outside SIGTERM/SIGKILL: how long to watch for a daemon going away
@@ -69,13 +75,14 @@ class DockerBackend:
                  pids_limit: int = 512, ca_bundle: Path | None = None, client=None,
                  tmpfs_size: str = "1g", job_images: Mapping[str, str] | None = None,
                  job_mounts: Mapping[str, Mapping[str, dict[str, str]]] | None = None,
-                 job_env: Mapping[str, Mapping[str, str]] | None = None):
+                 job_env: Mapping[str, Mapping[str, str]] | None = None, wheel_store: Path | None = None):
         self.image = image  # for a job not in job_images
         self.job_images = dict(job_images or {})  # job_id -> the image of its interpreter
         # job_id -> read-only mounts and environment of its interpreter (an installed one's
         # prefix, harness.interpreters.dockerpython), in every container of the job and in its recipes
         self.job_mounts = {k: dict(v) for k, v in (job_mounts or {}).items()}
         self.job_env = {k: dict(v) for k, v in (job_env or {}).items()}
+        self.wheel_store = wheel_store  # mounted read-only in every container of every job (IN_CONTAINER)
         self.run_id = run_id
         self.cpus = cpus
         self.mem_limit = mem_limit
@@ -129,6 +136,9 @@ class DockerBackend:
             self._own(fs)
         self._ensure_pip_cache(job_id)
         mounts = {**self.job_mounts.get(job_id, {}), str(host_root): {"bind": ROOT, "mode": "rw"}}
+        if self.wheel_store is not None:  # made by the host, so docker never makes it as root
+            self.wheel_store.mkdir(parents=True, exist_ok=True)
+            mounts[str(self.wheel_store)] = {"bind": STORE_IN_CONTAINER, "mode": "ro"}
         seen_source = ""
         if source:
             src = Path(source).resolve()
@@ -143,7 +153,8 @@ class DockerBackend:
             self._mounts[job_id] = mounts
             self._jobs[str(host_root)] = job_id
         return Workspace(host_root=host_root, root=ROOT, python=python, source=seen_source,
-                         pip_cache=PIP_CACHE, image=self.job_images.get(job_id, self.image))
+                         pip_cache=PIP_CACHE, image=self.job_images.get(job_id, self.image),
+                         wheel_store=STORE_IN_CONTAINER if self.wheel_store else "", wheel_host=self.wheel_store)
 
     # ---------------------------------------------------------------- running
 
@@ -159,18 +170,19 @@ class DockerBackend:
             return None
 
     def _config(self, ws: Workspace, argv: list[str], env: dict[str, str], cwd: str,
-                log_in: str | None, network: bool) -> dict:
+                log_in: str | None, network: bool, only: dict[str, dict[str, str]] | None = None) -> dict:
+        """``only``: these mounts instead of the job's (run_isolated: no workspace, no pip cache)."""
         job_id = self._job_id(ws)
         environment = {"HOME": "/tmp", "TMPDIR": "/tmp", **self.job_env.get(job_id, {}), **env}
-        volumes = dict(self._mounts.get(job_id) or {**self.job_mounts.get(job_id, {}),
-                                                    str(ws.host_root): {"bind": ROOT, "mode": "rw"}})
-        if network:
+        volumes = dict(only) if only is not None else dict(self._mounts.get(job_id) or {
+            **self.job_mounts.get(job_id, {}), str(ws.host_root): {"bind": ROOT, "mode": "rw"}})
+        if network and only is None:
             volumes[pip_cache_volume(job_id)] = {"bind": PIP_CACHE, "mode": "rw"}  # this job's alone
             environment.setdefault("PIP_CACHE_DIR", PIP_CACHE)
-            if self.ca_bundle:
-                volumes[str(self.ca_bundle)] = {"bind": CA_IN_CONTAINER, "mode": "ro"}
-                for var in ("PIP_CERT", "SSL_CERT_FILE", "REQUESTS_CA_BUNDLE"):
-                    environment[var] = CA_IN_CONTAINER
+        if network and self.ca_bundle:
+            volumes[str(self.ca_bundle)] = {"bind": CA_IN_CONTAINER, "mode": "ro"}
+            for var in ("PIP_CERT", "SSL_CERT_FILE", "REQUESTS_CA_BUNDLE"):
+                environment[var] = CA_IN_CONTAINER
         if log_in is not None:
             # The shell opens the log on the mount and execs the command: stdout and stderr
             # share one file descriptor, so their interleaving is exact, as in the local backend.
@@ -220,9 +232,34 @@ class DockerBackend:
             return self._run(ws, job_id, argv, env=env, cwd=cwd, timeout=timeout, log_in=log_in,
                              log_file=log_file, network=network, idle=idle)
 
+    def isolated_out(self, out: Path) -> str:
+        return ISOLATED_OUT
+
+    def run_isolated(self, ws: Workspace, argv: list[str], *, env: dict[str, str], timeout: float,
+                     log: Path, out: Path) -> Exec:
+        """A container of its own: the interpreter's read-only mounts and ``out`` at /out, the only
+        writable place besides its tmpfs /tmp; no workspace, no pip cache, no wheel store; the
+        network on. Its output reaches ``log`` through docker's log stream."""
+        job_id = self._job_id(ws)
+        with self._lock:
+            if job_id in self._closed or self._cancelled:
+                return Exec(exit_code=None, infra="job was closed (interrupted)")
+        try:
+            with job_dir(ws) as fs:
+                log_fd = fs.open_append(fs.rel(Path(log)))
+            if os.geteuid() == 0:
+                os.chown(out, self.uid, self.gid)
+        except (OSError, ValueError) as e:
+            return Exec(exit_code=None, infra=f"cannot open the log {Path(log).name}: {e}")
+        only = {**self.job_mounts.get(job_id, {}), str(out): {"bind": ISOLATED_OUT, "mode": "rw"}}
+        with os.fdopen(log_fd, "ab") as log_file:
+            return self._run(ws, job_id, argv, env=env, cwd=ISOLATED_OUT, timeout=timeout, log_in=None,
+                             log_file=log_file, network=True, idle=0, only=only)
+
     def _run(self, ws: Workspace, job_id: str, argv: list[str], *, env: dict[str, str], cwd: str,
-             timeout: float, log_in: str | None, log_file: BinaryIO, network: bool, idle: float) -> Exec:
-        config = self._config(ws, argv, env, cwd, log_in, network)
+             timeout: float, log_in: str | None, log_file: BinaryIO, network: bool, idle: float,
+             only: dict[str, dict[str, str]] | None = None) -> Exec:
+        config = self._config(ws, argv, env, cwd, log_in, network, only)
         started = time.monotonic()
         try:
             container = self.client.containers.create(**config)

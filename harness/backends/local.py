@@ -43,18 +43,22 @@ class LocalBackend:
     def base_path(self) -> str:
         return os.environ.get("PATH", os.defpath)
 
-    def __init__(self, *, mem_limit: int | None = 4 << 30, pip_cache: Path | None = None) -> None:
+    def __init__(self, *, mem_limit: int | None = 4 << 30, pip_cache: Path | None = None,
+                 wheel_store: Path | None = None) -> None:
         """``mem_limit``: RLIMIT_DATA per process in bytes (None: none; TSan needs none).
-        ``pip_cache``: the root of the jobs' pip caches (one per interpreter build below it)."""
+        ``pip_cache``: the root of the jobs' pip caches (one per interpreter build below it).
+        ``wheel_store``: the shared wheel store (harness.job.wheelstore; read-only by convention only)."""
         self.mem_limit = mem_limit
         self.pip_cache = pip_cache
+        self.wheel_store = wheel_store
         self._procs: dict[int, subprocess.Popen] = {}
         self._lock = threading.Lock()
         self._cancelled = threading.Event()
 
     def open(self, job_id: str, host_root: Path, python: str, source: str) -> Workspace:
         return Workspace(host_root=host_root, root=str(host_root), python=python, source=source,
-                         pip_cache=str(self.pip_cache) if self.pip_cache else "")
+                         pip_cache=str(self.pip_cache) if self.pip_cache else "",
+                         wheel_store=str(self.wheel_store or ""), wheel_host=self.wheel_store)
 
     def run(self, ws: Workspace, argv: list[str], *, env: dict[str, str], cwd: str, timeout: float,
             log: Path, network: bool, idle: float = 0) -> Exec:
@@ -102,6 +106,14 @@ class LocalBackend:
         return Exec(exit_code=None if timed_out else rc, signal=None if timed_out else sig,
                     timed_out=timed_out, duration=time.monotonic() - start,
                     infra="cancelled" if self._cancelled.is_set() else "")
+
+    def isolated_out(self, out: Path) -> str:
+        return str(out)
+
+    def run_isolated(self, ws: Workspace, argv: list[str], *, env: dict[str, str], timeout: float,
+                     log: Path, out: Path) -> Exec:
+        """In ``out``, as any local command: no isolation here (use docker for untrusted code)."""
+        return self.run(ws, argv, env=env, cwd=str(out), timeout=timeout, log=log, network=True)
 
     def reproduce_command(self, ws: Workspace, command: str, *, network: bool) -> str:
         return command

@@ -48,6 +48,7 @@ class Settings:
     confirm_budget: int = 600  # seconds per job those re-runs may take together
     registry: str | None = "shipped"  # community recipes: the snapshot in harness/data, a path, None: off
     fallback_wheel: str = "build"  # a compiled project's pure wheel: build it from its sdist, or keep it
+    wheel_store: bool = True  # wheels built from sdists shared read-only between jobs (harness.job.wheelstore)
     gil_on: str = "targeted"  # the GIL-on runs: only the tests the GIL-off runs left red, or the whole suite
 
 
@@ -166,7 +167,8 @@ class MatrixSpec:
 
 def _settings(ctx: y.Ctx, node: yaml.Node, base: Path) -> Settings:
     keys = ["threads", "iterations", "repeat", "test_timeout", "job_timeout", "install_timeout",
-            "gil_modes", "min_parallel_fraction", "confirm", "confirm_budget", "registry", "fallback_wheel", "gil_on"]
+            "gil_modes", "min_parallel_fraction", "confirm", "confirm_budget", "registry", "fallback_wheel", "gil_on",
+            "wheel_store"]
     m = y.mapping(ctx, node, "settings", keys)
     kw: dict[str, Any] = {}
     for key in ("threads", "iterations", "repeat", "test_timeout", "job_timeout", "install_timeout",
@@ -206,6 +208,8 @@ def _settings(ctx: y.Ctx, node: yaml.Node, base: Path) -> Settings:
         kw["fallback_wheel"] = y.choice(ctx, m["fallback_wheel"], "settings.fallback_wheel", FALLBACK_MODES)
     if "gil_on" in m:  # harness.verdict.gilon
         kw["gil_on"] = y.choice(ctx, m["gil_on"], "settings.gil_on", ("targeted", "full"))
+    if "wheel_store" in m:  # harness.job.wheelstore
+        kw["wheel_store"] = y.flag(ctx, m["wheel_store"], "settings.wheel_store")
     return Settings(**kw)
 
 
@@ -426,11 +430,7 @@ def _selector(ctx: y.Ctx, node: yaml.Node, where: str, base: Path) -> Selector:
             raise ctx.fail(m["from"], f"{where}.from must be a file (top-pypi-packages JSON or "
                                       "one name a line)")
     if "extensions_only" in m:
-        v = y.scalar(ctx, m["extensions_only"], f"{where}.extensions_only")
-        if not isinstance(v, bool):
-            raise ctx.fail(m["extensions_only"], f"{where}.extensions_only must be true or false, "
-                                                 f"got {y.kind(m['extensions_only'])}")
-        kw["extensions_only"] = v
+        kw["extensions_only"] = y.flag(ctx, m["extensions_only"], f"{where}.extensions_only")
     if "exclude" in m:
         kw["exclude"] = y.strings(ctx, m["exclude"], f"{where}.exclude")
     return Selector(**kw)
@@ -486,11 +486,8 @@ def load(path: str | Path) -> MatrixSpec:
     if p.is_dir():
         raise ConfigError("is a directory, not a matrix file", file=shown)
     if size > MAX_MATRIX_BYTES:
-        raise ConfigError(
-            f"the file is {size} bytes; a matrix larger than {MAX_MATRIX_BYTES} bytes is refused",
-            file=shown,
-            line=1,
-        )
+        raise ConfigError(f"the file is {size} bytes; a matrix larger than {MAX_MATRIX_BYTES} bytes is refused",
+                          file=shown, line=1)
     raw = p.read_bytes()
     try:
         text = raw.decode("utf-8")

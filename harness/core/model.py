@@ -34,15 +34,17 @@ from .evidence import (
     not_installed_of_old,
 )
 from .gilon import GilOn
+from .stored import StoredWheel, wheels_from
 from .testsetup import TestSetup
 
-RESULT_SCHEMA = 10  # 2: Phase.test_command (the command in parts); 3: typed crash/hang/parallel,
+RESULT_SCHEMA = 11  # 2: Phase.test_command (the command in parts); 3: typed crash/hang/parallel,
 # coverage and wheel (harness.core.evidence); 4: finding kind budget-spent, Hang.spent;
 # 5: finding kind slow-in-threads, TestCase.seconds; 6: Phase.probe (probe.json, typed: the
 # verdict reads it from the phases); 7: verdict and finding kind skipped, test_setup.recipe
 # (harness.testsetup.registry); 8: sdist_sha256, reused_from (harness.job.reuse); 9: Wheel.fallback (harness.verdict.artifact)
 # 10: Phase.subset, JobResult.gil_on (settings.gil_on: targeted, harness.verdict.gilon)
-READABLE_SCHEMAS = (2, 3, 4, 5, 6, 7, 8, 9, 10)
+# 11: wheels_reused, wheels_built (the shared wheel store, harness.job.wheelstore)
+READABLE_SCHEMAS = (2, 3, 4, 5, 6, 7, 8, 9, 10, 11)
 
 # Verdicts, most severe first.  These strings are the contract of report.json.
 VERDICTS = (
@@ -354,6 +356,8 @@ class JobResult:
     test_setup: TestSetup = field(default_factory=TestSetup)
     sdist_sha256: str = ""  # of the sdist tested (PyPI packages; checked against the index)
     reused_from: str = ""  # not run: taken from this earlier run's results (run --reuse), else ""
+    wheels_reused: tuple[StoredWheel, ...] = ()  # the install took these from the shared wheel store
+    wheels_built: tuple[StoredWheel, ...] = ()  # this job built these into it (harness.job.wheelstore)
     gil_on: GilOn | None = None  # what the GIL-on runs ran, and why (None: no test stage, or before schema 10)
 
     def phase(self, name: str) -> Phase | None:
@@ -386,6 +390,7 @@ class JobResult:
             "test_setup": self.test_setup.to_dict(),
             "sdist_sha256": self.sdist_sha256,
             "reused_from": self.reused_from,
+            **{k: [w.to_dict() for w in getattr(self, k)] for k in ("wheels_reused", "wheels_built")},
             "gil_on": self.gil_on.to_dict() if self.gil_on else None,
         }
 
@@ -406,6 +411,7 @@ class JobResult:
         d["coverage"] = coverage_from_dict(d.get("coverage"))
         d["wheel"] = Wheel.from_dict(d["wheel"]) if isinstance(d.get("wheel"), dict) and d["wheel"] else None
         d["test_setup"] = TestSetup.from_dict(d.get("test_setup"))
+        d["wheels_reused"], d["wheels_built"] = wheels_from(d.get("wheels_reused")), wheels_from(d.get("wheels_built"))
         d["gil_on"] = GilOn.from_dict(d.get("gil_on"))
         d["schema"] = RESULT_SCHEMA  # read back in today's shape
         return _build(cls, d)

@@ -115,6 +115,14 @@ def choice(ctx: Ctx, node: yaml.Node, where: str, options: tuple[str, ...]) -> s
     return text
 
 
+def flag(ctx: Ctx, node: yaml.Node, where: str) -> bool:
+    """``true`` or ``false``: ``wheel_store: false``, ``extensions_only: true``."""
+    value = scalar(ctx, node, where)
+    if not isinstance(value, bool):
+        raise ctx.fail(node, f"{where} must be true or false, got {kind(node)}")
+    return value
+
+
 def pos_int(ctx: Ctx, node: yaml.Node, where: str) -> int:
     value = scalar(ctx, node, where)
     if isinstance(value, bool) or not isinstance(value, int) or value <= 0:

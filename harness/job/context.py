@@ -91,15 +91,20 @@ def _open_log(ctx: JobCtx, name: str, argv: list[str], env: dict[str, str], cwd:
 
 def run_phase(ctx: JobCtx, name: str, kind: str, cmd: list[str] | TestCommand, *, env: dict[str, str],
               cwd: str, timeout: float, network: bool = False, gil: int | None = None, rep: int = 0,
-              junit: str = "", tsan_dir: str = "", idle: float = 0) -> Phase:
-    """Run one command of the job in the backend; the phase, parsed, is appended and returned."""
+              junit: str = "", tsan_dir: str = "", idle: float = 0, isolated: Path | None = None) -> Phase:
+    """Run one command of the job in the backend; the phase, parsed, is appended and returned.
+    ``isolated``: in a step of its own where only that host dir is writable (Backend.run_isolated)."""
     test_command = cmd if isinstance(cmd, TestCommand) else None
     argv = list(cmd.argv()) if isinstance(cmd, TestCommand) else cmd
     ctx.progress(ctx.job.job_id, name)
     log_host = ctx.ws.host("logs", f"{name}.log")  # a name for the backend; made through fs
     _open_log(ctx, name, argv, env, cwd, tsan_dir)
-    ex = ctx.backend.run(ctx.ws, argv, env=env, cwd=cwd, timeout=min(timeout, ctx.remaining()),
-                         log=log_host, network=network, idle=idle)
+    if isolated is not None:
+        ex = ctx.backend.run_isolated(ctx.ws, argv, env=env, timeout=min(timeout, ctx.remaining()),
+                                      log=log_host, out=isolated)
+    else:
+        ex = ctx.backend.run(ctx.ws, argv, env=env, cwd=cwd, timeout=min(timeout, ctx.remaining()),
+                             log=log_host, network=network, idle=idle)
     phase = Phase(
         name=name, kind=kind, gil=gil, rep=rep, command=tuple(argv), test_command=test_command,
         env=dict(env), cwd=cwd,

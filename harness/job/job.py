@@ -30,6 +30,7 @@ from .context import JobCtx, Progress, base_env
 from .recipe import recipe
 from .source import pinned_version, source
 from .suite import TOOLS
+from .wheelsteps import NO_STORE, StoreUse, used
 
 __all__ = ["Progress", "pinned_version", "run_job"]
 
@@ -44,6 +45,7 @@ class Done:
     test_setup: TestSetup = field(default_factory=TestSetup)  # what the tests ran with, and from where
     tools: tuple[str, ...] = TOOLS  # the pinned test tools
     sdist_sha256: str = ""  # the fetched sdist's, checked against the index (reuse compares it)
+    store: StoreUse = NO_STORE  # what the shared wheel store gave the install (harness.job.wheelsteps)
     data_links: tuple[str, ...] = ()  # sdist dirs linked beside the installed package (harness.job.datalinks)
     gil_on: GilOn | None = None  # what the GIL-on runs ran, and why (harness.verdict.gilon)
 
@@ -75,7 +77,9 @@ def _steps(ctx: JobCtx) -> Done:
     setup = stages.suite_setup(ctx, src)  # read from the tree before any package code runs
     done = Done(version=src.version, test_setup=setup.at_source.record, tools=setup.tools,
                 sdist_sha256=src.sha256)
-    installed = stages.install(ctx, src, setup)
+    store = stages.wheel_store(ctx, src, setup)  # built once per interpreter, shared read-only (#34)
+    done = replace(done, store=store)
+    installed = stages.install(ctx, src, setup, store)
     if installed is None:  # the package (or its extension's rebuild) did not install
         return done
     probed = stages.probe(ctx, setup, installed)  # always: the GIL probe, whatever the version
@@ -160,6 +164,7 @@ def _result(ctx: JobCtx, done: Done, *, key: str, started: str, skip: TestSetup 
         if f.reproduce else f for f in decision.findings)
     install_ok = any(p.name == "install" and p.ok for p in phases)
     report = f"logs/{artifact.REBUILD_REPORT}" if artifact.rebuilt(phases) else "logs/install-report.json"
+    reused, built = used(ctx, done.store)
     fallback = artifact.fallback_of(phases)  # a compiled project's pure wheel: built over, or kept
     wheel = wheels.wheel_info(job.package.name, local=job.package.is_local, version=done.version,
                               install_report=ctx.fs.read(report, 64 * 1024 * 1024), interp=interp, probe=probe,
@@ -173,5 +178,5 @@ def _result(ctx: JobCtx, done: Done, *, key: str, started: str, skip: TestSetup 
         phases=limits.cap_result_tests(phases), verdict=decision.verdict, qualifier=decision.qualifier,
         findings=findings, coverage=decision.coverage, wheel=wheel,
         metadata=probe.metadata, notes=job.package.notes, links=job.package.links,
-        test_setup=done.test_setup, sdist_sha256=done.sdist_sha256, gil_on=done.gil_on,
+        test_setup=done.test_setup, sdist_sha256=done.sdist_sha256, wheels_reused=reused, wheels_built=built, gil_on=done.gil_on,
     )

@@ -32,6 +32,8 @@ from .source import Source
 from .suite import TOX
 from .watchdog import ONLY as ONLY_PLUGIN
 from .watchdog import stall_seconds, watchdog_env
+from .wheelsteps import NO_STORE, StoreUse, prepare
+from .wheelstore import static_requirements
 
 log = logging.getLogger(__name__)
 
@@ -134,12 +136,31 @@ def _installed_run(rel: str, args: tuple[str, ...], record: TestSetup) -> RunFro
 # ------------------------------------------------------------------ install
 
 
-def install(ctx: JobCtx, src: Source, setup: SuiteSetup) -> Installed | None:
-    """The package with the test tools in a venv; a compiled project's pure fallback wheel
-    rebuilt from its sdist; the inferred test deps. None: the package did not install."""
+def wheel_store(ctx: JobCtx, src: Source, setup: SuiteSetup) -> StoreUse:
+    """The sdists the install would build, each built once into the shared wheel store in a step
+    of its own (harness.job.wheelsteps). Asked for: the install's requirements, with the
+    package's own requirements in its place when its sdist states them (read now, before any
+    package code ran), so the dry run builds nothing of the package; the package itself is left
+    to the install, whose log is the build's evidence."""
+    reqs = [*_own_requirements(src), *setup.tools, *setup.package.test_requires, *(TOX if setup.tox else ())]
+    vpy = ctx.ws.path("venv", "bin", "python")
+    return prepare(ctx, venv_sh=_venv_sh(ctx, setup, vpy), vpy=vpy, requirements=reqs, skip=setup.package.name)
+
+
+def _own_requirements(src: Source) -> list[str]:
+    """The package's requirements its sdist states, else the package itself (pip learns them
+    then from its metadata hook). Called before the wheel-plan step runs any package code."""
+    static = static_requirements(src.src_host)
+    return static if static is not None else [src.target]
+
+
+def install(ctx: JobCtx, src: Source, setup: SuiteSetup, store: StoreUse = NO_STORE) -> Installed | None:
+    """The package with the test tools in a venv (sdists of its dependencies the store has
+    built: from there); a compiled project's pure fallback wheel rebuilt from its sdist; the
+    inferred test deps. None: the package did not install."""
     ws, timeout = ctx.ws, ctx.job.settings.install_timeout
     vpy = ws.path("venv", "bin", "python")
-    phase = run_phase(ctx, "install", "install", ["sh", "-c", _install_sh(ctx, src, setup, vpy)],
+    phase = run_phase(ctx, "install", "install", ["sh", "-c", _install_sh(ctx, src, setup, vpy, store)],
                       env=ctx.env, cwd=ws.root, timeout=timeout, network=True)
     if not phase.ok or (setup.compiled and not _fallback(ctx, src, setup, vpy)):
         return None
@@ -156,15 +177,24 @@ def _with_tsan_flags(ctx: JobCtx, sh: str) -> str:
     return f"{tsan.build_flags_sh(ctx.ws.python)} && {sh}" if ctx.tsan else sh
 
 
-def _install_sh(ctx: JobCtx, src: Source, setup: SuiteSetup, vpy: str) -> str:
+def _venv_sh(ctx: JobCtx, setup: SuiteSetup, vpy: str) -> str:
+    ws = ctx.ws
+    if ctx.tsan and ws.pip_cache:  # pip and the tools from a layer built once per interpreter
+        return tsan.venv_sh(ws.python, ws.path("venv"), ws.path("inner", "tsan_venv.py"),
+                            f"{ws.pip_cache}/{ctx.interp.key}/ft-harness-tools",
+                            [*setup.tools, *(TOX if setup.tox else ())])
+    return f"{shlex.quote(ws.python)} -m venv {shlex.quote(ws.path('venv'))}"
+
+
+def _install_sh(ctx: JobCtx, src: Source, setup: SuiteSetup, vpy: str, store: StoreUse = NO_STORE) -> str:
     ws, pkg, pins = ctx.ws, setup.package, setup.tools
     tox = TOX if setup.tox else ()
-    pip = [vpy, "-m", "pip", "install", "--report", ws.path("logs", "install-report.json"),
+    links = [a for d in store.find_links for a in ("--find-links", d)]  # the store's dirs, read-only
+    pip = [vpy, "-m", "pip", "install", "--report", ws.path("logs", "install-report.json"), *links,
            src.target, *pins, *pkg.test_requires, *tox]
-    venv = f"{shlex.quote(ws.python)} -m venv {shlex.quote(ws.path('venv'))}"
-    if ctx.tsan and ws.pip_cache:  # pip and the tools from a layer built once per interpreter
-        venv = tsan.venv_sh(ws.python, ws.path("venv"), ws.path("inner", "tsan_venv.py"),
-                            f"{ws.pip_cache}/{ctx.interp.key}/ft-harness-tools", [*pins, *tox])
+    venv = _venv_sh(ctx, setup, vpy)
+    if store.planned:  # the wheel-plan step made it
+        venv = f"test -x {shlex.quote(vpy)} || {{ {venv}; }}"
     script = _with_tsan_flags(ctx, f"{venv} && {shlex.join(pip)}")
     if setup.tox:  # tox builds its env now, with network; the test phases reuse it offline
         job = replace(ctx.job, package=pkg)

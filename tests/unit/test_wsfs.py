@@ -133,7 +133,7 @@ THROUGH_WSFS = {"fs", "ctx.fs", "ws.fs", "self.fs"}  # a JobDir: its methods are
 NAMING = {"relative_to", "joinpath", "rel", "path", "host", "str", "Path", "JobDir", "replace", "Workspace",
           "split", "as_posix", "resolve", "_in_container", "len", "is_relative_to", "get", "join",
           "warning", "info", "debug", "_job_id", "InfraError", "isinstance", "startswith", "any",
-          "Phase", "parse_phase", "tsan_reports", "makedirs", "run", "rstrip"}
+          "Phase", "parse_phase", "tsan_reports", "makedirs", "run", "run_isolated", "rstrip"}
 # every other call that reaches a workspace path by name, and why it may: each is made before
 # the first step that runs package code (or reads the source tree the host has just made)
 ALLOWED = {
@@ -197,7 +197,7 @@ def test_the_guard_sees_a_new_access() -> None:
 # (harness.job.testsetup reads it then too); the stages from the install on reach the workspace
 # through ctx.fs only.
 BEFORE_THE_INSTALL = {"harness/job/source.py": {"source", "_from_sdist"},
-                      "harness/job/stages.py": {"suite_setup", "_compiled", "_installed_run"}}
+                      "harness/job/stages.py": {"suite_setup", "_compiled", "_installed_run", "_own_requirements"}}
 FROM_THE_INSTALL_ON = ("harness/job/stages.py", "harness/job/job.py")
 
 

@@ -1,0 +1,51 @@
+"""The shared wheel store's name and its record in a result (#34): wheels built from an sdist
+once, in a step of their own, and reused read-only by every later job of that interpreter build.
+
+Layout (``harness.job.wheelstore`` writes it, the backends mount it read-only)::
+
+    <cache>/wheels/<interpreter key>/<sdist sha256>/<wheel file>
+
+``$FT_HARNESS_WHEEL_STORE`` puts it elsewhere (the tests give each run an empty one).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+IN_CONTAINER = "/cache/wheels"  # where the docker backend mounts the store, read-only
+
+
+def store_root(cache: Path) -> Path:
+    """The wheel store below the harness's cache root (or ``$FT_HARNESS_WHEEL_STORE``)."""
+    value = os.environ.get("FT_HARNESS_WHEEL_STORE")
+    return Path(value).expanduser().resolve() if value else Path(cache) / "wheels"
+
+
+@dataclass(frozen=True, kw_only=True)
+class StoredWheel:
+    """One wheel of the store a job used or built: the project, its version, the sdist it was
+    built from (by sha256) and the wheel's file name."""
+
+    name: str
+    version: str
+    sdist_sha256: str
+    wheel: str
+
+    def to_dict(self) -> dict[str, str]:
+        return {"name": self.name, "version": self.version, "sdist_sha256": self.sdist_sha256, "wheel": self.wheel}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> StoredWheel:
+        """Tolerant: a missing or non-string field reads as ""."""
+        def s(k: str) -> str:
+            return v if isinstance(v := d.get(k), str) else ""
+        return cls(name=s("name"), version=s("version"), sdist_sha256=s("sdist_sha256"), wheel=s("wheel"))
+
+
+def wheels_from(raw: Any) -> tuple[StoredWheel, ...]:
+    """A result file's list of stored wheels (anything else: none)."""
+    return tuple(StoredWheel.from_dict(x) for x in raw if isinstance(x, dict)) if isinstance(raw, list) else ()

@@ -1,0 +1,123 @@
+"""The wheel store's steps of a job (#34; the store itself: harness.job.wheelstore).
+
+Before the install: ``wheel-plan`` makes the venv and asks pip, in a dry run with the network
+(the install's own isolation: its workspace, its pip cache), what it would install for the
+same requirements; then each sdist of that plan the store lacks is built in a ``wheel-<name>-
+<version>`` phase of its own (``Backend.run_isolated``: nothing writable but its output dir),
+and published by the host. The install gets ``--find-links`` of the store dirs of the plan's
+sdists (``StoreUse.find_links``), mounted read-only; what pip took from there is read back
+from its ``--report`` (``used``). The plan's log ends with one line per sdist: in the store
+already, built now, or left to the install (its build failed: the install builds it again, and
+its log is the evidence).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import shlex
+import shutil
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..core.stored import StoredWheel
+from . import wheelstore
+from .context import JobCtx, run_phase
+from .wheelstore import PLAN_REPORT, Sdist
+
+log = logging.getLogger(__name__)
+
+PLAN = "wheel-plan"  # the dry run's phase; the builds are "wheel-<name>-<version>"
+KIND = "wheels"  # their Phase.kind: no verdict reads them (a failed build is built by the install)
+
+
+@dataclass(frozen=True, kw_only=True)
+class StoreUse:
+    """What the store gives one job's install."""
+
+    planned: bool = False  # the wheel-plan phase ran (and made the venv)
+    find_links: tuple[str, ...] = ()  # the store dirs of the plan's sdists, as the backend sees them
+    built: tuple[StoredWheel, ...] = ()  # built by this job's own isolated steps, now in the store
+    found: tuple[StoredWheel, ...] = ()  # in the store before this job
+
+
+NO_STORE = StoreUse()
+
+
+def prepare(ctx: JobCtx, *, venv_sh: str, vpy: str, requirements: Sequence[str], skip: str) -> StoreUse:
+    """The dry run, then each missing sdist built into the store. Off (NO_STORE) with
+    ``settings.wheel_store: false``, under TSan (its builds need the sanitizer's flags), or on a
+    backend with no store."""
+    ws, store = ctx.ws, ctx.ws.wheel_host
+    if not ctx.job.settings.wheel_store or store is None or not ws.wheel_store or ctx.tsan:
+        return NO_STORE
+    pip = shlex.join([vpy, "-m", "pip", "install", "--dry-run", "--quiet", "--report",
+                      ws.path("logs", PLAN_REPORT), *requirements])
+    phase = run_phase(ctx, PLAN, KIND, ["sh", "-c", f"{venv_sh} && {pip}"], env=ctx.env, cwd=ws.root,
+                      timeout=ctx.job.settings.install_timeout, network=True)
+    if not phase.ok:
+        _say(ctx, ["ft-harness: no plan; the install builds whatever it needs itself"])
+        return StoreUse(planned=True)
+    key, lines = ctx.interp.key, []
+    links: list[str] = []
+    built: list[StoredWheel] = []
+    found: list[StoredWheel] = []
+    for sd in wheelstore.to_build(ctx.fs.read(f"logs/{PLAN_REPORT}", 64 * 1024 * 1024), skip=skip):
+        with wheelstore.lock(store, key, sd.sha256):  # a job building the same sdist: wait, then reuse
+            wheel = wheelstore.stored(store, key, sd.sha256)
+            if wheel:
+                found.append(sd.stored(wheel))
+                lines.append(f"ft-harness: wheel store: reused {wheel} (sdist sha256 {sd.sha256})")
+            else:
+                got, why = _build(ctx, store, key, sd)
+                if got is None:
+                    lines.append(f"ft-harness: wheel store: {sd.name} {sd.version} not stored: {why}")
+                    continue
+                built.append(got)
+                lines.append(f"ft-harness: wheel store: built {got.wheel} (sdist sha256 {sd.sha256})")
+        links.append(f"{ws.wheel_store}/{key}/{sd.sha256}")
+    _say(ctx, lines or ["ft-harness: wheel store: the install builds no sdist"])
+    return StoreUse(planned=True, find_links=tuple(links), built=tuple(built), found=tuple(found))
+
+
+def _build(ctx: JobCtx, store: Path, key: str, sd: Sdist) -> tuple[StoredWheel | None, str]:
+    """One sdist built where only a fresh scratch dir is writable, its wheel published."""
+    out = wheelstore.scratch(store, key)
+    try:
+        name = "wheel-" + re.sub(r"[^A-Za-z0-9_.-]", "_", f"{sd.name}-{sd.version}")
+        env = {k: v for k, v in ctx.env.items() if k != "PIP_CACHE_DIR"}  # no cache: --no-cache-dir
+        phase = run_phase(ctx, name, KIND, wheelstore.build_argv(ctx.ws.python, sd, ctx.backend.isolated_out(out)),
+                          env=env, cwd=ctx.backend.isolated_out(out), timeout=ctx.job.settings.install_timeout,
+                          network=True, isolated=out)
+        if not phase.ok:
+            return None, f"its build failed (phase {name}); the install builds it itself"
+        return wheelstore.publish(out, store, key, sd)
+    except OSError as e:
+        return None, f"the store: {e}"
+    finally:
+        shutil.rmtree(out, ignore_errors=True)
+
+
+def _say(ctx: JobCtx, lines: list[str]) -> None:
+    """The plan's outcome, at the end of its log (through the workspace's handle) and in ours."""
+    for line in lines:
+        log.info("%s: %s", ctx.job.job_id, line.removeprefix("ft-harness: "))
+    try:
+        fd = ctx.fs.open_append(f"logs/{PLAN}.log")
+        with os.fdopen(fd, "a", encoding="utf-8") as f:
+            f.write("\n" + "\n".join(lines) + "\n")
+    except (OSError, ValueError) as e:
+        log.warning("%s: cannot append to %s.log: %s", ctx.job.job_id, PLAN, e)
+
+
+def used(ctx: JobCtx, use: StoreUse) -> tuple[tuple[StoredWheel, ...], tuple[StoredWheel, ...]]:
+    """(reused, built): what the install took from the store per its ``--report``, split into
+    wheels this job found there and ones it built itself."""
+    if not use.planned or not ctx.ws.wheel_store:
+        return (), ()
+    taken = wheelstore.from_store(ctx.fs.read("logs/install-report.json", 64 * 1024 * 1024),
+                                  ctx.ws.wheel_store, ctx.interp.key)
+    mine = {w.sdist_sha256 for w in use.built}
+    return tuple(w for w in taken if w.sdist_sha256 not in mine), use.built

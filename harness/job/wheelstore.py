@@ -1,0 +1,244 @@
+"""The shared wheel store (#34): what pip would build from an sdist is built once per interpreter
+build, in a step of its own, and reused read-only by every later job and shard of that build.
+
+``<store>/<interpreter key>/<sdist sha256>/<wheel file>`` (``harness.core.stored``). Before a
+job's install, a dry run of the same requirements says which sdists pip would build (its
+``--report``: ``download_info.url`` and ``archive_info.hashes.sha256``, ``to_build``); each not in
+the store is built alone (``build_argv``: ``pip wheel --no-deps`` of that URL, its sha256 checked
+by pip before any of its code runs) where nothing but a scratch directory is writable
+(``Backend.run_isolated``); the host takes the one wheel of that project and version out of it
+and renames it into place (``publish``: a temp dir, then a rename; the first of two concurrent
+builds wins, and ``lock`` keeps the second from building at all). The install then gets
+``--find-links`` of exactly the store dirs of its plan's sdists, mounted read-only: pip takes
+the stored wheel for that exact version, and no job can write into the store.
+
+A store entry is keyed by the sdist's own bytes (its sha256), and its wheel was built by that
+sdist's own code: a job can only ever be offered wheels of the very files its own plan names,
+whatever another package's code did.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import json
+import os
+import re
+import shutil
+import stat
+import tempfile
+import tomllib
+from collections.abc import Iterator
+from dataclasses import dataclass
+from email.parser import HeaderParser
+from pathlib import Path
+from urllib.parse import unquote, urlparse
+
+from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
+from packaging.version import InvalidVersion, Version
+
+from ..core.stored import StoredWheel
+
+PLAN_REPORT = "wheel-plan.json"  # the dry run's --report, in logs/
+SDIST_SUFFIXES = (".tar.gz", ".zip", ".tar.bz2", ".tgz")
+SHA256_RE = re.compile(r"[0-9a-f]{64}")
+KEY_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
+WHEEL_BYTES = 2 << 30  # a wheel past this is not stored
+
+
+@dataclass(frozen=True, kw_only=True)
+class Sdist:
+    """An sdist pip would build for the install, as the dry run's report names it."""
+
+    name: str  # canonical
+    version: str
+    url: str  # https: the build step downloads it, hash-checked
+    sha256: str
+
+    def stored(self, wheel: str) -> StoredWheel:
+        return StoredWheel(name=self.name, version=self.version, sdist_sha256=self.sha256, wheel=wheel)
+
+
+# ------------------------------------------------------------------ pure: reading reports
+
+
+def _items(report_raw: bytes | None) -> list[dict]:
+    try:
+        report = json.loads(report_raw) if report_raw else {}
+    except (ValueError, RecursionError):
+        return []
+    items = report.get("install") if isinstance(report, dict) else None
+    return [i for i in items if isinstance(i, dict)] if isinstance(items, list) else []
+
+
+def _meta(item: dict) -> tuple[str, str]:
+    meta = item.get("metadata")
+    if not isinstance(meta, dict) or not isinstance(meta.get("name"), str) or not isinstance(meta.get("version"), str):
+        return "", ""
+    return str(canonicalize_name(meta["name"])), meta["version"]
+
+
+def to_build(report_raw: bytes | None, *, skip: str = "") -> list[Sdist]:
+    """The sdists of a ``pip install --dry-run --report`` (bytes written in the job's venv: every
+    type checked): https archives that are no wheel, with a sha256; ``skip``: a project left to
+    the install itself (the package under test: its build log is the verdict's evidence)."""
+    out: dict[str, Sdist] = {}
+    for item in _items(report_raw):
+        name, version = _meta(item)
+        info = item.get("download_info")
+        if not name or name == canonicalize_name(skip) or not isinstance(info, dict):
+            continue
+        url, archive = info.get("url"), info.get("archive_info")
+        hashes = archive.get("hashes") if isinstance(archive, dict) else None
+        sha = hashes.get("sha256") if isinstance(hashes, dict) else None
+        if not isinstance(url, str) or not isinstance(sha, str) or not SHA256_RE.fullmatch(sha):
+            continue
+        parsed = urlparse(url)
+        if parsed.scheme != "https" or not unquote(parsed.path).endswith(SDIST_SUFFIXES):
+            continue
+        out.setdefault(sha, Sdist(name=name, version=version, url=url.split("#", 1)[0], sha256=sha))
+    return list(out.values())
+
+
+def from_store(report_raw: bytes | None, store_seen: str, key: str) -> list[StoredWheel]:
+    """What an install's ``--report`` says pip took from the store (a ``file:`` URL below
+    ``store_seen/key``, as the backend sees the store)."""
+    prefix = f"{store_seen.rstrip('/')}/{key}/"
+    out = []
+    for item in _items(report_raw):
+        name, version = _meta(item)
+        info = item.get("download_info")
+        url = info.get("url") if isinstance(info, dict) else None
+        if not name or not isinstance(url, str) or not url.startswith("file:"):
+            continue
+        path = unquote(urlparse(url).path)
+        sha, _, wheel = path[len(prefix):].partition("/") if path.startswith(prefix) else ("", "", "")
+        if SHA256_RE.fullmatch(sha) and wheel.endswith(".whl") and "/" not in wheel:
+            out.append(StoredWheel(name=name, version=version, sdist_sha256=sha, wheel=wheel))
+    return out
+
+
+def static_requirements(tree: Path) -> list[str] | None:
+    """The project's requirements as its sdist states them, read by the host before any of its
+    code runs, so the dry run need not build the package to learn them (meson-python has no
+    metadata hook: pip would build the whole wheel); None when they are dynamic or unread.
+    PKG-INFO of metadata 2.2+ (``Requires-Dist`` not ``Dynamic``), else pyproject's
+    ``[project] dependencies`` (not in ``dynamic``)."""
+    with contextlib.suppress(OSError, UnicodeDecodeError):
+        pkg_info = tree / "PKG-INFO"
+        if pkg_info.is_file() and not pkg_info.is_symlink():
+            msg = HeaderParser().parsestr(pkg_info.read_text(encoding="utf-8")[:1_000_000])
+            try:
+                new = Version(msg.get("Metadata-Version", "0")) >= Version("2.2")
+            except InvalidVersion:
+                new = False
+            dynamic = {d.strip().lower() for d in msg.get_all("Dynamic") or ()}
+            if new and "requires-dist" not in dynamic:
+                return [str(r) for r in msg.get_all("Requires-Dist") or ()]
+    try:
+        project = tomllib.loads((tree / "pyproject.toml").read_text(encoding="utf-8")[:1_000_000]).get("project")
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return None
+    if not isinstance(project, dict) or "dependencies" in (project.get("dynamic") or ()):
+        return None
+    deps = project.get("dependencies", [])
+    return [d for d in deps if isinstance(d, str)] if isinstance(deps, list) else None
+
+
+def build_argv(python: str, sdist: Sdist, out: str) -> list[str]:
+    """The build of one sdist: the exact file (pip checks its sha256 before unpacking it), its
+    project alone, no cache (nothing but ``out`` is writable)."""
+    return [python, "-m", "pip", "wheel", "--no-deps", "--no-cache-dir", "--wheel-dir", out,
+            f"{sdist.name} @ {sdist.url}#sha256={sdist.sha256}"]
+
+
+# ------------------------------------------------------------------ the store on the host
+
+
+def entry(store: Path, key: str, sha256: str) -> Path:
+    if not KEY_RE.fullmatch(key) or not SHA256_RE.fullmatch(sha256):
+        raise ValueError(f"not a store entry: {key!r}/{sha256!r}")
+    return store / key / sha256
+
+
+def stored(store: Path, key: str, sha256: str) -> str:
+    """The wheel of a complete entry (a real dir with one regular ``.whl``), else ""."""
+    d = entry(store, key, sha256)
+    try:
+        if not stat.S_ISDIR(os.lstat(d).st_mode):
+            return ""
+        names = [e.name for e in os.scandir(d) if e.is_file(follow_symlinks=False)]
+    except OSError:
+        return ""
+    return names[0] if len(names) == 1 and names[0].endswith(".whl") else ""
+
+
+@contextlib.contextmanager
+def lock(store: Path, key: str, sha256: str) -> Iterator[None]:
+    """Held while one sdist is looked up and built: a second job (thread or process) wanting
+    the same sdist waits, then finds it stored."""
+    d = entry(store, key, sha256).parent / ".locks"
+    d.mkdir(parents=True, exist_ok=True)
+    fd = os.open(d / f"{sha256}.lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
+def scratch(store: Path, key: str) -> Path:
+    """A fresh directory for one build's output (the only thing the build can write)."""
+    d = store / key
+    d.mkdir(parents=True, exist_ok=True)
+    return Path(tempfile.mkdtemp(prefix=".build-", dir=d))
+
+
+def _the_wheel(out: Path, sdist: Sdist) -> tuple[Path | None, str]:
+    """The one regular wheel file of ``sdist``'s project and version in ``out`` (written by
+    its build code: links and anything else are not taken)."""
+    found: list[Path] = []
+    for e in os.scandir(out):
+        if not e.name.endswith(".whl") or not e.is_file(follow_symlinks=False):
+            continue
+        try:
+            name, version, _, _ = parse_wheel_filename(e.name)
+        except InvalidWheelFilename:
+            continue
+        with contextlib.suppress(InvalidVersion):
+            if name == canonicalize_name(sdist.name) and version == Version(sdist.version):
+                found.append(Path(e.path))
+    if len(found) != 1:
+        return None, f"{len(found)} wheels of {sdist.name} {sdist.version} in the build's output"
+    return found[0], ""
+
+
+def publish(out: Path, store: Path, key: str, sdist: Sdist) -> tuple[StoredWheel | None, str]:
+    """Copy the build's wheel into the store: a temp dir, then renamed into place (read-only).
+    When another build got there first, its wheel is kept. (None, why) when nothing fit."""
+    src, why = _the_wheel(out, sdist)
+    if src is None:
+        return None, why
+    target = entry(store, key, sdist.sha256)
+    tmp = Path(tempfile.mkdtemp(prefix=".tmp-", dir=target.parent))
+    try:
+        fd = os.open(src, os.O_RDONLY | os.O_NOFOLLOW)
+        with os.fdopen(fd, "rb") as f, open(tmp / src.name, "xb") as w:
+            if not stat.S_ISREG(os.fstat(fd).st_mode) or os.fstat(fd).st_size > WHEEL_BYTES:
+                return None, f"{src.name} is no regular file, or past {WHEEL_BYTES} bytes"
+            shutil.copyfileobj(f, w)
+        os.chmod(tmp / src.name, 0o444)
+        os.chmod(tmp, 0o555)
+        try:
+            os.rename(tmp, target)
+        except OSError as e:
+            if e.errno not in (errno.ENOTEMPTY, errno.EEXIST):
+                raise
+            won = stored(store, key, sdist.sha256)  # another build won the rename
+            return (sdist.stored(won), "") if won else (None, f"{target} exists and is incomplete")
+        return sdist.stored(src.name), ""
+    finally:
+        if tmp.exists():
+            os.chmod(tmp, 0o755)
+            shutil.rmtree(tmp, ignore_errors=True)

@@ -37,14 +37,10 @@ from .gilon import GilOn
 from .stored import StoredWheel, wheels_from
 from .testsetup import TestSetup
 
-RESULT_SCHEMA = 11  # 2: Phase.test_command (the command in parts); 3: typed crash/hang/parallel,
-# coverage and wheel (harness.core.evidence); 4: finding kind budget-spent, Hang.spent;
-# 5: finding kind slow-in-threads, TestCase.seconds; 6: Phase.probe (probe.json, typed: the
-# verdict reads it from the phases); 7: verdict and finding kind skipped, test_setup.recipe
-# (harness.testsetup.registry); 8: sdist_sha256, reused_from (harness.job.reuse); 9: Wheel.fallback (harness.verdict.artifact)
-# 10: Phase.subset, JobResult.gil_on (settings.gil_on: targeted, harness.verdict.gilon)
-# 11: wheels_reused, wheels_built (the shared wheel store, harness.job.wheelstore)
-READABLE_SCHEMAS = (2, 3, 4, 5, 6, 7, 8, 9, 10, 11)
+RESULT_SCHEMA = 12  # 2: Phase.test_command; 3: typed crash/hang/parallel, coverage, wheel; 4: budget-spent,
+# Hang.spent; 5: slow-in-threads, TestCase.seconds; 6: Phase.probe; 7: skipped, test_setup.recipe; 8: sdist_sha256,
+# reused_from; 9: Wheel.fallback; 10: Phase.subset, gil_on; 11: wheels_reused/_built; 12: repeat-failure
+READABLE_SCHEMAS = (2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12)
 
 # Verdicts, most severe first.  These strings are the contract of report.json.
 VERDICTS = (
@@ -81,7 +77,9 @@ def now_iso() -> str:
 # slow-in-threads: a test timed out only in threaded runs, and its plain time x threads x
 # iterations is already past test_timeout: too slow to tell, not a hang
 # skipped: the registry's reason the job was not run (its verdict too)
-INFO_KINDS = ("no-thread-coverage", "unconfirmed", "setup-error", "budget-spent", "slow-in-threads", "skipped")
+# repeat-failure: a test run single-threaded in the threaded runs failed there only: not threads
+INFO_KINDS = ("no-thread-coverage", "unconfirmed", "setup-error", "budget-spent", "slow-in-threads", "skipped",
+              "repeat-failure")
 FINDING_KINDS = VERDICTS[:-3] + INFO_KINDS
 
 # Per-test outcomes in a phase.

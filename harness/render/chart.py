@@ -23,6 +23,7 @@ MARK = {
     "baseline-failure": "△", "compatible": "✔\ufe0e", "no-tests": "○", "skipped": "⏭\ufe0e",
     "no-thread-coverage": "◌", "unconfirmed": "?", "setup-error": "⚠\ufe0e", "budget-spent": "⌁",
     "slow-in-threads": "≈",
+    "repeat-failure": "↻",
 }
 # left to right: what is safe first, then what is wrong, the harness's own problems last
 BAR_ORDER = ("compatible", *(v for v in reversed(VERDICTS) if v not in ("compatible", "infra-error")),

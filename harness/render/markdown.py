@@ -49,6 +49,7 @@ ICON = {
     "setup-error": "🧩",
     "budget-spent": "⌛",
     "slow-in-threads": "🐢",
+    "repeat-failure": "🔁",
 }
 CHANGE_ICON = {"newly-broken": "🔻", "fixed": "🔺", "verdict-changed": "🔁",
                "infra-error": "🛠️", "new-package": "🆕", "removed": "➖"}

@@ -42,7 +42,8 @@ from .causes import Cause
 #    ``recipe`` and ``*_from`` ``recipe`` (harness.testsetup.registry)
 # 7: a job's ``sdist_sha256`` and ``reused_from`` (run --reuse: not run again, harness.job.reuse)
 # 8: ``packages[].wheel.fallback``: a compiled project's pure wheel pip chose (harness.verdict.artifact)
-REPORT_SCHEMA = 8
+# 9: finding kind ``repeat-failure`` (harness.verdict.rules: a single-threaded test failing only in threads)
+REPORT_SCHEMA = 9
 
 
 def _obj(v: Any) -> dict[str, Any]:

@@ -30,7 +30,8 @@ never recurs alone becomes ``unconfirmed``, and a crash gets its signal and stac
 alone. Last, every claim about the GIL modes is checked against all the runs
 (``verdict.modes``): none from one mode's runs, and ``ft-race`` only where the counts hold it.
 
-``no-thread-coverage`` (0 tests ran in threads), ``unconfirmed`` and ``slow-in-threads`` are shown
+``no-thread-coverage`` (0 tests ran in threads), ``unconfirmed``, ``slow-in-threads`` and
+``repeat-failure`` (a test run single-threaded there failing only in the threaded runs) are shown
 but never decide.
 """
 
@@ -38,12 +39,12 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from packaging.utils import canonicalize_name
 
 from ..config.matrix import Settings
-from ..core.evidence import NOT_INSTALLED_KIND, Crash, HungTest, ModeCoverage, Probe, SetupProblem
+from ..core.evidence import NOT_INSTALLED_KIND, Crash, HungTest, ModeCoverage, Probe
 from ..core.model import INFO_KINDS, Finding, Phase, severity
 from ..parse import incomplete, probe_of
 from ..parse import setup as parse_setup
@@ -59,6 +60,7 @@ from .coverage import findings as coverage_findings
 from .coverage import qualifier as coverage_qualifier
 from .modes import check as check_modes
 from .ranrun import mostly_errors, never_started, outside_config, refused_arguments
+from .setupfind import setup_finding, setup_step_finding, test_deps_finding
 from .tsan import tsan_findings
 
 __all__ = ["Decision", "decide"]
@@ -131,7 +133,7 @@ def _broken_run(phase: Phase) -> Finding | None:
     else:
         return None
     if phase.setup and not phase.infra and not phase.oom_killed:
-        return _setup_finding("infra-error", phase, [], f"{phase.name}: the suite could not run")
+        return setup_finding("infra-error", phase, [], f"{phase.name}: the suite could not run")
     return Finding(
         kind="infra-error",
         modes=(phase.gil,) if phase.gil is not None else (),
@@ -141,53 +143,6 @@ def _broken_run(phase: Phase) -> Finding | None:
         reproduce=reproduce(phase, None),
         phase=phase.name,
     )
-
-
-def _test_deps_finding(phase: Phase) -> Finding:
-    """The inferred test dependencies did not install: shown; the runs say what it cost."""
-    _, _, line = classify_install(phase.excerpt, timed_out=phase.timed_out, infra=phase.infra)
-    missing = [s.name for s in phase.setup if s.kind == NOT_INSTALLED_KIND]
-    if missing:  # installing them together failed, then each was tried alone (parse.testdeps)
-        line = f"not installed: {', '.join(missing)} (the others are); {line}"
-    return Finding(kind="setup-error", evidence="setup", excerpt=phase.excerpt[-1500:],
-                   message=f"setup: the inferred test dependencies did not install: {line}"[:400],
-                   reproduce=reproduce(phase, None), phase=phase.name)
-
-
-def _setup_step_finding(phase: Phase) -> Finding:
-    """Another setup step of the harness (the data links, harness.job.datalinks) failed."""
-    last = next((ln for ln in reversed(phase.excerpt.splitlines()) if ln.strip()), "no output")
-    return Finding(kind="setup-error", evidence="setup", excerpt=phase.excerpt[-1500:],
-                   message=f"setup: the {phase.name} step failed: {last}"[:400],
-                   reproduce=reproduce(phase, None), phase=phase.name)
-
-
-def _setup_finding(kind: str, phase: Phase, tests: list[str], what: str,
-                   not_installed: frozenset[str] = frozenset()) -> Finding:
-    """A setup failure (parse.setup): the real cause and its fix, never the package's fault.
-    ``not_installed``: the test deps the test-deps step could not install (canonical names): a
-    missing module that is one of them is said so, not given a ``test_requires`` fix."""
-    problems = tuple(_declared(p, not_installed) for p in phase.setup)
-    first = problems[0] if problems else None
-    lines = [f"{p.excerpt}{f'  [{p.where}]' if p.where and p.where not in p.excerpt else ''}"
-             f"\n  fix: {p.fix}" for p in problems]
-    if tests:
-        lines.append(f"tests that could not run: {', '.join(tests[:10])}"
-                     + (f" and {len(tests) - 10} more" if len(tests) > 10 else ""))
-    cause = f"{first.excerpt}; fix: {first.fix}" if first else "a test's fixture or import is missing"
-    return Finding(kind=kind, test_id=tests[0] if len(tests) == 1 else "",
-                   modes=(phase.gil,) if phase.gil is not None else (), count=len(tests),
-                   evidence="setup", excerpt="\n".join(lines) or phase.excerpt[-2000:],
-                   message=f"setup: {what}: {cause}"[:400], reproduce=reproduce(phase, None),
-                   phase=phase.name)
-
-
-def _declared(problem: SetupProblem, not_installed: frozenset[str]) -> SetupProblem:
-    dist = canonicalize_name(problem.name.split(".")[0]) if problem.kind == "missing-module" else ""
-    if dist not in not_installed:
-        return problem
-    return replace(problem, fix=f"{dist} is a test dependency the harness tried to install and could "
-                                "not (the test-deps step: it does not build or resolve for this interpreter)")
 
 
 def _table(phases: Sequence[Phase]) -> dict[str, dict[str, str]]:
@@ -344,6 +299,7 @@ def _failure_findings(
     fb = fallback.problem(phases)  # a compiled project's pure fallback wheel was installed
     fb_tests: dict[str, Phase] = {}
     fb_mods: list[str] = []
+    single = _single_threaded(phases)
     for tid, row in table.items():
         plain_bad = [p for p in plain if row.get(p.name) in BAD]
         if plain_bad and fb and all(fallback.own_missing(p.tests[tid].message, own) for p in plain_bad):
@@ -382,6 +338,11 @@ def _failure_findings(
             why = "fails in threaded runs with the GIL on too: not thread-safe regardless of the GIL"
         hits = [p for m in modes for p in bad_by_mode[m]]
         runs = [p for p in threads if p.gil in modes and p.name in row]
+        if tid in single:  # pytest-run-parallel never ran it in threads: not a thread finding
+            kind, why = "repeat-failure", (
+                f"fails in the threaded runs, which ran it single-threaded ({single[tid]}), and passes "
+                "in plain runs: its repetition there (--iterations on one fixture instance) or an "
+                "earlier test's state, not threads")
         out.append(_junit_finding(kind, tid, modes, hits[0], len(hits), len(runs),
                                   f"{tid} {why} ({len(hits)}/{len(runs)})"))
     ran = any(tc.outcome == "passed" for p in plain for tc in p.tests.values())
@@ -392,9 +353,19 @@ def _failure_findings(
         kind = "setup-error" if ran else "infra-error"  # shown; the verdict only if nothing ran
         missing = frozenset(canonicalize_name(s.name) for p in phases if p.kind == "setup"
                             for s in p.setup if s.kind == NOT_INSTALLED_KIND)
-        out.append(_setup_finding(kind, first, sorted(setup_tests),
+        out.append(setup_finding(kind, first, sorted(setup_tests),
                                   f"{len(setup_tests)} test(s) could not run", missing))
     return out, baseline
+
+
+def _single_threaded(phases: Sequence[Phase]) -> dict[str, str]:
+    """test id -> why pytest-run-parallel ran it single-threaded, from its trusted accounts (the
+    collect-only run, or a threaded run without xdist)."""
+    out: dict[str, str] = {}
+    for p in phases:
+        if p.parallel is not None and p.parallel.trusted:
+            out.update(p.parallel.single)
+    return out
 
 
 def _junit_finding(kind: str, tid: str, modes: tuple[int, ...], first: Phase, count: int, runs: int,
@@ -471,7 +442,7 @@ def decide(phases: Sequence[Phase], *, settings: Settings, claims: bool = True) 
     own = frozenset(probe.imported)
     failures, _baseline = _failure_findings(phases, ran_modes, blamed, own)
     findings += crashes + hangs + failures + _gil_findings(phases, probe) + tsan_findings(phases)
-    findings += [_test_deps_finding(p) if p.name == "test-deps" else _setup_step_finding(p)
+    findings += [test_deps_finding(p) if p.name == "test-deps" else setup_step_finding(p)
                  for p in phases if p.kind == "setup" and not p.ok]
     findings += _budget_findings(phases, settings)
     cov = compute_coverage(phases)

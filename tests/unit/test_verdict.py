@@ -444,3 +444,19 @@ def test_a_run_silent_before_any_test_started_is_no_hang_of_the_package():
     assert f.evidence == "setup" and f.phase == "plain-gil0"
     assert f.message.startswith("plain-gil0: setup: no test started: no output for 190 s")
     assert decide(load("watchdog"), settings=S).verdict == "hang"  # a named test that froze still is
+
+
+def test_a_single_threaded_test_failing_only_in_threaded_runs_is_no_thread_finding():
+    # watchdog 7.1.1 (#35's slice): pytest-run-parallel ran test_case_change single-threaded
+    # (recwarn, a thread-unsafe fixture) but twice (--iterations 2) on one tmp_path: its second
+    # iteration's mkdir raised FileExistsError in both modes; alone, or with --iterations 1, it
+    # passes (checked directly, no harness). It was published as thread-unsafe.
+    phases = load("repeat-watchdog")
+    d = decide(phases, settings=dataclasses.replace(S, iterations=2, repeat=1))
+    tid = "tests/test_emitter.py::test_case_change"
+    assert tid not in by_kind(d, "thread-unsafe") and tid not in by_kind(d, "ft-race")
+    f = by_kind(d, "repeat-failure")[tid]
+    assert f.modes == (0, 1) and (f.count, f.runs) == (2, 2)
+    assert "ran it single-threaded (uses thread-unsafe fixture(s): {'recwarn'})" in f.message, f.message
+    assert "FileExistsError" in f.excerpt
+    assert "repeat-failure" in FINDING_KINDS

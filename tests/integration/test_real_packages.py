@@ -89,7 +89,11 @@ def test_a_release_that_downloads_but_does_not_compile_is_build_failure(tmp_path
     r = cli("run", "--matrix", str(m), "--out", str(tmp_path / "out"), "--backend", "local")
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
     (d,) = results(tmp_path / "out").values()
-    assert [(p["name"], p["exit_code"]) for p in d["phases"]] == [("fetch", 0), ("install", 1)]
+    # the wheel store's dry run plans (the package's own sdist is the install's to build, not
+    # the store's: nothing built there); the install is what fails
+    assert [(p["name"], p["exit_code"]) for p in d["phases"]] == [("fetch", 0), ("wheel-plan", 0),
+                                                                  ("install", 1)]
+    assert d["wheels_built"] == [] and d["wheels_reused"] == []
     assert d["verdict"] == "build-failure" and d["version"] == "1.0.8"
     (f,) = d["findings"]
     assert f["evidence"] == "compiler" and f["phase"] == "install"

@@ -60,7 +60,7 @@ from .coverage import findings as coverage_findings
 from .coverage import qualifier as coverage_qualifier
 from .modes import check as check_modes
 from .ranrun import mostly_errors, never_started, outside_config, refused_arguments
-from .setupfind import setup_finding, setup_step_finding, test_deps_finding
+from .setupfind import deps_finding, setup_finding, setup_step_finding
 from .tsan import tsan_findings
 
 __all__ = ["Decision", "decide"]
@@ -442,7 +442,7 @@ def decide(phases: Sequence[Phase], *, settings: Settings, claims: bool = True) 
     own = frozenset(probe.imported)
     failures, _baseline = _failure_findings(phases, ran_modes, blamed, own)
     findings += crashes + hangs + failures + _gil_findings(phases, probe) + tsan_findings(phases)
-    findings += [test_deps_finding(p) if p.name == "test-deps" else setup_step_finding(p)
+    findings += [deps_finding(p) if p.name == "test-deps" else setup_step_finding(p)
                  for p in phases if p.kind == "setup" and not p.ok]
     findings += _budget_findings(phases, settings)
     cov = compute_coverage(phases)

@@ -14,7 +14,7 @@ from ..parse.install import classify_install
 from .commands import reproduce
 
 
-def test_deps_finding(phase: Phase) -> Finding:
+def deps_finding(phase: Phase) -> Finding:
     """The inferred test dependencies did not install: shown; the runs say what it cost."""
     _, _, line = classify_install(phase.excerpt, timed_out=phase.timed_out, infra=phase.infra)
     missing = [s.name for s in phase.setup if s.kind == NOT_INSTALLED_KIND]

@@ -14,7 +14,7 @@ import pytest
 from harness.core.model import Phase
 from harness.job.stages import _deps_sh
 from harness.parse.testdeps import read_not_installed
-from harness.verdict.setupfind import test_deps_finding
+from harness.verdict.setupfind import deps_finding
 
 pytestmark = pytest.mark.network
 
@@ -31,7 +31,7 @@ def test_a_test_dep_that_cannot_install_leaves_the_others_installed(tmp_path: Pa
     log = r.stdout + r.stderr
     assert "ft-harness: together they did not install; one at a time:" in log
     phase = Phase(name="test-deps", kind="setup", exit_code=1, log="logs/test-deps.log", excerpt=log[-4000:])
-    f = test_deps_finding(dataclasses.replace(phase, setup=read_not_installed(phase, tmp_path)))
+    f = deps_finding(dataclasses.replace(phase, setup=read_not_installed(phase, tmp_path)))
     assert f.kind == "setup-error" and f.evidence == "setup"
     assert f.message.startswith("setup: the inferred test dependencies did not install: "
                                 "not installed: idna (the others are); "), f.message
@@ -52,6 +52,6 @@ def test_a_test_dep_pinned_against_the_harness_tools_does_not_replace_them(tmp_p
     assert subprocess.run([vpy, "-c", "import six"]).returncode == 0
     phase = Phase(name="test-deps", kind="setup", exit_code=1, log="logs/test-deps.log",
                   excerpt=(r.stdout + r.stderr)[-4000:])
-    f = test_deps_finding(dataclasses.replace(phase, setup=read_not_installed(phase, tmp_path)))
+    f = deps_finding(dataclasses.replace(phase, setup=read_not_installed(phase, tmp_path)))
     assert f.message.startswith("setup: the inferred test dependencies did not install: "
                                 "not installed: pluggy (the others are); "), f.message

@@ -6,7 +6,8 @@
 - interpreter: FROM the base, the same BUILD_DEPS, the same source tarball and the same
                configure/make/install commands as the local builder (harness.interpreters.interpreters),
                prefix /opt/python; plus the per-job runtime (user ``ft`` uid 1000, /work).
-               Tagged ``ft-harness/interp:<interpreter key>``, labelled with its inputs.
+               Tagged ``ft-harness/interp:<interpreter key>-<digest>`` (the digest: its
+               Dockerfile, build deps and test tools), labelled with its inputs.
 
 Each image is built only when missing (or when the base it was built on changed).
 """

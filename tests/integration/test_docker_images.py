@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import re
 import subprocess
 import uuid
 from pathlib import Path
@@ -38,7 +39,9 @@ def test_interpreter_image_is_built_once_then_reused(client, interp, cache, capl
     second = images.ensure_interpreter_image(client, interp, cache)
     assert second.reused is True
     assert second.tag == first.tag and second.id == first.id
-    assert second.tag == f"ft-harness/interp:{second.key}"
+    # the build key, then the digest of the Dockerfile, the build deps and the test tools
+    assert re.fullmatch(rf"ft-harness/interp:{re.escape(second.key)}-[0-9a-f]{{8}}", second.tag), second.tag
+    assert second.tag == images.interpreter_tag(second.key)
     assert second.python == "/opt/python/bin/python3.13t"  # named by the interpreter itself
     assert second.info is not None and second.info.key == second.key
     assert (second.info.full_version, second.info.python_name) == (interp.version, "python3.13t")

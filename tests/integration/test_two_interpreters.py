@@ -16,7 +16,7 @@ import pytest
 
 from harness import backends
 from harness.config import matrix, plan
-from harness.interpreters import interpreters
+from harness.interpreters import images, interpreters
 from tests.conftest import FIXTURES, cli
 from tests.integration.conftest import DOCKER_OK, DOCKER_WHY
 
@@ -50,7 +50,9 @@ def test_each_job_runs_in_its_interpreters_image(tmp_path):
     old, new = opened.prepared["cpython3.13t"], opened.prepared["cpython3.13.15t"]
     assert old.python == new.python == "/opt/python/bin/python3.13t"  # the same path in both
     assert old.image != new.image and {old.image, new.image} == {
-        f"ft-harness/interp:{old.info.key}", f"ft-harness/interp:{new.info.key}"}
+        images.interpreter_tag(old.info.key), images.interpreter_tag(new.info.key)}
+    assert old.image.startswith(f"ft-harness/interp:{old.info.key}-"), old.image
+    assert new.image.startswith(f"ft-harness/interp:{new.info.key}-"), new.image
     assert (old.info.full_version, new.info.full_version) == ("3.13.5", "3.13.15")
     assert old.info.python_name == "python3.13t" and old.info.source == "debian:trixie"
     assert [line.rsplit(": ", 1)[0] for line in said] == [f"image {old.image}",
@@ -106,7 +108,7 @@ def test_a_run_on_two_interpreters_reports_a_column_each(tmp_path, backend):
         (f,) = [f for f in p["findings"] if f["kind"] == "gil-reenabled"]
         assert f["module"] == "ft_gilslot._speedups"
         if backend == "docker":  # reproduced in that interpreter's own image
-            assert f"ft-harness/interp:{p['interpreter']['key']} sh -c" in f["reproduce"]
+            assert f"{images.interpreter_tag(p['interpreter']['key'])} sh -c" in f["reproduce"]
     md = (out / "report.md").read_text()
     assert "| Package | Version | 3.13.5t | 3.13.15t | Across interpreters |" in md
     assert "| ft\\_clean | 1.0.0 | ✅ **compatible** | ✅ **compatible** |  |" in md

@@ -77,7 +77,7 @@ def main(argv: list[str] | None = None) -> int:
         ap.error("--scale needs --scale-note: say what it was measured from")
     rows = rows_from(args.dirs)
     data: dict = {"note": args.note}
-    if args.scale != 1.0:
+    if args.scale != 1.0 or args.scale_note:  # 1.0 said too: how the rows are meant to be read
         data["scale"] = {"factor": args.scale, "note": args.scale_note}
     data["packages"] = rows
     args.out.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")

@@ -11,25 +11,16 @@ from __future__ import annotations
 
 import posixpath
 import shlex
-import stat
 from collections.abc import Sequence
 from dataclasses import replace
 
 from ..core.testsetup import TestSetup
 from ..testsetup.datadirs import DataDir
+from . import jobfiles
 from .context import JobCtx, run_phase
 from .source import Source
 
 PHASE = "data-links"
-
-
-def site_packages(ctx: JobCtx) -> str:
-    """The venv's site-packages below the workspace ("" when the install made none)."""
-    for name, mode in ctx.fs.listdir("venv/lib"):
-        sp = f"venv/lib/{name}/site-packages"
-        if name.startswith("python") and stat.S_ISDIR(mode) and ctx.fs.is_dir(sp):
-            return sp
-    return ""
 
 
 def at(sp: str, d: DataDir) -> str:
@@ -40,7 +31,8 @@ def at(sp: str, d: DataDir) -> str:
 def link(ctx: JobCtx, src: Source, dirs: Sequence[DataDir], record: TestSetup) -> tuple[TestSetup, tuple[str, ...]]:
     """Link each of ``dirs`` beside the installed package; the test setup with a note for each
     link made, and the links as paths relative to site-packages (for the laptop recipe)."""
-    sp = site_packages(ctx) if dirs else ""
+    found = jobfiles.site_packages(ctx.fs) if dirs else None
+    sp = found[0] if found else ""
     todo = [d for d in dirs if sp and ctx.fs.lstat(at(sp, d)) is None]
     if not todo:
         return record, ()

@@ -39,12 +39,12 @@ def tsan_reports(fs: JobDir, tsan_dir: str) -> list[TsanReport]:
     return reports
 
 
-def site_packages(fs: JobDir, rel: str) -> tuple[str, str] | None:
+def site_packages(fs: JobDir, rel: str = "") -> tuple[str, str] | None:
     """(site-packages below the workspace, ``rel``) when the install put the tests' directory
-    ``rel`` there (``suite.installed_tests``), reached through no link (the install ran package
-    code); None otherwise."""
+    ``rel`` there (``suite.installed_tests``; "": the venv's site-packages itself), reached
+    through no link (the install ran package code); None otherwise."""
     for name, mode in fs.listdir("venv/lib"):
         sp = f"venv/lib/{name}/site-packages"
-        if name.startswith("python") and stat.S_ISDIR(mode) and fs.is_dir(f"{sp}/{rel}"):
+        if name.startswith("python") and stat.S_ISDIR(mode) and fs.is_dir(f"{sp}/{rel}" if rel else sp):
             return sp, rel
     return None

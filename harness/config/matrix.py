@@ -48,7 +48,7 @@ class Settings:
     confirm_budget: int = 600  # seconds per job those re-runs may take together
     registry: str | None = "shipped"  # community recipes: the snapshot in harness/data, a path, None: off
     fallback_wheel: str = "build"  # a compiled project's pure wheel: build it from its sdist, or keep it
-    wheel_store: bool = True  # wheels built from sdists shared read-only between jobs (harness.job.wheelstore)
+    wheel_store: bool = True  # wheels built from sdists, and the test tools, shared read-only between jobs (harness.job.wheelstore, .toolslayer)
     gil_on: str = "targeted"  # the GIL-on runs: only the tests the GIL-off runs left red, or the whole suite
 
 

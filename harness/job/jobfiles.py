@@ -19,13 +19,13 @@ INNER = Path(__file__).parent.parent / "_inner"
 
 def copy_own_files(fs: JobDir, *, tsan: bool) -> None:
     """The harness's own files the job's steps run, copied in while the workspace holds nothing
-    of the package's: the probe, the watchdog plugin and, under TSan, the marker plugin and the
-    venv helper. No step copies them again once package code has run."""
+    of the package's: the probe, the watchdog plugin, the venv helper and, under TSan, the marker
+    plugin. No step copies them again once package code has run."""
     fs.copy_in(INNER / "probe.py", "probe.py")
+    fs.copy_in(INNER / "venv_layer.py", "inner/venv_layer.py")  # a venv from the tools layer
     install_watchdog(fs)
     if tsan:
         fs.copy_in(INNER / "tsan_marker.py", "inner/tsan_marker.py")
-        fs.copy_in(INNER / "tsan_venv.py", "inner/tsan_venv.py")
 
 
 def tsan_reports(fs: JobDir, tsan_dir: str) -> list[TsanReport]:

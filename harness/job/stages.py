@@ -144,7 +144,8 @@ def wheel_store(ctx: JobCtx, src: Source, setup: SuiteSetup) -> StoreUse:
     to the install, whose log is the build's evidence."""
     reqs = [*_own_requirements(src), *setup.tools, *setup.package.test_requires, *(TOX if setup.tox else ())]
     vpy = ctx.ws.path("venv", "bin", "python")
-    return prepare(ctx, venv_sh=_venv_sh(ctx, setup, vpy), vpy=vpy, requirements=reqs, skip=setup.package.name)
+    return prepare(ctx, venv_sh=_venv_sh(ctx, setup, vpy), vpy=vpy, requirements=reqs, skip=setup.package.name,
+                   tools=[*setup.tools, *(TOX if setup.tox else ())])
 
 
 def _own_requirements(src: Source) -> list[str]:
@@ -180,7 +181,7 @@ def _with_tsan_flags(ctx: JobCtx, sh: str) -> str:
 def _venv_sh(ctx: JobCtx, setup: SuiteSetup, vpy: str) -> str:
     ws = ctx.ws
     if ctx.tsan and ws.pip_cache:  # pip and the tools from a layer built once per interpreter
-        return tsan.venv_sh(ws.python, ws.path("venv"), ws.path("inner", "tsan_venv.py"),
+        return tsan.venv_sh(ws.python, ws.path("venv"), ws.path("inner", "venv_layer.py"),
                             f"{ws.pip_cache}/{ctx.interp.key}/ft-harness-tools",
                             [*setup.tools, *(TOX if setup.tox else ())])
     return f"{shlex.quote(ws.python)} -m venv {shlex.quote(ws.path('venv'))}"

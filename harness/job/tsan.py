@@ -115,7 +115,7 @@ def build_flags_sh(python: str) -> str:
 def venv_sh(python: str, venv: str, seeder: str, layers: str, tools: Sequence[str]) -> str:
     """Shell that makes a TSan job's venv with pip and ``tools`` already in it.
 
-    ``seeder`` is ``harness/_inner/tsan_venv.py`` as the backend sees it: it copies pip and
+    ``seeder`` is ``harness/_inner/venv_layer.py`` as the backend sees it: it copies pip and
     the tools from a layer kept in ``layers`` (built once per interpreter build, the ordinary
     way), so a job no longer pays for ensurepip and the tools' install under an instrumented
     interpreter.  Should that fail, the venv is made the ordinary way (``venv --clear``).

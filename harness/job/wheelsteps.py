@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..core.stored import StoredWheel
-from . import wheelstore
+from . import toolslayer, wheelstore
 from .context import JobCtx, run_phase
 from .wheelstore import PLAN_REPORT, Sdist
 
@@ -41,26 +41,31 @@ class StoreUse:
     find_links: tuple[str, ...] = ()  # the store dirs of the plan's sdists, as the backend sees them
     built: tuple[StoredWheel, ...] = ()  # built by this job's own isolated steps, now in the store
     found: tuple[StoredWheel, ...] = ()  # in the store before this job
+    tools_layer: str = ""  # the venv's pip and test tools came from this layer (harness.job.toolslayer)
 
 
 NO_STORE = StoreUse()
 
 
-def prepare(ctx: JobCtx, *, venv_sh: str, vpy: str, requirements: Sequence[str], skip: str) -> StoreUse:
-    """The dry run, then each missing sdist built into the store. Off (NO_STORE) with
-    ``settings.wheel_store: false``, under TSan (its builds need the sanitizer's flags), or on a
-    backend with no store."""
+def prepare(ctx: JobCtx, *, venv_sh: str, vpy: str, requirements: Sequence[str], skip: str,
+            tools: Sequence[str] = ()) -> StoreUse:
+    """The venv (from the store's layer of ``tools`` when it has or can build one), the dry run,
+    then each missing sdist built into the store. Off (NO_STORE) with ``settings.wheel_store:
+    false``, under TSan (its builds need the sanitizer's flags), or on a backend with no store."""
     ws, store = ctx.ws, ctx.ws.wheel_host
     if not ctx.job.settings.wheel_store or store is None or not ws.wheel_store or ctx.tsan:
         return NO_STORE
+    layer, said = _tools_layer(ctx, store, tools) if tools else ("", "")
+    if layer:
+        venv_sh = toolslayer.seed_sh(ws.python, ws.path("venv"), ws.path("inner", "venv_layer.py"), layer)
     pip = shlex.join([vpy, "-m", "pip", "install", "--dry-run", "--quiet", "--report",
                       ws.path("logs", PLAN_REPORT), *requirements])
     phase = run_phase(ctx, PLAN, KIND, ["sh", "-c", f"{venv_sh} && {pip}"], env=ctx.env, cwd=ws.root,
                       timeout=ctx.job.settings.install_timeout, network=True)
     if not phase.ok:
-        _say(ctx, ["ft-harness: no plan; the install builds whatever it needs itself"])
-        return StoreUse(planned=True)
-    key, lines = ctx.interp.key, []
+        _say(ctx, [*filter(None, [said]), "ft-harness: no plan; the install builds whatever it needs itself"])
+        return StoreUse(planned=True, tools_layer=layer)
+    key, lines = ctx.interp.key, [said] if said else []
     links: list[str] = []
     built: list[StoredWheel] = []
     found: list[StoredWheel] = []
@@ -78,8 +83,37 @@ def prepare(ctx: JobCtx, *, venv_sh: str, vpy: str, requirements: Sequence[str],
                 built.append(got)
                 lines.append(f"ft-harness: wheel store: built {got.wheel} (sdist sha256 {sd.sha256})")
         links.append(f"{ws.wheel_store}/{key}/{sd.sha256}")
-    _say(ctx, lines or ["ft-harness: wheel store: the install builds no sdist"])
-    return StoreUse(planned=True, find_links=tuple(links), built=tuple(built), found=tuple(found))
+    if not links:
+        lines.append("ft-harness: wheel store: the install builds no sdist")
+    _say(ctx, lines)
+    return StoreUse(planned=True, find_links=tuple(links), built=tuple(built), found=tuple(found), tools_layer=layer)
+
+
+def _tools_layer(ctx: JobCtx, store: Path, tools: Sequence[str]) -> tuple[str, str]:
+    """(the store's layer of ``tools`` as the backend sees it, or "" for none; the log's line),
+    built now in a step of its own when the store lacks it."""
+    key = ctx.interp.key
+    dig = toolslayer.digest(key, tools)
+    seen = toolslayer.where(ctx.ws.wheel_store, key, dig)
+    try:
+        with toolslayer.locked(store, key, dig):  # a job building it: wait, then reuse
+            if toolslayer.ready(store, key, dig):
+                return seen, f"ft-harness: tools layer: reused {seen}"
+            out = toolslayer.scratch(store, key)
+            try:
+                env = {k: v for k, v in ctx.env.items() if k != "PIP_CACHE_DIR"}  # no cache: --no-cache-dir
+                phase = run_phase(ctx, toolslayer.PHASE, KIND,
+                                  toolslayer.build_argv(ctx.ws.python, ctx.backend.isolated_out(out), tools),
+                                  env=env, cwd=ctx.backend.isolated_out(out),
+                                  timeout=ctx.job.settings.install_timeout, network=True, isolated=out)
+                why = toolslayer.publish(out, store, key, dig) if phase.ok else f"its build failed (phase {toolslayer.PHASE})"
+            finally:
+                toolslayer.remove(out)
+    except OSError as e:
+        why = f"the store: {e}"
+    if why:
+        return "", f"ft-harness: tools layer: none ({why}); the venv is made the ordinary way"
+    return seen, f"ft-harness: tools layer: built {seen}"
 
 
 def _build(ctx: JobCtx, store: Path, key: str, sd: Sdist) -> tuple[StoredWheel | None, str]:

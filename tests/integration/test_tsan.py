@@ -44,7 +44,7 @@ PACKAGES = {
     "tsan_purepy": DATA / "src" / "tsan_purepy",
 }
 MATRIX = ROOT / "examples" / "tsan.yaml"  # the same interpreter key as .ci/run builds
-SEEDER = ROOT / "harness" / "_inner" / "tsan_venv.py"
+SEEDER = ROOT / "harness" / "_inner" / "venv_layer.py"
 COUNTER_C = FIXTURES / "ft_tsan_counter" / "src" / "ft_tsan_counter" / "_count.c"
 # the racing access: `bumps++` (a read, then a write, on one line)
 RACE_LINE = next(n for n, text in enumerate(COUNTER_C.read_text().splitlines(), 1) if "bumps++" in text)
@@ -143,7 +143,7 @@ def test_extensions_are_instrumented_with_line_info(venv):
 
 def test_venv_is_seeded_from_the_layer(venv, tmp_path):
     """pip and the tools came from the layer; a second venv reuses it and is the same venv."""
-    assert "tsan_venv: seeded" in venv.install_log
+    assert "venv_layer: seeded" in venv.install_log
     listed = subprocess.run([str(venv.python), "-m", "pip", "list", "--format=freeze"], env=venv.base,
                             capture_output=True, text=True, check=True).stdout.splitlines()
     for tool in TOOLS:

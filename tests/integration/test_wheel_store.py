@@ -58,8 +58,11 @@ def test_a_wheel_built_once_is_reused_and_no_job_can_write_into_the_store(tmp_pa
     assert first["verdict"] == "compatible", first["findings"]
     assert first["wheels_built"] == [DOCOPT] and first["wheels_reused"] == []
     names = [p["name"] for p in first["phases"]]
-    assert names[:3] == ["wheel-plan", "wheel-docopt-0.6.2", "install"], names
+    assert names[:4] == ["tools-layer", "wheel-plan", "wheel-docopt-0.6.2", "install"], names
     key = first["interpreter"]["key"]
+    layers = list((store / key / "tools").glob("*/lib/python*/site-packages/_pytest"))
+    assert len(layers) == 1 and stat_mode(layers[0]) == 0o555  # pip and the test tools, built once
+    assert "tools layer: built /cache/wheels/" in _log(tmp_path / "first" / "out", first["phases"][1])
     stored = store / key / DOCOPT_SHA256 / DOCOPT["wheel"]
     assert stored.is_file()
     assert stat_mode(stored) == 0o444 and stat_mode(stored.parent) == 0o555
@@ -74,6 +77,7 @@ def test_a_wheel_built_once_is_reused_and_no_job_can_write_into_the_store(tmp_pa
     plan, install = b["phases"][0], b["phases"][1]
     assert (plan["name"], install["name"]) == ("wheel-plan", "install")
     assert f"wheel store: reused {DOCOPT['wheel']} (sdist sha256 {DOCOPT_SHA256})" in _log(out, plan)
+    assert "tools layer: reused /cache/wheels/" in _log(out, plan) and "venv_layer: seeded" in _log(out, plan)
     text = _log(out, install)
     assert f"/cache/wheels/{key}/{DOCOPT_SHA256}/{DOCOPT['wheel']}" in text
     assert "Building wheel for docopt" not in text and "docopt-0.6.2.tar.gz" not in text
@@ -81,7 +85,7 @@ def test_a_wheel_built_once_is_reused_and_no_job_can_write_into_the_store(tmp_pa
     # (a) its build and its tests tried to write into the store, and could not
     assert w["verdict"] == "compatible", w["findings"]
     runs = [p for p in w["phases"] if p["kind"] in ("plain", "threads")]
-    assert runs and all(p["counts"].get("passed") == 3 for p in runs), [p["counts"] for p in runs]
+    assert runs and all(p["counts"].get("passed") == 4 for p in runs), [p["counts"] for p in runs]
     assert w["wheels_reused"] == [DOCOPT]
     assert _tree(store) == before
     assert not (store / "planted-by-a-build").exists() and not list(store.rglob("planted-by-a-test"))

@@ -460,7 +460,7 @@ def test_result_written_before_the_types_reads_back():
     assert by_log[("tsan.103", "SEGV")].deadly
 
 
-# ------------------------------------------------------------------ the TSan job's venv (harness/_inner/tsan_venv.py)
+# ------------------------------------------------------------------ the TSan job's venv (harness/_inner/venv_layer.py)
 
 
 def test_venv_seeded_from_a_layer_runs_its_scripts(tmp_path):
@@ -472,14 +472,14 @@ def test_venv_seeded_from_a_layer_runs_its_scripts(tmp_path):
 
     sys.path.insert(0, str(Path(tsan.__file__).parent.parent / "_inner"))
     try:
-        import tsan_venv
+        import venv_layer
     finally:
         sys.path.pop(0)
     layer = tmp_path / "layer"
     subprocess.run([sys.executable, "-m", "venv", str(layer)], check=True, capture_output=True)
     venv = tmp_path / ("d" * 130) / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
-    tsan_venv.seed(str(venv), str(layer))
+    venv_layer.seed(str(venv), str(layer))
     script = (venv / "bin" / "pip").read_text().splitlines()
     assert script[0] == "#!/bin/sh" and str(venv / "bin" / "python") in script[1]
     out = subprocess.run([str(venv / "bin" / "pip"), "--version"], capture_output=True, text=True,
@@ -487,7 +487,7 @@ def test_venv_seeded_from_a_layer_runs_its_scripts(tmp_path):
     assert f"from {venv}/lib/" in out
     short = tmp_path / "v2"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(short)], check=True)
-    tsan_venv.seed(str(short), str(layer))
+    venv_layer.seed(str(short), str(layer))
     assert (short / "bin" / "pip").read_text().startswith(f"#!{short}/bin/python")
 
 

@@ -1,7 +1,12 @@
-"""Seed a TSan job's venv with pip and the harness's tools from a layer built once per interpreter
+"""Seed a job's venv with pip and the harness's tools from a layer built once per interpreter
 (runs inside the backend, by the interpreter under test; standard library only).
 
-    python tsan_venv.py VENV LAYERS TOOL [TOOL ...]
+    python venv_layer.py VENV LAYERS TOOL [TOOL ...]     (a TSan job: LAYERS is writable)
+    python venv_layer.py --from LAYER VENV               (any job: LAYER is read-only)
+
+The second form copies a layer the harness built before the job, in a step of its own, into the
+shared store (harness.job.toolslayer): the job only reads it, and its venv's files are its own
+(written by this copy, writable by the job, as pip's would be).
 
 VENV was made with ``python -m venv --without-pip``.  LAYERS is a directory kept between jobs of
 the same interpreter build (the job puts it in that build's pip cache).  The first job builds
@@ -68,7 +73,7 @@ def _build(layers, digest, tools):
                 raise
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    print(f"tsan_venv: built layer {final}", file=sys.stderr)
+    print(f"venv_layer: built layer {final}", file=sys.stderr)
     return final
 
 
@@ -98,8 +103,22 @@ def _retarget(text, venv):
     return _header(os.path.join(venv, "bin", name)) + "".join(body)
 
 
+def _copy(src, dst):
+    """The bytes and the times (a .pyc names its source's mtime), not the mode: a read-only
+    layer gives a venv pip can still change."""
+    shutil.copyfile(src, dst)
+    st = os.stat(src)
+    os.utime(dst, ns=(st.st_atime_ns, st.st_mtime_ns))
+
+
 def seed(venv, layer):
-    shutil.copytree(_site(layer), _site(venv), dirs_exist_ok=True, symlinks=True)
+    shutil.copytree(_site(layer), _site(venv), dirs_exist_ok=True, symlinks=True, copy_function=_copy)
+    os.chmod(_site(venv), 0o755)
+    for root, dirs, _ in os.walk(_site(venv)):
+        for d in dirs:
+            path = os.path.join(root, d)
+            if not os.path.islink(path):
+                os.chmod(path, 0o755)
     src_bin, dst_bin = os.path.join(layer, "bin"), os.path.join(venv, "bin")
     for name in sorted(os.listdir(src_bin)):
         src, dst = os.path.join(src_bin, name), os.path.join(dst_bin, name)
@@ -115,6 +134,13 @@ def seed(venv, layer):
 
 
 def main(argv):
+    if len(argv) == 3 and argv[0] == "--from":
+        layer, venv = argv[1], argv[2]
+        if not os.path.isfile(os.path.join(layer, LAYER_MARK)):
+            raise FileNotFoundError(f"no layer at {layer}")
+        seed(venv, layer)
+        print(f"venv_layer: seeded {venv} from {layer}", file=sys.stderr)
+        return 0
     if len(argv) < 3:
         print(__doc__.splitlines()[2].strip(), file=sys.stderr)
         return 2
@@ -125,7 +151,7 @@ def main(argv):
     if not os.path.exists(os.path.join(layer, LAYER_MARK)):
         layer = _build(layers, digest, tools)
     seed(venv, layer)
-    print(f"tsan_venv: seeded {venv} from {layer}", file=sys.stderr)
+    print(f"venv_layer: seeded {venv} from {layer}", file=sys.stderr)
     return 0
 
 
@@ -133,5 +159,5 @@ if __name__ == "__main__":
     try:
         sys.exit(main(sys.argv[1:]))
     except Exception as e:  # one line, then the job's ordinary venv
-        print(f"tsan_venv: {type(e).__name__}: {e}", file=sys.stderr)
+        print(f"venv_layer: {type(e).__name__}: {e}", file=sys.stderr)
         sys.exit(1)

@@ -23,7 +23,10 @@ from .common import fixture, ratio, results, run_cli, summarize, write_matrix
 
 log = logging.getLogger(__name__)
 FIXTURES = ("ft_clean", "ft_baseline", "ft_threadunsafe", "ft_sharedbuf", "ft_realloc", "ft_gilslot", "ft_mixed")
-REAL = ({"name": "markupsafe", "version": "==3.0.4"}, {"name": "msgpack", "version": "==1.2.4"})
+# compiled, built from their sdists on a cp313t build (no wheel of theirs for it); ujson's suite
+# is of real size (~30 s of tests a mode), the others' a few seconds, as the fixtures'
+REAL = ({"name": "markupsafe", "version": "==3.0.4"}, {"name": "msgpack", "version": "==1.2.4"},
+        {"name": "ujson", "version": "==6.1.0"})
 JOBS = 2
 
 
@@ -72,8 +75,8 @@ def _one(tmp: Path, side: str, extra: dict[str, Any], packages: list[dict[str, A
     run = run_cli("run", "--matrix", str(m), "--out", str(out), "--backend", "local", "--force",
                   "--jobs", str(JOBS))
     res = results(out)
-    phase_s = sum(p["duration"] for r in res.values() for p in r["phases"])
-    return {"side": side, "wall": run.wall, "phase_seconds": round(phase_s, 1),
+    per = {r["package"]: round(sum(p["duration"] for p in r["phases"]), 1) for r in res.values()}
+    return {"side": side, "wall": run.wall, "phase_seconds": round(sum(per.values()), 1), "per_package": per,
             "verdicts": {k: r["verdict"] for k, r in res.items()}, "gil_on": gil_on_runs(res), "_res": res}
 
 
@@ -87,6 +90,9 @@ def measure(tmp: Path, rounds: int = 2, real: bool = True) -> dict[str, Any]:
             log.info("cost: round %d, %s (%s)", i + 1, side, sides()[side])
             by_side[side].append(_one(tmp, side, sides()[side], packages, f"{side}{i}"))
         diffs += [f"round {i + 1}: {d}" for d in compare(by_side["new"][i].pop("_res"), by_side["old"][i].pop("_res"))]
+    per_package = {p: ratio(sum(r["per_package"].get(p, 0.0) for r in by_side["new"]),
+                            sum(r["per_package"].get(p, 0.0) for r in by_side["old"]))
+                   for p in sorted(by_side["new"][0]["per_package"])} if rounds else {}
     new_wall = summarize([r["wall"] for r in by_side["new"]])
     old_wall = summarize([r["wall"] for r in by_side["old"]])
     return {
@@ -96,6 +102,7 @@ def measure(tmp: Path, rounds: int = 2, real: bool = True) -> dict[str, Any]:
         "ratio": ratio(new_wall["median"] or 0.0, old_wall["median"] or 0.0),
         "per_round_ratio": [ratio(a["wall"], b["wall"]) for a, b in zip(by_side["new"], by_side["old"], strict=True)],
         "same_verdicts": not diffs, "differences": diffs, "target_ratio": 0.6,
+        "per_package_ratio": per_package,  # a job's summed phase seconds, new / old, over the rounds
     }
 
 
@@ -111,6 +118,8 @@ def lines(d: dict[str, Any]) -> list[str]:
            f"- new {d['sides']['new']}: {walls(d['new_wall'])}; old {d['sides']['old']}: {walls(d['old_wall'])}",
            f"- **ratio {d['ratio']}** (new / old wall; per round {d['per_round_ratio']}; target ≤ {d['target_ratio']}),"
            f" **same_verdicts {str(d['same_verdicts']).lower()}**",
-           f"- GIL-on runs with the defaults: {', '.join(f'{k} {v}' for k, v in sorted(ran.items()))}"]
+           f"- GIL-on runs with the defaults: {', '.join(f'{k} {v}' for k, v in sorted(ran.items()))}",
+           f"- per package (phase seconds, new / old): "
+           f"{', '.join(f'{k} {v}' for k, v in sorted((d.get('per_package_ratio') or {}).items()))}"]
     out += [f"- differs: {x}" for x in d["differences"]]
     return out

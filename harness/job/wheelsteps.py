@@ -58,6 +58,12 @@ def prepare(ctx: JobCtx, *, venv_sh: str, vpy: str, requirements: Sequence[str],
     layer, said = _tools_layer(ctx, store, tools) if tools else ("", "")
     if layer:
         venv_sh = toolslayer.seed_sh(ws.python, ws.path("venv"), ws.path("inner", "venv_layer.py"), layer)
+    if not [r for r in requirements if r not in tools]:  # the tools are wheels: no sdist to plan
+        phase = run_phase(ctx, PLAN, KIND, ["sh", "-c", venv_sh], env=ctx.env, cwd=ws.root,
+                          timeout=ctx.job.settings.install_timeout)
+        _say(ctx, [*filter(None, [said]), "ft-harness: wheel store: nothing to plan (no requirement but the "
+                   "test tools, which are wheels); the install builds only the package"])
+        return StoreUse(planned=phase.ok, tools_layer=layer)
     pip = shlex.join([vpy, "-m", "pip", "install", "--dry-run", "--quiet", "--report",
                       ws.path("logs", PLAN_REPORT), *requirements])
     phase = run_phase(ctx, PLAN, KIND, ["sh", "-c", f"{venv_sh} && {pip}"], env=ctx.env, cwd=ws.root,

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -95,6 +96,13 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:  # no
 
 def pytest_sessionstart(session: pytest.Session) -> None:
     import harness
+
+    # Started in the background of a non-interactive shell (`nox -s tests &`), this process and
+    # every harness a test starts inherit SIGINT ignored, and Ctrl-C's tests (a SIGINT sent to a
+    # run) then see nothing happen: take SIGINT back as a terminal gives it. An ignored signal
+    # survives exec; a handler does not (the children start with the default, as from a shell).
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
     if INSTALLED and Path(harness.__file__).resolve().is_relative_to(ROOT / "harness"):
         raise pytest.UsageError(f"FT_HARNESS_INSTALLED=1 but harness was imported from the checkout "

@@ -134,9 +134,15 @@ def test_child_killed_from_outside(tmp_path: Path, ft_interpreter, record) -> No
 def test_no_network_during_install(tmp_path: Path, ft_interpreter, record) -> None:
     if shutil.which("unshare") is None or os.geteuid() != 0:
         pytest.skip("needs root and unshare(1) to take the network away")
-    m = matrix(tmp_path, ["ft_clean"], "{repeat: 1, iterations: 1, gil_modes: [0]}")
+    # PyPI alone: no pip cache, no pip config, no find-links (a fresh cache, or a machine's local
+    # mirror, serves ft_clean's one build dependency, setuptools, offline; the test tools come from
+    # the wheel store's layer): the install must reach the network
+    (tmp_path / "no-links").mkdir()
+    pypi_only = (f"PIP_CONFIG_FILE: '{os.devnull}', PIP_FIND_LINKS: '{tmp_path / 'no-links'}', "
+                 "PIP_NO_CACHE_DIR: '1', PIP_RETRIES: '0', PIP_DEFAULT_TIMEOUT: '5'")
+    m = matrix(tmp_path, ["ft_clean"], "{repeat: 1, iterations: 1, gil_modes: [0]}", extra=f", env: {{{pypi_only}}}")
     out = tmp_path / "out"
-    env = {**os.environ, **SOURCE_PATH, "CI": "true", "PIP_RETRIES": "0", "PIP_DEFAULT_TIMEOUT": "5"}
+    env = {**os.environ, **SOURCE_PATH, "CI": "true"}
     r = subprocess.run(["unshare", "--net", *HARNESS, "run", "--matrix", str(m),
                         "--out", str(out), "--backend", "local"], env=env, capture_output=True, text=True,
                        timeout=900)

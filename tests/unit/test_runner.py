@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable
@@ -20,7 +18,6 @@ from harness.config import matrix, plan
 from harness.core.errors import InfraError, Interrupted
 from harness.core.model import Exec, InterpreterInfo, JobResult, read_result, write_json_atomic
 from harness.job.runner import result_path, run_plan
-from tests.conftest import ROOT
 
 INTERP = "cpython3.13t"
 INFO = InterpreterInfo(name=INTERP, version="3.13.5", key="interp-key-1")
@@ -368,10 +365,10 @@ def test_resume_reads_results_through_the_guarded_reader(
 # ----------------------------------------------------------------------------- signals
 
 
-def signal_scenario(sig: int, tmp: str) -> None:
-    """Three jobs on two workers; the signal comes once the quick one's result is written, while
-    another is in flight and the third queued. Run in a process of its own (below)."""
-    out = Path(tmp) / "out"
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_keeps_finished_results_and_drops_the_jobs_in_flight(
+        tmp_path: Path, sig: signal.Signals) -> None:
+    out = tmp_path / "out"
     quick, stuck, queued = jobs = make_jobs(3)
     backend = FakeBackend()
     reporter = RecordingReporter()
@@ -401,21 +398,6 @@ def signal_scenario(sig: int, tmp: str) -> None:
     assert not result_path(out, queued.job_id).exists()
     assert reporter.events[-1] == ("finish",)
     assert signal.getsignal(signal.SIGTERM) == term_before  # the runner's handler is gone
-    print("scenario held")
-
-
-@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
-def test_a_signal_keeps_finished_results_and_drops_the_jobs_in_flight(
-        tmp_path: Path, sig: signal.Signals) -> None:
-    """In a fresh interpreter, as the CLI gets it: on the main thread, the signals' dispositions
-    Python's own. Inside a test runner's process they are whatever it and earlier tests left (run
-    in pytest-xdist's workers after the whole unit tier, SIGINT's KeyboardInterrupt now and then
-    never reached the run)."""
-    # the checkout after site-packages, as this run's own import mode: `harness` is what is installed
-    code = (f"import sys; sys.path.append({str(ROOT)!r}); from tests.unit.test_runner import signal_scenario; "
-            f"signal_scenario({int(sig)}, {str(tmp_path)!r})")
-    p = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=120)
-    assert p.returncode == 0 and "scenario held" in p.stdout, p.stdout[-3000:] + p.stderr[-3000:]
 
 
 def test_off_the_main_thread_the_signal_handlers_are_left_alone(tmp_path: Path) -> None:

@@ -37,24 +37,16 @@ from .gilon import GilOn
 from .stored import StoredWheel, wheels_from
 from .testsetup import TestSetup
 
-RESULT_SCHEMA = 12  # 2: Phase.test_command; 3: typed crash/hang/parallel, coverage, wheel; 4: budget-spent,
+RESULT_SCHEMA = 13  # 2: Phase.test_command; 3: typed crash/hang/parallel, coverage, wheel; 4: budget-spent,
 # Hang.spent; 5: slow-in-threads, TestCase.seconds; 6: Phase.probe; 7: skipped, test_setup.recipe; 8: sdist_sha256,
-# reused_from; 9: Wheel.fallback; 10: Phase.subset, gil_on; 11: wheels_reused/_built; 12: repeat-failure
-READABLE_SCHEMAS = (2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12)
+# reused_from; 9: Wheel.fallback; 10: Phase.subset, gil_on; 11: wheels_reused/_built; 12: repeat-failure; 13: tools_layer
+READABLE_SCHEMAS = (2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13)
 
 # Verdicts, most severe first.  These strings are the contract of report.json.
 VERDICTS = (
-    "build-failure",
-    "infra-error",
-    "ft-crash",
-    "crash",
-    "hang",
-    "ft-race",
-    "thread-unsafe",
-    "gil-reenabled",
-    "baseline-failure",
-    "compatible",
-    "no-tests",
+    "build-failure", "infra-error",
+    "ft-crash", "crash", "hang", "ft-race", "thread-unsafe", "gil-reenabled",
+    "baseline-failure", "compatible", "no-tests",
     "skipped",  # not run: a recipe registry says the suite cannot run on this Python (harness.testsetup.registry)
 )
 
@@ -356,6 +348,7 @@ class JobResult:
     reused_from: str = ""  # not run: taken from this earlier run's results (run --reuse), else ""
     wheels_reused: tuple[StoredWheel, ...] = ()  # the install took these from the shared wheel store
     wheels_built: tuple[StoredWheel, ...] = ()  # this job built these into it (harness.job.wheelstore)
+    tools_layer: str = ""  # its venv's pip and test tools from the store: "built <digest>" / "reused <digest>"
     gil_on: GilOn | None = None  # what the GIL-on runs ran, and why (None: no test stage, or before schema 10)
 
     def phase(self, name: str) -> Phase | None:
@@ -389,6 +382,7 @@ class JobResult:
             "sdist_sha256": self.sdist_sha256,
             "reused_from": self.reused_from,
             **{k: [w.to_dict() for w in getattr(self, k)] for k in ("wheels_reused", "wheels_built")},
+            "tools_layer": self.tools_layer,
             "gil_on": self.gil_on.to_dict() if self.gil_on else None,
         }
 
@@ -411,6 +405,7 @@ class JobResult:
         d["test_setup"] = TestSetup.from_dict(d.get("test_setup"))
         d["wheels_reused"], d["wheels_built"] = wheels_from(d.get("wheels_reused")), wheels_from(d.get("wheels_built"))
         d["gil_on"] = GilOn.from_dict(d.get("gil_on"))
+        d["tools_layer"] = d["tools_layer"] if isinstance(d.get("tools_layer"), str) else ""
         d["schema"] = RESULT_SCHEMA  # read back in today's shape
         return _build(cls, d)
 

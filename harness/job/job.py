@@ -178,5 +178,6 @@ def _result(ctx: JobCtx, done: Done, *, key: str, started: str, skip: TestSetup 
         phases=limits.cap_result_tests(phases), verdict=decision.verdict, qualifier=decision.qualifier,
         findings=findings, coverage=decision.coverage, wheel=wheel,
         metadata=probe.metadata, notes=job.package.notes, links=job.package.links,
-        test_setup=done.test_setup, sdist_sha256=done.sdist_sha256, wheels_reused=reused, wheels_built=built, gil_on=done.gil_on,
+        test_setup=done.test_setup, sdist_sha256=done.sdist_sha256, wheels_reused=reused, wheels_built=built,
+        tools_layer=done.store.tools_layer, gil_on=done.gil_on,
     )

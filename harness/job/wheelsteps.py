@@ -41,7 +41,7 @@ class StoreUse:
     find_links: tuple[str, ...] = ()  # the store dirs of the plan's sdists, as the backend sees them
     built: tuple[StoredWheel, ...] = ()  # built by this job's own isolated steps, now in the store
     found: tuple[StoredWheel, ...] = ()  # in the store before this job
-    tools_layer: str = ""  # the venv's pip and test tools came from this layer (harness.job.toolslayer)
+    tools_layer: str = ""  # the venv's pip and test tools: "built <digest>" / "reused <digest>" (toolslayer)
 
 
 NO_STORE = StoreUse()
@@ -55,7 +55,7 @@ def prepare(ctx: JobCtx, *, venv_sh: str, vpy: str, requirements: Sequence[str],
     ws, store = ctx.ws, ctx.ws.wheel_host
     if not ctx.job.settings.wheel_store or store is None or not ws.wheel_store or ctx.tsan:
         return NO_STORE
-    layer, said = _tools_layer(ctx, store, tools) if tools else ("", "")
+    layer, said, used_layer = _tools_layer(ctx, store, tools) if tools else ("", "", "")
     if layer:
         venv_sh = toolslayer.seed_sh(ws.python, ws.path("venv"), ws.path("inner", "venv_layer.py"), layer)
     if not [r for r in requirements if r not in tools]:  # the tools are wheels: no sdist to plan
@@ -63,14 +63,14 @@ def prepare(ctx: JobCtx, *, venv_sh: str, vpy: str, requirements: Sequence[str],
                           timeout=ctx.job.settings.install_timeout)
         _say(ctx, [*filter(None, [said]), "ft-harness: wheel store: nothing to plan (no requirement but the "
                    "test tools, which are wheels); the install builds only the package"])
-        return StoreUse(planned=phase.ok, tools_layer=layer)
+        return StoreUse(planned=phase.ok, tools_layer=used_layer)
     pip = shlex.join([vpy, "-m", "pip", "install", "--dry-run", "--quiet", "--report",
                       ws.path("logs", PLAN_REPORT), *requirements])
     phase = run_phase(ctx, PLAN, KIND, ["sh", "-c", f"{venv_sh} && {pip}"], env=ctx.env, cwd=ws.root,
                       timeout=ctx.job.settings.install_timeout, network=True)
     if not phase.ok:
         _say(ctx, [*filter(None, [said]), "ft-harness: no plan; the install builds whatever it needs itself"])
-        return StoreUse(planned=True, tools_layer=layer)
+        return StoreUse(planned=True, tools_layer=used_layer)
     key, lines = ctx.interp.key, [said] if said else []
     links: list[str] = []
     built: list[StoredWheel] = []
@@ -92,19 +92,19 @@ def prepare(ctx: JobCtx, *, venv_sh: str, vpy: str, requirements: Sequence[str],
     if not links:
         lines.append("ft-harness: wheel store: the install builds no sdist")
     _say(ctx, lines)
-    return StoreUse(planned=True, find_links=tuple(links), built=tuple(built), found=tuple(found), tools_layer=layer)
+    return StoreUse(planned=True, find_links=tuple(links), built=tuple(built), found=tuple(found), tools_layer=used_layer)
 
 
-def _tools_layer(ctx: JobCtx, store: Path, tools: Sequence[str]) -> tuple[str, str]:
-    """(the store's layer of ``tools`` as the backend sees it, or "" for none; the log's line),
-    built now in a step of its own when the store lacks it."""
+def _tools_layer(ctx: JobCtx, store: Path, tools: Sequence[str]) -> tuple[str, str, str]:
+    """(the store's layer of ``tools`` as the backend sees it, or "" for none; the log's line; "built
+    <digest>" / "reused <digest>" / ""), built now in a step of its own when the store lacks it."""
     key = ctx.interp.key
     dig = toolslayer.digest(key, tools)
     seen = toolslayer.where(ctx.ws.wheel_store, key, dig)
     try:
         with toolslayer.locked(store, key, dig):  # a job building it: wait, then reuse
             if toolslayer.ready(store, key, dig):
-                return seen, f"ft-harness: tools layer: reused {seen}"
+                return seen, f"ft-harness: tools layer: reused {seen}", f"reused {dig}"
             out = toolslayer.scratch(store, key)
             try:
                 env = {k: v for k, v in ctx.env.items() if k != "PIP_CACHE_DIR"}  # no cache: --no-cache-dir
@@ -118,8 +118,8 @@ def _tools_layer(ctx: JobCtx, store: Path, tools: Sequence[str]) -> tuple[str, s
     except OSError as e:
         why = f"the store: {e}"
     if why:
-        return "", f"ft-harness: tools layer: none ({why}); the venv is made the ordinary way"
-    return seen, f"ft-harness: tools layer: built {seen}"
+        return "", f"ft-harness: tools layer: none ({why}); the venv is made the ordinary way", ""
+    return seen, f"ft-harness: tools layer: built {seen}", f"built {dig}"
 
 
 def _build(ctx: JobCtx, store: Path, key: str, sd: Sdist) -> tuple[StoredWheel | None, str]:

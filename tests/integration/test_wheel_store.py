@@ -63,6 +63,7 @@ def test_a_wheel_built_once_is_reused_and_no_job_can_write_into_the_store(tmp_pa
     layers = list((store / key / "tools").glob("*/lib/python*/site-packages/_pytest"))
     assert len(layers) == 1 and stat_mode(layers[0]) == 0o555  # pip and the test tools, built once
     assert "tools layer: built /cache/wheels/" in _log(tmp_path / "first" / "out", first["phases"][1])
+    assert first["tools_layer"] == f"built {layers[0].parents[3].name}"
     stored = store / key / DOCOPT_SHA256 / DOCOPT["wheel"]
     assert stored.is_file()
     assert stat_mode(stored) == 0o444 and stat_mode(stored.parent) == 0o555
@@ -78,6 +79,7 @@ def test_a_wheel_built_once_is_reused_and_no_job_can_write_into_the_store(tmp_pa
     assert (plan["name"], install["name"]) == ("wheel-plan", "install")
     assert f"wheel store: reused {DOCOPT['wheel']} (sdist sha256 {DOCOPT_SHA256})" in _log(out, plan)
     assert "tools layer: reused /cache/wheels/" in _log(out, plan) and "venv_layer: seeded" in _log(out, plan)
+    assert b["tools_layer"] == first["tools_layer"].replace("built", "reused")
     text = _log(out, install)
     assert f"/cache/wheels/{key}/{DOCOPT_SHA256}/{DOCOPT['wheel']}" in text
     assert "Building wheel for docopt" not in text and "docopt-0.6.2.tar.gz" not in text

@@ -26,11 +26,10 @@ import os
 import shlex
 import shutil
 import stat
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from .wheelstore import KEY_RE, SHA256_RE, lock
+from .wheelstore import KEY_RE, SHA256_RE, lock, scratch  # noqa: F401  (scratch: the build's dir, as a wheel's)
 
 FORMAT = 1  # of the layer's layout; a new one is a new digest
 MARK = "ft-harness-layer.json"  # written last by the build: a layer without it is incomplete
@@ -103,12 +102,6 @@ def _read_only(top: Path) -> None:
             if not os.path.islink(p):
                 os.chmod(p, 0o555)
     os.chmod(top, 0o555)
-
-
-def scratch(store: Path, key: str) -> Path:
-    d = store / key / SUBDIR
-    d.mkdir(parents=True, exist_ok=True)
-    return Path(tempfile.mkdtemp(prefix=".build-", dir=d))
 
 
 def remove(path: Path) -> None:

@@ -44,7 +44,7 @@ class Settings:
     install_timeout: int = 1200  # seconds for each of fetch, install, test deps (a long source build)
     gil_modes: tuple[int, ...] = (0, 1)
     min_parallel_fraction: float = 0.5
-    confirm: int = 5  # re-runs, per GIL mode, of each crash/race/hang finding's test alone (0: off)
+    confirm: int = 16  # runs alone, per GIL mode, of each candidate's test at most (verdict.confirm; 0: off)
     confirm_budget: int = 600  # seconds per job those re-runs may take together
     registry: str | None = "shipped"  # community recipes: the snapshot in harness/data, a path, None: off
     fallback_wheel: str = "build"  # a compiled project's pure wheel: build it from its sdist, or keep it

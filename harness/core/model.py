@@ -37,10 +37,11 @@ from .gilon import GilOn
 from .stored import StoredWheel, wheels_from
 from .testsetup import TestSetup
 
-RESULT_SCHEMA = 13  # 2: Phase.test_command; 3: typed crash/hang/parallel, coverage, wheel; 4: budget-spent,
+RESULT_SCHEMA = 14  # 2: Phase.test_command; 3: typed crash/hang/parallel, coverage, wheel; 4: budget-spent,
 # Hang.spent; 5: slow-in-threads, TestCase.seconds; 6: Phase.probe; 7: skipped, test_setup.recipe; 8: sdist_sha256,
 # reused_from; 9: Wheel.fallback; 10: Phase.subset, gil_on; 11: wheels_reused/_built; 12: repeat-failure; 13: tools_layer
-READABLE_SCHEMAS = (2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13)
+# 14: rules_out; claims "only without the GIL" decided on fresh runs alone (issue #47)
+READABLE_SCHEMAS = (2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14)
 
 # Verdicts, most severe first.  These strings are the contract of report.json.
 VERDICTS = (
@@ -350,6 +351,7 @@ class JobResult:
     wheels_built: tuple[StoredWheel, ...] = ()  # this job built these into it (harness.job.wheelstore)
     tools_layer: str = ""  # its venv's pip and test tools from the store: "built <digest>" / "reused <digest>"
     gil_on: GilOn | None = None  # what the GIL-on runs ran, and why (None: no test stage, or before schema 10)
+    rules_out: str = ""  # a clean verdict: the failure rate its runs rule out ("" before schema 14)
 
     def phase(self, name: str) -> Phase | None:
         return next((p for p in self.phases if p.name == name), None)
@@ -384,6 +386,7 @@ class JobResult:
             **{k: [w.to_dict() for w in getattr(self, k)] for k in ("wheels_reused", "wheels_built")},
             "tools_layer": self.tools_layer,
             "gil_on": self.gil_on.to_dict() if self.gil_on else None,
+            "rules_out": self.rules_out,
         }
 
     @classmethod
@@ -406,6 +409,7 @@ class JobResult:
         d["wheels_reused"], d["wheels_built"] = wheels_from(d.get("wheels_reused")), wheels_from(d.get("wheels_built"))
         d["gil_on"] = GilOn.from_dict(d.get("gil_on"))
         d["tools_layer"] = d["tools_layer"] if isinstance(d.get("tools_layer"), str) else ""
+        d["rules_out"] = d["rules_out"] if isinstance(d.get("rules_out"), str) else ""
         d["schema"] = RESULT_SCHEMA  # read back in today's shape
         return _build(cls, d)
 

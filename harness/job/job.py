@@ -179,5 +179,5 @@ def _result(ctx: JobCtx, done: Done, *, key: str, started: str, skip: TestSetup 
         findings=findings, coverage=decision.coverage, wheel=wheel,
         metadata=probe.metadata, notes=job.package.notes, links=job.package.links,
         test_setup=done.test_setup, sdist_sha256=done.sdist_sha256, wheels_reused=reused, wheels_built=built,
-        tools_layer=done.store.tools_layer, gil_on=done.gil_on,
+        tools_layer=done.store.tools_layer, gil_on=done.gil_on, rules_out=decision.rules_out,
     )

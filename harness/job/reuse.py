@@ -88,7 +88,7 @@ def redecided(prev: JobResult, job: Job, where: str) -> JobResult:
     findings = tuple(next((replace(f, reproduce=o.reproduce, recipe=o.recipe)
                            for o in prev.findings if _same(o, f)), f) for f in now.findings)
     return replace(prev, reused_from=where, verdict=now.verdict, qualifier=now.qualifier,
-                   findings=findings, coverage=now.coverage)
+                   findings=findings, coverage=now.coverage, rules_out=now.rules_out)
 
 
 def pick(todo: Sequence[tuple[Job, str]], earlier: dict[str, tuple[JobResult, str]],

@@ -392,8 +392,9 @@ def _threaded(ctx: JobCtx, run: Suite, mode: int, rep: int, only: Sequence[str] 
 
 
 def confirm(ctx: JobCtx, run: Suite) -> None:
-    """Re-run each red finding's test alone (verdict.confirm), within settings.confirm_budget;
-    round-robin, so every target gets its first runs first. Not under TSan."""
+    """Re-run each candidate's test alone (verdict.confirm), interleaved GIL off, on, off, on...,
+    round-robin over the candidates, each until verdict.confirm.done says its answer is clear or
+    can no longer change, within settings.confirm_budget. Not under TSan."""
     s, ws = ctx.job.settings, ctx.ws
     if not s.confirm or ctx.tsan:
         return
@@ -403,6 +404,8 @@ def confirm(ctx: JobCtx, run: Suite) -> None:
     chosen = list(enumerate(verdict.confirm_targets(found, ctx.phases), 1))
     for rep in range(1, s.confirm + 1):
         for i, target in chosen:
+            if verdict.confirm_done(target, ctx.phases, s.confirm, s.gil_modes):
+                continue
             src = by_name[target.phase]
             assert src.test_command is not None  # confirm_targets keeps only phases with one
             for mode in s.gil_modes:

@@ -1,34 +1,34 @@
-"""Confirmation: a red finding's test re-run alone, ``settings.confirm`` times per GIL mode.
+"""Confirmation: each candidate's test re-run alone, interleaved (GIL off, on, off, on...), until
+its claim is decided or cannot be (issue #20; fresh evidence, issue #47).
 
-Real suites are not deterministic under threads, so one flaky repetition must not decide a red
-verdict for a whole package. After the suite's runs, the job re-runs the test of each
-``ft-crash``, ``crash``, ``hang`` and ``ft-race`` finding (the most severe first, at most
-``MAX_TARGETS`` tests, within ``settings.confirm_budget`` seconds) on its own: the same command
-as the phase that found it (threads as in that phase), without pytest-xdist, in every GIL mode.
-Those ``confirm`` phases decide nothing on their own; they change the findings:
+The suite's runs *nominate* candidates: a test that crashed, hung or failed in some of them. They
+are not evidence for what they nominated (a test picked because it failed 3 of 3 times with the GIL
+off and 0 of 3 with it on is the luckiest of many: the winner's curse). So every claim about the
+GIL's part is decided on the runs alone that come after (``verdict.modes``), and this module says
+which tests get them, how many, and what they showed:
 
-- every finding gets ``confirmed`` = ``{"gil0": "k/N", ...}``: runs alone that showed the *same
-  kind of event*, per mode — a crash by a crash (a signal or a fatal error), a hang by a timeout,
-  a race by the test failing. A run alone that ended otherwise (a crash finding's test failing by
-  assertion, say) is said in the message as what it was, never counted as the finding recurring;
-- a crash seen under pytest-xdist, whose controller reports only "worker crashed", gets the
-  signal, the innermost Python frame (faulthandler's first frame of the crashing thread) and
-  faulthandler's dump of all threads from the first run alone that crashed;
-- an ``ft-race`` or ``ft-crash`` whose test also fails (races) or crashes (crashes) alone with
-  the GIL on becomes ``thread-unsafe`` or ``crash``: the suite's runs only missed it with the GIL
-  on. How the GIL-on runs fail otherwise changes nothing: a crash seen only with the GIL off stays
-  ``ft-crash``;
-- a race or hang seen once in the suite's runs that never recurs alone becomes ``unconfirmed``:
-  shown with its real rate (the suite's repetitions and the runs alone together, "in all 1/25
-  runs with the GIL off"), never the verdict, and named in a compatible verdict's qualifier. A
-  crash stays a crash though it did not recur alone: a signal is never a test's flakiness;
-- one seen more than once that never recurs alone stays, and says it did not recur alone.
-
-Which tests get runs alone (``targets``): the most severe finding of each kind first, then the
-next of each kind, at most ``MAX_TARGETS``; within a kind the highest rate first. The job runs
-them round-robin (every target's first run in each mode, then the second...), so the budget
-reaches every finding that may decide the verdict. Whether a GIL-off-only difference holds is
-decided afterwards over all the runs (``verdict.modes``).
+- which (``targets``): every ``ft-crash`` and ``ft-race`` candidate (the claims "only without the
+  GIL", which the fresh runs test), every ``crash`` and ``hang``, and the ``thread-unsafe`` ones
+  with the highest rates, at most ``MAX_UNSAFE`` (one that recurs alone with the GIL on is enough
+  for that verdict; the rest are shown with their suite counts, "not re-run alone");
+- how many (``done``): up to ``settings.confirm`` runs per GIL mode each, round-robin over the
+  targets (every target's first pair, then the second...) within ``settings.confirm_budget``,
+  stopping a target as soon as its answer is clear: an "only without the GIL" candidate stops at
+  its first event with the GIL on (then it happens in both modes), or when even failing every run
+  left could no longer make the difference hold (``core.stats.least_failures``), or after half its
+  runs with no event at all; a ``thread-unsafe`` one at its first failure with the GIL on; a crash
+  or hang at its first recurrence. Early stops only ever drop a claim, never make one, so they
+  leave the error rate of the claims as it is;
+- what they showed (``apply``): every finding gets ``confirmed`` = ``{"gil0": "k/N", ...}``, runs
+  alone that showed the *same kind of event*, per mode: a crash by a crash (a signal or a fatal
+  error), a hang by a timeout, a failure by the test failing. A run alone that ended otherwise is
+  said as what it was, never counted as the finding recurring. A crash seen under pytest-xdist,
+  whose controller reports only "worker crashed", gets the signal, the innermost Python frame and
+  faulthandler's dump of all threads from the first run alone that crashed. An ``ft-race`` or
+  ``ft-crash`` whose test fails (crashes) alone with the GIL on becomes ``thread-unsafe``
+  (``crash``); one nominated by a *plain* run (it failed with the GIL off where the GIL-on plain
+  run passed) becomes ``baseline-failure``. A race or hang seen once that never recurs alone
+  becomes ``unconfirmed``: shown with its real rate, never the verdict.
 """
 
 from __future__ import annotations
@@ -38,9 +38,12 @@ from dataclasses import dataclass, replace
 
 from ..core.evidence import Crash
 from ..core.model import Finding, Phase
+from ..core.stats import bound_text, least_failures
 
-CONFIRM_KINDS = ("ft-crash", "crash", "hang", "ft-race")
-MAX_TARGETS = 4
+CONFIRM_KINDS = ("ft-crash", "crash", "hang", "ft-race", "thread-unsafe")
+ONLY_OFF = ("ft-crash", "ft-race")  # the claims "only without the GIL", tested on the fresh runs
+MAX_UNSAFE = 3  # thread-unsafe candidates re-run alone: the highest rates
+PAIRS = {"crash": 3, "hang": 2, "thread-unsafe": 4}  # at most this many runs per mode (and confirm)
 PASSED = ("passed", "skipped")
 
 
@@ -54,8 +57,8 @@ class Target:
 
 
 def targets(findings: Sequence[Finding], phases: Sequence[Phase]) -> list[Target]:
-    """The tests to confirm: red findings with a test id, one per test, the most severe finding
-    of each kind first (highest rate first within a kind), then the next of each kind."""
+    """The tests to re-run alone, one per test, most severe kind first (highest rate first within
+    a kind); at most ``MAX_UNSAFE`` thread-unsafe ones."""
     by_name = {p.name: p for p in phases}
     queues: dict[str, list[Finding]] = {k: [] for k in CONFIRM_KINDS}
     for f in findings:
@@ -64,16 +67,45 @@ def targets(findings: Sequence[Finding], phases: Sequence[Phase]) -> list[Target
             queues[f.kind].append(f)
     for q in queues.values():
         q.sort(key=lambda f: -(f.count / f.runs) if f.runs else 0.0)  # stable: ties keep their order
+    queues["thread-unsafe"] = queues["thread-unsafe"][:MAX_UNSAFE]
     out: list[Target] = []
-    while len(out) < MAX_TARGETS and any(queues.values()):
-        for kind in CONFIRM_KINDS:
-            q = queues[kind]
-            while q and any(t.test_id == q[0].test_id for t in out):
-                q.pop(0)
-            if q and len(out) < MAX_TARGETS:
-                f = q.pop(0)
+    for kind in CONFIRM_KINDS:
+        for f in queues[kind]:
+            if not any(t.test_id == f.test_id for t in out):
                 out.append(Target(test_id=f.test_id, kind=f.kind, phase=f.phase))
     return out
+
+
+def tally(test_id: str, kind: str, confirm: Sequence[Phase]) -> dict[int, tuple[int, int]]:
+    """mode -> (runs alone of ``test_id`` that showed the kind's event, its runs alone)."""
+    same = SAME_EVENT[kind]
+    out: dict[int, tuple[int, int]] = {}
+    for p in confirm:
+        if p.kind != "confirm" or p.gil is None or p.test_command is None or p.test_command.paths != (test_id,):
+            continue
+        k, n = out.get(p.gil, (0, 0))
+        out[p.gil] = (k + (event(p, test_id) == same), n + 1)
+    return out
+
+
+def done(target: Target, confirm: Sequence[Phase], most: int, modes: Sequence[int]) -> bool:
+    """Whether ``target`` needs no more runs alone: its answer is clear, or cannot change (see the
+    module docstring). ``most``: settings.confirm, the runs per mode at most."""
+    per = tally(target.test_id, target.kind, confirm)
+    n = min((per.get(m, (0, 0))[1] for m in modes), default=0)  # whole pairs run
+    k0, _ = per.get(0, (0, 0))
+    k1, _ = per.get(1, (0, 0))
+    if target.kind in ONLY_OFF and 0 in modes and 1 in modes:
+        if k1 or n >= most:
+            return True
+        need = least_failures(most)
+        if need is not None and k0 + (most - n) < need:
+            return True  # even failing every run left, the difference could not hold
+        return k0 == 0 and n >= (most + 1) // 2
+    limit = min(most, PAIRS.get(target.kind, 5))
+    if target.kind == "thread-unsafe" and 1 in modes:
+        return k1 > 0 or n >= limit
+    return k0 + k1 > 0 or n >= limit
 
 
 def event(p: Phase, test_id: str) -> str:
@@ -90,12 +122,17 @@ def event(p: Phase, test_id: str) -> str:
     return "passed" if p.exit_code in (0, 5) else "no result"
 
 
-SAME_EVENT = {"ft-crash": "crashed", "crash": "crashed", "hang": "hung", "ft-race": "failed"}
+SAME_EVENT = {"ft-crash": "crashed", "crash": "crashed", "hang": "hung", "ft-race": "failed",
+              "thread-unsafe": "failed"}
 
 
 def _dump(p: Phase) -> str:
     """faulthandler's dump of every thread (parse.crash), else the run's log tail."""
     return (p.crash.excerpt if p.crash else "") or p.excerpt
+
+
+def _mode(m: int) -> str:
+    return f"with the GIL {'off' if m == 0 else 'on'}"
 
 
 def _otherwise(runs: Sequence[Phase], test_id: str, same: str) -> str:
@@ -112,7 +149,7 @@ def _otherwise(runs: Sequence[Phase], test_id: str, same: str) -> str:
             mine = [p for p in runs if p.gil == m]
             k = sum(1 for p in mine if event(p, test_id) == what)
             if k:
-                per.append(f"{k}/{len(mine)} with the GIL {'off' if m == 0 else 'on'}")
+                per.append(f"{k}/{len(mine)} {_mode(m)}")
         if per:
             tail = " without crashing" if same == "crashed" and what == "failed" else ""
             parts.append(f"{words[what]}{tail} {', '.join(per)}")
@@ -124,64 +161,80 @@ def _alone_runs(f: Finding, confirm: Sequence[Phase]) -> list[Phase]:
 
 
 def rate(f: Finding) -> str:
-    """A confirmed finding's rate over every run that could show it: the suite's repetitions in
-    its modes (``count``/``runs``) plus its runs alone in those modes (``confirmed``)."""
-    k, total = f.count, f.runs
-    for m in f.modes:
-        hit, _, n = f.confirmed.get(f"gil{m}", "0/0").partition("/")
-        k, total = k + int(hit), total + int(n)
-    where = " or ".join(f"with the GIL {'off' if m == 0 else 'on'}" for m in f.modes)
-    return f"{k}/{total} runs {where}".rstrip()
+    """A finding's rate in its runs alone when it has some ("3/16 runs alone with the GIL off"),
+    else in the suite's runs that nominated it ("1/3 suite runs with the GIL off")."""
+    alone = [(m, f.confirmed.get(f"gil{m}", "")) for m in f.modes]
+    alone = [(m, c) for m, c in alone if c and not c.endswith("/0")]
+    if alone:
+        return ", ".join(f"{c} runs alone {_mode(m)}" for m, c in alone)
+    where = " or ".join(_mode(m) for m in f.modes)
+    return f"{f.count}/{f.runs} suite runs {where}".rstrip()
+
+
+def _said(hit: dict[int, list[Phase]], n: dict[int, int]) -> str:
+    return ", ".join(f"{len(hit[m])}/{n[m]} {_mode(m)}" for m in sorted(n))
+
+
+def _crash_details(g: Finding, f: Finding, hit: dict[int, list[Phase]], modes: Sequence[int]) -> Finding:
+    alone = next((p for m in modes for p in hit[m] if p.crash or p.signal is not None), None)
+    if alone is None:
+        return g
+    c = alone.crash or Crash()
+    sig = c.signal or alone.signal
+    return replace(g, signal=sig if sig is not None else f.signal, stack_top=c.stack_top or c.test_frame or f.stack_top,
+                   excerpt=_dump(alone) or f.excerpt,
+                   message=f"{f.message.replace('(signal None)', f'(signal {sig})')}; alone: "
+                           f"{c.fatal or 'killed'}, signal {sig}")
+
+
+def _plain_nominated(f: Finding) -> bool:
+    return f.phase.startswith("plain-")
 
 
 def apply(findings: Sequence[Finding], phases: Sequence[Phase]) -> list[Finding]:
     """The findings with what the runs alone showed (see the module docstring)."""
     confirm = [p for p in phases if p.kind == "confirm"]
-    if not confirm:
-        return list(findings)
     out = []
     for f in findings:
         runs = _alone_runs(f, confirm) if f.kind in CONFIRM_KINDS and f.test_id else []
         if not runs:
+            if f.kind in CONFIRM_KINDS and f.test_id and confirm:
+                f = replace(f, message=f"{f.message}; not re-run alone")
             out.append(f)
             continue
         modes = sorted({p.gil for p in runs if p.gil is not None})
         same = SAME_EVENT[f.kind]
         hit = {m: [p for p in runs if p.gil == m and event(p, f.test_id) == same] for m in modes}
         n = {m: len([p for p in runs if p.gil == m]) for m in modes}
-        confirmed = {f"gil{m}": f"{len(hit[m])}/{n[m]}" for m in modes}
-        said = ", ".join(f"{len(hit[m])}/{n[m]} with the GIL {'off' if m == 0 else 'on'}" for m in modes)
-        otherwise = _otherwise(runs, f.test_id, same)
+        said = _said(hit, n)
+        total = sum(n.values())
         k = sum(len(v) for v in hit.values())
-        g = replace(f, confirmed=confirmed)
-        seen = rate(g)  # the suite's runs and the runs alone, in the modes it was found in
+        g = replace(f, confirmed={f"gil{m}": f"{len(hit[m])}/{n[m]}" for m in modes})
         if f.kind in ("ft-crash", "crash"):
-            alone = next((p for m in modes for p in hit[m] if p.crash or p.signal is not None), None)
-            if alone is not None:
-                c = alone.crash or Crash()
-                sig = c.signal or alone.signal
-                top = c.stack_top or c.test_frame
-                fatal = c.fatal or "killed"
-                g = replace(g, signal=sig if sig is not None else f.signal, stack_top=top or f.stack_top,
-                            excerpt=_dump(alone) or f.excerpt,
-                            message=f"{f.message.replace('(signal None)', f'(signal {sig})')}"
-                                    f"; alone: {fatal}, signal {sig}")
+            g = _crash_details(g, f, hit, modes)
         elif f.kind == "hang":
             alone = next((p for m in modes for p in hit[m] if p.hang), None)
             if alone is not None and alone.hang and alone.hang.excerpt:
                 g = replace(g, excerpt=alone.hang.excerpt, stack_top=alone.hang.stack_top or f.stack_top)
-        if f.kind in ("ft-race", "ft-crash") and hit.get(1):  # alone, it fails with the GIL on too
-            g = replace(g, kind="thread-unsafe" if f.kind == "ft-race" else "crash", modes=(0, 1),
-                        message=f"{g.message}; alone it fails with the GIL on too "
-                                f"({len(hit[1])}/{n[1]}): not only without the GIL")
-        if k == 0 and f.count <= 1 and same != "crashed":
+        if f.kind in ONLY_OFF and hit.get(1):  # alone, it fails (crashes) with the GIL on too
+            if f.kind == "ft-crash":
+                kind, what = "crash", "crashes with the GIL on too"
+            elif _plain_nominated(f):
+                kind, what = "baseline-failure", "fails in a plain run with the GIL on too: not thread-related"
+            else:
+                kind, what = "thread-unsafe", "fails in threads with the GIL on too: not thread-safe regardless of the GIL"
+            g = replace(g, kind=kind, modes=(0, 1), message=(
+                f"{f.test_id} {what}: alone {said} (its suite runs had shown it with the GIL off only, "
+                f"{f.ratio})"))
+        elif k == 0 and f.count <= 1 and same != "crashed":
             g = replace(g, kind="unconfirmed",
-                        message=f"{f.kind} seen once ({f.ratio}) and not again alone ({said}); "
-                                f"in all {seen}: {g.message}")
+                        message=f"{f.kind} seen once ({f.ratio} suite runs) and not again alone ({said}; "
+                                f"{bound_text(total, 'runs alone')}): {f.message}")
         elif k == 0:
-            g = replace(g, message=f"{g.message}; did not recur alone ({said}); in all {seen}")
+            g = replace(g, message=f"{g.message}; did not recur alone ({said}; {bound_text(total, 'runs alone')})")
         else:
-            g = replace(g, message=f"{g.message}; recurred alone {said}; in all {seen}")
+            g = replace(g, message=f"{g.message}; alone: {said}")
+        otherwise = _otherwise(runs, f.test_id, same)
         if otherwise:
             g = replace(g, message=f"{g.message}; alone it {otherwise}")
         out.append(g)

@@ -55,6 +55,7 @@ from . import fallback
 from .commands import probe_command, reproduce
 from .confirm import apply as apply_confirmation
 from .confirm import rate as confirmed_rate
+from .clean import CLEAN, rules_out
 from .coverage import compute as compute_coverage
 from .coverage import findings as coverage_findings
 from .coverage import qualifier as coverage_qualifier
@@ -78,6 +79,7 @@ class Decision:
     qualifier: str = ""
     findings: tuple[Finding, ...] = ()
     coverage: dict[str, ModeCoverage] = field(default_factory=dict)
+    rules_out: str = ""  # a clean verdict: the failure rate its runs rule out (core.stats.bound_text)
 
 
 # ------------------------------------------------------------------ findings
@@ -251,7 +253,9 @@ def _hang_findings(phases: Sequence[Phase], settings: Settings) -> list[Finding]
                 evidence="timeout",
                 excerpt=first.excerpt,
                 stack_top=first.stack_top,
-                message=f"{tid or 'a test'} timed out in {'/'.join(kinds)} runs, modes {list(modes)}",
+                message=f"{tid or 'a test'} timed out in {'/'.join(kinds)} runs, modes {list(modes)}"
+                        + ("; the job's budget (job_timeout) ended that run while the test was still "
+                           "running past test_timeout" if first_p.hang and first_p.hang.job_timeout else ""),
                 reproduce=reproduce(first_p, tid or None),
                 phase=first_p.name,
             )
@@ -285,8 +289,30 @@ def _budget_findings(phases: Sequence[Phase], settings: Settings) -> list[Findin
         reproduce=reproduce(p, None))]
 
 
+def _plain_failure(tid: str, plain: Sequence[Phase], bad: Sequence[Phase], asked: Sequence[int]) -> Finding:
+    """A test that failed in a plain run. ``baseline-failure`` (not thread-related) needs it to fail
+    in a plain run with the GIL on; one that failed with the GIL off where its GIL-on plain run
+    passed is a candidate "fails only without the GIL" (an ``ft-race`` nominated by a plain run,
+    decided on its runs alone); one whose GIL-on plain run never happened is ``unconfirmed``."""
+    modes = tuple(sorted({p.gil for p in bad if p.gil is not None}))
+    first = next((p for p in bad if p.gil == 1), bad[0])
+    if 1 in modes or 1 not in asked:
+        only = "" if 1 in modes else " with the GIL off (the only mode asked)"
+        return _junit_finding("baseline-failure", tid, modes, first, len(bad), len(plain),
+                              f"{tid} fails in a plain run{only}: not thread-related")
+    on = [p for p in plain if p.gil == 1 and tid in p.tests]
+    if on:
+        return _junit_finding("ft-race", tid, modes, first, len(bad), len([p for p in plain if p.gil == 0]),
+                              f"{tid} fails in a plain run with the GIL off and passes in "
+                              f"{len(on)}/{len(on)} with it on")
+    return _junit_finding("unconfirmed", tid, modes, first, len(bad), len(plain), (
+        f"{tid} fails in a plain run with the GIL off; no plain run with the GIL on reached it, so "
+        "neither a baseline failure (which needs one) nor a free-threading one is established"))
+
+
 def _failure_findings(
-    phases: Sequence[Phase], ran_modes: set[int], blamed: set[str], own: frozenset[str] = frozenset()
+    phases: Sequence[Phase], ran_modes: set[int], blamed: set[str], own: frozenset[str] = frozenset(),
+    asked: Sequence[int] = (0, 1),
 ) -> tuple[list[Finding], set[str]]:
     """baseline-failure, ft-race, thread-unsafe; returns them and the baseline test ids.
     ``own``: the package's top-level modules (the probe's), whose absence is the package's."""
@@ -310,13 +336,8 @@ def _failure_findings(
             continue
         if plain_bad:
             baseline.add(tid)
-            if tid in blamed:
-                continue
-            modes = tuple(sorted({p.gil for p in plain_bad if p.gil is not None}))
-            first = next((p for p in plain_bad if p.gil == 1), plain_bad[0])
-            note = "" if 1 in modes or 1 not in ran_modes else " (with the GIL off only)"
-            out.append(_junit_finding("baseline-failure", tid, modes, first, len(plain_bad), len(plain),
-                                      f"{tid} fails in a plain run{note}: not thread-related"))
+            if tid not in blamed:
+                out.append(_plain_failure(tid, plain, plain_bad, asked))
             continue
         if tid in blamed:
             continue
@@ -440,7 +461,7 @@ def decide(phases: Sequence[Phase], *, settings: Settings, claims: bool = True) 
     hangs = _hang_findings(phases, settings)
     blamed = {f.test_id for f in crashes + hangs if f.test_id}
     own = frozenset(probe.imported)
-    failures, _baseline = _failure_findings(phases, ran_modes, blamed, own)
+    failures, _baseline = _failure_findings(phases, ran_modes, blamed, own, settings.gil_modes)
     findings += crashes + hangs + failures + _gil_findings(phases, probe) + tsan_findings(phases)
     findings += [deps_finding(p) if p.name == "test-deps" else setup_step_finding(p)
                  for p in phases if p.kind == "setup" and not p.ok]
@@ -466,6 +487,13 @@ def decide(phases: Sequence[Phase], *, settings: Settings, claims: bool = True) 
     qualifier = ""
     if verdict == "compatible":  # not a clean pass: what was seen once, with its rate
         qualifier = "; ".join([*(f"unconfirmed: `{f.test_id}` failed in {confirmed_rate(f)}"
-                                 for f in findings if f.kind == "unconfirmed"),
+                                 for f in findings if f.kind == "unconfirmed" and f.test_id),
                                coverage_qualifier(cov, settings)]).strip("; ")
-    return Decision(verdict=verdict, qualifier=qualifier, findings=tuple(findings), coverage=cov)
+    elif verdict in ("ft-race", "ft-crash"):  # the package's own background, said beside it
+        unsafe = sorted({f.test_id for f in findings if f.kind == "thread-unsafe" and 1 in f.modes})
+        if unsafe:
+            qualifier = (f"also thread-unsafe with the GIL on: {len(unsafe)} test(s) fail in threads in "
+                         f"both modes; the {verdict} above holds against that background on its own runs alone")
+    return Decision(verdict=verdict, qualifier=qualifier, findings=tuple(findings), coverage=cov,
+                    rules_out=rules_out(phases, settings) if verdict in CLEAN else "")
+

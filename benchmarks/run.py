@@ -4,6 +4,7 @@
                              [--with-default-matrix] [--tsan] [--results benchmarks/results]
     python benchmarks/run.py --sections sweep [--sweep-top 1000]   # the host side over real sdists
     python benchmarks/run.py --sections cost [--cost-rounds 2]     # default settings vs the previous way
+    python benchmarks/run.py --sections stability [--stability-rounds 10]  # false claims, power, A/A
 
 Writes RESULTS/latest.json and RESULTS/latest.md and prints the four sections.  The
 machine's noise hits both sides of every ratio alike; absolute seconds are only context.
@@ -31,7 +32,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from benchmarks import confirm, cost, overhead, report, scale, schedule, sweep  # noqa: E402
+from benchmarks import confirm, cost, overhead, report, scale, schedule, stability, sweep  # noqa: E402
 from benchmarks.common import FIXTURES, SETTINGS, fixture, write_matrix  # noqa: E402
 
 log = logging.getLogger("bench")
@@ -96,6 +97,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cost-rounds", type=int, default=2,
                     help="rounds of the cost section (--sections cost; not in the default sections: "
                          "it runs the fixtures and real packages twice a round)")
+    ap.add_argument("--stability-rounds", type=int, default=10,
+                    help="rounds of the stability section (--sections stability; not in the default "
+                         "sections: ~3 min a round)")
+    ap.add_argument("--stability-real", default="",
+                    help="real packages the stability section also runs each round: name==version,...")
     ap.add_argument("--budget", type=float, default=BUDGET, help="seconds the whole run may take")
     ap.add_argument("--results", type=Path, default=ROOT / "benchmarks" / "results")
     ap.add_argument("--keep", action="store_true", help="keep the temporary output dirs")
@@ -158,6 +164,9 @@ def main(argv: list[str] | None = None) -> int:
     section("confirm", confirm.measure, tmp, rounds=1 if args.quick else 2)
     section("sweep", sweep.measure, top=args.sweep_top)
     section("cost", cost.measure, tmp, rounds=max(1, args.cost_rounds))
+    real = [{"name": n, "version": f"=={v}"} for n, _, v in
+            (x.strip().partition("==") for x in args.stability_real.split(",") if x.strip())]
+    section("stability", stability.measure, tmp, rounds=max(1, args.stability_rounds), real=real)
     want_default = args.with_default_matrix or "default-matrix" in wanted
     if "schedule" in wanted or "cache" in wanted or want_default:
         sched = {"target": 1.10, "matrices": [], "skipped": []}

@@ -44,10 +44,10 @@ from .common import (
 from .site import package_file
 
 HERE = Path(__file__).parent
-CHANGE_LABEL = {"newly-broken": "newly broken", "fixed": "fixed",
+CHANGE_LABEL = {"flaky": "flaky (counts do not hold)", "newly-broken": "newly broken", "fixed": "fixed",
                 "verdict-changed": "verdict changed", "infra-error": "harness problem",
                 "new-package": "new", "removed": "removed"}
-CELL_CHANGE = {"newly-broken": "▼ broke", "fixed": "▲ fixed", "verdict-changed": "↻ changed",
+CELL_CHANGE = {"flaky": "≈ flaky", "newly-broken": "▼ broke", "fixed": "▲ fixed", "verdict-changed": "↻ changed",
                "infra-error": "⚙ harness", "new-package": "new", "removed": "gone"}  # short, in a cell
 WHEEL_KEYS = {"installed": "Installed", "installed_file": "File installed",
               "available": "On the index", "warning": "Warning"}

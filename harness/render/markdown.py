@@ -51,7 +51,7 @@ ICON = {
     "slow-in-threads": "🐢",
     "repeat-failure": "🔁",
 }
-CHANGE_ICON = {"newly-broken": "🔻", "fixed": "🔺", "verdict-changed": "🔁",
+CHANGE_ICON = {"flaky": "≈", "newly-broken": "🔻", "fixed": "🔺", "verdict-changed": "🔁",
                "infra-error": "🛠️", "new-package": "🆕", "removed": "➖"}
 MAX_EXCERPT_LINES = 40
 MAX_LIST = 50  # rows of changes / missing jobs; the rest are counted

@@ -26,6 +26,7 @@ from packaging.version import InvalidVersion, Version
 
 from ..core.model import VERDICTS, JobResult, Phase, severity
 from ..core.pool import frozen_heap
+from . import flaky
 from .causes import build_causes
 from .diff import diff_jobs
 from .report import (
@@ -97,7 +98,7 @@ def _job(r: JobResult) -> JobEntry:
         coverage=dict(r.coverage), wheel=r.wheel, metadata=ProjectMeta(raw=r.metadata),
         notes=r.notes, links=tuple(r.links),
         test_setup=r.test_setup if r.test_setup.recorded else None,
-        sdist_sha256=r.sdist_sha256, reused_from=r.reused_from,
+        sdist_sha256=r.sdist_sha256, reused_from=r.reused_from, rules_out=r.rules_out,
     )
 
 
@@ -149,9 +150,11 @@ def interpreter_columns(packages: Sequence[JobEntry]) -> list[Column]:
             for c, label in zip(cols, labels, strict=True)]
 
 
-def across(cells: Mapping[str, Cell], columns: Sequence[Column]) -> str:
+def across(cells: Mapping[str, Cell], columns: Sequence[Column],
+           jobs: Mapping[str, JobEntry] | None = None) -> str:
     """What differs between a package's interpreters, in column order, or "" when nothing does:
-    ``build-failure on 3.13.5t, compatible on 3.13.15t``."""
+    ``build-failure on 3.13.5t, compatible on 3.13.15t``; a difference of two verdicts the counts
+    do not hold (``harness.results.flaky``) is said as flaky, with both counts."""
     groups: dict[str, list[str]] = {}
     for c in columns:
         cell = cells.get(c.name)
@@ -159,13 +162,22 @@ def across(cells: Mapping[str, Cell], columns: Sequence[Column]) -> str:
             groups.setdefault(cell.verdict, []).append(c.label)
     if len(groups) < 2:
         return ""
-    return ", ".join(f"{v} on {' and '.join(labels)}" for v, labels in groups.items())
+    said = ", ".join(f"{v} on {' and '.join(labels)}" for v, labels in groups.items())
+    shown = [(c.label, jobs.get(cells[c.name].job_id)) for c in columns if c.name in cells] if jobs else []
+    if len(groups) == 2 and len(shown) == 2 and shown[0][1] is not None and shown[1][1] is not None:
+        (la, a), (lb, b) = shown
+        assert a is not None and b is not None
+        if (fl := flaky.check(a, b)) is not None:
+            sev, oth = (la, lb) if severity(a.verdict) < severity(b.verdict) else (lb, la)
+            return f"{fl.describe(sev, oth)}: {said}"
+    return said
 
 
 def package_table(packages: Sequence[JobEntry], columns: Sequence[Column]) -> list[PackageRow]:
     """One row per package name (in report order): a cell per interpreter it ran on, the most
     severe verdict of them (what ``summary`` counts) and ``across``."""
     rows: dict[str, dict[str, Cell]] = {}
+    jobs = {p.job_id: p for p in packages}
     for p in packages:
         rows.setdefault(p.name, {}).setdefault(p.interpreter.name, Cell(
             verdict=p.verdict, qualifier=p.qualifier, version=p.version, job_id=p.job_id,
@@ -178,7 +190,7 @@ def package_table(packages: Sequence[JobEntry], columns: Sequence[Column]) -> li
             version=versions[0] if len(versions) == 1 else "",  # "": differs per interpreter
             verdict=min((c.verdict for c in cells.values()), key=severity),
             cells={c.name: cells[c.name] for c in columns if c.name in cells},
-            across=across(cells, columns),
+            across=across(cells, columns, jobs),
         ))
     return out
 

@@ -6,6 +6,11 @@ problem.  ok -> problem is ``newly-broken``, problem -> ok is ``fixed``, any
 other verdict change is ``verdict-changed``; a regression is a newly-broken
 package or a verdict that became more severe (earlier in model.VERDICTS).
 
+A verdict change whose counts do not hold (``harness.results.flaky``: the deciding test's failures
+on both sides, one-sided Fisher p > 0.05) is ``flaky``, with both counts, and never a regression:
+between two runs of one matrix, a race one run merely missed is no fix and one it merely hit is no
+regression (issue #47).
+
 ``infra-error`` is never the package's fault: a package that became one is listed apart
 (kind ``infra-error``) and is never a regression, and one that was one has no verdict to
 regress from.  A package in the old report and not in the new one is ``removed`` (listed,
@@ -19,6 +24,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from ..core.model import severity
+from . import flaky
 from .report import NOT_THE_PACKAGE, Change, CompatReport, JobEntry
 
 OK_VERDICTS = ("compatible", "no-tests", "skipped")
@@ -63,6 +70,10 @@ def diff_jobs(old: Sequence[JobEntry], new: Sequence[JobEntry]) -> list[Change]:
             kind = "fixed"
         else:
             kind = "verdict-changed"
+        if kind != "infra-error" and (fl := flaky.check(pa, pb)) is not None:
+            sev, oth = ("old", "new") if severity(vo) < severity(vn) else ("new", "old")
+            changes.append(Change(kind="flaky", old=vo, new=vn, detail=fl.describe(sev, oth), **common))
+            continue
         changes.append(Change(kind=kind, old=vo, new=vn, **common))
     return changes
 

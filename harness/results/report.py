@@ -43,7 +43,8 @@ from .causes import Cause
 # 7: a job's ``sdist_sha256`` and ``reused_from`` (run --reuse: not run again, harness.job.reuse)
 # 8: ``packages[].wheel.fallback``: a compiled project's pure wheel pip chose (harness.verdict.artifact)
 # 9: finding kind ``repeat-failure`` (harness.verdict.rules: a single-threaded test failing only in threads)
-REPORT_SCHEMA = 9
+# 10: change kind ``flaky`` with ``detail`` (harness.results.flaky); ``packages[].rules_out``
+REPORT_SCHEMA = 10
 
 
 def _obj(v: Any) -> dict[str, Any]:
@@ -76,7 +77,8 @@ def _from_flat(cls: type, d: Mapping[str, Any], *, seqs: tuple[str, ...] = (),
     return out
 
 
-CHANGE_KINDS = ("newly-broken", "fixed", "verdict-changed", "infra-error", "new-package", "removed")
+# flaky: a verdict change the counts do not hold (harness.results.flaky): never a regression (schema 10)
+CHANGE_KINDS = ("newly-broken", "fixed", "verdict-changed", "infra-error", "new-package", "removed", "flaky")
 NOT_THE_PACKAGE = "infra-error"
 
 
@@ -92,6 +94,7 @@ class Change:
     new: str | None = None  # verdict now (None for removed)
     old_version: str = ""
     new_version: str = ""
+    detail: str = ""  # flaky: the deciding test's counts on both sides
 
     @property
     def regression(self) -> bool:
@@ -113,7 +116,7 @@ class Change:
         elif self.kind == "removed":
             what = f"removed, was {self.old}"
         else:
-            what = f"{self.old} -> {self.new}"
+            what = f"{self.old} -> {self.new}" + (f" ({self.detail})" if self.detail else "")
         # the version and the name come from result files a package wrote: one inert line
         return textsafe.line(f"{self.kind}: {self.package}{ver}{where}: {what}")
 
@@ -273,6 +276,7 @@ class JobEntry:
     change: str = ""  # since the previous report (a harness.results.diff.CHANGE_KINDS word), "" if none
     sdist_sha256: str = ""
     reused_from: str = ""  # not run in this run: its result came from this earlier run (--reuse)
+    rules_out: str = ""  # a clean verdict: the failure rate its runs rule out (schema 10)
 
     @property
     def verdict_label(self) -> str:
@@ -299,6 +303,7 @@ class JobEntry:
             "test_setup": self.test_setup.to_report_dict() if self.test_setup else {},
             "logs": self.logs,
             "sdist_sha256": self.sdist_sha256, "reused_from": self.reused_from,
+            "rules_out": self.rules_out,
         }
         if self.change:
             d["change"] = self.change
@@ -319,6 +324,7 @@ class JobEntry:
         setup = d.get("test_setup")
         d["test_setup"] = TestSetup.from_dict(setup) if isinstance(setup, dict) and setup else None
         d["change"] = d.get("change") or ""
+        d["rules_out"] = d["rules_out"] if isinstance(d.get("rules_out"), str) else ""
         return cls(**d)
 
 

@@ -161,14 +161,13 @@ def _alone_runs(f: Finding, confirm: Sequence[Phase]) -> list[Phase]:
 
 
 def rate(f: Finding) -> str:
-    """A finding's rate in its runs alone when it has some ("3/16 runs alone with the GIL off"),
-    else in the suite's runs that nominated it ("1/3 suite runs with the GIL off")."""
+    """A finding's rate in the suite's runs that nominated it, and in its runs alone when it has
+    some: "1/20 suite runs with the GIL off, 0/2 runs alone with the GIL off"."""
+    where = " or ".join(_mode(m) for m in f.modes)
+    said = f"{f.count}/{f.runs} suite runs {where}".rstrip()
     alone = [(m, f.confirmed.get(f"gil{m}", "")) for m in f.modes]
     alone = [(m, c) for m, c in alone if c and not c.endswith("/0")]
-    if alone:
-        return ", ".join(f"{c} runs alone {_mode(m)}" for m, c in alone)
-    where = " or ".join(_mode(m) for m in f.modes)
-    return f"{f.count}/{f.runs} suite runs {where}".rstrip()
+    return ", ".join([said, *(f"{c} runs alone {_mode(m)}" for m, c in alone)])
 
 
 def _said(hit: dict[int, list[Phase]], n: dict[int, int]) -> str:

@@ -52,10 +52,10 @@ from ..parse.gil import warning_lines
 from ..parse.hang import timed_out_inside_pytest
 from ..parse.install import classify_install
 from . import fallback
+from .clean import CLEAN, rules_out
 from .commands import probe_command, reproduce
 from .confirm import apply as apply_confirmation
 from .confirm import rate as confirmed_rate
-from .clean import CLEAN, rules_out
 from .coverage import compute as compute_coverage
 from .coverage import findings as coverage_findings
 from .coverage import qualifier as coverage_qualifier

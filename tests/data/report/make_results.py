@@ -213,7 +213,7 @@ def run1() -> list[JobResult]:
                           modes=(0,), count=1, runs=1, evidence="signal", signal=11,
                           stack_top="grow_append (fx_ft_crash/_grow.c:41)",
                           excerpt=crash_x, message="SIGSEGV with the GIL off only",
-                          phase="plain-gil0"),), t=2))
+                          phase="plain-gil0", confirmed={"gil0": "12/16", "gil1": "0/16"}),), t=2))
     rs.append(result(
         "fx-crash", "fx-crash", "0.1", "crash", source="local",
         ph=phases("cp313t--fx-crash", signal={"plain-gil0": 11, "plain-gil1": 11}),
@@ -221,7 +221,7 @@ def run1() -> list[JobResult]:
                           count=2, runs=2, evidence="signal", signal=11, excerpt=crash_x,
                           stack_top="string_at (ctypes/__init__.py:538)",
                           message="Segmentation fault in both GIL modes",
-                          phase="plain-gil0"),), t=3))
+                          phase="plain-gil0", confirmed={"gil0": "1/1", "gil1": "1/1"}),), t=3))
     rs.append(result(
         "fx-race", "fx-race", "0.1", "ft-race", source="local",
         ph=phases("cp313t--fx-race", fail={"threads-gil0-r1": 1, "threads-gil0-r3": 1},
@@ -232,7 +232,7 @@ def run1() -> list[JobResult]:
                           excerpt="PARALLEL FAILED tests/test_buf.py::test_shared_buffer\n"
                                   "AssertionError: assert b'abcd' == b'abab'",
                           message="fails in threaded runs with the GIL off only (2/3)",
-                          phase="threads-gil0-r1"),), t=4))
+                          phase="threads-gil0-r1", confirmed={"gil0": "14/16", "gil1": "0/16"}),), t=4))
     rs.append(result(
         "fx-thread-unsafe", "fx-thread-unsafe", "0.1", "thread-unsafe", source="local",
         ph=phases("cp313t--fx-thread-unsafe", fail={f"threads-gil{m}-r{k}": 1
@@ -241,7 +241,7 @@ def run1() -> list[JobResult]:
                           modes=(0, 1), count=6, runs=6, evidence="junit",
                           excerpt="PARALLEL FAILED tests/test_state.py::test_global_counter",
                           message="fails in threaded runs in both GIL modes",
-                          phase="threads-gil0-r1"),), t=5))
+                          phase="threads-gil0-r1", confirmed={"gil0": "1/1", "gil1": "1/1"}),), t=5))
     rs.append(result(
         "fx-hang", "fx-hang", "0.1", "hang", source="local",
         ph=phases("cp313t--fx-hang", fail={"plain-gil0": 1, "plain-gil1": 1},
@@ -250,7 +250,7 @@ def run1() -> list[JobResult]:
         findings=(Finding(kind="hang", test_id="tests/test_demo.py::test_hang", modes=(0, 1),
                           count=2, runs=2, evidence="timeout", excerpt=hang_x,
                           message="timed out after 120 s (pytest-timeout)",
-                          phase="plain-gil0"),), t=6))
+                          phase="plain-gil0", confirmed={"gil0": "1/1", "gil1": "1/1"}),), t=6))
     rs.append(result(
         "fx-baseline", "fx-baseline", "0.1", "baseline-failure", source="local",
         ph=phases("cp313t--fx-baseline", fail={n: 1 for n in (
@@ -324,12 +324,17 @@ def run0() -> list[JobResult]:
         d = r.to_dict()
         if r.package == "fx-race":
             d.update(verdict="compatible", findings=[])
-        if r.package == "fx-hang":
-            d.update(verdict="ft-race")
+        if r.package == "fx-hang":  # a race of another test then, confirmed alone
+            f0 = d["findings"][0]
+            d.update(verdict="ft-race", findings=[dict(
+                f0, kind="ft-race", modes=[0], test_id="tests/test_demo.py::test_flaky",
+                reproduce=f0["reproduce"].replace("test_hang", "test_flaky"),
+                confirmed={"gil0": "9/16", "gil1": "0/16"})])
         if r.package == "idna":
             d.update(verdict="compatible", findings=[], version="3.9")
-        if r.package == "fx-ft-crash":
-            d.update(verdict="crash")
+        if r.package == "fx-ft-crash":  # then it crashed alone with the GIL on too (5 runs a mode)
+            d.update(verdict="crash", findings=[dict(d["findings"][0], kind="crash", modes=[0, 1],
+                                                     confirmed={"gil0": "5/5", "gil1": "5/5"})])
         out.append(JobResult.from_dict(d))
     old = by["attrs"].to_dict()
     old.update(job_id="cp313t--simplejson", package="simplejson", version="3.19.3",

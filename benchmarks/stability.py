@@ -1,0 +1,79 @@
+"""Section "stability": how often the harness claims a difference that is not there, finds one
+that is, and says the same thing twice (issue #47). Not a timed test: error rates, measured.
+
+Each round runs, at the harness's default settings (``Settings()``: threads 4, iterations 5,
+repeat 3, confirm 16, gil_on targeted), on the local backend:
+
+- ``ft_nullflaky``: 40 tests that each fail in about 40% of threaded runs with the GIL on and off
+  alike. Any ``ft-race`` (verdict or finding) is a false claim;
+- ``ft_halfrace``: one test that fails in about half the GIL-off threaded runs, never with the
+  GIL on. An ``ft-race`` verdict is a detection;
+- optionally real packages (``--stability-real``), whose verdicts between rounds should agree.
+
+Written: ``false_claim_rate`` (rounds of the null fixture with any ft-race), ``detection_rate``
+(rounds of the planted one with an ft-race verdict), ``identical`` (per package, the fraction of
+pairs of rounds with the same verdict), with every round's verdict and the runs alone it took.
+``tally`` is unit-tested in tests/unit/test_bench_stability.py.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from .common import fixture, results, run_cli, write_matrix
+
+log = logging.getLogger(__name__)
+NULL, PLANTED = "ft_nullflaky", "ft_halfrace"
+JOBS = 2
+
+
+def _round_facts(res: Mapping[str, Any]) -> dict[str, Any]:
+    """What one job's result says for the section: its verdict, its ft-race findings, its runs alone."""
+    findings = res.get("findings") or []
+    confirm = [p for p in res.get("phases") or [] if p.get("kind") == "confirm"]
+    return {"verdict": res.get("verdict", ""),
+            "ft_race": [f.get("test_id", "") for f in findings if f.get("kind") == "ft-race"],
+            "unconfirmed": sum(1 for f in findings if f.get("kind") == "unconfirmed"),
+            "runs_alone": len(confirm),
+            "confirm_seconds": round(sum(float(p.get("duration") or 0) for p in confirm), 1),
+            "seconds": round(sum(float(p.get("duration") or 0) for p in res.get("phases") or []), 1)}
+
+
+def tally(rounds: Sequence[Mapping[str, Mapping[str, Any]]]) -> dict[str, Any]:
+    """The section's figures from each round's facts per package (``_round_facts``)."""
+    def frac(k: int, n: int) -> dict[str, Any]:
+        return {"k": k, "n": n, "rate": round(k / n, 3) if n else None, "said": f"{k}/{n}"}
+
+    null = [r[NULL] for r in rounds if NULL in r]
+    planted = [r[PLANTED] for r in rounds if PLANTED in r]
+    false = sum(1 for f in null if f["verdict"] == "ft-race" or f["ft_race"])
+    found = sum(1 for f in planted if f["verdict"] == "ft-race")
+    identical: dict[str, Any] = {}
+    for name in sorted({n for r in rounds for n in r}):
+        verdicts = [r[name]["verdict"] for r in rounds if name in r]
+        pairs = list(itertools.combinations(verdicts, 2))
+        identical[name] = frac(sum(1 for a, b in pairs if a == b), len(pairs))
+    return {"false_claim_rate": frac(false, len(null)), "detection_rate": frac(found, len(planted)),
+            "identical": identical}
+
+
+def measure(tmp: Path, rounds: int = 10, real: Sequence[dict[str, str]] = ()) -> dict[str, Any]:
+    packages = [fixture(NULL), fixture(PLANTED), *real]
+    per_round: list[dict[str, dict[str, Any]]] = []
+    for i in range(rounds):
+        m = write_matrix(tmp / f"stability-{i}.yaml", packages, settings={})  # the defaults
+        out = tmp / f"out-stability-{i}"
+        log.info("stability: round %d of %d", i + 1, rounds)
+        run = run_cli("run", "--matrix", str(m), "--out", str(out), "--backend", "local", "--force",
+                      "--jobs", str(JOBS), timeout=7200)
+        facts = {r["package"]: _round_facts(r) for r in results(out).values()}
+        for f in facts.values():
+            f["round_wall"] = run.wall
+        per_round.append(facts)
+        log.info("stability: round %d: %s", i + 1, {k: v["verdict"] for k, v in facts.items()})
+    return {"rounds": rounds, "packages": [p["name"] for p in packages], "settings": "defaults",
+            **tally(per_round), "per_round": per_round}

@@ -121,7 +121,12 @@ def check(findings: Sequence[Finding], phases: Sequence[Phase], settings: Settin
         level = holm_level(rank, len(pvalues))
         test = (f"one-sided Fisher p = {p:.3g}, Holm level {level:.3g} over the job's {len(pvalues)} "
                 f"candidate(s)")
-        if held[i]:
+        if held[i] and f.kind == "ft-race":  # one sentence: the claim, its runs alone, what nominated it
+            where = "in a plain run" if f.phase.startswith("plain-") else "in threads"
+            out[at] = replace(f, message=(
+                f"{f.test_id} fails {where} with the GIL off only: holds on fresh runs alone, interleaved: "
+                f"{_fresh(f)} ({test}); nominated by {f.ratio} suite runs with the GIL off"))
+        elif held[i]:
             out[at] = replace(f, message=f"{f.message}; holds on fresh runs alone, interleaved: {_fresh(f)} ({test})")
         else:
             out[at] = _not_held(f, f"fresh runs alone, interleaved: {_fresh(f)} ({test}): the difference does not hold")

@@ -17,7 +17,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.network]
 def run(tmp_path_factory, ft_interpreter):
     tmp = tmp_path_factory.mktemp("reproduce")
     m = tmp / "matrix.yaml"
-    m.write_text("settings: {repeat: 2, iterations: 5, test_timeout: 20, job_timeout: 900, confirm: 2}\n"
+    m.write_text("settings: {repeat: 2, iterations: 5, test_timeout: 20, job_timeout: 900, confirm: 8}\n"
                  + INTERP_YAML + "packages:\n"
                  + "".join(f"  - {{name: {n}, path: {FIXTURES / n}}}\n" for n in ("ft_realloc", "ft_sharedbuf")))
     r = cli("run", "--matrix", str(m), "--out", str(tmp / "out"), "--backend", "local", "--jobs", "2")

@@ -76,4 +76,57 @@ def measure(tmp: Path, rounds: int = 10, real: Sequence[dict[str, str]] = ()) ->
         per_round.append(facts)
         log.info("stability: round %d: %s", i + 1, {k: v["verdict"] for k, v in facts.items()})
     return {"rounds": rounds, "packages": [p["name"] for p in packages], "settings": "defaults",
-            **tally(per_round), "per_round": per_round}
+            **tally(per_round), "per_round": per_round, "procedure": operating_table(1000)}
+
+
+# ----------------------------------------------------------------------------- the procedure's numbers
+
+
+def operating(cands: Sequence[tuple[float, float]], most: int = 16, trials: int = 2000,
+              seed: int = 47) -> dict[str, Any]:
+    """What the procedure gives on a job whose candidates' runs alone fail at (GIL off, GIL on)
+    rates ``cands`` per run, by simulation through the harness's own code: ``verdict.confirm.done``
+    stops each candidate's interleaved runs, ``core.stats`` decides the job's family. Returns the
+    share of jobs that claim "only without the GIL" for the first candidate (the power when its
+    rates differ) and for any candidate whose rates are equal (a false claim), and the mean runs
+    alone a candidate took."""
+    import random
+
+    from harness.core.model import Phase, TestCase, TestCommand
+    from harness.core.stats import fisher_greater, holm
+    from harness.verdict.confirm import Target, done
+
+    rng = random.Random(seed)
+    first = false = runs = 0
+    for _ in range(trials):
+        ps: list[float] = []
+        who: list[int] = []
+        for c, (off, on) in enumerate(cands):
+            tid = f"t{c}"
+            t = Target(test_id=tid, kind="ft-race", phase="threads-gil0-r1")
+            phases: list[Phase] = []
+            while not done(t, phases, most, (0, 1)):
+                for m, rate in ((0, off), (1, on)):
+                    out = "failed" if rng.random() < rate else "passed"
+                    phases.append(Phase(name=f"c{len(phases)}", kind="confirm", gil=m, tests={tid: TestCase(outcome=out)},
+                                        test_command=TestCommand(head=("python",), paths=(tid,))))
+            runs += len(phases)
+            k = {m: sum(1 for p in phases if p.gil == m and p.tests[tid].outcome == "failed") for m in (0, 1)}
+            n = {m: sum(1 for p in phases if p.gil == m) for m in (0, 1)}
+            if k[1] == 0:  # a GIL-on failure alone makes it thread-unsafe: no claim to test
+                ps.append(fisher_greater(k[0], n[0], k[1], n[1]))
+                who.append(c)
+        held = holm(ps)
+        first += any(h and c == 0 for h, c in zip(held, who, strict=True))
+        false += any(h and cands[c][0] == cands[c][1] for h, c in zip(held, who, strict=True))
+    return {"candidates": [list(c) for c in cands], "confirm": most, "trials": trials,
+            "claimed_first": round(first / trials, 4), "false_claim": round(false / trials, 4),
+            "runs_alone_per_candidate": round(runs / (trials * len(cands)), 1)}
+
+
+def operating_table(trials: int = 2000) -> list[dict[str, Any]]:
+    """The procedure's numbers at the defaults, for docs/explanation/evidence.md."""
+    null = [(0.4, 0.4)] * 6
+    cases = [[(0.4, 0.4)] * 7, [(0.4, 0.4)], [(0.125, 0.125)], [(0.05, 0.05)], [(0.1, 0.0)], [(0.3, 0.0)],
+             [(0.5, 0.0)], [(0.5, 0.0), *null], [(0.9, 0.0)]]
+    return [operating(c, trials=trials) for c in cases]

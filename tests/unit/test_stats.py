@@ -1,0 +1,58 @@
+"""core.stats and the stopping rule of verdict.confirm (issue #47): exact values, by hand."""
+
+from harness.core.model import Phase, TestCase, TestCommand
+from harness.core.stats import bound_text, fisher_greater, holm, least_failures, rules_out
+from harness.verdict.confirm import Target, done, tally
+
+
+def test_fisher_exact_values():
+    assert fisher_greater(1, 2, 0, 2) == 0.5
+    assert fisher_greater(3, 3, 0, 3) == 0.05
+    assert abs(fisher_greater(4, 16, 0, 16) - 0.0506) < 1e-3  # 4 of 16 against 0 of 16: not enough
+    assert fisher_greater(5, 16, 0, 16) < 0.05
+    assert fisher_greater(0, 3, 0, 3) == 1.0 and fisher_greater(2, 2, 0, 0) == 1.0
+
+
+def test_holm_steps_down_and_stops_at_the_first_that_fails():
+    # m = 3: the smallest against 0.05/3, the next against 0.05/2, the last against 0.05
+    assert holm([0.01, 0.02, 0.04]) == [True, True, True]
+    assert holm([0.02, 0.01, 0.04]) == [True, True, True]
+    assert holm([0.03, 0.04, 0.001]) == [False, False, True]  # 0.03 > 0.05/2 stops it
+    assert holm([0.03]) == [True] and holm([0.06]) == [False] and holm([]) == []
+
+
+def test_least_failures_and_what_a_clean_run_rules_out():
+    assert least_failures(16) == 5 and least_failures(8) == 4 and least_failures(2) is None
+    assert abs(rules_out(3) - 0.632) < 1e-3 and abs(rules_out(16) - 0.171) < 1e-3 and rules_out(0) == 1.0
+    assert bound_text(15) == "0 failures in 15 runs: a per-run failure rate above 18% would have shown (95%)"
+
+
+def runs(tid, outcomes):
+    """Runs alone of ``tid``: (mode, outcome) in order."""
+    return [Phase(name=f"c{i}", kind="confirm", gil=m, tests={tid: TestCase(outcome=o)},
+                  test_command=TestCommand(head=("python",), paths=(tid,))) for i, (m, o) in enumerate(outcomes)]
+
+
+def test_a_race_candidate_stops_at_its_first_gil_on_failure():
+    t = Target(test_id="t", kind="ft-race", phase="threads-gil0-r1")
+    ph = runs("t", [(0, "failed"), (1, "passed"), (0, "failed"), (1, "failed")])
+    assert tally("t", "ft-race", ph) == {0: (2, 2), 1: (1, 2)}
+    assert done(t, ph, 16, (0, 1)) and not done(t, ph[:2], 16, (0, 1))
+
+
+def test_a_race_candidate_stops_when_it_can_no_longer_hold():
+    t = Target(test_id="t", kind="ft-race", phase="threads-gil0-r1")
+    # 16 a mode need 5 failures against 0: 1 failure after 12 pairs leaves 4 runs, 5 at most
+    twelve = runs("t", [(m, "failed" if (i == 0 and m == 0) else "passed") for i in range(12) for m in (0, 1)])
+    assert not done(t, twelve, 16, (0, 1))
+    assert done(t, twelve + runs("t", [(0, "passed"), (1, "passed")]), 16, (0, 1))
+    # and with no failure at all it stops after half its runs
+    seven = runs("t", [(m, "passed") for _ in range(7) for m in (0, 1)])
+    assert not done(t, seven, 16, (0, 1)) and done(t, seven + runs("t", [(0, "passed"), (1, "passed")]), 16, (0, 1))
+
+
+def test_a_thread_unsafe_candidate_stops_at_its_first_gil_on_failure_or_after_four_pairs():
+    t = Target(test_id="t", kind="thread-unsafe", phase="threads-gil1-r1")
+    assert done(t, runs("t", [(0, "passed"), (1, "failed")]), 16, (0, 1))
+    four = runs("t", [(m, "passed") for _ in range(4) for m in (0, 1)])
+    assert done(t, four, 16, (0, 1)) and not done(t, four[:6], 16, (0, 1))

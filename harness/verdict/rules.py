@@ -365,7 +365,8 @@ def _failure_findings(
                 "in plain runs: its repetition there (--iterations on one fixture instance) or an "
                 "earlier test's state, not threads")
         out.append(_junit_finding(kind, tid, modes, hits[0], len(hits), len(runs),
-                                  f"{tid} {why} ({len(hits)}/{len(runs)})"))
+                                  f"{tid} {why} ({len(hits)}/{len(runs)} threaded runs "
+                                  f"{'with the GIL off' if modes == (0,) else 'with the GIL on' if modes == (1,) else 'of both modes'})"))
     ran = any(tc.outcome == "passed" for p in plain for tc in p.tests.values())
     if fb and fb_tests:  # its compiled modules were never installed: a setup fact (verdict.fallback)
         out.append(fallback.finding(fb, fb_tests, fb_mods, phases, ran=ran))

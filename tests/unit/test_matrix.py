@@ -77,7 +77,7 @@ def test_defaults() -> None:
     spec = matrix.loads('interpreters: [{name: a, version: "3.13.5", source: "debian:trixie"}]\n'
                         "packages: [{name: six}]\n")
     assert spec.settings == matrix.Settings()
-    assert spec.settings.gil_modes == (0, 1) and spec.settings.repeat == 3
+    assert spec.settings.gil_modes == (0, 1) and spec.settings.repeat == 4 and spec.settings.confirm == 20
 
 
 @pytest.mark.parametrize(

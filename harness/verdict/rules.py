@@ -52,10 +52,9 @@ from ..parse.gil import warning_lines
 from ..parse.hang import timed_out_inside_pytest
 from ..parse.install import classify_install
 from . import fallback
-from .clean import CLEAN, rules_out
+from .clean import CLEAN, qualify, rules_out
 from .commands import probe_command, reproduce
 from .confirm import apply as apply_confirmation
-from .confirm import rate as confirmed_rate
 from .coverage import compute as compute_coverage
 from .coverage import findings as coverage_findings
 from .coverage import qualifier as coverage_qualifier
@@ -485,16 +484,6 @@ def decide(phases: Sequence[Phase], *, settings: Settings, claims: bool = True) 
         verdict = "no-tests"
     else:
         verdict = "compatible"
-    qualifier = ""
-    if verdict == "compatible":  # not a clean pass: what was seen once, with its rate
-        qualifier = "; ".join([*(f"unconfirmed: `{f.test_id}` failed in {confirmed_rate(f)}"
-                                 for f in findings if f.kind == "unconfirmed" and f.test_id),
-                               coverage_qualifier(cov, settings)]).strip("; ")
-    elif verdict in ("ft-race", "ft-crash"):  # the package's own background, said beside it
-        unsafe = sorted({f.test_id for f in findings if f.kind == "thread-unsafe" and 1 in f.modes})
-        if unsafe:
-            qualifier = (f"also thread-unsafe with the GIL on: {len(unsafe)} test(s) fail in threads in "
-                         f"both modes; the {verdict} above holds against that background on its own runs alone")
+    qualifier = qualify(verdict, findings, phases, coverage_qualifier(cov, settings))
     return Decision(verdict=verdict, qualifier=qualifier, findings=tuple(findings), coverage=cov,
                     rules_out=rules_out(phases, settings) if verdict in CLEAN else "")
-

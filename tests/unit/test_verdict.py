@@ -464,3 +464,14 @@ def test_a_single_threaded_test_failing_only_in_threaded_runs_is_no_thread_findi
     assert "ran it single-threaded (uses thread-unsafe fixture(s): {'recwarn'})" in f.message, f.message
     assert "FileExistsError" in f.excerpt
     assert "repeat-failure" in FINDING_KINDS
+
+
+def test_a_verdict_from_a_run_the_budget_cut_says_so():
+    # the hang of a threaded run that the job's timeout killed (issue #47: uvloop 0.23.0 took
+    # `hang` from such a run and said nothing of it)
+    d = decide(load("hang-noxdist"), settings=S)
+    h = next(f for f in d.findings if f.kind == "hang")
+    assert h.phase == "threads-gil0-r1"
+    assert h.message.endswith("the job's budget (job_timeout) ended that run while the test was still "
+                              "running past test_timeout")
+    assert d.qualifier == "taken from threads-gil0-r1, a run the job's budget (job_timeout) cut"

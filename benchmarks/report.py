@@ -127,6 +127,12 @@ def cost_lines(d: dict[str, Any]) -> list[str]:
     return lines(d)
 
 
+def stability_lines(d: dict[str, Any]) -> list[str]:
+    from benchmarks.stability import lines  # the stability section renders its own (issue #47)
+
+    return lines(d)
+
+
 def render(doc: dict[str, Any]) -> str:
     m = doc["meta"]
     lines = ["# ft-harness benchmark (latest)", "",
@@ -135,7 +141,7 @@ def render(doc: dict[str, Any]) -> str:
              f"`{m['command']}`", ""]
     for key, fn in (("overhead", overhead_lines), ("schedule", schedule_lines),
                     ("cache", cache_lines), ("scale", scale_lines), ("confirm", confirm_lines),
-                    ("sweep", sweep_lines), ("cost", cost_lines)):
+                    ("sweep", sweep_lines), ("cost", cost_lines), ("stability", stability_lines)):
         if key in doc["sections"]:
             sec = doc["sections"][key]
             lines += fn(sec)

@@ -135,3 +135,17 @@ def operating_table(trials: int = 2000) -> list[dict[str, Any]]:
     cases = [null, [(0.125, 0.125)] * 10, [(0.05, 0.05)] * 40, [(0.1, 0.0)], [(0.3, 0.0)],
              [(0.5, 0.0)], [(0.5, 0.0), *null], [(0.9, 0.0)]]
     return [operating(c, trials=trials) for c in cases]
+
+
+def lines(d: Mapping[str, Any]) -> list[str]:
+    """The section as markdown for benchmarks/results/latest.md."""
+    out = ["## Stability (issue #47): false claims, detection, the same verdict twice", "",
+           f"{d['rounds']} rounds at the defaults, local backend: `{NULL}` (null) {d['false_claim_rate']['said']} "
+           f"rounds with an ft-race (false claims); `{PLANTED}` (planted race) {d['detection_rate']['said']} "
+           "rounds ft-race (detection).", "", "| package | identical verdicts (pairs of rounds) |", "|---|---|"]
+    out += [f"| {name} | {v['said']} |" for name, v in d.get("identical", {}).items()]
+    if d.get("procedure"):
+        out += ["", "The procedure by simulation (docs/explanation/evidence.md): "
+                + "; ".join(f"{len(r['tests'])} test(s) starting {r['tests'][0]}: claimed {r['claimed_first']:.1%}, "
+                            f"false {r['false_claim']:.1%}" for r in d["procedure"])]
+    return out

@@ -220,3 +220,38 @@ def setup_summary(ts: TestSetup | None) -> str:
         held = len(ts.recipe.get("not_held") or ())
         parts.append(f"recipe: {reg}" + (f", {held} part(s) of it did not hold" if held else ""))
     return ", ".join(parts)
+
+
+SMALL_REACH = 0.5  # settings.min_parallel_fraction's default: below it the reach is qualified
+
+
+def reach_text(checked: Any, tests: Any, settings: Mapping[str, Any] | None = None) -> dict[str, Any] | None:
+    """The reach of the check for a cell (issue #44): "checked in threads: 412 of 480", a
+    qualifier when it is small ("only 12 of 480 checked in threads", "nothing checked in threads:
+    0 of 427"); None when no test ran.  ``settings``: the job's (its min_parallel_fraction)."""
+    n = _int(tests) or 0
+    if _int(checked) is None:
+        return {"text": "checked in threads: unknown", "low": False, "checked": None} if n else None
+    k = int(checked)
+    if n <= 0:
+        return None
+    least = (settings or {}).get("min_parallel_fraction", SMALL_REACH)
+    least = least if isinstance(least, int | float) and not isinstance(least, bool) else SMALL_REACH
+    if k == 0:
+        return {"text": f"nothing checked in threads: 0 of {n}", "low": True, "checked": 0}
+    if k / n < least:
+        return {"text": f"only {k} of {n} checked in threads", "low": True, "checked": k}
+    return {"text": f"checked in threads: {k} of {n}", "low": False, "checked": k}
+
+
+WHEEL_MARK = {  # the wheel mark of a cell: what the index offers the interpreter
+    "free-threaded": ("ft", "ft wheel", "a free-threaded wheel of this release is on the index"),
+    "pure": ("pure", "pure wheel", "a pure-Python wheel: nothing to build"),
+    "gil-only": ("gil", "no ft wheel", "wheels for the GIL build only: it builds from source"),
+    "sdist-only": ("sdist", "sdist only", "no wheel on the index: it builds from source"),
+}
+
+
+def wheel_mark(available: Any) -> dict[str, str] | None:
+    got = WHEEL_MARK.get(available) if isinstance(available, str) else None
+    return {"cls": got[0], "text": got[1], "title": got[2]} if got else None

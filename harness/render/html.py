@@ -23,7 +23,7 @@ from markupsafe import Markup
 from ..core.model import INFO_KINDS, VERDICTS, severity
 from ..results.causes import Cause
 from ..results.report import Change, CompatReport, JobEntry, PhaseRow
-from .chart import MARK, column_summaries, decider
+from .chart import MARK, column_summaries, decider, runs_label, runs_per_mode
 from .common import (
     coverage_counts,
     coverage_modes,
@@ -37,10 +37,13 @@ from .common import (
     page_name,
     phase_summary,
     project_urls,
+    reach_text,
     safe_url,
     setup_summary,
+    wheel_mark,
     wheel_summary,
 )
+from .findings import groups, laptop_recipe, what_ran
 from .site import package_file
 
 HERE = Path(__file__).parent
@@ -198,6 +201,8 @@ def index_rows(report: CompatReport,
             "several": report.several,
             "siblings": siblings,
             "decider": decider(p),
+            "reach": reach_text(*p.reach, p.settings),
+            "wheel_mark": wheel_mark(p.wheel.available if p.wheel else None),
             "blocked": next(({"root": c.root, "text": c.text} for c in blocked.get(p.job_id, ())
                              if c.root and c.root.lower() != p.name.lower()), None),
         })
@@ -266,8 +271,14 @@ def render_page(report: CompatReport, row: dict[str, Any], logs: dict[str, str],
                 change: Change | None, causes: list[Cause] | None = None) -> str:
     """One package page (site/<row["page"]>)."""
     p: JobEntry = row["p"]
+
+    def view(f: Any) -> dict[str, Any]:
+        return {"f": f, "recipe": laptop_recipe(p, f), "runs": runs_label(f, runs_per_mode(p, f))}
+
+    found = [{**g, "lead": view(g["lead"]), "rest": [view(f) for f in g["rest"]]} for g in groups(p)]
     return _env().get_template("package.html").render(
         row=row, p=p, phases=[_phase_row(ph, logs) for ph in p.phases], change=change,
+        groups=found, ran=what_ran(p),
         causes=causes or [],
         api=package_file(p.name), wheel_warning=p.wheel.warning if p.wheel else "",
         root="../", meta=report.meta, summary=report.summary, **_common())

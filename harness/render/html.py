@@ -21,6 +21,7 @@ import jinja2
 from markupsafe import Markup
 
 from ..core.model import INFO_KINDS, VERDICTS, severity
+from ..results.answer import ANSWER_TEXT
 from ..results.causes import Cause
 from ..results.report import Change, CompatReport, JobEntry, PhaseRow
 from .chart import MARK, column_summaries, decider, runs_label, runs_per_mode
@@ -95,7 +96,7 @@ def _env() -> jinja2.Environment:
                        wheel=wheel_summary, flatten=flatten,
                        http_url=safe_url, urls=project_urls, setup=setup_summary,
                        when=human_time, day=human_date, span=human_span)
-    env.globals.update(VERDICTS=VERDICTS, INFO_KINDS=INFO_KINDS, MARK=MARK,
+    env.globals.update(ANSWER_TEXT=ANSWER_TEXT, VERDICTS=VERDICTS, INFO_KINDS=INFO_KINDS, MARK=MARK,
                        CHANGE_LABEL=CHANGE_LABEL, CELL_CHANGE=CELL_CHANGE, WHEEL_KEYS=WHEEL_KEYS)
     return env
 

@@ -191,3 +191,19 @@ def test_runs_are_labelled_with_their_modes():
     assert runs_label(dataclasses.replace(unsafe, count=5), {0: 3, 1: 3}) == "5/6 off and on together"
     confirmed = dataclasses.replace(race, confirmed={"gil0": "4/5", "gil1": "0/5"})
     assert runs_label(confirmed, {0: 3, 1: 3}) == "2/3 off · 0/3 on; alone 4/5 off · 0/5 on"
+
+
+def test_blocked_by_lists_only_causes_outside_the_package_and_is_hidden_when_there_are_none():
+    """tomli's "no tests in the sdist" is a fact about tomli: no cause; cffi's own refusal roots
+    in cffi itself: none either; so the docker run's index has no "Blocked by" at all."""
+    rep = aggregate.build_report(_docker(), meta={})
+    assert {p.name: p.verdict for p in rep.packages}["tomli"] == "no-tests"
+    assert rep.causes == ()
+    index = html.render_index(rep, html.index_rows(rep))
+    assert 'id="blocked"' not in index and "Blocked by" not in index
+    assert "## Blocked by" not in markdown.render(rep)
+    full = full_report()
+    assert [c.kind for c in full.causes] == ["infrastructure"]  # idna's install timeout: the harness's
+    index = html.render_index(full, html.index_rows(full))
+    hero = index.split('<section class="hero">')[1].split("</section>")[0]
+    assert 'href="#blocked"' not in hero  # not the header's only link any more

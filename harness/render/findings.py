@@ -62,7 +62,7 @@ def groups(p: JobEntry) -> list[dict[str, Any]]:
         out.append({"kind": kind, "count": len(found), "lead": lead, "rest": rest,
                     "info": kind in INFO_KINDS, "deciding": lead is first,
                     "sentence": _sentence(kind, modes, len(found), where if _file(lead.test_id) else "")})
-    out.sort(key=lambda g: (not g["deciding"], severity(g["kind"])))
+    out.sort(key=lambda g: (not g["deciding"], severity(str(g["kind"]))))
     return out
 
 

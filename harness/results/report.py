@@ -23,8 +23,8 @@ from typing import Any
 from ..core import textsafe
 from ..core.evidence import (
     ModeCoverage,
-    _is_int,
     Wheel,
+    _is_int,
     coverage_from_dict,
     coverage_to_dict,
     field_names,

@@ -14,6 +14,7 @@ from urllib.parse import urlsplit
 
 from ..core.evidence import ModeCoverage, Wheel, least_covered
 from ..core.testsetup import TestSetup
+from ..results.answer import SMALL_REACH, reach_note
 from ..results.report import ProjectMeta
 
 
@@ -222,26 +223,13 @@ def setup_summary(ts: TestSetup | None) -> str:
     return ", ".join(parts)
 
 
-SMALL_REACH = 0.5  # settings.min_parallel_fraction's default: below it the reach is qualified
-
-
 def reach_text(checked: Any, tests: Any, settings: Mapping[str, Any] | None = None) -> dict[str, Any] | None:
-    """The reach of the check for a cell (issue #44): "checked in threads: 412 of 480", a
-    qualifier when it is small ("only 12 of 480 checked in threads", "nothing checked in threads:
-    0 of 427"); None when no test ran.  ``settings``: the job's (its min_parallel_fraction)."""
-    n = _int(tests) or 0
-    if _int(checked) is None:
-        return {"text": "checked in threads: unknown", "low": False, "checked": None} if n else None
-    k = int(checked)
-    if n <= 0:
+    """The reach of the check for a cell (issue #44; harness.results.answer.reach_note): its
+    words, whether it is small, the count; None when no test ran.  ``settings``: the job's."""
+    text, low = reach_note(checked, tests, (settings or {}).get("min_parallel_fraction", SMALL_REACH))
+    if not text:
         return None
-    least = (settings or {}).get("min_parallel_fraction", SMALL_REACH)
-    least = least if isinstance(least, int | float) and not isinstance(least, bool) else SMALL_REACH
-    if k == 0:
-        return {"text": f"nothing checked in threads: 0 of {n}", "low": True, "checked": 0}
-    if k / n < least:
-        return {"text": f"only {k} of {n} checked in threads", "low": True, "checked": k}
-    return {"text": f"checked in threads: {k} of {n}", "low": False, "checked": k}
+    return {"text": text, "low": low, "checked": _int(checked)}
 
 
 WHEEL_MARK = {  # the wheel mark of a cell: what the index offers the interpreter

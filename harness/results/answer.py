@@ -44,6 +44,7 @@ ENVIRONMENT_CAUSES = ("infrastructure", "environment")
 FT_KINDS = ("ft-crash", "ft-race", "gil-reenabled")
 CAVEAT_THREADS = "fails in threads with the GIL too"
 CAVEAT_PLAIN = "fails without threads too"
+SMALL_REACH = 0.5  # settings.min_parallel_fraction's default: a reach below it is qualified
 _REFUSES = re.compile(r"does not support the free-threaded build of CPython (\d+\.\d+)", re.I)
 _SUPPORTS = re.compile(r"free-threaded (\d+\.\d+) or (?:newer|later)", re.I)
 
@@ -75,6 +76,24 @@ def build_cause(f: Finding | None) -> str:
     if "does not support the free-threaded build" in text:
         return "refuses free-threaded builds"
     return "does not compile" if f.evidence == "compiler" else "does not install"
+
+
+def reach_note(checked: object, tests: object, least: object = SMALL_REACH) -> tuple[str, bool]:
+    """The reach of the check in words, and whether it is small (below ``least``, the job's
+    settings.min_parallel_fraction): "checked in threads: 412 of 480", "only 12 of 480 checked in
+    threads", "nothing checked in threads: 0 of 427" (a suite pytest-run-parallel ran
+    single-threaded: watchdog); "checked in threads: unknown"; ("", False) when no test ran."""
+    n = tests if isinstance(tests, int) and not isinstance(tests, bool) else 0
+    if not isinstance(checked, int) or isinstance(checked, bool):
+        return ("checked in threads: unknown", False) if n > 0 else ("", False)
+    if n <= 0:
+        return "", False
+    frac = least if isinstance(least, int | float) and not isinstance(least, bool) else SMALL_REACH
+    if checked == 0:
+        return f"nothing checked in threads: 0 of {n}", True
+    if checked / n < frac:
+        return f"only {checked} of {n} checked in threads", True
+    return f"checked in threads: {checked} of {n}", False
 
 
 def _ran_gil_on(p: JobEntry) -> bool:
@@ -113,4 +132,5 @@ def answer(p: JobEntry, cause_kinds: Sequence[str] = ()) -> Answer:
         return Answer(answer="no-ft-problem", caveat=CAVEAT_THREADS, finding=first)
     if p.verdict == "baseline-failure":
         return Answer(answer="no-ft-problem", caveat=CAVEAT_PLAIN, finding=first)
-    return Answer(answer="no-ft-problem", finding=first)
+    note, small = reach_note(*p.reach, p.settings.get("min_parallel_fraction", SMALL_REACH))
+    return Answer(answer="no-ft-problem", caveat=note if small else "", finding=first)

@@ -50,7 +50,9 @@ def test_the_answer_of_each_verdict_on_the_fixture_run():
     assert rep.answers == {"ft-problem": 5, "both-modes": 2, "not-judged": 2, "no-ft-problem": 4}
     assert sum(rep.answers.values()) == len(rep.table)
     first = column_summaries(rep)[0]  # 3.13.5t: the headline's count and the bar
-    assert (first["works"], first["total"], first["compatible"], first["caveats"]) == (4, 13, 2, 2)
+    # fx-thread-unsafe, fx-baseline and fx-all-unsafe (nothing in threads) with a caveat
+    assert (first["works"], first["total"], first["compatible"], first["caveats"]) == (4, 13, 2, 3)
+    assert cell["fx-all-unsafe"].caveat == "nothing checked in threads: 0 of 8"
     assert [s["answer"] for s in first["segments"]] == ["no-ft-problem", "ft-problem", "both-modes",
                                                         "not-judged"]
     assert first["segments"][0]["verdicts"] == "thread-unsafe 1, baseline-failure 1, compatible 2"
@@ -97,6 +99,9 @@ def test_reach_counts_tests_in_threads_with_the_gil_off_that_no_gil_on_run_faile
     # the thread-unsafe test and the baseline failure fail with the GIL on: not checked; the race is
     assert checked == cov.checked == cov.in_threads - 2
     assert {f.kind for f in d.findings} >= {"ft-race", "thread-unsafe", "baseline-failure"}
+    watchdog = load_phases("repeat-watchdog")  # watchdog 7.1.1: pytest-run-parallel ran it single-threaded
+    assert reach(watchdog) == (0, 74)
+    assert reach_text(*reach(watchdog))["text"] == "nothing checked in threads: 0 of 74"
     unsafe = load_phases("allunsafe")
     assert reach(unsafe) == (0, 3)
     assert reach_text(*reach(unsafe)) == {"text": "nothing checked in threads: 0 of 3", "low": True,

@@ -183,7 +183,8 @@ def index_rows(report: CompatReport,
     for p in report.packages:
         row = rows_of.get(p.name)
         siblings = [{"label": labels.get(name, name), "verdict": cell.verdict,
-                     "page": page_name(cell.job_id)}
+                     "page": page_name(cell.job_id), "job_id": cell.job_id,
+                     "note": cell.caveat or cell.cause}
                     for name, cell in (row.cells.items() if row else ())
                     if cell.job_id != p.job_id]
         rows.append({
@@ -276,7 +277,15 @@ def render_page(report: CompatReport, row: dict[str, Any], logs: dict[str, str],
     def view(f: Any) -> dict[str, Any]:
         return {"f": f, "recipe": laptop_recipe(p, f), "runs": runs_label(f, runs_per_mode(p, f))}
 
-    found = [{**g, "lead": view(g["lead"]), "rest": [view(f) for f in g["rest"]]} for g in groups(p)]
+    jobs = {q.job_id: q for q in report.packages} if row["siblings"] else {}
+    seen = {s["label"]: {(f.kind, f.test_id, f.module) for f in jobs[s["job_id"]].findings}
+            for s in row["siblings"] if s["job_id"] in jobs}
+
+    def also(f: Any) -> list[str]:  # the other interpreters where the same finding was made
+        return [label for label, found in seen.items() if (f.kind, f.test_id, f.module) in found]
+
+    found = [{**g, "lead": view(g["lead"]), "rest": [view(f) for f in g["rest"]], "also": also(g["lead"])}
+             for g in groups(p)]
     return _env().get_template("package.html").render(
         row=row, p=p, phases=[_phase_row(ph, logs) for ph in p.phases], change=change,
         groups=found, ran=what_ran(p),

@@ -212,3 +212,12 @@ def test_blocked_by_lists_only_causes_outside_the_package_and_is_hidden_when_the
     index = html.render_index(full, html.index_rows(full))
     hero = index.split('<section class="hero">')[1].split("</section>")[0]
     assert 'href="#blocked"' not in hero  # not the header's only link any more
+
+
+def test_a_package_page_names_the_other_interpreters_with_the_same_finding():
+    rep = full_report()
+    rows = {r["p"].job_id: r for r in html.index_rows(rep)}
+    page = html.render_page(rep, rows["cp313t--msgpack"], {}, None)
+    assert '<p class="also muted">The same finding on 3.13.15t.</p>' in page
+    page = html.render_page(rep, rows["cp313t--fx-race"], {}, None)  # compatible on 3.13.15t
+    assert "The same finding on" not in page

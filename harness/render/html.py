@@ -24,7 +24,7 @@ from ..core.model import INFO_KINDS, VERDICTS, severity
 from ..results.answer import ANSWER_TEXT
 from ..results.causes import Cause
 from ..results.report import Change, CompatReport, JobEntry, PhaseRow
-from .chart import MARK, column_summaries, decider, runs_label, runs_per_mode
+from .chart import ANSWER_ORDER, MARK, column_summaries, decider, runs_label, runs_per_mode
 from .common import (
     coverage_counts,
     coverage_modes,
@@ -257,6 +257,7 @@ def render_index(report: CompatReport, rows: list[dict[str, Any]]) -> str:
         blocked=len({m.package for c in report.causes for m in c.members}),
         jobs=len(rows), changes=report.changes, shown_changes=changes[0] if changes else [],
         more_changes=changes[1] if changes else [], missing=report.missing,
+        answer_counts=[(a, report.answers[a]) for a in ANSWER_ORDER if report.answers.get(a)],
         root="", meta=report.meta, summary=report.summary, **_common())
 
 

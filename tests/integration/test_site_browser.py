@@ -262,6 +262,17 @@ def test_the_headline_counts_thread_unsafe_in_both_modes_as_working_with_a_neutr
     assert unsafe_all.locator(".caveat").inner_text() == "nothing checked in threads: 0 of 8"
     assert unsafe_all.get_attribute("data-answer") == "no-ft-problem"
     shoot(page, tmp_path, "site-answers-desktop.png", full_page=False)
+    # filter by answer: the rows whose most serious answer it is; again to clear; kept in the URL
+    problems = {t["name"] for t in rep["table"] if t["answer"] == "ft-problem"}
+    page.click('.chip[data-answer-filter="ft-problem"]')
+    assert set(visible_packages(page)) == problems and "fx-thread-unsafe" not in problems
+    assert "answer=ft-problem" in page.evaluate("location.hash")
+    page.reload()
+    assert set(visible_packages(page)) == problems
+    page.click('.chip[data-answer-filter="ft-problem"]')
+    page.click('.chip[data-answer-filter="no-ft-problem"]')
+    assert set(visible_packages(page)) == {t["name"] for t in rep["table"] if t["answer"] == "no-ft-problem"} \
+        == {"attrs", "fx-all-unsafe", "fx-baseline", "fx-thread-unsafe"}
 
 
 def test_filter_by_verdict_with_the_select_and_the_chips(site, page):

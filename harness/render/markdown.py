@@ -389,8 +389,9 @@ def _one_line(p: JobEntry, labels: dict[str, str], site: str) -> str:
     f = deciding(p)
     what = f": {code(f.test_id)}" if f is not None and f.test_id else ""
     n = len(p.findings)
+    count = f" ({n} finding{'s' if n != 1 else ''})" if n else " (a note)"
     return (f"- {ICON[p.verdict]} {_page_link(p.name, p.job_id, site)} "
-            f"{text(p.version)}{where} — **{p.verdict}**{what} ({n} finding{'s' if n != 1 else ''})")
+            f"{text(p.version)}{where} — **{p.verdict}**{what}{count}")
 
 
 def _findings(report: CompatReport, site: str) -> list[str]:

@@ -221,3 +221,28 @@ def test_a_package_page_names_the_other_interpreters_with_the_same_finding():
     assert '<p class="also muted">The same finding on 3.13.15t.</p>' in page
     page = html.render_page(rep, rows["cp313t--fx-race"], {}, None)  # compatible on 3.13.15t
     assert "The same finding on" not in page
+
+
+@pytest.mark.parametrize(("case", "verdict", "answer", "caveat"), [
+    # six 1.17.0 on docker (captured): its tests touch sys.modules from several threads, and fail
+    # so with the GIL on as well: works without the GIL as with it, with the caveat
+    ("confirm-six-docker", "thread-unsafe", "no-ft-problem", "fails in threads with the GIL too"),
+    ("confirm-sharedbuf", "ft-race", "ft-problem", ""),
+    ("confirm-realloc", "ft-crash", "ft-problem", ""),
+    ("confirm-deadlock", "hang", "both-modes", "hangs with the GIL on too"),
+    ("mix", "ft-race", "ft-problem", ""),  # its thread-unsafe test does not hide the race
+    ("allunsafe", "compatible", "no-ft-problem", "nothing checked in threads: 0 of 3"),
+])
+def test_the_answer_on_captured_runs(case, verdict, answer, caveat):
+    from harness.core.model import InterpreterInfo, JobResult
+
+    phases = load_phases(case)
+    d = decide(phases, settings=Settings())
+    r = JobResult(job_id=f"cp313t--{case}", key="k", package=case, version="1.0",
+                  interpreter=InterpreterInfo(name="cp313t", version="3.13.5", key="i"),
+                  phases=tuple(phases), verdict=d.verdict, qualifier=d.qualifier, findings=d.findings,
+                  coverage=d.coverage)
+    rep = aggregate.build_report([r], meta={})
+    (cell,) = rep.table[0].cells.values()
+    assert (cell.verdict, cell.answer, cell.caveat) == (verdict, answer, caveat)
+    assert rep.answers[answer] == 1

@@ -340,13 +340,15 @@ def _answer_line(p: JobEntry) -> str:
     return f"_{words[:1].upper() + words[1:]}{': ' + text(extra) if extra else ''}._" if words else ""
 
 
-def _details(p: JobEntry, labels: dict[str, str], brief: bool = False) -> list[str]:
+def _details(p: JobEntry, labels: dict[str, str], brief: bool = False,
+             same: tuple[JobEntry, ...] = ()) -> list[str]:
     """A job: its answer, note, what ran, then its findings grouped by kind, file and modes,
     the deciding group first; ``brief``: the deciding finding alone (the repetitions and the
-    other groups are on its page)."""
+    other groups are on its page); ``same``: the package's jobs on other interpreters that
+    found the same (named in the title, not repeated)."""
     title = f"### {ICON[p.verdict]} {text(p.name)} {text(p.version)} — {p.verdict}"
     if labels:
-        title += f" · {_where(p, labels)}"
+        title += " · " + " and ".join(_where(q, labels) for q in (p, *same))
     out = [title, ""]
     if line := _answer_line(p):
         out += [line, ""]
@@ -405,11 +407,16 @@ def _findings(report: CompatReport, site: str) -> list[str]:
     used = 0  # lines in ``full`` (an evidence block is one item of many lines)
     short: list[JobEntry] = []
     rank = {a: i for i, a in enumerate(ANSWERS)}
+    alike: dict[tuple[Any, ...], list[JobEntry]] = {}  # a package's jobs that found the same, together
     for p in sorted(jobs, key=lambda p: (rank.get(p.answer, len(rank)), severity(p.verdict))):
+        f = deciding(p)
+        key = (p.name, p.version, p.verdict, p.notes, f and (f.kind, f.test_id, f.module, f.message))
+        alike.setdefault(key, []).append(p)
+    for p, *same in alike.values():
         if short:
             short.append(p)
             continue
-        more = _details(p, labels, brief=used > FINDING_LINES)
+        more = _details(p, labels, brief=used > FINDING_LINES, same=tuple(same))
         n = sum(x.count("\n") + 1 for x in more)
         if full and used + n > FINDING_LINES + BRIEF_LINES:
             short.append(p)

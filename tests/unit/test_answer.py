@@ -246,3 +246,16 @@ def test_the_answer_on_captured_runs(case, verdict, answer, caveat):
     (cell,) = rep.table[0].cells.values()
     assert (cell.verdict, cell.answer, cell.caveat) == (verdict, answer, caveat)
     assert rep.answers[answer] == 1
+
+
+def test_what_ran_says_when_the_gil_on_runs_had_only_the_red_tests():
+    from harness.render.findings import what_ran
+
+    p = next(p for p in full_report().packages if p.job_id == "cp313t--fx-race")
+    why = "1 test(s) failed, crashed or hung in the 4 GIL-off runs; only they decide a mode"
+    targeted = dataclasses.replace(p, gil_on=GilOn(ran="tests", tests=1, why=why))
+    assert what_ran(targeted) == (
+        "With the GIL off: 1 plain run and 3 threaded runs of the suite. With the GIL on: 1 plain "
+        f"run and 3 threaded runs of only the 1 test(s) that were red with it off (settings.gil_on: "
+        f"targeted): {why}.")
+    assert "of the suite." in what_ran(p).split("With the GIL on")[1]  # gil_on not recorded: the suite

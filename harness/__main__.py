@@ -161,6 +161,9 @@ def _add_plan(command: AddCommand) -> None:
     pl.add_argument("--resolved", metavar="FILE", help=RESOLVED)
     pl.add_argument("--jobs", "-j", type=_pos_int, default=1, metavar="N",
                     help="with --format table: the wall time at `run --jobs N` (default: 1)")
+    pl.add_argument("--installed-elsewhere", action="store_true",
+                    help="do not look for the matrix's installed (python:) interpreters here: the "
+                    "machines that run the jobs have them (a CI plan job); say so instead")
 
 
 def _verdicts(text: str) -> str:

@@ -248,6 +248,13 @@ def cmd_plan(args: argparse.Namespace) -> int:
             why = next((p.unresolved for p in picked if p.unresolved), "it selected no project")
             raise ConfigError(f"no `top:` entry could be resolved ({len(picked)} tried; "
                               f"{textsafe.line(why)[:200]})", file=str(args.matrix))
+    for interp, why in plan.missing_installed(spec):  # before planning: `run` would refuse it (#44)
+        if not getattr(args, "installed_elsewhere", False):
+            raise interp.fail(f".source python:{interp.source.name or interp.source.path}: {why} "
+                              "(install it, or pass --installed-elsewhere when the machines that "
+                              "run the jobs have it)")
+        print(f"note: {interp.name}: {why} here; not checked (--installed-elsewhere): the machines "
+              "that run its jobs must have it", file=sys.stderr)
     jobs = plan.make_plan(spec)
     durations = plan.durations_from_report(Path(args.durations)) if args.durations else None
     shards = args.shards

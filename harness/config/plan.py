@@ -13,6 +13,7 @@ import heapq
 import json
 import os
 import re
+import shutil
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -71,6 +72,23 @@ PHASES_VERSION = 3  # 2: per-version trees and tests inside the package (harness
 
 def _safe(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", text).strip("_") or "x"
+
+
+def missing_installed(spec: MatrixSpec) -> list[tuple[Interpreter, str]]:
+    """The matrix's installed interpreters (``source: python:NAME_OR_PATH``) not found here, each
+    with why: no NAME on PATH, or no executable file at PATH.  Only looked up, not run (``build``
+    and ``run`` probe and check them)."""
+    out = []
+    for interp in spec.interpreters:
+        src = interp.source
+        if src.kind != "python":
+            continue
+        if src.path:
+            if not (os.path.isfile(src.path) and os.access(src.path, os.X_OK)):
+                out.append((interp, f"no executable file {src.path}"))
+        elif shutil.which(src.name) is None:
+            out.append((interp, f"no {src.name!r} on PATH"))
+    return out
 
 
 def make_plan(spec: MatrixSpec) -> list[Job]:

@@ -142,6 +142,9 @@ class ModeCoverage:
     total: int = 0
     collected_parallel: int | None = None
     reasons: dict[str, str] = field(default_factory=dict)  # test id -> why not in threads
+    # the GIL-off mode only: tests that ran in threads and failed in no GIL-on run, the reach
+    # of the free-threading check (harness.verdict.coverage.reach); None: not known
+    checked: int | None = None
 
     @property
     def fraction(self) -> float | None:

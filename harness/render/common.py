@@ -14,6 +14,7 @@ from urllib.parse import urlsplit
 
 from ..core.evidence import ModeCoverage, Wheel, least_covered
 from ..core.testsetup import TestSetup
+from ..results.answer import SMALL_REACH, reach_note
 from ..results.report import ProjectMeta
 
 
@@ -220,3 +221,25 @@ def setup_summary(ts: TestSetup | None) -> str:
         held = len(ts.recipe.get("not_held") or ())
         parts.append(f"recipe: {reg}" + (f", {held} part(s) of it did not hold" if held else ""))
     return ", ".join(parts)
+
+
+def reach_text(checked: Any, tests: Any, settings: Mapping[str, Any] | None = None) -> dict[str, Any] | None:
+    """The reach of the check for a cell (issue #44; harness.results.answer.reach_note): its
+    words, whether it is small, the count; None when no test ran.  ``settings``: the job's."""
+    text, low = reach_note(checked, tests, (settings or {}).get("min_parallel_fraction", SMALL_REACH))
+    if not text:
+        return None
+    return {"text": text, "low": low, "checked": _int(checked)}
+
+
+WHEEL_MARK = {  # the wheel mark of a cell: what the index offers the interpreter
+    "free-threaded": ("ft", "ft wheel", "a free-threaded wheel of this release is on the index"),
+    "pure": ("pure", "pure wheel", "a pure-Python wheel: nothing to build"),
+    "gil-only": ("gil", "no ft wheel", "wheels for the GIL build only: it builds from source"),
+    "sdist-only": ("sdist", "sdist only", "no wheel on the index: it builds from source"),
+}
+
+
+def wheel_mark(available: Any) -> dict[str, str] | None:
+    got = WHEEL_MARK.get(available) if isinstance(available, str) else None
+    return {"cls": got[0], "text": got[1], "title": got[2]} if got else None

@@ -21,9 +21,10 @@ import jinja2
 from markupsafe import Markup
 
 from ..core.model import INFO_KINDS, VERDICTS, severity
+from ..results.answer import ANSWER_TEXT
 from ..results.causes import Cause
 from ..results.report import Change, CompatReport, JobEntry, PhaseRow
-from .chart import MARK, column_summaries, decider
+from .chart import ANSWER_ORDER, MARK, column_summaries, decider, runs_label, runs_per_mode
 from .common import (
     coverage_counts,
     coverage_modes,
@@ -37,10 +38,13 @@ from .common import (
     page_name,
     phase_summary,
     project_urls,
+    reach_text,
     safe_url,
     setup_summary,
+    wheel_mark,
     wheel_summary,
 )
+from .findings import groups, laptop_recipe, what_ran
 from .site import package_file
 
 HERE = Path(__file__).parent
@@ -92,7 +96,7 @@ def _env() -> jinja2.Environment:
                        wheel=wheel_summary, flatten=flatten,
                        http_url=safe_url, urls=project_urls, setup=setup_summary,
                        when=human_time, day=human_date, span=human_span)
-    env.globals.update(VERDICTS=VERDICTS, INFO_KINDS=INFO_KINDS, MARK=MARK,
+    env.globals.update(ANSWER_TEXT=ANSWER_TEXT, VERDICTS=VERDICTS, INFO_KINDS=INFO_KINDS, MARK=MARK,
                        CHANGE_LABEL=CHANGE_LABEL, CELL_CHANGE=CELL_CHANGE, WHEEL_KEYS=WHEEL_KEYS)
     return env
 
@@ -179,7 +183,8 @@ def index_rows(report: CompatReport,
     for p in report.packages:
         row = rows_of.get(p.name)
         siblings = [{"label": labels.get(name, name), "verdict": cell.verdict,
-                     "page": page_name(cell.job_id)}
+                     "page": page_name(cell.job_id), "job_id": cell.job_id,
+                     "note": cell.caveat or cell.cause}
                     for name, cell in (row.cells.items() if row else ())
                     if cell.job_id != p.job_id]
         rows.append({
@@ -198,6 +203,8 @@ def index_rows(report: CompatReport,
             "several": report.several,
             "siblings": siblings,
             "decider": decider(p),
+            "reach": reach_text(*p.reach, p.settings),
+            "wheel_mark": wheel_mark(p.wheel.available if p.wheel else None),
             "blocked": next(({"root": c.root, "text": c.text} for c in blocked.get(p.job_id, ())
                              if c.root and c.root.lower() != p.name.lower()), None),
         })
@@ -250,6 +257,7 @@ def render_index(report: CompatReport, rows: list[dict[str, Any]]) -> str:
         blocked=len({m.package for c in report.causes for m in c.members}),
         jobs=len(rows), changes=report.changes, shown_changes=changes[0] if changes else [],
         more_changes=changes[1] if changes else [], missing=report.missing,
+        answer_counts=[(a, report.answers[a]) for a in ANSWER_ORDER if report.answers.get(a)],
         root="", meta=report.meta, summary=report.summary, **_common())
 
 
@@ -266,8 +274,22 @@ def render_page(report: CompatReport, row: dict[str, Any], logs: dict[str, str],
                 change: Change | None, causes: list[Cause] | None = None) -> str:
     """One package page (site/<row["page"]>)."""
     p: JobEntry = row["p"]
+
+    def view(f: Any) -> dict[str, Any]:
+        return {"f": f, "recipe": laptop_recipe(p, f), "runs": runs_label(f, runs_per_mode(p, f))}
+
+    jobs = {q.job_id: q for q in report.packages} if row["siblings"] else {}
+    seen = {s["label"]: {(f.kind, f.test_id, f.module) for f in jobs[s["job_id"]].findings}
+            for s in row["siblings"] if s["job_id"] in jobs}
+
+    def also(f: Any) -> list[str]:  # the other interpreters where the same finding was made
+        return [label for label, found in seen.items() if (f.kind, f.test_id, f.module) in found]
+
+    found = [{**g, "lead": view(g["lead"]), "rest": [view(f) for f in g["rest"]], "also": also(g["lead"])}
+             for g in groups(p)]
     return _env().get_template("package.html").render(
         row=row, p=p, phases=[_phase_row(ph, logs) for ph in p.phases], change=change,
+        groups=found, ran=what_ran(p),
         causes=causes or [],
         api=package_file(p.name), wheel_warning=p.wheel.warning if p.wheel else "",
         root="../", meta=report.meta, summary=report.summary, **_common())

@@ -19,7 +19,9 @@ from urllib.parse import quote
 
 from ..core import textsafe
 from ..core.model import Finding, severity
+from ..results.answer import ANSWER_TEXT, ANSWERS
 from ..results.report import Cell, Change, CompatReport, JobEntry
+from .chart import runs_label, runs_per_mode, shorten
 from .common import (
     coverage_summary,
     fmt_duration,
@@ -30,6 +32,7 @@ from .common import (
     setup_summary,
     wheel_summary,
 )
+from .findings import deciding, groups, laptop_recipe, what_ran
 
 ICON = {
     "build-failure": "⛔",
@@ -57,7 +60,9 @@ MAX_EXCERPT_LINES = 40
 MAX_LIST = 50  # rows of changes / missing jobs; the rest are counted
 MAX_JOB_ROWS = 200  # jobs table rows: above this the table is the site's alone
 MAX_FINDINGS_PER_JOB = 5  # findings shown in full under one job
-FINDING_LINES = 600  # lines of findings in full; later jobs get one line each ...
+FINDING_LINES = 600  # lines of findings in full; later jobs get their deciding finding ...
+BRIEF_LINES = 1500  # ... in this many lines more, then one line each ...
+MAX_REST = 5  # test ids listed under a group's first finding (the rest: counted, on the page)
 MAX_ONE_LINE = 100  # ... up to this many (the packages table has every verdict anyway)
 _URL_SAFE = ":/?#@!$&'()*+,;=%~-._"  # everything else (<, >, spaces, quotes) is %-encoded
 _SPECIAL = re.compile(r"([\\`*_\[\]|~])")
@@ -96,6 +101,19 @@ def block(s: str, lang: str = "") -> str:
     run = max((len(m) for m in re.findall(r"`{3,}", body)), default=0)
     fence = "`" * max(3, run + 1)
     return f"{fence}{lang}\n{body}\n{fence}"
+
+
+ANSWER_ICON = {"no-ft-problem": "🟢", "ft-problem": "🔴", "both-modes": "🟥", "not-judged": "⬜"}
+ANSWER_ORDER = ("no-ft-problem", "ft-problem", "both-modes", "not-judged")
+
+
+def answers_line(report: CompatReport) -> str:
+    """Packages per answer to "does it work without the GIL as with it?" (harness.results.answer)."""
+    n = len(report.table or report.packages)
+    parts = [f"{ANSWER_ICON[a]} {c} {ANSWER_TEXT[a]}" for a in ANSWER_ORDER if (c := report.answers.get(a))]
+    works = report.answers.get("no-ft-problem", 0)
+    return (f"**Does it work without the GIL as with it?** {works} of {n} package{'s' if n != 1 else ''}"
+            f" show no free-threading problem: " + " · ".join(parts)) if parts else ""
 
 
 def summary_line(report: CompatReport) -> str:
@@ -189,16 +207,32 @@ def packages_table(report: CompatReport, site: str = "") -> list[str]:
     each name links its page on the site at ``site`` (a base URL ending in /) when given."""
     cols = report.interpreters
     several = report.several  # with one interpreter nothing can differ: no "Across" column
-    head = "| Package | Version | " + " | ".join(text(c.label) for c in cols) + " |"
+    head = "| Package | Version | " + " | ".join(text(c.label) for c in cols) + " | Cause |"
     out = [head + (" Across interpreters |" if several else ""),
-           "|---|---|" + "---|" * (len(cols) + several)]
+           "|---|---|" + "---|" * (len(cols) + 1 + several)]
+    jobs = {p.job_id: p for p in report.packages}
     for row in report.table:
         cells = " | ".join(_cell(row.cell(c.name), row.version) for c in cols)
         first = next(iter(row.cells.values()), None)
         name = _page_link(row.name, first.job_id, site) if first else text(row.name)
-        line = f"| {name} | {text(row.version) or 'differs'} | {cells} |"
+        why = "; ".join(dict.fromkeys(c for cell in row.cells.values()
+                                      if (c := _cause(jobs.get(cell.job_id)))))
+        line = f"| {name} | {text(row.version) or 'differs'} | {cells} | {why} |"
         out.append(line + (f" {text(row.across)} |" if several else ""))
     return out
+
+
+def _cause(p: JobEntry | None) -> str:
+    """A cell's cause in a few words: the short cause or caveat, the deciding test (its function
+    whole) or module, with its runs per mode."""
+    if p is None:
+        return ""
+    f = deciding(p)
+    bits = [text(p.cause or p.caveat)] if (p.cause or p.caveat) else []
+    if f is not None and (f.test_id or f.module):
+        runs = runs_label(f, runs_per_mode(p, f))
+        bits.append(code(shorten(f.test_id) if f.test_id else f.module) + (f" {text(runs)}" if runs else ""))
+    return ", ".join(bits)
 
 
 MAX_CAUSES = 20
@@ -249,16 +283,21 @@ def _setup_origin(p: JobEntry) -> str:
     return " + ".join(sorted(got)) if got else "—"
 
 
-def _finding(f: Finding) -> list[str]:
+def _finding(f: Finding, p: JobEntry, brief: bool = False) -> list[str]:
+    """A finding: its kind, test, runs per mode and message; the laptop recipe first (also for
+    a build failure: harness.render.findings.laptop_recipe); ``brief``: no runner command, no
+    evidence (past the lines in full: only the deciding finding is shown, never cut)."""
     head = f"- {ICON.get(f.kind, '')} **{f.kind}**"
     if f.test_id:
         head += " " + code(f.test_id)
     bits = []
     if f.modes:
         bits.append(mode_list(f.modes))
-    if f.ratio:
-        bits.append(f"{f.ratio} runs")
-    if f.evidence:
+    runs = runs_label(f, runs_per_mode(p, f))
+    if runs:
+        verb = {"crash": "crashed", "ft-crash": "crashed", "hang": "timed out"}.get(f.kind, "failed")
+        bits.append(f"{verb}: {runs}")
+    if f.evidence and not brief:
         bits.append(f"evidence: {text(f.evidence)}")
     if f.module:
         bits.append("module " + code(f.module))
@@ -269,14 +308,15 @@ def _finding(f: Finding) -> list[str]:
     out = [head]
     if f.message:
         out.append(f"  {text(f.message)}")
-    if f.recipe:  # first: what a reader can run; the runner's own command folded below
-        out += ["", "  **Reproduce on your machine:**", "", _indent(block(f.recipe, "sh"))]
-        if f.reproduce:
+    recipe = laptop_recipe(p, f)
+    if recipe:  # first: what a reader can run; the runner's own command folded below
+        out += ["", "  **Reproduce on your machine:**", "", _indent(block(recipe, "sh"))]
+        if f.reproduce and not brief:
             out += ["", "  <details><summary>The exact command on the machine that ran it</summary>",
                     "", _indent(block(f.reproduce, "sh")), "", "  </details>"]
     elif f.reproduce:
         out += ["", "  Reproduce (on the machine that ran it):", "", _indent(block(f.reproduce, "sh"))]
-    if f.excerpt:
+    if f.excerpt and not brief:
         out += ["", "  <details><summary>Evidence</summary>", "",
                 _indent(block(f.excerpt)), "", "  </details>"]
     return out + [""]
@@ -292,23 +332,50 @@ def _where(p: JobEntry, labels: dict[str, str]) -> str:
     return text(labels.get(name, name))
 
 
-def _details(p: JobEntry, labels: dict[str, str]) -> list[str]:
-    """A job's findings; ``labels`` (interpreter name -> column label) when there are several."""
+def _answer_line(p: JobEntry) -> str:
+    """The job's answer to the question, with its caveat or cause: "_No free-threading problem
+    found: fails in threads with the GIL too._"."""
+    words = ANSWER_TEXT.get(p.answer, "")
+    extra = p.caveat or p.cause
+    return f"_{words[:1].upper() + words[1:]}{': ' + text(extra) if extra else ''}._" if words else ""
+
+
+def _details(p: JobEntry, labels: dict[str, str], brief: bool = False,
+             same: tuple[JobEntry, ...] = ()) -> list[str]:
+    """A job: its answer, note, what ran, then its findings grouped by kind, file and modes,
+    the deciding group first; ``brief``: the deciding finding alone (the repetitions and the
+    other groups are on its page); ``same``: the package's jobs on other interpreters that
+    found the same (named in the title, not repeated)."""
     title = f"### {ICON[p.verdict]} {text(p.name)} {text(p.version)} — {p.verdict}"
     if labels:
-        title += f" · {_where(p, labels)}"
+        title += " · " + " and ".join(_where(q, labels) for q in (p, *same))
     out = [title, ""]
+    if line := _answer_line(p):
+        out += [line, ""]
     if p.qualifier:
         out += [f"_{text(p.qualifier)}_", ""]
-    for f in p.findings[:MAX_FINDINGS_PER_JOB]:
-        out += _finding(f)
-    if len(p.findings) > MAX_FINDINGS_PER_JOB:
-        out += [f"_… and {len(p.findings) - MAX_FINDINGS_PER_JOB} more findings: see its "
-                "page on the site._", ""]
     if p.notes:
         out += [f"> **Note:** {text(p.notes)}", ""]
+    if (ran := what_ran(p)) and not brief:
+        out += [text(ran), ""]
+    left = 0
+    for g in groups(p):
+        if brief and not g["deciding"]:
+            left += g["count"]
+            continue
+        if g["sentence"]:
+            out += [f"**{text(g['sentence'])}**" + (" (the first in full)" if g["rest"] else ""), ""]
+        out += _finding(g["lead"], p, brief)
+        rest = [] if brief else g["rest"][:MAX_REST]
+        for f in rest:
+            runs = runs_label(f, runs_per_mode(p, f))
+            out.append(f"- {code(f.test_id or f.module or f.kind)}" + (f" — {runs}" if runs else ""))
+        left += len(g["rest"]) - len(rest)
+        out += [""] if rest else []
+    if left:
+        out += [f"_… and {left} more finding{'s' if left != 1 else ''} like these: see its page on the site._", ""]
     setup = setup_summary(p.test_setup)
-    if setup:
+    if setup and not brief:
         out += [f"_Test setup: {text(setup)}_", ""]
     links = [u for u in p.links if safe_url(u)]
     for u in links:
@@ -319,17 +386,19 @@ def _details(p: JobEntry, labels: dict[str, str]) -> list[str]:
 
 
 def _one_line(p: JobEntry, labels: dict[str, str], site: str) -> str:
-    """A job's findings in one line (past FINDING_LINES)."""
-    kinds = _kinds(p)
+    """A job's deciding finding in one line (past BRIEF_LINES)."""
     where = f" · {_where(p, labels)}" if labels else ""
+    f = deciding(p)
+    what = f": {code(f.test_id)}" if f is not None and f.test_id else ""
     n = len(p.findings)
+    count = f" ({n} finding{'s' if n != 1 else ''})" if n else " (a note)"
     return (f"- {ICON[p.verdict]} {_page_link(p.name, p.job_id, site)} "
-            f"{text(p.version)}{where} — **{p.verdict}**: {n} finding{'s' if n != 1 else ''}"
-            + (f" ({', '.join(kinds)})" if kinds else ""))
+            f"{text(p.version)}{where} — **{p.verdict}**{what}{count}")
 
 
 def _findings(report: CompatReport, site: str) -> list[str]:
-    """Jobs with findings, most severe first: in full up to FINDING_LINES lines, then a line each."""
+    """Jobs with findings, free-threading problems first: in full up to FINDING_LINES lines,
+    then each one's deciding finding with its recipe up to BRIEF_LINES more, then a line each."""
     jobs = [p for p in report.packages if p.findings or p.notes or p.links]
     if not jobs:
         return []
@@ -337,10 +406,19 @@ def _findings(report: CompatReport, site: str) -> list[str]:
     full: list[str] = []
     used = 0  # lines in ``full`` (an evidence block is one item of many lines)
     short: list[JobEntry] = []
-    for p in sorted(jobs, key=lambda p: severity(p.verdict)):
-        more = [] if short else _details(p, labels)
+    rank = {a: i for i, a in enumerate(ANSWERS)}
+    alike: dict[tuple[Any, ...], list[JobEntry]] = {}  # a package's jobs that found the same, together
+    for p in sorted(jobs, key=lambda p: (rank.get(p.answer, len(rank)), severity(p.verdict))):
+        f = deciding(p)
+        key = (p.name, p.version, p.verdict, p.notes, f and (f.kind, f.test_id, f.module, f.message))
+        alike.setdefault(key, []).append(p)
+    for p, *same in alike.values():
+        if short:
+            short.append(p)
+            continue
+        more = _details(p, labels, brief=used > FINDING_LINES, same=tuple(same))
         n = sum(x.count("\n") + 1 for x in more)
-        if short or (full and used + n > FINDING_LINES):
+        if full and used + n > FINDING_LINES + BRIEF_LINES:
             short.append(p)
             continue
         full += more
@@ -389,6 +467,7 @@ def render(report: CompatReport, *, title: str = "Free-threaded compatibility re
     if site:
         lines += [f"**The published table: <{quote(site, safe=_URL_SAFE)}>** — every package's "
                   "page with its phases, logs and JSON.", ""]
+    lines += [x for x in (answers_line(report), "") if answers_line(report)]
     lines += [summary_line(report), "", _meta_line(report), ""]
     lines += _changes(report)
     lines += _reused(report)

@@ -166,7 +166,8 @@ def write_api(report: CompatReport, site: Path, rows: list[dict[str, Any]],
         files[row.name] = f
         first = next(iter(row.cells.values()), None)
         index.append({"name": row.name, "version": row.version, "verdict": row.verdict,
-                      "file": f, "page": pages.get(first.job_id, "") if first else ""})
+                      "answer": row.answer, "file": f,
+                      "page": pages.get(first.job_id, "") if first else ""})
 
     def fill(tmp: Path) -> list[Path]:
         written = []

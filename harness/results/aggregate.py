@@ -27,6 +27,7 @@ from packaging.version import InvalidVersion, Version
 from ..core.model import VERDICTS, JobResult, Phase, severity
 from ..core.pool import frozen_heap
 from . import flaky
+from .answer import ANSWERS, answer, worst
 from .causes import build_causes
 from .diff import diff_jobs
 from .report import (
@@ -98,7 +99,7 @@ def _job(r: JobResult) -> JobEntry:
         coverage=dict(r.coverage), wheel=r.wheel, metadata=ProjectMeta(raw=r.metadata),
         notes=r.notes, links=tuple(r.links),
         test_setup=r.test_setup if r.test_setup.recorded else None,
-        sdist_sha256=r.sdist_sha256, reused_from=r.reused_from, rules_out=r.rules_out,
+        sdist_sha256=r.sdist_sha256, reused_from=r.reused_from, rules_out=r.rules_out, gil_on=r.gil_on,
     )
 
 
@@ -181,7 +182,8 @@ def package_table(packages: Sequence[JobEntry], columns: Sequence[Column]) -> li
     for p in packages:
         rows.setdefault(p.name, {}).setdefault(p.interpreter.name, Cell(
             verdict=p.verdict, qualifier=p.qualifier, version=p.version, job_id=p.job_id,
-            change=p.change))
+            change=p.change, answer=p.answer, caveat=p.caveat, cause=p.cause,
+            checked=p.reach[0], tests=p.reach[1], wheel=p.wheel.available if p.wheel else ""))
     out = []
     for name, cells in rows.items():
         versions = sorted({c.version for c in cells.values()})
@@ -191,6 +193,7 @@ def package_table(packages: Sequence[JobEntry], columns: Sequence[Column]) -> li
             verdict=min((c.verdict for c in cells.values()), key=severity),
             cells={c.name: cells[c.name] for c in columns if c.name in cells},
             across=across(cells, columns, jobs),
+            answer=worst([c.answer for c in cells.values()]),
         ))
     return out
 
@@ -262,11 +265,20 @@ def build_report(
         by_job = {c.job_id: c.kind for c in changes}
         packages = [replace(p, change=by_job[p.job_id]) if p.job_id in by_job else p
                     for p in packages]
-    table = package_table(packages, columns)
     order = {p.job_id: i for i, p in enumerate(packages)}
+    causes = build_causes(sorted(results, key=lambda r: order.get(r.job_id, 0)),
+                          {c.name: c.label for c in columns})
+    kinds: dict[str, list[str]] = {}
+    for c in causes:
+        for m in c.members:
+            kinds.setdefault(m.job_id, []).append(c.kind)
+    packages = [_answered(p, kinds.get(p.job_id, ())) for p in packages]
+    table = package_table(packages, columns)
     summary = {v: 0 for v in VERDICTS}
+    answers = {a: 0 for a in ANSWERS}
     for row in table:
         summary[row.verdict] += 1
+        answers[row.answer] += 1
     return CompatReport(
         meta=Meta.from_dict(derived),
         summary=summary,
@@ -275,9 +287,14 @@ def build_report(
         table=tuple(table),
         missing=tuple(sorted(set(expected_jobs or ()) - have)),
         changes=changes,
-        causes=build_causes(sorted(results, key=lambda r: order.get(r.job_id, 0)),
-                            {c.name: c.label for c in columns}),
+        causes=causes,
+        answers=answers,
     )
+
+
+def _answered(p: JobEntry, cause_kinds: Sequence[str]) -> JobEntry:
+    got = answer(p, cause_kinds)
+    return replace(p, answer=got.answer, caveat=got.caveat, cause=got.cause)
 
 
 def _plain_file(root: Path, rel: str) -> bool:

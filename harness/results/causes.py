@@ -12,7 +12,7 @@ groups the jobs whose verdict is not about themselves:
 - test dependencies that did not install (``not installed: trustme``), read the same way, the
   missing one kept as ``via``;
 - the harness's infrastructure (a host not reachable, an install past its timeout);
-- no tests in the sdist;
+- (no tests in the sdist is a fact about the package itself: in no group, issue #44);
 - the GIL re-enabled by a module of another distribution, when more than one package shares it.
 
 A package whose own build fails is in no group unless it is the root of others (cffi is in the
@@ -230,7 +230,7 @@ def build_causes(results: Sequence[JobResult], labels: Mapping[str, str] | None 
     groups: dict[tuple[str, ...], tuple[_Seen, list[tuple[JobResult, _Seen]]]] = {}
     for r in results:
         seen = _cause_of(r)
-        if seen is not None:
+        if seen is not None and seen.kind != "no-tests":  # a fact about the package itself (#44)
             groups.setdefault(seen.key, (seen, []))[1].append((r, seen))
     for key in [k for k in groups if k[0] == "build" and not k[-1]]:  # no root read
         rooted = [k for k in groups if k[:-1] == key[:-1] and k[-1]]

@@ -17,33 +17,34 @@ types.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import dataclass, field, fields
 from typing import Any
 
-from ..core import textsafe
 from ..core.evidence import (
     ModeCoverage,
     Wheel,
+    _is_int,
     coverage_from_dict,
     coverage_to_dict,
     field_names,
     known,
 )
-from ..core.model import Finding, severity
+from ..core.gilon import GilOn
+from ..core.model import Finding
 from ..core.testsetup import TestSetup
 from .causes import Cause
+from .change import CHANGE_KINDS, NOT_THE_PACKAGE, Change  # noqa: F401 - report.json's changes, read here
 
-# 2: ``interpreters`` (the columns) and ``table`` (a row per package, a cell per interpreter);
-#    ``summary`` counts packages, not jobs; ``packages[].interpreter`` has source, full_version.
-# 3: finding kind ``budget-spent`` (the job's budget ran out mid-suite)
-# 4: finding kind ``slow-in-threads`` (a threaded timeout of a test too slow to tell)
-# 5: ``causes``: root causes grouped across packages (harness.results.causes)
-# 6: verdict and finding kind ``skipped`` (a recipe registry's skip_versions); ``test_setup``
-#    ``recipe`` and ``*_from`` ``recipe`` (harness.testsetup.registry)
-# 7: a job's ``sdist_sha256`` and ``reused_from`` (run --reuse: not run again, harness.job.reuse)
-# 8: ``packages[].wheel.fallback``: a compiled project's pure wheel pip chose (harness.verdict.artifact)
-# 9: finding kind ``repeat-failure`` (harness.verdict.rules: a single-threaded test failing only in threads)
-# 10: change kind ``flaky`` with ``detail`` (harness.results.flaky); ``packages[].rules_out``
+# 2: ``interpreters`` and ``table``; ``summary`` counts packages; interpreter source, full_version.
+# 3: finding kind ``budget-spent``; 4: ``slow-in-threads``; 5: ``causes`` (harness.results.causes)
+# 6: verdict and finding kind ``skipped``; ``test_setup`` ``recipe`` (harness.testsetup.registry)
+# 7: a job's ``sdist_sha256`` and ``reused_from`` (run --reuse, harness.job.reuse)
+# 8: ``packages[].wheel.fallback`` (harness.verdict.artifact); 9: finding kind ``repeat-failure``
+# 10: the question the table answers (harness.results.answer): ``answers`` (packages per answer),
+#     ``answer``/``caveat``/``cause`` on each job, cell and row; the reach of the check
+#     (``reach``: tests checked in threads, of the tests run) on each job and cell; a job's
+#     ``gil_on`` (what its GIL-on runs ran, and why); a cell's ``wheel`` (what the index offers)
+# 10 (also): change kind ``flaky`` with ``detail`` (harness.results.flaky); ``packages[].rules_out``
 REPORT_SCHEMA = 10
 
 
@@ -75,60 +76,6 @@ def _from_flat(cls: type, d: Mapping[str, Any], *, seqs: tuple[str, ...] = (),
     out.update({k: _seq(out.get(k)) for k in seqs})
     out.update({k: _obj(out.get(k)) for k in objs})
     return out
-
-
-# flaky: a verdict change the counts do not hold (harness.results.flaky): never a regression (schema 10)
-CHANGE_KINDS = ("newly-broken", "fixed", "verdict-changed", "infra-error", "new-package", "removed", "flaky")
-NOT_THE_PACKAGE = "infra-error"
-
-
-@dataclass(frozen=True, kw_only=True)
-class Change:
-    """A job whose verdict changed since the previous report, or that appeared or went."""
-
-    kind: str  # one of CHANGE_KINDS
-    job_id: str
-    package: str
-    interpreter: str = ""
-    old: str | None = None  # verdict before (None for new-package)
-    new: str | None = None  # verdict now (None for removed)
-    old_version: str = ""
-    new_version: str = ""
-    detail: str = ""  # flaky: the deciding test's counts on both sides
-
-    @property
-    def regression(self) -> bool:
-        if self.kind == "newly-broken":
-            return True
-        if self.kind == "verdict-changed" and self.old and self.new and self.old != NOT_THE_PACKAGE:
-            return severity(self.new) < severity(self.old)
-        return False
-
-    def describe(self) -> str:
-        ver = ""
-        if self.old_version and self.new_version and self.old_version != self.new_version:
-            ver = f" ({self.old_version} -> {self.new_version})"
-        elif self.new_version or self.old_version:
-            ver = f" {self.new_version or self.old_version}"
-        where = f" [{self.interpreter}]" if self.interpreter else ""
-        if self.kind == "new-package":
-            what = f"new, {self.new}"
-        elif self.kind == "removed":
-            what = f"removed, was {self.old}"
-        else:
-            what = f"{self.old} -> {self.new}" + (f" ({self.detail})" if self.detail else "")
-        # the version and the name come from result files a package wrote: one inert line
-        return textsafe.line(f"{self.kind}: {self.package}{ver}{where}: {what}")
-
-    def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        d["regression"] = self.regression
-        return d
-
-    @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> Change:
-        """A change as report.json has it (``regression`` is derived, not read)."""
-        return cls(**{"kind": "", "job_id": "", "package": "", **known(cls, d)})
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -277,6 +224,18 @@ class JobEntry:
     sdist_sha256: str = ""
     reused_from: str = ""  # not run in this run: its result came from this earlier run (--reuse)
     rules_out: str = ""  # a clean verdict: the failure rate its runs rule out (schema 10)
+    gil_on: GilOn | None = None  # what the GIL-on runs ran and why (None: not recorded)
+    answer: str = ""  # harness.results.answer: "ft-problem" | "both-modes" | "not-judged" | "no-ft-problem"
+    caveat: str = ""  # "fails in threads with the GIL too", "crashes with the GIL on too", ...
+    cause: str = ""  # a short cause: "refuses 3.13t; supports 3.14t+"
+
+    @property
+    def reach(self) -> tuple[int | None, int]:
+        """(tests checked in threads or None: not known, tests run): harness.verdict.coverage.reach."""
+        c = self.coverage.get("gil0")
+        if c is None:
+            return None, 0
+        return (c.checked if _is_int(c.checked) else None), (c.total if _is_int(c.total) else 0)
 
     @property
     def verdict_label(self) -> str:
@@ -304,6 +263,9 @@ class JobEntry:
             "logs": self.logs,
             "sdist_sha256": self.sdist_sha256, "reused_from": self.reused_from,
             "rules_out": self.rules_out,
+            "gil_on": self.gil_on.to_dict() if self.gil_on else None,
+            "answer": self.answer, "caveat": self.caveat, "cause": self.cause,
+            "reach": {"checked": self.reach[0], "tests": self.reach[1]},
         }
         if self.change:
             d["change"] = self.change
@@ -325,6 +287,9 @@ class JobEntry:
         d["test_setup"] = TestSetup.from_dict(setup) if isinstance(setup, dict) and setup else None
         d["change"] = d.get("change") or ""
         d["rules_out"] = d["rules_out"] if isinstance(d.get("rules_out"), str) else ""
+        d["gil_on"] = GilOn.from_dict(d.get("gil_on"))
+        for k in ("answer", "caveat", "cause"):
+            d[k] = d[k] if isinstance(d.get(k), str) else ""
         return cls(**d)
 
 
@@ -337,18 +302,31 @@ class Cell:
     version: str = ""
     job_id: str = ""  # the JobEntry this cell shows
     change: str = ""
+    answer: str = ""  # as the job's (harness.results.answer)
+    caveat: str = ""
+    cause: str = ""
+    checked: int | None = None  # the reach: tests checked in threads (None: not known) ...
+    tests: int = 0  # ... of the tests run
+    wheel: str = ""  # what the index offers: "free-threaded" | "pure" | "gil-only" | "sdist-only" | ...
 
     def to_dict(self) -> dict[str, Any]:
-        d = {"verdict": self.verdict, "qualifier": self.qualifier, "version": self.version,
-             "job_id": self.job_id}
+        d: dict[str, Any] = {"verdict": self.verdict, "qualifier": self.qualifier,
+                             "version": self.version, "job_id": self.job_id}
         if self.change:
             d["change"] = self.change
+        d.update(answer=self.answer, caveat=self.caveat, cause=self.cause,
+                 reach={"checked": self.checked, "tests": self.tests}, wheel=self.wheel)
         return d
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> Cell:
+        reach = _obj(d.get("reach"))
         d = {"verdict": "", **known(cls, d)}
         d["change"] = d.get("change") or ""
+        for k in ("answer", "caveat", "cause", "wheel"):
+            d[k] = d[k] if isinstance(d.get(k), str) else ""
+        d["checked"] = reach.get("checked") if _is_int(reach.get("checked")) else None
+        d["tests"] = reach.get("tests") if _is_int(reach.get("tests")) else 0
         return cls(**d)
 
 
@@ -362,6 +340,7 @@ class PackageRow:
     verdict: str = ""
     cells: dict[str, Cell] = field(default_factory=dict)  # interpreter name -> cell
     across: str = ""  # "build-failure on 3.13.5t, compatible on 3.13.15t"; "" when all agree
+    answer: str = ""  # the most serious of the cells' answers (harness.results.answer.worst)
 
     def cell(self, interpreter: str) -> Cell | None:
         """The package's cell on ``interpreter``; None where it did not run."""
@@ -369,13 +348,15 @@ class PackageRow:
 
     def to_dict(self) -> dict[str, Any]:
         return {"name": self.name, "version": self.version, "verdict": self.verdict,
-                "cells": {k: c.to_dict() for k, c in self.cells.items()}, "across": self.across}
+                "cells": {k: c.to_dict() for k, c in self.cells.items()}, "across": self.across,
+                "answer": self.answer}
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> PackageRow:
         d = {"name": "", **known(cls, d)}
         d["cells"] = {str(k): Cell.from_dict(c) for k, c in _obj(d.get("cells")).items()
                       if isinstance(c, dict)}
+        d["answer"] = d["answer"] if isinstance(d.get("answer"), str) else ""
         return cls(**d)
 
 
@@ -428,6 +409,7 @@ class CompatReport:
     missing: tuple[str, ...] = ()  # job ids the plan expected that have no result
     changes: tuple[Change, ...] | None = None  # None: built without a previous report
     causes: tuple[Cause, ...] = ()  # root causes across packages, largest first (schema 5)
+    answers: dict[str, int] = field(default_factory=dict)  # answer -> packages (schema 10)
 
     @property
     def several(self) -> bool:
@@ -441,7 +423,7 @@ class CompatReport:
     def to_dict(self, *, packages: bool = True) -> dict[str, Any]:
         """report.json; ``packages=False`` leaves the jobs out (a renderer encodes them one by one)."""
         d: dict[str, Any] = {"schema": self.schema, "meta": self.meta.to_dict(),
-                             "summary": dict(self.summary),
+                             "summary": dict(self.summary), "answers": dict(self.answers),
                              "interpreters": [c.to_dict() for c in self.interpreters]}
         if packages:
             d["packages"] = [p.to_dict() for p in self.packages]
@@ -459,6 +441,7 @@ class CompatReport:
         return cls(
             meta=Meta.from_dict(_obj(d.get("meta"))),
             summary={str(k): v for k, v in _obj(d.get("summary")).items() if isinstance(v, int)},
+            answers={str(k): v for k, v in _obj(d.get("answers")).items() if _is_int(v)},
             interpreters=tuple(Column.from_dict(c) for c in _objs(d.get("interpreters"))),
             packages=tuple(JobEntry.from_dict(p) for p in _objs(d.get("packages"))),
             table=tuple(PackageRow.from_dict(r) for r in _objs(d.get("table"))),

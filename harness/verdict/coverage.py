@@ -12,6 +12,7 @@ unknown, because its controller reports nothing true about threads.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 from ..config.matrix import Settings
 from ..core.evidence import ModeCoverage, ParallelInfo, least_covered
@@ -19,6 +20,7 @@ from ..core.model import Finding, Phase
 from .commands import reproduce
 
 MAX_REASONS = 200
+RED = ("failed", "error", "crashed", "timeout")
 
 
 def _mode_coverage(mode: int, threads: list[Phase], sources: list[Phase]) -> ModeCoverage:
@@ -55,6 +57,39 @@ def _mode_coverage(mode: int, threads: list[Phase], sources: list[Phase]) -> Mod
     )
 
 
+def _in_threads(threads: list[Phase], sources: list[Phase]) -> tuple[set[str] | None, int]:
+    """(the ids of the tests that ran in parallel threads, or None when no trusted source says
+    which did; the tests that ran or were skipped as thread-unsafe)."""
+    trusted = [p.parallel for p in sources if p.parallel and p.parallel.trusted]
+    single: set[str] = set()
+    unsafe: set[str] = set()
+    for par in trusted:
+        single |= set(par.single)
+        unsafe |= set(par.skipped)
+    ran = {tid for p in threads for tid, tc in p.tests.items() if tc.outcome != "skipped"}
+    return (ran - single - unsafe if trusted else None), len(ran | unsafe)
+
+
+def reach(phases: Sequence[Phase]) -> tuple[int | None, int]:
+    """(tests checked in threads, tests run): the reach of the free-threading check (issue #44).
+
+    A test is checked when it ran in parallel threads with the GIL off (the suite's threaded
+    runs, as ``compute`` counts them) and failed, crashed or hung in no run with the GIL on
+    (whole suite or targeted): only there could its outcome differ by mode.  A test failing in
+    threads with the GIL on too says nothing about free-threading.  None when no trusted source
+    says which tests ran in threads (pytest-xdist alone), or no GIL-off threaded run happened."""
+    off = [p for p in phases if p.kind == "threads" and not p.subset and p.gil == 0]
+    collect = [p for p in phases if p.kind == "collect" and p.gil in (0, None)]
+    ids, total = _in_threads(off, off + collect)
+    if not off or ids is None:
+        return None, total
+    on = [p for p in phases if p.kind in ("plain", "threads") and p.gil == 1]
+    red = {tid for p in on for tid, tc in p.tests.items() if tc.outcome in RED}
+    red |= {c.test_id for p in on for c in p.crashes if c.test_id}
+    red |= {t.test_id for p in on if p.hang for t in p.hang.tests if t.test_id}
+    return len(ids - red), total
+
+
 def compute(phases: Sequence[Phase]) -> dict[str, ModeCoverage]:
     """``{"gil0": ModeCoverage, "gil1": ...}`` for every mode with a threaded run of the whole
     suite: a run given only some tests (``Phase.subset``, harness.verdict.gilon) says nothing of
@@ -68,6 +103,8 @@ def compute(phases: Sequence[Phase]) -> dict[str, ModeCoverage]:
         if not collect:  # one collect phase may serve every mode
             collect = [p for p in phases if p.kind == "collect" and p.gil is None]
         out[f"gil{m}"] = _mode_coverage(m, threads, threads + collect)
+    if "gil0" in out and out["gil0"].known:
+        out["gil0"] = replace(out["gil0"], checked=reach(phases)[0])
     return out
 
 

@@ -157,7 +157,8 @@ def test_every_package_row_is_there_with_a_cell_per_interpreter(site, page, tmp_
     assert cell.locator(".badge").inner_text() == "⇄ ft-race"
     assert cell.locator(".decider").inner_text() == "test_shared_buffer"
     assert cell.locator(".decider").get_attribute("title") == "tests/test_buf.py::test_shared_buffer"
-    assert cell.locator(".ratio").inner_text() == "2/3"
+    assert cell.locator(".ratio").inner_text() == "2/3 off · 0/3 on"
+    assert cell.locator(".reach").inner_text() == "checked in threads: 10 of 10"
     crash = page.locator('tr[data-package="fx-crash"] .badge .icon').inner_text()
     ft_crash = page.locator('tr[data-package="fx-ft-crash"] .badge .icon').inner_text()
     assert crash != ft_crash
@@ -180,20 +181,21 @@ def test_every_package_row_is_there_with_a_cell_per_interpreter(site, page, tmp_
 
 
 def test_the_first_screen_answers_which_packages_are_safe_where(four, page, tmp_path):
-    """Four fixtures on one interpreter: "1 of 4" compatible, the chart, and the table in the
-    first 1000 px at 1400 px wide (#33)."""
+    """Four fixtures on one interpreter: "1 of 4" work without the GIL as with it, the chart by
+    answer, and the table in the first 1000 px at 1400 px wide (#33, #44)."""
     page.set_viewport_size(DESKTOP)
     page.goto((four / "site/index.html").as_uri())
     answer = page.locator('figure.answer[data-column="cp313t"]')
-    assert answer.locator(".ready").inner_text() == "1 of 4 compatible"
+    assert answer.locator(".ready").inner_text() == "1 of 4 work without the GIL as with it"
     bar = answer.locator("svg.bar")
     assert bar.is_visible() and bar.get_attribute("role") == "img"
-    assert bar.get_attribute("aria-label") == ("3.13t: 1 compatible, 1 gil-reenabled, 1 ft-race, "
-                                               "1 build-failure")
-    assert bar.locator("rect").count() == 4  # a segment per verdict, each with its mark and count
-    assert bar.locator("text").all_text_contents() == ["✔\ufe0e 1", "⊘ 1", "⇄ 1", "✖ 1"]
+    assert bar.get_attribute("aria-label") == ("3.13t: 1 no free-threading problem found, "
+                                               "3 free-threading problem")
+    assert bar.locator("rect").count() == 2  # a segment per answer, each with its mark and count
+    assert bar.locator("text").all_text_contents() == ["✔\ufe0e 1", "✖ 3"]
     legend = answer.locator(".bar-legend li").all_inner_texts()
-    assert legend == ["✔\ufe0e compatible 1", "⊘ gil-reenabled 1", "⇄ ft-race 1", "✖ build-failure 1"]
+    assert legend == ["✔\ufe0e no free-threading problem found 1 (compatible 1)",
+                      "✖ free-threading problem 3 (build-failure 1, ft-race 1, gil-reenabled 1)"]
     table = page.locator("#packages").bounding_box()
     last = page.locator("#packages tbody tr").last.bounding_box()
     assert table["y"] < DESKTOP["height"] and last["y"] + last["height"] <= DESKTOP["height"], (table, last)
@@ -215,6 +217,62 @@ def test_the_first_screen_answers_which_packages_are_safe_where(four, page, tmp_
     assert runner.locator("pre").is_hidden()
     runner.locator("summary").click()
     assert runner.locator("pre").inner_text().startswith("cd src && PYTHONFAULTHANDLER=1 PYTHON_GIL=0 ")
+
+
+def test_the_headline_counts_thread_unsafe_in_both_modes_as_working_with_a_neutral_caveat(site, page, tmp_path):
+    """#44: fx-thread-unsafe (its test fails in threads with the GIL on as well) counts among the
+    packages that work without the GIL as with it, its badge in a neutral colour with the caveat
+    in words; fx-race (fails with the GIL off only) is a free-threading problem, in red; a crash
+    in both modes stays serious, apart from both; the headline's numbers are the cells'."""
+    out, rep = site
+    page.set_viewport_size(DESKTOP)
+    page.goto((out / "site/index.html").as_uri())
+    first = page.locator('figure.answer[data-column="cp313t"]')
+    cells = [c for t in rep["table"] if (c := t["cells"].get("cp313t"))]
+    works = [c for c in cells if c["answer"] == "no-ft-problem"]
+    assert first.locator(".ready strong").inner_text() == f"{len(works)} of {len(cells)}" == "4 of 13"
+    assert "work without the GIL as with it" in first.locator(".ready").inner_text()
+    legend = {li.get_attribute("data-answer"): li.inner_text()
+              for li in first.locator(".bar-legend li").all()}
+    assert "thread-unsafe 1" in legend["no-ft-problem"] and "thread-unsafe" not in legend["ft-problem"]
+    assert "ft-race 2" in legend["ft-problem"] and "crash 1, hang 1" in legend["both-modes"]
+
+    def colour(sel: str) -> str:
+        return page.eval_on_selector(sel, "e => getComputedStyle(e).backgroundColor")
+
+    unsafe = page.locator('tr[data-package="fx-thread-unsafe"] td[data-interp="cp313t"]')
+    assert unsafe.get_attribute("data-answer") == "no-ft-problem"
+    assert unsafe.locator(".badge .word").inner_text() == "thread-unsafe"  # the verdict word stays
+    assert unsafe.locator(".caveat").inner_text() == "fails in threads with the GIL too"
+    race = page.locator('tr[data-package="fx-race"] td[data-interp="cp313t"]')
+    assert race.get_attribute("data-answer") == "ft-problem"
+    red = colour('tr[data-package="fx-race"] td[data-interp="cp313t"] .badge')
+    neutral = colour('tr[data-package="fx-thread-unsafe"] .badge')
+    green = colour('tr[data-package="attrs"] td[data-interp="cp313t"] .badge')
+    assert len({red, neutral, green}) == 3
+    r, g, b = (int(x) for x in neutral.removeprefix("rgb(").rstrip(")").split(","))
+    assert max(r, g, b) - min(r, g, b) < 60, neutral  # a grey-blue, not magenta (was rgb(164, 35, 124))
+    crash = page.locator('tr[data-package="fx-crash"] td[data-interp="cp313t"]')
+    assert crash.get_attribute("data-answer") == "both-modes"
+    assert crash.locator(".caveat").inner_text() == "crashes with the GIL on too"
+    refuses = page.locator('tr[data-package="fx-refuses-ft"] td[data-interp="cp313t"]')
+    assert refuses.locator(".cause").inner_text() == "refuses free-threaded builds"
+    # a suite with no test in threads (pytest-run-parallel ran each single-threaded): its caveat
+    unsafe_all = page.locator('tr[data-package="fx-all-unsafe"] td[data-interp="cp313t"]')
+    assert unsafe_all.locator(".caveat").inner_text() == "nothing checked in threads: 0 of 8"
+    assert unsafe_all.get_attribute("data-answer") == "no-ft-problem"
+    shoot(page, tmp_path, "site-answers-desktop.png", full_page=False)
+    # filter by answer: the rows whose most serious answer it is; again to clear; kept in the URL
+    problems = {t["name"] for t in rep["table"] if t["answer"] == "ft-problem"}
+    page.click('.chip[data-answer-filter="ft-problem"]')
+    assert set(visible_packages(page)) == problems and "fx-thread-unsafe" not in problems
+    assert "answer=ft-problem" in page.evaluate("location.hash")
+    page.reload()
+    assert set(visible_packages(page)) == problems
+    page.click('.chip[data-answer-filter="ft-problem"]')
+    page.click('.chip[data-answer-filter="no-ft-problem"]')
+    assert set(visible_packages(page)) == {t["name"] for t in rep["table"] if t["answer"] == "no-ft-problem"} \
+        == {"attrs", "fx-all-unsafe", "fx-baseline", "fx-thread-unsafe"}
 
 
 def test_filter_by_verdict_with_the_select_and_the_chips(site, page):

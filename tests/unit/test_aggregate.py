@@ -170,8 +170,11 @@ def test_a_row_per_package_a_cell_per_interpreter_and_what_differs():
     assert [r.name for r in rep.table] == list(dict.fromkeys(p.name for p in rep.packages))
     race = rows["fx-race"]
     assert race.cells == {
-        "cp313t": Cell(verdict="ft-race", version="0.1", job_id="cp313t--fx-race"),
-        "cp31315t": Cell(verdict="compatible", version="0.1", job_id="cp31315t--fx-race")}
+        "cp313t": Cell(verdict="ft-race", version="0.1", job_id="cp313t--fx-race",
+                       answer="ft-problem", checked=10, tests=10, wheel="n/a"),
+        "cp31315t": Cell(verdict="compatible", version="0.1", job_id="cp31315t--fx-race",
+                         answer="no-ft-problem", checked=10, tests=10, wheel="n/a")}
+    assert race.answer == "ft-problem"  # the most serious of the cells' answers
     assert list(race.cells) == ["cp313t", "cp31315t"]  # column order
     assert race.verdict == "ft-race"  # the most severe cell: what the summary counts
     assert race.across == "ft-race on 3.13.5t, compatible on 3.13.15t"
@@ -186,7 +189,9 @@ def test_a_row_per_package_a_cell_per_interpreter_and_what_differs():
     # report.json: a cell is its four keys, a column its eight
     d = rep.to_dict()
     assert next(t for t in d["table"] if t["name"] == "fx-race")["cells"]["cp313t"] == {
-        "verdict": "ft-race", "qualifier": "", "version": "0.1", "job_id": "cp313t--fx-race"}
+        "verdict": "ft-race", "qualifier": "", "version": "0.1", "job_id": "cp313t--fx-race",
+        "answer": "ft-problem", "caveat": "", "cause": "", "reach": {"checked": 10, "tests": 10},
+        "wheel": "n/a"}  # schema 10: the answer, the reach of the check, the wheel
     assert d["interpreters"][0] == {
         "name": "cp313t", "version": "3.13.5", "full_version": "3.13.5", "source": "debian:trixie",
         "configure": ["--disable-gil"], "sanitizer": None, "jobs": 12, "label": "3.13.5t"}

@@ -174,3 +174,18 @@ def test_the_verdicts_page_names_every_verdict_and_finding_kind() -> None:
     text = (DOCS / "reference" / "verdicts.md").read_text(encoding="utf-8")
     for word in (*model.VERDICTS, *model.INFO_KINDS):
         assert f"| `{word}` |" in text, word
+
+
+def test_the_documented_report_schema_is_the_codes() -> None:
+    """#44: docs/reference/report-json.md said schema 4 when the code wrote 9. Every number it
+    gives for report.json's schema, the JSON Schema's const and REPORT_SCHEMA agree."""
+    import json
+
+    from harness.results.report import REPORT_SCHEMA
+
+    text = (DOCS / "reference" / "report-json.md").read_text(encoding="utf-8")
+    said = [int(n) for n in re.findall(r"report schema \*\*(\d+)\*\*", text)]
+    said += [int(n) for n in re.findall(r"report\.json's schema \((\d+)\)", text)]
+    assert len(said) >= 2 and set(said) == {REPORT_SCHEMA}, said
+    spec = json.loads((ROOT / "harness" / "schema" / "report.schema.json").read_text(encoding="utf-8"))
+    assert spec["properties"]["schema"]["const"] == REPORT_SCHEMA

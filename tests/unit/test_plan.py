@@ -436,3 +436,29 @@ def test_the_heuristic_is_a_typical_job_not_the_worst_case():
     assert all(60 <= g <= 300 for g in guess), guess
     targeted = [plan.heuristic_seconds(j) for j in _default_jobs("targeted")]
     assert all(t < g for t, g in zip(targeted, guess, strict=True))
+
+
+def test_plan_checks_that_installed_interpreters_exist_before_it_plans(tmp_path, capsys, monkeypatch):
+    """#44: `plan` said nothing of a `python:python3.14t` that is not on PATH (exit 0), and only
+    `build` refused it; now it refuses it at its matrix line, or says it did not look."""
+    import sys as _sys
+
+    from harness import __main__ as cli_main
+
+    monkeypatch.setenv("PATH", str(tmp_path / "empty-bin"))
+    m = tmp_path / "m.yaml"
+    m.write_text("interpreters:\n  - name: py314t\n    source: python:python3.14t\n"
+                 "packages:\n  - name: six\n    version: '1.17.0'\n")
+    assert cli_main.main(["plan", "--matrix", str(m)]) == 2
+    err = capsys.readouterr().err
+    assert f"{m}:3: " in err and "no 'python3.14t' on PATH" in err and "--installed-elsewhere" in err
+    assert cli_main.main(["plan", "--matrix", str(m), "--installed-elsewhere"]) == 0
+    out, err = capsys.readouterr()
+    assert "py314t--six" in out and "not checked (--installed-elsewhere)" in err
+    # found on PATH, or named by its path: planned as before
+    (tmp_path / "empty-bin").mkdir()
+    (tmp_path / "empty-bin" / "python3.14t").symlink_to(_sys.executable)
+    assert cli_main.main(["plan", "--matrix", str(m)]) == 0
+    m.write_text(m.read_text().replace("python:python3.14t", f"python:{_sys.executable}"))
+    assert cli_main.main(["plan", "--matrix", str(m)]) == 0
+    assert "not checked" not in capsys.readouterr().err

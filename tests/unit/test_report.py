@@ -50,7 +50,7 @@ def test_report_json_on_disk_is_to_dict_and_reads_back(tmp_path):
     rep = full_report()
     text = render.report_json(rep)
     assert json.loads(text) == rep.to_dict()
-    assert list(json.loads(text)) == ["schema", "meta", "summary", "interpreters", "table",
+    assert list(json.loads(text)) == ["schema", "meta", "summary", "answers", "interpreters", "table",
                                       "missing", "causes", "changes", "packages"]  # packages last, a line each
     assert CompatReport.from_dict(json.loads(text)) == rep
 

@@ -16,6 +16,9 @@
     var shown = document.getElementById("shown");
     var empty = document.getElementById("empty");
     var chips = Array.prototype.slice.call(document.querySelectorAll(".chip[data-filter]"));
+    // the answer to "does it work without the GIL as with it?" (harness.results.answer)
+    var answerChips = Array.prototype.slice.call(document.querySelectorAll(".chip[data-answer-filter]"));
+    var answer = "";
 
     // The cell of interpreter `name` in a row (compared as text, never put in a selector).
     var cellOf = function (row, name) {
@@ -36,7 +39,8 @@
         var cell = only ? cellOf(row, only) : null;
         var has = only ? (cell !== null && cell.hasAttribute("data-verdict")) : true;
         var v = only ? (cell ? cell.getAttribute("data-verdict") : null) : row.getAttribute("data-verdict");
-        var ok = has && (!verdict || v === verdict) &&
+        var a = only ? (cell ? cell.getAttribute("data-answer") : null) : row.getAttribute("data-answer");
+        var ok = has && (!verdict || v === verdict) && (!answer || a === answer) &&
           (!q || (row.getAttribute("data-name") || "").indexOf(q) !== -1);
         row.hidden = !ok;
         if (ok) { n += 1; }
@@ -49,7 +53,11 @@
       chips.forEach(function (chip) {
         chip.classList.toggle("is-active", chip.getAttribute("data-filter") === verdict);
       });
+      answerChips.forEach(function (chip) {
+        chip.classList.toggle("is-active", chip.getAttribute("data-answer-filter") === answer);
+      });
       var params = new URLSearchParams();
+      if (answer) { params.set("answer", answer); }
       if (verdict) { params.set("verdict", verdict); }
       if (only) { params.set("interpreter", only); }
       if (q) { params.set("q", q); }
@@ -66,6 +74,13 @@
         apply();
       });
     });
+    answerChips.forEach(function (chip) {
+      chip.addEventListener("click", function () {
+        var a = chip.getAttribute("data-answer-filter");
+        answer = (answer === a) ? "" : a;
+        apply();
+      });
+    });
     select.addEventListener("change", apply);
     if (interp) { interp.addEventListener("change", apply); }
     search.addEventListener("input", apply);
@@ -79,6 +94,9 @@
     choose(select, initial.get("verdict") || "");
     choose(interp, initial.get("interpreter") || "");
     search.value = initial.get("q") || "";
+    answerChips.forEach(function (chip) {
+      if (chip.getAttribute("data-answer-filter") === initial.get("answer")) { answer = initial.get("answer"); }
+    });
 
     var buttons = Array.prototype.slice.call(table.tHead.querySelectorAll("button[data-sort]"));
     buttons.forEach(function (button) {

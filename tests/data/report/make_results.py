@@ -140,11 +140,12 @@ def with_reproduce(f: Finding, ph: tuple[Phase, ...]) -> Finding:
 
 
 def cov(mode: int, *, in_threads: int, total: int, single: int = 0, unsafe: int = 0,
-        reasons: dict[str, str] | None = None) -> ModeCoverage:
-    """One mode's entry as harness.verdict.coverage.compute makes it."""
+        reasons: dict[str, str] | None = None, red_on: int = 0) -> ModeCoverage:
+    """One mode's entry as harness.verdict.coverage.compute makes it; the GIL-off one's
+    ``checked``: its tests in threads less the ``red_on`` that failed with the GIL on."""
     return ModeCoverage(mode=mode, known=True, source="log", in_threads=in_threads, single=single,
                         skipped_unsafe=unsafe, skipped=0, total=total, collected_parallel=in_threads,
-                        reasons=reasons or {})
+                        reasons=reasons or {}, checked=in_threads - red_on if mode == 0 else None)
 
 
 def result(job: str, package: str, version: str, verdict: str, *, source: str = "pypi",
@@ -154,6 +155,8 @@ def result(job: str, package: str, version: str, verdict: str, *, source: str = 
            interp: InterpreterInfo = INTERP, test_setup: dict | None = None) -> JobResult:
     # each finding's reproduce line (harness.verdict) and laptop recipe (harness.job.recipe)
     findings = tuple(with_reproduce(f, ph) for f in findings)
+    red_on = len({f.test_id for f in findings if 1 in f.modes and f.test_id
+                  and f.kind in ("thread-unsafe", "baseline-failure", "crash", "hang")})
     findings = tuple(replace(f, recipe=recipe(
         f, ph, package=package, version=version, interp=interp, tools=TOOLS, test_requires=(),
         local_path=f"fixtures/packages/{package}" if source == "local" else "")) for f in findings)
@@ -165,7 +168,7 @@ def result(job: str, package: str, version: str, verdict: str, *, source: str = 
         finished=f"2026-12-03T08:{11 + t:02d}:30Z", harness_version="0.1.0",
         phases=ph, verdict=verdict, qualifier=qualifier, findings=findings,
         coverage=coverage if coverage is not None else {
-            f"gil{m}": cov(m, in_threads=10, total=10) for m in (0, 1)},
+            f"gil{m}": cov(m, in_threads=10, total=10, red_on=red_on) for m in (0, 1)},
         wheel=Wheel.from_dict(wheel) if wheel else (
             Wheel(installed="local source", available="n/a") if source == "local" else None),
         metadata=metadata or {}, notes=notes, links=links,

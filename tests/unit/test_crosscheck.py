@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import subprocess
 
 import pytest
 
@@ -36,3 +37,74 @@ def test_what_reproduces_each_kind() -> None:
     assert not reproduced("thread-unsafe", (0, 1), {0: ["failed"], 1: ["passed"]})
     assert reproduced("hang", (1,), {0: ["passed"], 1: ["hung"]})
     assert not reproduced("hang", (1,), {0: ["hung"], 1: ["passed"]})
+
+
+def _planted(tmp_path, marker):
+    """A result for six whose stored recipe writes a host file (#46): what a forged result file
+    from an artifact, a cache or `run --reuse` could hold."""
+    from dataclasses import replace
+
+    from harness.core.model import read_result, write_json_atomic
+    from harness.verdict import decide
+    from tests.unit.test_reuse import RUN0
+    from tests.unit.test_verdict import S
+    from tests.unit.test_verdict import load as load_phases
+
+    phases = tuple(load_phases("confirm-realloc"))
+    d = decide(phases, settings=S)
+    evil = f"# the recipe\npython3.13t -m venv ft\nid > {marker}\ntouch {marker}"
+    res = replace(read_result(RUN0 / "cp313t--attrs.json"), job_id="cp313t--six", package="six",
+                  version="1.17.0", phases=phases, verdict=d.verdict, source="pypi",
+                  findings=tuple(replace(f, recipe=evil, test_id=f"{f.test_id}; touch {marker}")
+                                 for f in d.findings))
+    write_json_atomic(tmp_path / "out" / "results" / "cp313t--six.json", res.to_dict())
+    return res
+
+
+def test_local_shows_every_rebuilt_recipe_and_runs_nothing_without_yes(tmp_path, capsys):
+    from benchmarks.crosscheck import main
+
+    marker = tmp_path / "planted-by-the-result"
+    _planted(tmp_path, marker)
+    assert main([str(tmp_path / "out"), "--backend", "local"]) == 2  # no --python
+    assert main([str(tmp_path / "out"), "--backend", "local", "--python", "/usr/bin/python3"]) == 2
+    out, err = capsys.readouterr()
+    assert "# cp313t--six ft-crash:" in out
+    assert "python -m pip install" in out and "pip download --no-deps --no-binary six" in out
+    assert f"id > {marker}" not in out  # the stored text is not what would run
+    assert f"'{marker}'" not in out and f"; touch {marker}'" in out  # a field, quoted as one word
+    assert "not run:" in err and "--yes" in err
+    assert not marker.exists()
+
+
+@pytest.mark.docker
+@pytest.mark.integration
+@pytest.mark.network
+def test_docker_runs_the_rebuilt_recipe_in_a_container_and_nothing_on_the_host(tmp_path, capsys):
+    """The job's isolation: a recipe step that would write the host file cannot, the stored text
+    is never run, and the setup ran (pip inside the container, its venv in the temp dir)."""
+    from benchmarks.crosscheck import main
+    from harness.backends.docker import docker_available
+    from harness.interpreters import images
+
+    ok, why = docker_available()
+    if not ok:
+        pytest.skip(f"no docker engine: {why}")
+    interp = subprocess.run(["docker", "images", images.INTERP_REPO, "--format", "{{.Repository}}:{{.Tag}}"],
+                            capture_output=True, text=True).stdout.split()
+    tag = interp[0] if interp else images.base_tag(images.base_inputs())
+    if subprocess.run(["docker", "image", "inspect", tag], capture_output=True).returncode:
+        pytest.skip(f"no image {tag} (ft-harness image)")
+    marker = tmp_path / "planted-by-the-result"
+    _planted(tmp_path, marker)
+    rows = tmp_path / "rows.json"
+    python = f"{images.PREFIX}/bin/python3.13t" if interp else "/usr/bin/python3"
+    assert main([str(tmp_path / "out"), "--backend", "docker", "--image", tag, "--python", python,
+                 "--runs", "1", "--json", str(rows)]) == 0
+    (row,) = json.loads(rows.read_text())
+    assert not marker.exists()
+    if not interp:  # the base image's Debian python has no ensurepip: proof the step ran in it
+        assert row["setup"] == "failed" and "apt install python3.13-venv" in row["setup_tail"]
+        return
+    assert row["setup"] == "ok", row.get("setup_tail")
+    assert row["seen"] == {"gil0": [row["seen"]["gil0"][0]], "gil1": [row["seen"]["gil1"][0]]}

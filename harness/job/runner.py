@@ -13,7 +13,10 @@ written stops the whole run with InfraError.
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import os
+import shutil
 import signal
 import threading
 import time
@@ -90,6 +93,25 @@ def infra_result(job: Job, key: str, prepared: Prepared, backend: str, message: 
 
 
 HARNESS_BUG_LOG = "harness-error.log"
+DISK_LIMITS = ("workspace_bytes", "file_bytes")
+KEPT = ("logs", "junit")  # what the shard's artifact uploads
+
+
+def free_workspace(root: Path) -> None:
+    """Everything of a job's workspace but its logs and JUnit removed (a job that went past a
+    disk limit); links removed as links, never followed."""
+    try:
+        entries = list(os.scandir(root))
+    except OSError:
+        return
+    for e in entries:
+        if e.name in KEPT and e.is_dir(follow_symlinks=False):
+            continue
+        with contextlib.suppress(OSError):
+            if e.is_dir(follow_symlinks=False):
+                shutil.rmtree(e.path)
+            else:
+                os.unlink(e.path)
 
 
 def bug_result(job: Job, key: str, prepared: Prepared, backend: str, exc: BaseException,
@@ -188,6 +210,8 @@ class _Workers:
                    else f"{e.strerror or e} ({e.filename or 'harness I/O'})")
             return infra_result(job, key, p, name, why)
         except LimitExceeded as e:  # the package's files past a bound of the host's (harness.core.limits)
+            if e.limit in DISK_LIMITS:  # what it wrote goes; its logs stay, the run goes on
+                free_workspace(self.out / "work" / job.job_id)
             res = infra_result(job, key, p, name,
                                f"setup: {job.package.name}: {e} (FT_HARNESS_LIMIT_{e.limit.upper()} "
                                "raises it)")

@@ -32,8 +32,9 @@ from ..backends.base import Backend, Prepared
 from ..config.plan import Job
 from ..core.errors import InfraError, Interrupted
 from ..core.limits import LimitExceeded
-from ..core.model import Finding, InterpreterInfo, JobResult, now_iso, open_fresh, write_json_atomic
+from ..core.model import Finding, InterpreterInfo, JobResult, now_iso, write_json_atomic
 from ..core.progress import NullReporter, Reporter
+from ..core.wsfs import JobDir
 from ..results.load import read_one
 from . import fetch, reuse
 from .job import Progress, run_job
@@ -119,14 +120,16 @@ def bug_result(job: Job, key: str, prepared: Prepared, backend: str, exc: BaseEx
     """The job's ``infra-error`` when the harness itself failed on it: the exception named, its
     traceback in the job's ``logs/harness-error.log``; never blamed on the package."""
     tb = "".join(traceback.format_exception(exc))
-    where = out / "work" / job.job_id / "logs" / HARNESS_BUG_LOG
+    root = out / "work" / job.job_id
     shown = f"work/{job.job_id}/logs/{HARNESS_BUG_LOG}"
-    try:
-        where.parent.mkdir(parents=True, exist_ok=True)
-        with open_fresh(where) as f:
-            f.write(f"ft-harness failed on job {job.job_id} (a bug of ft-harness):\n{tb}")
-    except OSError as e:
-        shown = f"not written: {e.strerror or e}"
+    try:  # through the workspace's handle, as every other write into it (#46): no link followed
+        root.mkdir(parents=True, exist_ok=True)
+        with JobDir(root) as fs:
+            fs.makedirs("logs")
+            with fs.create_text(f"logs/{HARNESS_BUG_LOG}") as f:
+                f.write(f"ft-harness failed on job {job.job_id} (a bug of ft-harness):\n{tb}")
+    except (OSError, ValueError) as e:
+        shown = f"not written: {getattr(e, 'strerror', None) or e}"
     log.error("%s: a bug of ft-harness: %s", job.job_id, tb)
     what = f"{type(exc).__name__}: {str(exc)[:500]}"
     message = (f"ft-harness failed on this job (a bug of ft-harness, not of the package): {what}; "

@@ -1,0 +1,41 @@
+"""The low items of #46 that live in this branch's files, one test each: the harness's own
+failure log written through the workspace handle (never through a planted link), and the probe's
+package metadata capped before it is copied into every result and report.  (The index's
+redirects: tests/unit/test_index_page.py.)"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from harness.backends import Prepared
+from harness.core.evidence import Probe
+from harness.job.runner import HARNESS_BUG_LOG, bug_result
+
+from .test_runner import INFO, make_jobs
+
+
+def test_the_harness_error_log_is_not_written_through_a_planted_link(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    (job,) = make_jobs(1)
+    elsewhere = tmp_path / "host-dir"
+    elsewhere.mkdir()
+    ws = out / "work" / job.job_id
+    ws.mkdir(parents=True)
+    (ws / "logs").symlink_to(elsewhere)  # package code left a link where the log goes
+    res = bug_result(job, "k", Prepared(info=INFO, python="/x", cache_hit=True), "local",
+                     ValueError("boom"), out)
+    assert list(elsewhere.iterdir()) == []  # not through the link: the link replaced by a dir
+    assert not (ws / "logs").is_symlink()
+    assert "ValueError: boom" in (ws / "logs" / HARNESS_BUG_LOG).read_text()
+    assert f"work/{job.job_id}/logs/{HARNESS_BUG_LOG}" in res.findings[0].message
+
+
+def test_probe_metadata_is_capped() -> None:
+    huge = {"summary": "s" * 10**6, "home_page": "h" * 10**6,
+            "project_urls": {f"k{i}" + "x" * 5000: "u" * 10**5 for i in range(10_000)}}
+    p = Probe.from_dict({"dist": "x", "metadata": huge})
+    assert len(p.metadata["summary"]) == 2000 and len(p.metadata["home_page"]) == 2000
+    urls = p.metadata["project_urls"]
+    assert len(urls) == 50 and all(len(k) <= 2000 and len(v) <= 2000 for k, v in urls.items())
+    small = {"summary": "a parser", "project_urls": {"Source": "https://example.org"}}
+    assert Probe.from_dict({"metadata": small}).metadata == small

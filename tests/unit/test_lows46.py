@@ -55,3 +55,4 @@ def test_a_recipe_cannot_switch_off_the_harness_s_own_plugins(tmp_path: Path) ->
         rec = registry.Recipe(name="x", test_command=f"pytest tests -p {plugin} -p no:randomly", test_framework="pytest")
         got = registry.apply(rec, src, "x", "3.13", registry="r")
         assert got.pytest_args == ("-p", "no:randomly"), plugin
+

@@ -56,3 +56,21 @@ def test_a_recipe_cannot_switch_off_the_harness_s_own_plugins(tmp_path: Path) ->
         got = registry.apply(rec, src, "x", "3.13", registry="r")
         assert got.pytest_args == ("-p", "no:randomly"), plugin
 
+
+
+def test_the_shared_steps_env_is_the_harness_s_alone() -> None:
+    """The tools layer and a stored wheel are keyed without the package's env: one package's
+    PIP_INDEX_URL or CFLAGS must not shape what every later job copies in."""
+    from harness.config import matrix, plan
+    from harness.job.context import base_env
+    from harness.job.wheelsteps import shared_env
+
+    spec = matrix.loads('interpreters: [{name: cpython3.13t, version: "3.13.5", source: "debian:trixie"}]\n'
+                        "packages: [{name: six, env: {PIP_INDEX_URL: 'https://evil.example/simple', "
+                        "CFLAGS: '-O0', PYTHONFAULTHANDLER: '0'}}]\n")
+    (job,) = plan.make_plan(spec)
+    env = {**base_env(job), "PIP_CACHE_DIR": "/cache/pip"}
+    shared = shared_env(env, job.package.env)
+    assert "PIP_INDEX_URL" not in shared and "CFLAGS" not in shared and "PIP_CACHE_DIR" not in shared
+    assert shared["PYTHONFAULTHANDLER"] == "1"  # the harness's own value stays
+    assert env["PIP_INDEX_URL"] == "https://evil.example/simple"  # the package's own steps keep it

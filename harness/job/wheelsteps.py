@@ -21,6 +21,7 @@ import shutil
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from ..core.stored import StoredWheel
 from . import toolslayer, wheelstore
@@ -95,13 +96,13 @@ def prepare(ctx: JobCtx, *, venv_sh: str, vpy: str, requirements: Sequence[str],
     return StoreUse(planned=True, find_links=tuple(links), built=tuple(built), found=tuple(found), tools_layer=used_layer)
 
 
-def shared_env(env: Mapping[str, str], package_env: Mapping[str, str]) -> dict[str, str]:
+def shared_env(env: Mapping[str, str], package_env: Any) -> dict[str, str]:
     """The env of a step whose output every later job shares (the tools layer, a stored wheel):
     the harness's own values only.  Neither key has the package's ``env`` in it, so one
     package's PIP_INDEX_URL, CFLAGS or PIP_CONSTRAINT must not shape what others copy in (#46);
     no pip cache (--no-cache-dir)."""
-    return {k: v for k, v in env.items()
-            if k != "PIP_CACHE_DIR" and not (k in package_env and package_env[k] == v)}
+    own = dict(package_env)  # the matrix's env: a mapping or its (key, value) pairs
+    return {k: v for k, v in env.items() if k != "PIP_CACHE_DIR" and not (k in own and own[k] == v)}
 
 
 def _tools_layer(ctx: JobCtx, store: Path, tools: Sequence[str]) -> tuple[str, str, str]:

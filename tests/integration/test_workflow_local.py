@@ -2,7 +2,7 @@
 
 ``.github/workflows/matrix.yml`` runs through tools/run_workflow.py (its jobs and run: steps as
 written; checkout, setup-python, artifacts, caches and Pages emulated on local folders) on a
-matrix of two packages: iniconfig 2.1.0 from PyPI (the victim) and the fixture ft_plant (a local
+matrix of two packages: iniconfig 2.3.1 from PyPI (the victim) and the fixture ft_plant (a local
 package), whose build and tests plant forged results -- the victim's and its own, with the right
 job ids, keys and sdist sha256, verdicts never seen and a recipe that writes a host file -- with
 manifests everywhere they reach in the workspace, logs/results/ included.  Week 1 runs from
@@ -37,7 +37,7 @@ RUN0 = ROOT / "tests" / "data" / "report" / "run0" / "results"
 SETTINGS = "settings: {threads: 2, iterations: 1, repeat: 1, confirm: 0, job_timeout: 900}\n"
 
 
-VICTIM = ("iniconfig", "2.1.0")
+VICTIM = ("iniconfig", "2.3.1")
 
 
 def _forged(spec: matrix.MatrixSpec, interp_key: str, victim_sha: str, marker: Path) -> dict:
@@ -83,7 +83,8 @@ def _matrix(tmp: Path, tarball: Path, plant: Path) -> Path:
     m = tmp / "matrix.yaml"  # the source as a tarball: the same key, the same image as debian:trixie's
     m.write_text(f'interpreters: [{{name: cpython3.13t, version: "3.13.5", source: "tarball:{tarball}"}}]\n'
                  + SETTINGS + "packages:\n"
-                 f'  - {{name: {VICTIM[0]}, version: "=={VICTIM[1]}"}}\n  - {{name: ft_plant, path: {plant}}}\n')
+                 f'  - {{name: {VICTIM[0]}, version: "=={VICTIM[1]}", tests: testing}}\n'
+                 f'  - {{name: ft_plant, path: {plant}}}\n')
     return m
 
 

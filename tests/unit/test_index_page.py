@@ -106,3 +106,27 @@ def test_a_redirect_to_plain_http_on_another_host_is_not_followed(monkeypatch):
             fetch.sdist_sha256("six", "==1.17.0")
         with pytest.raises(fetch.IndexUnavailable):
             fetch.sdist_sha256("idna", "==1.17.0")
+
+
+def test_a_reuse_run_over_a_deep_index_page_runs_the_job_afresh(tmp_path, monkeypatch, caplog):
+    """#46, acceptance 2: the earlier result is fine, the index's page for it is 200,000 deep:
+    the run completes, that job runs, the problem is one line."""
+    import logging
+
+    from harness.job.runner import run_plan
+    from tests.unit.test_reuse import _earlier, _jobs
+    from tests.unit.test_runner import PREPARED, FakeBackend, FakeSteps
+
+    job, = _jobs('{name: six, version: "==1.17.0"}')
+    earlier = _earlier(tmp_path, job)
+    with _server() as (url, h):
+        h.routes["/simple/six/"] = (200, {}, b"[" * 200_000 + b"]" * 200_000)
+        monkeypatch.setenv(wheels.INDEX_ENV, url + "/simple/")
+        steps = FakeSteps()
+        with caplog.at_level(logging.INFO, logger="harness.job.reuse"):
+            summary = run_plan([job], out=tmp_path / "out", backend=FakeBackend(), prepared=PREPARED,
+                               run_one=steps, reuse_from=[earlier])
+    assert summary.ran == [job.job_id] and summary.reused == []
+    lines = [r.getMessage() for r in caplog.records if r.name == "harness.job.reuse"]
+    assert lines == [f"{job.job_id}: runs (the index's sdist could not be checked (the index's page for six: "
+                     f"{url}/simple/six/: the page is nested too deeply))"]

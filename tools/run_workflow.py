@@ -21,7 +21,9 @@ actions/upload-artifact         ``STATE/artifacts/<run>/<name>/``, laid out as u
 actions/download-artifact       by ``name`` into ``path``; by ``pattern`` each into
                                 ``path/<name>/``
 actions/cache/restore, /save    ``STATE/caches/<key>/`` (exact key, then the newest entry a
-                                restore-key prefixes; a saved key is never overwritten)
+                                restore-key prefixes; only an entry saved with the same
+                                ``path``, as actions/cache versions them; a saved key is never
+                                overwritten)
 actions/upload-pages-artifact   ``STATE/pages-upload/<run>/``; a ``deploy-pages`` job that
 actions/deploy-pages            runs makes it the site: ``STATE/site/``
 =============================== =========================================================
@@ -360,14 +362,24 @@ class Run:
             shutil.copytree(self.artifacts / n, target / n, dirs_exist_ok=True)
         return f"{', '.join(names)} into {target}"
 
+    @staticmethod
+    def _version(with_: dict[str, Any]) -> str:
+        """actions/cache's version of an entry: its paths (an entry saved with other paths is
+        not restored, whatever its key)."""
+        return hashlib.sha256("\n".join(str(with_["path"]).split()).encode()).hexdigest()[:16]
+
     def _restore(self, with_: dict[str, Any], ws: Path) -> tuple[dict[str, str], str]:
         caches = self.state / "caches"
-        key = str(with_["key"])
-        hit = caches / key if (caches / key).is_dir() else None
+        key, version = str(with_["key"]), self._version(with_)
+
+        def fits(p: Path) -> bool:
+            return p.is_dir() and (p / ".version").is_file() and (p / ".version").read_text() == version
+        hit = caches / key if fits(caches / key) else None
         exact = hit is not None
         if hit is None:
             for prefix in str(with_.get("restore-keys") or "").split():
-                entries = [p for p in caches.glob("*") if p.name.startswith(prefix)] if caches.is_dir() else []
+                entries = [p for p in caches.glob("*") if p.name.startswith(prefix) and fits(p)] \
+                    if caches.is_dir() else []
                 if entries:
                     hit = max(entries, key=lambda p: p.stat().st_mtime)
                     break
@@ -395,6 +407,7 @@ class Run:
                 shutil.copytree(src, tmp / p, symlinks=True)
             elif src.exists():
                 shutil.copy2(src, tmp / p)
+        (tmp / ".version").write_text(self._version(with_))
         tmp.rename(dst)
         return f"saved {dst.name}"
 

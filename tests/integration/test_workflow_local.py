@@ -120,6 +120,6 @@ def test_two_weekly_runs_of_the_workflow_with_a_hostile_package(tmp_path: Path) 
         assert f"{where}: refused: not at DIR/results/*.json" in week1["merge_log"], where
     assert week1["reused"] == {victim: "", plant: ""}
     assert week2["reused"] == {victim: "previous-results", plant: ""}  # a local package always runs
-    cached = json.loads((state / "caches" / "ft-results-1" / "next-results" / "manifest.json").read_text())
+    cached = json.loads((state / "caches" / "ft-results-1" / "previous-results" / "manifest.json").read_text())
     assert sorted(cached["results"]) == [victim, plant]
     assert not marker.exists()

@@ -137,3 +137,26 @@ def test_every_action_matrix_yml_uses_is_emulated_or_github_only():
                 "actions/download-artifact", "actions/cache/restore", "actions/cache/save",
                 "actions/upload-pages-artifact", "actions/deploy-pages"}
     assert used <= emulated, used - emulated
+
+
+def test_a_cache_saved_under_one_path_is_not_restored_under_another(tmp_path):
+    """actions/cache versions an entry by its paths: matrix.yml saved its results cache as
+    next-results and restored previous-results, so --reuse never had anything (found by running
+    the workflow through this tool)."""
+    wf = tmp_path / "wf.yml"
+    wf.write_text(WORKFLOW.replace("with: {path: prev, key: \"c-${{ github.run_id }}\"}",
+                                   "with: {path: elsewhere, key: \"c-${{ github.run_id }}\"}")
+                  .replace("mkdir -p prev; echo", "mkdir -p prev elsewhere; echo \"$GITHUB_RUN_ID\" > elsewhere/stamp; echo"))
+    state = tmp_path / "state"
+    assert rw.main(["--workflow", str(wf), "--state", str(state), "--run-id", "1"]) == 0
+    assert rw.main(["--workflow", str(wf), "--state", str(state), "--run-id", "2"]) == 0
+    assert not (state / "runs" / "2" / "run-1" / "workspace" / "out" / "results" / "prev1.json").exists()
+    summary = json.loads((state / "runs" / "2" / "summary.json").read_text())
+    assert any(s.get("emulated") == "c-2: no entry" for s in summary["steps"])
+
+
+def test_matrix_yml_saves_its_results_cache_under_the_path_it_restores():
+    wf = yaml.safe_load((ROOT / ".github" / "workflows" / "matrix.yml").read_text())
+    paths = {s["uses"].split("@")[0]: s["with"]["path"] for j in wf["jobs"].values() for s in j["steps"]
+             if "uses" in s and "ft-results-" in str(s.get("with", {}).get("key", ""))}
+    assert paths == {"actions/cache/restore": "previous-results", "actions/cache/save": "previous-results"}

@@ -160,3 +160,12 @@ def test_matrix_yml_saves_its_results_cache_under_the_path_it_restores():
     paths = {s["uses"].split("@")[0]: s["with"]["path"] for j in wf["jobs"].values() for s in j["steps"]
              if "uses" in s and "ft-results-" in str(s.get("with", {}).get("key", ""))}
     assert paths == {"actions/cache/restore": "previous-results", "actions/cache/save": "previous-results"}
+
+
+def test_matrix_yml_saves_its_report_cache_under_the_path_it_restores():
+    wf = yaml.safe_load((ROOT / ".github" / "workflows" / "matrix.yml").read_text())
+    paths = {(s["uses"].split("@")[0], s["with"]["path"]) for j in wf["jobs"].values() for s in j["steps"]
+             if "uses" in s and "ft-report-" in str(s.get("with", {}).get("key", ""))}
+    assert paths == {("actions/cache/restore", "previous"), ("actions/cache/save", "previous")}
+    steps = [s.get("name", "") for s in wf["jobs"]["report"]["steps"]]
+    assert steps.index("Keep this report for the next run") > steps.index("Diff against the last published report")

@@ -121,8 +121,9 @@ def _add_run(command: AddCommand) -> None:
     r.add_argument("--durations", metavar="REPORT", help=DURATIONS)
     r.add_argument("--resolved", metavar="FILE", help=RESOLVED + " (default: DIR/resolved.json)")
     r.add_argument("--reuse", action="append", metavar="DIR",
-                   help="an earlier run's output dir: a job whose key and sdist are the same "
-                        "there is not run again, its result is reused and says so (repeatable)")
+                   help="an earlier run's output dir (or a `report --keep-results` dir): a job "
+                        "whose key and sdist are the same in its manifest.json is not run again, "
+                        "its result is reused and says so (repeatable)")
     _only(r, "package")
     _only(r, "interpreter")
     r.add_argument("--fail-on", metavar="VERDICTS", type=_verdicts, help=FAIL_ON)
@@ -145,6 +146,9 @@ def _add_report(command: AddCommand) -> None:
     rp.add_argument("--resolved", metavar="FILE", help="with --matrix: " + RESOLVED)
     rp.add_argument("--site-url", metavar="URL",
                     help="where the site is published: linked at the top of the step summary")
+    rp.add_argument("--keep-results", metavar="DIR",
+                    help="copy the merged result files into DIR/results/ with DIR/manifest.json "
+                    "(what a later `run --reuse DIR` accepts)")
 
 
 def _add_plan(command: AddCommand) -> None:

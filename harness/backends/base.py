@@ -41,6 +41,76 @@ class Quiet:
         return now - self.since >= self.seconds
 
 
+class DiskWatch:
+    """A running command's workspace on the host's disk, measured at most every ``every`` seconds
+    (longer for a workspace whose walk takes over 20 ms: 50 times the walk, so the watch costs at
+    most ~2% of a core), by the blocks its files take, links not followed: ``over()`` is True
+    once it holds more than
+    ``workspace_bytes`` (harness.core.limits).  The measure stops counting past the limit, so a
+    workspace of a million files costs one walk up to the point it is over."""
+
+    def __init__(self, root: Path | None, every: float = 1.0) -> None:
+        from ..core.limits import value
+
+        self.root, self.every = root, every
+        self.limit = value("workspace_bytes")
+        self.last, self.held = 0.0, 0
+
+    def over(self) -> bool:
+        if self.root is None:
+            return False
+        now = time.monotonic()
+        if now - self.last < self.every:
+            return self.held > self.limit
+        self.held = disk_use(self.root, stop=self.limit)
+        self.last = time.monotonic()
+        # a big workspace is walked less often: the watch costs at most ~2% of a core
+        self.every = max(self.every, 50 * (self.last - now))
+        return self.held > self.limit
+
+    def note(self) -> str:
+        return f"workspace_bytes: the workspace held over {self.held} bytes"
+
+
+def disk_use(root: Path, stop: int = 1 << 62) -> int:
+    """Bytes the files under ``root`` take on disk (st_blocks), no link followed; counting stops
+    once past ``stop``."""
+    total, todo = 0, [str(root)]
+    while todo and total <= stop:
+        try:
+            with os.scandir(todo.pop()) as it:
+                for e in it:
+                    try:
+                        st = e.stat(follow_symlinks=False)
+                    except OSError:
+                        continue
+                    total += st.st_blocks * 512
+                    if e.is_dir(follow_symlinks=False):
+                        todo.append(e.path)
+        except OSError:
+            continue
+    return total
+
+
+FILE_SIGNAL = 25  # SIGXFSZ: a write past RLIMIT_FSIZE (file_bytes); Python ignores it (EFBIG)
+
+
+def file_limit(log_fd: int, signal: int | None) -> str:
+    """'' or the ``file_bytes`` limit a command ran into: its log (the host's fd on it) reached
+    the size, or the kernel's SIGXFSZ ended it (a Python process gets EFBIG instead)."""
+    from ..core.limits import value
+
+    try:
+        size = os.fstat(log_fd).st_size
+    except OSError:
+        size = 0
+    if size >= value("file_bytes"):
+        return f"file_bytes: its log reached {size} bytes; the rest was refused"
+    if signal == FILE_SIGNAL:
+        return "file_bytes: a file it wrote reached the size limit (SIGXFSZ)"
+    return ""
+
+
 def killed_note(after: float, timeout: float, stalled: float) -> bytes:
     """The line a backend appends to a log when it ended the command (``harness.parse.hang``)."""
     if stalled:

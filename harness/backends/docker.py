@@ -29,16 +29,17 @@ import shlex
 import threading
 import time
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import BinaryIO
 
-from ..core import logcap
+from ..core import limits, logcap
 from ..core.errors import InfraError
 from ..core.model import Exec
 from ..core.stored import IN_CONTAINER as STORE_IN_CONTAINER
 from ..core.wsfs import JobDir
 from ..interpreters.images import clean, daemon_error, docker_client, remove_volumes
-from .base import Quiet, Workspace, job_dir, killed_note
+from .base import DiskWatch, Quiet, Workspace, file_limit, job_dir, killed_note
 
 log = logging.getLogger(__name__)
 
@@ -53,6 +54,7 @@ SOURCE_RO = "/source"
 ISOLATED_OUT = "/out"  # run_isolated's one writable mount
 RUNTIME_UID = 1000
 POLL = 5.0  # seconds between checks of a running container (also bounds close() latency)
+DOCKER_LOG = {"max-size": "16m", "max-file": "1"}  # docker's json-file log of a container's stdout
 STOP_PROBE = 10.0  # after an outside SIGTERM/SIGKILL: how long to watch for a daemon going away
 
 
@@ -172,6 +174,8 @@ class DockerBackend:
     def _config(self, ws: Workspace, argv: list[str], env: dict[str, str], cwd: str,
                 log_in: str | None, network: bool, only: dict[str, dict[str, str]] | None = None) -> dict:
         """``only``: these mounts instead of the job's (run_isolated: no workspace, no pip cache)."""
+        from docker.types import LogConfig, Ulimit
+
         job_id = self._job_id(ws)
         environment = {"HOME": "/tmp", "TMPDIR": "/tmp", **self.job_env.get(job_id, {}), **env}
         volumes = dict(only) if only is not None else dict(self._mounts.get(job_id) or {
@@ -208,6 +212,10 @@ class DockerBackend:
             tmpfs={"/tmp": f"rw,exec,nosuid,size={self.tmpfs_size}"},
             init=True,
             detach=True,
+            # the disk a container can fill (#46): any one file (its log on the mount too) refused
+            # past file_bytes by the kernel; docker's own log of its stdout capped
+            ulimits=[Ulimit(name="fsize", soft=limits.value("file_bytes"), hard=limits.value("file_bytes"))],
+            log_config=LogConfig(type="json-file", config=DOCKER_LOG),
         )
 
     def run(self, ws: Workspace, argv: list[str], *, env: dict[str, str], cwd: str,
@@ -274,10 +282,13 @@ class DockerBackend:
             container.start()
             # the log grows on the host only when the container writes it through the mount
             quiet = Quiet(log_file.fileno(), idle if log_in is not None else 0)
-            timed_out = self._wait(container, started + timeout, quiet)
+            disk = DiskWatch(ws.host_root if only is None else None)  # run_isolated: its own out dir
+            timed_out = self._wait(container, started + timeout, quiet, disk)
             duration = time.monotonic() - started
+            full = disk.over()
+            timed_out = timed_out and not full
             stalled = timed_out and duration < timeout  # ended before its deadline: the log stalled
-            if timed_out:
+            if timed_out or full:
                 with contextlib.suppress(Exception):
                     container.kill()
                 self._wait(container, time.monotonic() + 30)
@@ -292,6 +303,8 @@ class DockerBackend:
             self._collect_logs(container, log_file)
             if timed_out:  # the same note as the local backend
                 log_file.write(killed_note(duration, timeout, idle if stalled else 0))
+            if full:
+                log_file.write(f"\n[ft-harness] killed: limit {disk.note()}\n".encode())
         except InfraError:
             raise
         except Exception as e:
@@ -301,7 +314,8 @@ class DockerBackend:
             raise daemon_error(e) from None
         finally:
             self._remove(job_id, container)
-        return self._outcome(state, timed_out, duration)
+        ex = self._outcome(state, timed_out, duration)
+        return replace(ex, limit=disk.note() if full else file_limit(log_file.fileno(), ex.signal))
 
     @staticmethod
     def _create_failed(e: Exception, image: str) -> InfraError:
@@ -325,13 +339,15 @@ class DockerBackend:
                 raise daemon_error(e) from None
             time.sleep(0.25)
 
-    def _wait(self, container, deadline: float, quiet: Quiet | None = None) -> bool:
-        """Wait for the container to stop; True when the deadline passed first, or its log
-        stalled (``quiet``)."""
-        step = 1.0 if quiet is not None and quiet.seconds else POLL  # a log to watch: look often
+    def _wait(self, container, deadline: float, quiet: Quiet | None = None,
+              disk: DiskWatch | None = None) -> bool:
+        """Wait for the container to stop; True when the deadline passed first, its log
+        stalled (``quiet``) or its workspace went past ``workspace_bytes`` (``disk``)."""
+        watch = (quiet is not None and quiet.seconds) or (disk is not None and disk.root is not None)
+        step = 1.0 if watch else POLL  # a log or a workspace to watch: look often
         while True:
             left = deadline - time.monotonic()
-            if left <= 0 or (quiet is not None and quiet.stalled()):
+            if left <= 0 or (quiet is not None and quiet.stalled()) or (disk is not None and disk.over()):
                 return True
             try:
                 container.wait(timeout=max(1, min(step, left)))
@@ -404,6 +420,8 @@ class DockerBackend:
                 "--security-opt", "no-new-privileges", "--pids-limit", str(self.pids_limit),
                 "--memory", self.mem_limit, "--memory-swap", self.mem_limit, "--cpus", f"{self.cpus:g}",
                 "--read-only", "--tmpfs", f"/tmp:rw,exec,nosuid,size={self.tmpfs_size}", "--init",
+                "--ulimit", f"fsize={limits.value('file_bytes')}",
+                "--log-driver", "json-file", *(f"--log-opt={k}={v}" for k, v in DOCKER_LOG.items()),
                 "-v", f"{ws.host_root}:{ws.root}"]
         job_id = self._job_id(ws)
         for host, m in self.job_mounts.get(job_id, {}).items():

@@ -16,8 +16,9 @@ import threading
 import time
 from pathlib import Path
 
+from ..core import limits
 from ..core.model import Exec
-from .base import Quiet, Workspace, job_dir, killed_note
+from .base import DiskWatch, Quiet, Workspace, file_limit, job_dir, killed_note
 
 POLL = 1.0  # seconds between checks of a running command's log (``idle``)
 
@@ -81,8 +82,9 @@ class LocalBackend:
             self._limit(proc.pid)
             with self._lock:
                 self._procs[proc.pid] = proc
-            timed_out, stalled = False, False
+            timed_out, stalled, full = False, False, False
             quiet, deadline = Quiet(fd, idle), start + timeout
+            disk = DiskWatch(ws.host_root)
             try:
                 while True:
                     try:
@@ -90,8 +92,9 @@ class LocalBackend:
                         break
                     except subprocess.TimeoutExpired:
                         stalled = quiet.stalled()
-                        if stalled or time.monotonic() >= deadline:
-                            timed_out = True
+                        full = disk.over()
+                        if full or stalled or time.monotonic() >= deadline:
+                            timed_out = not full
                             _kill_group(proc)
                             proc.wait()
                             break
@@ -101,11 +104,14 @@ class LocalBackend:
                 _kill_group(proc)  # leftovers of the group (daemonised children)
             if timed_out:  # through the fd opened above, never the name again
                 out.write(killed_note(time.monotonic() - start, timeout, idle if stalled else 0))
-        rc = proc.returncode
-        sig = -rc if rc is not None and rc < 0 else None
+            rc = proc.returncode
+            sig = -rc if rc is not None and rc < 0 else None
+            limit = disk.note() if full else file_limit(fd, sig)
+            if full:
+                out.write(f"\n[ft-harness] killed: limit {limit}\n".encode())
         return Exec(exit_code=None if timed_out else rc, signal=None if timed_out else sig,
                     timed_out=timed_out, duration=time.monotonic() - start,
-                    infra="cancelled" if self._cancelled.is_set() else "")
+                    infra="cancelled" if self._cancelled.is_set() else "", limit=limit)
 
     def isolated_out(self, out: Path) -> str:
         return str(out)
@@ -122,7 +128,11 @@ class LocalBackend:
         return None
 
     def _limit(self, pid: int) -> None:
-        """Cap the data segment of the new process (its children inherit the cap)."""
+        """Cap the data segment of the new process, and the size of any file it writes
+        (``file_bytes``: its log too, refused at write time); its children inherit both."""
+        fsize = limits.value("file_bytes")
+        with contextlib.suppress(ProcessLookupError, PermissionError, OSError):
+            resource.prlimit(pid, resource.RLIMIT_FSIZE, (fsize, fsize))
         if self.mem_limit:
             with contextlib.suppress(ProcessLookupError, PermissionError, OSError):
                 resource.prlimit(pid, resource.RLIMIT_DATA, (self.mem_limit, self.mem_limit))

@@ -83,8 +83,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     reuse_from = [Path(d) for d in args.reuse or ()]
     for d in reuse_from:
         if not d.is_dir():
-            raise ConfigError("--reuse takes an earlier run's output dir (or its results dir)",
-                              file=str(d))
+            raise ConfigError("--reuse takes an earlier run's output dir (or a dir written by "
+                              "`report --keep-results`)", file=str(d))
     cache = interpreters.cache_root(args.cache)
     backend_name, note = backends.choose(args.backend)
     if note:
@@ -107,8 +107,10 @@ def cmd_run(args: argparse.Namespace) -> int:
                 "matrix_digest": spec.digest, "started": summary.started,
                 "finished": summary.finished, "backend": backend_name, "shard": args.shard or ""}
         # a shard's report is partial: the step summary is the merged report's alone
+        # out/manifest.json lists the results of out/results/ for a later `run --reuse out` (#46)
         report = write_report([out], out, meta=meta, previous=None,
-                              expected=[j.job_id for j in jobs], step_summary=not args.shard)
+                              expected=[j.job_id for j in jobs], step_summary=not args.shard,
+                              keep=out)
     return gate(report, args.fail_on)
 
 
@@ -118,22 +120,35 @@ def cmd_run(args: argparse.Namespace) -> int:
 def write_report(dirs: list[Path], out: Path, *, meta: dict[str, Any], previous: Path | None,
                  expected: list[str] | None, history: Path | None = None,
                  require_results: bool = False, step_summary: bool = True,
-                 site_url: str = "", planned: Sequence[Job] | None = None) -> CompatReport:
+                 site_url: str = "", planned: Sequence[Job] | None = None,
+                 keep: Path | None = None) -> CompatReport:
     """Aggregate the result files of ``dirs`` and render every report into ``out``; with
-    ``planned`` (the plan's jobs), only the results that belong to one of them."""
+    ``planned`` (the plan's jobs), only the results that belong to one of them; with ``keep``,
+    the merged result files copied into ``keep/results/`` and listed in ``keep/manifest.json``
+    (harness.results.manifest: what ``run --reuse`` accepts)."""
     from .. import render
-    from ..results import aggregate
-    from ..results.load import load_json, load_results, read_report
+    from ..results import aggregate, manifest
+    from ..results.load import load_json, load_results, read_report, stray_results
 
-    results, problems = load_results(dirs)
+    sources: dict[str, tuple[Path, str]] = {}
+    results, problems = load_results(dirs, sources=sources)
     for p in problems:
         print(f"ft-harness: skipped {textsafe.line(p)}", file=sys.stderr)  # names a file in a results dir
+    merging = [d for d in dirs if Path(d).resolve() != out.resolve()]  # shards' artifacts
+    for p in stray_results(merging):  # planted in a workspace's logs: never read, listed
+        print(f"ft-harness: {textsafe.line(p)}", file=sys.stderr)
     if planned is not None:
         from ..config.plan import in_plan
 
         results, refused = in_plan(results, planned)
         for line in refused:  # listed, never merged: a shard's artifact is not trusted
             print(f"ft-harness: {textsafe.line(line)}", file=sys.stderr)
+    if keep is not None:
+        try:
+            for line in manifest.keep(sources, [r.job_id for r in results], keep):
+                print(f"ft-harness: {textsafe.line(line)}", file=sys.stderr)
+        except OSError as e:
+            raise InfraError(f"cannot keep the results in {keep}: {e.strerror or e}") from None
     if require_results and not results:
         where = ", ".join(str(d) for d in dirs)
         why = f"{len(problems)} result file(s) skipped as invalid" if problems else "no results/*.json"
@@ -200,7 +215,8 @@ def cmd_report(args: argparse.Namespace) -> int:
                           previous=Path(args.previous) if args.previous else None,
                           expected=expected, planned=planned,
                           history=Path(args.history) if args.history else None,
-                          require_results=True, site_url=args.site_url or "")
+                          require_results=True, site_url=args.site_url or "",
+                          keep=Path(args.keep_results) if args.keep_results else None)
     return gate(report, args.fail_on)
 
 

@@ -168,13 +168,63 @@ def _file_version(filename: str) -> str:
         return ""
 
 
+LOOPBACK = ("localhost", "127.0.0.1", "::1")
+
+
+def secure_url(url: str) -> bool:
+    """https, or http to a loopback host (pip's secure origins): where the host may be sent."""
+    u = urlsplit(url)
+    host = u.hostname or ""
+    return (u.scheme == "https" and bool(host)) or (
+        u.scheme == "http" and (host in LOOPBACK or host.startswith("127.")))
+
+
+class _Redirects(urllib.request.HTTPRedirectHandler):
+    """Each redirect re-checked (#46): to https (or http on a loopback host) only, and the
+    index's ``Authorization`` header dropped when it leaves the host (scheme, host, port) the
+    credentials were given for -- urllib would send them on to any host."""
+
+    def redirect_request(self, req: urllib.request.Request, fp: Any, code: int, msg: str,
+                         headers: Any, newurl: str) -> urllib.request.Request | None:
+        new = super().redirect_request(req, fp, code, msg, headers, newurl)
+        if new is None:
+            return None
+        if not secure_url(new.full_url):
+            raise urllib.error.HTTPError(redact(newurl), code, "a redirect to a URL that is not "
+                                         "https (or http on a loopback host) is not followed",
+                                         headers, fp)
+        old, now = urlsplit(req.full_url), urlsplit(new.full_url)
+        if (old.scheme, old.hostname, old.port) != (now.scheme, now.hostname, now.port):
+            new.remove_header("Authorization")
+        return new
+
+
+_OPENER = urllib.request.build_opener(_Redirects)
+
+
+def urlopen(req: urllib.request.Request, timeout: float) -> Any:
+    """``urllib.request.urlopen`` with the redirect rule of ``_Redirects``: every request the
+    host makes to the index and the files it lists goes through this."""
+    return _OPENER.open(req, timeout=timeout)
+
+
+MAX_PAGE_BYTES = 128 << 20  # the largest PyPI project pages (botocore) are tens of MiB
+
+
 def simple_json(name: str, timeout: float = 20) -> dict[str, Any]:
-    """A project's page from the index's JSON simple API (PEP 691); raises OSError/ValueError."""
+    """A project's page from the index's JSON simple API (PEP 691); raises OSError/ValueError.
+    Read with a size cap; a page nested too deeply is a ValueError like any bad page (#46)."""
     url = project_url(name)
     req = request(url, {"Accept": "application/vnd.pypi.simple.v1+json"})
-    with urllib.request.urlopen(req, timeout=timeout) as r:
-        data = json.load(r)
-    if not isinstance(data, dict):
+    with urlopen(req, timeout=timeout) as r:
+        raw = r.read(MAX_PAGE_BYTES + 1)
+    if len(raw) > MAX_PAGE_BYTES:
+        raise ValueError(f"{redact(url)}: the page is larger than {MAX_PAGE_BYTES >> 20} MiB")
+    try:
+        data = json.loads(raw)
+    except RecursionError:
+        raise ValueError(f"{redact(url)}: the page is nested too deeply") from None
+    if not isinstance(data, dict) or not isinstance(data.get("files", []), list):
         raise ValueError(f"{redact(url)}: not a PEP 691 project page")
     return _absolute(data, redact(url))
 

@@ -360,16 +360,20 @@ class TsanReport:
 
 
 _MAX_PROBE_ITEMS = 10_000
+_MAX_META_TEXT = 2000  # characters of the summary, the home page and each project URL (and its label)
+_MAX_META_URLS = 50
 _MAX_PROBE_ERRORS = 100  # failed imports kept with their traceback (each cut to 2,000 characters)
 
 
 def _probe_metadata(m: Any) -> dict[str, Any] | None:
     if not isinstance(m, dict):
         return None
-    out: dict[str, Any] = {k: m[k] for k in ("summary", "home_page") if isinstance(m.get(k), str)}
+    # capped (#46): what a package's metadata says is copied into every result and report
+    out: dict[str, Any] = {k: m[k][:_MAX_META_TEXT] for k in ("summary", "home_page") if isinstance(m.get(k), str)}
     urls = m.get("project_urls")
     if isinstance(urls, dict):
-        out["project_urls"] = {k: v for k, v in urls.items() if isinstance(k, str) and isinstance(v, str)}
+        out["project_urls"] = {k[:_MAX_META_TEXT]: v[:_MAX_META_TEXT] for k, v in list(urls.items())[:_MAX_META_URLS]
+                               if isinstance(k, str) and isinstance(v, str)}
     return out
 
 

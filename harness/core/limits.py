@@ -1,4 +1,5 @@
-"""The bounds on what the host reads of a package's own files (issue #29), each with a name.
+"""The bounds on what the host reads of a package's own files (issue #29), and on the disk a
+job's commands may fill (#46: ``workspace_bytes``, ``file_bytes``), each with a name.
 
 A package's sdist and the files its code writes in the job's workspace (logs, probe.json,
 JUnit) are untrusted input the host reads outside any container and outside ``job_timeout``.
@@ -38,6 +39,12 @@ LIMITS: dict[str, Limit] = {lim.name: lim for lim in (
     Limit(name="requirements_files", default=100, what="requirements files one -r chain reads"),
     Limit(name="nesting", default=100, what="nesting depth of a TOML or JSON document"),
     Limit(name="conftest_bytes", default=1 << 20, what="bytes of a conftest.py scanned for imports"),
+    Limit(name="workspace_bytes", default=16 << 30,
+          what="bytes a job's workspace may hold on the host's disk (measured every second while "
+               "a command runs; past it the command is killed and the job stops)"),
+    Limit(name="file_bytes", default=4 << 30,
+          what="bytes of any one file a job's command writes, its phase log included (the kernel's "
+               "RLIMIT_FSIZE, refused at write time)"),
     Limit(name="log_bytes", default=64 << 20,
           what="bytes of one phase's log kept (the rest is cut, and the log says so)"),
     Limit(name="tests_per_phase", default=200_000,

@@ -93,6 +93,7 @@ class Exec:
     oom_killed: bool = False
     duration: float = 0.0
     infra: str = ""  # non-empty: the backend itself failed ("docker daemon went away")
+    limit: str = ""  # a disk limit the command went past (harness.core.limits), with what it held
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -19,6 +19,7 @@ from ..config import wheels
 from ..config.plan import Job
 from ..core import logcap
 from ..core.errors import InfraError
+from ..core.limits import LimitExceeded
 from ..core.model import InterpreterInfo, Phase, TestCommand
 from ..core.wsfs import JobDir
 from . import jobfiles
@@ -121,4 +122,7 @@ def run_phase(ctx: JobCtx, name: str, kind: str, cmd: list[str] | TestCommand, *
         phase = replace(phase, tsan=tuple(jobfiles.tsan_reports(ctx.fs, tsan_dir)))
     ctx.phases.append(phase)
     log.info("%s %s: exit %s in %.1fs", ctx.job.job_id, name, ex.exit_code, ex.duration)
+    if ex.limit:  # the package filled the host's disk past a named bound: the job stops here
+        limit, _, detail = ex.limit.partition(": ")
+        raise LimitExceeded(limit, f"in phase {name}: {detail}")
     return phase

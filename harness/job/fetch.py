@@ -87,8 +87,10 @@ def _pick(name: str, spec: str, page: Page) -> tuple[Version, dict[str, Any], st
     """(version, file entry, sha256) of the newest non-yanked sdist ``spec`` allows."""
     try:
         data = page(name)
-    except (OSError, ValueError) as e:
-        raise IndexUnavailable(f"the index's page for {name}: {e}") from None
+        if not isinstance(data, dict) or not isinstance(data.get("files", []), list):
+            raise ValueError("not a PEP 691 project page")
+    except (OSError, ValueError, RecursionError) as e:
+        raise IndexUnavailable(f"the index's page for {name}: {str(e)[:300]}") from None
     try:
         allowed = SpecifierSet(spec)
     except InvalidSpecifier as e:
@@ -125,7 +127,7 @@ def sdist(name: str, spec: str, dest: Path, *, page: Page = wheels.simple_json,
     h = hashlib.sha256()
     size = 0
     try:
-        with urllib.request.urlopen(wheels.request(str(f["url"])), timeout=timeout) as r, \
+        with wheels.urlopen(wheels.request(str(f["url"])), timeout=timeout) as r, \
                 open(target, "wb") as out:
             while chunk := r.read(1 << 20):
                 size += len(chunk)

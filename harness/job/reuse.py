@@ -1,8 +1,9 @@
 """Results of earlier runs reused instead of running a job again (``run --reuse DIR``, #34).
 
 A weekly run of the top N re-tests only what changed, the way crater re-runs only its retry
-list: a job is reused when an earlier run (a ``--out`` dir, a shard's artifact, a results dir)
-holds a result for the same job id whose
+list: a job is reused when an earlier run (its ``--out`` dir, a shard's artifact, or the dir
+``report --keep-results`` wrote) holds a result for the same job id, listed with its sha256 in
+that dir's ``manifest.json`` (harness.results.manifest, #46), whose
 
 * key is equal -- matrix entry (package, exact version spec), interpreter build, settings and
   the version of the harness's test phases (``plan.PHASES_VERSION``): ``Job.key``;
@@ -27,6 +28,7 @@ from pathlib import Path
 from .. import verdict
 from ..config.plan import Job
 from ..core.model import Finding, JobResult
+from ..results import manifest
 from ..results.load import read_one
 from . import fetch
 
@@ -35,23 +37,54 @@ log = logging.getLogger(__name__)
 Sha256 = Callable[[str, str], str]  # (name, version spec) -> the index's sdist sha256 now
 
 
+MAX_REFUSED_SHOWN = 20
+
+
+def _from_dir(d: Path, found: dict[str, tuple[JobResult, str]], conflicts: set[str]) -> list[str]:
+    """Add the results ``d``'s manifest lists to ``found``; return the refused files' lines."""
+    try:
+        listed = manifest.read(d)
+    except manifest.BadManifest as e:
+        return [str(e)]
+    refused: list[str] = []
+    results = d / "results"
+    for job_id, sha in listed.items():
+        res, why = read_one(results / f"{job_id}.json", sha256=sha)
+        if res is None:
+            refused.append(why)
+            continue
+        old = found.get(job_id)
+        if old is not None and old[0] != res:  # never picked by `finished`: neither is used
+            refused.append(f"{results / f'{job_id}.json'}: refused: {old[1]} holds another result "
+                           "for this job; neither is reused")
+            conflicts.add(job_id)
+        elif old is None:
+            found[job_id] = (res, str(d))
+    try:
+        extra = sorted(p for p in results.iterdir() if p.stem not in listed) if results.is_dir() else []
+    except OSError as e:
+        return [*refused, f"{results}: cannot be listed ({e.strerror})"]
+    refused += [f"{p}: refused: not listed in {d / manifest.NAME}" for p in extra]
+    return refused
+
+
 def earlier_results(dirs: Sequence[Path]) -> dict[str, tuple[JobResult, str]]:
-    """job id -> (result, the dir it came from), over ``dirs`` (each a run's ``--out``, a
-    results dir or a dir of shards' artifacts); a file that cannot be read is logged and
-    skipped; of one job id in several places, the one that finished last."""
+    """job id -> (result, the dir it came from), over ``dirs`` (each an earlier run's ``--out``,
+    or a ``report --keep-results`` dir): only ``DIR/results/<job id>.json`` files that
+    ``DIR/manifest.json`` lists with their sha256 (harness.results.manifest), each read as a new
+    result is (types checked).  Every other file there, and every file that fails a check, is
+    refused and logged; a job with different results in two dirs is not reused at all."""
     found: dict[str, tuple[JobResult, str]] = {}
+    conflicts: set[str] = set()
+    refused: list[str] = []
     for d in dirs:
-        d = Path(d)
-        files = sorted((d / "results").glob("*.json")) if (d / "results").is_dir() else \
-            sorted(d.rglob("results/*.json")) or sorted(d.glob("*.json"))
-        for f in files:
-            res, why = read_one(f)
-            if res is None:
-                log.warning("--reuse: %s", why)
-                continue
-            old = found.get(res.job_id)
-            if old is None or res.finished > old[0].finished:
-                found[res.job_id] = (res, str(d))
+        refused += _from_dir(Path(d), found, conflicts)
+    for line in refused[:MAX_REFUSED_SHOWN]:
+        log.warning("--reuse: %s", line)
+    if len(refused) > MAX_REFUSED_SHOWN:
+        log.warning("--reuse: %d more files refused", len(refused) - MAX_REFUSED_SHOWN)
+    for job_id in conflicts:
+        found.pop(job_id, None)
     return found
 
 
@@ -93,16 +126,25 @@ def redecided(prev: JobResult, job: Job, where: str) -> JobResult:
 
 def pick(todo: Sequence[tuple[Job, str]], earlier: dict[str, tuple[JobResult, str]],
          sha256: Sha256 = fetch.sdist_sha256) -> tuple[list[tuple[Job, str]], list[JobResult]]:
-    """(jobs still to run, results reused for the others)."""
+    """(jobs still to run, results reused for the others).  Each job's decision is its own: an
+    earlier result that makes the check or the re-decision fail in any way is one log line, and
+    that job runs afresh (the run never stops on an earlier result)."""
     run: list[tuple[Job, str]] = []
     kept: list[JobResult] = []
     for job, key in todo:
         hit = earlier.get(job.job_id)
-        why = "no earlier result" if hit is None else why_not(job, key, hit[0], sha256)
-        if why or hit is None:
+        try:
+            why = "no earlier result" if hit is None else why_not(job, key, hit[0], sha256)
+            again = None if why or hit is None else redecided(hit[0], job, hit[1])
+        except Exception as e:  # noqa: BLE001 - an untrusted earlier result: this job runs
+            log.warning("%s: runs (its earlier result in %s is unusable: %s: %s)", job.job_id,
+                        hit[1] if hit else "?", type(e).__name__, str(e)[:200])
+            run.append((job, key))
+            continue
+        if again is None:
             log.info("%s: runs (%s)", job.job_id, why)
             run.append((job, key))
             continue
-        log.info("%s: reused from %s (same key and sdist)", job.job_id, hit[1])
-        kept.append(redecided(hit[0], job, hit[1]))
+        log.info("%s: reused from %s (same key and sdist)", job.job_id, hit[1] if hit else "?")
+        kept.append(again)
     return run, kept

@@ -13,7 +13,10 @@ written stops the whole run with InfraError.
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import os
+import shutil
 import signal
 import threading
 import time
@@ -29,8 +32,9 @@ from ..backends.base import Backend, Prepared
 from ..config.plan import Job
 from ..core.errors import InfraError, Interrupted
 from ..core.limits import LimitExceeded
-from ..core.model import Finding, InterpreterInfo, JobResult, now_iso, open_fresh, write_json_atomic
+from ..core.model import Finding, InterpreterInfo, JobResult, now_iso, write_json_atomic
 from ..core.progress import NullReporter, Reporter
+from ..core.wsfs import JobDir
 from ..results.load import read_one
 from . import fetch, reuse
 from .job import Progress, run_job
@@ -90,6 +94,25 @@ def infra_result(job: Job, key: str, prepared: Prepared, backend: str, message: 
 
 
 HARNESS_BUG_LOG = "harness-error.log"
+DISK_LIMITS = ("workspace_bytes", "file_bytes")
+KEPT = ("logs", "junit")  # what the shard's artifact uploads
+
+
+def free_workspace(root: Path) -> None:
+    """Everything of a job's workspace but its logs and JUnit removed (a job that went past a
+    disk limit); links removed as links, never followed."""
+    try:
+        entries = list(os.scandir(root))
+    except OSError:
+        return
+    for e in entries:
+        if e.name in KEPT and e.is_dir(follow_symlinks=False):
+            continue
+        with contextlib.suppress(OSError):
+            if e.is_dir(follow_symlinks=False):
+                shutil.rmtree(e.path)
+            else:
+                os.unlink(e.path)
 
 
 def bug_result(job: Job, key: str, prepared: Prepared, backend: str, exc: BaseException,
@@ -97,14 +120,16 @@ def bug_result(job: Job, key: str, prepared: Prepared, backend: str, exc: BaseEx
     """The job's ``infra-error`` when the harness itself failed on it: the exception named, its
     traceback in the job's ``logs/harness-error.log``; never blamed on the package."""
     tb = "".join(traceback.format_exception(exc))
-    where = out / "work" / job.job_id / "logs" / HARNESS_BUG_LOG
+    root = out / "work" / job.job_id
     shown = f"work/{job.job_id}/logs/{HARNESS_BUG_LOG}"
-    try:
-        where.parent.mkdir(parents=True, exist_ok=True)
-        with open_fresh(where) as f:
-            f.write(f"ft-harness failed on job {job.job_id} (a bug of ft-harness):\n{tb}")
-    except OSError as e:
-        shown = f"not written: {e.strerror or e}"
+    try:  # through the workspace's handle, as every other write into it (#46): no link followed
+        root.mkdir(parents=True, exist_ok=True)
+        with JobDir(root) as fs:
+            fs.makedirs("logs")
+            with fs.create_text(f"logs/{HARNESS_BUG_LOG}") as f:
+                f.write(f"ft-harness failed on job {job.job_id} (a bug of ft-harness):\n{tb}")
+    except (OSError, ValueError) as e:
+        shown = f"not written: {getattr(e, 'strerror', None) or e}"
     log.error("%s: a bug of ft-harness: %s", job.job_id, tb)
     what = f"{type(exc).__name__}: {str(exc)[:500]}"
     message = (f"ft-harness failed on this job (a bug of ft-harness, not of the package): {what}; "
@@ -188,6 +213,8 @@ class _Workers:
                    else f"{e.strerror or e} ({e.filename or 'harness I/O'})")
             return infra_result(job, key, p, name, why)
         except LimitExceeded as e:  # the package's files past a bound of the host's (harness.core.limits)
+            if e.limit in DISK_LIMITS:  # what it wrote goes; its logs stay, the run goes on
+                free_workspace(self.out / "work" / job.job_id)
             res = infra_result(job, key, p, name,
                                f"setup: {job.package.name}: {e} (FT_HARNESS_LIMIT_{e.limit.upper()} "
                                "raises it)")

@@ -18,9 +18,10 @@ import os
 import re
 import shlex
 import shutil
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from ..core.stored import StoredWheel
 from . import toolslayer, wheelstore
@@ -95,6 +96,15 @@ def prepare(ctx: JobCtx, *, venv_sh: str, vpy: str, requirements: Sequence[str],
     return StoreUse(planned=True, find_links=tuple(links), built=tuple(built), found=tuple(found), tools_layer=used_layer)
 
 
+def shared_env(env: Mapping[str, str], package_env: Any) -> dict[str, str]:
+    """The env of a step whose output every later job shares (the tools layer, a stored wheel):
+    the harness's own values only.  Neither key has the package's ``env`` in it, so one
+    package's PIP_INDEX_URL, CFLAGS or PIP_CONSTRAINT must not shape what others copy in (#46);
+    no pip cache (--no-cache-dir)."""
+    own = dict(package_env)  # the matrix's env: a mapping or its (key, value) pairs
+    return {k: v for k, v in env.items() if k != "PIP_CACHE_DIR" and not (k in own and own[k] == v)}
+
+
 def _tools_layer(ctx: JobCtx, store: Path, tools: Sequence[str]) -> tuple[str, str, str]:
     """(the store's layer of ``tools`` as the backend sees it, or "" for none; the log's line; "built
     <digest>" / "reused <digest>" / ""), built now in a step of its own when the store lacks it."""
@@ -107,7 +117,7 @@ def _tools_layer(ctx: JobCtx, store: Path, tools: Sequence[str]) -> tuple[str, s
                 return seen, f"ft-harness: tools layer: reused {seen}", f"reused {dig}"
             out = toolslayer.scratch(store, key)
             try:
-                env = {k: v for k, v in ctx.env.items() if k != "PIP_CACHE_DIR"}  # no cache: --no-cache-dir
+                env = shared_env(ctx.env, ctx.job.package.env)
                 phase = run_phase(ctx, toolslayer.PHASE, KIND,
                                   toolslayer.build_argv(ctx.ws.python, ctx.backend.isolated_out(out), tools),
                                   env=env, cwd=ctx.backend.isolated_out(out),
@@ -127,7 +137,7 @@ def _build(ctx: JobCtx, store: Path, key: str, sd: Sdist) -> tuple[StoredWheel |
     out = wheelstore.scratch(store, key)
     try:
         name = "wheel-" + re.sub(r"[^A-Za-z0-9_.-]", "_", f"{sd.name}-{sd.version}")
-        env = {k: v for k, v in ctx.env.items() if k != "PIP_CACHE_DIR"}  # no cache: --no-cache-dir
+        env = shared_env(ctx.env, ctx.job.package.env)
         phase = run_phase(ctx, name, KIND, wheelstore.build_argv(ctx.ws.python, sd, ctx.backend.isolated_out(out)),
                           env=env, cwd=ctx.backend.isolated_out(out), timeout=ctx.job.settings.install_timeout,
                           network=True, isolated=out)

@@ -14,15 +14,16 @@ field the report shows, a FIFO, a link to a device or out of its results dir, a 
 from __future__ import annotations
 
 import gc
+import hashlib
 import json
 import logging
-import math
 import os
 import stat
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from ..core import typecheck
 from ..core.errors import ConfigError
 from ..core.model import FINDING_KINDS, VERDICTS, JobResult
 from ..core.pool import frozen_heap
@@ -56,8 +57,8 @@ class _Unusable(Exception):
     """A result file the report must skip (named with the reason, never followed blindly)."""
 
 
-def _read_json(path: Path) -> Any:
-    """A result file's JSON: a regular file inside its own results dir, of a sane size.
+def read_raw(path: Path, cap: int = MAX_RESULT_BYTES) -> bytes:
+    """A file's bytes: a regular file inside its own dir, of at most ``cap`` bytes.
 
     A FIFO would hang the report, a link to /dev/zero exhaust its memory, a link out of the
     dir merge a file nobody put there: each is skipped with its reason (issue #17)."""
@@ -69,76 +70,82 @@ def _read_json(path: Path) -> Any:
         st = target.stat()
     if not stat.S_ISREG(st.st_mode):
         raise _Unusable("not a regular file")
-    if st.st_size > MAX_RESULT_BYTES:
-        raise _Unusable(f"larger than {MAX_RESULT_BYTES >> 20} MiB")
+    if st.st_size > cap:
+        raise _Unusable(f"larger than {cap >> 20} MiB")
     # O_NONBLOCK: a FIFO swapped in since the stat does not hang the open; fstat checks again
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     with os.fdopen(fd, "rb") as f:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             raise _Unusable("not a regular file")
-        raw = f.read(MAX_RESULT_BYTES + 1)
-    if len(raw) > MAX_RESULT_BYTES:
-        raise _Unusable(f"larger than {MAX_RESULT_BYTES >> 20} MiB")
-    return json.loads(raw.decode("utf-8"))
+        raw = f.read(cap + 1)
+    if len(raw) > cap:
+        raise _Unusable(f"larger than {cap >> 20} MiB")
+    return raw
+
+
+def _read_json(path: Path) -> Any:
+    """A result file's JSON, read by ``read_raw``."""
+    return json.loads(read_raw(path).decode("utf-8"))
 
 
 def _type_problem(res: JobResult) -> str:
-    """What in a parsed result has the wrong type for the report (hand-edited or hostile)."""
-    for name in ("job_id", "package", "version", "verdict", "qualifier", "notes", "started", "finished"):
-        if not isinstance(getattr(res, name), str):
-            return f"{name} is not a string"
-    for name in ("settings", "coverage", "metadata"):  # test_setup: typed, read tolerantly
-        if not isinstance(getattr(res, name), dict):
-            return f"{name} is not an object"
-    if not all(isinstance(x, str) for x in res.links):
-        return "links are not strings"
-    for p in res.phases:
-        if not isinstance(p.name, str) or not isinstance(p.duration, int | float) \
-                or not math.isfinite(p.duration) or not isinstance(p.counts, dict):
-            return f"phase {str(p.name)[:40]!r} has a bad name, duration or counts"
+    """What in a parsed result has the wrong type (hand-edited or hostile): every field checked
+    against its annotation (harness.core.typecheck), the finding kinds against the harness's."""
     for f in res.findings:
-        if f.kind not in FINDING_KINDS or not isinstance(f.message, str) or not isinstance(f.excerpt, str):
+        if f.kind not in FINDING_KINDS:
             return f"a finding of kind {str(f.kind)[:40]!r} is not one the harness writes"
-    return ""
+    return typecheck.problem(res)
 
 
-def _parse(path: Path, tests: bool) -> tuple[JobResult | None, str]:
-    """(result, "") or (None, why this file cannot be used)."""
+def _parse(path: Path, tests: bool, sha256: str = "") -> tuple[JobResult | None, str, str]:
+    """(result, "", its sha256) or (None, why this file cannot be used, ""); ``sha256``: the
+    digest its bytes must have (a manifest's entry), '' for any."""
     name = str(path)  # as the user gave the dir: "shard1/results/x.json"
     try:
-        data = _read_json(path)
+        raw = read_raw(path)
+        digest = hashlib.sha256(raw).hexdigest()
+        if sha256 and digest != sha256:
+            return None, f"{name}: refused: its sha256 is not the one its manifest lists", ""
+        data = json.loads(raw.decode("utf-8"))
     except UnicodeDecodeError:
-        return None, f"{name}: not UTF-8 text"
+        return None, f"{name}: not UTF-8 text", ""
     except json.JSONDecodeError as e:
-        return None, f"{name}: not valid JSON (line {e.lineno})"
+        return None, f"{name}: not valid JSON (line {e.lineno})", ""
     except OSError as e:
-        return None, f"{name}: cannot read ({e.strerror})"
+        return None, f"{name}: cannot read ({e.strerror})", ""
     except _Unusable as e:
-        return None, f"{name}: skipped: {e}"
+        return None, f"{name}: skipped: {e}", ""
     except RecursionError:
-        return None, f"{name}: JSON nested too deeply"
+        return None, f"{name}: JSON nested too deeply", ""
     except RuntimeError as e:  # Python 3.11's symlink loop
-        return None, f"{name}: cannot read ({e})"
+        return None, f"{name}: cannot read ({e})", ""
     try:
         res = JobResult.from_dict(data if tests else _drop_tests(data))
     except (ValueError, TypeError, KeyError, AttributeError, RecursionError) as e:
-        return None, f"{name}: not a valid result ({str(e)[:200]})"
+        return None, f"{name}: not a valid result ({str(e)[:200]})", ""
     if res.verdict not in VERDICTS:
-        return None, f"{name}: unknown verdict {str(res.verdict)[:40]!r}"
-    why = _type_problem(res)
+        return None, f"{name}: unknown verdict {str(res.verdict)[:40]!r}", ""
+    try:
+        why = _type_problem(res)
+    except RecursionError:
+        why = "nested too deeply"
     if why:
-        return None, f"{name}: not a valid result ({why})"
-    return res, ""
+        return None, f"{name}: not a valid result ({why[:300]})", ""
+    if path.name != f"{res.job_id}.json":  # the harness names each file by its job id
+        return None, f"{name}: refused: it holds job {res.job_id[:80]!r}, not the job its name says", ""
+    return res, "", digest
 
 
-def read_one(path: Path) -> tuple[JobResult | None, str]:
+def read_one(path: Path, sha256: str = "") -> tuple[JobResult | None, str]:
     """One result file, per-test outcomes kept, read as ``load_results`` reads each (``run``'s
-    resume): (result, "") or (None, one line naming the file and why it cannot be used)."""
-    return _parse(path, True)
+    resume, ``run --reuse``): (result, "") or (None, one line naming the file and why it cannot be
+    used); ``sha256``: the digest a manifest lists for it (harness.results.manifest)."""
+    res, why, _ = _parse(path, True, sha256)
+    return res, why
 
 
-def load_results(dirs: Sequence[Path], *,
-                 tests: bool = False) -> tuple[list[JobResult], list[str]]:
+def load_results(dirs: Sequence[Path], *, tests: bool = False,
+                 sources: dict[str, tuple[Path, str]] | None = None) -> tuple[list[JobResult], list[str]]:
     """Read every result file under ``dirs``; return (results, problems).
 
     A file that is not valid JSON, or not a valid result, is named in
@@ -147,7 +154,12 @@ def load_results(dirs: Sequence[Path], *,
     disjoint); identical copies are merged silently.  Per-test outcomes
     (``Phase.tests``) are only kept with ``tests=True``: no report shows them,
     and at 10,000 jobs they are most of the loading time.  (Parsing in forked
-    workers was tried: sending the results back costs more than it saves.)
+    workers was tried: sending the results back costs more than it saves.)  ``sources``, when
+    given, is filled with job id -> (the file read, its sha256) for each result returned.
+
+    Only ``DIR/results/*.json`` (or ``DIR/*.json`` of a results dir) is read, at that depth: a
+    file a package planted anywhere else in a shard's artifact (its logs) is never looked at, and
+    one whose name is not its job id is refused (#46).
     """
     paths: list[Path] = []
     for d in dirs:
@@ -165,7 +177,7 @@ def load_results(dirs: Sequence[Path], *,
     problems: list[str] = []
     seen: dict[str, Path] = {}
     results: list[JobResult] = []
-    for path, (res, problem) in zip(paths, parsed, strict=True):
+    for path, (res, problem, digest) in zip(paths, parsed, strict=True):
         if res is None:
             problems.append(problem)
             continue
@@ -181,6 +193,8 @@ def load_results(dirs: Sequence[Path], *,
             continue
         seen[res.job_id] = path
         results.append(res)
+        if sources is not None:
+            sources[res.job_id] = (path, digest)
     for skipped in problems:  # the CLI prints each once (commands.write_report), made inert
         log.info("skipped %s", skipped)
     return results, problems
@@ -250,3 +264,31 @@ def check_report(data: Any, which: str, *, file: str | None = None) -> CompatRep
             raise ConfigError(f"{which} report: {p['job_id'][:80]!r} has a {wrong} of the wrong type "
                               f"({type(p[wrong]).__name__}; is it a report.json?)", file=file)
     return CompatReport.from_dict(data)
+
+
+MAX_WALK = 200_000  # entries looked at per dir when listing stray files
+
+
+def stray_results(dirs: Sequence[Path]) -> list[str]:
+    """Files under ``dirs`` that look like results or manifests (``*.json`` under a ``results``
+    dir, or ``manifest.json``) but are not where the harness writes them (``DIR/results/*.json``,
+    ``DIR/manifest.json``): never read, listed so a planted file is seen (#46).  Symlinks are not
+    followed; at most ``MAX_WALK`` entries per dir are looked at."""
+    out: list[str] = []
+    for d in dirs:
+        d = Path(d)
+        seen = 0
+        for root, subdirs, files in os.walk(d, followlinks=False):
+            seen += len(subdirs) + len(files)
+            rel = Path(root).relative_to(d)
+            for name in files:
+                if not name.endswith(".json"):
+                    continue
+                fixed = (rel == Path("results")) or (rel == Path(".") and name == "manifest.json")
+                if not fixed and (name == "manifest.json" or "results" in rel.parts):
+                    out.append(f"{Path(root) / name}: refused: not at DIR/results/*.json "
+                               "(a file in a job's workspace or logs is never read as a result)")
+            if seen > MAX_WALK:
+                out.append(f"{d}: more than {MAX_WALK} entries; the rest not looked at")
+                break
+    return out

@@ -62,6 +62,10 @@ DROP_VALUE = {"-n", "--numprocesses", "--timeout", "--tb", "--durations", "--dur
               "--basetemp", "--import-mode", "--dist", "--reruns", "--reruns-delay", "--color",
               "--capture", "--randomly-seed", "--timeout-method", "--maxprocesses", "--max-worker-restart"}
 HARNESS_PLUGINS = {"no:xdist", "no:cacheprovider"}  # the harness decides these per phase
+# the harness's own plugins (threads, timeouts, its watchdog, JUnit, crash dumps): a recipe's
+# `-p no:<one of them>` would make the threaded runs fail or see nothing (#46; marisa-trie's)
+OWN_PLUGINS = {"run-parallel", "run_parallel", "pytest_run_parallel", "timeout", "pytest_timeout",
+               "ft_harness_watchdog", "tsan_marker", "junitxml", "faulthandler", "xdist"}
 PIP_VALUE = {"-c", "--constraint", "-i", "--index-url", "--extra-index-url", "-f", "--find-links",
              "--config-settings", "-C", "--only-binary", "--no-binary", "--target", "-t", "--prefix",
              "--root", "--src", "--upgrade-strategy", "--python-version", "--platform", "--global-option"}
@@ -304,6 +308,9 @@ def _pytest_args(argv: list[str], src: Path, cwd: str, used: list[str],
             if opt == "-p" and (val in HARNESS_PLUGINS or not val.startswith("no:")):
                 if val not in HARNESS_PLUGINS:  # those two the harness sets per phase: not news
                     left_out.append(f"-p {val}")
+                continue
+            if opt == "-p" and val.removeprefix("no:").split(".")[0] in OWN_PLUGINS:
+                not_held.append(f"-p {val}: switches off a plugin of the harness's own; not applied")
                 continue
             keep += [f"{opt}={val}"] if opt.startswith("--") else [opt, val]
         elif a.startswith("-"):

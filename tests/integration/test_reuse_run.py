@@ -1,7 +1,8 @@
 """A weekly run re-tests only what changed (#34): two real runs of a matrix of two PyPI
 releases, the second with one package's version changed and the first run given with --reuse:
 only that package's job runs, the other is reused and says so, and the merged report's verdicts
-are those of a full run of the second matrix.  Real interpreter, real index, local backend."""
+are those of a full run of the second matrix.  Real interpreter, real index, docker backend: a
+PyPI release's code never runs unisolated on the CI runner (#46)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,9 @@ import pytest
 
 from tests.conftest import INTERP_YAML, cli
 
-pytestmark = [pytest.mark.integration, pytest.mark.network]
+from .conftest import DOCKER
+
+pytestmark = [*DOCKER, pytest.mark.network]
 
 SETTINGS = "settings: {threads: 2, iterations: 2, repeat: 1, confirm: 0, job_timeout: 900}\n"
 
@@ -26,13 +29,13 @@ def _matrix(tmp: Path, name: str, iniconfig: str) -> Path:
 
 
 def _run(tmp: Path, matrix: Path, out: str, *more: str) -> dict:
-    r = cli("run", "--matrix", str(matrix), "--out", str(tmp / out), "--backend", "local", *more)
+    r = cli("run", "--matrix", str(matrix), "--out", str(tmp / out), "--backend", "docker", *more)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     report = json.loads((tmp / out / "report.json").read_text())
     return {p["job_id"]: p for p in report["packages"]} | {"_stdout": r.stdout}
 
 
-def test_second_run_reruns_only_the_changed_package(tmp_path: Path, ft_interpreter) -> None:
+def test_second_run_reruns_only_the_changed_package(tmp_path: Path) -> None:
     first = _run(tmp_path, _matrix(tmp_path, "week1.yaml", "2.0.0"), "week1")
     week2 = _matrix(tmp_path, "week2.yaml", "2.1.0")
     second = _run(tmp_path, week2, "week2", "--reuse", str(tmp_path / "week1"))

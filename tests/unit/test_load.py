@@ -81,7 +81,7 @@ def test_per_test_outcomes_are_kept_only_when_asked(tmp_path):
     d = json.loads((DATA / "run1/results/cp313t--fx-race.json").read_text())
     d["phases"][2]["tests"] = {"tests/test_buf.py::test_shared_buffer": {
         "outcome": "failed", "message": "AssertionError", "parallel": True}}
-    write_json_atomic(tmp_path / "results" / "x.json", d)
+    write_json_atomic(tmp_path / "results" / "cp313t--fx-race.json", d)
     (lean,), _ = load_results([tmp_path])
     (full,), _ = load_results([tmp_path], tests=True)
     assert full.to_dict() == JobResult.from_dict(d).to_dict()
@@ -137,3 +137,22 @@ def test_hostile_result_files_are_skipped_with_a_reason_and_every_output_written
     report = aggregate.build_report(results, meta={})
     written = render.write_all(report, tmp_path / "out")
     assert {p.name for p in written} >= {"report.json", "report.md", "junit.xml", "index.html"}
+
+
+def test_every_field_is_type_checked_and_the_name_must_be_the_job_id(tmp_path):
+    """#46: a phase's excerpt as a number, a crash's signal as a string, a count as a list were
+    read back and raised later in the verdict rules; now each is named as the file is read."""
+    d = json.loads((DATA / "run1/results/cp313t--fx-race.json").read_text())
+    cases = {"excerpt": ("phases", 1, "excerpt", 7, "phases[1].excerpt: int where str is expected"),
+             "counts": ("phases", 0, "counts", {"passed": [1]}, "phases[0].counts['passed']: list"),
+             "exit": ("phases", 0, "exit_code", "0", "phases[0].exit_code: str where"),
+             "nan": ("phases", 0, "duration", float("nan"), "phases[0].duration: 'nan' is not a finite")}
+    for name, (field, i, key, value, why) in cases.items():
+        bad = json.loads(json.dumps(d))
+        bad[field][i][key] = value
+        write_json_atomic(tmp_path / name / "results" / "cp313t--fx-race.json", bad)
+        results, problems = load_results([tmp_path / name])
+        assert results == [] and len(problems) == 1 and why in problems[0], (name, problems)
+    write_json_atomic(tmp_path / "named" / "results" / "cp313t--other.json", d)
+    results, problems = load_results([tmp_path / "named"])
+    assert results == [] and "refused: it holds job 'cp313t--fx-race'" in problems[0]

@@ -5,6 +5,9 @@ tests/data/report/make_results.py); the scheduler runs fake job steps (tests/uni
 
 from __future__ import annotations
 
+import hashlib
+import json
+import logging
 import shutil
 from dataclasses import replace
 from pathlib import Path
@@ -15,6 +18,7 @@ from harness.config import matrix, plan
 from harness.core.model import read_result, write_json_atomic
 from harness.job import fetch, reuse
 from harness.job.runner import result_path, run_plan
+from harness.results import manifest
 from harness.verdict import decide
 
 from .test_runner import PREPARED, FakeBackend, FakeSteps
@@ -43,7 +47,14 @@ def _earlier(tmp_path: Path, job: plan.Job, *, case: str = "confirm-realloc",
                   sdist_sha256=sha)
     out = tmp_path / "earlier"
     write_json_atomic(result_path(out, job.job_id), replace(res, **change).to_dict())
+    _manifest(out)
     return out
+
+
+def _manifest(out: Path) -> None:
+    """out/manifest.json over out/results/, as `ft-harness run` writes it at its end."""
+    manifest.write(out, {p.stem: hashlib.sha256(p.read_bytes()).hexdigest()
+                         for p in (out / "results").glob("*.json")})
 
 
 def _index(sha: str = SHA):
@@ -122,13 +133,109 @@ def test_findings_the_rules_still_make_keep_their_reproduce_lines(tmp_path):
         [(f.kind, f.reproduce, f.recipe) for f in prev.findings]
 
 
-def test_the_latest_of_several_earlier_runs_wins_and_bad_files_are_skipped(tmp_path):
+def test_two_earlier_runs_with_different_results_reuse_neither_and_never_pick_by_finished(tmp_path, caplog):
+    """The one that finished last used to win: a planted file with a late `finished` took over.
+    Now a job with two different results is not reused at all; identical copies are."""
     job, = _jobs('{name: six, version: "==1.17.0"}')
     old = _earlier(tmp_path, job, finished="2026-11-01T00:00:00Z", case="mix")
+    same = tmp_path / "same"
+    shutil.copytree(old, same)
+    assert reuse.earlier_results([old, same])[job.job_id][1] == str(old)
     new = tmp_path / "newer"
     shutil.copytree(old, new)
     res = read_result(result_path(new, job.job_id))
-    write_json_atomic(result_path(new, job.job_id), replace(res, finished="2026-11-08T00:00:00Z").to_dict())
-    (new / "results" / "broken.json").write_text("{not json")
-    found = reuse.earlier_results([old, new])
-    assert found[job.job_id][1] == str(new)
+    write_json_atomic(result_path(new, job.job_id), replace(res, finished="2099-11-08T00:00:00Z").to_dict())
+    _manifest(new)
+    with caplog.at_level(logging.WARNING):
+        found = reuse.earlier_results([old, new])
+    assert job.job_id not in found
+    assert "neither is reused" in caplog.text
+
+
+def _planted(tmp_path: Path, job: plan.Job) -> tuple[Path, dict]:
+    """An earlier --out with the job's genuine result, and a forged `compatible` one for it."""
+    earlier = _earlier(tmp_path, job)
+    forged = json.loads(result_path(earlier, job.job_id).read_text())
+    forged.update(verdict="compatible", findings=[], phases=[], finished="2099-01-01T00:00:00Z")
+    return earlier, forged
+
+
+def test_only_the_files_the_manifest_lists_at_a_fixed_depth_are_read(tmp_path, caplog):
+    """A package's planted result in its workspace (logs/results/), in a shard's artifact laid out
+    as upload-artifact does, or beside the real one: never read, or refused and named."""
+    job, = _jobs('{name: six, version: "==1.17.0"}')
+    earlier, forged = _planted(tmp_path, job)
+    for where in (earlier / "work" / job.job_id / "logs" / "results",
+                  earlier / "shard-1" / "results", earlier / "logs"):
+        write_json_atomic(where / f"{job.job_id}.json", forged)
+        write_json_atomic(where / "manifest.json", {"schema": manifest.SCHEMA, "results": {}})
+    write_json_atomic(earlier / "results" / "cpython3.13t--idna.json", {**forged, "job_id": "cpython3.13t--idna"})
+    with caplog.at_level(logging.WARNING):
+        found = reuse.earlier_results([earlier])
+    assert found[job.job_id][0].verdict == "ft-crash"  # the genuine one
+    assert list(found) == [job.job_id]
+    refused = [r.getMessage() for r in caplog.records]
+    assert refused == [f"--reuse: {earlier / 'results' / 'cpython3.13t--idna.json'}: refused: "
+                       f"not listed in {earlier / 'manifest.json'}"]
+
+
+@pytest.mark.parametrize(("tamper", "why"), [
+    ("replace", "its sha256 is not the one its manifest lists"),
+    ("rename", "not the job its name says"),
+    ("nomanifest", "no manifest"),
+    ("badmanifest", "not an ft-harness manifest"),
+])
+def test_a_file_the_manifest_does_not_vouch_for_is_refused(tmp_path, caplog, tamper, why):
+    job, = _jobs('{name: six, version: "==1.17.0"}')
+    earlier, forged = _planted(tmp_path, job)
+    path = result_path(earlier, job.job_id)
+    if tamper == "replace":  # the file swapped after the run wrote its manifest
+        write_json_atomic(path, forged)
+    elif tamper == "rename":  # another job's file, listed under this name (or a manifest forged)
+        other = {**forged, "job_id": "cpython3.13t--idna"}
+        write_json_atomic(path, other)
+        _manifest(earlier)
+    elif tamper == "nomanifest":
+        (earlier / manifest.NAME).unlink()
+    else:
+        (earlier / manifest.NAME).write_text('{"results": {"x": 1}}')
+    with caplog.at_level(logging.WARNING):
+        assert reuse.earlier_results([earlier]) == {}
+    assert len(caplog.records) == 1 and why in caplog.text
+
+
+def test_a_malformed_earlier_result_is_one_log_line_and_the_job_runs(tmp_path, caplog):
+    """#46: a phase whose excerpt is a number (read back fine, raised in verdict.decide) stopped
+    the whole run with 0 jobs.  Now it is refused as it is read, one line, and the job runs; the
+    other job's good result is still reused."""
+    job, other = _jobs('{name: six, version: "==1.17.0"}', '{name: idna, version: "==3.10"}')
+    earlier = _earlier(tmp_path, job)
+    good = json.loads(result_path(earlier, job.job_id).read_text())
+    write_json_atomic(result_path(earlier, other.job_id),
+                      {**good, "job_id": other.job_id, "package": "idna",
+                       "key": other.key(PREPARED["cpython3.13t"].info.key)})
+    bad = json.loads(result_path(earlier, job.job_id).read_text())
+    bad["phases"][1]["excerpt"] = 12345
+    write_json_atomic(result_path(earlier, job.job_id), bad)
+    _manifest(earlier)
+    steps = FakeSteps()
+    with caplog.at_level(logging.WARNING):
+        summary = run_plan([job, other], out=tmp_path / "out", backend=FakeBackend(), prepared=PREPARED,
+                           run_one=steps, reuse_from=[earlier], sdist_sha256=_index()[0])
+    assert [c["job"] for c in steps.calls] == [job.job_id] and summary.reused == [other.job_id]
+    lines = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert len(lines) == 1 and "phases[1].excerpt: int where str is expected" in lines[0]
+
+
+def test_a_result_that_breaks_the_redecision_makes_only_its_job_run(tmp_path, caplog):
+    """Whatever an earlier result makes the check or verdict.decide raise stays in that job."""
+    job, other = _jobs('{name: six, version: "==1.17.0"}', '{name: idna, version: "==3.10"}')
+    key = job.key(PREPARED["cpython3.13t"].info.key)
+    prev = read_result(result_path(_earlier(tmp_path, job), job.job_id))
+
+    def boom(name: str, spec: str) -> str:
+        raise RecursionError("maximum recursion depth exceeded")
+    with caplog.at_level(logging.WARNING):
+        run, kept = reuse.pick([(job, key)], {job.job_id: (prev, "earlier")}, boom)
+    assert run == [(job, key)] and kept == []
+    assert len(caplog.records) == 1 and "RecursionError" in caplog.text

@@ -43,7 +43,8 @@ from .causes import Cause
 # 7: a job's ``sdist_sha256`` and ``reused_from`` (run --reuse: not run again, harness.job.reuse)
 # 8: ``packages[].wheel.fallback``: a compiled project's pure wheel pip chose (harness.verdict.artifact)
 # 9: finding kind ``repeat-failure`` (harness.verdict.rules: a single-threaded test failing only in threads)
-REPORT_SCHEMA = 9
+# 10: cause kind ``build-environment`` (harness.parse.buildenv: what a build lacked of its machine)
+REPORT_SCHEMA = 10
 
 
 def _obj(v: Any) -> dict[str, Any]:

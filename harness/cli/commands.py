@@ -141,9 +141,10 @@ def cmd_store(args: argparse.Namespace) -> int:
         opened = backends.open_backend(backend_name, jobs, cache=cache,
                                        run_id=f"{int(time.time())}-{os.getpid()}", workers=1,
                                        say=_say, heartbeat=progress.heartbeat)
+        started = now_iso()
         step = prebuild(jobs, out=out, backend=opened.backend, prepared=opened.prepared,
                         progress=lambda job_id, what: _say(f"store: {job_id}: {what}"))
-        record = {"schema": 1, "started": now_iso(), "backend": backend_name,
+        record = {"schema": 1, "started": started, "finished": now_iso(), "backend": backend_name,
                   "store": str(store_root(cache)), **step.to_dict()}
         tmp = out / f".{STORE_FILE}.tmp"
         tmp.write_text(json.dumps(record, indent=1) + "\n")

@@ -130,3 +130,17 @@ def test_parsing_a_failed_install_keeps_the_line_in_the_phase_excerpt(tmp_path):
     ok = parse_phase(Phase(name="install", kind="install", command=("pip", "install"), exit_code=0,
                            log="logs/install.log"), tmp_path)
     assert NOTE not in ok.excerpt and build_env_finding(ok) is None  # only a failed install is read
+
+
+def test_test_dependencies_that_lacked_the_machine_say_what_in_their_setup_finding():
+    from harness.core.evidence import not_installed
+    from harness.core.model import Phase
+    from harness.verdict.setupfind import deps_finding
+
+    deps = Phase(name="test-deps", kind="setup", command=("sh", "-c", "..."), exit_code=1,
+                 excerpt=tail(log("bcrypt")), setup=not_installed(["bcrypt"]))
+    f = deps_finding(deps)
+    assert f.kind == "setup-error"
+    assert f.message.startswith("setup: the inferred test dependencies did not install: not installed: bcrypt "
+                                "(the others are); the toolchain cargo (Rust toolchain) is missing")
+    assert "Debian package: rustc cargo" in f.message

@@ -13,7 +13,9 @@ its log is the evidence).
 A build of the store is not charged to the job's budget (#43): it has its own limit
 (``wheelstore.BUILD_TIMEOUT``), and the time it took, or the time this job waited on another
 job building the same sdist, is given back to the job's deadline (``uncharged``). numpy's
-source build (over 20 minutes on 2 cores) then costs its dependents nothing but the wait.
+source build (over 20 minutes on 2 cores) then costs its dependents nothing but the wait. The
+dry run is the store's time too: pip builds an sdist whose backend has no metadata hook
+(meson-python: numpy) to learn its requirements.
 """
 
 from __future__ import annotations
@@ -73,8 +75,11 @@ def prepare(ctx: JobCtx, *, venv_sh: str, vpy: str, requirements: Sequence[str],
         return StoreUse(planned=phase.ok, tools_layer=used_layer)
     pip = shlex.join([vpy, "-m", "pip", "install", "--dry-run", "--quiet", "--report",
                       ws.path("logs", PLAN_REPORT), *requirements])
-    phase = run_phase(ctx, PLAN, KIND, ["sh", "-c", f"{venv_sh} && {pip}"], env=ctx.env, cwd=ws.root,
-                      timeout=ctx.job.settings.install_timeout, network=True)
+    # the store's time too: an sdist whose build backend has no metadata hook (meson-python:
+    # numpy) is built whole by pip to learn its requirements, 20+ minutes for numpy on 2 cores
+    with uncharged(ctx):
+        phase = run_phase(ctx, PLAN, KIND, ["sh", "-c", f"{venv_sh} && {pip}"], env=ctx.env, cwd=ws.root,
+                          timeout=wheelstore.BUILD_TIMEOUT, network=True)
     if not phase.ok:
         _say(ctx, [*filter(None, [said]), "ft-harness: no plan; the install builds whatever it needs itself"])
         return StoreUse(planned=True, tools_layer=used_layer)

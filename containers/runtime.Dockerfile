@@ -21,6 +21,14 @@ RUN apt-get update -q \
  && apt-get install -y -q --no-install-recommends $TEST_TOOLS \
  && rm -rf /var/lib/apt/lists/*
 
+# What packages' own builds need, as a CI runner has it (harness.interpreters.images.PACKAGE_BUILD_DEPS):
+# gfortran, Debian's rustc/cargo, cmake, ninja, and the -dev libraries of the top compiled projects.
+# A layer of its own after the others, so a change of the list rebuilds only this layer.
+ARG PACKAGE_BUILD_DEPS
+RUN apt-get update -q \
+ && apt-get install -y -q --no-install-recommends $PACKAGE_BUILD_DEPS \
+ && rm -rf /var/lib/apt/lists/*
+
 # The per-job runtime: a non-root user, a writable work dir, a pip cache mount point
 # (a named volume created from here inherits the owner), the interpreter's mount point.
 RUN useradd --uid 1000 --user-group --create-home --shell /bin/sh ft \

@@ -83,6 +83,21 @@ def build_parser() -> argparse.ArgumentParser:
                  "build (or reuse) the docker base and interpreter images")
     _matrix_arg(im)
     _cache_arg(im)
+    st = command("store", commands.cmd_store,
+                 "build, before any job, the sdists the jobs' wheel plans need into the shared wheel store",
+                 "\nOnce per interpreter build, each build in its isolated step with its own limit; "
+                 "a later `run` (or every shard of the workflow, restoring the store from the cache) "
+                 "finds them built, so no job's budget pays for a dependency's build.")
+    _matrix_arg(st)
+    _cache_arg(st)
+    st.add_argument("--out", default="out", metavar="DIR",
+                    help="output dir: the step's store.json and its logs under DIR/store/ (default: out)")
+    st.add_argument("--backend", choices=("auto", *BACKENDS), default="auto",
+                    help="where the builds run (default: auto, docker when an engine answers, else local)")
+    st.add_argument("--shard", metavar="I/N", help="only the jobs of shard I of N of the plan")
+    st.add_argument("--resolved", metavar="FILE", help=RESOLVED + " (default: DIR/resolved.json)")
+    _only(st, "package")
+    _only(st, "interpreter")
     command("clean", commands.cmd_clean, "remove containers and volumes left by earlier runs")
     reproduce.add_parser(command)
     return p

@@ -32,6 +32,9 @@ def _say(line: str) -> None:
     print(line, flush=True)
 
 
+STORE_FILE = "store.json"  # what `ft-harness store` did before the jobs (harness.job.prebuild), in --out
+
+
 
 # ----------------------------------------------------------------------------- run
 
@@ -111,7 +114,48 @@ def cmd_run(args: argparse.Namespace) -> int:
         report = write_report([out], out, meta=meta, previous=None,
                               expected=[j.job_id for j in jobs], step_summary=not args.shard,
                               keep=out)
+    from ..results import storecost
+
+    print(f"ft-harness: {storecost.line(report.meta.extra.get('store') or {})}")
     return gate(report, args.fail_on)
+
+
+def cmd_store(args: argparse.Namespace) -> int:
+    """The store step before the jobs (harness.job.prebuild): its record in DIR/store.json."""
+    import json
+
+    from ..config import matrix
+    from ..interpreters import interpreters
+
+    spec = matrix.load(args.matrix)
+    from .. import backends
+    from ..core.stored import store_root
+    from ..job.prebuild import prebuild
+    from . import progress
+
+    jobs = select_jobs(spec, args)
+    out = Path(args.out)
+    cache = interpreters.cache_root(args.cache)
+    backend_name, note = backends.choose(args.backend)
+    if note:
+        print(f"ft-harness: {note}", file=sys.stderr)
+    with outlock.hold(out):
+        opened = backends.open_backend(backend_name, jobs, cache=cache,
+                                       run_id=f"{int(time.time())}-{os.getpid()}", workers=1,
+                                       say=_say, heartbeat=progress.heartbeat)
+        started = now_iso()
+        step = prebuild(jobs, out=out, backend=opened.backend, prepared=opened.prepared,
+                        progress=lambda job_id, what: _say(f"store: {job_id}: {what}"))
+        record = {"schema": 1, "started": started, "finished": now_iso(), "backend": backend_name,
+                  "store": str(store_root(cache)), **step.to_dict()}
+        tmp = out / f".{STORE_FILE}.tmp"
+        tmp.write_text(json.dumps(record, indent=1) + "\n")
+        os.replace(tmp, out / STORE_FILE)
+    _say(f"wheel store step: {step.jobs} plans, {len(step.built)} built, {len(step.reused)} already "
+         f"stored, in {step.seconds:.0f} s (each build's own limit {step.limit} s); {out / STORE_FILE}")
+    for line in step.not_planned:
+        _say(f"  not planned: {textsafe.line(line)}")
+    return 0
 
 
 # ----------------------------------------------------------------------------- report
@@ -154,6 +198,10 @@ def write_report(dirs: list[Path], out: Path, *, meta: dict[str, Any], previous:
         why = f"{len(problems)} result file(s) skipped as invalid" if problems else "no results/*.json"
         raise ConfigError(f"no valid result to report in {where} ({why})")
     prev = read_report(previous, "old") if previous else None
+    from ..results import storecost  # the store's cost and reuse (#43)
+
+    before = load_json(out / STORE_FILE) if (out / STORE_FILE).is_file() else None
+    meta = {**meta, "store": storecost.summary(results, before if isinstance(before, dict) else None)}
     report = aggregate.build_report(results, meta=meta, previous=prev, expected_jobs=expected)
     hist = load_json(history) if history else None
     try:

@@ -29,7 +29,16 @@ from ..core.errors import BuildError
 from ..core.model import InterpreterInfo
 from ..core.progress import Heartbeat, no_heartbeat
 from . import interpreters
-from .images import CONTAINERS, LABEL, ImageRef, _find, daemon_error, ensure_base
+from .images import (
+    CONTAINERS,
+    LABEL,
+    PACKAGE_BUILD_DEPS,
+    ImageRef,
+    _find,
+    build_args,
+    daemon_error,
+    ensure_base,
+)
 
 log = logging.getLogger(__name__)
 
@@ -54,6 +63,7 @@ class Mounted:
 
 def runtime_tag(base: str) -> str:
     blob = json.dumps({"base": base, "deps": interpreters.BUILD_DEPS, "tools": interpreters.TEST_TOOLS,
+                       "package_deps": PACKAGE_BUILD_DEPS,
                        "dockerfile": hashlib.sha256(RUNTIME_DOCKERFILE.read_bytes()).hexdigest()})
     return f"{RUNTIME_REPO}:{hashlib.sha256(blob.encode()).hexdigest()[:12]}"
 
@@ -89,8 +99,7 @@ def _build(client, tag: str, base: str, log_path: Path, heartbeat: Heartbeat = n
         stream = client.api.build(
             fileobj=buf, custom_context=True, tag=tag, rm=True, forcerm=True, decode=True,
             pull=False, labels={f"{LABEL}.kind": "runtime", f"{LABEL}.base": base},
-            buildargs={"BASE": base, "BUILD_DEPS": " ".join(interpreters.BUILD_DEPS),
-                       "TEST_TOOLS": " ".join(interpreters.TEST_TOOLS)})
+            buildargs=build_args(base))
         with open(log_path, "w") as logf, heartbeat(f"building image {tag} (log {log_path})"):
             for chunk in stream:
                 if "stream" in chunk:

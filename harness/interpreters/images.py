@@ -55,6 +55,46 @@ INTERP_REPO = "ft-harness/interp"
 BASE_SUITE = "trixie"
 BASE_PACKAGES = ("ca-certificates", "python3")
 PREFIX = "/opt/python"
+# What the packages' own builds need, as a CI runner has it (issue #43): compilers for C, C++ and
+# Fortran (gfortran: scipy, f2py/meson Fortran extensions), Debian's Rust toolchain of the image's
+# suite (rustc, cargo: maturin and setuptools-rust projects; crates still come from crates.io),
+# the build tools sdists call (cmake, ninja; meson comes from PyPI as a build requirement), and
+# the development libraries the top compiled projects link against. One entry per line, a
+# comment naming who needs it; installed in the images' last package layer (after the
+# interpreter's build, so a change here does not rebuild CPython) and documented for
+# ``--backend local`` hosts in docs/howto/build-environment.md (a unit test keeps the two equal).
+# harness.parse.buildenv maps a missing header/library/tool back to these names.
+PACKAGE_BUILD_DEPS = (
+    "gfortran",         # Fortran: scipy, f2py / meson Fortran extensions
+    "rustc",            # Rust: pydantic-core, rpds-py, cryptography, orjson, jiter, ...
+    "cargo",
+    "cmake",            # scikit-build(-core) and CMake-driven setup.py
+    "ninja-build",
+    "pkg-config",       # meson and setup.py's library lookups
+    "patchelf",         # maturin's wheel repair of linked libraries
+    "libyaml-dev",      # pyyaml (yaml._yaml)
+    "libjpeg-dev",      # pillow (required), ...
+    "libpng-dev",
+    "zlib1g-dev",       # pillow (required), lxml, ...
+    "libtiff-dev",      # pillow
+    "libwebp-dev",      # pillow
+    "libfreetype-dev",  # pillow, matplotlib
+    "liblcms2-dev",     # pillow
+    "libopenjp2-7-dev",  # pillow
+    "libxml2-dev",      # lxml
+    "libxslt1-dev",     # lxml
+    "libopenblas-dev",  # numpy, scipy (BLAS/LAPACK)
+    "liblapack-dev",
+    "libgeos-dev",      # shapely
+    "libsodium-dev",    # pynacl
+    "libpq-dev",        # psycopg2, psycopg-c
+    "libzstd-dev",      # zstandard, pyzstd
+    "liblz4-dev",       # lz4
+    "libsnappy-dev",    # python-snappy
+    "libbrotli-dev",    # brotli, brotlicffi
+    "libffi-dev",       # cffi
+    "libssl-dev",       # cryptography, psycopg, ...
+)
 LABEL = "ft-harness"  # every image, container and volume of ours carries ft-harness.* labels
 
 
@@ -206,8 +246,16 @@ def interpreter_tag(key: str) -> str:
     """The interpreter's build key, then what else makes the image: its Dockerfile and the
     Debian packages it installs (a changed one is a new image, never a stale cached one)."""
     blob = json.dumps({"dockerfile": hashlib.sha256(DOCKERFILE.read_bytes()).hexdigest(),
-                       "deps": interpreters.BUILD_DEPS, "tools": interpreters.TEST_TOOLS})
+                       "deps": interpreters.BUILD_DEPS, "tools": interpreters.TEST_TOOLS,
+                       "package_deps": PACKAGE_BUILD_DEPS})
     return f"{INTERP_REPO}:{key}-{hashlib.sha256(blob.encode()).hexdigest()[:8]}"
+
+
+def build_args(base: str) -> dict[str, str]:
+    """The Dockerfiles' ARGs (interpreter.Dockerfile and runtime.Dockerfile declare the same)."""
+    return {"BASE": base, "BUILD_DEPS": " ".join(interpreters.BUILD_DEPS),
+            "TEST_TOOLS": " ".join(interpreters.TEST_TOOLS),
+            "PACKAGE_BUILD_DEPS": " ".join(PACKAGE_BUILD_DEPS)}
 
 
 def build_script(interp: Interpreter, jobs: int) -> str:
@@ -299,8 +347,7 @@ def _build_interpreter(client, interp: Interpreter, tarball: Path, key: str, tag
         stream = client.api.build(
             fileobj=_context(interp, tarball, jobs), custom_context=True, tag=tag,
             labels=labels, rm=True, forcerm=True, decode=True, pull=False,
-            buildargs={"BASE": base, "BUILD_DEPS": " ".join(interpreters.BUILD_DEPS),
-                       "TEST_TOOLS": " ".join(interpreters.TEST_TOOLS)},
+            buildargs=build_args(base),
         )
         what = f"building image {tag} (CPython {interp.version}; log {log_path})"
         with open(log_path, "w") as logf, heartbeat(what) as hb:

@@ -18,6 +18,7 @@ from ..core import limits
 from ..core.evidence import Crash, Hang
 from ..core.model import OUTCOMES, Phase, TestCase, read_regular
 from ..core.wsfs import read_beneath
+from . import buildenv
 from .crash import find_crashes
 from .gil import gil_modules
 from .hang import WATCHDOG_ENDED, WATCHDOG_ENV, find_hang, internal_timeout, watchdog_tests
@@ -104,6 +105,10 @@ def _parse(phase: Phase, out_dir: Path) -> Phase:
     if phase.kind in ("threads", "collect"):
         parallel = parse_parallel(text, plog, collect_only=phase.kind == "collect")
     counts = _counts(tests, plog)
+    if phase.kind not in TEST_KINDS and phase.exit_code not in (0, None):  # a failed install/setup
+        env = buildenv.note(text, tail(text))  # what the build lacked, if the tail cut it
+        if env:
+            notes.append(env)
     tests, cut = cap_tests(tests)  # counts stay whole: only per-test outcomes are dropped
     if cut:
         notes.append(cut)

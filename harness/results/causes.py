@@ -11,6 +11,9 @@ groups the jobs whose verdict is not about themselves:
   support the free-threaded build of CPython 3.13");
 - test dependencies that did not install (``not installed: trustme``), read the same way, the
   missing one kept as ``via``;
+- the build machine (issue #43): a build that lacked a header, a library, a toolchain or a host
+  (harness.parse.buildenv), grouped by what was missing across packages: "Rust toolchain
+  (Debian: rustc cargo)" with every package whose build (or a dependency's) needed cargo;
 - the harness's infrastructure (a host not reachable, an install past its timeout);
 - (no tests in the sdist is a fact about the package itself: in no group, issue #44);
 - the GIL re-enabled by a module of another distribution, when more than one package shares it.
@@ -30,9 +33,11 @@ from packaging.utils import canonicalize_name as _norm
 
 from ..core.evidence import NOT_INSTALLED_KIND
 from ..core.model import Finding, JobResult, Phase
+from ..parse.buildenv import missing_piece
 from ..parse.install import classify_install
 
-CAUSE_KINDS = ("dependency", "test-dependency", "infrastructure", "no-tests", "gil-dependency")
+CAUSE_KINDS = ("dependency", "test-dependency", "infrastructure", "no-tests", "gil-dependency",
+               "build-environment")
 # what pip was working on: a requirement it collects, a wheel it builds (after the runtime
 # dependencies it collected: the package's own build fails below ``Collecting pluggy``)
 _WORKING_ON = re.compile(r"^\s*(?:Collecting|Building wheel for|Running setup\.py install for) "
@@ -147,6 +152,10 @@ def _minor(r: JobResult) -> str:
 
 
 def _install_cause(r: JobResult, phase: Phase, via: str = "") -> _Seen | None:
+    env = None if phase.timed_out or phase.infra else missing_piece(phase.excerpt)
+    if env is not None:  # the build machine's, whichever package's build it was
+        return _Seen(("env", env.cause), "build-environment", env.cause, detail=_clean(env.line),
+                     via=via)
     kind, evidence, line = classify_install(phase.excerpt, timed_out=phase.timed_out,
                                             infra=phase.infra)
     if kind == "infra-error":

@@ -45,6 +45,7 @@ from .change import CHANGE_KINDS, NOT_THE_PACKAGE, Change  # noqa: F401 - report
 #     (``reach``: tests checked in threads, of the tests run) on each job and cell; a job's
 #     ``gil_on`` (what its GIL-on runs ran, and why); a cell's ``wheel`` (what the index offers)
 # 10 (also): change kind ``flaky`` with ``detail`` (harness.results.flaky); ``packages[].rules_out``
+# 10 (also): cause kind ``build-environment`` (harness.parse.buildenv: what a build lacked of its machine)
 REPORT_SCHEMA = 10
 
 

@@ -52,6 +52,7 @@ from ..parse.gil import warning_lines
 from ..parse.hang import timed_out_inside_pytest
 from ..parse.install import classify_install
 from . import fallback
+from .buildenv import build_env_finding
 from .clean import CLEAN, qualify, rules_out
 from .commands import probe_command, reproduce
 from .confirm import apply as apply_confirmation
@@ -87,6 +88,9 @@ class Decision:
 def _install_findings(phase: Phase, settings: Settings) -> list[Finding]:
     if phase.ok:
         return []
+    env = build_env_finding(phase)  # the build machine lacked something: not the package (#43)
+    if env is not None:
+        return [env]
     kind, evidence, excerpt = classify_install(
         phase.excerpt, timed_out=phase.timed_out, infra=phase.infra
     )

@@ -10,6 +10,7 @@ from packaging.utils import canonicalize_name
 
 from ..core.evidence import NOT_INSTALLED_KIND, SetupProblem
 from ..core.model import Finding, Phase
+from ..parse.buildenv import missing_piece
 from ..parse.install import classify_install
 from .commands import reproduce
 
@@ -17,6 +18,9 @@ from .commands import reproduce
 def deps_finding(phase: Phase) -> Finding:
     """The inferred test dependencies did not install: shown; the runs say what it cost."""
     _, _, line = classify_install(phase.excerpt, timed_out=phase.timed_out, infra=phase.infra)
+    env = None if phase.timed_out or phase.infra else missing_piece(phase.excerpt)
+    if env is not None:  # the build machine lacked something (#43): say what, and its Debian package
+        line = env.message.removeprefix("build environment: ")
     missing = [s.name for s in phase.setup if s.kind == NOT_INSTALLED_KIND]
     if missing:  # installing them together failed, then each was tried alone (parse.testdeps)
         line = f"not installed: {', '.join(missing)} (the others are); {line}"

@@ -106,3 +106,18 @@ def test_clean_removes_only_the_given_run(client, interp, cache):
         for obj in made:
             with contextlib.suppress(Exception):
                 obj.remove(force=True)
+
+
+def test_the_image_builds_what_the_top_compiled_projects_need(client, interp, cache):
+    """#43: the package layer (images.PACKAGE_BUILD_DEPS) is in the image: gfortran, Debian's
+    rustc/cargo, cmake, ninja, and the libraries pkg-config finds (libjpeg, libyaml, GEOS, ...)."""
+    tag = images.ensure_interpreter_image(client, interp, cache).tag
+    script = ("gfortran --version | head -1 && cargo --version && rustc --version && cmake --version | head -1 "
+              "&& ninja --version && patchelf --version && pkg-config --modversion libjpeg yaml-0.1 geos libpng "
+              "libtiff-4 libwebp freetype2 lcms2 libopenjp2 libxml-2.0 libxslt openblas libsodium libpq "
+              "libzstd liblz4 libbrotlienc libffi openssl zlib && test -f /usr/include/snappy-c.h && echo OK")
+    out = client.containers.run(tag, ["sh", "-c", script], network_mode="none", remove=True,
+                                labels={"ft-harness.kind": "check"}).decode()
+    lines = out.strip().splitlines()
+    assert lines[-1] == "OK", out
+    assert lines[0].startswith("GNU Fortran") and lines[1].startswith("cargo ") and lines[2].startswith("rustc ")

@@ -21,6 +21,7 @@ from harness.config.matrix import Settings
 from harness.core.evidence import not_installed
 from harness.core.model import JobResult, Phase
 from harness.parse import tail
+from harness.parse.buildenv import note
 from harness.render import markdown
 from harness.results import aggregate
 from harness.results.causes import Cause, build_causes
@@ -112,15 +113,72 @@ def test_report_md_has_a_blocked_by_table():
     assert "| cffi 2.1.1 |" in row and "urllib3 (via trustme)" in row and row.endswith("| 4 |")
 
 
-def test_an_unreachable_crates_io_is_a_cause_of_the_infrastructure():
+def test_an_unreachable_crates_io_is_a_cause_of_the_build_environment():
     """jiter 0.19.0's build could not reach crates.io (captured, tests/data/real): not about
-    jiter, so in a group even alone, with no package at its root."""
+    jiter, so in a group even alone, with no package at its root, naming the crate registry."""
     jiter = _job(_cffi(), "jiter", "0.19.0", (_install("install", REAL / "jiter-0.19.0" / "install.log"),))
     assert jiter.verdict == "infra-error"
+    assert jiter.findings[0].evidence == "build-env"
+    assert "the crate registry (crates.io)" in jiter.findings[0].message
     (c,) = build_causes([jiter, *captured()[:2]])[1:]
-    assert (c.kind, c.root, c.packages) == ("infrastructure", "", ["jiter"])
-    assert c.text == "a Rust crate could not be fetched: crates.io was not reachable"
+    assert (c.kind, c.root, c.packages) == ("build-environment", "", ["jiter"])
+    assert c.text == "the crate registry (crates.io): not reachable from the build"
     assert "index.crates.io" in c.detail
+
+
+BUILDENV = DATA.parents[0] / "buildenv"
+
+
+def _env_install(log: Path) -> Phase:
+    """The install phase as harness.parse leaves it: the log's tail, and the line it cut that
+    shows what the build lacked (rpds-py's "Rust not found", 100 lines above its traceback)."""
+    text = log.read_text()
+    return Phase(name="install", kind="install", command=("pip", "install"), exit_code=1,
+                 excerpt="\n".join([tail(text), note(text, tail(text))]).strip())
+
+
+def _env_jobs() -> list[JobResult]:
+    """Jobs whose install failed for want of a piece of the machine (tests/data/buildenv)."""
+    base = _cffi()
+    return [_job(base, name.split("-no")[0].split("__")[0], "1.0", (_env_install(BUILDENV / f"{name}.log"),))
+            for name in ("bcrypt", "rpds-py-nocargo", "ft_rustext", "scipy", "ft_fortran",
+                         "pillow__13.0.0", "rpds-py-nocrates")]
+
+
+def test_builds_that_lacked_the_same_piece_of_the_machine_are_one_group():
+    jobs = _env_jobs()
+    assert {r.verdict for r in jobs} == {"infra-error"}  # never build-failure
+    assert {f.evidence for r in jobs for f in r.findings} == {"build-env"}
+    causes = build_causes(jobs)
+    by_text = {c.text: c for c in causes}
+    rust = by_text["Rust toolchain (Debian: rustc cargo)"]
+    assert (rust.kind, rust.count, rust.packages) == ("build-environment", 3, ["bcrypt", "rpds-py", "ft_rustext"])
+    fortran = by_text["Fortran compiler (Debian: gfortran)"]
+    assert fortran.packages == ["scipy", "ft_fortran"]
+    assert by_text["libjpeg (Debian: libjpeg-dev)"].packages == ["pillow"]
+    assert by_text["the crate registry (crates.io): not reachable from the build"].packages == ["rpds-py"]
+    assert [c.count for c in causes] == [3, 2, 1, 1]
+
+
+def test_blocked_by_says_rust_toolchain_and_its_count():
+    rep = aggregate.build_report(_env_jobs(), meta={})
+    doc = json.loads(json.dumps(rep.to_dict()))
+    jsonschema.validate(doc, SCHEMA)
+    md = markdown.render(rep)
+    row = next(line for line in md.splitlines() if line.startswith("| Rust toolchain (Debian: rustc cargo) |"))
+    assert row == r"| Rust toolchain (Debian: rustc cargo) | — | bcrypt, ft\_rustext, rpds-py | 3 |"
+
+
+def test_a_test_dependency_that_lacked_the_machine_groups_with_the_packages_that_did():
+    """A test dependency whose build needed cargo: the suite's job joins the Rust group, via it."""
+    base = _cffi()
+    ok = Phase(name="install", kind="install", command=("pip", "install"), exit_code=0)
+    deps = Phase(name="test-deps", kind="setup", command=("sh", "-c", "..."), exit_code=1,
+                 excerpt=tail((BUILDENV / "bcrypt.log").read_text()), setup=not_installed(["bcrypt"]))
+    suite = dataclasses.replace(base, job_id="cpython3.13t--passlib", package="passlib", verdict="infra-error",
+                                phases=(ok, deps), findings=())
+    rust = next(c for c in build_causes([suite, *_env_jobs()]) if c.text.startswith("Rust toolchain"))
+    assert rust.count == 4 and {m.package: m.via for m in rust.members}["passlib"] == "bcrypt"
 
 
 def test_the_site_shows_what_blocked_each_package(tmp_path):

@@ -75,7 +75,7 @@ def _subparsers(p: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser
 def test_every_option_has_help_and_every_value_a_metavar() -> None:
     parser = cli_main.build_parser()
     subs = _subparsers(parser)
-    assert set(subs) == {"run", "build", "report", "diff", "plan", "image", "clean", "reproduce"}
+    assert set(subs) == {"run", "build", "report", "diff", "plan", "image", "store", "clean", "reproduce"}
     for name, p in [("ft-harness", parser), *subs.items()]:
         for a in p._actions:
             if isinstance(a, argparse._SubParsersAction):

@@ -182,3 +182,22 @@ def test_a_result_keeps_its_wheels_and_reads_a_wrong_type_as_none() -> None:
     assert back.wheels_reused == (w,) and back.wheels_built == ()
     assert JobResult.from_dict({**d, "wheels_built": "x", "wheels_reused": [1, {"name": 2}]}).wheels_reused == (
         StoredWheel(name="", version="", sdist_sha256="", wheel=""),)
+
+
+def test_a_store_build_or_wait_is_not_charged_to_the_job_and_has_its_own_limit():
+    """#43: inside ``uncharged`` the job's deadline is the store's limit away (a build that starts
+    with 30 s of the job's budget left still gets BUILD_TIMEOUT); after it the job has the 30 s it
+    had, whatever the build took."""
+    import time
+    from types import SimpleNamespace
+
+    from harness.job import wheelsteps
+
+    ctx = SimpleNamespace(deadline=time.monotonic() + 30, job=SimpleNamespace(job_id="j"))
+    with wheelsteps.uncharged(ctx):
+        assert ctx.deadline - time.monotonic() > wheelstore.BUILD_TIMEOUT - 5
+        time.sleep(1.5)
+    assert 28 < ctx.deadline - time.monotonic() <= 30
+    late = SimpleNamespace(deadline=time.monotonic() + 2 * wheelstore.BUILD_TIMEOUT, job=ctx.job)
+    with wheelsteps.uncharged(late):  # a longer budget is kept, not cut to the store's limit
+        assert late.deadline - time.monotonic() > 2 * wheelstore.BUILD_TIMEOUT - 5

@@ -149,7 +149,7 @@ def test_matrix_workflow_shape():
     assert set(on["workflow_dispatch"]["inputs"]) == {"matrix", "shards"}
     assert {"harness/**", "matrix.yaml", "containers/**"} <= set(on["pull_request"]["paths"])
     needs = {k: set([v["needs"]] if isinstance(v.get("needs"), str) else v.get("needs", [])) for k, v in jobs.items()}
-    assert needs == {"plan": set(), "image": set(), "run": {"plan", "image"},
+    assert needs == {"plan": set(), "image": set(), "store": {"plan", "image"}, "run": {"plan", "image", "store"},
                      "report": {"plan", "run"}, "publish": {"report"}}
     run = jobs["run"]
     assert run["strategy"]["fail-fast"] is False
@@ -260,3 +260,31 @@ def test_rules_catch_a_bad_workflow(capsys):
     assert permission_problems(data) == ["top-level permissions 'write-all'", "build: contents: write"]
     assert unknown_harness_args(data) == ['build: ft-harness plan --shards 4 --formt github']
     capsys.readouterr()
+
+
+def test_the_wheel_store_is_built_once_saved_by_the_default_branch_and_restored_by_every_shard():
+    """#43: one store job builds the union of the jobs' plans (tools/wheel-store build, the same
+    command that runs here) and saves the store under its content key, only from the default
+    branch; each shard restores that key and never saves; the report gets the step's record."""
+    jobs = _load((WORKFLOWS / "matrix.yml").read_text())["jobs"]
+    store = jobs["store"]
+    build = next(s for s in store["steps"] if s.get("id") == "build")
+    assert "python tools/wheel-store build --matrix \"$MATRIX\" --resolved plan/resolved.json" in build["run"]
+    assert store["outputs"]["key"] == "${{ steps.build.outputs.key }}"
+    saves = [s for j in jobs.values() for s in j.get("steps", [])
+             if "cache/save@" in str(s.get("uses")) and "wheels" in str(s.get("with", {}).get("path"))]
+    assert saves == [next(s for s in store["steps"] if "cache/save@" in str(s.get("uses")))]
+    (save,) = saves
+    assert save["with"]["key"] == "${{ steps.build.outputs.key }}"
+    cond = save["if"]
+    assert _gha(cond, event_name="schedule", ref_name="main", default_branch="")
+    assert _gha(cond, event_name="workflow_dispatch", ref_name="main", default_branch="main")
+    assert not _gha(cond, event_name="workflow_dispatch", ref_name="topic", default_branch="main")
+    assert not _gha(cond, event_name="pull_request", ref_name="main", default_branch="main")
+    restore = [s for s in jobs["run"]["steps"] if "cache/restore@" in str(s.get("uses"))
+               and "wheels" in str(s.get("with", {}).get("path"))]
+    assert len(restore) == 1 and restore[0]["with"]["key"] == "${{ needs.store.outputs.key }}"
+    names = [s.get("name", "") for s in jobs["run"]["steps"]]
+    assert names.index(restore[0]["name"]) < next(i for i, n in enumerate(names) if n == "Run the shard")
+    record = next(s for s in jobs["report"]["steps"] if s.get("with", {}).get("name") == "store")
+    assert record["with"]["path"] == "merged"  # merged/store.json: report.json meta.store.before_jobs

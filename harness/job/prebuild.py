@@ -1,0 +1,102 @@
+"""The store step before the jobs (issue #43): the union of the sdists the jobs' wheel plans
+need, built once per interpreter build into the shared wheel store, before any job runs.
+
+Each job's chain is run up to its wheel store stage (fetch, the suite's setup read from the
+tree, the venv and the dry run: ``harness.job.stages.wheel_store``), in a workspace of its own
+under ``<out>/store/``; every sdist of its plan the store lacks is built there in its isolated
+step (``harness.job.wheelsteps``: nothing writable but a scratch dir, its own limit
+``wheelstore.BUILD_TIMEOUT``). A second job needing the same sdist finds it stored. No result
+is written: the jobs run after this, and their own plans find every wheel in the store, so no
+job's budget pays for a dependency's build. What the step did is ``store.json`` in ``--out``
+(``StoreStep``), which the report's ``meta.store.before_jobs`` carries.
+
+In the workflow one store job runs this (``ft-harness store``) and saves the store to the
+Actions cache; every shard restores it read-only (.github/workflows/matrix.yml).
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..backends.base import Backend, Prepared
+from ..config.plan import Job
+from ..core.stored import StoredWheel
+from . import stages, testsetup
+from .context import Progress
+from .job import _open, _start_env
+from .source import source
+from .wheelsteps import NO_STORE, StoreUse
+from .wheelstore import BUILD_TIMEOUT
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, kw_only=True)
+class StoreStep:
+    """What the store step did: per interpreter build, the wheels it built and found."""
+
+    jobs: int = 0  # jobs whose plan it ran
+    built: tuple[StoredWheel, ...] = ()
+    reused: tuple[StoredWheel, ...] = ()  # in the store before (an earlier run, another week)
+    not_planned: tuple[str, ...] = ()  # "job id: why" (no sdist, no plan, no store)
+    seconds: float = 0.0
+    limit: int = BUILD_TIMEOUT  # each build's own limit
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"jobs": self.jobs, "built": [w.to_dict() for w in self.built],
+                "reused": [w.to_dict() for w in self.reused], "not_planned": list(self.not_planned),
+                "seconds": round(self.seconds, 1), "limit": self.limit}
+
+
+def _one(job: Job, prepared: Prepared, backend: Backend, out: Path, progress: Progress) -> tuple[StoreUse, str]:
+    ctx = _open(job, interp=prepared.info, python=prepared.python, backend=backend, out=out,
+                progress=progress, tarball=prepared.source_tarball)
+    try:
+        ctx.env, ctx.supp = _start_env(ctx)
+        src = source(ctx)
+        if src is None:
+            return NO_STORE, "its sdist could not be fetched"
+        use = stages.wheel_store(ctx, src, stages.suite_setup(ctx, src))
+        return use, "" if use.planned else "no plan (the wheel store is off for it)"
+    finally:
+        backend.close(ctx.ws)
+        ctx.fs.close()
+        shutil.rmtree(out / "work" / job.job_id / "venv", ignore_errors=True)  # the logs stay
+
+
+def prebuild(jobs: Sequence[Job], *, out: Path, backend: Backend, prepared: Mapping[str, Prepared],
+             progress: Progress = lambda job_id, step: None) -> StoreStep:
+    """Run every job's plan and build what the store lacks, once; the step's record."""
+    started = time.monotonic()
+    built: dict[str, StoredWheel] = {}
+    reused: dict[str, StoredWheel] = {}
+    skipped: list[str] = []
+    ran = 0
+    for job in jobs:
+        p = prepared[job.interpreter.name]
+        if job.package.unresolved or p.info.sanitizer == "thread" or not job.settings.wheel_store:
+            skipped.append(f"{job.job_id}: {'unresolved' if job.package.unresolved else 'no store'}")
+            continue
+        if testsetup.registry_skip(job.package, job.settings, testsetup.minor(p.info)) is not None:
+            skipped.append(f"{job.job_id}: not run on this Python (recipe registry)")
+            continue
+        use, why = _one(job, p, backend, out / "store", progress)
+        ran += 1
+        if why:
+            skipped.append(f"{job.job_id}: {why}")
+        for w in use.built:
+            built.setdefault(f"{p.info.key}/{w.sdist_sha256}", w)
+        for w in use.found:
+            reused.setdefault(f"{p.info.key}/{w.sdist_sha256}", w)
+    step = StoreStep(jobs=ran, built=tuple(built.values()),
+                     reused=tuple(w for k, w in reused.items() if k not in built),
+                     not_planned=tuple(skipped), seconds=time.monotonic() - started)
+    log.info("store step: %d jobs planned, %d built, %d reused in %.0f s", step.jobs, len(step.built),
+             len(step.reused), step.seconds)
+    return step

@@ -1,0 +1,1 @@
+#[no_mangle] pub extern "C" fn f() -> u32 { 1 }

@@ -1,0 +1,3 @@
+from setuptools import Extension, setup
+
+setup(ext_modules=[Extension("linkfail._ext", ["src/ext.c"], libraries=["geos_c"])])

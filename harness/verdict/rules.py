@@ -350,15 +350,16 @@ def _failure_findings(
         fail_modes = tuple(sorted(m for m, ps in bad_by_mode.items() if ps))
         if not fail_modes:
             continue
+        modes: tuple[int, ...] = fail_modes
         if fail_modes == (0,):
-            kind, modes = "ft-race", (0,)
+            kind = "ft-race"
             why = "fails in threaded runs with the GIL off only; passes in plain runs"
         elif fail_modes == (1,) and 0 in ran_modes:
-            kind, modes = "thread-unsafe", fail_modes
+            kind = "thread-unsafe"
             why = ("fails in threaded runs with the GIL on, not in its GIL-off ones: not "
                    "thread-safe regardless of the GIL")
         else:
-            kind, modes = "thread-unsafe", fail_modes
+            kind = "thread-unsafe"
             why = "fails in threaded runs with the GIL on too: not thread-safe regardless of the GIL"
         hits = [p for m in modes for p in bad_by_mode[m]]
         runs = [p for p in threads if p.gil in modes and p.name in row]

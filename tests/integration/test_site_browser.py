@@ -157,7 +157,7 @@ def test_every_package_row_is_there_with_a_cell_per_interpreter(site, page, tmp_
     assert cell.locator(".badge").inner_text() == "⇄ ft-race"
     assert cell.locator(".decider").inner_text() == "test_shared_buffer"
     assert cell.locator(".decider").get_attribute("title") == "tests/test_buf.py::test_shared_buffer"
-    assert cell.locator(".ratio").inner_text() == "2/3 off · 0/3 on"
+    assert cell.locator(".ratio").inner_text() == "2/3 off · 0/3 on; alone 14/16 off · 0/16 on"
     assert cell.locator(".reach").inner_text() == "checked in threads: 10 of 10"
     crash = page.locator('tr[data-package="fx-crash"] .badge .icon').inner_text()
     ft_crash = page.locator('tr[data-package="fx-ft-crash"] .badge .icon').inner_text()

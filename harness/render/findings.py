@@ -103,6 +103,8 @@ def what_ran(p: JobEntry) -> str:
                                                    if p.settings.get("gil_modes") == [0] else "."))
     if any(on) and any(off) and not p.findings and (g is None or g.ran == "suite"):
         parts.append("Every run behaved the same with the GIL on and off.")
+    if p.rules_out:  # what a clean verdict's runs rule out (issue #47)
+        parts.append(f"What these runs rule out: {p.rules_out}.")
     return " ".join(parts)
 
 

@@ -261,3 +261,18 @@ def test_what_ran_says_when_the_gil_on_runs_had_only_the_red_tests():
         f"run and 3 threaded runs of only the 1 test(s) that were red with it off (settings.gil_on: "
         f"targeted): {why}.")
     assert "of the suite." in what_ran(p).split("With the GIL on")[1]  # gil_on not recorded: the suite
+
+
+def test_a_clean_page_says_what_its_runs_rule_out():
+    # issue #47: compatible after 3 threaded runs cannot see a failure of 1 run in 8; the page says so
+    from harness.core.stats import bound_text
+    from harness.render.findings import what_ran
+    from harness.results.report import JobEntry, JobInterpreter, PhaseRow
+
+    text = bound_text(3, "threaded runs with the GIL off")
+    p = JobEntry(job_id="j", interpreter=JobInterpreter(name="a"), verdict="compatible", rules_out=text,
+                 phases=tuple(PhaseRow(name=f"threads-gil0-r{r}", kind="threads", gil=0, rep=r, outcome="ok")
+                              for r in (1, 2, 3)))
+    said = what_ran(p)
+    assert said.endswith("What these runs rule out: 0 failures in 3 threaded runs with the GIL off: a "
+                         "per-run failure rate above 63% would have shown (95%).")

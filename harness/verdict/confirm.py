@@ -131,7 +131,8 @@ def _dump(p: Phase) -> str:
     return (p.crash.excerpt if p.crash else "") or p.excerpt
 
 
-def _mode(m: int) -> str:
+def mode_words(m: int) -> str:
+    """'with the GIL off' / 'with the GIL on'."""
     return f"with the GIL {'off' if m == 0 else 'on'}"
 
 
@@ -149,7 +150,7 @@ def _otherwise(runs: Sequence[Phase], test_id: str, same: str) -> str:
             mine = [p for p in runs if p.gil == m]
             k = sum(1 for p in mine if event(p, test_id) == what)
             if k:
-                per.append(f"{k}/{len(mine)} {_mode(m)}")
+                per.append(f"{k}/{len(mine)} {mode_words(m)}")
         if per:
             tail = " without crashing" if same == "crashed" and what == "failed" else ""
             parts.append(f"{words[what]}{tail} {', '.join(per)}")
@@ -163,15 +164,15 @@ def _alone_runs(f: Finding, confirm: Sequence[Phase]) -> list[Phase]:
 def rate(f: Finding) -> str:
     """A finding's rate in the suite's runs that nominated it, and in its runs alone when it has
     some: "1/20 suite runs with the GIL off, 0/2 runs alone with the GIL off"."""
-    where = " or ".join(_mode(m) for m in f.modes)
+    where = " or ".join(mode_words(m) for m in f.modes)
     said = f"{f.count}/{f.runs} suite runs {where}".rstrip()
     alone = [(m, f.confirmed.get(f"gil{m}", "")) for m in f.modes]
     alone = [(m, c) for m, c in alone if c and not c.endswith("/0")]
-    return ", ".join([said, *(f"{c} runs alone {_mode(m)}" for m, c in alone)])
+    return ", ".join([said, *(f"{c} runs alone {mode_words(m)}" for m, c in alone)])
 
 
 def _said(hit: dict[int, list[Phase]], n: dict[int, int]) -> str:
-    return ", ".join(f"{len(hit[m])}/{n[m]} {_mode(m)}" for m in sorted(n))
+    return ", ".join(f"{len(hit[m])}/{n[m]} {mode_words(m)}" for m in sorted(n))
 
 
 def _crash_details(g: Finding, f: Finding, hit: dict[int, list[Phase]], modes: Sequence[int]) -> Finding:

@@ -33,6 +33,7 @@ from dataclasses import replace
 from ..config.matrix import Settings
 from ..core.model import Finding, Phase
 from ..core.stats import ALPHA, fisher_greater, holm, holm_level
+from .confirm import mode_words
 from .gilon import skipped_modes
 
 CLAIMS = ("ft-crash", "crash", "ft-race", "thread-unsafe")
@@ -72,10 +73,6 @@ def counts(f: Finding, phases: Sequence[Phase], m: int) -> tuple[int, int]:
     return len(bad) + k, len(runs) + n
 
 
-def _mode(m: int) -> str:
-    return f"with the GIL {'off' if m == 0 else 'on'}"
-
-
 def _fresh(f: Finding) -> str:
     return f"{f.confirmed.get('gil0', '0/0')} with the GIL off, {f.confirmed.get('gil1', '0/0')} with it on"
 
@@ -96,7 +93,7 @@ def check(findings: Sequence[Finding], phases: Sequence[Phase], settings: Settin
         if missing:
             why = ("the job's budget ran out before" if spent
                    else "no run in that mode reached it")
-            absent = " or ".join(_mode(m) for m in missing)
+            absent = " or ".join(mode_words(m) for m in missing)
             out.append(replace(f, kind="unconfirmed", message=(
                 f"{f.kind} not claimed: no run of it {absent} ({why}), so nothing is said of the "
                 f"GIL's part; seen: {f.message}")[:600]))

@@ -85,46 +85,68 @@ def measure(tmp: Path, rounds: int = 10, real: Sequence[dict[str, str]] = ()) ->
 def operating(cands: Sequence[tuple[float, float]], most: int = 20, repeat: int = 4, trials: int = 2000,
               seed: int = 47) -> dict[str, Any]:
     """What the procedure gives on a job whose tests fail at (GIL off, GIL on) rates ``cands`` per
-    threaded run, by simulation through the harness's own code. A test is nominated as "only with
-    the GIL off" when its ``repeat`` GIL-off suite runs show a failure and its ``repeat`` GIL-on
-    ones (targeted) none; ``verdict.confirm.done`` stops each candidate's interleaved runs alone;
-    ``core.stats`` decides the job's family. Returns the share of jobs that claim "only without the
-    GIL" for the first test (the power when its rates differ) and for any test whose rates are
-    equal (a false claim), and the mean runs alone a nominated candidate took."""
+    threaded run, by simulation through the harness's own code. Each test has ``repeat`` GIL-off
+    suite runs and, when one of them failed (``gil_on: targeted``), ``repeat`` GIL-on ones: failing
+    only with the GIL off nominates it as "only with the GIL off", in both modes as thread-unsafe
+    (the ``MAX_UNSAFE`` highest rates). ``verdict.confirm.done`` stops each candidate's interleaved
+    runs alone; ``core.stats`` decides the job's family, ``verdict.confirm.rate_need`` a
+    thread-unsafe rate. Returns the share of jobs that claim "only without the GIL" for the first
+    test (the power when its rates differ) and for any test whose rates are equal (a false
+    claim), the share whose verdict is thread-unsafe (a rate that holds), and the mean runs alone a
+    nominated candidate took."""
     import random
 
     from harness.core.model import Phase, TestCase, TestCommand
     from harness.core.stats import fisher_greater, holm
-    from harness.verdict.confirm import Target, done
+    from harness.verdict.confirm import MAX_UNSAFE, Target, done, rate_need
+
+    def phase(name: str, kind: str, m: int, tid: str, failed: bool) -> Phase:
+        return Phase(name=name, kind=kind, gil=m, tests={tid: TestCase(outcome="failed" if failed else "passed")},
+                     test_command=TestCommand(head=("python",), paths=(tid,)))
 
     rng = random.Random(seed)
-    first = false = runs = nominated = 0
+    first = false = unsafe = runs = nominated = 0
     for _ in range(trials):
         ps: list[float] = []
         who: list[int] = []
+        jobs: list[tuple[int, str, list[Phase], float]] = []  # (test, kind, its suite runs, suite rate)
         for c, (off, on) in enumerate(cands):
-            if not any(rng.random() < off for _ in range(repeat)) or any(rng.random() < on for _ in range(repeat)):
-                continue  # the suite's runs did not nominate it
+            tid = f"t{c}"
+            suite = [phase(f"threads-gil0-r{r}", "threads", 0, tid, rng.random() < off) for r in range(repeat)]
+            if not any(p.tests[tid].outcome == "failed" for p in suite):
+                continue  # the suite's runs did not nominate it (nor run it with the GIL on)
+            suite += [phase(f"threads-gil1-r{r}", "threads", 1, tid, rng.random() < on) for r in range(repeat)]
+            bad = sum(p.tests[tid].outcome == "failed" for p in suite)
+            on_bad = any(p.gil == 1 and p.tests[tid].outcome == "failed" for p in suite)
+            jobs.append((c, "thread-unsafe" if on_bad else "ft-race", suite, bad / len(suite)))
+        races = [j for j in jobs if j[1] == "ft-race"]
+        both = sorted((j for j in jobs if j[1] == "thread-unsafe"), key=lambda j: -j[3])[:MAX_UNSAFE]
+        held_unsafe = False
+        for c, kind, suite, _ in races + both:
             nominated += 1
             tid = f"t{c}"
-            t = Target(test_id=tid, kind="ft-race", phase="threads-gil0-r1")
-            phases: list[Phase] = []
+            off, on = cands[c]
+            t = Target(test_id=tid, kind=kind, phase="threads-gil0-r1")
+            phases = list(suite)
             while not done(t, phases, most, (0, 1)):
                 for m, rate in ((0, off), (1, on)):
-                    out = "failed" if rng.random() < rate else "passed"
-                    phases.append(Phase(name=f"c{len(phases)}", kind="confirm", gil=m, tests={tid: TestCase(outcome=out)},
-                                        test_command=TestCommand(head=("python",), paths=(tid,))))
-            runs += len(phases)
-            k = {m: sum(1 for p in phases if p.gil == m and p.tests[tid].outcome == "failed") for m in (0, 1)}
-            n = {m: sum(1 for p in phases if p.gil == m) for m in (0, 1)}
-            if k[1] == 0:  # a GIL-on failure alone makes it thread-unsafe: no claim to test
+                    phases.append(phase(f"c{len(phases)}", "confirm", m, tid, rng.random() < rate))
+            alone = phases[len(suite):]
+            runs += len(alone)
+            k = {m: sum(1 for p in alone if p.gil == m and p.tests[tid].outcome == "failed") for m in (0, 1)}
+            n = {m: sum(1 for p in alone if p.gil == m) for m in (0, 1)}
+            if kind == "ft-race" and k[1] == 0:
                 ps.append(fisher_greater(k[0], n[0], k[1], n[1]))
                 who.append(c)
+            elif k[0] + k[1] >= rate_need(phases, tid, most, (0, 1))[0]:
+                held_unsafe = True  # fails in threads with the GIL on too, at a rate that holds
         held = holm(ps)
         first += any(h and c == 0 for h, c in zip(held, who, strict=True))
         false += any(h and cands[c][0] == cands[c][1] for h, c in zip(held, who, strict=True))
+        unsafe += held_unsafe
     return {"tests": [list(c) for c in cands], "confirm": most, "repeat": repeat, "trials": trials,
             "claimed_first": round(first / trials, 4), "false_claim": round(false / trials, 4),
+            "thread_unsafe": round(unsafe / trials, 4),
             "nominated_per_job": round(nominated / trials, 2),
             "runs_alone_per_candidate": round(runs / max(1, nominated), 1)}
 
@@ -132,9 +154,10 @@ def operating(cands: Sequence[tuple[float, float]], most: int = 20, repeat: int 
 def operating_table(trials: int = 2000) -> list[dict[str, Any]]:
     """The procedure's numbers at the defaults, for docs/explanation/evidence.md."""
     null = [(0.4, 0.4)] * 40  # ft_nullflaky
-    cases = [null, [(0.125, 0.125)] * 10, [(0.05, 0.05)] * 40, [(0.1, 0.0)], [(0.3, 0.0)],
-             [(0.5, 0.0)], [(0.5, 0.0), *null], [(0.9, 0.0)]]
-    return [operating(c, trials=trials) for c in cases]
+    cases = [null, [(0.4, 0.4)], [(0.125, 0.125)], [(0.125, 0.125)] * 10, [(0.05, 0.05)] * 40, [(0.1, 0.0)],
+             [(0.3, 0.0)], [(0.5, 0.0)], [(0.5, 0.0), *null], [(0.9, 0.0)]]
+    return [*(operating(c, trials=trials) for c in cases),
+            *(operating(c, trials=trials, repeat=3) for c in ([(0.4, 0.4)], [(0.125, 0.125)]))]
 
 
 def lines(d: Mapping[str, Any]) -> list[str]:

@@ -351,7 +351,7 @@ class Run:
         if with_.get("name"):
             src = self.artifacts / str(with_["name"])
             if not src.is_dir():
-                raise WorkflowError(f"artifact {with_['name']} not found in run {self.run_id}")
+                raise StepFailed(f"artifact {with_['name']} not found in run {self.run_id}")  # as GitHub: the step fails
             shutil.copytree(src, target, dirs_exist_ok=True)
             return f"{with_['name']} into {target}"
         have = list(self.artifacts.iterdir()) if self.artifacts.is_dir() else []
@@ -388,10 +388,12 @@ class Run:
                 raise StepFailed(f"cache {key}: not found (fail-on-cache-miss)")
             return {"cache-hit": "false"}, f"{key}: no entry"
         for p in str(with_["path"]).split():
-            if (hit / p).is_dir():
-                shutil.copytree(hit / p, ws / p, dirs_exist_ok=True, symlinks=True)
-            elif (hit / p).exists():
-                shutil.copy2(hit / p, ws / p)
+            kept = hit / _entry(p)
+            if kept.is_dir():
+                shutil.copytree(kept, ws / p, dirs_exist_ok=True, symlinks=True)
+            elif kept.exists():
+                (ws / p).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(kept, ws / p)
         return {"cache-hit": "true" if exact else "false", "cache-matched-key": hit.name}, f"restored {hit.name}"
 
     def _save(self, with_: dict[str, Any], ws: Path) -> str:
@@ -402,14 +404,21 @@ class Run:
         shutil.rmtree(tmp, ignore_errors=True)
         tmp.mkdir(parents=True)
         for p in str(with_["path"]).split():
-            src = ws / p
+            src, kept = ws / p, tmp / _entry(p)
+            kept.parent.mkdir(parents=True, exist_ok=True)
             if src.is_dir():
-                shutil.copytree(src, tmp / p, symlinks=True)
+                shutil.copytree(src, kept, symlinks=True)
             elif src.exists():
-                shutil.copy2(src, tmp / p)
+                shutil.copy2(src, kept)
         (tmp / ".version").write_text(self._version(with_))
         tmp.rename(dst)
         return f"saved {dst.name}"
+
+
+def _entry(path: str) -> str:
+    """Where a cached path is kept inside its entry: an absolute one (a runner's tool cache,
+    ``${{ env.X }}/wheels``) under its own name, relative to the entry."""
+    return path.lstrip("/") or "."
 
 
 class StepFailed(Exception):

@@ -74,6 +74,7 @@ def prebuild(jobs: Sequence[Job], *, out: Path, backend: Backend, prepared: Mapp
              progress: Progress = lambda job_id, step: None) -> StoreStep:
     """Run every job's plan and build what the store lacks, once; the step's record."""
     started = time.monotonic()
+    out = out.resolve()  # the job's paths are said relative to it (JobContext.rel)
     built: dict[str, StoredWheel] = {}
     reused: dict[str, StoredWheel] = {}
     skipped: list[str] = []

@@ -13,6 +13,12 @@ and goes on; without xdist the whole pytest process dies by the signal and
 the running test is the last node id that ``-v`` printed without a result.
 Worker stderr is interleaved with the controller's output, so blocks are
 matched to crashed tests by the test function named in the stack.
+
+Two threads that crash at once interleave their dumps: a ``Fatal Python error``
+lands inside a frame line, the second block has no ``Current thread``, or the
+only dump is cut before it (tests/data/parse/crash-interleaved, captured from
+ft_realloc with 8 threads). A crash then takes its richest block, and a dump
+without a ``Current thread`` takes the first thread in package or test code.
 """
 
 from __future__ import annotations
@@ -83,15 +89,19 @@ def fatal_blocks(text: str) -> list[dict[str, Any]]:
             continue
         what = m.group("what").strip()
         threads = _dump_lines(lines[i + 1 : i + 2000])
-        current = next((fr for head, fr in threads if head.startswith("Current thread")), [])
+        named = next((head for head, fr in threads if head.startswith("Current thread")), "")
+        if not named:  # interleaved or cut: the innermost thread in package or test code
+            named = next((head for head, fr in threads if fr and not _is_lib(_file(fr[0]))), "")
+        current = next((fr for head, fr in threads if head == named), [])
         frames = current[:MAX_FRAMES]
         test_frame = next(
             (f for f in frames if (fm := FRAME_RE.match("  " + f)) and not _is_lib(fm.group("file"))), ""
         )
         excerpt = [f"Fatal Python error: {what}"]
         for head, fr in threads[:MAX_THREADS]:
-            if head.startswith("Current thread"):
-                excerpt += [f"{head} (crashed):", *(f"  {f}" for f in fr[:8])]
+            if head == named:
+                said = "crashed" if head.startswith("Current thread") else "in package code; the dump names no crashing thread"
+                excerpt += [f"{head} ({said}):", *(f"  {f}" for f in fr[:8])]
                 continue
             own = [f for f in fr if not _is_machinery(f)][:OTHER_FRAMES]
             excerpt += [f"{head}:", *(f"  {f}" for f in own or fr[:1])]
@@ -108,12 +118,21 @@ def fatal_blocks(text: str) -> list[dict[str, Any]]:
     return blocks
 
 
+def _file(frame: str) -> str:
+    m = FRAME_RE.match("  " + frame)
+    return m.group("file") if m else ""
+
+
+def richest(blocks: list[dict[str, Any]]) -> dict[str, Any]:
+    """The block that says most: with a stack, then with a known signal; the last of equals."""
+    return max(reversed(blocks), key=lambda b: (bool(b["stack"]), b["signal"] is not None), default={})
+
+
 MACHINERY = ("/_pytest/", "/pluggy/", "/pytest_run_parallel/", "/xdist/", "/execnet/", "<frozen ")
 
 
 def _is_machinery(frame: str) -> bool:
-    m = FRAME_RE.match("  " + frame)
-    path = m.group("file") if m else ""
+    path = _file(frame)
     return any(x in path for x in MACHINERY) or ("/lib/python3" in path and "site-packages" not in path)
 
 
@@ -165,8 +184,7 @@ def find_crashes(
                              worker=True))
     psig = phase_signal(exit_code, sig)
     if psig is not None and psig not in (_signal.SIGKILL, _signal.SIGTERM, _signal.SIGINT):
-        rest = [b for i, b in enumerate(blocks) if i not in used]
-        b = rest[-1] if rest else {}
+        b = richest([b for i, b in enumerate(blocks) if i not in used])
         tid = unfinished[-1] if unfinished else ""
         if not tid and b.get("test_frame"):
             tid = ""  # a stack without a node id: keep the frame as evidence only

@@ -9,16 +9,18 @@ which tests get them, how many, and what they showed:
 
 - which (``targets``): every ``ft-crash`` and ``ft-race`` candidate (the claims "only without the
   GIL", which the fresh runs test), every ``crash`` and ``hang``, and the ``thread-unsafe`` ones
-  with the highest rates, at most ``MAX_UNSAFE`` (one that recurs alone with the GIL on is enough
-  for that verdict; the rest are shown with their suite counts, "not re-run alone");
+  with the highest rates, at most ``MAX_UNSAFE`` (the rest are shown with their suite counts, "not
+  re-run alone", never the verdict);
 - how many (``done``): up to ``settings.confirm`` runs per GIL mode each, round-robin over the
   targets (every target's first pair, then the second...) within ``settings.confirm_budget``,
   stopping a target as soon as its answer is clear: an "only without the GIL" candidate stops at
   its first event with the GIL on (then it happens in both modes), or when even failing every run
   left could no longer make the difference hold (``core.stats.least_failures``), or after half its
-  runs with no event at all; a ``thread-unsafe`` one at its first failure with the GIL on; a crash
-  or hang at its first recurrence. Early stops only ever drop a claim, never make one, so they
-  leave the error rate of the claims as it is;
+  runs with no event at all; a ``thread-unsafe`` one (and a race that failed alone with the GIL on
+  too) once its rate is told (``rate_need``): as soon as its failures alone reach the count that
+  shows a rate at its floor, or when they no longer can; a crash or hang at
+  its first recurrence. Early stops only ever drop a claim, never make one, so they leave the
+  error rate of the claims as it is;
 - what they showed (``apply``): every finding gets ``confirmed`` = ``{"gil0": "k/N", ...}``, runs
   alone that showed the *same kind of event*, per mode: a crash by a crash (a signal or a fatal
   error), a hang by a timeout, a failure by the test failing. A run alone that ended otherwise is
@@ -35,16 +37,33 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from math import ceil
 
 from ..core.evidence import Crash
 from ..core.model import Finding, Phase
-from ..core.stats import bound_text, least_failures
+from ..core.stats import bound_text, least_failures, rules_out
 
 CONFIRM_KINDS = ("ft-crash", "crash", "hang", "ft-race", "thread-unsafe")
 ONLY_OFF = ("ft-crash", "ft-race")  # the claims "only without the GIL", tested on the fresh runs
 MAX_UNSAFE = 3  # thread-unsafe candidates re-run alone: the highest rates
-PAIRS = {"crash": 3, "hang": 2, "thread-unsafe": 4}  # at most this many runs per mode (and confirm)
+PAIRS = {"crash": 3, "hang": 2}  # at most this many runs per mode (and confirm)
+RATE_RUNS = 8  # a failure's runs alone per mode at most, to tell its rate from its floor
 PASSED = ("passed", "skipped")
+
+
+def floor(phases: Sequence[Phase], test_id: str) -> tuple[float, int]:
+    """(the per-run failure rate the threaded suite runs that ran ``test_id``, all modes, are sure
+    (95%) to show, those runs) (``core.stats.rules_out``): a rarer failure passes them all in many
+    runs of the same job, so it cannot decide the verdict the same way twice (issue #47)."""
+    n = sum(1 for p in phases if p.kind == "threads" and test_id in p.tests)
+    return rules_out(n), n
+
+
+def rate_need(phases: Sequence[Phase], test_id: str, most: int, modes: Sequence[int]) -> tuple[int, int]:
+    """(failures in its runs alone, all modes together, that show a rate at the floor; its runs
+    alone at most): a ``thread-unsafe`` claim holds when its runs alone reach that count."""
+    total = max(1, min(most, RATE_RUNS)) * max(1, len(modes))
+    return max(1, ceil(floor(phases, test_id)[0] * total - 1e-9)), total
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -88,23 +107,27 @@ def tally(test_id: str, kind: str, confirm: Sequence[Phase]) -> dict[int, tuple[
     return out
 
 
-def done(target: Target, confirm: Sequence[Phase], most: int, modes: Sequence[int]) -> bool:
+def done(target: Target, phases: Sequence[Phase], most: int, modes: Sequence[int]) -> bool:
     """Whether ``target`` needs no more runs alone: its answer is clear, or cannot change (see the
-    module docstring). ``most``: settings.confirm, the runs per mode at most."""
-    per = tally(target.test_id, target.kind, confirm)
+    module docstring). ``phases``: the job's so far; ``most``: settings.confirm, the runs per mode
+    at most."""
+    per = tally(target.test_id, target.kind, phases)
     n = min((per.get(m, (0, 0))[1] for m in modes), default=0)  # whole pairs run
     k0, _ = per.get(0, (0, 0))
     k1, _ = per.get(1, (0, 0))
-    if target.kind in ONLY_OFF and 0 in modes and 1 in modes:
-        if k1 or n >= most:
+    if target.kind in ONLY_OFF and 0 in modes and 1 in modes and not k1:
+        if n >= most:
             return True
         need = least_failures(most)
         if need is not None and k0 + (most - n) < need:
             return True  # even failing every run left, the difference could not hold
         return k0 == 0 and n >= (most + 1) // 2
+    if target.kind == "thread-unsafe" or (target.kind == "ft-race" and k1):  # (failed with the GIL on too)
+        need, total = rate_need(phases, target.test_id, most, modes)
+        k = sum(per.get(m, (0, 0))[0] for m in modes)
+        ran = sum(per.get(m, (0, 0))[1] for m in modes)
+        return k >= need or k + (total - ran) < need  # told, or can no longer be
     limit = min(most, PAIRS.get(target.kind, 5))
-    if target.kind == "thread-unsafe" and 1 in modes:
-        return k1 > 0 or n >= limit
     return k0 + k1 > 0 or n >= limit
 
 
@@ -176,9 +199,11 @@ def _said(hit: dict[int, list[Phase]], n: dict[int, int]) -> str:
 
 
 def _crash_details(g: Finding, f: Finding, hit: dict[int, list[Phase]], modes: Sequence[int]) -> Finding:
-    alone = next((p for m in modes for p in hit[m] if p.crash or p.signal is not None), None)
-    if alone is None:
+    crashed = [p for m in modes for p in hit[m] if p.crash or p.signal is not None]
+    if not crashed:
         return g
+    # the run whose dump says most: two threads crashing at once can garble one (parse.crash)
+    alone = max(reversed(crashed), key=lambda p: (bool(p.crash and p.crash.stack_top), bool(p.crash and p.crash.fatal)))
     c = alone.crash or Crash()
     sig = c.signal or alone.signal
     return replace(g, signal=sig if sig is not None else f.signal, stack_top=c.stack_top or c.test_frame or f.stack_top,

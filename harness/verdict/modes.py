@@ -17,6 +17,12 @@ confirmation (``verdict.confirm``), every such finding is checked against all th
   ``unconfirmed`` with its counts; a crash that does not hold stays a ``crash`` (a signal is no
   flakiness), saying that whether it happens only without the GIL is not established;
 - a candidate never re-run alone (``confirm: 0``, the budget spent) is not claimed either;
+- ``thread-unsafe`` (fails in threads with the GIL on too) needs a rate that holds: its runs
+  alone (both modes together) must fail at least as often as a rate at its *floor* would
+  (``confirm.floor``: the rate the threaded suite runs of its test are sure, 95%, to show;
+  ``confirm.rate_need``). A rarer failure is real, but the next run of the same job would most
+  likely pass it: it is ``unconfirmed`` with its counts, shown beside the verdict, so that two runs
+  of one matrix publish the same verdict;
 - a ThreadSanitizer finding (evidence ``tsan``) states its counts: a race report with its stacks
   is no flaky assertion; its runs are the TSan runs of each mode.
 
@@ -33,7 +39,7 @@ from dataclasses import replace
 from ..config.matrix import Settings
 from ..core.model import Finding, Phase
 from ..core.stats import ALPHA, fisher_greater, holm, holm_level
-from .confirm import mode_words
+from .confirm import MAX_UNSAFE, floor, mode_words, rate_need
 from .gilon import skipped_modes
 
 CLAIMS = ("ft-crash", "crash", "ft-race", "thread-unsafe")
@@ -98,6 +104,9 @@ def check(findings: Sequence[Finding], phases: Sequence[Phase], settings: Settin
                 f"{f.kind} not claimed: no run of it {absent} ({why}), so nothing is said of the "
                 f"GIL's part; seen: {f.message}")[:600]))
             continue
+        if f.kind == "thread-unsafe" and f.evidence != "tsan":
+            out.append(_rate_holds(f, phases, planned, settings))
+            continue
         if f.kind in ("ft-race", "ft-crash") and 1 in per:
             if f.evidence == "tsan":  # a TSan report is no flakiness: its counts, as they are
                 (k0, n0), (k1, n1) = per[0], per[1]
@@ -137,3 +146,24 @@ def _not_held(f: Finding, why: str) -> Finding:
         return replace(f, kind="crash", message=(
             f"{f.message}; whether only without the GIL is not established: {why}")[:900])
     return replace(f, kind="unconfirmed", message=f"{f.kind} not claimed: {why}; {f.message}"[:900])
+
+
+def _rate_holds(f: Finding, phases: Sequence[Phase], planned: Sequence[int], settings: Settings) -> Finding:
+    """A ``thread-unsafe`` finding whose runs alone show a rate at its floor, else ``unconfirmed``
+    with its counts (module docstring)."""
+    need, total = rate_need(phases, f.test_id, settings.confirm, planned)
+    alone = [_alone(f, m) for m in planned]
+    k, runs = sum(a[0] for a in alone), sum(a[1] for a in alone)
+    rate, suite = floor(phases, f.test_id)
+    bar = (f"{need} failures in up to {total} runs alone would show a rate of {rate:.0%}, the rate its "
+           f"{suite} threaded suite runs are sure (95%) to show")
+    if runs == 0:
+        return replace(f, kind="unconfirmed", message=(
+            f"thread-unsafe not claimed: not re-run alone (settings.confirm, its budget, or past the "
+            f"{MAX_UNSAFE} highest rates), and the suite runs that nominated it are no evidence for it; "
+            f"seen: {f.message}")[:900])
+    if k >= need:
+        return replace(f, message=f"{f.message}; its rate holds: {k} failures alone, where {bar}"[:900])
+    return replace(f, kind="unconfirmed", message=(
+        f"thread-unsafe not claimed: it fails in threads, but more rarely than this job can show every "
+        f"time: alone {_fresh(f)}, where {bar}; the next run would likely pass it; seen: {f.message}")[:900])

@@ -110,9 +110,9 @@ def test_a_run_on_two_interpreters_reports_a_column_each(tmp_path, backend):
         if backend == "docker":  # reproduced in that interpreter's own image
             assert f"{images.interpreter_tag(p['interpreter']['key'])} sh -c" in f["reproduce"]
     md = (out / "report.md").read_text()
-    assert "| Package | Version | 3.13.5t | 3.13.15t | Across interpreters |" in md
-    assert "| ft\\_clean | 1.0.0 | ✅ **compatible** | ✅ **compatible** |  |" in md
-    assert "| ft\\_gilslot | 1.0.0 | 🔒 **gil-reenabled** | 🔒 **gil-reenabled** |  |" in md
+    assert "| Package | Version | 3.13.5t | 3.13.15t | Cause | Across interpreters |" in md
+    assert "| ft\\_clean | 1.0.0 | ✅ **compatible** | ✅ **compatible** |  |  |" in md
+    assert "| ft\\_gilslot | 1.0.0 | 🔒 **gil-reenabled** | 🔒 **gil-reenabled** | ` ft_gilslot._speedups ` |  |" in md
     index = (out / "site" / "index.html").read_text()
     assert index.count('data-interp="cpython3.13.15t"') == 1 + 2  # its column: th and 2 cells
     assert '<option value="cpython3.13.15t">' in index  # the interpreter filter

@@ -68,6 +68,7 @@ def _week(state: Path, run_id: str, m: Path) -> dict:
     r = subprocess.run([sys.executable, str(ROOT / "tools" / "run_workflow.py"), "--state", str(state),
                         "--run-id", run_id, "--input", f"matrix={m}", "--input", "shards=2"],
                        capture_output=True, text=True, timeout=5400)
+    assert (state / "runs" / run_id / "summary.json").is_file(), r.stdout[-4000:] + r.stderr[-4000:]
     summary = json.loads((state / "runs" / run_id / "summary.json").read_text())
     assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-2000:]
     report = json.loads((state / "artifacts" / run_id / "report" / "report.json").read_text())

@@ -101,7 +101,7 @@ def test_package_text_in_a_valid_result_reaches_no_terminal_log_or_markdown_raw(
     for f in d["findings"]:
         f.update(message="m" + payload, excerpt="e" + payload)
     assert d["findings"]
-    (res / "evil.json").write_text(json.dumps(d))
+    (res / f"{d['job_id']}.json").write_text(json.dumps(d))  # named by its job, as the harness names it
     r = run_cli("report", str(tmp_path / "run"), "--out", str(tmp_path / "out"), cwd=tmp_path)
     assert r.returncode == 0 and r.stderr == "", r.stderr
     assert inert(r.stdout)

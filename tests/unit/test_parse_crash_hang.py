@@ -7,7 +7,7 @@ from pathlib import Path
 
 from harness.core.model import Phase
 from harness.parse import incomplete, parse_phase
-from harness.parse.crash import fatal_blocks, phase_signal, signal_of
+from harness.parse.crash import fatal_blocks, find_crashes, phase_signal, signal_of
 from harness.parse.hang import timeout_blocks, watchdog_dumps, watchdog_tests
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "parse"
@@ -258,3 +258,22 @@ def test_a_watchdog_dump_that_names_no_test_is_paired_with_its_worker():
     assert got == {"tests/test_cmdline.py::test_F_opt": "0:02:10", "tests/test_cmdline.py::test_P_opt": "0:02:10"}
     # a worker that crashed with no dump before its "node down" is not paired
     assert watchdog_tests(text.split("[... lines cut ...]", 1)[1], ["tests/test_cmdline.py::test_F_opt"]) == {}
+
+
+def test_interleaved_dumps_of_two_crashing_threads_keep_the_tests_stack():
+    """Captured from ft_realloc with 8 threads: a second ``Fatal Python error`` inside a frame
+    line, a second block with no ``Current thread``, a dump cut before any."""
+    d = DATA / "crash-interleaved"
+    for name, fatal in (("two-fatal-on-a-line", "Segmentation fault"),
+                        ("two-fatal-in-a-frame", "Segmentation fault"), ("no-current-thread", "Aborted")):
+        text = (d / f"{name}.log").read_text()
+        assert len(fatal_blocks(text)) == (1 if name == "no-current-thread" else 2)
+        (c,) = find_crashes(text, exit_code=-11, sig=None, unfinished=["tests/test_fill.py::test_fill_large"])
+        assert c.test_id == "tests/test_fill.py::test_fill_large"
+        assert "test_fill.py" in c.stack_top and "test_fill_large" in c.test_frame, (name, c)
+        assert c.fatal == fatal and c.excerpt.startswith(f"Fatal Python error: {fatal}\n"), (name, c.excerpt)
+        assert "  File \"/src/tests/test_fill.py\", line 13 in test_fill_large" in c.excerpt
+    named = find_crashes((d / "two-fatal-on-a-line.log").read_text(), exit_code=-6, sig=None, unfinished=[])[0]
+    assert "(crashed):" in named.excerpt
+    cut = find_crashes((d / "no-current-thread.log").read_text(), exit_code=-6, sig=None, unfinished=[])[0]
+    assert "names no crashing thread" in cut.excerpt and cut.signal == signal.SIGABRT

@@ -33,11 +33,19 @@ def runs(tid, outcomes):
                   test_command=TestCommand(head=("python",), paths=(tid,))) for i, (m, o) in enumerate(outcomes)]
 
 
-def test_a_race_candidate_stops_at_its_first_gil_on_failure():
+def suite(tid, n):
+    """``n`` threaded suite runs that ran ``tid`` (passing): what its floor is computed from."""
+    return [Phase(name=f"threads-gil{i % 2}-r{i}", kind="threads", gil=i % 2, tests={tid: TestCase(outcome="passed")})
+            for i in range(n)]
+
+
+def test_a_race_candidate_that_fails_with_the_gil_on_goes_on_to_tell_its_rate():
     t = Target(test_id="t", kind="ft-race", phase="threads-gil0-r1")
     ph = runs("t", [(0, "failed"), (1, "passed"), (0, "failed"), (1, "failed")])
     assert tally("t", "ft-race", ph) == {0: (2, 2), 1: (1, 2)}
-    assert done(t, ph, 16, (0, 1)) and not done(t, ph[:2], 16, (0, 1))
+    # no longer "only without the GIL"; 3 of 4 runs failed, 7 (of 16) show its floor's rate
+    assert not done(t, suite("t", 6) + ph, 16, (0, 1))
+    assert done(t, suite("t", 6) + ph + runs("t", [(0, "failed")] * 4), 16, (0, 1))
 
 
 def test_a_race_candidate_stops_when_it_can_no_longer_hold():
@@ -51,8 +59,16 @@ def test_a_race_candidate_stops_when_it_can_no_longer_hold():
     assert not done(t, seven, 16, (0, 1)) and done(t, seven + runs("t", [(0, "passed"), (1, "passed")]), 16, (0, 1))
 
 
-def test_a_thread_unsafe_candidate_stops_at_its_first_gil_on_failure_or_after_four_pairs():
+def test_a_thread_unsafe_candidate_runs_until_its_rate_is_told():
     t = Target(test_id="t", kind="thread-unsafe", phase="threads-gil1-r1")
-    assert done(t, runs("t", [(0, "passed"), (1, "failed")]), 16, (0, 1))
-    four = runs("t", [(m, "passed") for _ in range(4) for m in (0, 1)])
-    assert done(t, four, 16, (0, 1)) and not done(t, four[:6], 16, (0, 1))
+    # 6 threaded suite runs are sure to show a rate of 39%: 7 failures in up to 16 runs alone
+    six = suite("t", 6)
+    assert not done(t, six + runs("t", [(0, "failed"), (1, "failed")]), 16, (0, 1))
+    seven = runs("t", [(m, "failed") for _ in range(4) for m in (0, 1)])[:7]
+    assert done(t, six + seven, 16, (0, 1))  # told: its rate holds
+    # 1 failure in 10 runs: 6 left could still make 7; in 11, 5 left cannot
+    rare = [(m, "failed" if i == m == 0 else "passed") for i in range(6) for m in (0, 1)]
+    assert not done(t, six + runs("t", rare[:10]), 16, (0, 1)) and done(t, six + runs("t", rare[:11]), 16, (0, 1))
+    # a race that failed alone with the GIL on goes on the same way (no stop at that first failure)
+    race = Target(test_id="t", kind="ft-race", phase="threads-gil0-r1")
+    assert not done(race, six + runs("t", [(0, "failed"), (1, "failed")]), 16, (0, 1))

@@ -110,8 +110,8 @@ def test_package_text_in_a_valid_result_reaches_no_terminal_log_or_markdown_raw(
     assert inert(md), [ln for ln in md.splitlines() if not inert(ln)][:3]  # ... and inert
     new = tmp_path / "out" / "report.json"
     old = json.loads(new.read_text())
-    for p in old["packages"]:
-        p["verdict"] = "compatible"
+    for p in old["packages"]:  # a verdict not resting on counts: the change is no flakiness (#47)
+        p["verdict"] = "gil-reenabled"
     (tmp_path / "old.json").write_text(json.dumps(old))
     r = run_cli("diff", str(tmp_path / "old.json"), str(new), cwd=tmp_path)
     assert r.returncode == 1 and r.stderr == "", r.stderr  # a regression: exit 1, nothing else

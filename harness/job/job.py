@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from .. import __version__, parse, verdict
-from ..backends.base import Backend
+from ..backends.base import Backend, Workspace
 from ..config import wheels
 from ..config.plan import Job
 from ..core import limits
@@ -60,10 +60,20 @@ def _start_env(ctx: JobCtx) -> tuple[dict[str, str], tuple[str, ...]]:
                          .encode())
         supp = (ws.path("tsan.supp"),)
         env = {**env, **tsan.install_env(ws.path("logs", "tsan", "install"), list(supp))}
-    if ws.pip_cache:  # one pip cache per interpreter build: a wheel pip built for the plain
-        # interpreter carries the same cp313t tag as one built with -fsanitize=thread
-        env["PIP_CACHE_DIR"] = f"{ws.pip_cache}/{ctx.interp.key}"
+    if ws.pip_cache:
+        env["PIP_CACHE_DIR"] = pip_cache_dir(ws, ctx.interp.key)
     return env, supp
+
+
+def pip_cache_dir(ws: Workspace, interp_key: str) -> str:
+    """The job's pip cache: one per build environment. pip reuses a wheel it built from an sdist
+    whatever headers the build saw, so a cache shared across environments hands on a wheel built
+    without them: pyyaml 6.0.4's pure half, built before the images had libyaml, came back in
+    the new image ("Using cached pyyaml-6.0.4-cp313-cp313t-linux_x86_64.whl"), without
+    ``yaml.CLoader``. On docker the image's tag names the interpreter build and the image's
+    build dependencies; elsewhere the interpreter build (a wheel pip built for the plain
+    interpreter carries the same cp313t tag as one built with -fsanitize=thread)."""
+    return f"{ws.pip_cache}/{ws.image.rpartition(':')[2] if ws.image else interp_key}"
 
 
 def _steps(ctx: JobCtx) -> Done:

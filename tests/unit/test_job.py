@@ -164,3 +164,23 @@ def test_installed_tests_take_the_sources_config_file() -> None:
     assert opts[opts.index("-c") + 1] == "/w/src/numpy-2.5.5/pytest.ini"
     assert "--rootdir=/w/venv/lib/python3.13t/site-packages" in opts
     assert "--confcutdir=/w/venv/lib/python3.13t/site-packages" in opts
+
+
+def test_the_pip_cache_is_one_per_build_environment():
+    """A wheel pip built without libyaml's headers must not come back in an image that has them
+    (pyyaml 6.0.4 on 3.13.15t, 2026-12-06: "Using cached pyyaml-6.0.4-cp313-cp313t…whl", no
+    yaml.CLoader): on docker the cache is keyed by the image's tag (interpreter build + its build
+    dependencies), elsewhere by the interpreter build."""
+    from pathlib import Path
+
+    from harness.backends.base import Workspace
+    from harness.job.job import pip_cache_dir
+
+    def ws(image: str) -> Workspace:
+        return Workspace(host_root=Path("/x"), root="/work", python="/opt/python/bin/python3.13t",
+                         pip_cache="/cache/pip", image=image)
+
+    old = pip_cache_dir(ws("ft-harness/interp:cpython-3.13.15-ft-0dc8cebd3d78-c14601e7"), "cpython-3.13.15-ft-0dc8cebd3d78")
+    new = pip_cache_dir(ws("ft-harness/interp:cpython-3.13.15-ft-0dc8cebd3d78-9708ac6f"), "cpython-3.13.15-ft-0dc8cebd3d78")
+    assert old == "/cache/pip/cpython-3.13.15-ft-0dc8cebd3d78-c14601e7" and new != old
+    assert pip_cache_dir(ws(""), "cpython-3.13.5-ft-aa8650c37ad2") == "/cache/pip/cpython-3.13.5-ft-aa8650c37ad2"

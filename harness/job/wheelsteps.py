@@ -8,7 +8,9 @@ and published by the host. The install gets ``--find-links`` of the store dirs o
 sdists (``StoreUse.find_links``), mounted read-only; what pip took from there is read back
 from its ``--report`` (``used``). The plan's log ends with one line per sdist: in the store
 already, built now, or left to the install (its build failed: the install builds it again, and
-its log is the evidence).
+its log is the evidence). What one job adds to the store, and what the store holds, is bounded
+(harness.job.storecap: ``store_entries_per_job``, ``store_bytes``); a removal or a refusal is a
+line of that log too.
 
 A build of the store is not charged to the job's budget (#43): it has its own limit
 (``wheelstore.BUILD_TIMEOUT``), and the time it took, or the time this job waited on another

@@ -181,8 +181,8 @@ def test_a_forged_plan_adds_no_more_than_store_entries_per_job(tmp_path: Path) -
     assert [r.split(":")[0] for r in use.refused] == [f"dep{i} 1.0" for i in range(31, 40)]
     assert sum(1 for r in backend.ran if r.startswith("wheel-dep")) == cap - 1  # the rest not even built
     assert len(use.find_links) == cap - 1 and all(f"/{sd.sha256}" not in " ".join(use.find_links) for sd in sdists[31:])
-    assert len([e for e in storecap.entries(store)]) == cap
-    assert f"dep39 1.0 not stored: limit store_entries_per_job (32) exceeded: this job added 32" in log
+    assert len(storecap.entries(store)) == cap
+    assert "dep39 1.0 not stored: limit store_entries_per_job (32) exceeded: this job added 32" in log
 
 
 def test_entries_already_stored_do_not_count_and_the_limit_is_a_setting(

@@ -87,7 +87,9 @@ def build_parser() -> argparse.ArgumentParser:
                  "build, before any job, the sdists the jobs' wheel plans need into the shared wheel store",
                  "\nOnce per interpreter build, each build in its isolated step with its own limit; "
                  "a later `run` (or every shard of the workflow, restoring the store from the cache) "
-                 "finds them built, so no job's budget pays for a dependency's build.")
+                 "finds them built, so no job's budget pays for a dependency's build. Each backend has "
+                 "its own store (<cache>/wheels/<backend>: a docker run never reads what a local run "
+                 "stored), bounded by the limits store_entries_per_job and store_bytes.")
     _matrix_arg(st)
     _cache_arg(st)
     st.add_argument("--out", default="out", metavar="DIR",

@@ -56,7 +56,7 @@ def open_local(jobs: Sequence[Job], *, cache: Path, run_id: str, workers: int,
     needed = _needed(jobs)
     tsan = any(i.sanitizer for i in needed.values())
     backend = LocalBackend(mem_limit=None if tsan else LOCAL_MEM_LIMIT, pip_cache=cache / "pip",
-                           wheel_store=store_root(cache))
+                           wheel_store=store_root(cache, "local"))
     prepared = {}
     for name, interp in needed.items():
         built = interpreters.ensure_built(interp, cache, heartbeat=heartbeat)
@@ -101,7 +101,7 @@ def open_docker(jobs: Sequence[Job], *, cache: Path, run_id: str, workers: int,
     default = next(iter(prepared.values())).image if prepared else ""  # none: an empty shard
     return Opened(backend=DockerBackend(image=default, job_images=job_images, run_id=run_id,
                                         cpus=cpus, client=client, job_mounts=job_mounts,
-                                        job_env=job_env, wheel_store=store_root(cache)),
+                                        job_env=job_env, wheel_store=store_root(cache, "docker")),
                   prepared=prepared)
 
 

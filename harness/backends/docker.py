@@ -15,9 +15,10 @@ interpreter), kept across runs: a package's build code, which runs with the cach
 read-write, can plant wheels only where its own later installs look, never where another
 package's do.  ``ft-harness clean`` removes them (``clean_caches``).
 
-The shared wheel store (``harness.job.wheelstore``) is mounted read-only at /cache/wheels in
-every container of every job; only ``run_isolated`` (one sdist's build: no workspace, no pip
-cache, its output dir the one writable mount) makes what goes into it.
+The shared wheel store (``harness.job.wheelstore``; docker's own, ``<cache>/wheels/docker``:
+never what a local run stored) is mounted read-only at /cache/wheels in every container of
+every job; only ``run_isolated`` (one sdist's build: no workspace, no pip cache, its output dir
+the one writable mount) makes what goes into it.
 """
 
 from __future__ import annotations

@@ -147,7 +147,7 @@ def cmd_store(args: argparse.Namespace) -> int:
         step = prebuild(jobs, out=out, backend=opened.backend, prepared=opened.prepared,
                         progress=lambda job_id, what: _say(f"store: {job_id}: {what}"))
         record = {"schema": 1, "started": started, "finished": now_iso(), "backend": backend_name,
-                  "store": str(store_root(cache)), **step.to_dict()}
+                  "store": str(store_root(cache, backend_name)), **step.to_dict()}
         tmp = out / f".{STORE_FILE}.tmp"
         tmp.write_text(json.dumps(record, indent=1) + "\n")
         os.replace(tmp, out / STORE_FILE)
@@ -155,6 +155,10 @@ def cmd_store(args: argparse.Namespace) -> int:
          f"stored, in {step.seconds:.0f} s (each build's own limit {step.limit} s); {out / STORE_FILE}")
     for line in step.not_planned:
         _say(f"  not planned: {textsafe.line(line)}")
+    for line in step.evicted:  # store_bytes: the least recently used entries, removed for room
+        _say(f"  removed for room (store_bytes): {textsafe.line(line)}")
+    for line in step.refused:
+        _say(f"  not stored: {textsafe.line(line)}")
     return 0
 
 

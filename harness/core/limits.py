@@ -1,5 +1,6 @@
-"""The bounds on what the host reads of a package's own files (issue #29), and on the disk a
-job's commands may fill (#46: ``workspace_bytes``, ``file_bytes``), each with a name.
+"""The bounds on what the host reads of a package's own files (issue #29), on the disk a
+job's commands may fill (#46: ``workspace_bytes``, ``file_bytes``) and on the shared wheel store
+(#46: ``store_entries_per_job``, ``store_bytes``; harness.job.storecap), each with a name.
 
 A package's sdist and the files its code writes in the job's workspace (logs, probe.json,
 JUnit) are untrusted input the host reads outside any container and outside ``job_timeout``.
@@ -45,6 +46,13 @@ LIMITS: dict[str, Limit] = {lim.name: lim for lim in (
     Limit(name="file_bytes", default=4 << 30,
           what="bytes of any one file a job's command writes, its phase log included (the kernel's "
                "RLIMIT_FSIZE, refused at write time)"),
+    Limit(name="store_entries_per_job", default=32,
+          what="entries one job may add to the shared wheel store (wheels built from sdists, the "
+               "tools layer); past it the job's install builds the rest itself, and stores nothing"),
+    Limit(name="store_bytes", default=4 << 30,
+          what="bytes one backend's shared wheel store may hold; past it the least recently used "
+               "entries this run has not used are removed, and a new entry that still does not fit "
+               "is not stored (the install builds it itself)"),
     Limit(name="log_bytes", default=64 << 20,
           what="bytes of one phase's log kept (the rest is cut, and the log says so)"),
     Limit(name="tests_per_phase", default=200_000,

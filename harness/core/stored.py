@@ -1,11 +1,17 @@
 """The shared wheel store's name and its record in a result (#34): wheels built from an sdist
-once, in a step of their own, and reused read-only by every later job of that interpreter build.
+once, in a step of their own, and reused read-only by every later job of that interpreter build
+on that backend.
 
 Layout (``harness.job.wheelstore`` writes it, the backends mount it read-only)::
 
-    <cache>/wheels/<interpreter key>/<sdist sha256>/<wheel file>
+    <cache>/wheels/<backend>/<interpreter key>/<sdist sha256>/<wheel file>
+    <cache>/wheels/<backend>/<interpreter key>/tools/<digest>/       (harness.job.toolslayer)
 
-``$FT_HARNESS_WHEEL_STORE`` puts it elsewhere (the tests give each run an empty one).
+One store per backend (#46): on ``local`` the builds run on the host unconfined, so what a
+local run stored is never offered to a docker job (nor the other way round). Entries of the
+layout before that (``<cache>/wheels/<interpreter key>/...``) are not read.
+``$FT_HARNESS_WHEEL_STORE`` puts the stores elsewhere (``$FT_HARNESS_WHEEL_STORE/<backend>``;
+the tests give each run an empty one).
 """
 
 from __future__ import annotations
@@ -19,10 +25,16 @@ from typing import Any
 IN_CONTAINER = "/cache/wheels"  # where the docker backend mounts the store, read-only
 
 
-def store_root(cache: Path) -> Path:
-    """The wheel store below the harness's cache root (or ``$FT_HARNESS_WHEEL_STORE``)."""
+BACKENDS = ("docker", "local")  # a store each: harness.backends.BACKENDS
+
+
+def store_root(cache: Path, backend: str) -> Path:
+    """The wheel store of ``backend`` below the harness's cache root (or below
+    ``$FT_HARNESS_WHEEL_STORE``): ``<cache>/wheels/<backend>``."""
+    if backend not in BACKENDS:
+        raise ValueError(f"no wheel store for backend {backend!r}")
     value = os.environ.get("FT_HARNESS_WHEEL_STORE")
-    return Path(value).expanduser().resolve() if value else Path(cache) / "wheels"
+    return (Path(value).expanduser().resolve() if value else Path(cache) / "wheels") / backend
 
 
 @dataclass(frozen=True, kw_only=True)

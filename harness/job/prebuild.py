@@ -8,7 +8,10 @@ step (``harness.job.wheelsteps``: nothing writable but a scratch dir, its own li
 ``wheelstore.BUILD_TIMEOUT``). A second job needing the same sdist finds it stored. No result
 is written: the jobs run after this, and their own plans find every wheel in the store, so no
 job's budget pays for a dependency's build. What the step did is ``store.json`` in ``--out``
-(``StoreStep``), which the report's ``meta.store.before_jobs`` carries.
+(``StoreStep``), which the report's ``meta.store.before_jobs`` carries: with the store's bounds
+in force (``bounds``: ``store_entries_per_job``, ``store_bytes`` and what happens past it,
+harness.job.storecap) and what they did (``evicted``: entries removed for room; ``refused``:
+wheels not stored).
 
 In the workflow one store job runs this (``ft-harness store``) and saves the store to the
 Actions cache; every shard restores it read-only (.github/workflows/matrix.yml).
@@ -26,8 +29,9 @@ from typing import Any
 
 from ..backends.base import Backend, Prepared
 from ..config.plan import Job
+from ..core import limits
 from ..core.stored import StoredWheel
-from . import stages, testsetup
+from . import stages, storecap, testsetup
 from .context import Progress
 from .job import _open, _start_env
 from .source import source
@@ -47,11 +51,16 @@ class StoreStep:
     not_planned: tuple[str, ...] = ()  # "job id: why" (no sdist, no plan, no store)
     seconds: float = 0.0
     limit: int = BUILD_TIMEOUT  # each build's own limit
+    evicted: tuple[str, ...] = ()  # "job id: entry (bytes, last used)" removed for room (store_bytes)
+    refused: tuple[str, ...] = ()  # "job id: name version: why" not stored (store_bytes, store_entries_per_job)
 
     def to_dict(self) -> dict[str, Any]:
         return {"jobs": self.jobs, "built": [w.to_dict() for w in self.built],
                 "reused": [w.to_dict() for w in self.reused], "not_planned": list(self.not_planned),
-                "seconds": round(self.seconds, 1), "limit": self.limit}
+                "seconds": round(self.seconds, 1), "limit": self.limit,
+                "bounds": {"store_entries_per_job": limits.value("store_entries_per_job"),
+                           "store_bytes": limits.value("store_bytes"), "policy": storecap.POLICY},
+                "evicted": list(self.evicted), "refused": list(self.refused)}
 
 
 def _one(job: Job, prepared: Prepared, backend: Backend, out: Path, progress: Progress) -> tuple[StoreUse, str]:
@@ -78,6 +87,8 @@ def prebuild(jobs: Sequence[Job], *, out: Path, backend: Backend, prepared: Mapp
     built: dict[str, StoredWheel] = {}
     reused: dict[str, StoredWheel] = {}
     skipped: list[str] = []
+    evicted: list[str] = []
+    refused: list[str] = []
     ran = 0
     for job in jobs:
         p = prepared[job.interpreter.name]
@@ -95,9 +106,13 @@ def prebuild(jobs: Sequence[Job], *, out: Path, backend: Backend, prepared: Mapp
             built.setdefault(f"{p.info.key}/{w.sdist_sha256}", w)
         for w in use.found:
             reused.setdefault(f"{p.info.key}/{w.sdist_sha256}", w)
+        evicted += [f"{job.job_id}: {e}" for e in use.evicted]
+        refused += [f"{job.job_id}: {r}" for r in use.refused]
     step = StoreStep(jobs=ran, built=tuple(built.values()),
                      reused=tuple(w for k, w in reused.items() if k not in built),
-                     not_planned=tuple(skipped), seconds=time.monotonic() - started)
-    log.info("store step: %d jobs planned, %d built, %d reused in %.0f s", step.jobs, len(step.built),
-             len(step.reused), step.seconds)
+                     not_planned=tuple(skipped), seconds=time.monotonic() - started,
+                     evicted=tuple(evicted), refused=tuple(refused))
+    log.info("store step: %d jobs planned, %d built, %d reused, %d removed for room, %d not stored "
+             "(store_bytes, store_entries_per_job) in %.0f s", step.jobs, len(step.built), len(step.reused),
+             len(step.evicted), len(step.refused), step.seconds)
     return step

@@ -26,7 +26,7 @@ import os
 import shlex
 import shutil
 import stat
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from .wheelstore import KEY_RE, SHA256_RE, lock, scratch  # noqa: F401  (scratch: the build's dir, as a wheel's)
@@ -71,15 +71,21 @@ def build_argv(python: str, out: str, tools: Sequence[str]) -> list[str]:
     return ["sh", "-c", sh]
 
 
-def publish(out: Path, store: Path, key: str, dig: str) -> str:
+def publish(out: Path, store: Path, key: str, dig: str, room: Callable[[Path], str] = lambda layer: "") -> str:
     """Move the build's ``out/layer`` into the store, read-only. "" when done (or another job's
-    layer got there first), else why not."""
+    layer got there first), else why not: ``room`` (called with the layer right before the
+    rename: harness.job.storecap) says why the store takes no more."""
     src = out / "layer"
     try:
         if not stat.S_ISDIR(os.lstat(src).st_mode) or not stat.S_ISREG(os.lstat(src / MARK).st_mode):
             return "the build left no complete layer"
     except OSError:
         return "the build left no complete layer"
+    if ready(store, key, dig):  # another job's: kept, nothing added
+        return ""
+    full = room(src)
+    if full:
+        return full
     target = Path(where(store, key, dig))
     target.parent.mkdir(parents=True, exist_ok=True)
     _read_only(src)

@@ -8,7 +8,9 @@ and published by the host. The install gets ``--find-links`` of the store dirs o
 sdists (``StoreUse.find_links``), mounted read-only; what pip took from there is read back
 from its ``--report`` (``used``). The plan's log ends with one line per sdist: in the store
 already, built now, or left to the install (its build failed: the install builds it again, and
-its log is the evidence).
+its log is the evidence). What one job adds to the store, and what the store holds, is bounded
+(harness.job.storecap: ``store_entries_per_job``, ``store_bytes``); a removal or a refusal is a
+line of that log too.
 
 A build of the store is not charged to the job's budget (#43): it has its own limit
 (``wheelstore.BUILD_TIMEOUT``), and the time it took, or the time this job waited on another
@@ -28,12 +30,13 @@ import shlex
 import shutil
 import time
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..core import limits
 from ..core.stored import StoredWheel
-from . import toolslayer, wheelstore
+from . import storecap, toolslayer, wheelstore
 from .context import JobCtx, run_phase
 from .wheelstore import PLAN_REPORT, Sdist
 
@@ -52,9 +55,30 @@ class StoreUse:
     built: tuple[StoredWheel, ...] = ()  # built by this job's own isolated steps, now in the store
     found: tuple[StoredWheel, ...] = ()  # in the store before this job
     tools_layer: str = ""  # the venv's pip and test tools: "built <digest>" / "reused <digest>" (toolslayer)
+    evicted: tuple[str, ...] = ()  # entries removed to make room for this job's (storecap: store_bytes)
+    refused: tuple[str, ...] = ()  # "<name> <version>: why" not stored (store_bytes, store_entries_per_job)
 
 
 NO_STORE = StoreUse()
+
+
+@dataclass(kw_only=True)
+class _Tally:
+    """What one job did to the store so far (its bounds: harness.job.storecap)."""
+
+    lines: list[str] = field(default_factory=list)  # the plan log's lines
+    added: int = 0  # entries this job put in the store (store_entries_per_job)
+    built: list[StoredWheel] = field(default_factory=list)
+    found: list[StoredWheel] = field(default_factory=list)
+    evicted: list[str] = field(default_factory=list)
+    refused: list[str] = field(default_factory=list)
+
+    def use(self, *, planned: bool, tools_layer: str, links: Sequence[str] = ()) -> StoreUse:
+        return StoreUse(planned=planned, find_links=tuple(links), built=tuple(self.built), found=tuple(self.found),
+                        tools_layer=tools_layer, evicted=tuple(self.evicted), refused=tuple(self.refused))
+
+    def room(self, store: Path) -> storecap.Room:
+        return storecap.Room(root=store, removed=self.evicted)
 
 
 def prepare(ctx: JobCtx, *, venv_sh: str, vpy: str, requirements: Sequence[str], skip: str,
@@ -65,15 +89,16 @@ def prepare(ctx: JobCtx, *, venv_sh: str, vpy: str, requirements: Sequence[str],
     ws, store = ctx.ws, ctx.ws.wheel_host
     if not ctx.job.settings.wheel_store or store is None or not ws.wheel_store or ctx.tsan:
         return NO_STORE
-    layer, said, used_layer = _tools_layer(ctx, store, tools) if tools else ("", "", "")
+    tally = _Tally()
+    layer, used_layer = _tools_layer(ctx, store, tools, tally) if tools else ("", "")
     if layer:
         venv_sh = toolslayer.seed_sh(ws.python, ws.path("venv"), ws.path("inner", "venv_layer.py"), layer)
     if not [r for r in requirements if r not in tools]:  # the tools are wheels: no sdist to plan
         phase = run_phase(ctx, PLAN, KIND, ["sh", "-c", venv_sh], env=ctx.env, cwd=ws.root,
                           timeout=ctx.job.settings.install_timeout)
-        _say(ctx, [*filter(None, [said]), "ft-harness: wheel store: nothing to plan (no requirement but the "
+        _say(ctx, [*tally.lines, "ft-harness: wheel store: nothing to plan (no requirement but the "
                    "test tools, which are wheels); the install builds only the package"])
-        return StoreUse(planned=phase.ok, tools_layer=used_layer)
+        return tally.use(planned=phase.ok, tools_layer=used_layer)
     pip = shlex.join([vpy, "-m", "pip", "install", "--dry-run", "--quiet", "--report",
                       ws.path("logs", PLAN_REPORT), *requirements])
     # the store's time too: an sdist whose build backend has no metadata hook (meson-python:
@@ -82,30 +107,40 @@ def prepare(ctx: JobCtx, *, venv_sh: str, vpy: str, requirements: Sequence[str],
         phase = run_phase(ctx, PLAN, KIND, ["sh", "-c", f"{venv_sh} && {pip}"], env=ctx.env, cwd=ws.root,
                           timeout=wheelstore.BUILD_TIMEOUT, network=True)
     if not phase.ok:
-        _say(ctx, [*filter(None, [said]), "ft-harness: no plan; the install builds whatever it needs itself"])
-        return StoreUse(planned=True, tools_layer=used_layer)
-    key, lines = ctx.interp.key, [said] if said else []
-    links: list[str] = []
-    built: list[StoredWheel] = []
-    found: list[StoredWheel] = []
-    for sd in wheelstore.to_build(ctx.fs.read(f"logs/{PLAN_REPORT}", 64 * 1024 * 1024), skip=skip):
-        with uncharged(ctx), wheelstore.lock(store, key, sd.sha256):  # another job building it: wait, reuse
-            wheel = wheelstore.stored(store, key, sd.sha256)
-            if wheel:
-                found.append(sd.stored(wheel))
-                lines.append(f"ft-harness: wheel store: reused {wheel} (sdist sha256 {sd.sha256})")
-            else:
-                got, why = _build(ctx, store, key, sd)
-                if got is None:
-                    lines.append(f"ft-harness: wheel store: {sd.name} {sd.version} not stored: {why}")
-                    continue
-                built.append(got)
-                lines.append(f"ft-harness: wheel store: built {got.wheel} (sdist sha256 {sd.sha256})")
-        links.append(f"{ws.wheel_store}/{key}/{sd.sha256}")
+        _say(ctx, [*tally.lines, "ft-harness: no plan; the install builds whatever it needs itself"])
+        return tally.use(planned=True, tools_layer=used_layer)
+    sdists = wheelstore.to_build(ctx.fs.read(f"logs/{PLAN_REPORT}", 64 * 1024 * 1024), skip=skip)
+    links = [f"{ws.wheel_store}/{ctx.interp.key}/{sd.sha256}" for sd in sdists if _one(ctx, store, sd, tally)]
     if not links:
-        lines.append("ft-harness: wheel store: the install builds no sdist")
-    _say(ctx, lines)
-    return StoreUse(planned=True, find_links=tuple(links), built=tuple(built), found=tuple(found), tools_layer=used_layer)
+        tally.lines.append("ft-harness: wheel store: the install builds no sdist")
+    _say(ctx, tally.lines)
+    return tally.use(planned=True, tools_layer=used_layer, links=links)
+
+
+def _one(ctx: JobCtx, store: Path, sd: Sdist, tally: _Tally) -> bool:
+    """One sdist of the plan: in the store already (taken: used now), or built into it now
+    while the job has added fewer than ``store_entries_per_job`` entries; False: not stored."""
+    key, cap = ctx.interp.key, limits.value("store_entries_per_job")
+    with uncharged(ctx), wheelstore.lock(store, key, sd.sha256):  # another job building it: wait, reuse
+        wheel = wheelstore.stored(store, key, sd.sha256)
+        if wheel:
+            storecap.touch(wheelstore.entry(store, key, sd.sha256))  # used now: the last to be evicted
+            tally.found.append(sd.stored(wheel))
+            tally.lines.append(f"ft-harness: wheel store: reused {wheel} (sdist sha256 {sd.sha256})")
+            return True
+        gone = len(tally.evicted)
+        got, why = (None, storecap.entry_cap_note(tally.added)) if tally.added >= cap else _build(ctx, store, key, sd, tally)
+        tally.lines += [f"ft-harness: wheel store: removed {e} to make room (store_bytes: the least recently "
+                        "used first)" for e in tally.evicted[gone:]]
+        if got is None:
+            tally.lines.append(f"ft-harness: wheel store: {sd.name} {sd.version} not stored: {why}")
+            if why.startswith("limit store_"):
+                tally.refused.append(f"{sd.name} {sd.version}: {why}")
+            return False
+        tally.added += 1
+        tally.built.append(got)
+        tally.lines.append(f"ft-harness: wheel store: built {got.wheel} (sdist sha256 {sd.sha256})")
+        return True
 
 
 def shared_env(env: Mapping[str, str], package_env: Any) -> dict[str, str]:
@@ -117,16 +152,19 @@ def shared_env(env: Mapping[str, str], package_env: Any) -> dict[str, str]:
     return {k: v for k, v in env.items() if k != "PIP_CACHE_DIR" and not (k in own and own[k] == v)}
 
 
-def _tools_layer(ctx: JobCtx, store: Path, tools: Sequence[str]) -> tuple[str, str, str]:
-    """(the store's layer of ``tools`` as the backend sees it, or "" for none; the log's line; "built
-    <digest>" / "reused <digest>" / ""), built now in a step of its own when the store lacks it."""
+def _tools_layer(ctx: JobCtx, store: Path, tools: Sequence[str], tally: _Tally) -> tuple[str, str]:
+    """(the store's layer of ``tools`` as the backend sees it, or "" for none; "built <digest>" /
+    "reused <digest>" / ""), built now in a step of its own when the store lacks it; its line
+    in ``tally``, and one entry added (``store_entries_per_job``) when it was built."""
     key = ctx.interp.key
     dig = toolslayer.digest(key, tools)
     seen = toolslayer.where(ctx.ws.wheel_store, key, dig)
     try:
         with toolslayer.locked(store, key, dig):  # a job building it: wait, then reuse
             if toolslayer.ready(store, key, dig):
-                return seen, f"ft-harness: tools layer: reused {seen}", f"reused {dig}"
+                storecap.touch(toolslayer.where(store, key, dig))  # used now: the last to be evicted
+                tally.lines.append(f"ft-harness: tools layer: reused {seen}")
+                return seen, f"reused {dig}"
             out = toolslayer.scratch(store, key)
             try:
                 env = shared_env(ctx.env, ctx.job.package.env)
@@ -134,14 +172,24 @@ def _tools_layer(ctx: JobCtx, store: Path, tools: Sequence[str]) -> tuple[str, s
                                   toolslayer.build_argv(ctx.ws.python, ctx.backend.isolated_out(out), tools),
                                   env=env, cwd=ctx.backend.isolated_out(out),
                                   timeout=ctx.job.settings.install_timeout, network=True, isolated=out)
-                why = toolslayer.publish(out, store, key, dig) if phase.ok else f"its build failed (phase {toolslayer.PHASE})"
+                room = tally.room(store)
+                with storecap.locked(store):
+                    why = toolslayer.publish(out, store, key, dig, lambda layer: room(storecap.tree_bytes(layer))) \
+                        if phase.ok else f"its build failed (phase {toolslayer.PHASE})"
             finally:
                 toolslayer.remove(out)
     except OSError as e:
         why = f"the store: {e}"
+    tally.lines += [f"ft-harness: wheel store: removed {e} to make room (store_bytes: the least recently used "
+                    "first)" for e in tally.evicted]
     if why:
-        return "", f"ft-harness: tools layer: none ({why}); the venv is made the ordinary way", ""
-    return seen, f"ft-harness: tools layer: built {seen}", f"built {dig}"
+        if why.startswith("limit store_"):
+            tally.refused.append(f"tools layer {dig}: {why}")
+        tally.lines.append(f"ft-harness: tools layer: none ({why}); the venv is made the ordinary way")
+        return "", ""
+    tally.added += 1
+    tally.lines.append(f"ft-harness: tools layer: built {seen}")
+    return seen, f"built {dig}"
 
 
 @contextlib.contextmanager
@@ -161,9 +209,10 @@ def uncharged(ctx: JobCtx) -> Iterator[None]:
             log.info("%s: %.0f s in the wheel store, not charged to the job's budget", ctx.job.job_id, took)
 
 
-def _build(ctx: JobCtx, store: Path, key: str, sd: Sdist) -> tuple[StoredWheel | None, str]:
-    """One sdist built where only a fresh scratch dir is writable, its wheel published; its limit
-    is the store's (``wheelstore.BUILD_TIMEOUT``), the caller keeps it off the job's budget."""
+def _build(ctx: JobCtx, store: Path, key: str, sd: Sdist, tally: _Tally) -> tuple[StoredWheel | None, str]:
+    """One sdist built where only a fresh scratch dir is writable, its wheel published (when the
+    store has room: storecap); its limit is the store's (``wheelstore.BUILD_TIMEOUT``), the caller
+    keeps it off the job's budget."""
     out = wheelstore.scratch(store, key)
     try:
         name = "wheel-" + re.sub(r"[^A-Za-z0-9_.-]", "_", f"{sd.name}-{sd.version}")
@@ -173,7 +222,8 @@ def _build(ctx: JobCtx, store: Path, key: str, sd: Sdist) -> tuple[StoredWheel |
                           network=True, isolated=out)
         if not phase.ok:
             return None, f"its build failed (phase {name}); the install builds it itself"
-        return wheelstore.publish(out, store, key, sd)
+        with storecap.locked(store):
+            return wheelstore.publish(out, store, key, sd, tally.room(store))
     except OSError as e:
         return None, f"the store: {e}"
     finally:

@@ -29,7 +29,7 @@ import shutil
 import stat
 import tempfile
 import tomllib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from email.parser import HeaderParser
 from pathlib import Path
@@ -218,9 +218,12 @@ def _the_wheel(out: Path, sdist: Sdist) -> tuple[Path | None, str]:
     return found[0], ""
 
 
-def publish(out: Path, store: Path, key: str, sdist: Sdist) -> tuple[StoredWheel | None, str]:
+def publish(out: Path, store: Path, key: str, sdist: Sdist,
+            room: Callable[[int], str] = lambda size: "") -> tuple[StoredWheel | None, str]:
     """Copy the build's wheel into the store: a temp dir, then renamed into place (read-only).
-    When another build got there first, its wheel is kept. (None, why) when nothing fit."""
+    When another build got there first, its wheel is kept. (None, why) when nothing fit, or
+    when ``room`` (called with the wheel's bytes right before the rename: harness.job.storecap)
+    says why the store takes no more."""
     src, why = _the_wheel(out, sdist)
     if src is None:
         return None, why
@@ -234,6 +237,11 @@ def publish(out: Path, store: Path, key: str, sdist: Sdist) -> tuple[StoredWheel
             shutil.copyfileobj(f, w)
         os.chmod(tmp / src.name, 0o444)
         os.chmod(tmp, 0o555)
+        if stored(store, key, sdist.sha256):  # another build's: kept, nothing added
+            return sdist.stored(stored(store, key, sdist.sha256)), ""
+        full = room(os.stat(tmp / src.name).st_size)
+        if full:
+            return None, full
         try:
             os.rename(tmp, target)
         except OSError as e:

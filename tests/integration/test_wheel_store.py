@@ -41,7 +41,7 @@ def _tree(store: Path) -> dict[str, tuple[int, str]]:
     out = {}
     for p in sorted(store.rglob("*")):
         rel = str(p.relative_to(store))
-        if rel.split("/")[1:2] == [".locks"]:
+        if ".locks" in rel.split("/"):
             continue
         st = p.lstat()
         out[rel] = (st.st_mode, hashlib.sha256(p.read_bytes()).hexdigest() if p.is_file() else "")
@@ -53,8 +53,9 @@ def _log(out: Path, phase: dict) -> str:
 
 
 def test_a_wheel_built_once_is_reused_and_no_job_can_write_into_the_store(tmp_path: Path) -> None:
-    store = tmp_path / "store"
-    first = _run(tmp_path, "first", ["ft_wheeluse_a"], store)["ft_wheeluse_a"]
+    stores = tmp_path / "store"  # $FT_HARNESS_WHEEL_STORE: a store per backend below it (#46)
+    store = stores / "docker"
+    first = _run(tmp_path, "first", ["ft_wheeluse_a"], stores)["ft_wheeluse_a"]
     assert first["verdict"] == "compatible", first["findings"]
     assert first["wheels_built"] == [DOCOPT] and first["wheels_reused"] == []
     names = [p["name"] for p in first["phases"]]
@@ -69,7 +70,7 @@ def test_a_wheel_built_once_is_reused_and_no_job_can_write_into_the_store(tmp_pa
     assert stat_mode(stored) == 0o444 and stat_mode(stored.parent) == 0o555
     before = _tree(store)
 
-    second = _run(tmp_path, "second", ["ft_wheeluse_b", "ft_storewrite"], store)
+    second = _run(tmp_path, "second", ["ft_wheeluse_b", "ft_storewrite"], stores)
     b, w = second["ft_wheeluse_b"], second["ft_storewrite"]
     out = tmp_path / "second" / "out"
     assert b["verdict"] == "compatible", b["findings"]
@@ -91,6 +92,7 @@ def test_a_wheel_built_once_is_reused_and_no_job_can_write_into_the_store(tmp_pa
     assert w["wheels_reused"] == [DOCOPT]
     assert _tree(store) == before
     assert not (store / "planted-by-a-build").exists() and not list(store.rglob("planted-by-a-test"))
+    assert sorted(p.name for p in stores.iterdir()) == ["docker"]  # no local store made or read
 
 
 def stat_mode(p: Path) -> int:

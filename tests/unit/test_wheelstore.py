@@ -95,9 +95,9 @@ def test_the_build_command_names_the_exact_file_and_its_hash() -> None:
 
 def test_store_paths(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("FT_HARNESS_WHEEL_STORE", raising=False)
-    assert store_root(tmp_path) == tmp_path / "wheels"
+    assert store_root(tmp_path, "docker") == tmp_path / "wheels" / "docker"  # one per backend (#46)
     monkeypatch.setenv("FT_HARNESS_WHEEL_STORE", str(tmp_path / "elsewhere"))
-    assert store_root(tmp_path) == tmp_path / "elsewhere"
+    assert store_root(tmp_path, "docker") == tmp_path / "elsewhere" / "docker"
     assert wheelstore.entry(tmp_path, KEY, SHA) == tmp_path / KEY / SHA
     for key, sha in [("../x", SHA), (KEY, "../" + SHA[3:]), (KEY, SHA.upper()), ("", SHA)]:
         with pytest.raises(ValueError):

@@ -288,3 +288,11 @@ def test_the_wheel_store_is_built_once_saved_by_the_default_branch_and_restored_
     assert names.index(restore[0]["name"]) < next(i for i, n in enumerate(names) if n == "Run the shard")
     record = next(s for s in jobs["report"]["steps"] if s.get("with", {}).get("name") == "store")
     assert record["with"]["path"] == "merged"  # merged/store.json: report.json meta.store.before_jobs
+    # #46: the docker backend's store alone (wheels/docker), built, saved and restored as such;
+    # a local run's (wheels/local) and the layout before it never travel in the cache
+    assert build["run"].rstrip().endswith("--backend docker")
+    assert "--backend docker" in next(s for s in jobs["run"]["steps"] if s.get("name") == "Run the shard")["run"]
+    cached = [s["with"] for j in jobs.values() for s in j.get("steps", [])
+              if "actions/cache/" in str(s.get("uses")) and "wheels" in str(s.get("with", {}).get("path"))]
+    assert len(cached) == 3 and all(c["path"] == "${{ env.FT_HARNESS_CACHE }}/wheels/docker" for c in cached)
+    assert all(c.get("restore-keys", "ft-wheels-docker-") == "ft-wheels-docker-" for c in cached)

@@ -136,6 +136,14 @@ class Workspace:
     def path(self, *parts: str) -> str:
         return "/".join([self.root.rstrip("/"), *parts])
 
+    def build_env(self, interp_key: str) -> str:
+        """What a wheel built from an sdist here depends on besides the sdist: the interpreter
+        build and, on docker, the image's build dependencies, which its tag names both
+        (``cpython-3.13.15-ft-0dc8cebd3d78-9708ac6f``); elsewhere the interpreter build. pip's
+        cache and the wheel store are keyed by it: a wheel built before the images had libyaml
+        (pyyaml 6.0.4's pure half) must not come back in one that has it (#43)."""
+        return self.image.rpartition(":")[2] if self.image else interp_key
+
     def host(self, *parts: str) -> Path:
         """A name for messages and for the backends' mounts; files are reached through ``fs``."""
         return self.host_root.joinpath(*parts)

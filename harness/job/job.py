@@ -66,14 +66,11 @@ def _start_env(ctx: JobCtx) -> tuple[dict[str, str], tuple[str, ...]]:
 
 
 def pip_cache_dir(ws: Workspace, interp_key: str) -> str:
-    """The job's pip cache: one per build environment. pip reuses a wheel it built from an sdist
-    whatever headers the build saw, so a cache shared across environments hands on a wheel built
-    without them: pyyaml 6.0.4's pure half, built before the images had libyaml, came back in
-    the new image ("Using cached pyyaml-6.0.4-cp313-cp313t-linux_x86_64.whl"), without
-    ``yaml.CLoader``. On docker the image's tag names the interpreter build and the image's
-    build dependencies; elsewhere the interpreter build (a wheel pip built for the plain
-    interpreter carries the same cp313t tag as one built with -fsanitize=thread)."""
-    return f"{ws.pip_cache}/{ws.image.rpartition(':')[2] if ws.image else interp_key}"
+    """The job's pip cache: one per build environment (``Workspace.build_env``). pip reuses a
+    wheel it built from an sdist whatever headers the build saw: pyyaml 6.0.4's pure half, built
+    before the images had libyaml, came back in the new image ("Using cached
+    pyyaml-6.0.4-cp313-cp313t-linux_x86_64.whl") without ``yaml.CLoader``."""
+    return f"{ws.pip_cache}/{ws.build_env(interp_key)}"
 
 
 def _steps(ctx: JobCtx) -> Done:

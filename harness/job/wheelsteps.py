@@ -17,7 +17,10 @@ A build of the store is not charged to the job's budget (#43): it has its own li
 job building the same sdist, is given back to the job's deadline (``uncharged``). numpy's
 source build (over 20 minutes on 2 cores) then costs its dependents nothing but the wait. The
 dry run is the store's time too: pip builds an sdist whose backend has no metadata hook
-(meson-python: numpy) to learn its requirements.
+(meson-python: numpy) to learn its requirements. So the dry run is offered the store's wheels
+(``--find-links`` of its complete entries): a dependency stored before is read from its wheel,
+and a wheel the plan took from the store is the install's too. The store and pip's cache are
+keyed by the build environment (``Workspace.build_env``: on docker the image's tag).
 """
 
 from __future__ import annotations
@@ -33,6 +36,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from packaging.utils import canonicalize_name
 
 from ..core import limits
 from ..core.stored import StoredWheel
@@ -99,8 +104,12 @@ def prepare(ctx: JobCtx, *, venv_sh: str, vpy: str, requirements: Sequence[str],
         _say(ctx, [*tally.lines, "ft-harness: wheel store: nothing to plan (no requirement but the "
                    "test tools, which are wheels); the install builds only the package"])
         return tally.use(planned=phase.ok, tools_layer=used_layer)
+    key = ws.build_env(ctx.interp.key)
+    # the store's wheels offered to the plan: a dependency stored before (numpy, for pandas) is
+    # read from its wheel, not built again by pip to learn its metadata (#43)
+    offered = [a for sha in wheelstore.complete(store, key) for a in ("--find-links", f"{ws.wheel_store}/{key}/{sha}")]
     pip = shlex.join([vpy, "-m", "pip", "install", "--dry-run", "--quiet", "--report",
-                      ws.path("logs", PLAN_REPORT), *requirements])
+                      ws.path("logs", PLAN_REPORT), *offered, *requirements])
     # the store's time too: an sdist whose build backend has no metadata hook (meson-python:
     # numpy) is built whole by pip to learn its requirements, 20+ minutes for numpy on 2 cores
     with uncharged(ctx):
@@ -109,8 +118,16 @@ def prepare(ctx: JobCtx, *, venv_sh: str, vpy: str, requirements: Sequence[str],
     if not phase.ok:
         _say(ctx, [*tally.lines, "ft-harness: no plan; the install builds whatever it needs itself"])
         return tally.use(planned=True, tools_layer=used_layer)
-    sdists = wheelstore.to_build(ctx.fs.read(f"logs/{PLAN_REPORT}", 64 * 1024 * 1024), skip=skip)
-    links = [f"{ws.wheel_store}/{ctx.interp.key}/{sd.sha256}" for sd in sdists if _one(ctx, store, sd, tally)]
+    report = ctx.fs.read(f"logs/{PLAN_REPORT}", 64 * 1024 * 1024)
+    links = []
+    for w in wheelstore.from_store(report, ws.wheel_store, key):  # the plan took it from the store
+        if w.name != canonicalize_name(skip) and wheelstore.stored(store, key, w.sdist_sha256) == w.wheel:
+            storecap.touch(wheelstore.entry(store, key, w.sdist_sha256))  # used now: the last to be evicted
+            tally.found.append(w)
+            tally.lines.append(f"ft-harness: wheel store: reused {w.wheel} (sdist sha256 {w.sdist_sha256})")
+            links.append(f"{ws.wheel_store}/{key}/{w.sdist_sha256}")
+    links += [f"{ws.wheel_store}/{key}/{sd.sha256}" for sd in wheelstore.to_build(report, skip=skip)
+              if _one(ctx, store, sd, tally)]
     if not links:
         tally.lines.append("ft-harness: wheel store: the install builds no sdist")
     _say(ctx, tally.lines)
@@ -120,7 +137,7 @@ def prepare(ctx: JobCtx, *, venv_sh: str, vpy: str, requirements: Sequence[str],
 def _one(ctx: JobCtx, store: Path, sd: Sdist, tally: _Tally) -> bool:
     """One sdist of the plan: in the store already (taken: used now), or built into it now
     while the job has added fewer than ``store_entries_per_job`` entries; False: not stored."""
-    key, cap = ctx.interp.key, limits.value("store_entries_per_job")
+    key, cap = ctx.ws.build_env(ctx.interp.key), limits.value("store_entries_per_job")
     with uncharged(ctx), wheelstore.lock(store, key, sd.sha256):  # another job building it: wait, reuse
         wheel = wheelstore.stored(store, key, sd.sha256)
         if wheel:
@@ -248,6 +265,6 @@ def used(ctx: JobCtx, use: StoreUse) -> tuple[tuple[StoredWheel, ...], tuple[Sto
     if not use.planned or not ctx.ws.wheel_store:
         return (), ()
     taken = wheelstore.from_store(ctx.fs.read("logs/install-report.json", 64 * 1024 * 1024),
-                                  ctx.ws.wheel_store, ctx.interp.key)
+                                  ctx.ws.wheel_store, ctx.ws.build_env(ctx.interp.key))
     mine = {w.sdist_sha256 for w in use.built}
     return tuple(w for w in taken if w.sdist_sha256 not in mine), use.built

@@ -178,6 +178,17 @@ def stored(store: Path, key: str, sha256: str) -> str:
     return names[0] if len(names) == 1 and names[0].endswith(".whl") else ""
 
 
+def complete(store: Path, key: str, most: int = 500) -> list[str]:
+    """The sdist sha256s of the complete entries of ``key`` (``stored``), the most recently used
+    first, at most ``most``."""
+    try:
+        found = [(e.stat(follow_symlinks=False).st_mtime, e.name) for e in os.scandir(store / key)
+                 if SHA256_RE.fullmatch(e.name) and e.is_dir(follow_symlinks=False)]
+    except OSError:
+        return []
+    return [sha for _, sha in sorted(found, reverse=True) if stored(store, key, sha)][:most]
+
+
 @contextlib.contextmanager
 def lock(store: Path, key: str, sha256: str) -> Iterator[None]:
     """Held while one sdist is looked up and built: a second job (thread or process) wanting

@@ -201,3 +201,26 @@ def test_a_store_build_or_wait_is_not_charged_to_the_job_and_has_its_own_limit()
     late = SimpleNamespace(deadline=time.monotonic() + 2 * wheelstore.BUILD_TIMEOUT, job=ctx.job)
     with wheelsteps.uncharged(late):  # a longer budget is kept, not cut to the store's limit
         assert late.deadline - time.monotonic() > 2 * wheelstore.BUILD_TIMEOUT - 5
+
+
+def test_the_plan_is_offered_the_complete_entries_of_its_build_environment(tmp_path: Path) -> None:
+    """The dry run gets ``--find-links`` of the complete entries (a dependency stored before is
+    read from its wheel, not built again for its metadata), most recently used first; an
+    incomplete entry, another key's, or a name that is no sha256 is not offered."""
+    from harness.backends.base import Workspace
+
+    store = tmp_path / "store"
+    wheelstore.publish(_built(tmp_path, WHEEL), store, KEY, DOCOPT)
+    (store / KEY / ("f" * 64)).mkdir()  # incomplete: no wheel
+    (store / KEY / "not-a-sha").mkdir()
+    other = Sdist(name="docopt", version="0.6.2", url=DOCOPT.url, sha256="e" * 64)
+    out = wheelstore.scratch(store, "another-key")
+    (out / WHEEL).write_bytes(b"wheel")
+    assert wheelstore.publish(out, store, "another-key", other)[0] is not None
+    assert wheelstore.complete(store, KEY) == [SHA]
+    assert wheelstore.complete(store, "missing") == [] and wheelstore.complete(store, KEY, most=0) == []
+    # the key is the build environment: the image's tag on docker (interpreter + build deps)
+    ws = Workspace(host_root=tmp_path, root="/work", python="/opt/python/bin/python3.13t",
+                   image="ft-harness/interp:cpython-3.13.5-ft-aa8650c37ad2-9708ac6f")
+    assert ws.build_env("cpython-3.13.5-ft-aa8650c37ad2") == "cpython-3.13.5-ft-aa8650c37ad2-9708ac6f"
+    assert wheelstore.KEY_RE.fullmatch(ws.build_env("x"))

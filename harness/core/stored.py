@@ -4,7 +4,7 @@ on that backend.
 
 Layout (``harness.job.wheelstore`` writes it, the backends mount it read-only)::
 
-    <cache>/wheels/<backend>/<interpreter key>/<sdist sha256>/<wheel file>
+    <cache>/wheels/<backend>/<build env key>/<sdist sha256>/<wheel file>
     <cache>/wheels/<backend>/<interpreter key>/tools/<digest>/       (harness.job.toolslayer)
 
 One store per backend (#46): on ``local`` the builds run on the host unconfined, so what a

@@ -1,7 +1,7 @@
 """The shared wheel store (#34): what pip would build from an sdist is built once per interpreter
 build, in a step of its own, and reused read-only by every later job and shard of that build.
 
-``<store>/<interpreter key>/<sdist sha256>/<wheel file>`` (``harness.core.stored``). Before a
+``<store>/<build env key>/<sdist sha256>/<wheel file>`` (``harness.core.stored``; the key: ``Workspace.build_env``, the interpreter image's tag on docker). Before a
 job's install, a dry run of the same requirements says which sdists pip would build (its
 ``--report``: ``download_info.url`` and ``archive_info.hashes.sha256``, ``to_build``); each not in
 the store is built alone (``build_argv``: ``pip wheel --no-deps`` of that URL, its sha256 checked

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from harness.interpreters import images
 from tests.conftest import cli, fixture_matrix, results
 from tests.integration.conftest import DOCKER
 
@@ -65,7 +66,10 @@ def test_a_wheel_built_once_is_reused_and_no_job_can_write_into_the_store(tmp_pa
     assert len(layers) == 1 and stat_mode(layers[0]) == 0o555  # pip and the test tools, built once
     assert "tools layer: built /cache/wheels/" in _log(tmp_path / "first" / "out", first["phases"][1])
     assert first["tools_layer"] == f"built {layers[0].parents[3].name}"
-    stored = store / key / DOCOPT_SHA256 / DOCOPT["wheel"]
+    # a wheel's entry is keyed by its build environment: the interpreter image's tag (#43)
+    env_key = images.interpreter_tag(key).rpartition(":")[2]
+    assert env_key.startswith(key + "-")
+    stored = store / env_key / DOCOPT_SHA256 / DOCOPT["wheel"]
     assert stored.is_file()
     assert stat_mode(stored) == 0o444 and stat_mode(stored.parent) == 0o555
     before = _tree(store)
@@ -82,7 +86,7 @@ def test_a_wheel_built_once_is_reused_and_no_job_can_write_into_the_store(tmp_pa
     assert "tools layer: reused /cache/wheels/" in _log(out, plan) and "venv_layer: seeded" in _log(out, plan)
     assert b["tools_layer"] == first["tools_layer"].replace("built", "reused")
     text = _log(out, install)
-    assert f"/cache/wheels/{key}/{DOCOPT_SHA256}/{DOCOPT['wheel']}" in text
+    assert f"/cache/wheels/{env_key}/{DOCOPT_SHA256}/{DOCOPT['wheel']}" in text
     assert "Building wheel for docopt" not in text and "docopt-0.6.2.tar.gz" not in text
 
     # (a) its build and its tests tried to write into the store, and could not

@@ -74,3 +74,84 @@ def test_the_shared_steps_env_is_the_harness_s_alone() -> None:
     assert "PIP_INDEX_URL" not in shared and "CFLAGS" not in shared and "PIP_CACHE_DIR" not in shared
     assert shared["PYTHONFAULTHANDLER"] == "1"  # the harness's own value stays
     assert env["PIP_INDEX_URL"] == "https://evil.example/simple"  # the package's own steps keep it
+
+
+def _narrowed_attrs(tmp_path: Path):
+    """The real attrs result of run0 (compatible; tests/data/report), with the test setup a
+    registry of one's own gives it on the real attrs 26.1.0 sdist's files (tests/data/infer): a
+    recipe whose options leave tests out, one of them with markup in it."""
+    import dataclasses
+    import json
+    import shutil
+
+    from harness.config import matrix, plan
+    from harness.core.model import InterpreterInfo
+    from harness.job import testsetup
+    from tests.conftest import INTERP_YAML
+    from tests.data.report.shared import load
+
+    src = Path(shutil.copytree(Path(__file__).parents[1] / "data" / "infer" / "attrs-26.1.0", tmp_path / "attrs"))
+    (src / "tests" / "test_x.py").write_text("def test_x():\n    pass\n")
+    reg = tmp_path / "mine.json"
+    reg.write_text(json.dumps({"name": "mine", "commit_date": "2027-01-02", "packages": {"attrs": {
+        "test_command": "python -m pytest tests -k 'not test_slots and <b>x</b>' -m 'not slow' "
+                        "--deselect tests/test_x.py::test_x --ignore=tests/test_funcs.py -p no:randomly "
+                        "-o addopts="}}}))
+    (job,) = plan.make_plan(matrix.loads(INTERP_YAML + f"settings: {{registry: {reg}}}\n"
+                                         "packages: [{name: attrs}]\n"))
+    _, setup, _ = testsetup.resolve(job.package, job.settings,
+                                    InterpreterInfo(name="t", version="3.13.5", key="k"), src)
+    attrs = next(r for r in load("run0") if r.job_id == "cp313t--attrs")
+    assert attrs.verdict == "compatible" and not attrs.findings
+    return dataclasses.replace(attrs, test_setup=setup)
+
+
+NARROWED = ("The recipe (mine 2027-01-02) narrowed the tests: -k 'not test_slots and <b>x</b>' "
+            "-m 'not slow' --deselect=tests/test_x.py::test_x --ignore=tests/test_funcs.py; "
+            "the tests it leaves out did not run.")
+
+
+def test_a_recipe_s_narrowing_is_shown_on_the_package_page_and_in_report_md(tmp_path: Path) -> None:
+    """A community recipe's -k/-m/--deselect/--ignore leave tests out of every run (a recipe can
+    leave out the very test that fails): the package page, where it says what ran, and report.md
+    say which, as the recipe's, its text escaped (-p/-o are not about which tests ran)."""
+    import dataclasses
+
+    from markupsafe import escape
+
+    from harness import render
+    from harness.render import markdown
+    from harness.render.findings import recipe_narrowing
+    from harness.results import aggregate
+
+    res = _narrowed_attrs(tmp_path)
+    assert res.test_setup.pytest_args_from == "recipe"
+    assert recipe_narrowing(res.test_setup) == NARROWED
+    rep = aggregate.build_report([res], meta={})
+    render.write_all(rep, tmp_path / "out")
+    page = (tmp_path / "out" / "site" / "pkg" / "cp313t--attrs.html").read_text()
+    ran = page.split('<p class="ran">')[1]
+    assert ran.split("</p>")[1].strip() == f'<p class="ran narrowed"><strong>{escape(NARROWED)}</strong>'
+    assert "<b>x</b>" not in page
+    md = markdown.render(rep)
+    row = next(line for line in md.splitlines() if line.startswith("| attrs | 25.3.0 | cp313t |"))
+    assert markdown.text(NARROWED) in row and "<b>" not in md  # a compatible job: no details below
+    # matrix.yaml's pytest_args replace the recipe's: nothing of it narrowed the runs
+    mine = dataclasses.replace(res.test_setup, pytest_args=("-x",), pytest_args_from="matrix.yaml")
+    assert recipe_narrowing(mine) == "" and recipe_narrowing(None) == ""
+
+
+def test_a_recipe_s_narrowing_is_said_under_a_job_with_findings(tmp_path: Path) -> None:
+    """Where report.md says what ran (a job with findings), the narrowing follows it."""
+    import dataclasses
+
+    from harness.core.model import Finding
+    from harness.render import markdown
+    from harness.results import aggregate
+
+    res = _narrowed_attrs(tmp_path)
+    race = Finding(kind="ft-race", test_id="tests/test_x.py::test_y", modes=(0,), message="failed in threads")
+    res = dataclasses.replace(res, verdict="ft-race", findings=(race,))
+    md = markdown.render(aggregate.build_report([res], meta={}))
+    details = md.split("### ")[1]
+    assert details.index("With the GIL off:") < details.index(f"**{markdown.text(NARROWED)}**")

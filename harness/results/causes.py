@@ -200,7 +200,7 @@ def _own_module(top: str, package: str) -> bool:
 def _failed_roots(results: Sequence[JobResult]) -> set[tuple[str, str, str]]:
     """What a root may be, as (cause kind, project or module, X.Y): the jobs of the report whose
     own install failed ("dependency"), whose GIL its own module re-enabled ("gil-dependency")."""
-    out = set()
+    out: set[tuple[str, str, str]] = set()
     for r in results:
         if r.verdict in ("build-failure", "infra-error") and any(
                 p.kind == "install" and not p.ok for p in r.phases):

@@ -155,3 +155,77 @@ def test_a_recipe_s_narrowing_is_said_under_a_job_with_findings(tmp_path: Path) 
     md = markdown.render(aggregate.build_report([res], meta={}))
     details = md.split("### ")[1]
     assert details.index("With the GIL off:") < details.index(f"**{markdown.text(NARROWED)}**")
+
+
+def test_the_pip_cache_volume_is_one_release_s() -> None:
+    """#46: the docker backend's pip cache was one volume per job (package on interpreter), so one
+    release's build could plant wheels that another release's install then used.  Now one per
+    job and release; a step before the host knows the release gets none."""
+    from harness.backends.base import Workspace
+    from harness.backends.docker import DockerBackend, pip_cache_volume
+
+    job = "cpython3.13t--six"
+    names = {v: pip_cache_volume(job, v) for v in ("1.16.0", "1.17.0", "1.0+local.1", "1!1.0", "1.0", "local")}
+    assert names["1.17.0"] == "ft-harness-pip-cpython3.13t--six--1.17.0"
+    assert names["1.0+local.1"] == "ft-harness-pip-cpython3.13t--six--1.0_2blocal.1"
+    assert names["1!1.0"] == "ft-harness-pip-cpython3.13t--six--1_211.0"
+    assert len(set(names.values())) == len(names)
+    backend = DockerBackend(image="img", run_id="r", cpus=1, client=object())  # reproduce lines only
+
+    def line(release: str) -> str:
+        ws = Workspace(host_root=Path("/o/work") / job, root="/work", python="/py", image="img", release=release)
+        return backend.reproduce_command(ws, "pip install six", network=True)
+
+    assert f"-v {names['1.16.0']}:/cache/pip" in line("1.16.0") and names["1.17.0"] not in line("1.16.0")
+    assert "/cache/pip" not in line("") and "-e PIP_NO_CACHE_DIR=1" in line("")
+
+
+def test_each_step_of_a_job_knows_the_release_it_caches_for(tmp_path: Path, monkeypatch) -> None:
+    """The release a job's network steps see (Workspace.release): a local tree's "local"; the
+    index's version once the host fetched the sdist; when pip fetched it (the host could not read
+    the index) only what the spec pins, never the name of a file in the workspace."""
+    import hashlib
+    import tarfile
+    from dataclasses import dataclass, field
+
+    from harness.job import fetch
+    from tests.unit.test_job_stages import CAPTURED, PACKAGES, FakeBackend, go, make_job, pypi_job
+
+    @dataclass
+    class Seen(FakeBackend):
+        releases: dict[str, str] = field(default_factory=dict)
+
+        def run(self, ws, argv, **kw):  # noqa: ANN001, ANN003, ANN202
+            if kw["network"]:
+                self.releases[kw["log"].stem] = ws.release
+            return super().run(ws, argv, **kw)
+
+    def tarball(dest: Path, version: str) -> Path:
+        dest.mkdir(parents=True, exist_ok=True)
+        path = dest / f"ft_clean-{version}.tar.gz"
+        with tarfile.open(path, "w:gz") as tar:
+            tar.add(PACKAGES / "ft_clean", arcname=f"ft_clean-{version}")
+        return path
+
+    def from_index(name: str, spec: str, dest: Path) -> fetch.Fetched:
+        path = tarball(dest, "1.0")
+        data = path.read_bytes()
+        return fetch.Fetched(version="1.0", path=path, url="https://example.invalid/ft_clean-1.0.tar.gz",
+                             sha256=hashlib.sha256(data).hexdigest(), size=len(data))
+
+    def unreadable(name: str, spec: str, dest: Path) -> fetch.Fetched:
+        raise fetch.IndexUnavailable("the index's page for ft_clean: timed out")
+
+    local = Seen(captured=CAPTURED / "ft_clean")
+    go(make_job(PACKAGES / "ft_clean"), local, tmp_path / "local")
+    assert local.releases == {"install": "local"}
+    monkeypatch.setattr(fetch, "sdist", from_index)
+    for spec in ("==1.0", ">=0.1"):  # pinned or not, the index named the release
+        seen = Seen(captured=CAPTURED / "ft_clean")
+        go(pypi_job("ft_clean", spec), seen, tmp_path / f"index{spec}")
+        assert seen.releases == {"install": "1.0"}, spec
+    monkeypatch.setattr(fetch, "sdist", unreadable)
+    for spec, release in (("==1.0", "1.0"), (">=0.1", "")):  # pip fetches: a file any name can have
+        seen = Seen(captured=CAPTURED / "ft_clean", effects={"fetch": lambda root: tarball(root / "sdist", "1.0")})
+        go(pypi_job("ft_clean", spec), seen, tmp_path / f"pip{spec}")
+        assert seen.releases == {"fetch": release, "install": release}, spec

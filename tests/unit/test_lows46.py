@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from harness.backends import Prepared
 from harness.core.evidence import Probe
 from harness.job.runner import HARNESS_BUG_LOG, bug_result
@@ -229,3 +231,27 @@ def test_each_step_of_a_job_knows_the_release_it_caches_for(tmp_path: Path, monk
         seen = Seen(captured=CAPTURED / "ft_clean", effects={"fetch": lambda root: tarball(root / "sdist", "1.0")})
         go(pypi_job("ft_clean", spec), seen, tmp_path / f"pip{spec}")
         assert seen.releases == {"fetch": release, "install": release}, spec
+
+
+def test_no_package_of_the_public_index_runs_on_the_local_backend_in_the_tests(tmp_path: Path) -> None:
+    """#46: ci.yml's tests ran iniconfig's and propcache's sdists with --backend local, their
+    builds and tests unisolated on the runner.  The tests' CLI runner refuses that: a package
+    without a path on the public index runs on docker; our own fixtures (a path, or an index on
+    this machine) may run locally."""
+    from _pytest.outcomes import Failed
+
+    from tests.conftest import FIXTURES, INTERP_YAML, cli, pypi_on_local
+
+    m = tmp_path / "matrix.yaml"
+    m.write_text(INTERP_YAML + f"packages:\n  - {{name: iniconfig, version: '==2.3.1'}}\n"
+                 f"  - {{name: ft_clean, path: {FIXTURES / 'ft_clean'}}}\n  - {{top: 3, from: names.txt}}\n")
+    run = ("run", "--matrix", str(m), "--out", str(tmp_path / "out"))
+    assert pypi_on_local((*run, "--backend", "local"), {}) == ["iniconfig", "{'top': 3, 'from': 'names.txt'}"]
+    with pytest.raises(Failed, match="iniconfig.*use --backend docker"):
+        cli(*run, "--backend", "local")
+    assert pypi_on_local((*run, "--backend", "docker"), {}) == []
+    assert pypi_on_local((*run, "--backend", "local"), {"FT_HARNESS_INDEX_URL": "http://127.0.0.1:8080/simple/"}) == []
+    assert pypi_on_local(("plan", "--matrix", str(m), "--backend", "local"), {}) == []
+    fixtures = tmp_path / "fixtures.yaml"
+    fixtures.write_text(INTERP_YAML + f"packages: [{{name: ft_clean, path: {FIXTURES / 'ft_clean'}}}]\n")
+    assert pypi_on_local(("run", "--matrix", str(fixtures), "--backend", "local"), {}) == []

@@ -157,18 +157,20 @@ def test_local_the_host_follows_no_planted_link(tmp_path, ft_interpreter):
 @DOCKER[2]
 @pytest.mark.docker
 @pytest.mark.integration
-def test_a_releases_pip_cache_is_its_own_volume_and_clean_removes_it(tmp_path, client):
+def test_a_releases_pip_cache_is_its_own_volume_and_clean_removes_it(tmp_path, client, interp):
     """#46: one volume per job and release.  What one release's step writes in its pip cache
     (a build planting a wheel) is not in another release's of the same package on the same
     interpreter; a step before the release is known gets no volume; `clean` removes them all."""
     from dataclasses import replace
 
     from harness.backends.docker import DockerBackend, clean_caches
+    from harness.interpreters import images, interpreters
 
     job_id = f"cpython3.13t--cache-{uuid.uuid4().hex[:8]}"
-    image = client.images.list(name="ft-harness/base")[0].tags[0]
+    image = images.ensure_interpreter_image(client, interp, interpreters.cache_root()).tag  # its /cache/pip the job user's
     backend = DockerBackend(image=image, run_id="test-cache", cpus=1, client=client)
-    ws = backend.open(job_id, tmp_path / job_id, "/usr/bin/python3", "")
+    py = "/opt/python/bin/python3.13t"
+    ws = backend.open(job_id, tmp_path / job_id, py, "")
     plant = "import os; open(os.environ['PIP_CACHE_DIR'] + '/poison.whl', 'w').write('x')"
     look = ("import os; d = os.environ.get('PIP_CACHE_DIR', '');"
             "print(os.path.exists(d + '/poison.whl'), os.environ.get('PIP_NO_CACHE_DIR'))")
@@ -176,7 +178,7 @@ def test_a_releases_pip_cache_is_its_own_volume_and_clean_removes_it(tmp_path, c
     def run(release: str, code: str, name: str) -> str:
         w = replace(ws, release=release)
         log = w.host("logs", f"{name}.log")
-        res = backend.run(w, ["/usr/bin/python3", "-c", code], env={}, cwd="/work", timeout=120,
+        res = backend.run(w, [py, "-c", code], env={}, cwd="/work", timeout=120,
                           log=log, network=True)
         assert res.exit_code == 0, log.read_text()
         return log.read_text().split()[-2:] if name != "plant" else []

@@ -19,6 +19,7 @@ import signal
 import subprocess
 import sys
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 
@@ -109,10 +110,30 @@ def pytest_sessionstart(session: pytest.Session) -> None:
                                 f"({harness.__file__}); run pytest with --import-mode=append")
 
 
+def pypi_on_local(args: tuple[str, ...], env: dict[str, str]) -> list[str]:
+    """The packages a ``run --backend local`` would take from a public index: their builds and
+    tests would run unisolated on the CI runner (#46), so the tests run those on docker and keep
+    the local backend for our own fixtures (a ``path:``, or an index on this machine)."""
+    backend = args[args.index("--backend") + 1] if "--backend" in args[:-1] else ""
+    if not args or args[0] != "run" or backend != "local" or "--matrix" not in args[:-1]:
+        return []
+    index = urlsplit(env.get("FT_HARNESS_INDEX_URL") or "https://pypi.org/simple/")
+    if index.scheme == "file" or index.hostname in ("127.0.0.1", "localhost", "::1"):
+        return []
+    import yaml
+
+    doc = yaml.safe_load(Path(args[args.index("--matrix") + 1]).read_text()) or {}
+    return [str(p.get("name") or p) for p in doc.get("packages") or () if not isinstance(p, dict) or not p.get("path")]
+
+
 def cli(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None,
         timeout: float = 3600) -> subprocess.CompletedProcess:
-    """Run the real CLI in a subprocess, as a user would."""
+    """Run the real CLI in a subprocess, as a user would; never a package of the public index on
+    the local backend (``pypi_on_local``)."""
     full = {**os.environ, **SOURCE_PATH, "CI": "true", **(env or {})}
+    if unisolated := pypi_on_local(args, full):
+        pytest.fail(f"{', '.join(unisolated)}: from the package index, run with --backend local: "
+                    "use --backend docker (the local backend is for our own fixtures)")
     return subprocess.run([*HARNESS, *args], cwd=cwd or ROOT,
                           capture_output=True, text=True, timeout=timeout, env=full)
 

@@ -131,6 +131,9 @@ class Workspace:
     #                  which two builds of one series share (/opt/python/bin/python3.13t)
     wheel_store: str = ""  # the shared wheel store, read-only, as the backend sees it ("" none)
     wheel_host: Path | None = None  # the same on the host (harness.job.wheelstore writes it)
+    # the release the job tests, as the host knows it ("2.3.1"; "local" for a local tree; "" not
+    # known yet): the docker backend's pip cache is one per job and release (harness.job.job)
+    release: str = ""
     fs: JobDir | None = field(default=None, compare=False, repr=False)  # the handle job.py opened
 
     def path(self, *parts: str) -> str:

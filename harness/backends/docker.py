@@ -7,13 +7,12 @@ same code as the local backend.  The backend only runs commands and returns Exec
 Every container: user non-root, cap_drop ALL, no-new-privileges, pids/memory/CPU
 limits, read-only root with a tmpfs /tmp, a docker-init PID 1, labels
 ``ft-harness.run`` / ``ft-harness.job``.  ``network=True`` (install) adds the default
-bridge, the host's CA bundle read-only and the job's own pip cache volume;
+bridge, the host's CA bundle read-only and the pip cache volume of the job's release;
 ``network=False`` is ``network_mode="none"``.
 
-The pip cache is a volume per job (``ft-harness-pip-<job_id>``: one package on one
-interpreter), kept across runs: a package's build code, which runs with the cache mounted
-read-write, can plant wheels only where its own later installs look, never where another
-package's do.  ``ft-harness clean`` removes them (``clean_caches``).
+The pip cache is a volume per job and release (harness.backends.pipcache): a package's build
+can plant wheels only where later installs of the same release look (#46).  A step before the
+host knows the release (pip's fallback fetch of an unpinned spec) gets no pip cache at all.
 
 The shared wheel store (``harness.job.wheelstore``; docker's own, ``<cache>/wheels/docker``:
 never what a local run stored) is mounted read-only at /cache/wheels in every container of
@@ -39,15 +38,15 @@ from ..core.errors import InfraError
 from ..core.model import Exec
 from ..core.stored import IN_CONTAINER as STORE_IN_CONTAINER
 from ..core.wsfs import JobDir
-from ..interpreters.images import clean, daemon_error, docker_client, remove_volumes
+from ..interpreters.images import clean, daemon_error, docker_client
 from .base import DiskWatch, Quiet, Workspace, file_limit, job_dir, killed_note
+from .pipcache import PIP_CACHE, clean_caches, ensure_pip_cache, pip_cache_volume
+
+__all__ = ["DockerBackend", "clean_caches", "docker_available", "pip_cache_volume"]
 
 log = logging.getLogger(__name__)
 
 LABEL = "ft-harness"
-PIP_CACHE_PREFIX = "ft-harness-pip-"  # + job id: one volume per job
-CACHE_LABEL = f"{LABEL}.cache"
-PIP_CACHE = "/cache/pip"
 CA_IN_CONTAINER = "/etc/ssl/certs/ft-harness-host-ca.crt"
 HOST_CA = Path("/etc/ssl/certs/ca-certificates.crt")
 ROOT = "/work"
@@ -110,20 +109,6 @@ class DockerBackend:
 
     # ---------------------------------------------------------------- setup
 
-    def _ensure_pip_cache(self, job_id: str) -> str:
-        """The job's own pip cache volume (made on first use, kept across runs)."""
-        import docker.errors
-
-        name = pip_cache_volume(job_id)
-        try:
-            try:
-                self.client.volumes.get(name)
-            except docker.errors.NotFound:
-                self.client.volumes.create(name, labels={CACHE_LABEL: "pip", f"{CACHE_LABEL}.job": job_id})
-        except Exception as e:
-            raise daemon_error(e) from None
-        return name
-
     def _own(self, fs: JobDir) -> None:
         """Make the workspace writable for the container user (only needed as root); through
         the workspace's handle, links changed themselves, never followed (``harness.core.wsfs``)."""
@@ -137,7 +122,6 @@ class DockerBackend:
         host_root.mkdir(parents=True, exist_ok=True)
         with JobDir(host_root) as fs:  # before any package code ran
             self._own(fs)
-        self._ensure_pip_cache(job_id)
         mounts = {**self.job_mounts.get(job_id, {}), str(host_root): {"bind": ROOT, "mode": "rw"}}
         if self.wheel_store is not None:  # made by the host, so docker never makes it as root
             self.wheel_store.mkdir(parents=True, exist_ok=True)
@@ -181,9 +165,11 @@ class DockerBackend:
         environment = {"HOME": "/tmp", "TMPDIR": "/tmp", **self.job_env.get(job_id, {}), **env}
         volumes = dict(only) if only is not None else dict(self._mounts.get(job_id) or {
             **self.job_mounts.get(job_id, {}), str(ws.host_root): {"bind": ROOT, "mode": "rw"}})
-        if network and only is None:
-            volumes[pip_cache_volume(job_id)] = {"bind": PIP_CACHE, "mode": "rw"}  # this job's alone
+        if network and only is None and ws.release:  # this job's and release's alone
+            volumes[ensure_pip_cache(self.client, job_id, ws.release)] = {"bind": PIP_CACHE, "mode": "rw"}
             environment.setdefault("PIP_CACHE_DIR", PIP_CACHE)
+        elif network and only is None:  # the release not known yet: no cache to share with any
+            environment["PIP_NO_CACHE_DIR"] = "1"
         if network and self.ca_bundle:
             volumes[str(self.ca_bundle)] = {"bind": CA_IN_CONTAINER, "mode": "ro"}
             for var in ("PIP_CERT", "SSL_CERT_FILE", "REQUESTS_CA_BUNDLE"):
@@ -414,8 +400,8 @@ class DockerBackend:
     def reproduce_command(self, ws: Workspace, command: str, *, network: bool) -> str:
         """Inside the same image, with the job's isolation (user, no capabilities, no new
         privileges, limits, read-only root, tmpfs /tmp, init): a fetch/install step with the
-        network, the job's pip cache volume and the host's CA bundle, as the job had them; a test
-        step without the network."""
+        network, the pip cache volume of the job's release and the host's CA bundle, as the job
+        had them; a test step without the network."""
         argv = ["docker", "run", "--rm", *(() if network else ("--network", "none")),
                 "--user", f"{self.uid}:{self.gid}", "--cap-drop", "ALL",
                 "--security-opt", "no-new-privileges", "--pids-limit", str(self.pids_limit),
@@ -430,7 +416,8 @@ class DockerBackend:
         for k, v in self.job_env.get(job_id, {}).items():
             argv += ["-e", f"{k}={v}"]
         if network:
-            argv += ["-v", f"{pip_cache_volume(job_id)}:{PIP_CACHE}"]
+            argv += (["-v", f"{pip_cache_volume(job_id, ws.release)}:{PIP_CACHE}"] if ws.release
+                     else ["-e", "PIP_NO_CACHE_DIR=1"])
             if self.ca_bundle:
                 argv += ["-v", f"{self.ca_bundle}:{CA_IN_CONTAINER}:ro",
                          "-e", f"PIP_CERT={CA_IN_CONTAINER}",
@@ -480,17 +467,6 @@ class DockerBackend:
             return True
         except Exception:
             return False
-
-
-def pip_cache_volume(job_id: str) -> str:
-    """The pip cache volume of one job (job ids are file-name safe: [A-Za-z0-9_.-])."""
-    return PIP_CACHE_PREFIX + job_id
-
-
-def clean_caches(client, job_id: str | None = None) -> list[str]:
-    """Remove every pip cache volume (each job's, and the one shared volume of older versions),
-    or only ``job_id``'s."""
-    return remove_volumes(client, [f"{CACHE_LABEL}=pip", *((f"{CACHE_LABEL}.job={job_id}",) if job_id else ())])
 
 
 class _Removed(Exception):

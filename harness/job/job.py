@@ -28,7 +28,7 @@ from ..verdict import artifact
 from . import datalinks, jobfiles, stages, testsetup, tsan
 from .context import JobCtx, Progress, base_env
 from .recipe import recipe
-from .source import pinned_version, source
+from .source import LOCAL_RELEASE, pinned_version, source
 from .suite import TOOLS
 from .wheelsteps import NO_STORE, StoreUse, used
 
@@ -81,6 +81,7 @@ def _steps(ctx: JobCtx) -> Done:
     src = source(ctx)
     if src is None:  # the sdist could not be fetched (the fetch phase says why)
         return Done()
+    ctx.ws = replace(ctx.ws, release=src.release)  # the pip cache of this release (docker)
     setup = stages.suite_setup(ctx, src)  # read from the tree before any package code runs
     done = Done(version=src.version, test_setup=setup.at_source.record, tools=setup.tools,
                 sdist_sha256=src.sha256)
@@ -139,7 +140,8 @@ def _open(job: Job, *, interp: InterpreterInfo, python: str, backend: Backend, o
     except BaseException:
         fs.close()
         raise
-    ws = replace(backend.open(job.job_id, host_root, python, job.package.path), fs=fs)
+    ws = replace(backend.open(job.job_id, host_root, python, job.package.path), fs=fs,
+                 release=LOCAL_RELEASE if job.package.is_local else pinned_version(job.package.version))
     return JobCtx(job=job, ws=ws, backend=backend, out=out, progress=progress, phases=[],
                   deadline=time.monotonic() + job.settings.job_timeout, interp=interp, tarball=tarball)
 

@@ -23,6 +23,8 @@ from .context import JobCtx, run_phase
 
 log = logging.getLogger(__name__)
 
+LOCAL_RELEASE = "local"  # a local tree's release (Source.release): never a version's spelling
+
 COPY_IGNORE = shutil.ignore_patterns(".git", ".nox", ".tox", "build", "dist", "*.egg-info", "__pycache__", "*.so")
 
 
@@ -36,6 +38,10 @@ class Source:
     version: str = ""  # from the sdist's file name ("" for a local tree)
     archive: Path | None = None  # the sdist (a compiled project's fallback rebuild installs it)
     sha256: str = ""  # the sdist's, checked against the index ("" when pip fetched it)
+    # the release as the host knows it, the key of its pip cache (docker): LOCAL_RELEASE for a
+    # local tree; the index's version when the host fetched the sdist; when pip fetched it, only
+    # what the spec pins (the file's name is then a name package code could have written)
+    release: str = ""
 
 
 def pinned_version(spec: str) -> str:
@@ -55,7 +61,8 @@ def source(ctx: JobCtx) -> Source | None:
         src_host = ctx.ws.host("src")
         extract.fresh_dir(src_host)
         shutil.copytree(ctx.job.package.path, src_host / "pkg", ignore=COPY_IGNORE, symlinks=True)
-        return Source(src_host=src_host / "pkg", path=ctx.ws.path("src", "pkg"), target=ctx.ws.path("src", "pkg"))
+        return Source(src_host=src_host / "pkg", path=ctx.ws.path("src", "pkg"), target=ctx.ws.path("src", "pkg"),
+                      release=LOCAL_RELEASE)
     return _from_sdist(ctx)
 
 
@@ -84,7 +91,8 @@ def _from_sdist(ctx: JobCtx) -> Source | None:
                     len(links_out), archives[0].name, ", ".join(links_out[:5]))
     return Source(src_host=top, path=ws.path(*top.relative_to(ws.host_root).parts),
                   target=f"{job.package.name}=={version}" if version else spec, version=version,
-                  archive=archives[0], sha256=sha256)
+                  archive=archives[0], sha256=sha256,
+                  release=version if sha256 else pinned_version(job.package.version))
 
 
 def _fetch_on_host(ctx: JobCtx, shown: list[str]) -> tuple[Phase | None, str]:

@@ -6,6 +6,8 @@ what its runs did and did not run, in words backed by the job's phases.
   deciding finding first, then by severity;
 - ``what_ran``: which GIL modes ran, how many runs of each, and why the GIL-on runs were left
   out or narrowed (``JobEntry.gil_on``): no page claims a GIL-on run that did not happen;
+- ``recipe_narrowing``: the community recipe's ``-k``/``-m``/``--deselect``/``--ignore`` options
+  the runs had, said as the recipe's: a recipe can leave out the very tests that fail (#46);
 - ``laptop_recipe``: a finding's laptop recipe, or, for a finding with none (a build failure, a
   GIL re-enabled on import), one built from the job: a venv of the same free-threaded CPython
   and the install (and the import) that shows it.
@@ -19,6 +21,7 @@ import shlex
 from typing import Any
 
 from ..core.model import INFO_KINDS, Finding, severity
+from ..core.testsetup import TestSetup
 from ..results.report import JobEntry
 
 MODES_TEXT = {(0,): "with the GIL off only", (1,): "with the GIL on only", (0, 1): "in both modes"}
@@ -106,6 +109,31 @@ def what_ran(p: JobEntry) -> str:
     if p.rules_out:  # what a clean verdict's runs rule out (issue #47)
         parts.append(f"What these runs rule out: {p.rules_out}.")
     return " ".join(parts)
+
+
+# the pytest options of a recipe (harness.testsetup.registry.KEEP_VALUE) that leave tests out
+NARROWING = ("-k", "-m", "--deselect", "--ignore", "--ignore-glob")
+
+
+def recipe_narrowing(ts: TestSetup | None) -> str:
+    """"The recipe (laruche …) narrowed the tests: -k 'not test_proxy_functional'; the tests it
+    leaves out did not run." -- the recipe's options that leave tests out, when the job ran with
+    the recipe's pytest args (matrix.yaml's replace them); "" when it has none."""
+    if ts is None or "recipe" not in ts.pytest_args_from:
+        return ""
+    args = [a for a in ts.recipe.get("pytest_args") or () if isinstance(a, str)]
+    kept: list[str] = []
+    it = iter(args)
+    for a in it:
+        if a.startswith("--") and "=" in a:  # kept as "--deselect=value"
+            kept += [a] if a.partition("=")[0] in NARROWING else []
+        elif a.startswith("-") and (value := next(it, None)) is not None:  # kept as "-k", "value"
+            kept += [a, value] if a in NARROWING else []
+    if not kept:
+        return ""
+    registry = str(ts.recipe.get("registry") or "a registry")
+    return (f"The recipe ({registry}) narrowed the tests: {shlex.join(kept)}; "
+            "the tests it leaves out did not run.")
 
 
 def _exe(p: JobEntry) -> tuple[str, str]:

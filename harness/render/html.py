@@ -44,7 +44,7 @@ from .common import (
     wheel_mark,
     wheel_summary,
 )
-from .findings import groups, laptop_recipe, what_ran
+from .findings import groups, laptop_recipe, recipe_narrowing, what_ran
 from .site import package_file
 
 HERE = Path(__file__).parent
@@ -289,7 +289,7 @@ def render_page(report: CompatReport, row: dict[str, Any], logs: dict[str, str],
              for g in groups(p)]
     return _env().get_template("package.html").render(
         row=row, p=p, phases=[_phase_row(ph, logs) for ph in p.phases], change=change,
-        groups=found, ran=what_ran(p),
+        groups=found, ran=what_ran(p), narrowed=recipe_narrowing(p.test_setup),
         causes=causes or [],
         api=package_file(p.name), wheel_warning=p.wheel.warning if p.wheel else "",
         root="../", meta=report.meta, summary=report.summary, **_common())

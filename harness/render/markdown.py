@@ -32,7 +32,7 @@ from .common import (
     setup_summary,
     wheel_summary,
 )
-from .findings import deciding, groups, laptop_recipe, what_ran
+from .findings import deciding, groups, laptop_recipe, recipe_narrowing, what_ran
 
 ICON = {
     "build-failure": "⛔",
@@ -275,12 +275,15 @@ def _row(p: JobEntry) -> str:
 
 
 def _setup_origin(p: JobEntry) -> str:
-    """Where the job's test setup came from: ``inferred``, ``matrix.yaml`` or both."""
+    """Where the job's test setup came from: ``inferred``, ``matrix.yaml`` or both; and the
+    recipe's options that left tests out (harness.render.findings.recipe_narrowing)."""
     ts = p.test_setup
     if ts is None:
         return "—"
     got = {str(v) for v in (ts.tests_from, ts.requires_from, ts.pytest_args_from) if v}
-    return " + ".join(sorted(got)) if got else "—"
+    origin = text(" + ".join(sorted(got))) if got else "—"
+    narrowed = recipe_narrowing(ts)  # a job with no findings has no details below: said here
+    return f"{origin}; {text(narrowed)}" if narrowed else origin
 
 
 def _finding(f: Finding, p: JobEntry, brief: bool = False) -> list[str]:
@@ -358,6 +361,8 @@ def _details(p: JobEntry, labels: dict[str, str], brief: bool = False,
         out += [f"> **Note:** {text(p.notes)}", ""]
     if (ran := what_ran(p)) and not brief:
         out += [text(ran), ""]
+    if ran and (narrowed := recipe_narrowing(p.test_setup)):  # in brief too: it bounds the verdict
+        out += [f"**{text(narrowed)}**", ""]
     left = 0
     for g in groups(p):
         if brief and not g["deciding"]:

@@ -20,6 +20,12 @@ groups the jobs whose verdict is not about themselves:
 
 A package whose own build fails is in no group unless it is the root of others (cffi is in the
 group of cffi's refusal, with cryptography); a verdict about the package's tests is in none.
+
+The root is read from log text the package's own build writes (a ``Collecting NAME`` line, the
+module in a GIL warning), so it is named only when it is a job of the same report that itself
+failed there (#46): cffi's own job did not install on that Python, the GIL warning names the
+module of a job that re-enabled the GIL itself.  Otherwise the job is in no group: its verdict
+is said as its own, and no log can make "Blocked by" blame a project that is not in the report.
 """
 
 from __future__ import annotations
@@ -186,6 +192,26 @@ def _dependency_text(root: str, version: str, minor: str, detail: str) -> str:
     return f"{name} does not install on free-threaded {minor}: {first}"
 
 
+def _own_module(top: str, package: str) -> bool:
+    """``top`` (a module's first part) is the package's own: yaml for pyyaml, _brotli for brotli."""
+    return _norm(top).lstrip("-") in (_norm(package), _norm(package).removeprefix("py"))
+
+
+def _failed_roots(results: Sequence[JobResult]) -> set[tuple[str, str, str]]:
+    """What a root may be, as (cause kind, project or module, X.Y): the jobs of the report whose
+    own install failed ("dependency"), whose GIL its own module re-enabled ("gil-dependency")."""
+    out: set[tuple[str, str, str]] = set()
+    for r in results:
+        if r.verdict in ("build-failure", "infra-error") and any(
+                p.kind == "install" and not p.ok for p in r.phases):
+            out.add(("dependency", _norm(r.package), _minor(r)))
+        f = _deciding(r)
+        top = f.module.split(".")[0] if f is not None and r.verdict == "gil-reenabled" else ""
+        if top and _own_module(top, r.package):
+            out.add(("gil-dependency", _norm(top), _minor(r)))
+    return out
+
+
 def _deciding(r: JobResult) -> Finding | None:
     return next((f for f in r.findings if f.kind == r.verdict), r.findings[0] if r.findings else None)
 
@@ -225,17 +251,19 @@ def _cause_of(r: JobResult) -> _Seen | None:
         return _Seen(("infra", text), "infrastructure", text, detail=_clean(f.message))
     if r.verdict == "gil-reenabled" and f is not None:
         top = f.module.split(".")[0]
-        if top and _norm(top) not in (_norm(r.package), _norm(r.package).removeprefix("py")):
+        if top and not _own_module(top, r.package):
             return _Seen(("gil", top), "gil-dependency",
                          f"the GIL is re-enabled by module {top} (another distribution)", root=top,
-                         detail=f.module)
+                         detail=f.module, minor=_minor(r))
     return None
 
 
 def build_causes(results: Sequence[JobResult], labels: Mapping[str, str] | None = None,
                  ) -> tuple[Cause, ...]:
-    """The root causes of ``results`` (in report order), the largest group first."""
+    """The root causes of ``results`` (in report order), the largest group first; a root only
+    where it is a job of ``results`` that failed itself (the module docstring)."""
     labels = labels or {}
+    roots = _failed_roots(results)
     groups: dict[tuple[str, ...], tuple[_Seen, list[tuple[JobResult, _Seen]]]] = {}
     for r in results:
         seen = _cause_of(r)
@@ -247,6 +275,8 @@ def build_causes(results: Sequence[JobResult], labels: Mapping[str, str] | None 
             groups[rooted[0]][1].extend(groups.pop(key)[1])
     out = []
     for seen, jobs in groups.values():
+        if seen.kind == "gil-dependency":  # only on a Python where the module's own job re-enabled it
+            jobs = [(r, s) for r, s in jobs if ("gil-dependency", _norm(s.root), s.minor) in roots]
         members = tuple(CauseMember(
             package=r.package, version=r.version,
             interpreter=labels.get(r.interpreter.name, r.interpreter.name), job_id=r.job_id,
@@ -256,6 +286,8 @@ def build_causes(results: Sequence[JobResult], labels: Mapping[str, str] | None 
             root = next((s.root for _, s in jobs if s.root), "")
             if names <= {_norm(root)} or (not root and len(names) < 2):
                 continue  # the package's own build: about itself, the root of no other
+            if root and ("dependency", _norm(root), seen.minor) not in roots:
+                continue  # named by log text only: its own cause, not another project's
             kinds = {s.kind for _, s in jobs}
             kind = "dependency" if "dependency" in kinds else "test-dependency"
             version = next((s.root_version for _, s in jobs if s.root == root and s.root_version), "")

@@ -16,6 +16,7 @@ import subprocess
 import threading
 import time
 import uuid
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -51,7 +52,7 @@ def backend(client, image):
 
 @pytest.fixture
 def ws(backend, tmp_path):
-    w = backend.open("job1", tmp_path / "work" / "job1", PY, "")
+    w = replace(backend.open("job1", tmp_path / "work" / "job1", PY, ""), release="1.0")  # as after a fetch
     yield w
     backend.close(w)
 
@@ -124,8 +125,9 @@ def test_install_step_has_network_ca_and_the_jobs_pip_cache(backend, ws, client)
     assert res.exit_code == 0, out
     assert out.split() == ["200", "True"]
     job_id = ws.host_root.name
-    vol = client.volumes.get(pip_cache_volume(job_id))  # the job's own (tests/integration/test_hostile.py)
-    assert vol.attrs["Labels"] == {"ft-harness.cache": "pip", "ft-harness.cache.job": job_id}
+    vol = client.volumes.get(pip_cache_volume(job_id, "1.0"))  # the release's own (tests/integration/test_hostile.py)
+    assert vol.attrs["Labels"] == {"ft-harness.cache": "pip", "ft-harness.cache.job": job_id,
+                                   "ft-harness.cache.release": "1.0"}
 
 
 def test_fork_bomb_is_stopped_by_the_pids_limit(backend, ws):

@@ -4,7 +4,8 @@ The index has ``propcache-0.5.4-py3-none-any.whl`` and cp313 wheels, none for cp
 installs the pure one; before, the suite's ``[c-extension-module]`` tests failed on ``No module
 named 'propcache._helpers_c'`` and the package was published as ``baseline-failure``. With no
 settings the job builds propcache from its sdist and the C tests run; with ``fallback_wheel:
-keep`` the pure wheel is tested and the missing extension is a setup finding.
+keep`` the pure wheel is tested and the missing extension is a setup finding.  On the docker
+backend: a release from the index never builds or runs unisolated on the CI runner (#46).
 """
 
 from __future__ import annotations
@@ -12,17 +13,19 @@ from __future__ import annotations
 import pytest
 
 from tests.conftest import INTERP_YAML, cli, results
+from tests.integration.conftest import DOCKER
 
-pytestmark = [pytest.mark.integration, pytest.mark.network]
+pytestmark = [*DOCKER, pytest.mark.network]
 
 
 def _run(tmp_path, settings: str) -> dict:
     m = tmp_path / "matrix.yaml"
     m.write_text(INTERP_YAML + f"settings: {{repeat: 1, iterations: 2, confirm: 0{settings}}}\n"
                  'packages: [{name: propcache, version: "==0.5.4"}]\n')
-    r = cli("run", "--matrix", str(m), "--out", str(tmp_path / "out"), "--backend", "local")
+    r = cli("run", "--matrix", str(m), "--out", str(tmp_path / "out"), "--backend", "docker")
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     (d,) = results(tmp_path / "out").values()
+    assert d["backend"] == "docker"
     return d
 
 

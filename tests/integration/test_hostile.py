@@ -130,7 +130,8 @@ def test_docker_no_host_file_read_or_written_and_no_cache_shared(tmp_path, clien
 
     def in_cache(job_id: str) -> str:
         return client.containers.run(
-            client.images.list(name="ft-harness/base")[0].tags[0], ["sh", "-c", find], volumes={pip_cache_volume(job_id): {"bind": "/cache/pip", "mode": "ro"}},
+            client.images.list(name="ft-harness/base")[0].tags[0], ["sh", "-c", find],
+            volumes={pip_cache_volume(job_id, "local"): {"bind": "/cache/pip", "mode": "ro"}},
             network_mode="none", remove=True).decode()
 
     assert "ft-hostile-poison.txt" in in_cache("cpython3.13t--ft_hostile")  # it did plant it
@@ -156,18 +157,44 @@ def test_local_the_host_follows_no_planted_link(tmp_path, ft_interpreter):
 @DOCKER[2]
 @pytest.mark.docker
 @pytest.mark.integration
-def test_a_jobs_pip_cache_is_its_own_volume_and_clean_removes_it(tmp_path, client):
+def test_a_releases_pip_cache_is_its_own_volume_and_clean_removes_it(tmp_path, client, interp):
+    """#46: one volume per job and release.  What one release's step writes in its pip cache
+    (a build planting a wheel) is not in another release's of the same package on the same
+    interpreter; a step before the release is known gets no volume; `clean` removes them all."""
+    from dataclasses import replace
+
     from harness.backends.docker import DockerBackend, clean_caches
+    from harness.interpreters import images, interpreters
 
     job_id = f"cpython3.13t--cache-{uuid.uuid4().hex[:8]}"
-    backend = DockerBackend(image="unused", run_id="test-cache", cpus=1, client=client)
-    ws = backend.open(job_id, tmp_path / job_id, "/opt/python/bin/python3.13t", "")
+    image = images.ensure_interpreter_image(client, interp, interpreters.cache_root()).tag  # its /cache/pip the job user's
+    backend = DockerBackend(image=image, run_id="test-cache", cpus=1, client=client)
+    py = "/opt/python/bin/python3.13t"
+    ws = backend.open(job_id, tmp_path / job_id, py, "")
+    plant = "import os; open(os.environ['PIP_CACHE_DIR'] + '/poison.whl', 'w').write('x')"
+    look = ("import os; d = os.environ.get('PIP_CACHE_DIR', '');"
+            "print(os.path.exists(d + '/poison.whl'), os.environ.get('PIP_NO_CACHE_DIR'))")
+
+    def run(release: str, code: str, name: str) -> str:
+        w = replace(ws, release=release)
+        log = w.host("logs", f"{name}.log")
+        res = backend.run(w, [py, "-c", code], env={}, cwd="/work", timeout=120,
+                          log=log, network=True)
+        assert res.exit_code == 0, log.read_text()
+        return log.read_text().split()[-2:] if name != "plant" else []
+
     try:
-        vol = client.volumes.get(pip_cache_volume(job_id))
-        assert vol.attrs["Labels"] == {"ft-harness.cache": "pip", "ft-harness.cache.job": job_id}
-        assert f"-v {pip_cache_volume(job_id)}:/cache/pip" in backend.reproduce_command(ws, "true", network=True)
+        run("1.0", plant, "plant")
+        assert run("1.0", look, "same") == ["True", "None"]  # its own later steps see it
+        assert run("2.0", look, "other") == ["False", "None"]  # another release's never
+        assert run("", look, "unknown") == ["False", "1"]  # no release yet: no cache at all
+        vols = {v.name: v.attrs["Labels"] for v in client.volumes.list(filters={"label": f"ft-harness.cache.job={job_id}"})}
+        assert vols == {pip_cache_volume(job_id, r): {"ft-harness.cache": "pip", "ft-harness.cache.job": job_id,
+                                                      "ft-harness.cache.release": r} for r in ("1.0", "2.0")}
+        line = backend.reproduce_command(replace(ws, release="2.0"), "true", network=True)
+        assert f"-v {pip_cache_volume(job_id, '2.0')}:/cache/pip" in line
         assert "/cache/pip" not in backend.reproduce_command(ws, "true", network=False)
     finally:
         backend.close(ws)
-    assert clean_caches(client, job_id) == [f"volume {pip_cache_volume(job_id)}"]
+    assert sorted(clean_caches(client, job_id)) == [f"volume {pip_cache_volume(job_id, r)}" for r in ("1.0", "2.0")]
     assert [v.name for v in client.volumes.list(filters={"label": f"ft-harness.cache.job={job_id}"})] == []

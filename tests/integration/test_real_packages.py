@@ -9,13 +9,18 @@ Expected values were verified by hand on the free-threaded 3.13.5 build:
 - Wheels: the index's file list for frozenlist 1.8.0 has ``cp313-cp313t-manylinux*_x86_64``
   wheels; msgpack 1.2.4 has cp314t/cp315t wheels but none for cp313t (captured:
   tests/data/real/index/files.json), so pip builds msgpack from the sdist.
+
+Every install of a release and every run of its code is in a container of the default
+interpreter's image (the docker backend, its isolation): a PyPI release never builds or runs
+unisolated on the CI runner (#46).  The host reads what the container left in the workspace.
 """
 
 from __future__ import annotations
 
 import json
 import platform
-import subprocess
+import shutil
+import uuid
 from pathlib import Path
 
 import pytest
@@ -23,55 +28,75 @@ import pytest
 from harness.config import wheels
 from harness.core.model import InterpreterInfo
 from harness.job.jobfiles import INNER
+from tests.integration.conftest import DOCKER
 
 pytestmark = [pytest.mark.integration, pytest.mark.network]
 CAPTURED = Path(__file__).parents[1] / "data" / "real" / "index" / "files.json"
+PY = "/opt/python/bin/python3.13t"  # the interpreter in its image
 
 
-def venv(tmp: Path, ft_interpreter) -> Path:
-    subprocess.run([str(ft_interpreter.python), "-m", "venv", str(tmp / "venv")], check=True)
-    return tmp / "venv" / "bin" / "python"
+@pytest.fixture(scope="module")
+def backend(client, interp):
+    """The docker backend on the default interpreter's image."""
+    from harness.backends.docker import DockerBackend
+    from harness.interpreters import images, interpreters
+
+    image = images.ensure_interpreter_image(client, interp, interpreters.cache_root()).tag
+    return DockerBackend(image=image, run_id=f"test-real-{uuid.uuid4().hex[:10]}", cpus=1.0, client=client)
 
 
-def probe(py: Path, dist: str, tmp: Path) -> dict:
-    out = tmp / "probe.json"
-    r = subprocess.run([str(py), "-W", "default", str(INNER / "probe.py"), dist, str(out)],
-                       capture_output=True, text=True, timeout=120, env={"PATH": "/usr/bin:/bin"})
-    assert r.returncode == 0, r.stderr
-    data = json.loads(out.read_text())
-    data["stderr"] = r.stderr
-    return data
+def in_container(backend, tmp: Path, steps: list[tuple[str, bool]]) -> tuple[Path, str]:
+    """Each (shell line, network) in a container of its own on one workspace, probe.py copied in
+    first; the workspace (on the host) and the steps' output.  No pip cache: nothing kept."""
+    ws = backend.open("real", tmp / "work", PY, "")
+    shutil.copyfile(INNER / "probe.py", ws.host("probe.py"))  # before any package code runs
+    out = ""
+    try:
+        for i, (line, network) in enumerate(steps):
+            log = ws.host("logs", f"step{i}.log")
+            res = backend.run(ws, ["sh", "-c", line], env={"PYTHONUNBUFFERED": "1"}, cwd="/work",
+                              timeout=900, log=log, network=network)
+            out += log.read_text()
+            assert res.exit_code == 0, out[-3000:]
+    finally:
+        backend.close(ws)
+    return ws.host_root, out
 
 
+VENV = f"{PY} -m venv /work/venv && /work/venv/bin/python -m pip install -q"
+
+
+@pytest.mark.docker
+@DOCKER[2]
 @pytest.mark.parametrize("version, modules, gil", [("2.1.5", ["markupsafe._speedups"], True),
                                                    ("3.0.4", [], False)])
-def test_markupsafe_gil_probe(tmp_path: Path, ft_interpreter, version, modules, gil) -> None:
-    py = venv(tmp_path, ft_interpreter)
-    subprocess.run([str(py), "-m", "pip", "install", "-q", "--no-binary", "markupsafe",
-                    f"markupsafe=={version}"], check=True, timeout=600)
-    d = probe(py, "markupsafe", tmp_path)
+def test_markupsafe_gil_probe(tmp_path: Path, backend, version, modules, gil) -> None:
+    root, out = in_container(backend, tmp_path, [
+        (f"{VENV} --no-binary markupsafe markupsafe=={version}", True),
+        ("/work/venv/bin/python -W default /work/probe.py markupsafe /work/probe.json", False)])
+    d = json.loads((root / "probe.json").read_text())
     assert d["modules"] == modules
     assert d["gil_enabled"] is gil
     if modules:
-        assert "has been enabled to load module 'markupsafe._speedups'" in d["stderr"]
+        assert "has been enabled to load module 'markupsafe._speedups'" in out
 
 
+@pytest.mark.docker
+@DOCKER[2]
 @pytest.mark.skipif(platform.machine() != "x86_64", reason="the captured wheel lists are x86_64 facts")
 @pytest.mark.parametrize("name, version, available, installed", [
     ("frozenlist", "1.8.0", "free-threaded", "wheel (free-threaded)"),
     ("msgpack", "1.2.4", "gil-only", "built from sdist"),
 ])
-def test_wheel_column(tmp_path: Path, ft_interpreter, name, version, available, installed) -> None:
+def test_wheel_column(tmp_path: Path, backend, name, version, available, installed) -> None:
     files = wheels.index_files(name, version)
     assert files, "the index answered with no files"
     assert wheels.availability(files, "3.13.5") == available
     captured = json.loads(CAPTURED.read_text())[f"{name}=={version}"]
     assert wheels.availability(captured, "3.13.5") == available
-    py = venv(tmp_path, ft_interpreter)
-    report = tmp_path / "report.json"
-    subprocess.run([str(py), "-m", "pip", "install", "-q", "--no-deps", "--report", str(report),
-                    f"{name}=={version}"], check=True, timeout=900)
-    info = wheels.wheel_info(name, local=False, version=version, install_report=report,
+    root, _ = in_container(backend, tmp_path, [
+        (f"{VENV} --no-deps --report /work/report.json {name}=={version}", True)])
+    info = wheels.wheel_info(name, local=False, version=version, install_report=(root / "report.json").read_bytes(),
                              interp=InterpreterInfo(name="ft", version="3.13.5", key="k"))
     assert info is not None and info.available == available
     assert info.installed == installed

@@ -5,6 +5,10 @@ iniconfig 2.3.0 with no settings of its own: the shipped laruche recipe says
 result, report.md and the site say the path came from the recipe.  A registry of one's own
 (``settings.registry``) whose recipe lists 3.13 in ``skip_versions`` stops the job before
 anything is fetched: verdict ``skipped`` with the registry's reason.
+
+Both run on the docker backend: a release from the index never builds or runs unisolated on
+the CI runner (#46; six's job stops before its fetch, but the tests' ``cli`` refuses any package
+of the index on the local backend, whatever its job would do).
 """
 
 from __future__ import annotations
@@ -16,19 +20,22 @@ import pytest
 
 from harness.results.report import REPORT_SCHEMA
 from tests.conftest import INTERP_YAML, cli, results
+from tests.integration.conftest import DOCKER
 
 pytestmark = [pytest.mark.integration, pytest.mark.network]
 SETTINGS = "settings: {repeat: 1, iterations: 2, confirm: 0, job_timeout: 900}\n"
 LABEL = "laruche 2026-03-08 (204de34)"
 
 
-def test_a_package_runs_with_its_recipes_test_path_and_the_report_says_so(tmp_path: Path, ft_interpreter) -> None:
+@pytest.mark.docker
+@DOCKER[2]
+def test_a_package_runs_with_its_recipes_test_path_and_the_report_says_so(tmp_path: Path) -> None:
     m = tmp_path / "matrix.yaml"
     m.write_text(SETTINGS + INTERP_YAML + "packages: [{name: iniconfig, version: '==2.3.0'}]\n")
-    r = cli("run", "--matrix", str(m), "--out", str(tmp_path / "out"), "--backend", "local")
+    r = cli("run", "--matrix", str(m), "--out", str(tmp_path / "out"), "--backend", "docker")
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     (d,) = results(tmp_path / "out").values()
-    assert d["verdict"] == "compatible", d["findings"]
+    assert (d["verdict"], d["backend"]) == ("compatible", "docker"), d["findings"]
     ts = d["test_setup"]
     assert (ts["tests"], ts["tests_from"]) == ("testing", "recipe")
     assert ts["recipe"]["registry"] == LABEL and ts["recipe"]["used"] == ["test path testing"]
@@ -42,14 +49,16 @@ def test_a_package_runs_with_its_recipes_test_path_and_the_report_says_so(tmp_pa
     assert f"recipe ({LABEL}): test path testing" in page
 
 
-def test_a_registry_skip_for_this_python_is_not_run_and_says_why(tmp_path: Path, ft_interpreter) -> None:
+@pytest.mark.docker
+@DOCKER[2]
+def test_a_registry_skip_for_this_python_is_not_run_and_says_why(tmp_path: Path) -> None:
     reg = tmp_path / "mine.json"
     reg.write_text(json.dumps({"name": "mine", "commit_date": "2027-01-02", "packages": {
         "six": {"test_command": "python -m pytest", "skip_versions": {"3.13": "no 3.13 for this test"}}}}))
     m = tmp_path / "matrix.yaml"
     m.write_text(SETTINGS.replace("}", f", registry: {reg}}}") + INTERP_YAML
                  + "packages: [{name: six, version: '==1.17.0'}]\n")
-    r = cli("run", "--matrix", str(m), "--out", str(tmp_path / "out"), "--backend", "local")
+    r = cli("run", "--matrix", str(m), "--out", str(tmp_path / "out"), "--backend", "docker")
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     (d,) = results(tmp_path / "out").values()
     assert (d["verdict"], d["phases"], d["version"]) == ("skipped", [], "1.17.0")

@@ -86,12 +86,70 @@ def test_two_packages_blocked_by_a_third_that_refuses_the_interpreter_are_one_gr
 def test_a_package_whose_own_build_fails_is_in_no_group_unless_it_is_the_root_of_others():
     cffi = _cffi()
     assert build_causes([cffi]) == ()
-    # cryptography alone: cffi is still its root (a group of one, rooted elsewhere)
-    (c,) = build_causes(captured()[1:2])
-    assert c.root == "cffi" and c.packages == ["cryptography"]
+    # cryptography with cffi's own failed job: cffi is its root (cffi in the group too)
+    (c,) = build_causes(captured()[:2])
+    assert c.root == "cffi" and c.packages == ["cffi", "cryptography"]
     # a verdict about the package's tests is in none
     assert all(not any(m.package in ("fx-race", "fx-crash", "msgpack") for m in c.members)
                for c in full_report().causes)
+
+
+def test_a_root_is_named_only_when_its_own_job_in_the_report_failed():
+    """#46: the root is read from the package's build log (pip's last ``Collecting NAME``), text
+    the package's own build can print.  cryptography alone (cffi no job of the report): its
+    verdict is its own, in no group; cffi's job in the report, failed: cffi is its root."""
+    crypto = captured()[1]
+    assert build_causes([crypto]) == ()
+    rep = aggregate.build_report([crypto], meta={})
+    (p,) = rep.packages
+    assert (p.verdict, p.answer, p.cause) == ("build-failure", "ft-problem", "refuses 3.13t; supports 3.14t+")
+    assert "## Blocked by" not in markdown.render(rep)
+    (c,) = build_causes([captured()[0], crypto])
+    assert (c.root, c.packages) == ("cffi", ["cffi", "cryptography"])
+
+
+def _forged(root: str) -> JobResult:
+    """pyOpenSSL's captured install (its cryptography build fails on cffi), with the line a build
+    script prints just before the error: ``Collecting <root>``."""
+    text = (DATA / "causes" / "pyopenssl-install.log").read_text()
+    at = text.index("            RuntimeError: CFFI does not support")
+    phase = Phase(name="install", kind="install", command=("pip", "install"), exit_code=1,
+                  excerpt=tail(text[:at] + f"            Collecting {root}\n" + text[at:]))
+    return _job(_cffi(), "pyopenssl", "25.3.0", (phase,))
+
+
+def test_log_text_cannot_make_blocked_by_name_a_project_as_the_root():
+    """A build that prints ``Collecting tomli`` (a job of the report, which installed: no-tests)
+    or ``Collecting numpy`` (no job of it) before its error names neither as the root; the real
+    cffi root still holds when its job failed."""
+    tomli = next(r for r in load_results([DATA / "docker"])[0] if r.package == "tomli")
+    assert tomli.verdict == "no-tests"  # on 3.13, as cffi's job: the same X.Y
+    assert {tomli.interpreter.version[:5], _cffi().interpreter.version[:5]} == {"3.13."}
+    for root in ("tomli", "numpy"):
+        forged = _forged(root)
+        assert forged.verdict == "build-failure"
+        assert build_causes([tomli, forged, captured()[3]]) == (), root
+        md = markdown.render(aggregate.build_report([tomli, forged], meta={}))
+        assert "## Blocked by" not in md and f"{root} does not install" not in md
+    (c,) = build_causes([tomli, _forged("cffi"), *captured()[:2]])
+    assert (c.root, c.packages) == ("cffi", ["pyopenssl", "cffi", "cryptography"])
+
+
+def test_a_gil_module_is_a_root_only_when_its_own_job_re_enabled_the_gil():
+    """aiohttp 3.14.5's probe (captured, tests/data/parse): Brotli's ``_brotli`` re-enabled the GIL.
+    Two packages naming ``_brotli`` are grouped under it only with a brotli job of the report
+    that re-enabled the GIL itself; a GIL warning is text a package's import can print."""
+    from tests.unit.test_verdict import load
+
+    aiohttp = _job(_cffi(), "aiohttp", "3.14.5", tuple(load("probe-gil-dependency")))
+    assert (aiohttp.verdict, aiohttp.findings[0].module) == ("gil-reenabled", "_brotli")
+    httpx = dataclasses.replace(aiohttp, job_id="cpython3.13t--httpx", package="httpx")
+    assert build_causes([aiohttp, httpx]) == ()
+    brotli = dataclasses.replace(aiohttp, job_id="cpython3.13t--brotli", package="brotli")
+    (c,) = build_causes([aiohttp, httpx, brotli])
+    assert (c.kind, c.root, c.packages) == ("gil-dependency", "_brotli", ["aiohttp", "httpx"])
+    compatible = dataclasses.replace(brotli, verdict="compatible", findings=())
+    assert build_causes([aiohttp, httpx, compatible]) == ()
 
 
 def test_causes_in_report_json_validate_and_read_back():

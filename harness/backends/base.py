@@ -43,13 +43,15 @@ class Quiet:
 
 class DiskWatch:
     """A running command's workspace on the host's disk, measured at most every ``every`` seconds
-    (longer for a workspace whose walk takes over 20 ms: 50 times the walk, so the watch costs at
+    (longer for a workspace whose walk takes over 5 ms: 50 times the walk, so the watch costs at
     most ~2% of a core), by the blocks its files take, links not followed: ``over()`` is True
     once it holds more than
     ``workspace_bytes`` (harness.core.limits).  The measure stops counting past the limit, so a
-    workspace of a million files costs one walk up to the point it is over."""
+    workspace of a million files costs one walk up to the point it is over. A quarter of a
+    second: a process writing to the page cache fills 2 GB a second on an idle machine (CI,
+    2026-12-06: a 400-MB limit passed by 1.7 GB in one 1-s interval)."""
 
-    def __init__(self, root: Path | None, every: float = 1.0) -> None:
+    def __init__(self, root: Path | None, every: float = 0.25) -> None:
         from ..core.limits import value
 
         self.root, self.every = root, every
@@ -67,6 +69,10 @@ class DiskWatch:
         # a big workspace is walked less often: the watch costs at most ~2% of a core
         self.every = max(self.every, 50 * (self.last - now))
         return self.held > self.limit
+
+    def due(self) -> float:
+        """Seconds until the next measurement (what a waiting loop may sleep at most)."""
+        return float("inf") if self.root is None else max(0.0, self.every - (time.monotonic() - self.last))
 
     def note(self) -> str:
         return f"workspace_bytes: the workspace held over {self.held} bytes"

@@ -337,7 +337,7 @@ class DockerBackend:
             if left <= 0 or (quiet is not None and quiet.stalled()) or (disk is not None and disk.over()):
                 return True
             try:
-                container.wait(timeout=max(1, min(step, left)))
+                container.wait(timeout=max(0.25, min(step, left, disk.due() if disk is not None else step)))
                 return False
             except Exception:
                 # A read timeout (still running) or a daemon that went away: ask again.

@@ -89,7 +89,7 @@ class LocalBackend:
             try:
                 while True:
                     try:
-                        proc.wait(timeout=max(0.05, min(POLL, deadline - time.monotonic())))
+                        proc.wait(timeout=max(0.05, min(POLL, disk.due(), deadline - time.monotonic())))
                         break
                     except subprocess.TimeoutExpired:
                         stalled = quiet.stalled()

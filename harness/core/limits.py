@@ -41,7 +41,7 @@ LIMITS: dict[str, Limit] = {lim.name: lim for lim in (
     Limit(name="nesting", default=100, what="nesting depth of a TOML or JSON document"),
     Limit(name="conftest_bytes", default=1 << 20, what="bytes of a conftest.py scanned for imports"),
     Limit(name="workspace_bytes", default=16 << 30,
-          what="bytes a job's workspace may hold on the host's disk (measured every second while "
+          what="bytes a job's workspace may hold on the host's disk (measured every quarter second while "
                "a command runs; past it the command is killed and the job stops)"),
     Limit(name="file_bytes", default=4 << 30,
           what="bytes of any one file a job's command writes, its phase log included (the kernel's "

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from harness.interpreters import images
 from tests.conftest import FIXTURES, HARNESS, INTERP_YAML, SOURCE_PATH, cli, results
 from tests.integration.conftest import DOCKER
 
@@ -68,10 +69,11 @@ def test_every_phase_of_both_jobs(first_run) -> None:
         assert d["interpreter"]["free_threaded"] is True
         assert d["verdict"]
         assert d["backend"] == "docker"
-        # pip's cache is one per interpreter build (a TSan build's wheels carry the same tag),
-        # in the volume of the job's release
+        # pip's cache is one per build environment (the interpreter image's tag: its build and
+        # the image's build dependencies, #43), in the volume of the job's release
         install = next(p for p in d["phases"] if p["name"] == "install")
-        assert install["env"]["PIP_CACHE_DIR"].endswith(f"/pip/{d['interpreter']['key']}"), install["env"]
+        env_key = images.interpreter_tag(d["interpreter"]["key"]).rpartition(":")[2]
+        assert install["env"]["PIP_CACHE_DIR"].endswith(f"/pip/{env_key}"), install["env"]
     assert res["cpython3.13t--iniconfig"]["version"] == "2.3.1"
     md = (tmp / "out" / "report.md").read_text()
     assert "iniconfig" in md and "ft\\_clean" in md or "ft_clean" in md

@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..core import limits
-from .wheelstore import KEY_RE, SHA256_RE
+from .wheelstore import KEY_RE, SHA256_RE, flocked
 
 log = logging.getLogger(__name__)
 
@@ -99,14 +99,8 @@ def touch(path: Path | str) -> None:
 @contextlib.contextmanager
 def locked(root: Path) -> Iterator[None]:
     """The store's own lock, held while it is counted and an entry removed or renamed in."""
-    d = root / LOCKS
-    d.mkdir(parents=True, exist_ok=True)
-    fd = os.open(d / "store.lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
+    with flocked(root / LOCKS / "store.lock"):
         yield
-    finally:
-        os.close(fd)
 
 
 def _remove(root: Path, e: Entry) -> bool:

@@ -193,9 +193,15 @@ def complete(store: Path, key: str, most: int = 500) -> list[str]:
 def lock(store: Path, key: str, sha256: str) -> Iterator[None]:
     """Held while one sdist is looked up and built: a second job (thread or process) wanting
     the same sdist waits, then finds it stored."""
-    d = entry(store, key, sha256).parent / ".locks"
-    d.mkdir(parents=True, exist_ok=True)
-    fd = os.open(d / f"{sha256}.lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+    with flocked(entry(store, key, sha256).parent / ".locks" / f"{sha256}.lock"):
+        yield
+
+
+@contextlib.contextmanager
+def flocked(path: Path) -> Iterator[None]:
+    """An exclusive ``flock`` on ``path`` (made, with its dir, when missing; no link followed)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         yield

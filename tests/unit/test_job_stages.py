@@ -19,6 +19,7 @@ from harness.core.model import Exec, InterpreterInfo, JobResult, Phase
 from harness.job import fetch
 from harness.job.job import run_job
 from harness.parse import parse_phase
+from harness.verdict import artifact
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ROOT / "tests" / "fixtures" / "packages"
@@ -392,3 +393,61 @@ def test_from_site_packages_the_harness_import_mode_goes_whatever_set_the_args()
         assert run.pytest_args == ("-p", "no:randomly"), where
     kept = _installed_run("pkg/tests", args, TestSetup(pytest_args=args, pytest_args_from="matrix.yaml"))
     assert kept.pytest_args == args
+
+
+def _compiled_release(tmp_path: Path, monkeypatch) -> None:
+    """ft_clean 1.0 on the index (its pyproject.toml names extension modules: a compiled project,
+    verdict.artifact) and an index that could not be read (so no wheel list says otherwise)."""
+    import hashlib
+
+    from harness.config import wheels
+
+    tree = PACKAGES / "ft_clean"
+
+    def sdist(name: str, spec: str, dest: Path) -> fetch.Fetched:
+        dest.mkdir(parents=True, exist_ok=True)
+        path = dest / "ft_clean-1.0.tar.gz"
+        with tarfile.open(path, "w:gz") as tar:
+            tar.add(tree, arcname="ft_clean-1.0")
+        data = path.read_bytes()
+        return fetch.Fetched(version="1.0", path=path, url="https://example.invalid/ft_clean-1.0.tar.gz",
+                             sha256=hashlib.sha256(data).hexdigest(), size=len(data))
+
+    monkeypatch.setattr(fetch, "sdist", sdist)
+    monkeypatch.setattr(wheels, "index_files", lambda name, version, timeout=20: None)
+
+
+def _pure_wheel_installed(root: Path) -> None:  # pip's --report: the pure wheel of the package
+    (root / "logs" / "install-report.json").write_text(
+        '{"install": [{"metadata": {"name": "ft_clean", "version": "1.0"}, "download_info": '
+        '{"url": "https://example.invalid/ft_clean-1.0-py3-none-any.whl"}}]}')
+
+
+def test_a_compiled_projects_pure_wheel_is_on_the_install_phase_and_rebuilt_from_the_sdist(
+        tmp_path: Path, monkeypatch) -> None:
+    _compiled_release(tmp_path, monkeypatch)
+    backend = clean_backend(effects={"install": _pure_wheel_installed})
+    res, _ = go(pypi_job("ft_clean", "==1.0"), backend, tmp_path / "out")
+    assert backend.ran[:3] == ["install", artifact.REBUILD, "probe"], backend.ran
+    install = res.phase("install")
+    assert install is not None
+    assert [(s.kind, s.name, s.where) for s in install.setup] == [
+        ("pure-fallback", "ft_clean-1.0-py3-none-any.whl", "pyproject.toml (declares extension modules)")]
+    assert res.phase(artifact.REBUILD).kind == "install"  # type: ignore[union-attr]
+
+
+def test_a_kept_pure_wheel_is_recorded_and_nothing_is_rebuilt(tmp_path: Path, monkeypatch) -> None:
+    _compiled_release(tmp_path, monkeypatch)
+    backend = clean_backend(effects={"install": _pure_wheel_installed})
+    res, _ = go(pypi_job("ft_clean", "==1.0", settings="{repeat: 1, confirm: 0, fallback_wheel: keep}"),
+                backend, tmp_path / "out")
+    assert backend.ran[:2] == ["install", "probe"], backend.ran
+    assert [s.kind for s in res.phase("install").setup] == ["pure-fallback"]  # type: ignore[union-attr]
+
+
+def test_a_failed_install_reads_no_report_and_records_no_fallback(tmp_path: Path, monkeypatch) -> None:
+    _compiled_release(tmp_path, monkeypatch)
+    backend = clean_backend(exits={"install": 1}, effects={"install": _pure_wheel_installed})
+    res, _ = go(pypi_job("ft_clean", "==1.0"), backend, tmp_path / "out")
+    assert backend.ran == ["install"]
+    assert res.phase("install").setup == ()  # type: ignore[union-attr]

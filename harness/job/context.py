@@ -20,7 +20,7 @@ from ..config.plan import Job
 from ..core import logcap
 from ..core.errors import InfraError
 from ..core.limits import LimitExceeded
-from ..core.model import InterpreterInfo, Phase, TestCommand
+from ..core.model import InterpreterInfo, Phase, PhaseKind, TestCommand
 from ..core.wsfs import JobDir
 from . import jobfiles
 
@@ -96,7 +96,7 @@ class PhaseSpec:
     to write its Phase (the run's outcome and the parse of what it wrote are added there)."""
 
     name: str  # its log's name, logs/<name>.log
-    kind: str
+    kind: PhaseKind
     command: Sequence[str] | TestCommand
     env: Mapping[str, str]
     cwd: str

@@ -40,6 +40,7 @@ from typing import Any
 from packaging.utils import canonicalize_name
 
 from ..core import limits
+from ..core.model import PhaseKind
 from ..core.stored import StoredWheel
 from . import storecap, toolslayer, wheelstore
 from .context import JobCtx, PhaseSpec, run_phase
@@ -48,7 +49,7 @@ from .wheelstore import PLAN_REPORT, Sdist
 log = logging.getLogger(__name__)
 
 PLAN = "wheel-plan"  # the dry run's phase; the builds are "wheel-<name>-<version>"
-KIND = "wheels"  # their Phase.kind: no verdict reads them (a failed build is built by the install)
+KIND: PhaseKind = "wheels"  # their Phase.kind: no verdict reads them (a failed build is built by the install)
 
 
 @dataclass(frozen=True, kw_only=True)

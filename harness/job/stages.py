@@ -21,7 +21,7 @@ from .. import verdict
 from ..config import wheels
 from ..config.matrix import Package
 from ..core.evidence import NOT_INSTALLED, NOT_INSTALLED_SUFFIX
-from ..core.gilon import GilOn
+from ..core.gilon import GilOn, targeted
 from ..core.model import Phase, TestCommand
 from ..core.testsetup import TestSetup
 from ..testsetup import datadirs, pytestcfg
@@ -301,19 +301,19 @@ def run_tests(ctx: JobCtx, run: Suite) -> Suite:
     With ``settings.gil_on: targeted`` the GIL-off runs go first and decide what the GIL-on
     runs run (harness.verdict.gilon): the suite, the tests red with the GIL off, or nothing."""
     s = ctx.job.settings
-    targeted = s.gil_on == "targeted" and set(s.gil_modes) == {0, 1} and not ctx.tsan
+    is_targeted = targeted(s.gil_on, s.gil_modes, tsan=ctx.tsan)
     gil_on = None
-    for mode in (0, 1) if targeted else s.gil_modes:
+    for mode in (0, 1) if is_targeted else s.gil_modes:
         if ctx.spent:
             log.info("%s: the job timeout is spent; no test phase starts now", ctx.job.job_id)
             break
         only: tuple[str, ...] = ()
-        if targeted and mode == 1:
+        if is_targeted and mode == 1:
             gil_on, only = _gil_on(ctx)
             if gil_on.ran == "none":
                 break
         _plain(ctx, run, mode, only)
-        if mode == (0 if targeted else s.gil_modes[0]) and not ctx.spent:
+        if mode == (0 if is_targeted else s.gil_modes[0]) and not ctx.spent:
             # what the threaded runs will really run in threads: -n auto hides it, so ask
             # pytest-run-parallel once, without workers; which tests it runs single-threaded is
             # decided at collection, the same in every GIL mode, so one run serves them all
@@ -324,7 +324,7 @@ def run_tests(ctx: JobCtx, run: Suite) -> Suite:
             if ctx.spent:
                 break
             _threaded(ctx, run, mode, rep, only)
-    return replace(run, gil_on=gil_on or _whole(ctx, targeted))
+    return replace(run, gil_on=gil_on or _whole(ctx, is_targeted))
 
 
 def _whole(ctx: JobCtx, targeted: bool) -> GilOn | None:

@@ -259,15 +259,15 @@ def _deps_sh(vpy: str, deps: Sequence[str], keep: Sequence[str] = (), *, missing
 # ------------------------------------------------------------------ probe
 
 
-def probe(ctx: JobCtx, setup: SuiteSetup, installed: Installed) -> str:
+def probe(ctx: JobCtx, setup: SuiteSetup, installed: Installed) -> None:
     """Import the package in the default mode (with PYTHON_GIL=0 the GIL warning is not
-    printed); probe.py was copied in at job start. The version probe.json names, or ""."""
+    printed); probe.py was copied in at job start. What probe.json says (the version the
+    package imported as, for one) is parsed onto the phase (harness.parse.probe)."""
     pkg, ws = setup.package, ctx.ws
     dist = pkg.name if pkg.is_local else canonicalize_name(pkg.name)
-    phase = run_phase(ctx, PhaseSpec(name="probe", kind="probe", command=[
+    run_phase(ctx, PhaseSpec(name="probe", kind="probe", command=[
         installed.tests_python, "-W", "default", ws.path("probe.py"), dist, ws.path("logs", "probe.json")],
         env=ctx.env, cwd=ws.root, timeout=300))
-    return phase.probe.version if phase.probe else ""  # probe.json, parsed onto its phase
 
 
 # ------------------------------------------------------------------ test runs

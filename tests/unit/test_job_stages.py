@@ -451,3 +451,27 @@ def test_a_failed_install_reads_no_report_and_records_no_fallback(tmp_path: Path
     res, _ = go(pypi_job("ft_clean", "==1.0"), backend, tmp_path / "out")
     assert backend.ran == ["install"]
     assert res.phase("install").setup == ()  # type: ignore[union-attr]
+
+
+def test_the_results_version_is_decided_in_one_place() -> None:
+    """job.result_version: the sdist's, else the probe's (a local tree has no sdist), else what a
+    pinned spec names (the fetch failed, or the job was not run); a local tree is never pinned."""
+    from harness.job.job import result_version
+
+    pinned, ranged, local = pypi_job("attrs", "==25.1.0"), pypi_job("attrs", ">=25"), make_job(PACKAGES / "ft_clean")
+    assert result_version(pinned, "25.1.0", "25.1.0.dev0") == "25.1.0"
+    assert result_version(pinned, "", "25.1.1") == "25.1.1"
+    assert result_version(pinned, "", "") == "25.1.0"
+    assert result_version(ranged, "", "") == ""
+    assert result_version(local, "", "1.0") == "1.0" and result_version(local, "", "") == ""
+
+
+def test_a_local_trees_version_is_the_one_the_probe_imported(tmp_path: Path) -> None:
+    def probed(root: Path) -> None:  # what harness/_inner/probe.py writes
+        (root / "logs" / "probe.json").write_text('{"dist": "ft_clean", "version": "0.3.1", "gil_enabled": false}')
+
+    res, _ = go(make_job(PACKAGES / "ft_clean"), clean_backend(effects={"probe": probed}), tmp_path / "out")
+    assert res.phase("probe").probe.version == "0.3.1"  # type: ignore[union-attr]
+    assert res.version == "0.3.1"
+    res, _ = go(make_job(PACKAGES / "ft_clean"), clean_backend(), tmp_path / "again")
+    assert res.version == ""  # no probe.json: a local tree names no version

@@ -32,7 +32,7 @@ from .source import LOCAL_RELEASE, pinned_version, source
 from .suite import TOOLS
 from .wheelsteps import NO_STORE, StoreUse, used
 
-__all__ = ["Progress", "pinned_version", "run_job"]
+__all__ = ["Progress", "identity", "pinned_version", "run_job"]
 
 log = logging.getLogger(__name__)
 
@@ -143,6 +143,17 @@ def _open(job: Job, *, interp: InterpreterInfo, python: str, backend: Backend, o
                   deadline=time.monotonic() + job.settings.job_timeout, interp=interp, tarball=tarball)
 
 
+def identity(job: Job, *, key: str, interp: InterpreterInfo, backend: str) -> JobResult:
+    """A result of ``job`` with only what names it: the job's id and key, the package as the
+    matrix asks for it (name, version spec or path, where from, its notes and links), the
+    interpreter, the backend and this harness. Every result starts here (``_result``, and the
+    runner's infra-error results)."""
+    return JobResult(
+        job_id=job.job_id, key=key, package=job.package.name, requested=job.package.path or job.package.version,
+        source="local" if job.package.is_local else "pypi", interpreter=interp, backend=backend,
+        harness_version=__version__, notes=job.package.notes, links=job.package.links)
+
+
 def result_version(job: Job, sdist: str, probe: str) -> str:
     """The version a job's result names: its sdist's, else the one the probe imported (a local
     tree), else the one a pinned spec names (the fetch failed, or the job never ran)."""
@@ -182,15 +193,12 @@ def _result(ctx: JobCtx, done: Done, *, key: str, started: str, skip: TestSetup 
     wheel = wheels.wheel_info(job.package.name, local=job.package.is_local, version=version,
                               install_report=ctx.fs.read(report, 64 * 1024 * 1024), interp=interp, probe=probe,
                               installed_ok=install_ok, fallback=fallback.name if fallback else "") if phases else None
-    return JobResult(
-        job_id=job.job_id, key=key, package=job.package.name,
-        requested=job.package.path or job.package.version, version=version,
-        source="local" if job.package.is_local else "pypi", interpreter=interp,
+    return replace(
+        identity(job, key=key, interp=interp, backend=backend.name), version=version,
         settings={k: list(v) if isinstance(v, tuple) else v for k, v in vars(job.settings).items()},
-        backend=backend.name, started=started, finished=now_iso(), harness_version=__version__,
+        started=started, finished=now_iso(),
         phases=limits.cap_result_tests(phases), verdict=decision.verdict, qualifier=decision.qualifier,
-        findings=findings, coverage=decision.coverage, wheel=wheel,
-        metadata=probe.metadata, notes=job.package.notes, links=job.package.links,
+        findings=findings, coverage=decision.coverage, wheel=wheel, metadata=probe.metadata,
         test_setup=done.test_setup, sdist_sha256=done.sdist_sha256, wheels_reused=reused, wheels_built=built,
         tools_layer=done.store.tools_layer, gil_on=done.gil_on, rules_out=decision.rules_out,
     )

@@ -475,3 +475,27 @@ def test_a_local_trees_version_is_the_one_the_probe_imported(tmp_path: Path) -> 
     assert res.version == "0.3.1"
     res, _ = go(make_job(PACKAGES / "ft_clean"), clean_backend(), tmp_path / "again")
     assert res.version == ""  # no probe.json: a local tree names no version
+
+
+IDENTITY = ("job_id", "key", "package", "requested", "source", "interpreter", "backend", "harness_version",
+            "notes", "links")
+
+
+def test_every_result_starts_from_its_jobs_identity(tmp_path: Path) -> None:
+    """job.identity: the fields that name a result, the same in a job's own result and in the
+    runner's infra-error result of the same job."""
+    from harness import __version__
+    from harness.backends.base import Prepared
+    from harness.job import runner
+    from harness.job.job import identity
+
+    job = make_job(PACKAGES / "ft_clean")
+    ident = identity(job, key="k", interp=INFO, backend="fake")
+    assert (ident.job_id, ident.package, ident.requested, ident.source, ident.harness_version) == (
+        job.job_id, "ft_clean", str(PACKAGES / "ft_clean"), "local", __version__)
+    res, _ = go(job, clean_backend(), tmp_path / "out")
+    infra = runner.infra_result(job, "k", Prepared(info=INFO, python="/fake/bin/python3.13t", cache_hit=True),
+                                "fake", "the backend went away")
+    for got in (res, infra):
+        assert {n: getattr(got, n) for n in IDENTITY} == {n: getattr(ident, n) for n in IDENTITY}
+    assert res.version == "" and res.phases and infra.verdict == "infra-error" and not infra.phases

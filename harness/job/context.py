@@ -9,7 +9,7 @@ import json
 import logging
 import shlex
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -97,7 +97,7 @@ class PhaseSpec:
 
     name: str  # its log's name, logs/<name>.log
     kind: PhaseKind
-    command: Sequence[str] | TestCommand
+    command: list[str] | tuple[str, ...] | TestCommand  # argv, or the pytest/tox command in parts
     env: Mapping[str, str]
     cwd: str
     timeout: float

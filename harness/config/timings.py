@@ -26,13 +26,14 @@ from typing import Any
 
 from packaging.utils import canonicalize_name
 
+from ..core import gilon
 from .matrix import Settings
 
 TABLE = Path(__file__).resolve().parents[1] / "data" / "durations.json"
 SETTINGS_KEYS = ("threads", "iterations", "repeat", "test_timeout", "job_timeout", "confirm",
                  "confirm_budget", "gil_modes", "gil_on")
 BAD = ("failed", "error", "crashed", "timeout")  # a test's outcomes that are a failure
-FULL, TARGETED = "full", "targeted"
+FULL = "full"  # gil_on when a measured profile's settings do not say
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -210,8 +211,7 @@ def targeted(s: Settings | Mapping[str, Any], tsan: bool = False) -> bool:
     """True when GIL-on runs follow the GIL-off ones (``gil_on: targeted``, both modes, no TSan;
     harness.verdict.gilon)."""
     get = s.get if isinstance(s, Mapping) else lambda k, d=None: getattr(s, k, d)
-    modes = get("gil_modes", None) or (0, 1)
-    return not tsan and get("gil_on", FULL) == TARGETED and set(modes) == {0, 1}
+    return gilon.targeted(get("gil_on", FULL), get("gil_modes", None) or (0, 1), tsan=tsan)
 
 
 def suite_seconds(s: Settings, p: Profile, tsan: bool = False) -> float:

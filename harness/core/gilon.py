@@ -6,10 +6,19 @@ runs what it says and the result says why (``JobResult.gil_on``).
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import asdict, dataclass
 from typing import Any
 
 RAN = ("suite", "tests", "none")  # the whole suite; only the tests listed; no GIL-on test run
+
+
+def targeted(gil_on: str, gil_modes: Collection[int], *, tsan: bool = False) -> bool:
+    """The GIL-on runs follow the GIL-off ones and run what those call for: ``gil_on:
+    targeted``, both GIL modes asked, and not under ThreadSanitizer (whose runs are the whole
+    suite in every mode). The one test of it: the job's test stage, the verdict
+    (harness.verdict.gilon) and the plan's estimate (harness.config.timings) all ask here."""
+    return not tsan and gil_on == "targeted" and set(gil_modes) == {0, 1}
 
 
 @dataclass(frozen=True, kw_only=True)

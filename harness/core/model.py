@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from .evidence import (
     Crash,
@@ -74,6 +74,8 @@ def now_iso() -> str:
 INFO_KINDS = ("no-thread-coverage", "unconfirmed", "setup-error", "budget-spent", "slow-in-threads", "skipped",
               "repeat-failure")
 FINDING_KINDS = VERDICTS[:-3] + INFO_KINDS
+# Phase.kind, a closed set (a result naming another is refused as it is read: harness.core.typecheck)
+PhaseKind = Literal["install", "setup", "probe", "collect", "plain", "threads", "tsan", "confirm", "wheels"]
 
 # Per-test outcomes in a phase.
 OUTCOMES = ("passed", "failed", "error", "skipped", "crashed", "timeout")
@@ -149,7 +151,7 @@ class Phase:
     """One command of a job, with its outcome and what the parsers read from it."""
 
     name: str  # "install", "probe", "plain-gil0", "threads-gil1-r2", "tsan-gil0-r1"
-    kind: str  # "install" | "probe" | "plain" | "threads" | "tsan"
+    kind: PhaseKind  # install: fetch, install, rebuild; setup: test deps, data links; wheels: the store's
     gil: int | None = None  # PYTHON_GIL of the run; None for install/probe (default mode)
     rep: int = 0  # 1-based repetition of a threads run, 0 otherwise
     command: tuple[str, ...] = ()

@@ -9,7 +9,7 @@ import json
 import logging
 import shlex
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -20,7 +20,7 @@ from ..config.plan import Job
 from ..core import logcap
 from ..core.errors import InfraError
 from ..core.limits import LimitExceeded
-from ..core.model import InterpreterInfo, Phase, TestCommand
+from ..core.model import InterpreterInfo, Phase, PhaseKind, TestCommand
 from ..core.wsfs import JobDir
 from . import jobfiles
 
@@ -90,29 +90,51 @@ def _open_log(ctx: JobCtx, name: str, argv: list[str], env: dict[str, str], cwd:
         raise InfraError(f"{ctx.job.job_id}: cannot create {name}.log in its workspace: {e}") from None
 
 
-def run_phase(ctx: JobCtx, name: str, kind: str, cmd: list[str] | TestCommand, *, env: dict[str, str],
-              cwd: str, timeout: float, network: bool = False, gil: int | None = None, rep: int = 0,
-              junit: str = "", tsan_dir: str = "", idle: float = 0, isolated: Path | None = None) -> Phase:
+@dataclass(frozen=True, kw_only=True)
+class PhaseSpec:
+    """One command of the job, as a stage asks for it: all :func:`run_phase` needs to run it and
+    to write its Phase (the run's outcome and the parse of what it wrote are added there)."""
+
+    name: str  # its log's name, logs/<name>.log
+    kind: PhaseKind
+    command: list[str] | tuple[str, ...] | TestCommand  # argv, or the pytest/tox command in parts
+    env: Mapping[str, str]
+    cwd: str
+    timeout: float
+    network: bool = False
+    gil: int | None = None
+    rep: int = 0
+    junit: str = ""  # where --junitxml writes, relative to the workspace
+    tsan_dir: str = ""  # TSan's reports, relative to the workspace ("" no TSan)
+    idle: float = 0  # silent this long: frozen (0: never asked)
+    subset: int = 0  # > 0: the run is given only this many test ids (harness.verdict.gilon)
+    isolated: Path | None = None  # in a step of its own where only that host dir is writable (Backend.run_isolated)
+
+
+def run_phase(ctx: JobCtx, spec: PhaseSpec, *, then: Callable[[Phase], Phase] | None = None) -> Phase:
     """Run one command of the job in the backend; the phase, parsed, is appended and returned.
-    ``isolated``: in a step of its own where only that host dir is writable (Backend.run_isolated)."""
+    ``then``: what the stage adds to the parsed phase before it is appended (what only the
+    command's own output says: the install's pure fallback wheel, in pip's report)."""
+    name, cmd, env, cwd, tsan_dir = spec.name, spec.command, dict(spec.env), spec.cwd, spec.tsan_dir
     test_command = cmd if isinstance(cmd, TestCommand) else None
-    argv = list(cmd.argv()) if isinstance(cmd, TestCommand) else cmd
+    argv = list(cmd.argv()) if isinstance(cmd, TestCommand) else list(cmd)
     ctx.progress(ctx.job.job_id, name)
     log_host = ctx.ws.host("logs", f"{name}.log")  # a name for the backend; made through fs
     _open_log(ctx, name, argv, env, cwd, tsan_dir)
-    if isolated is not None:
-        ex = ctx.backend.run_isolated(ctx.ws, argv, env=env, timeout=min(timeout, ctx.remaining()),
-                                      log=log_host, out=isolated)
+    timeout = min(spec.timeout, ctx.remaining())
+    if spec.isolated is not None:
+        ex = ctx.backend.run_isolated(ctx.ws, argv, env=env, timeout=timeout, log=log_host, out=spec.isolated)
     else:
-        ex = ctx.backend.run(ctx.ws, argv, env=env, cwd=cwd, timeout=min(timeout, ctx.remaining()),
-                             log=log_host, network=network, idle=idle)
+        ex = ctx.backend.run(ctx.ws, argv, env=env, cwd=cwd, timeout=timeout, log=log_host,
+                             network=spec.network, idle=spec.idle)
+    junit = spec.junit
     phase = Phase(
-        name=name, kind=kind, gil=gil, rep=rep, command=tuple(argv), test_command=test_command,
+        name=name, kind=spec.kind, gil=spec.gil, rep=spec.rep, command=tuple(argv), test_command=test_command,
         env=dict(env), cwd=cwd,
         exit_code=ex.exit_code, signal=ex.signal, timed_out=ex.timed_out, oom_killed=ex.oom_killed,
         duration=round(ex.duration, 3), log=ctx.rel(log_host),
         junit=ctx.rel(ctx.ws.host(*junit.split("/"))) if junit and ctx.fs.is_file(junit) else "",
-        infra=ex.infra,
+        infra=ex.infra, subset=spec.subset,
     )
     cut = logcap.cap_log(ctx.fs.fd, f"logs/{name}.log")  # a log past log_bytes: head and tail kept
     phase = parse.parse_phase(phase, ctx.out)  # reads below ctx.out through no link (wsfs)
@@ -120,6 +142,8 @@ def run_phase(ctx: JobCtx, name: str, kind: str, cmd: list[str] | TestCommand, *
         phase = replace(phase, excerpt=f"{phase.excerpt}\n{cut}".strip())
     if tsan_dir:
         phase = replace(phase, tsan=tuple(jobfiles.tsan_reports(ctx.fs, tsan_dir)))
+    if then is not None:
+        phase = then(phase)
     ctx.phases.append(phase)
     log.info("%s %s: exit %s in %.1fs", ctx.job.job_id, name, ex.exit_code, ex.duration)
     if ex.limit:  # the package filled the host's disk past a named bound: the job stops here

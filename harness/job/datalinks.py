@@ -17,7 +17,7 @@ from dataclasses import replace
 from ..core.testsetup import TestSetup
 from ..testsetup.datadirs import DataDir
 from . import jobfiles
-from .context import JobCtx, run_phase
+from .context import JobCtx, PhaseSpec, run_phase
 from .source import Source
 
 PHASE = "data-links"
@@ -38,8 +38,8 @@ def link(ctx: JobCtx, src: Source, dirs: Sequence[DataDir], record: TestSetup) -
         return record, ()
     cmds = [f"ln -s {shlex.quote(f'{src.path}/{d.name}')} {shlex.quote(ctx.ws.path(*at(sp, d).split('/')))}"
             for d in todo]
-    phase = run_phase(ctx, PHASE, "setup", ["sh", "-c", " && ".join(cmds)], env=ctx.env, cwd=ctx.ws.root,
-                      timeout=60)
+    phase = run_phase(ctx, PhaseSpec(name=PHASE, kind="setup", command=["sh", "-c", " && ".join(cmds)],
+                                     env=ctx.env, cwd=ctx.ws.root, timeout=60))
     if not phase.ok:
         return record, ()
     notes = tuple(d.note() for d in todo)

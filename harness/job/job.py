@@ -32,7 +32,7 @@ from .source import LOCAL_RELEASE, pinned_version, source
 from .suite import TOOLS
 from .wheelsteps import NO_STORE, StoreUse, used
 
-__all__ = ["Progress", "pinned_version", "run_job"]
+__all__ = ["Progress", "identity", "pinned_version", "run_job"]
 
 log = logging.getLogger(__name__)
 
@@ -41,7 +41,7 @@ log = logging.getLogger(__name__)
 class Done:
     """What the chain leaves for the result, as far as it got."""
 
-    version: str = ""  # the sdist's, else the probe's
+    sdist_version: str = ""  # the fetched sdist's (the result's version: result_version)
     test_setup: TestSetup = field(default_factory=TestSetup)  # what the tests ran with, and from where
     tools: tuple[str, ...] = TOOLS  # the pinned test tools
     sdist_sha256: str = ""  # the fetched sdist's, checked against the index (reuse compares it)
@@ -83,15 +83,14 @@ def _steps(ctx: JobCtx) -> Done:
         return Done()
     ctx.ws = replace(ctx.ws, release=src.release)  # the pip cache of this release (docker)
     setup = stages.suite_setup(ctx, src)  # read from the tree before any package code runs
-    done = Done(version=src.version, test_setup=setup.at_source.record, tools=setup.tools,
+    done = Done(sdist_version=src.version, test_setup=setup.at_source.record, tools=setup.tools,
                 sdist_sha256=src.sha256)
     store = stages.wheel_store(ctx, src, setup)  # built once per interpreter, shared read-only (#34)
     done = replace(done, store=store)
     installed = stages.install(ctx, src, setup, store)
     if installed is None:  # the package (or its extension's rebuild) did not install
         return done
-    probed = stages.probe(ctx, setup, installed)  # always: the GIL probe, whatever the version
-    done = replace(done, version=src.version or probed)
+    stages.probe(ctx, setup, installed)  # always: the GIL probe, whatever the version
     if not setup.has_tests:
         log.info("%s: no tests in the source", ctx.job.job_id)
         return done
@@ -117,8 +116,6 @@ def run_job(job: Job, *, interp: InterpreterInfo, python: str, backend: Backend,
         if dropped:
             log.warning("%s: removed %d non-regular file(s) from logs/ and junit/: %s", job.job_id,
                         len(dropped), ", ".join(dropped[:5]))
-    if not done.version and not job.package.is_local:  # the fetch failed: a pinned spec still names it
-        done = replace(done, version=pinned_version(job.package.version))
     try:
         return _result(ctx, done, key=key, started=started, skip=skip)
     finally:
@@ -146,6 +143,23 @@ def _open(job: Job, *, interp: InterpreterInfo, python: str, backend: Backend, o
                   deadline=time.monotonic() + job.settings.job_timeout, interp=interp, tarball=tarball)
 
 
+def identity(job: Job, *, key: str, interp: InterpreterInfo, backend: str) -> JobResult:
+    """A result of ``job`` with only what names it: the job's id and key, the package as the
+    matrix asks for it (name, version spec or path, where from, its notes and links), the
+    interpreter, the backend and this harness. Every result starts here (``_result``, and the
+    runner's infra-error results)."""
+    return JobResult(
+        job_id=job.job_id, key=key, package=job.package.name, requested=job.package.path or job.package.version,
+        source="local" if job.package.is_local else "pypi", interpreter=interp, backend=backend,
+        harness_version=__version__, notes=job.package.notes, links=job.package.links)
+
+
+def result_version(job: Job, sdist: str, probe: str) -> str:
+    """The version a job's result names: its sdist's, else the one the probe imported (a local
+    tree), else the one a pinned spec names (the fetch failed, or the job never ran)."""
+    return sdist or probe or ("" if job.package.is_local else pinned_version(job.package.version))
+
+
 def _decide(ctx: JobCtx, skip: TestSetup | None) -> verdict.Decision:
     job = ctx.job
     if job.package.unresolved:
@@ -164,10 +178,11 @@ def _result(ctx: JobCtx, done: Done, *, key: str, started: str, skip: TestSetup 
     for why in probe.problems:
         log.warning("%s: %s", job.job_id, why)
     decision = _decide(ctx, skip)
+    version = result_version(job, done.sdist_version, probe.version)
     network_phases = {p.name for p in phases if p.kind in ("install", "setup")}  # fetch, install, test-deps
     findings: tuple[Finding, ...] = tuple(
         replace(f, reproduce=backend.reproduce_command(ctx.ws, f.reproduce, network=f.phase in network_phases),
-                recipe=recipe(f, phases, package=job.package.name, version=done.version, interp=interp,
+                recipe=recipe(f, phases, package=job.package.name, version=version, interp=interp,
                               local_path=job.package.path, tools=done.tools,
                               test_requires=done.test_setup.requires, data_links=done.data_links))
         if f.reproduce else f for f in decision.findings)
@@ -175,18 +190,15 @@ def _result(ctx: JobCtx, done: Done, *, key: str, started: str, skip: TestSetup 
     report = f"logs/{artifact.REBUILD_REPORT}" if artifact.rebuilt(phases) else "logs/install-report.json"
     reused, built = used(ctx, done.store)
     fallback = artifact.fallback_of(phases)  # a compiled project's pure wheel: built over, or kept
-    wheel = wheels.wheel_info(job.package.name, local=job.package.is_local, version=done.version,
+    wheel = wheels.wheel_info(job.package.name, local=job.package.is_local, version=version,
                               install_report=ctx.fs.read(report, 64 * 1024 * 1024), interp=interp, probe=probe,
                               installed_ok=install_ok, fallback=fallback.name if fallback else "") if phases else None
-    return JobResult(
-        job_id=job.job_id, key=key, package=job.package.name,
-        requested=job.package.path or job.package.version, version=done.version or probe.version,
-        source="local" if job.package.is_local else "pypi", interpreter=interp,
+    return replace(
+        identity(job, key=key, interp=interp, backend=backend.name), version=version,
         settings={k: list(v) if isinstance(v, tuple) else v for k, v in vars(job.settings).items()},
-        backend=backend.name, started=started, finished=now_iso(), harness_version=__version__,
+        started=started, finished=now_iso(),
         phases=limits.cap_result_tests(phases), verdict=decision.verdict, qualifier=decision.qualifier,
-        findings=findings, coverage=decision.coverage, wheel=wheel,
-        metadata=probe.metadata, notes=job.package.notes, links=job.package.links,
+        findings=findings, coverage=decision.coverage, wheel=wheel, metadata=probe.metadata,
         test_setup=done.test_setup, sdist_sha256=done.sdist_sha256, wheels_reused=reused, wheels_built=built,
         tools_layer=done.store.tools_layer, gil_on=done.gil_on, rules_out=decision.rules_out,
     )

@@ -27,7 +27,6 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
-from .. import __version__
 from ..backends.base import Backend, Prepared
 from ..config.plan import Job
 from ..core.errors import InfraError, Interrupted
@@ -37,7 +36,7 @@ from ..core.progress import NullReporter, Reporter
 from ..core.wsfs import JobDir
 from ..results.load import read_one
 from . import fetch, reuse
-from .job import Progress, run_job
+from .job import Progress, identity, run_job
 
 __all__ = ["JobRunner", "Prepared", "RunSummary", "existing_result", "result_path", "run_plan"]
 
@@ -82,15 +81,9 @@ def existing_result(out: Path, job_id: str, key: str) -> JobResult | None:
 
 def infra_result(job: Job, key: str, prepared: Prepared, backend: str, message: str) -> JobResult:
     now = now_iso()
-    return JobResult(
-        job_id=job.job_id, key=key, package=job.package.name,
-        requested=job.package.path or job.package.version,
-        source="local" if job.package.is_local else "pypi", interpreter=prepared.info,
-        backend=backend, started=now, finished=now, harness_version=__version__,
-        verdict="infra-error",
-        findings=(Finding(kind="infra-error", evidence="log", excerpt=message, message=message),),
-        notes=job.package.notes, links=job.package.links,
-    )
+    return replace(identity(job, key=key, interp=prepared.info, backend=backend), started=now, finished=now,
+                   verdict="infra-error",
+                   findings=(Finding(kind="infra-error", evidence="log", excerpt=message, message=message),))
 
 
 HARNESS_BUG_LOG = "harness-error.log"

@@ -19,7 +19,7 @@ from .. import parse
 from ..core.errors import InfraError
 from ..core.model import Phase
 from . import extract, fetch
-from .context import JobCtx, run_phase
+from .context import JobCtx, PhaseSpec, run_phase
 
 log = logging.getLogger(__name__)
 
@@ -73,8 +73,8 @@ def _from_sdist(ctx: JobCtx) -> Source | None:
                     canonicalize_name(job.package.name), "--dest", ws.path("sdist"), spec]
     fetched, sha256 = _fetch_on_host(ctx, pip_download)
     if fetched is None:  # the host cannot read the index: pip, in the backend (it may build)
-        fetched = run_phase(ctx, "fetch", "install", pip_download, env=ctx.env, cwd=ws.root,
-                            timeout=job.settings.install_timeout, network=True)
+        fetched = run_phase(ctx, PhaseSpec(name="fetch", kind="install", command=pip_download, env=ctx.env,
+                                           cwd=ws.root, timeout=job.settings.install_timeout, network=True))
     archives = extract.archives(ws.host("sdist"))  # regular files only: pip may have built
     if not fetched.ok or not archives:
         return None

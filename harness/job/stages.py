@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import shlex
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from packaging.requirements import Requirement
@@ -21,13 +21,13 @@ from .. import verdict
 from ..config import wheels
 from ..config.matrix import Package
 from ..core.evidence import NOT_INSTALLED, NOT_INSTALLED_SUFFIX
-from ..core.gilon import GilOn
-from ..core.model import TestCommand
+from ..core.gilon import GilOn, targeted
+from ..core.model import Phase, TestCommand
 from ..core.testsetup import TestSetup
 from ..testsetup import datadirs, pytestcfg
 from ..verdict import artifact, gilon
 from . import jobfiles, suite, testsetup, tsan
-from .context import JobCtx, base_env, run_phase
+from .context import JobCtx, PhaseSpec, base_env, run_phase
 from .source import Source
 from .suite import TOX
 from .watchdog import ONLY as ONLY_PLUGIN
@@ -161,14 +161,16 @@ def install(ctx: JobCtx, src: Source, setup: SuiteSetup, store: StoreUse = NO_ST
     inferred test deps. None: the package did not install."""
     ws, timeout = ctx.ws, ctx.job.settings.install_timeout
     vpy = ws.path("venv", "bin", "python")
-    phase = run_phase(ctx, "install", "install", ["sh", "-c", _install_sh(ctx, src, setup, vpy, store)],
-                      env=ctx.env, cwd=ws.root, timeout=timeout, network=True)
-    if not phase.ok or (setup.compiled and not _fallback(ctx, src, setup, vpy)):
+    phase = run_phase(ctx, PhaseSpec(name="install", kind="install",
+                                     command=["sh", "-c", _install_sh(ctx, src, setup, vpy, store)],
+                                     env=ctx.env, cwd=ws.root, timeout=timeout, network=True),
+                      then=_fallback_found(ctx, setup) if setup.compiled else None)
+    if not phase.ok or (setup.compiled and not _fallback(ctx, src, setup, vpy, phase)):
         return None
     if setup.test_deps:  # on their own: one that cannot install is a setup problem, not a build failure
         sh = _deps_sh(vpy, setup.test_deps, setup.tools, missing=ws.path("logs", f"test-deps{NOT_INSTALLED_SUFFIX}"))
-        run_phase(ctx, "test-deps", "setup", ["sh", "-c", _with_tsan_flags(ctx, sh)], env=ctx.env,
-                  cwd=ws.root, timeout=timeout, network=True)
+        run_phase(ctx, PhaseSpec(name="test-deps", kind="setup", command=["sh", "-c", _with_tsan_flags(ctx, sh)],
+                                 env=ctx.env, cwd=ws.root, timeout=timeout, network=True))
     tests_python = f"{src.path}/.tox/{setup.package.tox_env}/bin/python" if setup.tox else vpy
     return Installed(python=vpy, tests_python=tests_python)
 
@@ -204,22 +206,32 @@ def _install_sh(ctx: JobCtx, src: Source, setup: SuiteSetup, vpy: str, store: St
     return script
 
 
-def _fallback(ctx: JobCtx, src: Source, setup: SuiteSetup, vpy: str) -> bool:
-    """A compiled project's pure wheel: recorded on the install phase and, unless kept, its
-    extension built from the sdist (harness.verdict.artifact). False: that build failed."""
-    name, mode = setup.package.name, ctx.job.settings.fallback_wheel
-    wheel = artifact.fallback_wheel(ctx.fs.read("logs/install-report.json", 64 * 1024 * 1024), name)
-    if not wheel:
-        return True
-    install = ctx.phases[-1]
-    ctx.phases[-1] = replace(install, setup=(*install.setup, artifact.problem(wheel, setup.compiled, mode)))
-    if mode != "build":
+def _fallback_found(ctx: JobCtx, setup: SuiteSetup) -> Callable[[Phase], Phase]:
+    """For a compiled project's install phase: pip's pure wheel of it, when its report says it
+    installed one, recorded on the phase (harness.verdict.artifact) before the phase is kept."""
+    def then(install: Phase) -> Phase:
+        if not install.ok:
+            return install
+        wheel = artifact.fallback_wheel(ctx.fs.read("logs/install-report.json", 64 * 1024 * 1024), setup.package.name)
+        if not wheel:
+            return install
+        found = artifact.problem(wheel, setup.compiled, ctx.job.settings.fallback_wheel)
+        return replace(install, setup=(*install.setup, found))
+    return then
+
+
+def _fallback(ctx: JobCtx, src: Source, setup: SuiteSetup, vpy: str, install: Phase) -> bool:
+    """A compiled project's pure wheel (recorded on ``install``): unless kept, its extension
+    built from the sdist (harness.verdict.artifact). False: that build failed."""
+    if artifact.fallback_of([install]) is None or ctx.job.settings.fallback_wheel != "build":
         return True
     assert src.archive is not None  # compiled: never a local tree
     ws = ctx.ws
-    sh = artifact.rebuild_sh(vpy, name, ws.path("sdist", src.archive.name), ws.path("logs", artifact.REBUILD_REPORT))
-    return run_phase(ctx, artifact.REBUILD, "install", ["sh", "-c", _with_tsan_flags(ctx, sh)], env=ctx.env,
-                     cwd=ws.root, timeout=ctx.job.settings.install_timeout, network=True).ok
+    sh = artifact.rebuild_sh(vpy, setup.package.name, ws.path("sdist", src.archive.name),
+                             ws.path("logs", artifact.REBUILD_REPORT))
+    return run_phase(ctx, PhaseSpec(name=artifact.REBUILD, kind="install", command=["sh", "-c", _with_tsan_flags(ctx, sh)],
+                                    env=ctx.env, cwd=ws.root, timeout=ctx.job.settings.install_timeout,
+                                    network=True)).ok
 
 
 def _deps_sh(vpy: str, deps: Sequence[str], keep: Sequence[str] = (), *, missing: str = "") -> str:
@@ -247,14 +259,15 @@ def _deps_sh(vpy: str, deps: Sequence[str], keep: Sequence[str] = (), *, missing
 # ------------------------------------------------------------------ probe
 
 
-def probe(ctx: JobCtx, setup: SuiteSetup, installed: Installed) -> str:
+def probe(ctx: JobCtx, setup: SuiteSetup, installed: Installed) -> None:
     """Import the package in the default mode (with PYTHON_GIL=0 the GIL warning is not
-    printed); probe.py was copied in at job start. The version probe.json names, or ""."""
+    printed); probe.py was copied in at job start. What probe.json says (the version the
+    package imported as, for one) is parsed onto the phase (harness.parse.probe)."""
     pkg, ws = setup.package, ctx.ws
     dist = pkg.name if pkg.is_local else canonicalize_name(pkg.name)
-    phase = run_phase(ctx, "probe", "probe", [installed.tests_python, "-W", "default", ws.path("probe.py"), dist,
-                                              ws.path("logs", "probe.json")], env=ctx.env, cwd=ws.root, timeout=300)
-    return phase.probe.version if phase.probe else ""  # probe.json, parsed onto its phase
+    run_phase(ctx, PhaseSpec(name="probe", kind="probe", command=[
+        installed.tests_python, "-W", "default", ws.path("probe.py"), dist, ws.path("logs", "probe.json")],
+        env=ctx.env, cwd=ws.root, timeout=300))
 
 
 # ------------------------------------------------------------------ test runs
@@ -288,29 +301,30 @@ def run_tests(ctx: JobCtx, run: Suite) -> Suite:
     With ``settings.gil_on: targeted`` the GIL-off runs go first and decide what the GIL-on
     runs run (harness.verdict.gilon): the suite, the tests red with the GIL off, or nothing."""
     s = ctx.job.settings
-    targeted = s.gil_on == "targeted" and set(s.gil_modes) == {0, 1} and not ctx.tsan
+    is_targeted = targeted(s.gil_on, s.gil_modes, tsan=ctx.tsan)
     gil_on = None
-    for mode in (0, 1) if targeted else s.gil_modes:
+    for mode in (0, 1) if is_targeted else s.gil_modes:
         if ctx.spent:
             log.info("%s: the job timeout is spent; no test phase starts now", ctx.job.job_id)
             break
         only: tuple[str, ...] = ()
-        if targeted and mode == 1:
+        if is_targeted and mode == 1:
             gil_on, only = _gil_on(ctx)
             if gil_on.ran == "none":
                 break
         _plain(ctx, run, mode, only)
-        if mode == (0 if targeted else s.gil_modes[0]) and not ctx.spent:
+        if mode == (0 if is_targeted else s.gil_modes[0]) and not ctx.spent:
             # what the threaded runs will really run in threads: -n auto hides it, so ask
             # pytest-run-parallel once, without workers; which tests it runs single-threaded is
             # decided at collection, the same in every GIL mode, so one run serves them all
-            run_phase(ctx, "collect", "collect", replace(run.command, threads=run.threads, this_run=("--collect-only",)),
-                      env={**run.env, "PYTHON_GIL": str(mode)}, cwd=run.cwd, timeout=300)
+            run_phase(ctx, PhaseSpec(name="collect", kind="collect",
+                                     command=replace(run.command, threads=run.threads, this_run=("--collect-only",)),
+                                     env={**run.env, "PYTHON_GIL": str(mode)}, cwd=run.cwd, timeout=300))
         for rep in range(1, s.repeat + 1):
             if ctx.spent:
                 break
             _threaded(ctx, run, mode, rep, only)
-    return replace(run, gil_on=gil_on or _whole(ctx, targeted))
+    return replace(run, gil_on=gil_on or _whole(ctx, is_targeted))
 
 
 def _whole(ctx: JobCtx, targeted: bool) -> GilOn | None:
@@ -354,21 +368,15 @@ def _tsan_env(ctx: JobCtx, run: Suite, name: str) -> dict[str, str]:
     return tsan.tsan_env(ctx.ws.path("logs", "tsan", name), list(ctx.supp), source_dir=run.source)
 
 
-def _subset(ctx: JobCtx, only: Sequence[str]) -> None:
-    """The phase just run was given only ``only``'s tests: its Phase says how many."""
-    if only and ctx.phases:
-        ctx.phases[-1] = replace(ctx.phases[-1], subset=len(only))
-
-
 def _plain(ctx: JobCtx, run: Suite, mode: int, only: Sequence[str] = ()) -> None:
     name = f"plain-gil{mode}"
     env = {**run.env, "PYTHON_GIL": str(mode)}
     if ctx.tsan:
         env = {**env, **_tsan_env(ctx, run, name)}
-    run_phase(ctx, name, "plain", replace(run.command, this_run=_this_run(ctx, name, only)),
-              env={**env, **run.watchdog}, cwd=run.cwd, timeout=ctx.job.settings.job_timeout, gil=mode,
-              junit=f"junit/{name}.xml", tsan_dir=f"logs/tsan/{name}" if ctx.tsan else "", idle=run.idle)
-    _subset(ctx, only)
+    run_phase(ctx, PhaseSpec(name=name, kind="plain", command=replace(run.command, this_run=_this_run(ctx, name, only)),
+                             env={**env, **run.watchdog}, cwd=run.cwd, timeout=ctx.job.settings.job_timeout, gil=mode,
+                             junit=f"junit/{name}.xml", tsan_dir=f"logs/tsan/{name}" if ctx.tsan else "",
+                             idle=run.idle, subset=len(only)))
 
 
 def _threaded(ctx: JobCtx, run: Suite, mode: int, rep: int, only: Sequence[str] = ()) -> None:
@@ -378,14 +386,14 @@ def _threaded(ctx: JobCtx, run: Suite, mode: int, rep: int, only: Sequence[str] 
         env = {**env, **_tsan_env(ctx, run, name), "PYTHONPATH": ctx.ws.path("inner")}
         cmd = replace(run.command, plugins=("-p", tsan.MARKER_PLUGIN), threads=run.threads,
                       this_run=_this_run(ctx, name))
-        run_phase(ctx, name, "tsan", cmd, env=env, cwd=run.cwd, timeout=timeout, gil=mode, rep=rep,
-                  junit=f"junit/{name}.xml", tsan_dir=f"logs/tsan/{name}")
+        run_phase(ctx, PhaseSpec(name=name, kind="tsan", command=cmd, env=env, cwd=run.cwd, timeout=timeout,
+                                 gil=mode, rep=rep, junit=f"junit/{name}.xml", tsan_dir=f"logs/tsan/{name}"))
         return
     name = f"threads-gil{mode}-r{rep}"
-    run_phase(ctx, name, "threads", replace(run.command, threads=run.threads, this_run=_this_run(ctx, name, only)),
-              env={**env, **run.watchdog}, cwd=run.cwd, timeout=timeout, gil=mode, rep=rep,
-              junit=f"junit/{name}.xml", idle=run.idle)
-    _subset(ctx, only)
+    cmd = replace(run.command, threads=run.threads, this_run=_this_run(ctx, name, only))
+    run_phase(ctx, PhaseSpec(name=name, kind="threads", command=cmd, env={**env, **run.watchdog}, cwd=run.cwd,
+                             timeout=timeout, gil=mode, rep=rep, junit=f"junit/{name}.xml", idle=run.idle,
+                             subset=len(only)))
 
 
 # ------------------------------------------------------------------ confirm
@@ -418,5 +426,6 @@ def confirm(ctx: JobCtx, run: Suite) -> None:
                 # test_timeout, even in a wait no signal interrupts (its signal method cannot)
                 cmd = replace(src.test_command, paths=(target.test_id,), this_run=(
                     "--timeout-method=thread", f"--junitxml={ws.path('junit', f'{name}.xml')}"))
-                run_phase(ctx, name, "confirm", cmd, env={**run.env, "PYTHON_GIL": str(mode)}, cwd=src.cwd,
-                          timeout=min(left, s.test_timeout + 30), gil=mode, rep=rep, junit=f"junit/{name}.xml")
+                run_phase(ctx, PhaseSpec(name=name, kind="confirm", command=cmd, env={**run.env, "PYTHON_GIL": str(mode)},
+                                         cwd=src.cwd, timeout=min(left, s.test_timeout + 30), gil=mode, rep=rep,
+                                         junit=f"junit/{name}.xml"))

@@ -40,15 +40,16 @@ from typing import Any
 from packaging.utils import canonicalize_name
 
 from ..core import limits
+from ..core.model import PhaseKind
 from ..core.stored import StoredWheel
 from . import storecap, toolslayer, wheelstore
-from .context import JobCtx, run_phase
+from .context import JobCtx, PhaseSpec, run_phase
 from .wheelstore import PLAN_REPORT, Sdist
 
 log = logging.getLogger(__name__)
 
 PLAN = "wheel-plan"  # the dry run's phase; the builds are "wheel-<name>-<version>"
-KIND = "wheels"  # their Phase.kind: no verdict reads them (a failed build is built by the install)
+KIND: PhaseKind = "wheels"  # their Phase.kind: no verdict reads them (a failed build is built by the install)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -99,8 +100,8 @@ def prepare(ctx: JobCtx, *, venv_sh: str, vpy: str, requirements: Sequence[str],
     if layer:
         venv_sh = toolslayer.seed_sh(ws.python, ws.path("venv"), ws.path("inner", "venv_layer.py"), layer)
     if not [r for r in requirements if r not in tools]:  # the tools are wheels: no sdist to plan
-        phase = run_phase(ctx, PLAN, KIND, ["sh", "-c", venv_sh], env=ctx.env, cwd=ws.root,
-                          timeout=ctx.job.settings.install_timeout)
+        phase = run_phase(ctx, PhaseSpec(name=PLAN, kind=KIND, command=["sh", "-c", venv_sh], env=ctx.env,
+                                         cwd=ws.root, timeout=ctx.job.settings.install_timeout))
         _say(ctx, [*tally.lines, "ft-harness: wheel store: nothing to plan (no requirement but the "
                    "test tools, which are wheels); the install builds only the package"])
         return tally.use(planned=phase.ok, tools_layer=used_layer)
@@ -113,8 +114,8 @@ def prepare(ctx: JobCtx, *, venv_sh: str, vpy: str, requirements: Sequence[str],
     # the store's time too: an sdist whose build backend has no metadata hook (meson-python:
     # numpy) is built whole by pip to learn its requirements, 20+ minutes for numpy on 2 cores
     with uncharged(ctx):
-        phase = run_phase(ctx, PLAN, KIND, ["sh", "-c", f"{venv_sh} && {pip}"], env=ctx.env, cwd=ws.root,
-                          timeout=wheelstore.BUILD_TIMEOUT, network=True)
+        phase = run_phase(ctx, PhaseSpec(name=PLAN, kind=KIND, command=["sh", "-c", f"{venv_sh} && {pip}"],
+                                         env=ctx.env, cwd=ws.root, timeout=wheelstore.BUILD_TIMEOUT, network=True))
     if not phase.ok:
         _say(ctx, [*tally.lines, "ft-harness: no plan; the install builds whatever it needs itself"])
         return tally.use(planned=True, tools_layer=used_layer)
@@ -185,10 +186,11 @@ def _tools_layer(ctx: JobCtx, store: Path, tools: Sequence[str], tally: _Tally) 
             out = toolslayer.scratch(store, key)
             try:
                 env = shared_env(ctx.env, ctx.job.package.env)
-                phase = run_phase(ctx, toolslayer.PHASE, KIND,
-                                  toolslayer.build_argv(ctx.ws.python, ctx.backend.isolated_out(out), tools),
-                                  env=env, cwd=ctx.backend.isolated_out(out),
-                                  timeout=ctx.job.settings.install_timeout, network=True, isolated=out)
+                phase = run_phase(ctx, PhaseSpec(
+                    name=toolslayer.PHASE, kind=KIND,
+                    command=toolslayer.build_argv(ctx.ws.python, ctx.backend.isolated_out(out), tools),
+                    env=env, cwd=ctx.backend.isolated_out(out),
+                    timeout=ctx.job.settings.install_timeout, network=True, isolated=out))
                 room = tally.room(store)
                 with storecap.locked(store):
                     why = toolslayer.publish(out, store, key, dig, lambda layer: room(storecap.tree_bytes(layer))) \
@@ -234,9 +236,10 @@ def _build(ctx: JobCtx, store: Path, key: str, sd: Sdist, tally: _Tally) -> tupl
     try:
         name = "wheel-" + re.sub(r"[^A-Za-z0-9_.-]", "_", f"{sd.name}-{sd.version}")
         env = shared_env(ctx.env, ctx.job.package.env)
-        phase = run_phase(ctx, name, KIND, wheelstore.build_argv(ctx.ws.python, sd, ctx.backend.isolated_out(out)),
-                          env=env, cwd=ctx.backend.isolated_out(out), timeout=wheelstore.BUILD_TIMEOUT,
-                          network=True, isolated=out)
+        phase = run_phase(ctx, PhaseSpec(
+            name=name, kind=KIND, command=wheelstore.build_argv(ctx.ws.python, sd, ctx.backend.isolated_out(out)),
+            env=env, cwd=ctx.backend.isolated_out(out), timeout=wheelstore.BUILD_TIMEOUT, network=True,
+            isolated=out))
         if not phase.ok:
             return None, f"its build failed (phase {name}); the install builds it itself"
         with storecap.locked(store):

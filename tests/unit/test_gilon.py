@@ -146,3 +146,20 @@ def test_the_plugin_keeps_a_real_pytest_run_to_the_listed_tests(tmp_path: Path) 
     assert ran == ["tests/test_m.py::TestK::test_in_class", "tests/test_m.py::test_p[a",
                    "tests/test_whole.py::test_w1", "tests/test_whole.py::test_w2"], out.stdout
     assert "4 passed, 2 deselected" in out.stdout and "only the 4 test id(s) listed" in out.stdout
+
+
+def test_one_predicate_says_whether_a_job_is_targeted() -> None:
+    """core.gilon.targeted, asked by the test stage, the verdict and the plan's estimate: the
+    GIL-on runs follow the GIL-off ones only with gil_on: targeted, both modes and no TSan."""
+    from harness.config import timings
+    from harness.core.gilon import targeted
+    from harness.verdict.gilon import _targeted
+
+    assert targeted("targeted", (0, 1)) and targeted("targeted", (1, 0))
+    assert not targeted("targeted", (0, 1), tsan=True)
+    assert not targeted("full", (0, 1)) and not targeted("targeted", (0,)) and not targeted("targeted", (1,))
+    assert _targeted(TARGETED) and not _targeted(FULL) and not _targeted(replace(TARGETED, gil_modes=(0,)))
+    assert timings.targeted(TARGETED) and not timings.targeted(TARGETED, tsan=True)
+    # a measured profile's settings, as stored: no gil_on is full, no gil_modes both modes
+    assert timings.targeted({"gil_on": "targeted"}) and not timings.targeted({})
+    assert not timings.targeted({"gil_on": "targeted", "gil_modes": [0]})

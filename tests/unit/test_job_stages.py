@@ -19,6 +19,7 @@ from harness.core.model import Exec, InterpreterInfo, JobResult, Phase
 from harness.job import fetch
 from harness.job.job import run_job
 from harness.parse import parse_phase
+from harness.verdict import artifact
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ROOT / "tests" / "fixtures" / "packages"
@@ -392,3 +393,109 @@ def test_from_site_packages_the_harness_import_mode_goes_whatever_set_the_args()
         assert run.pytest_args == ("-p", "no:randomly"), where
     kept = _installed_run("pkg/tests", args, TestSetup(pytest_args=args, pytest_args_from="matrix.yaml"))
     assert kept.pytest_args == args
+
+
+def _compiled_release(tmp_path: Path, monkeypatch) -> None:
+    """ft_clean 1.0 on the index (its pyproject.toml names extension modules: a compiled project,
+    verdict.artifact) and an index that could not be read (so no wheel list says otherwise)."""
+    import hashlib
+
+    from harness.config import wheels
+
+    tree = PACKAGES / "ft_clean"
+
+    def sdist(name: str, spec: str, dest: Path) -> fetch.Fetched:
+        dest.mkdir(parents=True, exist_ok=True)
+        path = dest / "ft_clean-1.0.tar.gz"
+        with tarfile.open(path, "w:gz") as tar:
+            tar.add(tree, arcname="ft_clean-1.0")
+        data = path.read_bytes()
+        return fetch.Fetched(version="1.0", path=path, url="https://example.invalid/ft_clean-1.0.tar.gz",
+                             sha256=hashlib.sha256(data).hexdigest(), size=len(data))
+
+    monkeypatch.setattr(fetch, "sdist", sdist)
+    monkeypatch.setattr(wheels, "index_files", lambda name, version, timeout=20: None)
+
+
+def _pure_wheel_installed(root: Path) -> None:  # pip's --report: the pure wheel of the package
+    (root / "logs" / "install-report.json").write_text(
+        '{"install": [{"metadata": {"name": "ft_clean", "version": "1.0"}, "download_info": '
+        '{"url": "https://example.invalid/ft_clean-1.0-py3-none-any.whl"}}]}')
+
+
+def test_a_compiled_projects_pure_wheel_is_on_the_install_phase_and_rebuilt_from_the_sdist(
+        tmp_path: Path, monkeypatch) -> None:
+    _compiled_release(tmp_path, monkeypatch)
+    backend = clean_backend(effects={"install": _pure_wheel_installed})
+    res, _ = go(pypi_job("ft_clean", "==1.0"), backend, tmp_path / "out")
+    assert backend.ran[:3] == ["install", artifact.REBUILD, "probe"], backend.ran
+    install = res.phase("install")
+    assert install is not None
+    assert [(s.kind, s.name, s.where) for s in install.setup] == [
+        ("pure-fallback", "ft_clean-1.0-py3-none-any.whl", "pyproject.toml (declares extension modules)")]
+    assert res.phase(artifact.REBUILD).kind == "install"  # type: ignore[union-attr]
+
+
+def test_a_kept_pure_wheel_is_recorded_and_nothing_is_rebuilt(tmp_path: Path, monkeypatch) -> None:
+    _compiled_release(tmp_path, monkeypatch)
+    backend = clean_backend(effects={"install": _pure_wheel_installed})
+    res, _ = go(pypi_job("ft_clean", "==1.0", settings="{repeat: 1, confirm: 0, fallback_wheel: keep}"),
+                backend, tmp_path / "out")
+    assert backend.ran[:2] == ["install", "probe"], backend.ran
+    assert [s.kind for s in res.phase("install").setup] == ["pure-fallback"]  # type: ignore[union-attr]
+
+
+def test_a_failed_install_reads_no_report_and_records_no_fallback(tmp_path: Path, monkeypatch) -> None:
+    _compiled_release(tmp_path, monkeypatch)
+    backend = clean_backend(exits={"install": 1}, effects={"install": _pure_wheel_installed})
+    res, _ = go(pypi_job("ft_clean", "==1.0"), backend, tmp_path / "out")
+    assert backend.ran == ["install"]
+    assert res.phase("install").setup == ()  # type: ignore[union-attr]
+
+
+def test_the_results_version_is_decided_in_one_place() -> None:
+    """job.result_version: the sdist's, else the probe's (a local tree has no sdist), else what a
+    pinned spec names (the fetch failed, or the job was not run); a local tree is never pinned."""
+    from harness.job.job import result_version
+
+    pinned, ranged, local = pypi_job("attrs", "==25.1.0"), pypi_job("attrs", ">=25"), make_job(PACKAGES / "ft_clean")
+    assert result_version(pinned, "25.1.0", "25.1.0.dev0") == "25.1.0"
+    assert result_version(pinned, "", "25.1.1") == "25.1.1"
+    assert result_version(pinned, "", "") == "25.1.0"
+    assert result_version(ranged, "", "") == ""
+    assert result_version(local, "", "1.0") == "1.0" and result_version(local, "", "") == ""
+
+
+def test_a_local_trees_version_is_the_one_the_probe_imported(tmp_path: Path) -> None:
+    def probed(root: Path) -> None:  # what harness/_inner/probe.py writes
+        (root / "logs" / "probe.json").write_text('{"dist": "ft_clean", "version": "0.3.1", "gil_enabled": false}')
+
+    res, _ = go(make_job(PACKAGES / "ft_clean"), clean_backend(effects={"probe": probed}), tmp_path / "out")
+    assert res.phase("probe").probe.version == "0.3.1"  # type: ignore[union-attr]
+    assert res.version == "0.3.1"
+    res, _ = go(make_job(PACKAGES / "ft_clean"), clean_backend(), tmp_path / "again")
+    assert res.version == ""  # no probe.json: a local tree names no version
+
+
+IDENTITY = ("job_id", "key", "package", "requested", "source", "interpreter", "backend", "harness_version",
+            "notes", "links")
+
+
+def test_every_result_starts_from_its_jobs_identity(tmp_path: Path) -> None:
+    """job.identity: the fields that name a result, the same in a job's own result and in the
+    runner's infra-error result of the same job."""
+    from harness import __version__
+    from harness.backends.base import Prepared
+    from harness.job import runner
+    from harness.job.job import identity
+
+    job = make_job(PACKAGES / "ft_clean")
+    ident = identity(job, key="k", interp=INFO, backend="fake")
+    assert (ident.job_id, ident.package, ident.requested, ident.source, ident.harness_version) == (
+        job.job_id, "ft_clean", str(PACKAGES / "ft_clean"), "local", __version__)
+    res, _ = go(job, clean_backend(), tmp_path / "out")
+    infra = runner.infra_result(job, "k", Prepared(info=INFO, python="/fake/bin/python3.13t", cache_hit=True),
+                                "fake", "the backend went away")
+    for got in (res, infra):
+        assert {n: getattr(got, n) for n in IDENTITY} == {n: getattr(ident, n) for n in IDENTITY}
+    assert res.version == "" and res.phases and infra.verdict == "infra-error" and not infra.phases

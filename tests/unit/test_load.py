@@ -146,7 +146,8 @@ def test_every_field_is_type_checked_and_the_name_must_be_the_job_id(tmp_path):
     cases = {"excerpt": ("phases", 1, "excerpt", 7, "phases[1].excerpt: int where str is expected"),
              "counts": ("phases", 0, "counts", {"passed": [1]}, "phases[0].counts['passed']: list"),
              "exit": ("phases", 0, "exit_code", "0", "phases[0].exit_code: str where"),
-             "nan": ("phases", 0, "duration", float("nan"), "phases[0].duration: 'nan' is not a finite")}
+             "nan": ("phases", 0, "duration", float("nan"), "phases[0].duration: 'nan' is not a finite"),
+             "kind": ("phases", 0, "kind", "warmup", "phases[0].kind: 'warmup' is not one of ('install', ")}
     for name, (field, i, key, value, why) in cases.items():
         bad = json.loads(json.dumps(d))
         bad[field][i][key] = value
@@ -156,3 +157,28 @@ def test_every_field_is_type_checked_and_the_name_must_be_the_job_id(tmp_path):
     write_json_atomic(tmp_path / "named" / "results" / "cp313t--other.json", d)
     results, problems = load_results([tmp_path / "named"])
     assert results == [] and "refused: it holds job 'cp313t--fx-race'" in problems[0]
+
+
+def _phase_kinds(x: object) -> set[str]:
+    """Every phase kind in a JSON value: the "kind" of each object in a "phases" list."""
+    if isinstance(x, dict):
+        ph = x.get("phases")
+        here = {p["kind"] for p in ph if isinstance(p, dict) and "kind" in p} if isinstance(ph, list) else set()
+        return here.union(*(_phase_kinds(v) for v in x.values()))
+    return set().union(*(_phase_kinds(v) for v in x)) if isinstance(x, list) else set()
+
+
+def test_every_stored_phase_kind_is_one_of_the_closed_set():
+    """Phase.kind is a closed set (core.model.PhaseKind): the results and reports the tests keep,
+    written by every harness version since, name no other."""
+    from typing import get_args
+
+    from harness.core.model import PhaseKind
+
+    seen: set[str] = set()
+    for f in (DATA.parent).rglob("*.json"):
+        try:
+            seen |= _phase_kinds(json.loads(f.read_text()))
+        except (ValueError, UnicodeDecodeError):
+            continue  # the corrupt fixtures
+    assert seen and seen <= set(get_args(PhaseKind)), seen - set(get_args(PhaseKind))

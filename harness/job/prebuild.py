@@ -31,12 +31,13 @@ from ..backends.base import Backend, Prepared
 from ..config.plan import Job
 from ..core import limits
 from ..core.stored import StoredWheel
-from . import stages, storecap, testsetup
+from ..store import storecap
+from ..store.wheelstore import BUILD_TIMEOUT
+from . import stages, testsetup
 from .context import Progress
 from .job import _open, _start_env
 from .source import source
 from .wheelsteps import NO_STORE, StoreUse
-from .wheelstore import BUILD_TIMEOUT
 
 log = logging.getLogger(__name__)
 

@@ -24,6 +24,7 @@ from ..core.evidence import NOT_INSTALLED, NOT_INSTALLED_SUFFIX
 from ..core.gilon import GilOn
 from ..core.model import TestCommand
 from ..core.testsetup import TestSetup
+from ..store.wheelstore import static_requirements
 from ..testsetup import datadirs, pytestcfg
 from ..verdict import artifact, gilon
 from . import jobfiles, suite, testsetup, tsan
@@ -33,7 +34,6 @@ from .suite import TOX
 from .watchdog import ONLY as ONLY_PLUGIN
 from .watchdog import stall_seconds, watchdog_env
 from .wheelsteps import NO_STORE, StoreUse, prepare
-from .wheelstore import static_requirements
 
 log = logging.getLogger(__name__)
 

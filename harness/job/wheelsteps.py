@@ -41,9 +41,9 @@ from packaging.utils import canonicalize_name
 
 from ..core import limits
 from ..core.stored import StoredWheel
-from . import storecap, toolslayer, wheelstore
+from ..store import storecap, toolslayer, wheelstore
+from ..store.wheelstore import PLAN_REPORT, Sdist
 from .context import JobCtx, run_phase
-from .wheelstore import PLAN_REPORT, Sdist
 
 log = logging.getLogger(__name__)
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.job import toolslayer
+from harness.store import toolslayer
 
 KEY = "cpython-3.13.5-ft-aa8650c37ad2"
 SEEDER = Path(toolslayer.__file__).parent.parent / "_inner" / "venv_layer.py"

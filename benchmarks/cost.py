@@ -34,7 +34,7 @@ def sides() -> dict[str, dict[str, Any]]:
     """The settings each side adds to the benchmark's light ones: new (the defaults) and old."""
     new: dict[str, Any] = {"gil_on": "targeted"}
     old: dict[str, Any] = {"gil_on": "full"}
-    if "wheel_store" in Settings.__dataclass_fields__:  # the shared wheel store (harness.job.wheelstore)
+    if "wheel_store" in Settings.__dataclass_fields__:  # the shared wheel store (harness.store.wheelstore)
         new["wheel_store"], old["wheel_store"] = True, False
     return {"new": new, "old": old}
 

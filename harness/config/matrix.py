@@ -48,7 +48,7 @@ class Settings:
     confirm_budget: int = 600  # seconds per job those re-runs may take together
     registry: str | None = "shipped"  # community recipes: the snapshot in harness/data, a path, None: off
     fallback_wheel: str = "build"  # a compiled project's pure wheel: build it from its sdist, or keep it
-    wheel_store: bool = True  # wheels built from sdists, and the test tools, shared read-only between jobs (harness.job.wheelstore, .toolslayer)
+    wheel_store: bool = True  # wheels built from sdists, and the test tools, shared read-only between jobs (harness.store.wheelstore, .toolslayer)
     gil_on: str = "targeted"  # the GIL-on runs: only the tests the GIL-off runs left red, or the whole suite
 
 
@@ -208,7 +208,7 @@ def _settings(ctx: y.Ctx, node: yaml.Node, base: Path) -> Settings:
         kw["fallback_wheel"] = y.choice(ctx, m["fallback_wheel"], "settings.fallback_wheel", FALLBACK_MODES)
     if "gil_on" in m:  # harness.verdict.gilon
         kw["gil_on"] = y.choice(ctx, m["gil_on"], "settings.gil_on", ("targeted", "full"))
-    if "wheel_store" in m:  # harness.job.wheelstore
+    if "wheel_store" in m:  # harness.store.wheelstore
         kw["wheel_store"] = y.flag(ctx, m["wheel_store"], "settings.wheel_store")
     return Settings(**kw)
 

@@ -349,7 +349,7 @@ class JobResult:
     sdist_sha256: str = ""  # of the sdist tested (PyPI packages; checked against the index)
     reused_from: str = ""  # not run: taken from this earlier run's results (run --reuse), else ""
     wheels_reused: tuple[StoredWheel, ...] = ()  # the install took these from the shared wheel store
-    wheels_built: tuple[StoredWheel, ...] = ()  # this job built these into it (harness.job.wheelstore)
+    wheels_built: tuple[StoredWheel, ...] = ()  # this job built these into it (harness.store.wheelstore)
     tools_layer: str = ""  # its venv's pip and test tools from the store: "built <digest>" / "reused <digest>"
     gil_on: GilOn | None = None  # what the GIL-on runs ran, and why (None: no test stage, or before schema 10)
     rules_out: str = ""  # a clean verdict: the failure rate its runs rule out ("" before schema 14)

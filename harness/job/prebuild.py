@@ -10,7 +10,7 @@ is written: the jobs run after this, and their own plans find every wheel in the
 job's budget pays for a dependency's build. What the step did is ``store.json`` in ``--out``
 (``StoreStep``), which the report's ``meta.store.before_jobs`` carries: with the store's bounds
 in force (``bounds``: ``store_entries_per_job``, ``store_bytes`` and what happens past it,
-harness.job.storecap) and what they did (``evicted``: entries removed for room; ``refused``:
+harness.store.storecap) and what they did (``evicted``: entries removed for room; ``refused``:
 wheels not stored).
 
 In the workflow one store job runs this (``ft-harness store``) and saves the store to the

@@ -1,4 +1,4 @@
-"""The test tools' layer in the wheel store (harness.job.toolslayer, harness/_inner/venv_layer.py):
+"""The test tools' layer in the wheel store (harness.store.toolslayer, harness/_inner/venv_layer.py):
 a layer built by its real build command, published read-only, seeding venvs whose files are their
 own. Real venvs and pip (this interpreter's; the job's own is tests/integration/test_wheel_store.py)."""
 

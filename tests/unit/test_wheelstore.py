@@ -1,4 +1,4 @@
-"""The shared wheel store's pure parts (harness.job.wheelstore): which sdists a dry run's report
+"""The shared wheel store's pure parts (harness.store.wheelstore): which sdists a dry run's report
 asks to build, what an install took from the store, the package's static requirements, the
 store's paths, and publishing a build's output (real files; no pip, no docker: those are
 tests/integration/test_wheel_store.py)."""

@@ -106,6 +106,10 @@ def test_index_unreadable_or_local_package_runs_again(tmp_path):
     def down(name: str, spec: str) -> str:
         raise fetch.IndexUnavailable("the index's page for six: timed out")
     assert "could not be checked" in reuse.why_not(job, key, prev, down)
+
+    def gone(name: str, spec: str) -> str:
+        raise fetch.NoSdist("six ==1.17.0: no sdist with a sha256")
+    assert "could not be checked (six ==1.17.0: no sdist" in reuse.why_not(job, key, prev, gone)
     local = replace(job, package=replace(job.package, path=str(tmp_path)))
     assert "local package" in reuse.why_not(local, key, prev, _index()[0])
 

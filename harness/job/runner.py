@@ -36,7 +36,8 @@ from ..core.model import Finding, InterpreterInfo, JobResult, now_iso, write_jso
 from ..core.progress import NullReporter, Reporter
 from ..core.wsfs import JobDir
 from ..results.load import read_one
-from . import fetch, reuse
+from ..reuse import reuse
+from . import fetch
 from .job import Progress, run_job
 
 __all__ = ["JobRunner", "Prepared", "RunSummary", "existing_result", "result_path", "run_plan"]

@@ -236,7 +236,7 @@ def test_no_function_over_80_lines():
 
 MAX_TOP_MODULES = 5  # .py files directly in harness/, __init__.py and __main__.py included
 _ALL = {"core", "parse", "testsetup", "results", "config", "verdict", "render", "interpreters",
-        "backends", "store", "job", "cli"}
+        "backends", "store", "reuse", "job", "cli"}
 # Which folder of harness/ may import which, besides itself and the package's __init__ (which
 # holds __version__ only).  Bottom up, in the pipeline's order: each folder imports only folders
 # listed above it, so these rules leave no room for a cycle between folders.
@@ -252,8 +252,9 @@ LAYERS: dict[str, set[str]] = {
     "interpreters": {"core", "config"},
     "backends": {"core", "config", "interpreters"},
     "store": {"core"},  # the shared wheel store and tools layer: a cache with its own trust rules
+    "reuse": {"core", "results", "config", "verdict"},  # earlier runs' results -> jobs not run again
     "job": {"core", "parse", "testsetup", "results", "config", "verdict", "interpreters",
-            "backends", "store"},
+            "backends", "store", "reuse"},
     "cli": _ALL,
     "__main__": _ALL,
 }

@@ -63,7 +63,7 @@ class Job:
 
 
 # What the test phases run (not how their output is decided: a result from another version of
-# the verdict rules is decided again from its phases, harness.job.reuse).  Bump it when a change to
+# the verdict rules is decided again from its phases, harness.reuse.reuse).  Bump it when a change to
 # the job's steps would make an earlier run's phases differ; results keyed before are run again.
 PHASES_VERSION = 3  # 2: per-version trees and tests inside the package (harness.testsetup.testdirs); a compiled
 # project's pure fallback wheel built from its sdist (harness.verdict.artifact, #35); 3: the GIL-on runs

@@ -251,7 +251,7 @@ def run_plan(jobs: Sequence[Job], *, out: Path, backend: Backend, prepared: dict
 
     ``prepared`` has every interpreter the jobs name (``backends.open_backend`` returns it);
     ``run_one`` runs one job's steps (default: ``job.run_job``); ``reuse_from``: earlier runs'
-    output dirs whose results stand for a job with the same key and sdist (harness.job.reuse)."""
+    output dirs whose results stand for a job with the same key and sdist (harness.reuse.reuse)."""
     reporter = reporter or NullReporter()
     out = out.resolve()
     summary = RunSummary(started=now_iso())

@@ -38,7 +38,7 @@ from .change import CHANGE_KINDS, NOT_THE_PACKAGE, Change  # noqa: F401 - report
 # 2: ``interpreters`` and ``table``; ``summary`` counts packages; interpreter source, full_version.
 # 3: finding kind ``budget-spent``; 4: ``slow-in-threads``; 5: ``causes`` (harness.results.causes)
 # 6: verdict and finding kind ``skipped``; ``test_setup`` ``recipe`` (harness.testsetup.registry)
-# 7: a job's ``sdist_sha256`` and ``reused_from`` (run --reuse, harness.job.reuse)
+# 7: a job's ``sdist_sha256`` and ``reused_from`` (run --reuse, harness.reuse.reuse)
 # 8: ``packages[].wheel.fallback`` (harness.verdict.artifact); 9: finding kind ``repeat-failure``
 # 10: the question the table answers (harness.results.answer): ``answers`` (packages per answer),
 #     ``answer``/``caveat``/``cause`` on each job, cell and row; the reach of the check

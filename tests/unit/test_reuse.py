@@ -1,4 +1,4 @@
-"""harness.job.reuse and ``run_plan(reuse_from=...)``: a job whose key and sdist equal an earlier
+"""harness.reuse.reuse and ``run_plan(reuse_from=...)``: a job whose key and sdist equal an earlier
 run's result is not run again; its result says where it came from and its verdict is decided
 again from its stored phases.  The earlier results are the report test data (made by the code,
 tests/data/report/make_results.py); the scheduler runs fake job steps (tests/unit/test_runner.py)."""

@@ -97,7 +97,7 @@ def operating(cands: Sequence[tuple[float, float]], most: int = 20, repeat: int 
     import random
 
     from harness.core.model import Phase, TestCase, TestCommand
-    from harness.core.stats import fisher_greater, holm
+    from harness.util.stats import fisher_greater, holm
     from harness.verdict.confirm import MAX_UNSAFE, Target, done, rate_need
 
     def phase(name: str, kind: str, m: int, tid: str, failed: bool) -> Phase:

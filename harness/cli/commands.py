@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .. import __version__
-from ..core import textsafe
 from ..core.errors import ConfigError, InfraError, RegressionError
 from ..core.model import VERDICTS, now_iso
+from ..util import textsafe
 from . import outlock
 
 if TYPE_CHECKING:

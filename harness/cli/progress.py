@@ -16,9 +16,9 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from typing import IO, Any
 
-from ..core import textsafe
 from ..core.model import JobResult
 from ..core.progress import Reporter  # the protocol the runner is passed (harness.job.runner)
+from ..util import textsafe
 
 
 def in_ci() -> bool:

@@ -17,10 +17,10 @@ import re
 from typing import Any
 from urllib.parse import quote
 
-from ..core import textsafe
 from ..core.model import Finding, severity
 from ..results.answer import ANSWER_TEXT, ANSWERS
 from ..results.report import Cell, Change, CompatReport, JobEntry
+from ..util import textsafe
 from .chart import runs_label, runs_per_mode, shorten
 from .common import (
     coverage_summary,

@@ -23,10 +23,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ..core import typecheck
 from ..core.errors import ConfigError
 from ..core.model import FINDING_KINDS, VERDICTS, JobResult
-from ..core.pool import frozen_heap
+from ..util import typecheck
+from ..util.pool import frozen_heap
 from .report import CompatReport
 
 log = logging.getLogger(__name__)

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 from ..config.matrix import Settings
 from ..core.model import Finding, Phase
-from ..core.stats import bound_text
+from ..util.stats import bound_text
 from .confirm import rate
 
 CLEAN = ("compatible", "gil-reenabled")  # verdicts with no red test: what their runs rule out

@@ -41,7 +41,7 @@ from math import ceil
 
 from ..core.evidence import Crash
 from ..core.model import Finding, Phase
-from ..core.stats import bound_text, least_failures, rules_out
+from ..util.stats import bound_text, least_failures, rules_out
 
 CONFIRM_KINDS = ("ft-crash", "crash", "hang", "ft-race", "thread-unsafe")
 ONLY_OFF = ("ft-crash", "ft-race")  # the claims "only without the GIL", tested on the fresh runs

@@ -38,7 +38,7 @@ from dataclasses import replace
 
 from ..config.matrix import Settings
 from ..core.model import Finding, Phase
-from ..core.stats import ALPHA, fisher_greater, holm, holm_level
+from ..util.stats import ALPHA, fisher_greater, holm, holm_level
 from .confirm import MAX_UNSAFE, floor, mode_words, rate_need
 from .gilon import skipped_modes
 

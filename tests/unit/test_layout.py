@@ -236,13 +236,14 @@ def test_no_function_over_80_lines():
 
 MAX_TOP_MODULES = 5  # .py files directly in harness/, __init__.py and __main__.py included
 _ALL = {"core", "parse", "testsetup", "results", "config", "verdict", "render", "interpreters",
-        "backends", "store", "reuse", "job", "cli"}
+        "backends", "store", "reuse", "job", "cli", "util"}
 # Which folder of harness/ may import which, besides itself and the package's __init__ (which
 # holds __version__ only).  Bottom up, in the pipeline's order: each folder imports only folders
 # listed above it, so these rules leave no room for a cycle between folders.
 LAYERS: dict[str, set[str]] = {
     "_inner": set(),  # runs inside the interpreter under test: the standard library only
-    "core": set(),  # model, evidence, testsetup, progress, errors, limits, wsfs, logcap, textsafe, ...
+    "util": set(),  # general utilities (textsafe, pool, stats, typecheck): nothing of harness
+    "core": set(),  # model, evidence, testsetup, progress, errors, limits, wsfs, logcap, yamlspec, ...
     "parse": {"core"},  # logs -> facts
     "testsetup": {"core"},  # an sdist tree -> what it says about its tests
     "results": {"core", "parse"},  # result files -> the typed report
@@ -258,6 +259,8 @@ LAYERS: dict[str, set[str]] = {
     "cli": _ALL,
     "__main__": _ALL,
 }
+for _f in set(LAYERS) - {"_inner", "util"}:  # util is below every folder but _inner
+    LAYERS[_f] = LAYERS[_f] | {"util"}
 
 
 def _folder(name: str) -> str:

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from harness.core import textsafe
+from harness.util import textsafe
 
 # What the Actions runner would take as a command: first non-blank characters '::' or '##['
 COMMAND = re.compile(r"^\s*(::|##\[)", re.MULTILINE)

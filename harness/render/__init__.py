@@ -99,7 +99,7 @@ def write_pages(site: Path, report: CompatReport, logs: dict[str, str],
     site/pkg, which then replaces site/pkg whole: a reader sees the old set of
     pages or the new one (a temp file and a rename per page cost more than the
     page).  Pages of packages no longer in the report go.  Big reports are
-    rendered by forked workers on every core (harness.core.pool); ``then``
+    rendered by forked workers on every core (harness.util.pool); ``then``
     runs in this process meanwhile (or after, when there are no workers).
     ``logs``: the site's copies of the logs (harness.render.site.publish_logs).
     """

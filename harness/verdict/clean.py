@@ -2,7 +2,7 @@
 
 A ``compatible`` is not a proof: threads make failures intermittent, and a suite's threaded runs
 see a failure of per-run rate ``r`` in ``n`` runs with chance ``1 - (1 - r) ** n``. The result
-says which rate its runs rule out at 95% (``core.stats.rules_out``): 3 runs rule out only rates
+says which rate its runs rule out at 95% (``util.stats.rules_out``): 3 runs rule out only rates
 above 63%; a rarer failure can pass them all.
 """
 

@@ -79,7 +79,7 @@ class Decision:
     qualifier: str = ""
     findings: tuple[Finding, ...] = ()
     coverage: dict[str, ModeCoverage] = field(default_factory=dict)
-    rules_out: str = ""  # a clean verdict: the failure rate its runs rule out (core.stats.bound_text)
+    rules_out: str = ""  # a clean verdict: the failure rate its runs rule out (util.stats.bound_text)
 
 
 # ------------------------------------------------------------------ findings

@@ -1,4 +1,4 @@
-"""harness.core.textsafe: what a package can put in its version, test ids and logs prints inert."""
+"""harness.util.textsafe: what a package can put in its version, test ids and logs prints inert."""
 
 from __future__ import annotations
 

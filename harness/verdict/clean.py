@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..config.matrix import Settings
+from ..core.jobspec import Settings
 from ..core.model import Finding, Phase
 from ..util.stats import bound_text
 from .confirm import rate

@@ -29,7 +29,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..config.matrix import Settings
+from ..core.jobspec import Settings
 from ..core.model import Phase
 from ..parse import incomplete
 from ..parse.hang import WATCHDOG_ENDED

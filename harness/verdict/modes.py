@@ -36,7 +36,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
-from ..config.matrix import Settings
+from ..core.jobspec import Settings
 from ..core.model import Finding, Phase
 from ..util.stats import ALPHA, fisher_greater, holm, holm_level
 from .confirm import MAX_UNSAFE, floor, mode_words, rate_need

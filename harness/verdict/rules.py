@@ -43,8 +43,8 @@ from dataclasses import dataclass, field
 
 from packaging.utils import canonicalize_name
 
-from ..config.matrix import Settings
 from ..core.evidence import NOT_INSTALLED_KIND, Crash, HungTest, ModeCoverage, Probe
+from ..core.jobspec import Settings
 from ..core.model import INFO_KINDS, Finding, Phase, severity
 from ..parse import incomplete, probe_of
 from ..parse import setup as parse_setup

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.config.matrix import Settings
 from harness.core.gilon import GilOn
+from harness.core.jobspec import Settings
 from harness.core.model import Finding
 from harness.render import html, markdown
 from harness.render.chart import column_summaries, runs_label, shorten

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from harness.config import wheels
-from harness.config.matrix import Settings
 from harness.core.evidence import Wheel
+from harness.core.jobspec import Settings
 from harness.core.model import InterpreterInfo, Phase
 from harness.parse import parse_phase
 from harness.render.common import wheel_summary

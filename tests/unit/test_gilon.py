@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.config.matrix import Settings
 from harness.core.evidence import Crash, Hang, HungTest
+from harness.core.jobspec import Settings
 from harness.core.model import Phase, TestCase
 from harness.parse import parse_phase
 from harness.verdict import decide

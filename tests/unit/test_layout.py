@@ -188,6 +188,20 @@ def test_parse_knows_nothing_of_the_verdict_the_matrix_or_the_report(forbidden):
     assert not {m: t for m, t in through.items() if t}, f"parse/ reaches {forbidden} indirectly"
 
 
+# The matrix's parser is the plan's business: a later stage reads the values a job is made of
+# from harness.core.jobspec (#45), never from harness.config.matrix.
+MATRIX_READERS_NOT = ("harness.verdict", "harness.interpreters")
+
+
+@pytest.mark.parametrize("folder", MATRIX_READERS_NOT)
+def test_verdict_and_interpreters_do_not_import_the_matrix_parser(folder):
+    g = _graph()
+    mods = [m for m in g if _under(m, folder)]
+    assert mods
+    bad = {m: sorted(t for t in g[m] if _under(t, "harness.config.matrix")) for m in mods}
+    assert not {m: t for m, t in bad.items() if t}, f"{folder} imports harness.config.matrix"
+
+
 def test_main_is_only_the_parser_and_the_exit_codes():
     n = len((ROOT / "__main__.py").read_text(encoding="utf-8").splitlines())
     assert n < MAX_MAIN_LINES, f"harness/__main__.py has {n} lines (commands go in commands.py)"

@@ -47,8 +47,8 @@ def test_a_finding_reads_back_as_it_was_written() -> None:
 def test_the_least_covered_mode_is_the_same_in_the_qualifier_and_on_the_package_page() -> None:
     # 2/8 with the GIL off, 1/4 with it on: 25 % each. Before, the qualifier took the lower
     # mode (2/8) and the page the smaller suite (1/4 (25%)); the GIL off is the one both name now
-    from harness.config.matrix import Settings
     from harness.core.evidence import ModeCoverage, least_covered
+    from harness.core.jobspec import Settings
     from harness.render.common import coverage_counts, coverage_summary
     from harness.verdict import coverage
 

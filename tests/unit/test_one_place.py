@@ -102,19 +102,19 @@ def test_every_report_json_reader_is_the_guarded_one(tmp_path: Path) -> None:
     import os
 
     from harness.cli import reproduce
-    from harness.config import plan
+    from harness.config import estimate
     from harness.core.errors import ConfigError
     from harness.results.load import read_report
 
     assert reproduce.read_report is read_report
     fifo = tmp_path / "report.json"
     os.mkfifo(fifo)
-    for reader in (plan.durations_from_report, lambda p: read_report(p, "the")):
+    for reader in (estimate.durations_from_report, lambda p: read_report(p, "the")):
         e = _in_thread(reader, fifo)
         assert isinstance(e, ConfigError) and "not a regular file" in str(e) and str(fifo) in str(e)
     bogus = tmp_path / "bogus.json"
     bogus.write_text(json.dumps({"packages": [{"job_id": "a--b", "verdict": "fine", "phases": []}]}))
-    for reader in (plan.durations_from_report, lambda p: read_report(p, "the")):
+    for reader in (estimate.durations_from_report, lambda p: read_report(p, "the")):
         e = _in_thread(reader, bogus)
         assert isinstance(e, ConfigError) and "'fine', not one of the harness's verdicts" in str(e)
         assert str(e).startswith(f"{bogus}: ")

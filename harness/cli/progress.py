@@ -44,7 +44,7 @@ class PlainReporter:
         self._stream = stream
         self._lock = threading.Lock()
         self._silent = False
-        self.expected = dict(expected or {})  # job id -> expected seconds (plan.expected_seconds)
+        self.expected = dict(expected or {})  # job id -> expected seconds (estimate.expected_seconds)
         self.workers = max(1, workers)
         self.pending: set[str] = set()
         self.began: dict[str, float] = {}  # job id -> when its first step was said (monotonic)

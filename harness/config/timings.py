@@ -11,7 +11,7 @@ the measured ones when the profile's own run was targeted).
 Profiles come from a previous run (``plan --durations`` / ``run --durations``: its report.json or
 result files), else from ``harness/data/durations.json``, the table of measured per-package
 profiles shipped with the project (``tools/durations_table.py`` writes it from result dirs; its
-``note`` says where and under what load they were measured), else from ``plan.heuristic_profile``.
+``note`` says where and under what load they were measured), else from ``estimate.heuristic_profile``.
 """
 
 from __future__ import annotations

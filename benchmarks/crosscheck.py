@@ -59,7 +59,7 @@ if str(ROOT) not in sys.path:
 from harness.cli.reproduce import PYTHON_NAME, recipe_python  # noqa: E402
 from harness.core.errors import ConfigError  # noqa: E402
 from harness.core.model import Finding, JobResult  # noqa: E402
-from harness.job.recipe import recipe as make_recipe  # noqa: E402
+from harness.job.laptoprecipe import recipe as make_recipe  # noqa: E402
 from harness.job.suite import TOOLS  # noqa: E402
 from harness.results.load import load_results  # noqa: E402
 from harness.util.textsafe import line as safe_line  # noqa: E402

@@ -38,7 +38,7 @@ sys.path.insert(0, str(ROOT))
 from harness.cli import progress  # noqa: E402
 from harness.config import matrix  # noqa: E402
 from harness.interpreters import interpreters  # noqa: E402
-from harness.job import tsan  # noqa: E402
+from harness.job import tsanenv as tsan  # noqa: E402
 from harness.job.suite import TOOLS  # noqa: E402
 
 DATA = ROOT / "tests" / "data" / "tsan" / "src"

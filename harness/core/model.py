@@ -33,9 +33,9 @@ from .evidence import (
     known,
     not_installed_of_old,
 )
-from .gilon import GilOn
+from .gilonrecord import GilOn
 from .stored import StoredWheel, wheels_from
-from .testsetup import TestSetup
+from .suiterecord import TestSetup
 
 RESULT_SCHEMA = 14  # 2: Phase.test_command; 3: typed crash/hang/parallel, coverage, wheel; 4: budget-spent,
 # Hang.spent; 5: slow-in-threads, TestCase.seconds; 6: Phase.probe; 7: skipped, test_setup.recipe; 8: sdist_sha256,

@@ -21,13 +21,13 @@ from .. import verdict
 from ..config import wheels
 from ..config.matrix import Package
 from ..core.evidence import NOT_INSTALLED, NOT_INSTALLED_SUFFIX
-from ..core.gilon import GilOn
+from ..core.gilonrecord import GilOn
 from ..core.model import TestCommand
-from ..core.testsetup import TestSetup
+from ..core.suiterecord import TestSetup
 from ..store.wheelstore import static_requirements
 from ..testsetup import datadirs, pytestcfg
 from ..verdict import artifact, gilon
-from . import jobfiles, suite, testsetup, tsan
+from . import jobfiles, suite, testsetup, tsanenv
 from .context import JobCtx, base_env, run_phase
 from .source import Source
 from .suite import TOX
@@ -175,13 +175,13 @@ def install(ctx: JobCtx, src: Source, setup: SuiteSetup, store: StoreUse = NO_ST
 
 def _with_tsan_flags(ctx: JobCtx, sh: str) -> str:
     """Under TSan, compile flags first: the interpreter's CFLAGS + -g -fsanitize=thread."""
-    return f"{tsan.build_flags_sh(ctx.ws.python)} && {sh}" if ctx.tsan else sh
+    return f"{tsanenv.build_flags_sh(ctx.ws.python)} && {sh}" if ctx.tsan else sh
 
 
 def _venv_sh(ctx: JobCtx, setup: SuiteSetup, vpy: str) -> str:
     ws = ctx.ws
     if ctx.tsan and ws.pip_cache:  # pip and the tools from a layer built once per interpreter
-        return tsan.venv_sh(ws.python, ws.path("venv"), ws.path("inner", "venv_layer.py"),
+        return tsanenv.venv_sh(ws.python, ws.path("venv"), ws.path("inner", "venv_layer.py"),
                             f"{ws.pip_cache}/{ctx.interp.key}/ft-harness-tools",
                             [*setup.tools, *(TOX if setup.tox else ())])
     return f"{shlex.quote(ws.python)} -m venv {shlex.quote(ws.path('venv'))}"
@@ -351,7 +351,7 @@ def _this_run(ctx: JobCtx, name: str, only: Sequence[str] = ()) -> tuple[str, ..
 
 
 def _tsan_env(ctx: JobCtx, run: Suite, name: str) -> dict[str, str]:
-    return tsan.tsan_env(ctx.ws.path("logs", "tsan", name), list(ctx.supp), source_dir=run.source)
+    return tsanenv.tsan_env(ctx.ws.path("logs", "tsan", name), list(ctx.supp), source_dir=run.source)
 
 
 def _subset(ctx: JobCtx, only: Sequence[str]) -> None:
@@ -376,7 +376,7 @@ def _threaded(ctx: JobCtx, run: Suite, mode: int, rep: int, only: Sequence[str] 
     if ctx.tsan:  # the threaded run under ThreadSanitizer, markers per test
         name = f"tsan-gil{mode}-r{rep}"
         env = {**env, **_tsan_env(ctx, run, name), "PYTHONPATH": ctx.ws.path("inner")}
-        cmd = replace(run.command, plugins=("-p", tsan.MARKER_PLUGIN), threads=run.threads,
+        cmd = replace(run.command, plugins=("-p", tsanenv.MARKER_PLUGIN), threads=run.threads,
                       this_run=_this_run(ctx, name))
         run_phase(ctx, name, "tsan", cmd, env=env, cwd=run.cwd, timeout=timeout, gil=mode, rep=rep,
                   junit=f"junit/{name}.xml", tsan_dir=f"logs/tsan/{name}")

@@ -20,7 +20,7 @@ from ..core.model import write_json_atomic, write_text_atomic
 from ..results.report import CompatReport
 from ..util import pool
 from . import history as _history
-from . import html, junit, markdown
+from . import html, junitreport, markdown
 from . import site as _site
 
 log = logging.getLogger(__name__)
@@ -155,7 +155,7 @@ def _write_all(report: CompatReport, out: Path, history: dict[str, Any] | None,
         write_text_atomic(site / "report.json", text)  # the site links its own copy
         md = markdown.render(report, site_url=site_url)
         write_text_atomic(out / "report.md", md)
-        write_text_atomic(out / "junit.xml", junit.render(report))
+        write_text_atomic(out / "junit.xml", junitreport.render(report))
         write_text_atomic(site / "index.html", html.render_index(report, rows))
         api = _site.write_api(report, site, rows, logs, encoded)
 

@@ -29,9 +29,9 @@ from ..core.evidence import (
     field_names,
     known,
 )
-from ..core.gilon import GilOn
+from ..core.gilonrecord import GilOn
 from ..core.model import Finding
-from ..core.testsetup import TestSetup
+from ..core.suiterecord import TestSetup
 from .causes import Cause
 from .change import CHANGE_KINDS, NOT_THE_PACKAGE, Change  # noqa: F401 - report.json's changes, read here
 

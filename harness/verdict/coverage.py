@@ -17,7 +17,7 @@ from dataclasses import replace
 from ..core.evidence import ModeCoverage, ParallelInfo, least_covered
 from ..core.jobspec import Settings
 from ..core.model import Finding, Phase
-from .commands import reproduce
+from .reprocommands import reproduce
 
 MAX_REASONS = 200
 RED = ("failed", "error", "crashed", "timeout")

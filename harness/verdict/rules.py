@@ -54,13 +54,13 @@ from ..parse.install import classify_install
 from . import fallback
 from .buildenv import build_env_finding
 from .clean import CLEAN, qualify, rules_out
-from .commands import probe_command, reproduce
 from .confirm import apply as apply_confirmation
 from .coverage import compute as compute_coverage
 from .coverage import findings as coverage_findings
 from .coverage import qualifier as coverage_qualifier
 from .modes import check as check_modes
 from .ranrun import mostly_errors, never_started, outside_config, refused_arguments
+from .reprocommands import probe_command, reproduce
 from .setupfind import deps_finding, setup_finding, setup_step_finding
 from .tsan import tsan_findings
 

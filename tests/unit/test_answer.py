@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.core.gilon import GilOn
+from harness.core.gilonrecord import GilOn
 from harness.core.jobspec import Settings
 from harness.core.model import Finding
 from harness.render import html, markdown

@@ -172,7 +172,7 @@ def test_nothing_passed_makes_it_the_verdict():
 
 def test_the_laptop_recipe_builds_the_package_from_its_sdist_too():
     from harness.core.model import Finding
-    from harness.job.recipe import recipe
+    from harness.job.laptoprecipe import recipe
 
     phases = _kept_phases()
     f = Finding(kind="ft-race", test_id="tests/test_api.py::test_api", phase="plain-gil0")

@@ -132,7 +132,7 @@ SKIPPED = {"recipe": {"registry": "r", "skip": "no 3.15"}, "sources": ["recipe (
 
 def test_a_test_setup_is_one_type_from_the_job_to_the_result_file_to_the_report() -> None:
     # before: a dict built by the job, kept as a dict by JobResult, read by the report's own class
-    from harness.core.testsetup import TestSetup
+    from harness.core.suiterecord import TestSetup
     from harness.results import aggregate, report
     from harness.testsetup import infer
 

@@ -7,7 +7,7 @@ from dataclasses import replace
 from junitparser import Error, Failure, JUnitXml, Skipped
 
 from harness.core.model import INFO_KINDS, Finding
-from harness.render import junit
+from harness.render import junitreport as junit
 from tests.data.report.shared import XSS, XSS2, full_report
 
 

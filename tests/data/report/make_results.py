@@ -40,9 +40,9 @@ from harness.core.model import (  # noqa: E402
     TestCommand,
     write_json_atomic,
 )
-from harness.core.testsetup import TestSetup  # noqa: E402
-from harness.job.recipe import recipe  # noqa: E402
-from harness.verdict.commands import probe_command, reproduce  # noqa: E402
+from harness.core.suiterecord import TestSetup  # noqa: E402
+from harness.job.laptoprecipe import recipe  # noqa: E402
+from harness.verdict.reprocommands import probe_command, reproduce  # noqa: E402
 
 CAP = HERE / "captured"
 INTERP = InterpreterInfo(

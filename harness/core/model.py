@@ -239,7 +239,7 @@ class Finding:
     module: str = ""  # for gil-reenabled: the module that re-enabled the GIL
     message: str = ""  # one-line cause, e.g. "GIL re-enabled by `pkg._speedups`"
     reproduce: str = ""  # shell command that reproduces it on its own, on the machine that ran it
-    recipe: str = ""  # the same on a laptop: venv, pinned installs, the sdist's tests (harness.job.recipe)
+    recipe: str = ""  # the same on a laptop: venv, pinned installs, the sdist's tests (harness.job.laptoprecipe)
     phase: str = ""  # phase name it was seen in first
     # re-runs of the test alone, per GIL mode: {"gil0": "4/5", "gil1": "0/5"} (settings.confirm)
     confirmed: dict[str, str] = field(default_factory=dict)

@@ -220,7 +220,7 @@ class JobEntry:
     metadata: ProjectMeta = field(default_factory=ProjectMeta)
     notes: str = ""
     links: tuple[str, ...] = ()
-    test_setup: TestSetup | None = None  # None: not recorded (the result's: harness.core.testsetup)
+    test_setup: TestSetup | None = None  # None: not recorded (the result's: harness.core.suiterecord)
     change: str = ""  # since the previous report (a harness.results.diff.CHANGE_KINDS word), "" if none
     sdist_sha256: str = ""
     reused_from: str = ""  # not run in this run: its result came from this earlier run (--reuse)

@@ -42,7 +42,7 @@ REFUSED = (3, 4)  # pytest's internal and usage errors
 
 @dataclass(frozen=True, kw_only=True)
 class Selection:
-    ran: str  # "suite" | "tests" | "none" (harness.core.gilon.RAN)
+    ran: str  # "suite" | "tests" | "none" (harness.core.gilonrecord.RAN)
     tests: tuple[str, ...] = ()  # ran == "tests": the node ids, sorted
     why: str = ""
 

@@ -150,7 +150,7 @@ def test_parse_dir(tmp_path):
     assert parse_tsan_dir(tmp_path / "missing") == []
 
 
-# ------------------------------------------------------------------ harness.job.tsan (env, suppressions, findings)
+# ------------------------------------------------------------------ harness.job.tsanenv (env, suppressions, findings)
 
 from harness.core.model import Phase  # noqa: E402
 from harness.job import tsanenv as tsan  # noqa: E402

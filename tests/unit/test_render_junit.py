@@ -1,4 +1,4 @@
-"""harness.render.junit: one test case per package x finding, read back with junitparser."""
+"""harness.render.junitreport: one test case per package x finding, read back with junitparser."""
 
 from __future__ import annotations
 

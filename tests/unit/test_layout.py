@@ -319,3 +319,62 @@ def test_imports_between_folders_follow_the_rules():
 def test_no_import_cycle_between_folders():
     cycles = _cycles(_folder_graph(_graph()))
     assert not cycles, "folders that import each other: " + "; ".join(" <-> ".join(c) for c in cycles)
+
+
+# ------------------------------------------------------------------ one name, one thing (#45)
+
+# Module names that may appear in more than one folder, each with the folders it may be in: one
+# subject, and the folder says which step of it the module is.  Any other name in two folders
+# (a module, or a module and a package of harness/) is a clash: rename one of the two.
+SHARED_NAMES: dict[str, set[str]] = {
+    # parse/ reads a failed build's log for what its machine lacked; verdict/ decides from that
+    # fact that the machine, not the package, failed the install.
+    "buildenv": {"parse", "verdict"},
+    # parse/ reads ThreadSanitizer's logs into reports; verdict/ turns the reports into findings
+    # (the job's TSan environment is job/tsanenv).
+    "tsan": {"parse", "verdict"},
+    # the import probe: _inner/ is the script run by the interpreter under test (copied into the
+    # workspace by its file name), parse/ reads the probe.json it writes.
+    "probe": {"_inner", "parse"},
+    # what a run tells whoever watches it: core/ the interface (the runner imports no CLI), cli/
+    # the terminal's implementation of it.
+    "progress": {"core", "cli"},
+    # the test-deps phase: testsetup/ which inferred test dependencies to install, parse/ which
+    # of them did not install (the phase's record).
+    "testdeps": {"parse", "testsetup"},
+    # job/testsetup.py is folded into testsetup/ by #45's suite setup work: drop this entry then.
+    "testsetup": {"", "job"},
+}
+
+
+def _names(root: Path = ROOT) -> dict[str, set[str]]:
+    """Each module basename (and each package of harness/) -> the folders it is in ("" for the
+    top of harness/).  A module named as its own folder (interpreters/interpreters.py) is that
+    folder's one name, not a clash."""
+    out: dict[str, set[str]] = {}
+    for path in root.rglob("*.py"):
+        if "__pycache__" in path.parts:
+            continue
+        folder = path.parent.relative_to(root).as_posix()
+        folder = "" if folder == "." else folder
+        name = folder.rpartition("/")[2] if path.name == "__init__.py" else path.stem
+        if path.name == "__init__.py":
+            folder = folder.rpartition("/")[0]
+        elif name == folder.rpartition("/")[2]:
+            continue
+        if name:
+            out.setdefault(name, set()).add(folder)
+    return out
+
+
+def test_names_are_read_with_packages_and_own_folder_names(tmp_path):
+    pkg = _tree(tmp_path, {"pkg/__init__.py": "", "pkg/a/__init__.py": "", "pkg/a/x.py": "",
+                           "pkg/a/a.py": "", "pkg/b/__init__.py": "", "pkg/b/x.py": "",
+                           "pkg/b/a.py": ""})
+    assert _names(pkg) == {"a": {"", "b"}, "b": {""}, "x": {"a", "b"}}
+
+
+def test_no_module_name_in_two_folders():
+    clashes = {n: f for n, f in _names().items() if len(f) > 1}
+    bad = {n: sorted(f) for n, f in clashes.items() if not f <= SHARED_NAMES.get(n, set())}
+    assert not bad, f"names in more than one folder (rename one, or say why in SHARED_NAMES): {bad}"

@@ -217,9 +217,16 @@ def _fallback(ctx: JobCtx, src: Source, setup: SuiteSetup, vpy: str) -> bool:
         return True
     assert src.archive is not None  # compiled: never a local tree
     ws = ctx.ws
-    sh = artifact.rebuild_sh(vpy, name, ws.path("sdist", src.archive.name), ws.path("logs", artifact.REBUILD_REPORT))
+    sh = rebuild_sh(vpy, name, ws.path("sdist", src.archive.name), ws.path("logs", artifact.REBUILD_REPORT))
     return run_phase(ctx, artifact.REBUILD, "install", ["sh", "-c", _with_tsan_flags(ctx, sh)], env=ctx.env,
                      cwd=ws.root, timeout=ctx.job.settings.install_timeout, network=True).ok
+
+
+def rebuild_sh(vpy: str, name: str, sdist: str, report: str) -> str:
+    """The package alone, built from its sdist over the fallback wheel (harness.verdict.artifact): its
+    dependencies stay."""
+    return shlex.join([vpy, "-m", "pip", "install", "--force-reinstall", "--no-deps", "--no-binary",
+                       canonicalize_name(name), "--report", report, sdist])
 
 
 def _deps_sh(vpy: str, deps: Sequence[str], keep: Sequence[str] = (), *, missing: str = "") -> str:

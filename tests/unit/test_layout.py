@@ -378,3 +378,65 @@ def test_no_module_name_in_two_folders():
     clashes = {n: f for n, f in _names().items() if len(f) > 1}
     bad = {n: sorted(f) for n, f in clashes.items() if not f <= SHARED_NAMES.get(n, set())}
     assert not bad, f"names in more than one folder (rename one, or say why in SHARED_NAMES): {bad}"
+
+
+# ------------------------------------------------------------------ verdict/ is pure (#45)
+
+# verdict/ decides from facts: it reads no file and runs nothing.  What is checkable from the
+# source: no module of verdict/ imports one of these, and none calls one of these names (a file
+# opened, read, written, walked or tested for existence).  The exceptions, each with its reason:
+VERDICT_MUST_NOT_IMPORT = ("os", "subprocess", "shutil", "tempfile", "glob", "io", "tarfile",
+                           "zipfile", "pathlib", "urllib", "socket")
+VERDICT_IO_CALLS = ("open", "read_text", "read_bytes", "write_text", "write_bytes", "glob", "rglob",
+                    "iterdir", "walk", "exists", "is_file", "is_dir", "stat", "scandir", "listdir",
+                    "mkdir", "unlink", "rename", "run", "Popen", "system")
+# artifact.compiled_evidence walks the sdist: it moves to testsetup/ with #45's suite setup
+# (the sdist read once); drop these entries then.
+VERDICT_IO_ALLOWED = {("harness.verdict.artifact", "os"), ("harness.verdict.artifact", "pathlib"),
+                      ("harness.verdict.artifact.compiled_evidence", "")}
+
+
+def _io_uses(name: str, path: Path) -> list[str]:
+    """``module: import X`` and ``module.function: X(...)`` for every I/O import and call."""
+    out: list[str] = []
+
+    def visit(node: ast.AST, where: str) -> None:
+        for child in ast.iter_child_nodes(node):
+            at = where
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                at = f"{where}.{child.name}"
+            if isinstance(child, ast.Import):
+                mods = [a.name for a in child.names]
+            elif isinstance(child, ast.ImportFrom) and not child.level:
+                mods = [child.module or ""]
+            else:
+                mods = []
+            for m in mods:
+                top = m.partition(".")[0]
+                if top in VERDICT_MUST_NOT_IMPORT and (name, top) not in VERDICT_IO_ALLOWED:
+                    out.append(f"{name}: import {m}")
+            if isinstance(child, ast.Call):
+                f = child.func
+                called = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
+                if called in VERDICT_IO_CALLS and not any(
+                        (at == w or at.startswith(w + ".")) and not n for w, n in VERDICT_IO_ALLOWED):
+                    out.append(f"{at}: {called}(...)")
+            visit(child, at)
+
+    visit(ast.parse(path.read_text(encoding="utf-8"), filename=str(path)), name)
+    return out
+
+
+def test_io_uses_are_found(tmp_path):
+    text = ("import os\nfrom pathlib import Path\nimport json\n\n\ndef f(p):\n"
+            "    return Path(p).read_text() + json.dumps(open(p).read())\n")
+    pkg = _tree(tmp_path, {"pkg/__init__.py": "", "pkg/a.py": text})
+    assert _io_uses("pkg.a", pkg / "a.py") == ["pkg.a: import os", "pkg.a: import pathlib",
+                                               "pkg.a.f: read_text(...)", "pkg.a.f: open(...)"]
+
+
+def test_verdict_does_no_io():
+    mods = {n: p for n, p in _modules().items() if _under(n, "harness.verdict")}
+    assert mods
+    found = [u for n, p in sorted(mods.items()) for u in _io_uses(n, p)]
+    assert not found, "I/O in verdict/ (it goes in job/ or testsetup/): " + "; ".join(found)

@@ -34,7 +34,7 @@ def sides() -> dict[str, dict[str, Any]]:
     """The settings each side adds to the benchmark's light ones: new (the defaults) and old."""
     new: dict[str, Any] = {"gil_on": "targeted"}
     old: dict[str, Any] = {"gil_on": "full"}
-    if "wheel_store" in Settings.__dataclass_fields__:  # the shared wheel store (harness.job.wheelstore)
+    if "wheel_store" in Settings.__dataclass_fields__:  # the shared wheel store (harness.store.wheelstore)
         new["wheel_store"], old["wheel_store"] = True, False
     return {"new": new, "old": old}
 
@@ -67,7 +67,7 @@ def gil_on_runs(res: Mapping[str, Mapping[str, Any]]) -> dict[str, str]:
 
 
 def _one(tmp: Path, side: str, extra: dict[str, Any], packages: list[dict[str, Any]], tag: str) -> dict[str, Any]:
-    # the harness's own defaults (harness.config.matrix.Settings: threads 4, iterations 5, repeat
+    # the harness's own defaults (harness.core.jobspec.Settings: threads 4, iterations 5, repeat
     # 3, confirm 5), not the other sections' light ones: at repeat 1 / iterations 2 the installs and
     # confirmations, the same on both sides, are most of a job (ratio 0.93 measured that way)
     m = write_matrix(tmp / f"cost-{tag}.yaml", packages, settings={"gil_modes": [0, 1], **extra})

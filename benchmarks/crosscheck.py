@@ -5,7 +5,7 @@
 
 For each job of the output dirs (or shards) whose verdict is a finding about the package
 (``ft-crash``, ``crash``, ``hang``, ``ft-race``, ``thread-unsafe``, ``gil-reenabled``), the
-finding that decided it is taken from its result, and its laptop ``recipe`` (harness.job.recipe) is
+finding that decided it is taken from its result, and its laptop ``recipe`` (harness.job.laptoprecipe) is
 run as a reader would: in a fresh temp dir, a fresh venv of the free-threaded interpreter, the
 release and the pinned test tools from the index, the sdist's tests. Its setup runs once; its
 test line then runs ``--runs`` times with the GIL off and as many with it on. Each run is one
@@ -27,7 +27,7 @@ per package. It prints one line per package and, with ``--json``, writes them al
 
 Result files are untrusted input (a shard's artifact, a cache, ``run --reuse``: #46), so the
 stored ``recipe`` text is never run: each recipe is rebuilt from the result's typed fields
-(``harness.job.recipe.recipe``: the phase's command parts, the version, the test requirements,
+(``harness.job.laptoprecipe.recipe``: the phase's command parts, the version, the test requirements,
 every one shell-quoted), and where it runs is chosen here, never by the file:
 
 * ``--backend docker`` (the default): every step in a container of the job's interpreter image
@@ -59,11 +59,11 @@ if str(ROOT) not in sys.path:
 from harness.cli.reproduce import PYTHON_NAME, recipe_python  # noqa: E402
 from harness.core.errors import ConfigError  # noqa: E402
 from harness.core.model import Finding, JobResult  # noqa: E402
-from harness.core.textsafe import line as safe_line  # noqa: E402
-from harness.core.textsafe import lines as safe_lines  # noqa: E402
-from harness.job.recipe import recipe as make_recipe  # noqa: E402
+from harness.job.laptoprecipe import recipe as make_recipe  # noqa: E402
 from harness.job.suite import TOOLS  # noqa: E402
 from harness.results.load import load_results  # noqa: E402
+from harness.util.textsafe import line as safe_line  # noqa: E402
+from harness.util.textsafe import lines as safe_lines  # noqa: E402
 
 CHECKED = ("ft-crash", "crash", "hang", "ft-race", "thread-unsafe", "gil-reenabled")
 GIL_RE = re.compile(r"\bPYTHON_GIL=[01]\b")

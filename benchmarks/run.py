@@ -69,14 +69,14 @@ def _fixture_matrix(tmp: Path, names: tuple[str, ...]) -> Path:
 
 
 def _default_matrix_estimate(path: Path) -> float | None:
-    from harness.config import matrix, plan
+    from harness.config import estimate, matrix, plan
 
     try:
         jobs = plan.make_plan(matrix.load(str(path)))
     except Exception as e:  # noqa: BLE001 - a broken default matrix is reported, not fatal
         log.warning("default matrix %s: %s", path, e)
         return None
-    return sum(plan.expected_seconds(jobs))
+    return sum(estimate.expected_seconds(jobs))
 
 
 def main(argv: list[str] | None = None) -> int:

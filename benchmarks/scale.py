@@ -2,7 +2,7 @@
 
 For N packages: a matrix.yaml of N PyPI entries, then timed separately
   load   = matrix.load
-  plan   = plan.make_plan + plan.render_plan(fmt="json", shards=8)
+  plan   = plan.make_plan + plantext.render_plan(fmt="json", shards=8)
   report = load.load_results + aggregate.build_report + render.write_all
 with N synthetic JobResult files (written through harness.core.model, not timed) whose shape
 follows a real job: fetch, install, probe, 2 plain + 2 threaded phases of TESTS tests each,
@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from harness import render
-from harness.config import matrix, plan
+from harness.config import matrix, plan, plantext
 from harness.config.matrix import Package
 from harness.core.evidence import ModeCoverage, ParallelInfo
 from harness.core.model import VERDICTS, Finding, InterpreterInfo, JobResult, Phase, TestCase
@@ -115,7 +115,7 @@ def one_size(n: int, tmp: Path, profiler: Any = None) -> dict[str, Any]:
     path = write_matrix(base / "matrix.yaml", [_package_entry(i) for i in range(n)])
     spec, t_load = _timed("matrix_load", matrix.load, str(path))
     jobs, t_make = _timed("plan_make", plan.make_plan, spec)
-    text, t_render = _timed("plan_render", plan.render_plan, jobs, fmt="json", shards=8)
+    text, t_render = _timed("plan_render", plantext.render_plan, jobs, fmt="json", shards=8)
     assert len(json.loads(text)["jobs"]) == n
     interp = InterpreterInfo(name=INTERP["name"], version=INTERP["version"], key="bench-key",
                              configure=("--disable-gil",), python="/opt/bench/python3.13t")

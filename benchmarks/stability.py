@@ -89,7 +89,7 @@ def operating(cands: Sequence[tuple[float, float]], most: int = 20, repeat: int 
     suite runs and, when one of them failed (``gil_on: targeted``), ``repeat`` GIL-on ones: failing
     only with the GIL off nominates it as "only with the GIL off", in both modes as thread-unsafe
     (the ``MAX_UNSAFE`` highest rates). ``verdict.confirm.done`` stops each candidate's interleaved
-    runs alone; ``core.stats`` decides the job's family, ``verdict.confirm.rate_need`` a
+    runs alone; ``util.stats`` decides the job's family, ``verdict.confirm.rate_need`` a
     thread-unsafe rate. Returns the share of jobs that claim "only without the GIL" for the first
     test (the power when its rates differ) and for any test whose rates are equal (a false
     claim), the share whose verdict is thread-unsafe (a rate that holds), and the mean runs alone a
@@ -97,7 +97,7 @@ def operating(cands: Sequence[tuple[float, float]], most: int = 20, repeat: int 
     import random
 
     from harness.core.model import Phase, TestCase, TestCommand
-    from harness.core.stats import fisher_greater, holm
+    from harness.util.stats import fisher_greater, holm
     from harness.verdict.confirm import MAX_UNSAFE, Target, done, rate_need
 
     def phase(name: str, kind: str, m: int, tid: str, failed: bool) -> Phase:

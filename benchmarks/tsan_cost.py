@@ -11,10 +11,10 @@ and its spread.
 Install time is reported apart (it is paid once per job), as the job makes a venv, side by side:
 ``before`` is the ordinary way (``venv`` with ensurepip, then ``pip install`` of the harness's
 tools and the 3 packages, all under the interpreter), ``after`` is the TSan job's way
-(``harness.job.tsan.venv_sh``: pip and the tools copied from a layer built once per interpreter,
+(``harness.job.tsanenv.venv_sh``: pip and the tools copied from a layer built once per interpreter,
 then the same ``pip install``, which builds the packages under TSan); ``layer`` is the one-off
 cost of building that layer (the first TSan job of an interpreter build pays it).  Both TSan
-sides compile with ``harness.job.tsan.build_flags_sh``, as the job does.  ``--install-only`` skips
+sides compile with ``harness.job.tsanenv.build_flags_sh``, as the job does.  ``--install-only`` skips
 the test runs.
 """
 
@@ -38,7 +38,7 @@ sys.path.insert(0, str(ROOT))
 from harness.cli import progress  # noqa: E402
 from harness.config import matrix  # noqa: E402
 from harness.interpreters import interpreters  # noqa: E402
-from harness.job import tsan  # noqa: E402
+from harness.job import tsanenv as tsan  # noqa: E402
 from harness.job.suite import TOOLS  # noqa: E402
 
 DATA = ROOT / "tests" / "data" / "tsan" / "src"

@@ -5,7 +5,7 @@
     python venv_layer.py --from LAYER VENV               (any job: LAYER is read-only)
 
 The second form copies a layer the harness built before the job, in a step of its own, into the
-shared store (harness.job.toolslayer): the job only reads it, and its venv's files are its own
+shared store (harness.store.toolslayer): the job only reads it, and its venv's files are its own
 (written by this copy, writable by the job, as pip's would be).
 
 VENV was made with ``python -m venv --without-pip``.  LAYERS is a directory kept between jobs of

@@ -28,8 +28,8 @@ from ..core.stored import store_root
 from .base import Backend, Opened, Prepared, Say, Workspace
 
 if TYPE_CHECKING:
-    from ..config.matrix import Interpreter
     from ..config.plan import Job
+    from ..core.jobspec import Interpreter
 
 __all__ = ["BACKENDS", "Backend", "Opened", "Prepared", "Workspace", "choose", "open_backend"]
 

@@ -136,7 +136,7 @@ class Workspace:
     image: str = ""  # the image its commands run in (docker); never keyed by the python path,
     #                  which two builds of one series share (/opt/python/bin/python3.13t)
     wheel_store: str = ""  # the shared wheel store, read-only, as the backend sees it ("" none)
-    wheel_host: Path | None = None  # the same on the host (harness.job.wheelstore writes it)
+    wheel_host: Path | None = None  # the same on the host (harness.store.wheelstore writes it)
     # the release the job tests, as the host knows it ("2.3.1"; "local" for a local tree; "" not
     # known yet): the docker backend's pip cache is one per job and release (harness.job.job)
     release: str = ""

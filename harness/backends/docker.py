@@ -14,7 +14,7 @@ The pip cache is a volume per job and release (harness.backends.pipcache): a pac
 can plant wheels only where later installs of the same release look (#46).  A step before the
 host knows the release (pip's fallback fetch of an unpinned spec) gets no pip cache at all.
 
-The shared wheel store (``harness.job.wheelstore``; docker's own, ``<cache>/wheels/docker``:
+The shared wheel store (``harness.store.wheelstore``; docker's own, ``<cache>/wheels/docker``:
 never what a local run stored) is mounted read-only at /cache/wheels in every container of
 every job; only ``run_isolated`` (one sdist's build: no workspace, no pip cache, its output dir
 the one writable mount) makes what goes into it.

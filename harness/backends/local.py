@@ -48,7 +48,7 @@ class LocalBackend:
                  wheel_store: Path | None = None) -> None:
         """``mem_limit``: RLIMIT_DATA per process in bytes (None: none; TSan needs none).
         ``pip_cache``: the root of the jobs' pip caches (one per interpreter build below it).
-        ``wheel_store``: the local backend's own wheel store (harness.job.wheelstore; read-only by
+        ``wheel_store``: the local backend's own wheel store (harness.store.wheelstore; read-only by
         convention only, and never read by a docker run: harness.core.stored.store_root)."""
         self.mem_limit = mem_limit
         self.pip_cache = pip_cache

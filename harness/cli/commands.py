@@ -17,14 +17,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .. import __version__
-from ..core import textsafe
 from ..core.errors import ConfigError, InfraError, RegressionError
 from ..core.model import VERDICTS, now_iso
+from ..util import textsafe
 from . import outlock
 
 if TYPE_CHECKING:
+    from ..config.estimate import Durations
     from ..config.matrix import MatrixSpec
-    from ..config.plan import Durations, Job
+    from ..config.plan import Job
     from ..results.report import CompatReport
 
 
@@ -43,15 +44,15 @@ def select_jobs(spec: MatrixSpec, args: argparse.Namespace,
                 durations: Durations | None = None) -> list[Job]:
     """The plan's jobs that ``--shard``, ``--interpreter`` and ``--package`` leave (``durations``:
     the --durations report's times, which balance the shards)."""
-    from ..config import plan, select
+    from ..config import plan, select, sharding
 
     out = getattr(args, "out", None)
     resolved = getattr(args, "resolved", None) or (Path(out) / "resolved.json" if out else None)
     spec = select.expand_spec(spec, Path(resolved) if resolved else None)
     jobs = plan.make_plan(spec)
     if args.shard:  # shard the whole plan first, so the split is the one `ft-harness plan` prints
-        i, n = plan.parse_shard(args.shard)
-        jobs = plan.shard(jobs, i, n, durations)
+        i, n = sharding.parse_shard(args.shard)
+        jobs = sharding.shard(jobs, i, n, durations)
     if args.interpreter:
         jobs = [j for j in jobs if j.interpreter.name in args.interpreter]
     if args.package:
@@ -63,11 +64,11 @@ def select_jobs(spec: MatrixSpec, args: argparse.Namespace,
 
 
 def _expected(jobs: list[Job], durations: Durations | None) -> dict[str, float]:
-    """Each job's expected seconds (plan.expected_seconds: an earlier run's phases, --durations,
+    """Each job's expected seconds (estimate.expected_seconds: an earlier run's phases, --durations,
     else the shipped table's measured ones, else the settings' guess): what the ETA counts down."""
-    from ..config import plan
+    from ..config import estimate
 
-    return {j.job_id: s for j, s in zip(jobs, plan.expected_seconds(jobs, durations), strict=True)}
+    return {j.job_id: s for j, s in zip(jobs, estimate.expected_seconds(jobs, durations), strict=True)}
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -76,11 +77,11 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     spec = matrix.load(args.matrix)  # bad input fails here, before anything heavy is imported
     from .. import backends
-    from ..config import plan
+    from ..config import estimate
     from ..job.runner import run_plan
     from . import progress
 
-    durations = plan.durations_from_report(Path(args.durations)) if args.durations else None
+    durations = estimate.durations_from_report(Path(args.durations)) if args.durations else None
     jobs = select_jobs(spec, args, durations)
     out = Path(args.out)
     reuse_from = [Path(d) for d in args.reuse or ()]
@@ -304,7 +305,7 @@ def cmd_build(args: argparse.Namespace) -> int:
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
-    from ..config import matrix, plan, select
+    from ..config import estimate, matrix, plan, plantext, select, sharding
     from ..job import testsetup
 
     raw = matrix.load(args.matrix)
@@ -324,14 +325,14 @@ def cmd_plan(args: argparse.Namespace) -> int:
         print(f"note: {interp.name}: {why} here; not checked (--installed-elsewhere): the machines "
               "that run its jobs must have it", file=sys.stderr)
     jobs = plan.make_plan(spec)
-    durations = plan.durations_from_report(Path(args.durations)) if args.durations else None
+    durations = estimate.durations_from_report(Path(args.durations)) if args.durations else None
     shards = args.shards
     if shards == AUTO:
-        shards = plan.shards_to_fit(jobs, durations, args.shard_limit)
-        print(f"--shards auto: {shards} shard(s), each expected under {plan.MARGIN:.0%} of "
-              f"{args.shard_limit:g} min ({plan.estimate_note(jobs, durations)})",
+        shards = sharding.shards_to_fit(jobs, durations, args.shard_limit)
+        print(f"--shards auto: {shards} shard(s), each expected under {sharding.MARGIN:.0%} of "
+              f"{args.shard_limit:g} min ({estimate.estimate_note(jobs, durations)})",
               file=sys.stderr)
-    print(plan.render_plan(jobs, fmt=args.format, shards=shards, durations=durations))
+    print(plantext.render_plan(jobs, fmt=args.format, shards=shards, durations=durations))
     for line in testsetup.planned_skips(jobs):  # the recipe registry's skip_versions: no run
         print(textsafe.line(line), file=sys.stdout if args.format == "table" else sys.stderr)
     if args.format == "table":
@@ -345,7 +346,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
         print(f"resolved versions written to {args.resolved}" if args.resolved else
               "resolved versions not kept (pass --resolved FILE to keep them for every shard)",
               file=sys.stderr)
-    for warning in plan.over_limit(jobs, shards, durations, args.shard_limit):
+    for warning in sharding.over_limit(jobs, shards, durations, args.shard_limit):
         print(f"warning: {warning}", file=sys.stderr)
     return 0
 
@@ -356,11 +357,11 @@ AUTO = 0  # --shards auto (harness.__main__ parses "auto" to it)
 def _wall_line(jobs: list[Job], shards: int, durations: Durations | None,
                workers: int) -> str:
     """The longest shard's expected wall time at `run --jobs N` (jobs sharing the cores)."""
-    from ..config import plan
+    from ..config import estimate, sharding
 
     per: dict[int, list[float]] = {}
-    for s, c in zip(plan.assign(jobs, shards, durations),
-                    plan.expected_seconds(jobs, durations), strict=True):
+    for s, c in zip(sharding.assign(jobs, shards, durations),
+                    estimate.expected_seconds(jobs, durations), strict=True):
         per.setdefault(s, []).append(c)
     serial = max((sum(c) for c in per.values()), default=0.0)
     ideal = max((max(sum(c) / workers, max(c)) for c in per.values()), default=0.0)

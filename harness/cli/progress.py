@@ -16,9 +16,9 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from typing import IO, Any
 
-from ..core import textsafe
 from ..core.model import JobResult
 from ..core.progress import Reporter  # the protocol the runner is passed (harness.job.runner)
+from ..util import textsafe
 
 
 def in_ci() -> bool:
@@ -44,7 +44,7 @@ class PlainReporter:
         self._stream = stream
         self._lock = threading.Lock()
         self._silent = False
-        self.expected = dict(expected or {})  # job id -> expected seconds (plan.expected_seconds)
+        self.expected = dict(expected or {})  # job id -> expected seconds (estimate.expected_seconds)
         self.workers = max(1, workers)
         self.pending: set[str] = set()
         self.began: dict[str, float] = {}  # job id -> when its first step was said (monotonic)

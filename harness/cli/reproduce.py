@@ -27,10 +27,10 @@ from typing import Any
 
 from ..core.errors import ConfigError
 from ..core.model import INFO_KINDS, Finding
-from ..core.textsafe import line as safe_line
-from ..core.textsafe import lines as safe_lines
 from ..results.load import read_report
 from ..results.report import CompatReport, JobEntry
+from ..util.textsafe import line as safe_line
+from ..util.textsafe import lines as safe_lines
 
 
 def pick(report: CompatReport, package: str, *, interpreter: str | None,

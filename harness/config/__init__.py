@@ -1,1 +1,1 @@
-"""What to run: matrix.yaml (matrix), the package selectors and the index client (select, wheels), the plan of jobs."""
+"""What to run: matrix.yaml (matrix), the package selectors and the index client (select, wheels), the plan of jobs (plan), their expected times (estimate, timings), the shards (sharding) and the plan as text (plantext)."""

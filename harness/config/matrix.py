@@ -1,5 +1,9 @@
 """matrix.yaml -> frozen dataclasses, every error carrying its file and line.
 
+The values a job is made of (Settings, Interpreter and its Source, Package and its Skip) are
+harness.core.jobspec's, so that the stages after the plan (verdict/, interpreters/) need not
+import the parser; they are imported here, and ``matrix.Settings`` etc. still name them.
+
 The YAML is composed into nodes (which keep their marks) and walked with the
 typed helpers of harness.core.yamlspec, so an error can say ``matrix.yaml:14:
 packages[2].threads must be a positive integer, got 'four'`` instead of a
@@ -23,6 +27,7 @@ from packaging.version import InvalidVersion, Version
 
 from ..core import yamlspec as y
 from ..core.errors import ConfigError
+from ..core.jobspec import Interpreter, Package, Settings, Skip, Source
 from ..testsetup.registry import registry_setting
 
 MAX_MATRIX_BYTES = 1_000_000
@@ -32,107 +37,6 @@ SANITIZERS = ("thread",)
 SOURCE_FORMS = "'debian:SUITE', 'tarball:PATH', 'python:PATH_OR_NAME' or a mapping {url: ..., sha256: ...}"
 # A Debian suite or codename as the archive names it: trixie, forky, sid, trixie-backports.
 SUITE_RE = re.compile(r"[a-z][a-z0-9]*(?:-[a-z0-9]+)*")
-
-
-@dataclass(frozen=True, kw_only=True)
-class Settings:
-    threads: int = 4
-    iterations: int = 5
-    repeat: int = 4  # a race failing half its runs passes all 4 one time in 16 (3: one in 8; issue #47)
-    test_timeout: int = 120
-    job_timeout: int = 1800
-    install_timeout: int = 1200  # seconds for each of fetch, install, test deps (a long source build)
-    gil_modes: tuple[int, ...] = (0, 1)
-    min_parallel_fraction: float = 0.5
-    confirm: int = 20  # runs alone, per GIL mode, of each candidate's test at most (verdict.confirm; 0: off)
-    confirm_budget: int = 600  # seconds per job those re-runs may take together
-    registry: str | None = "shipped"  # community recipes: the snapshot in harness/data, a path, None: off
-    fallback_wheel: str = "build"  # a compiled project's pure wheel: build it from its sdist, or keep it
-    wheel_store: bool = True  # wheels built from sdists, and the test tools, shared read-only between jobs (harness.job.wheelstore, .toolslayer)
-    gil_on: str = "targeted"  # the GIL-on runs: only the tests the GIL-off runs left red, or the whole suite
-
-
-@dataclass(frozen=True, kw_only=True)
-class Source:
-    """Where an interpreter's source comes from: exactly one kind."""
-
-    kind: str  # "debian" | "url" | "tarball" | "python"
-    suite: str = ""  # debian
-    url: str = ""  # url
-    sha256: str = ""  # url (required), tarball (optional)
-    path: str = ""  # tarball, absolute; python: absolute path, or "" when found on PATH by name
-    name: str = ""  # python: a command name looked up on PATH when the run starts (python3.14t)
-
-    @property
-    def builds(self) -> bool:
-        """True when the harness builds the interpreter (False: an installed one is used)."""
-        return self.kind != "python"
-
-    def describe(self) -> str:
-        if self.kind == "debian":
-            return f"debian:{self.suite}"
-        if self.kind == "url":
-            return f"url:{self.url}"
-        if self.kind == "python":
-            return f"python:{self.path or self.name}"
-        return f"tarball:{self.path}"
-
-
-@dataclass(frozen=True, kw_only=True)
-class Interpreter:
-    name: str
-    version: str  # "" only for source python: (the interpreter's own version is recorded)
-    source: Source
-    configure: tuple[str, ...] = ()
-    sanitizer: str | None = None
-    # (file, line, "interpreters[0]"): where the entry is, for errors found when the run starts
-    # (a Debian suite that ships another version, an installed GIL build).  Not part of the
-    # matrix digest or of any key: moving an entry changes nothing of a result.
-    origin: tuple[str, int, str] = field(default=("", 0, ""), compare=False)
-
-    def fail(self, msg: str) -> ConfigError:
-        """A one-line error about this entry: ``matrix.yaml:14: interpreters[0].source ...``."""
-        file, line, where = self.origin
-        return ConfigError(f"{where or 'interpreter ' + repr(self.name)}{msg}", file=file or None,
-                           line=line or None)
-
-    @property
-    def configure_flags(self) -> tuple[str, ...]:
-        flags = ["--disable-gil"]
-        if self.sanitizer == "thread":
-            flags.append("--with-thread-sanitizer")
-        flags += [f for f in self.configure if f not in flags]
-        return tuple(flags)
-
-
-@dataclass(frozen=True, kw_only=True)
-class Skip:
-    test: str
-    reason: str
-
-
-@dataclass(frozen=True, kw_only=True)
-class Package:
-    name: str
-    version: str = ""  # PEP 440 specifier set for PyPI packages ("" = latest)
-    path: str = ""  # absolute path of a local source tree
-    tests: str = ""  # path of the test suite inside the source ("" = let pytest find)
-    test_requires: tuple[str, ...] = ()
-    pytest_args: tuple[str, ...] = ()
-    env: tuple[tuple[str, str], ...] = ()
-    runner: str = "pytest"
-    tox_env: str = ""
-    skip: tuple[Skip, ...] = ()
-    notes: str = ""
-    links: tuple[str, ...] = ()
-    tsan_suppressions: str = ""  # absolute path
-    # why no version could be fixed for a selected project (select.expand); the job records it
-    # as its outcome instead of fetching
-    unresolved: str = ""
-
-    @property
-    def is_local(self) -> bool:
-        return bool(self.path)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -208,7 +112,7 @@ def _settings(ctx: y.Ctx, node: yaml.Node, base: Path) -> Settings:
         kw["fallback_wheel"] = y.choice(ctx, m["fallback_wheel"], "settings.fallback_wheel", FALLBACK_MODES)
     if "gil_on" in m:  # harness.verdict.gilon
         kw["gil_on"] = y.choice(ctx, m["gil_on"], "settings.gil_on", ("targeted", "full"))
-    if "wheel_store" in m:  # harness.job.wheelstore
+    if "wheel_store" in m:  # harness.store.wheelstore
         kw["wheel_store"] = y.flag(ctx, m["wheel_store"], "settings.wheel_store")
     return Settings(**kw)
 

@@ -11,7 +11,7 @@ the measured ones when the profile's own run was targeted).
 Profiles come from a previous run (``plan --durations`` / ``run --durations``: its report.json or
 result files), else from ``harness/data/durations.json``, the table of measured per-package
 profiles shipped with the project (``tools/durations_table.py`` writes it from result dirs; its
-``note`` says where and under what load they were measured), else from ``plan.heuristic_profile``.
+``note`` says where and under what load they were measured), else from ``estimate.heuristic_profile``.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from typing import Any
 
 from packaging.utils import canonicalize_name
 
-from ..core import gilon
+from ..core import gilonrecord
 from .matrix import Settings
 
 TABLE = Path(__file__).resolve().parents[1] / "data" / "durations.json"
@@ -211,7 +211,7 @@ def targeted(s: Settings | Mapping[str, Any], tsan: bool = False) -> bool:
     """True when GIL-on runs follow the GIL-off ones (``gil_on: targeted``, both modes, no TSan;
     harness.verdict.gilon)."""
     get = s.get if isinstance(s, Mapping) else lambda k, d=None: getattr(s, k, d)
-    return gilon.targeted(get("gil_on", FULL), get("gil_modes", None) or (0, 1), tsan=tsan)
+    return gilonrecord.targeted(get("gil_on", FULL), get("gil_modes", None) or (0, 1), tsan=tsan)
 
 
 def suite_seconds(s: Settings, p: Profile, tsan: bool = False) -> float:

@@ -1,1 +1,1 @@
-"""What every stage shares: the result model and its evidence, errors, limits, the workspace filesystem, capped logs, inert text, the fork pool, the YAML walker."""
+"""What every stage shares: the result model and its evidence, errors, limits, the workspace filesystem, capped logs, the YAML walker (general utilities: harness.util)."""

@@ -47,6 +47,13 @@ class InfraError(HarnessError):
     return_code = 4
 
 
+class SdistUnchecked(Exception):
+    """The index could not say which sdist a release has now (unreachable, or no usable sdist):
+    the base of harness.job.fetch's ``IndexUnavailable`` and ``NoSdist``, so that a reader of
+    earlier results (harness.reuse) can catch them without importing the job.  Not a
+    HarnessError: the CLI never sees one."""
+
+
 class Interrupted(HarnessError):
     """SIGINT/SIGTERM: finished results are kept, in-flight jobs are dropped."""
 

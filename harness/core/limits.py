@@ -1,6 +1,6 @@
 """The bounds on what the host reads of a package's own files (issue #29), on the disk a
 job's commands may fill (#46: ``workspace_bytes``, ``file_bytes``) and on the shared wheel store
-(#46: ``store_entries_per_job``, ``store_bytes``; harness.job.storecap), each with a name.
+(#46: ``store_entries_per_job``, ``store_bytes``; harness.store.storecap), each with a name.
 
 A package's sdist and the files its code writes in the job's workspace (logs, probe.json,
 JUnit) are untrusted input the host reads outside any container and outside ``job_timeout``.

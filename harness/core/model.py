@@ -33,9 +33,9 @@ from .evidence import (
     known,
     not_installed_of_old,
 )
-from .gilon import GilOn
+from .gilonrecord import GilOn
 from .stored import StoredWheel, wheels_from
-from .testsetup import TestSetup
+from .suiterecord import TestSetup
 
 RESULT_SCHEMA = 14  # 2: Phase.test_command; 3: typed crash/hang/parallel, coverage, wheel; 4: budget-spent,
 # Hang.spent; 5: slow-in-threads, TestCase.seconds; 6: Phase.probe; 7: skipped, test_setup.recipe; 8: sdist_sha256,
@@ -241,7 +241,7 @@ class Finding:
     module: str = ""  # for gil-reenabled: the module that re-enabled the GIL
     message: str = ""  # one-line cause, e.g. "GIL re-enabled by `pkg._speedups`"
     reproduce: str = ""  # shell command that reproduces it on its own, on the machine that ran it
-    recipe: str = ""  # the same on a laptop: venv, pinned installs, the sdist's tests (harness.job.recipe)
+    recipe: str = ""  # the same on a laptop: venv, pinned installs, the sdist's tests (harness.job.laptoprecipe)
     phase: str = ""  # phase name it was seen in first
     # re-runs of the test alone, per GIL mode: {"gil0": "4/5", "gil1": "0/5"} (settings.confirm)
     confirmed: dict[str, str] = field(default_factory=dict)
@@ -351,7 +351,7 @@ class JobResult:
     sdist_sha256: str = ""  # of the sdist tested (PyPI packages; checked against the index)
     reused_from: str = ""  # not run: taken from this earlier run's results (run --reuse), else ""
     wheels_reused: tuple[StoredWheel, ...] = ()  # the install took these from the shared wheel store
-    wheels_built: tuple[StoredWheel, ...] = ()  # this job built these into it (harness.job.wheelstore)
+    wheels_built: tuple[StoredWheel, ...] = ()  # this job built these into it (harness.store.wheelstore)
     tools_layer: str = ""  # its venv's pip and test tools from the store: "built <digest>" / "reused <digest>"
     gil_on: GilOn | None = None  # what the GIL-on runs ran, and why (None: no test stage, or before schema 10)
     rules_out: str = ""  # a clean verdict: the failure rate its runs rule out ("" before schema 14)

@@ -2,10 +2,10 @@
 once, in a step of their own, and reused read-only by every later job of that interpreter build
 on that backend.
 
-Layout (``harness.job.wheelstore`` writes it, the backends mount it read-only)::
+Layout (``harness.store.wheelstore`` writes it, the backends mount it read-only)::
 
     <cache>/wheels/<backend>/<build env key>/<sdist sha256>/<wheel file>
-    <cache>/wheels/<backend>/<interpreter key>/tools/<digest>/       (harness.job.toolslayer)
+    <cache>/wheels/<backend>/<interpreter key>/tools/<digest>/       (harness.store.toolslayer)
 
 One store per backend (#46): on ``local`` the builds run on the host unconfined, so what a
 local run stored is never offered to a docker job (nor the other way round). Entries of the

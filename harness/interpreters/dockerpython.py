@@ -24,8 +24,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..config.matrix import Interpreter
 from ..core.errors import BuildError
+from ..core.jobspec import Interpreter
 from ..core.model import InterpreterInfo
 from ..core.progress import Heartbeat, no_heartbeat
 from . import interpreters

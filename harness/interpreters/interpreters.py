@@ -37,8 +37,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..config.matrix import Interpreter
 from ..core.errors import BuildError
+from ..core.jobspec import Interpreter
 from ..core.model import InterpreterInfo
 from ..core.progress import Heartbeat, no_heartbeat
 from .pycheck import (  # CHECK_SCRIPT: re-exported, harness.images reads interpreters.CHECK_SCRIPT

@@ -22,8 +22,8 @@ from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
-from ..config.matrix import Interpreter
 from ..core.errors import BuildError
+from ..core.jobspec import Interpreter
 from ..core.model import InterpreterInfo
 
 # Run by the interpreter under test (``python -c CHECK_SCRIPT [DIR]``), standard library only:

@@ -14,7 +14,7 @@ import shlex
 from collections.abc import Sequence
 from dataclasses import replace
 
-from ..core.testsetup import TestSetup
+from ..core.suiterecord import TestSetup
 from ..testsetup.datadirs import DataDir
 from . import jobfiles
 from .context import JobCtx, PhaseSpec, run_phase

@@ -31,16 +31,17 @@ from packaging.utils import InvalidSdistFilename, canonicalize_name, parse_sdist
 from packaging.version import Version
 
 from ..config import wheels
+from ..core.errors import SdistUnchecked
 
 Page = Callable[[str], dict[str, Any]]
 MAX_BYTES = 512 * 1024 * 1024
 
 
-class IndexUnavailable(Exception):
+class IndexUnavailable(SdistUnchecked):
     """The host cannot read the index: fall back to pip in the backend."""
 
 
-class NoSdist(Exception):
+class NoSdist(SdistUnchecked):
     """The index answered, and no release the spec allows has a usable sdist."""
 
 

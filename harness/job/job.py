@@ -20,14 +20,14 @@ from ..backends.base import Backend, Workspace
 from ..config import wheels
 from ..config.plan import Job
 from ..core import limits
-from ..core.gilon import GilOn
+from ..core.gilonrecord import GilOn
 from ..core.model import Finding, InterpreterInfo, JobResult, now_iso
-from ..core.testsetup import TestSetup
+from ..core.suiterecord import TestSetup
 from ..core.wsfs import JobDir
 from ..verdict import artifact
-from . import datalinks, jobfiles, stages, testsetup, tsan
+from . import datalinks, jobfiles, stages, testsetup, tsanenv
 from .context import JobCtx, Progress, base_env
-from .recipe import recipe
+from .laptoprecipe import recipe
 from .source import LOCAL_RELEASE, pinned_version, source
 from .suite import TOOLS
 from .wheelsteps import NO_STORE, StoreUse, used
@@ -56,10 +56,10 @@ def _start_env(ctx: JobCtx) -> tuple[dict[str, str], tuple[str, ...]]:
     ws, env = ctx.ws, base_env(ctx.job)
     supp: tuple[str, ...] = ()
     if ctx.tsan:
-        ctx.fs.write_new("tsan.supp", tsan.suppressions(Path(ctx.tarball), ctx.job.package.tsan_suppressions or None)
+        ctx.fs.write_new("tsan.supp", tsanenv.suppressions(Path(ctx.tarball), ctx.job.package.tsan_suppressions or None)
                          .encode())
         supp = (ws.path("tsan.supp"),)
-        env = {**env, **tsan.install_env(ws.path("logs", "tsan", "install"), list(supp))}
+        env = {**env, **tsanenv.install_env(ws.path("logs", "tsan", "install"), list(supp))}
     if ws.pip_cache:
         env["PIP_CACHE_DIR"] = pip_cache_dir(ws, ctx.interp.key)
     return env, supp

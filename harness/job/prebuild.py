@@ -10,7 +10,7 @@ is written: the jobs run after this, and their own plans find every wheel in the
 job's budget pays for a dependency's build. What the step did is ``store.json`` in ``--out``
 (``StoreStep``), which the report's ``meta.store.before_jobs`` carries: with the store's bounds
 in force (``bounds``: ``store_entries_per_job``, ``store_bytes`` and what happens past it,
-harness.job.storecap) and what they did (``evicted``: entries removed for room; ``refused``:
+harness.store.storecap) and what they did (``evicted``: entries removed for room; ``refused``:
 wheels not stored).
 
 In the workflow one store job runs this (``ft-harness store``) and saves the store to the
@@ -31,12 +31,13 @@ from ..backends.base import Backend, Prepared
 from ..config.plan import Job
 from ..core import limits
 from ..core.stored import StoredWheel
-from . import stages, storecap, testsetup
+from ..store import storecap
+from ..store.wheelstore import BUILD_TIMEOUT
+from . import stages, testsetup
 from .context import Progress
 from .job import _open, _start_env
 from .source import source
 from .wheelsteps import NO_STORE, StoreUse
-from .wheelstore import BUILD_TIMEOUT
 
 log = logging.getLogger(__name__)
 

@@ -35,7 +35,8 @@ from ..core.model import Finding, InterpreterInfo, JobResult, now_iso, write_jso
 from ..core.progress import NullReporter, Reporter
 from ..core.wsfs import JobDir
 from ..results.load import read_one
-from . import fetch, reuse
+from ..reuse import reuse
+from . import fetch
 from .job import Progress, identity, run_job
 
 __all__ = ["JobRunner", "Prepared", "RunSummary", "existing_result", "result_path", "run_plan"]
@@ -243,7 +244,7 @@ def run_plan(jobs: Sequence[Job], *, out: Path, backend: Backend, prepared: dict
 
     ``prepared`` has every interpreter the jobs name (``backends.open_backend`` returns it);
     ``run_one`` runs one job's steps (default: ``job.run_job``); ``reuse_from``: earlier runs'
-    output dirs whose results stand for a job with the same key and sdist (harness.job.reuse)."""
+    output dirs whose results stand for a job with the same key and sdist (harness.reuse.reuse)."""
     reporter = reporter or NullReporter()
     out = out.resolve()
     summary = RunSummary(started=now_iso())

@@ -21,19 +21,19 @@ from .. import verdict
 from ..config import wheels
 from ..config.matrix import Package
 from ..core.evidence import NOT_INSTALLED, NOT_INSTALLED_SUFFIX
-from ..core.gilon import GilOn, targeted
+from ..core.gilonrecord import GilOn, targeted
 from ..core.model import Phase, TestCommand
-from ..core.testsetup import TestSetup
+from ..core.suiterecord import TestSetup
+from ..store.wheelstore import static_requirements
 from ..testsetup import datadirs, pytestcfg
 from ..verdict import artifact, gilon
-from . import jobfiles, suite, testsetup, tsan
+from . import jobfiles, suite, testsetup, tsanenv
 from .context import JobCtx, PhaseSpec, base_env, run_phase
 from .source import Source
 from .suite import TOX
 from .watchdog import ONLY as ONLY_PLUGIN
 from .watchdog import stall_seconds, watchdog_env
 from .wheelsteps import NO_STORE, StoreUse, prepare
-from .wheelstore import static_requirements
 
 log = logging.getLogger(__name__)
 
@@ -177,13 +177,13 @@ def install(ctx: JobCtx, src: Source, setup: SuiteSetup, store: StoreUse = NO_ST
 
 def _with_tsan_flags(ctx: JobCtx, sh: str) -> str:
     """Under TSan, compile flags first: the interpreter's CFLAGS + -g -fsanitize=thread."""
-    return f"{tsan.build_flags_sh(ctx.ws.python)} && {sh}" if ctx.tsan else sh
+    return f"{tsanenv.build_flags_sh(ctx.ws.python)} && {sh}" if ctx.tsan else sh
 
 
 def _venv_sh(ctx: JobCtx, setup: SuiteSetup, vpy: str) -> str:
     ws = ctx.ws
     if ctx.tsan and ws.pip_cache:  # pip and the tools from a layer built once per interpreter
-        return tsan.venv_sh(ws.python, ws.path("venv"), ws.path("inner", "venv_layer.py"),
+        return tsanenv.venv_sh(ws.python, ws.path("venv"), ws.path("inner", "venv_layer.py"),
                             f"{ws.pip_cache}/{ctx.interp.key}/ft-harness-tools",
                             [*setup.tools, *(TOX if setup.tox else ())])
     return f"{shlex.quote(ws.python)} -m venv {shlex.quote(ws.path('venv'))}"
@@ -227,11 +227,18 @@ def _fallback(ctx: JobCtx, src: Source, setup: SuiteSetup, vpy: str, install: Ph
         return True
     assert src.archive is not None  # compiled: never a local tree
     ws = ctx.ws
-    sh = artifact.rebuild_sh(vpy, setup.package.name, ws.path("sdist", src.archive.name),
-                             ws.path("logs", artifact.REBUILD_REPORT))
+    sh = rebuild_sh(vpy, setup.package.name, ws.path("sdist", src.archive.name),
+                    ws.path("logs", artifact.REBUILD_REPORT))
     return run_phase(ctx, PhaseSpec(name=artifact.REBUILD, kind="install", command=["sh", "-c", _with_tsan_flags(ctx, sh)],
                                     env=ctx.env, cwd=ws.root, timeout=ctx.job.settings.install_timeout,
                                     network=True)).ok
+
+
+def rebuild_sh(vpy: str, name: str, sdist: str, report: str) -> str:
+    """The package alone, built from its sdist over the fallback wheel (harness.verdict.artifact): its
+    dependencies stay."""
+    return shlex.join([vpy, "-m", "pip", "install", "--force-reinstall", "--no-deps", "--no-binary",
+                       canonicalize_name(name), "--report", report, sdist])
 
 
 def _deps_sh(vpy: str, deps: Sequence[str], keep: Sequence[str] = (), *, missing: str = "") -> str:
@@ -365,7 +372,7 @@ def _this_run(ctx: JobCtx, name: str, only: Sequence[str] = ()) -> tuple[str, ..
 
 
 def _tsan_env(ctx: JobCtx, run: Suite, name: str) -> dict[str, str]:
-    return tsan.tsan_env(ctx.ws.path("logs", "tsan", name), list(ctx.supp), source_dir=run.source)
+    return tsanenv.tsan_env(ctx.ws.path("logs", "tsan", name), list(ctx.supp), source_dir=run.source)
 
 
 def _plain(ctx: JobCtx, run: Suite, mode: int, only: Sequence[str] = ()) -> None:
@@ -384,7 +391,7 @@ def _threaded(ctx: JobCtx, run: Suite, mode: int, rep: int, only: Sequence[str] 
     if ctx.tsan:  # the threaded run under ThreadSanitizer, markers per test
         name = f"tsan-gil{mode}-r{rep}"
         env = {**env, **_tsan_env(ctx, run, name), "PYTHONPATH": ctx.ws.path("inner")}
-        cmd = replace(run.command, plugins=("-p", tsan.MARKER_PLUGIN), threads=run.threads,
+        cmd = replace(run.command, plugins=("-p", tsanenv.MARKER_PLUGIN), threads=run.threads,
                       this_run=_this_run(ctx, name))
         run_phase(ctx, PhaseSpec(name=name, kind="tsan", command=cmd, env=env, cwd=run.cwd, timeout=timeout,
                                  gil=mode, rep=rep, junit=f"junit/{name}.xml", tsan_dir=f"logs/tsan/{name}"))

@@ -34,7 +34,7 @@ from packaging.version import Version
 from ..config.matrix import Package, Settings
 from ..config.plan import Job
 from ..core.model import InterpreterInfo
-from ..core.testsetup import TestSetup
+from ..core.suiterecord import TestSetup
 from ..testsetup import infer, registry, testdeps
 from . import suite
 

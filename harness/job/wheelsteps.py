@@ -1,4 +1,4 @@
-"""The wheel store's steps of a job (#34; the store itself: harness.job.wheelstore).
+"""The wheel store's steps of a job (#34; the store itself: harness.store.wheelstore).
 
 Before the install: ``wheel-plan`` makes the venv and asks pip, in a dry run with the network
 (the install's own isolation: its workspace, its pip cache), what it would install for the
@@ -9,7 +9,7 @@ sdists (``StoreUse.find_links``), mounted read-only; what pip took from there is
 from its ``--report`` (``used``). The plan's log ends with one line per sdist: in the store
 already, built now, or left to the install (its build failed: the install builds it again, and
 its log is the evidence). What one job adds to the store, and what the store holds, is bounded
-(harness.job.storecap: ``store_entries_per_job``, ``store_bytes``); a removal or a refusal is a
+(harness.store.storecap: ``store_entries_per_job``, ``store_bytes``); a removal or a refusal is a
 line of that log too.
 
 A build of the store is not charged to the job's budget (#43): it has its own limit
@@ -42,9 +42,9 @@ from packaging.utils import canonicalize_name
 from ..core import limits
 from ..core.model import PhaseKind
 from ..core.stored import StoredWheel
-from . import storecap, toolslayer, wheelstore
+from ..store import storecap, toolslayer, wheelstore
+from ..store.wheelstore import PLAN_REPORT, Sdist
 from .context import JobCtx, PhaseSpec, run_phase
-from .wheelstore import PLAN_REPORT, Sdist
 
 log = logging.getLogger(__name__)
 
@@ -70,7 +70,7 @@ NO_STORE = StoreUse()
 
 @dataclass(kw_only=True)
 class _Tally:
-    """What one job did to the store so far (its bounds: harness.job.storecap)."""
+    """What one job did to the store so far (its bounds: harness.store.storecap)."""
 
     lines: list[str] = field(default_factory=list)  # the plan log's lines
     added: int = 0  # entries this job put in the store (store_entries_per_job)

@@ -16,11 +16,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ..core import pool
 from ..core.model import write_json_atomic, write_text_atomic
 from ..results.report import CompatReport
+from ..util import pool
 from . import history as _history
-from . import html, junit, markdown
+from . import html, junitreport, markdown
 from . import site as _site
 
 log = logging.getLogger(__name__)
@@ -99,7 +99,7 @@ def write_pages(site: Path, report: CompatReport, logs: dict[str, str],
     site/pkg, which then replaces site/pkg whole: a reader sees the old set of
     pages or the new one (a temp file and a rename per page cost more than the
     page).  Pages of packages no longer in the report go.  Big reports are
-    rendered by forked workers on every core (harness.core.pool); ``then``
+    rendered by forked workers on every core (harness.util.pool); ``then``
     runs in this process meanwhile (or after, when there are no workers).
     ``logs``: the site's copies of the logs (harness.render.site.publish_logs).
     """
@@ -155,7 +155,7 @@ def _write_all(report: CompatReport, out: Path, history: dict[str, Any] | None,
         write_text_atomic(site / "report.json", text)  # the site links its own copy
         md = markdown.render(report, site_url=site_url)
         write_text_atomic(out / "report.md", md)
-        write_text_atomic(out / "junit.xml", junit.render(report))
+        write_text_atomic(out / "junit.xml", junitreport.render(report))
         write_text_atomic(site / "index.html", html.render_index(report, rows))
         api = _site.write_api(report, site, rows, logs, encoded)
 

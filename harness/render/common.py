@@ -13,7 +13,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from ..core.evidence import ModeCoverage, Wheel, least_covered
-from ..core.testsetup import TestSetup
+from ..core.suiterecord import TestSetup
 from ..results.answer import SMALL_REACH, reach_note
 from ..results.report import ProjectMeta
 

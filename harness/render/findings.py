@@ -21,7 +21,7 @@ import shlex
 from typing import Any
 
 from ..core.model import INFO_KINDS, Finding, severity
-from ..core.testsetup import TestSetup
+from ..core.suiterecord import TestSetup
 from ..results.report import JobEntry
 
 MODES_TEXT = {(0,): "with the GIL off only", (1,): "with the GIL on only", (0, 1): "in both modes"}

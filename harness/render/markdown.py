@@ -7,7 +7,7 @@ table is left out above ``MAX_JOB_ROWS`` jobs, and phases are on the site only (
 page, linked when ``site_url`` is given).  Everything that came from
 a package is escaped: table text has Markdown and HTML specials escaped, code
 is fenced with a fence longer than any backtick run inside it, and control characters
-(ESC, BEL, NUL ...) and workflow-command line starts are made inert (harness.core.textsafe).
+(ESC, BEL, NUL ...) and workflow-command line starts are made inert (harness.util.textsafe).
 """
 
 from __future__ import annotations
@@ -17,10 +17,10 @@ import re
 from typing import Any
 from urllib.parse import quote
 
-from ..core import textsafe
 from ..core.model import Finding, severity
 from ..results.answer import ANSWER_TEXT, ANSWERS
 from ..results.report import Cell, Change, CompatReport, JobEntry
+from ..util import textsafe
 from .chart import runs_label, runs_per_mode, shorten
 from .common import (
     coverage_summary,

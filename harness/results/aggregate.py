@@ -25,7 +25,7 @@ from typing import Any
 from packaging.version import InvalidVersion, Version
 
 from ..core.model import VERDICTS, JobResult, Phase, severity
-from ..core.pool import frozen_heap
+from ..util.pool import frozen_heap
 from . import flaky
 from .answer import ANSWERS, answer, worst
 from .causes import build_causes

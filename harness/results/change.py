@@ -6,9 +6,9 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from ..core import textsafe
 from ..core.evidence import known
 from ..core.model import severity
+from ..util import textsafe
 
 # flaky: a verdict change the counts do not hold (harness.results.flaky): never a regression (schema 10)
 CHANGE_KINDS = ("newly-broken", "fixed", "verdict-changed", "infra-error", "new-package", "removed", "flaky")

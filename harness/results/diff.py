@@ -17,7 +17,7 @@ regress from.  A package in the old report and not in the new one is ``removed``
 so a lost shard shows).  The reports are typed (harness.results.report): a report.json given on the
 command line (``diff``'s, ``report --previous``) is checked by ``harness.results.load.read_report`` as it
 is read (a verdict word the harness does not know is bad input, exit 2).  A ``Change`` is a value of the report (harness.results.report).
-The text is printed to a CI log: package text in it is made inert (harness.core.textsafe).
+The text is printed to a CI log: package text in it is made inert (harness.util.textsafe).
 """
 
 from __future__ import annotations

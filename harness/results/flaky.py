@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from ..core.model import Finding, severity
-from ..core.stats import ALPHA, fisher_greater
+from ..util.stats import ALPHA, fisher_greater
 from .report import JobEntry
 
 COUNTED = ("ft-crash", "crash", "hang", "ft-race", "thread-unsafe", "baseline-failure", "compatible")

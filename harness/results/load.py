@@ -23,10 +23,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ..core import typecheck
 from ..core.errors import ConfigError
 from ..core.model import FINDING_KINDS, VERDICTS, JobResult
-from ..core.pool import frozen_heap
+from ..util import typecheck
+from ..util.pool import frozen_heap
 from .report import CompatReport
 
 log = logging.getLogger(__name__)
@@ -90,7 +90,7 @@ def _read_json(path: Path) -> Any:
 
 def _type_problem(res: JobResult) -> str:
     """What in a parsed result has the wrong type (hand-edited or hostile): every field checked
-    against its annotation (harness.core.typecheck), the finding kinds against the harness's."""
+    against its annotation (harness.util.typecheck), the finding kinds against the harness's."""
     for f in res.findings:
         if f.kind not in FINDING_KINDS:
             return f"a finding of kind {str(f.kind)[:40]!r} is not one the harness writes"

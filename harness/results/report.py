@@ -29,16 +29,16 @@ from ..core.evidence import (
     field_names,
     known,
 )
-from ..core.gilon import GilOn
+from ..core.gilonrecord import GilOn
 from ..core.model import Finding
-from ..core.testsetup import TestSetup
+from ..core.suiterecord import TestSetup
 from .causes import Cause
 from .change import CHANGE_KINDS, NOT_THE_PACKAGE, Change  # noqa: F401 - report.json's changes, read here
 
 # 2: ``interpreters`` and ``table``; ``summary`` counts packages; interpreter source, full_version.
 # 3: finding kind ``budget-spent``; 4: ``slow-in-threads``; 5: ``causes`` (harness.results.causes)
 # 6: verdict and finding kind ``skipped``; ``test_setup`` ``recipe`` (harness.testsetup.registry)
-# 7: a job's ``sdist_sha256`` and ``reused_from`` (run --reuse, harness.job.reuse)
+# 7: a job's ``sdist_sha256`` and ``reused_from`` (run --reuse, harness.reuse.reuse)
 # 8: ``packages[].wheel.fallback`` (harness.verdict.artifact); 9: finding kind ``repeat-failure``
 # 10: the question the table answers (harness.results.answer): ``answers`` (packages per answer),
 #     ``answer``/``caveat``/``cause`` on each job, cell and row; the reach of the check
@@ -220,7 +220,7 @@ class JobEntry:
     metadata: ProjectMeta = field(default_factory=ProjectMeta)
     notes: str = ""
     links: tuple[str, ...] = ()
-    test_setup: TestSetup | None = None  # None: not recorded (the result's: harness.core.testsetup)
+    test_setup: TestSetup | None = None  # None: not recorded (the result's: harness.core.suiterecord)
     change: str = ""  # since the previous report (a harness.results.diff.CHANGE_KINDS word), "" if none
     sdist_sha256: str = ""
     reused_from: str = ""  # not run in this run: its result came from this earlier run (--reuse)

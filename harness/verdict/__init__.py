@@ -5,10 +5,10 @@ the threaded runs, ``tsan`` the ThreadSanitizer findings, ``confirm`` what re-ru
 test alone showed, ``commands`` the reproduce commands.
 """
 
-from .commands import probe_command, reproduce
 from .confirm import Target
 from .confirm import done as confirm_done
 from .confirm import targets as confirm_targets
+from .reprocommands import probe_command, reproduce
 from .rules import Decision, decide
 
 __all__ = ["Decision", "Target", "confirm_done", "confirm_targets", "decide", "probe_command", "reproduce"]

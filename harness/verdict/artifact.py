@@ -26,11 +26,10 @@ from __future__ import annotations
 
 import json
 import os
-import shlex
 from collections.abc import Sequence
 from pathlib import Path
 
-from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
+from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 
 from ..config.wheels import installed_from
 from ..core.model import Phase, SetupProblem
@@ -123,10 +122,4 @@ def fallback_of(phases: Sequence[Phase]) -> SetupProblem | None:
 def rebuilt(phases: Sequence[Phase]) -> bool:
     """The package was built from its sdist after pip chose its fallback wheel."""
     return any(p.name == REBUILD and p.ok for p in phases)
-
-
-def rebuild_sh(vpy: str, name: str, sdist: str, report: str) -> str:
-    """The package alone, built from its sdist over the fallback wheel: its dependencies stay."""
-    return shlex.join([vpy, "-m", "pip", "install", "--force-reinstall", "--no-deps", "--no-binary",
-                       canonicalize_name(name), "--report", report, sdist])
 

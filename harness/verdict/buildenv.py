@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from ..core.model import Finding, Phase
 from ..parse.buildenv import missing_piece
-from .commands import reproduce
+from .reprocommands import reproduce
 
 EVIDENCE = "build-env"
 

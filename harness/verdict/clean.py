@@ -2,7 +2,7 @@
 
 A ``compatible`` is not a proof: threads make failures intermittent, and a suite's threaded runs
 see a failure of per-run rate ``r`` in ``n`` runs with chance ``1 - (1 - r) ** n``. The result
-says which rate its runs rule out at 95% (``core.stats.rules_out``): 3 runs rule out only rates
+says which rate its runs rule out at 95% (``util.stats.rules_out``): 3 runs rule out only rates
 above 63%; a rarer failure can pass them all.
 """
 
@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..config.matrix import Settings
+from ..core.jobspec import Settings
 from ..core.model import Finding, Phase
-from ..core.stats import bound_text
+from ..util.stats import bound_text
 from .confirm import rate
 
 CLEAN = ("compatible", "gil-reenabled")  # verdicts with no red test: what their runs rule out

@@ -15,7 +15,7 @@ which tests get them, how many, and what they showed:
   targets (every target's first pair, then the second...) within ``settings.confirm_budget``,
   stopping a target as soon as its answer is clear: an "only without the GIL" candidate stops at
   its first event with the GIL on (then it happens in both modes), or when even failing every run
-  left could no longer make the difference hold (``core.stats.least_failures``), or after half its
+  left could no longer make the difference hold (``util.stats.least_failures``), or after half its
   runs with no event at all; a ``thread-unsafe`` one (and a race that failed alone with the GIL on
   too) once its rate is told (``rate_need``): as soon as its failures alone reach the count that
   shows a rate at its floor, or when they no longer can; a crash or hang at
@@ -41,7 +41,7 @@ from math import ceil
 
 from ..core.evidence import Crash
 from ..core.model import Finding, Phase
-from ..core.stats import bound_text, least_failures, rules_out
+from ..util.stats import bound_text, least_failures, rules_out
 
 CONFIRM_KINDS = ("ft-crash", "crash", "hang", "ft-race", "thread-unsafe")
 ONLY_OFF = ("ft-crash", "ft-race")  # the claims "only without the GIL", tested on the fresh runs
@@ -53,7 +53,7 @@ PASSED = ("passed", "skipped")
 
 def floor(phases: Sequence[Phase], test_id: str) -> tuple[float, int]:
     """(the per-run failure rate the threaded suite runs that ran ``test_id``, all modes, are sure
-    (95%) to show, those runs) (``core.stats.rules_out``): a rarer failure passes them all in many
+    (95%) to show, those runs) (``util.stats.rules_out``): a rarer failure passes them all in many
     runs of the same job, so it cannot decide the verdict the same way twice (issue #47)."""
     n = sum(1 for p in phases if p.kind == "threads" and test_id in p.tests)
     return rules_out(n), n

@@ -14,10 +14,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
-from ..config.matrix import Settings
 from ..core.evidence import ModeCoverage, ParallelInfo, least_covered
+from ..core.jobspec import Settings
 from ..core.model import Finding, Phase
-from .commands import reproduce
+from .reprocommands import reproduce
 
 MAX_REASONS = 200
 RED = ("failed", "error", "crashed", "timeout")

@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 
 from ..core.model import Finding, Phase, SetupProblem
 from .artifact import fallback_of, rebuilt
-from .commands import reproduce
+from .reprocommands import reproduce
 
 MISSING_RE = re.compile(r"ModuleNotFoundError: No module named '(?P<mod>[\w.]+)'")
 

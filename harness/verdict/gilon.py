@@ -29,8 +29,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..config.matrix import Settings
-from ..core.gilon import targeted
+from ..core.gilonrecord import targeted
+from ..core.jobspec import Settings
 from ..core.model import Phase
 from ..parse import incomplete
 from ..parse.hang import WATCHDOG_ENDED
@@ -43,7 +43,7 @@ REFUSED = (3, 4)  # pytest's internal and usage errors
 
 @dataclass(frozen=True, kw_only=True)
 class Selection:
-    ran: str  # "suite" | "tests" | "none" (harness.core.gilon.RAN)
+    ran: str  # "suite" | "tests" | "none" (harness.core.gilonrecord.RAN)
     tests: tuple[str, ...] = ()  # ran == "tests": the node ids, sorted
     why: str = ""
 

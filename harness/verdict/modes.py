@@ -11,8 +11,8 @@ confirmation (``verdict.confirm``), every such finding is checked against all th
 - "only with the GIL off" is decided on the runs alone (issue #47): the suite's runs
   nominated the candidate, so they are no evidence for it. Each candidate's runs alone give a
   one-sided Fisher exact p (GIL-off failures above GIL-on ones), and the job's candidates are
-  one family: Holm's procedure (``core.stats.holm``) holds a claim only while the chance that the
-  job publishes any false "only without the GIL" stays at or under ``core.stats.ALPHA``
+  one family: Holm's procedure (``util.stats.holm``) holds a claim only while the chance that the
+  job publishes any false "only without the GIL" stays at or under ``util.stats.ALPHA``
   (0.05), however many candidates the suite nominated. A race that does not hold is
   ``unconfirmed`` with its counts; a crash that does not hold stays a ``crash`` (a signal is no
   flakiness), saying that whether it happens only without the GIL is not established;
@@ -36,9 +36,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
-from ..config.matrix import Settings
+from ..core.jobspec import Settings
 from ..core.model import Finding, Phase
-from ..core.stats import ALPHA, fisher_greater, holm, holm_level
+from ..util.stats import ALPHA, fisher_greater, holm, holm_level
 from .confirm import MAX_UNSAFE, floor, mode_words, rate_need
 from .gilon import skipped_modes
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from ..core.evidence import HungTest
 from ..core.model import Finding, Phase
-from .commands import reproduce
+from .reprocommands import reproduce
 
 
 def outside_config(phase: Phase) -> Finding | None:

@@ -43,8 +43,8 @@ from dataclasses import dataclass, field
 
 from packaging.utils import canonicalize_name
 
-from ..config.matrix import Settings
 from ..core.evidence import NOT_INSTALLED_KIND, Crash, HungTest, ModeCoverage, Probe
+from ..core.jobspec import Settings
 from ..core.model import INFO_KINDS, Finding, Phase, severity
 from ..parse import incomplete, probe_of
 from ..parse import setup as parse_setup
@@ -54,13 +54,13 @@ from ..parse.install import classify_install
 from . import fallback
 from .buildenv import build_env_finding
 from .clean import CLEAN, qualify, rules_out
-from .commands import probe_command, reproduce
 from .confirm import apply as apply_confirmation
 from .coverage import compute as compute_coverage
 from .coverage import findings as coverage_findings
 from .coverage import qualifier as coverage_qualifier
 from .modes import check as check_modes
 from .ranrun import mostly_errors, never_started, outside_config, refused_arguments
+from .reprocommands import probe_command, reproduce
 from .setupfind import deps_finding, setup_finding, setup_step_finding
 from .tsan import tsan_findings
 
@@ -79,7 +79,7 @@ class Decision:
     qualifier: str = ""
     findings: tuple[Finding, ...] = ()
     coverage: dict[str, ModeCoverage] = field(default_factory=dict)
-    rules_out: str = ""  # a clean verdict: the failure rate its runs rule out (core.stats.bound_text)
+    rules_out: str = ""  # a clean verdict: the failure rate its runs rule out (util.stats.bound_text)
 
 
 # ------------------------------------------------------------------ findings

@@ -12,7 +12,7 @@ from ..core.evidence import NOT_INSTALLED_KIND, SetupProblem
 from ..core.model import Finding, Phase
 from ..parse.buildenv import missing_piece
 from ..parse.install import classify_install
-from .commands import reproduce
+from .reprocommands import reproduce
 
 
 def deps_finding(phase: Phase) -> Finding:

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from ..core.evidence import TsanReport
 from ..core.model import Finding, Phase
 from ..parse.tsan import dedup, excerpt
-from .commands import reproduce
+from .reprocommands import reproduce
 
 log = logging.getLogger(__name__)
 

@@ -25,7 +25,7 @@ from harness.config import matrix
 from harness.core.evidence import TsanLocation, TsanReport
 from harness.core.model import Phase
 from harness.interpreters import interpreters
-from harness.job import tsan
+from harness.job import tsanenv as tsan
 from harness.job.suite import TOOLS
 from harness.parse.tsan import dedup, parse_tsan_dir
 from harness.verdict.tsan import tsan_findings

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.config.matrix import Settings
-from harness.core.gilon import GilOn
+from harness.core.gilonrecord import GilOn
+from harness.core.jobspec import Settings
 from harness.core.model import Finding
 from harness.render import html, markdown
 from harness.render.chart import column_summaries, runs_label, shorten
@@ -266,9 +266,9 @@ def test_what_ran_says_when_the_gil_on_runs_had_only_the_red_tests():
 
 def test_a_clean_page_says_what_its_runs_rule_out():
     # issue #47: compatible after 3 threaded runs cannot see a failure of 1 run in 8; the page says so
-    from harness.core.stats import bound_text
     from harness.render.findings import what_ran
     from harness.results.report import JobEntry, JobInterpreter, PhaseRow
+    from harness.util.stats import bound_text
 
     text = bound_text(3, "threaded runs with the GIL off")
     p = JobEntry(job_id="j", interpreter=JobInterpreter(name="a"), verdict="compatible", rules_out=text,

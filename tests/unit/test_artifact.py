@@ -15,9 +15,10 @@ from pathlib import Path
 import pytest
 
 from harness.config import wheels
-from harness.config.matrix import Settings
 from harness.core.evidence import Wheel
+from harness.core.jobspec import Settings
 from harness.core.model import InterpreterInfo, Phase
+from harness.job.stages import rebuild_sh
 from harness.parse import parse_phase
 from harness.render.common import wheel_summary
 from harness.verdict import artifact, decide
@@ -90,7 +91,7 @@ def test_problem_and_rebuild_command():
     assert artifact.fallback_of([install]) == p and not artifact.rebuilt([install])
     rebuild = Phase(name="install-sdist", kind="install", exit_code=0)
     assert artifact.rebuilt([install, rebuild])
-    assert artifact.rebuild_sh("/w/venv/bin/python", "PropCache", "/w/sdist/propcache-0.5.4.tar.gz", "/w/r.json") == (
+    assert rebuild_sh("/w/venv/bin/python", "PropCache", "/w/sdist/propcache-0.5.4.tar.gz", "/w/r.json") == (
         "/w/venv/bin/python -m pip install --force-reinstall --no-deps --no-binary propcache --report /w/r.json "
         "/w/sdist/propcache-0.5.4.tar.gz")
     # a setup problem of an install phase reads back from the result as it was written
@@ -172,7 +173,7 @@ def test_nothing_passed_makes_it_the_verdict():
 
 def test_the_laptop_recipe_builds_the_package_from_its_sdist_too():
     from harness.core.model import Finding
-    from harness.job.recipe import recipe
+    from harness.job.laptoprecipe import recipe
 
     phases = _kept_phases()
     f = Finding(kind="ft-race", test_id="tests/test_api.py::test_api", phase="plain-gil0")

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import jsonschema
 
-from harness.config.matrix import Settings
 from harness.core.evidence import not_installed
+from harness.core.jobspec import Settings
 from harness.core.model import JobResult, Phase
 from harness.parse import tail
 from harness.parse.buildenv import note

@@ -19,7 +19,7 @@ from harness import __main__ as cli_main
 from harness import backends
 from harness.backends import Opened, Prepared
 from harness.cli import commands, progress
-from harness.config import matrix, plan
+from harness.config import matrix, plan, sharding
 from harness.core.errors import (
     BuildError,
     ConfigError,
@@ -339,7 +339,7 @@ def test_select_jobs_shards_the_whole_plan_then_filters() -> None:
         "packages: [{name: p1}, {name: p2}, {name: p3}]\n")
     everything = plan.make_plan(spec)
     assert commands.select_jobs(spec, _args()) == everything
-    second = plan.shard(everything, 2, 2, None)
+    second = sharding.shard(everything, 2, 2, None)
     assert 0 < len(second) < len(everything)
     assert commands.select_jobs(spec, _args(shard="2/2")) == second
     assert commands.select_jobs(spec, _args(shard="2/2", package=["p1"])) == [

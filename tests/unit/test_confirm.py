@@ -9,7 +9,7 @@ from __future__ import annotations
 import signal
 from dataclasses import replace
 
-from harness.config.matrix import Settings
+from harness.core.jobspec import Settings
 from harness.verdict import confirm_targets, decide
 from tests.unit.test_verdict import load
 

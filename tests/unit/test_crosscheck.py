@@ -52,7 +52,7 @@ def _planted(tmp_path, marker):
     phases = tuple(load_phases("confirm-realloc"))
     d = decide(phases, settings=S)
     evil = f"# the recipe\npython3.13t -m venv ft\nid > {marker}\ntouch {marker}"
-    from harness.core.testsetup import TestSetup
+    from harness.core.suiterecord import TestSetup
 
     res = replace(read_result(RUN0 / "cp313t--attrs.json"), job_id="cp313t--six", package="six",
                   test_setup=TestSetup(requires=("pytest-mock; python_version >= '3'",)),

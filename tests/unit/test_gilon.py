@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.config.matrix import Settings
 from harness.core.evidence import Crash, Hang, HungTest
+from harness.core.jobspec import Settings
 from harness.core.model import Phase, TestCase
 from harness.parse import parse_phase
 from harness.verdict import decide
@@ -149,10 +149,11 @@ def test_the_plugin_keeps_a_real_pytest_run_to_the_listed_tests(tmp_path: Path) 
 
 
 def test_one_predicate_says_whether_a_job_is_targeted() -> None:
-    """core.gilon.targeted, asked by the test stage, the verdict and the plan's estimate: the
+    """core.gilonrecord.targeted, asked by the test stage, the verdict and the plan's estimate: the
     GIL-on runs follow the GIL-off ones only with gil_on: targeted, both modes and no TSan."""
+    from harness.core.gilonrecord import targeted
+
     from harness.config import timings
-    from harness.core.gilon import targeted
     from harness.verdict.gilon import _targeted
 
     assert targeted("targeted", (0, 1)) and targeted("targeted", (1, 0))

@@ -123,10 +123,10 @@ def test_a_reuse_run_over_a_deep_index_page_runs_the_job_afresh(tmp_path, monkey
         h.routes["/simple/six/"] = (200, {}, b"[" * 200_000 + b"]" * 200_000)
         monkeypatch.setenv(wheels.INDEX_ENV, url + "/simple/")
         steps = FakeSteps()
-        with caplog.at_level(logging.INFO, logger="harness.job.reuse"):
+        with caplog.at_level(logging.INFO, logger="harness.reuse.reuse"):
             summary = run_plan([job], out=tmp_path / "out", backend=FakeBackend(), prepared=PREPARED,
                                run_one=steps, reuse_from=[earlier])
     assert summary.ran == [job.job_id] and summary.reused == []
-    lines = [r.getMessage() for r in caplog.records if r.name == "harness.job.reuse"]
+    lines = [r.getMessage() for r in caplog.records if r.name == "harness.reuse.reuse"]
     assert lines == [f"{job.job_id}: runs (the index's sdist could not be checked (the index's page for six: "
                      f"{url}/simple/six/: the page is nested too deeply))"]

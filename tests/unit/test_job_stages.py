@@ -384,7 +384,7 @@ def test_from_site_packages_the_harness_import_mode_goes_whatever_set_the_args()
     """--import-mode=append is the harness's (testsetup.resolve adds it when the source tree
     would shadow the build); run from site-packages it goes, also when a recipe gave pytest
     args ("recipe + inferred"), and stays only when matrix.yaml's own args named it."""
-    from harness.core.testsetup import TestSetup
+    from harness.core.suiterecord import TestSetup
     from harness.job.stages import _installed_run
 
     args = ("-p", "no:randomly", "--import-mode=append")

@@ -188,6 +188,20 @@ def test_parse_knows_nothing_of_the_verdict_the_matrix_or_the_report(forbidden):
     assert not {m: t for m, t in through.items() if t}, f"parse/ reaches {forbidden} indirectly"
 
 
+# The matrix's parser is the plan's business: a later stage reads the values a job is made of
+# from harness.core.jobspec (#45), never from harness.config.matrix.
+MATRIX_READERS_NOT = ("harness.verdict", "harness.interpreters")
+
+
+@pytest.mark.parametrize("folder", MATRIX_READERS_NOT)
+def test_verdict_and_interpreters_do_not_import_the_matrix_parser(folder):
+    g = _graph()
+    mods = [m for m in g if _under(m, folder)]
+    assert mods
+    bad = {m: sorted(t for t in g[m] if _under(t, "harness.config.matrix")) for m in mods}
+    assert not {m: t for m, t in bad.items() if t}, f"{folder} imports harness.config.matrix"
+
+
 def test_main_is_only_the_parser_and_the_exit_codes():
     n = len((ROOT / "__main__.py").read_text(encoding="utf-8").splitlines())
     assert n < MAX_MAIN_LINES, f"harness/__main__.py has {n} lines (commands go in commands.py)"
@@ -236,13 +250,14 @@ def test_no_function_over_80_lines():
 
 MAX_TOP_MODULES = 5  # .py files directly in harness/, __init__.py and __main__.py included
 _ALL = {"core", "parse", "testsetup", "results", "config", "verdict", "render", "interpreters",
-        "backends", "job", "cli"}
+        "backends", "store", "reuse", "job", "cli", "util"}
 # Which folder of harness/ may import which, besides itself and the package's __init__ (which
 # holds __version__ only).  Bottom up, in the pipeline's order: each folder imports only folders
 # listed above it, so these rules leave no room for a cycle between folders.
 LAYERS: dict[str, set[str]] = {
     "_inner": set(),  # runs inside the interpreter under test: the standard library only
-    "core": set(),  # model, evidence, testsetup, progress, errors, limits, wsfs, logcap, textsafe, ...
+    "util": set(),  # general utilities (textsafe, pool, stats, typecheck): nothing of harness
+    "core": set(),  # model, evidence, testsetup, progress, errors, limits, wsfs, logcap, yamlspec, ...
     "parse": {"core"},  # logs -> facts
     "testsetup": {"core"},  # an sdist tree -> what it says about its tests
     "results": {"core", "parse"},  # result files -> the typed report
@@ -251,11 +266,15 @@ LAYERS: dict[str, set[str]] = {
     "render": {"core", "results"},  # the report -> markdown, html, junit, the site
     "interpreters": {"core", "config"},
     "backends": {"core", "config", "interpreters"},
+    "store": {"core"},  # the shared wheel store and tools layer: a cache with its own trust rules
+    "reuse": {"core", "results", "config", "verdict"},  # earlier runs' results -> jobs not run again
     "job": {"core", "parse", "testsetup", "results", "config", "verdict", "interpreters",
-            "backends"},
+            "backends", "store", "reuse"},
     "cli": _ALL,
     "__main__": _ALL,
 }
+for _f in set(LAYERS) - {"_inner", "util"}:  # util is below every folder but _inner
+    LAYERS[_f] = LAYERS[_f] | {"util"}
 
 
 def _folder(name: str) -> str:
@@ -300,3 +319,124 @@ def test_imports_between_folders_follow_the_rules():
 def test_no_import_cycle_between_folders():
     cycles = _cycles(_folder_graph(_graph()))
     assert not cycles, "folders that import each other: " + "; ".join(" <-> ".join(c) for c in cycles)
+
+
+# ------------------------------------------------------------------ one name, one thing (#45)
+
+# Module names that may appear in more than one folder, each with the folders it may be in: one
+# subject, and the folder says which step of it the module is.  Any other name in two folders
+# (a module, or a module and a package of harness/) is a clash: rename one of the two.
+SHARED_NAMES: dict[str, set[str]] = {
+    # parse/ reads a failed build's log for what its machine lacked; verdict/ decides from that
+    # fact that the machine, not the package, failed the install.
+    "buildenv": {"parse", "verdict"},
+    # parse/ reads ThreadSanitizer's logs into reports; verdict/ turns the reports into findings
+    # (the job's TSan environment is job/tsanenv).
+    "tsan": {"parse", "verdict"},
+    # the import probe: _inner/ is the script run by the interpreter under test (copied into the
+    # workspace by its file name), parse/ reads the probe.json it writes.
+    "probe": {"_inner", "parse"},
+    # what a run tells whoever watches it: core/ the interface (the runner imports no CLI), cli/
+    # the terminal's implementation of it.
+    "progress": {"core", "cli"},
+    # the test-deps phase: testsetup/ which inferred test dependencies to install, parse/ which
+    # of them did not install (the phase's record).
+    "testdeps": {"parse", "testsetup"},
+    # job/testsetup.py is folded into testsetup/ by #45's suite setup work: drop this entry then.
+    "testsetup": {"", "job"},
+}
+
+
+def _names(root: Path = ROOT) -> dict[str, set[str]]:
+    """Each module basename (and each package of harness/) -> the folders it is in ("" for the
+    top of harness/).  A module named as its own folder (interpreters/interpreters.py) is that
+    folder's one name, not a clash."""
+    out: dict[str, set[str]] = {}
+    for path in root.rglob("*.py"):
+        if "__pycache__" in path.parts:
+            continue
+        folder = path.parent.relative_to(root).as_posix()
+        folder = "" if folder == "." else folder
+        name = folder.rpartition("/")[2] if path.name == "__init__.py" else path.stem
+        if path.name == "__init__.py":
+            folder = folder.rpartition("/")[0]
+        elif name == folder.rpartition("/")[2]:
+            continue
+        if name:
+            out.setdefault(name, set()).add(folder)
+    return out
+
+
+def test_names_are_read_with_packages_and_own_folder_names(tmp_path):
+    pkg = _tree(tmp_path, {"pkg/__init__.py": "", "pkg/a/__init__.py": "", "pkg/a/x.py": "",
+                           "pkg/a/a.py": "", "pkg/b/__init__.py": "", "pkg/b/x.py": "",
+                           "pkg/b/a.py": ""})
+    assert _names(pkg) == {"a": {"", "b"}, "b": {""}, "x": {"a", "b"}}
+
+
+def test_no_module_name_in_two_folders():
+    clashes = {n: f for n, f in _names().items() if len(f) > 1}
+    bad = {n: sorted(f) for n, f in clashes.items() if not f <= SHARED_NAMES.get(n, set())}
+    assert not bad, f"names in more than one folder (rename one, or say why in SHARED_NAMES): {bad}"
+
+
+# ------------------------------------------------------------------ verdict/ is pure (#45)
+
+# verdict/ decides from facts: it reads no file and runs nothing.  What is checkable from the
+# source: no module of verdict/ imports one of these, and none calls one of these names (a file
+# opened, read, written, walked or tested for existence).  The exceptions, each with its reason:
+VERDICT_MUST_NOT_IMPORT = ("os", "subprocess", "shutil", "tempfile", "glob", "io", "tarfile",
+                           "zipfile", "pathlib", "urllib", "socket")
+VERDICT_IO_CALLS = ("open", "read_text", "read_bytes", "write_text", "write_bytes", "glob", "rglob",
+                    "iterdir", "walk", "exists", "is_file", "is_dir", "stat", "scandir", "listdir",
+                    "mkdir", "unlink", "rename", "run", "Popen", "system")
+# artifact.compiled_evidence walks the sdist: it moves to testsetup/ with #45's suite setup
+# (the sdist read once); drop these entries then.
+VERDICT_IO_ALLOWED = {("harness.verdict.artifact", "os"), ("harness.verdict.artifact", "pathlib"),
+                      ("harness.verdict.artifact.compiled_evidence", "")}
+
+
+def _io_uses(name: str, path: Path) -> list[str]:
+    """``module: import X`` and ``module.function: X(...)`` for every I/O import and call."""
+    out: list[str] = []
+
+    def visit(node: ast.AST, where: str) -> None:
+        for child in ast.iter_child_nodes(node):
+            at = where
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                at = f"{where}.{child.name}"
+            if isinstance(child, ast.Import):
+                mods = [a.name for a in child.names]
+            elif isinstance(child, ast.ImportFrom) and not child.level:
+                mods = [child.module or ""]
+            else:
+                mods = []
+            for m in mods:
+                top = m.partition(".")[0]
+                if top in VERDICT_MUST_NOT_IMPORT and (name, top) not in VERDICT_IO_ALLOWED:
+                    out.append(f"{name}: import {m}")
+            if isinstance(child, ast.Call):
+                f = child.func
+                called = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
+                if called in VERDICT_IO_CALLS and not any(
+                        (at == w or at.startswith(w + ".")) and not n for w, n in VERDICT_IO_ALLOWED):
+                    out.append(f"{at}: {called}(...)")
+            visit(child, at)
+
+    visit(ast.parse(path.read_text(encoding="utf-8"), filename=str(path)), name)
+    return out
+
+
+def test_io_uses_are_found(tmp_path):
+    text = ("import os\nfrom pathlib import Path\nimport json\n\n\ndef f(p):\n"
+            "    return Path(p).read_text() + json.dumps(open(p).read())\n")
+    pkg = _tree(tmp_path, {"pkg/__init__.py": "", "pkg/a.py": text})
+    assert _io_uses("pkg.a", pkg / "a.py") == ["pkg.a: import os", "pkg.a: import pathlib",
+                                               "pkg.a.f: read_text(...)", "pkg.a.f: open(...)"]
+
+
+def test_verdict_does_no_io():
+    mods = {n: p for n, p in _modules().items() if _under(n, "harness.verdict")}
+    assert mods
+    found = [u for n, p in sorted(mods.items()) for u in _io_uses(n, p)]
+    assert not found, "I/O in verdict/ (it goes in job/ or testsetup/): " + "; ".join(found)

@@ -297,8 +297,8 @@ def test_log_bytes_of_a_stream(monkeypatch: pytest.MonkeyPatch) -> None:
     ({"metadata": {"summary": 3, "project_urls": {"a": "https://x", "b": 2}}}, {"metadata"}, []),
 ])
 def test_probe_json_fields_of_the_wrong_type_are_dropped(raw: dict, kept: set, dropped: list) -> None:
-    from harness.config.matrix import Settings
     from harness.core.evidence import Probe
+    from harness.core.jobspec import Settings
     from harness.core.model import Phase
     from harness.parse.probe import parse_probe
     from harness.verdict import decide

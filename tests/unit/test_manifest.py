@@ -10,8 +10,8 @@ import json
 from pathlib import Path
 
 from harness import __main__ as cli_main
-from harness.job import reuse
 from harness.results import manifest
+from harness.reuse import reuse
 from tests.unit.test_planned_only import _matrix, fake_run  # noqa: F401 - a fixture
 
 

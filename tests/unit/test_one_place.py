@@ -47,8 +47,8 @@ def test_a_finding_reads_back_as_it_was_written() -> None:
 def test_the_least_covered_mode_is_the_same_in_the_qualifier_and_on_the_package_page() -> None:
     # 2/8 with the GIL off, 1/4 with it on: 25 % each. Before, the qualifier took the lower
     # mode (2/8) and the page the smaller suite (1/4 (25%)); the GIL off is the one both name now
-    from harness.config.matrix import Settings
     from harness.core.evidence import ModeCoverage, least_covered
+    from harness.core.jobspec import Settings
     from harness.render.common import coverage_counts, coverage_summary
     from harness.verdict import coverage
 
@@ -102,19 +102,19 @@ def test_every_report_json_reader_is_the_guarded_one(tmp_path: Path) -> None:
     import os
 
     from harness.cli import reproduce
-    from harness.config import plan
+    from harness.config import estimate
     from harness.core.errors import ConfigError
     from harness.results.load import read_report
 
     assert reproduce.read_report is read_report
     fifo = tmp_path / "report.json"
     os.mkfifo(fifo)
-    for reader in (plan.durations_from_report, lambda p: read_report(p, "the")):
+    for reader in (estimate.durations_from_report, lambda p: read_report(p, "the")):
         e = _in_thread(reader, fifo)
         assert isinstance(e, ConfigError) and "not a regular file" in str(e) and str(fifo) in str(e)
     bogus = tmp_path / "bogus.json"
     bogus.write_text(json.dumps({"packages": [{"job_id": "a--b", "verdict": "fine", "phases": []}]}))
-    for reader in (plan.durations_from_report, lambda p: read_report(p, "the")):
+    for reader in (estimate.durations_from_report, lambda p: read_report(p, "the")):
         e = _in_thread(reader, bogus)
         assert isinstance(e, ConfigError) and "'fine', not one of the harness's verdicts" in str(e)
         assert str(e).startswith(f"{bogus}: ")
@@ -132,7 +132,7 @@ SKIPPED = {"recipe": {"registry": "r", "skip": "no 3.15"}, "sources": ["recipe (
 
 def test_a_test_setup_is_one_type_from_the_job_to_the_result_file_to_the_report() -> None:
     # before: a dict built by the job, kept as a dict by JobResult, read by the report's own class
-    from harness.core.testsetup import TestSetup
+    from harness.core.suiterecord import TestSetup
     from harness.results import aggregate, report
     from harness.testsetup import infer
 

@@ -149,7 +149,7 @@ def test_watchdog_tests_needs_the_test_on_a_dumped_stack():
 
 
 def test_watchdog_job_is_one_hang_in_both_modes_and_no_crash():
-    from harness.config.matrix import Settings
+    from harness.core.jobspec import Settings
     from harness.verdict import decide
     from tests.unit.test_verdict import load
 
@@ -168,7 +168,7 @@ def test_watchdog_job_is_one_hang_in_both_modes_and_no_crash():
 def test_a_budget_spent_mid_suite_is_its_own_cause_not_a_hang():
     # a real run (test_timeout 5): the job's budget (120 s) ran out in plain-gil0, 106 s long,
     # with 212 tests passed and one running; the watchdog (20 s) would have ended a stuck test
-    from harness.config.matrix import Settings
+    from harness.core.jobspec import Settings
     from harness.verdict import decide
     from tests.unit.test_verdict import load
 
@@ -210,7 +210,7 @@ def test_a_job_timeout_before_the_watchdog_could_fire_claims_no_hang():
 def test_a_job_timeout_without_the_watchdog_stays_a_hang():
     # sqlalchemy's run from before the watchdog: a wait in C would look the same, so it is a hang
     # of the running test (the log is its first and last lines)
-    from harness.config.matrix import Settings
+    from harness.core.jobspec import Settings
     from harness.verdict import decide
     from tests.unit.test_verdict import load
 
@@ -225,7 +225,7 @@ def test_a_job_timeout_without_the_watchdog_stays_a_hang():
 def test_pytest_timeout_firing_inside_pytest_is_the_tests_timeout_not_a_broken_pytest():
     # psutil: SIGALRM landed in pytest's report formatting; the worker's INTERNALERROR names the
     # running test (xdist's crashitem). A hang of that test, the rest of the run's results kept.
-    from harness.config.matrix import Settings
+    from harness.core.jobspec import Settings
     from harness.verdict import decide
     from tests.unit.test_verdict import load
 

@@ -150,10 +150,10 @@ def test_parse_dir(tmp_path):
     assert parse_tsan_dir(tmp_path / "missing") == []
 
 
-# ------------------------------------------------------------------ harness.job.tsan (env, suppressions, findings)
+# ------------------------------------------------------------------ harness.job.tsanenv (env, suppressions, findings)
 
 from harness.core.model import Phase  # noqa: E402
-from harness.job import tsan  # noqa: E402
+from harness.job import tsanenv as tsan  # noqa: E402
 from harness.verdict.tsan import tsan_findings  # noqa: E402
 
 CPYTHON_SUPP = DATA / "cpython-3.13.5-suppressions_free_threading.txt"

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.config import matrix, plan, timings
+from harness.config import estimate, matrix, plan, plantext, sharding, timings
 from harness.core.errors import ConfigError
 from harness.core.model import InterpreterInfo, JobResult, Phase, write_json_atomic
 from tests.conftest import HARNESS, SOURCE_PATH
@@ -70,7 +70,7 @@ def test_shards_are_disjoint_and_cover_the_plan(jobs, count, with_durations):
     durations = _durations(jobs) if with_durations else None
     seen: list[str] = []
     for index in range(1, count + 1):
-        part = plan.shard(jobs, index, count, durations)
+        part = sharding.shard(jobs, index, count, durations)
         seen += [j.job_id for j in part]
         # plan order is kept inside a shard
         positions = [jobs.index(j) for j in part]
@@ -83,7 +83,7 @@ def test_shards_are_disjoint_and_cover_the_plan(jobs, count, with_durations):
 def test_balance_with_recorded_durations(jobs, count):
     durations = _durations(jobs)
     totals = [
-        sum(durations[j.job_id] for j in plan.shard(jobs, i, count, durations))
+        sum(durations[j.job_id] for j in sharding.shard(jobs, i, count, durations))
         for i in range(1, count + 1)
     ]
     total = sum(durations.values())
@@ -104,10 +104,10 @@ def test_balance_check_can_fail(jobs):
 
 def test_heuristic_ranks_tsan_and_native_jobs_longer(jobs):
     by_id = {j.job_id: j for j in jobs}
-    plain = plan.heuristic_seconds(by_id["ft313--pypi-pkg-00"])
-    tsan = plan.heuristic_seconds(by_id["ft313-tsan--pypi-pkg-00"])
-    native = plan.heuristic_seconds(by_id["ft313--local-1"])
-    pure = plan.heuristic_seconds(by_id["ft313--local-0"])
+    plain = estimate.heuristic_seconds(by_id["ft313--pypi-pkg-00"])
+    tsan = estimate.heuristic_seconds(by_id["ft313-tsan--pypi-pkg-00"])
+    native = estimate.heuristic_seconds(by_id["ft313--local-1"])
+    pure = estimate.heuristic_seconds(by_id["ft313--local-0"])
     assert tsan > plain and native > pure
 
 
@@ -117,32 +117,32 @@ def test_heuristic_grows_with_modes_and_repeat(tmp_path):
             f"settings: {settings}\ninterpreters:\n"
             "  - {name: a, version: 3.13.5, source: 'debian:trixie'}\npackages:\n  - {name: x}\n"
         )
-        return plan.heuristic_seconds(plan.make_plan(spec)[0])
+        return estimate.heuristic_seconds(plan.make_plan(spec)[0])
 
     assert one("{gil_modes: [0], repeat: 1}") < one("{gil_modes: [0, 1], repeat: 1}")
     assert one("{gil_modes: [0], repeat: 1}") < one("{gil_modes: [0], repeat: 3}")
 
 
 def test_heuristic_balances_without_durations(jobs):
-    expected = dict(zip((j.job_id for j in jobs), plan.expected_seconds(jobs), strict=True))
-    totals = [sum(expected[j.job_id] for j in plan.shard(jobs, i, 3)) for i in (1, 2, 3)]
+    expected = dict(zip((j.job_id for j in jobs), estimate.expected_seconds(jobs), strict=True))
+    totals = [sum(expected[j.job_id] for j in sharding.shard(jobs, i, 3)) for i in (1, 2, 3)]
     assert max(totals) <= 1.15 * max(sum(expected.values()) / 3, max(expected.values()))
 
 
 def test_partial_durations_scale_the_heuristic(jobs):
     # every recorded job took 10x its heuristic: unrecorded ones are expected to as well
-    rec = {j.job_id: plan.heuristic_seconds(j) * 10 for j in jobs[:5]}
-    got = plan.expected_seconds(jobs, rec)
+    rec = {j.job_id: estimate.heuristic_seconds(j) * 10 for j in jobs[:5]}
+    got = estimate.expected_seconds(jobs, rec)
     assert got[:5] == [rec[j.job_id] for j in jobs[:5]]
-    assert got[5] == pytest.approx(plan.heuristic_seconds(jobs[5]) * 10, rel=1e-3)
+    assert got[5] == pytest.approx(estimate.heuristic_seconds(jobs[5]) * 10, rel=1e-3)
 
 
 _CHILD = """
 import json, sys
-from harness.config import matrix, plan, timings
+from harness.config import estimate, matrix, plan, plantext, sharding, timings
 jobs = plan.make_plan(matrix.load(sys.argv[1]))
 d = json.loads(sys.argv[2])
-print(json.dumps({f"{n}{k}": plan.assign(jobs, n, dur)
+print(json.dumps({f"{n}{k}": sharding.assign(jobs, n, dur)
                   for n in range(1, 9) for k, dur in (("h", None), ("d", d))}))
 """
 
@@ -162,7 +162,7 @@ def test_split_is_identical_across_processes(matrix_file, jobs):
     outs = [json.loads(p.communicate(timeout=60)[0]) for p in procs]
     assert [p.returncode for p in procs] == [0, 0]
     here = {
-        f"{n}{k}": plan.assign(jobs, n, dur)
+        f"{n}{k}": sharding.assign(jobs, n, dur)
         for n in range(1, 9)
         for k, dur in (("h", None), ("d", durations))
     }
@@ -200,25 +200,25 @@ def test_cli_plan_shards_identical_across_processes(matrix_file):
 )
 def test_parse_shard_rejects(text):
     with pytest.raises(ConfigError, match=r"--shard must be I/N with 1 <= I <= N, got"):
-        plan.parse_shard(text)
+        sharding.parse_shard(text)
 
 
 def test_parse_shard_accepts():
-    assert plan.parse_shard("2/3") == (2, 3)
-    assert plan.parse_shard(" 1 / 1 ") == (1, 1)
+    assert sharding.parse_shard("2/3") == (2, 3)
+    assert sharding.parse_shard(" 1 / 1 ") == (1, 1)
 
 
 @pytest.mark.parametrize(("index", "count"), [(0, 2), (3, 2), (1, 0), (True, 2)])
 def test_shard_validates(jobs, index, count):
     with pytest.raises(ConfigError, match="--shard must be I/N"):
-        plan.shard(jobs, index, count)
+        sharding.shard(jobs, index, count)
 
 
 def test_more_shards_than_jobs(jobs):
     few = jobs[:3]
-    parts = [plan.shard(few, i, 5) for i in range(1, 6)]
+    parts = [sharding.shard(few, i, 5) for i in range(1, 6)]
     assert sorted(len(p) for p in parts) == [0, 0, 1, 1, 1]
-    gh = json.loads(plan.render_plan(few, fmt="github", shards=5))
+    gh = json.loads(plantext.render_plan(few, fmt="github", shards=5))
     assert [e["shard"] for e in gh["include"]] == ["1/5", "2/5", "3/5"]
 
 
@@ -256,9 +256,9 @@ def test_durations_from_report_json(tmp_path):
     }
     p = tmp_path / "report.json"
     p.write_text(json.dumps(report))
-    assert _measured(plan.durations_from_report(p)) == {"ft313--a": 15.0, "ft313--b": 2.0}
-    assert _measured(plan.durations_from_report(tmp_path)) == {"ft313--a": 15.0, "ft313--b": 2.0}
-    a = plan.durations_from_report(p)["ft313--a"]
+    assert _measured(estimate.durations_from_report(p)) == {"ft313--a": 15.0, "ft313--b": 2.0}
+    assert _measured(estimate.durations_from_report(tmp_path)) == {"ft313--a": 15.0, "ft313--b": 2.0}
+    a = estimate.durations_from_report(p)["ft313--a"]
     assert isinstance(a, timings.Profile) and a.install == 10.5 and a.plain == {0: 4.5}
 
 
@@ -272,8 +272,8 @@ def test_durations_from_aggregated_report(tmp_path):
     report = aggregate.build_report(results, meta={})
     p = tmp_path / "report.json"
     p.write_text(json.dumps(report.to_dict()))
-    got = _measured(plan.durations_from_report(p))
-    assert got == _measured(plan.durations_from_report(run0))
+    got = _measured(estimate.durations_from_report(p))
+    assert got == _measured(estimate.durations_from_report(run0))
     assert len(got) == len(results) and got["cp313t--idna"] > got["cp313t--fx-refuses-ft"]
 
 
@@ -281,8 +281,8 @@ def test_durations_from_result_files(tmp_path):
     out = tmp_path / "out"
     write_json_atomic(out / "results" / "ft313--a.json", _result("ft313--a", [3, 1, 20, 40]).to_dict())
     write_json_atomic(out / "results" / "ft313--b.json", _result("ft313--b", [5, 1]).to_dict())
-    assert _measured(plan.durations_from_report(out)) == {"ft313--a": 64.0, "ft313--b": 6.0}
-    assert _measured(plan.durations_from_report(out / "results")) == {"ft313--a": 64.0, "ft313--b": 6.0}
+    assert _measured(estimate.durations_from_report(out)) == {"ft313--a": 64.0, "ft313--b": 6.0}
+    assert _measured(estimate.durations_from_report(out / "results")) == {"ft313--a": 64.0, "ft313--b": 6.0}
 
 
 @pytest.mark.parametrize(
@@ -295,20 +295,20 @@ def test_durations_bad_report_names_file(tmp_path, content):
     else:
         p.write_text(content)
     with pytest.raises(ConfigError) as e:
-        plan.durations_from_report(p)
+        estimate.durations_from_report(p)
     assert str(p) in str(e.value)
 
 
 def test_durations_missing_and_bad_result(tmp_path):
     with pytest.raises(ConfigError, match="no such file"):
-        plan.durations_from_report(tmp_path / "nope.json")
+        estimate.durations_from_report(tmp_path / "nope.json")
     with pytest.raises(ConfigError, match="no report.json and no result files"):
-        plan.durations_from_report(tmp_path)
+        estimate.durations_from_report(tmp_path)
     bad = tmp_path / "results" / "x.json"
     bad.parent.mkdir()
     bad.write_text('{"schema": 99}')
     with pytest.raises(ConfigError) as e:
-        plan.durations_from_report(tmp_path)
+        estimate.durations_from_report(tmp_path)
     assert str(bad) in str(e.value)
 
 
@@ -316,15 +316,15 @@ def test_durations_missing_and_bad_result(tmp_path):
 
 
 def test_render_github_matrix(jobs):
-    text = plan.render_plan(jobs, fmt="github", shards=4, durations=_durations(jobs))
+    text = plantext.render_plan(jobs, fmt="github", shards=4, durations=_durations(jobs))
     assert "\n" not in text  # one line, for $GITHUB_OUTPUT
     doc = json.loads(text)
     assert [e["shard"] for e in doc["include"]] == ["1/4", "2/4", "3/4", "4/4"]
     assert [e["index"] for e in doc["include"]] == [1, 2, 3, 4]
     assert sum(e["jobs"] for e in doc["include"]) == len(jobs)
     for e in doc["include"]:
-        i, n = plan.parse_shard(e["shard"])
-        mine = plan.shard(jobs, i, n, _durations(jobs))
+        i, n = sharding.parse_shard(e["shard"])
+        mine = sharding.shard(jobs, i, n, _durations(jobs))
         assert e["jobs"] == len(mine)
         assert e["interpreters"].split(",") == list(dict.fromkeys(j.interpreter.name for j in mine))
 
@@ -344,23 +344,23 @@ def test_every_interpreter_package_pair_is_one_job_in_exactly_one_shard(tmp_path
     jobs = plan.make_plan(matrix.load(f))
     assert [j.job_id for j in jobs] == [f"{i}--{p}" for i in ("cp313-trixie", "cp313-forky", "cp314t")
                                         for p in "abc"]
-    doc = json.loads(plan.render_plan(jobs, fmt="json", shards=4))
+    doc = json.loads(plantext.render_plan(jobs, fmt="json", shards=4))
     by_id = {j["job_id"]: j for j in doc["jobs"]}
     assert by_id["cp313-forky--a"]["interpreter_version"] == "3.13.15"
     assert by_id["cp313-forky--a"]["interpreter_source"] == "debian:forky"
     assert by_id["cp314t--c"]["interpreter_version"] == ""
     assert by_id["cp314t--c"]["interpreter_source"] == f"python:{exe}"
-    seen = [j.job_id for i in range(1, 5) for j in plan.shard(jobs, i, 4)]
+    seen = [j.job_id for i in range(1, 5) for j in sharding.shard(jobs, i, 4)]
     assert sorted(seen) == sorted(by_id)
-    gh = json.loads(plan.render_plan(jobs, fmt="github", shards=4))
+    gh = json.loads(plantext.render_plan(jobs, fmt="github", shards=4))
     named = {n for e in gh["include"] for n in e["interpreters"].split(",")}
     assert named == {"cp313-trixie", "cp313-forky", "cp314t"}
 
 
 def test_render_json_plan(jobs):
     durations = _durations(jobs)
-    doc = json.loads(plan.render_plan(jobs, fmt="json", shards=3, durations=durations))
-    assert doc["schema"] == plan.PLAN_SCHEMA and doc["shards"] == 3
+    doc = json.loads(plantext.render_plan(jobs, fmt="json", shards=3, durations=durations))
+    assert doc["schema"] == plantext.PLAN_SCHEMA and doc["shards"] == 3
     assert [j["job_id"] for j in doc["jobs"]] == [j.job_id for j in jobs]
     first = doc["jobs"][0]
     assert set(first) >= {"job_id", "interpreter", "package", "source", "shard", "expected_seconds"}
@@ -368,39 +368,39 @@ def test_render_json_plan(jobs):
     sources = {j["package"]: j["source"] for j in doc["jobs"]}
     assert sources["local-0"] == "local" and sources["pypi-pkg-00"] == "pypi"
     for j in doc["jobs"]:
-        assert j["job_id"] in {x.job_id for x in plan.shard(jobs, j["shard"], 3, durations)}
+        assert j["job_id"] in {x.job_id for x in sharding.shard(jobs, j["shard"], 3, durations)}
 
 
 def test_render_rejects_bad_format_and_count(jobs):
     with pytest.raises(ConfigError, match="--format must be one of json, github"):
-        plan.render_plan(jobs, fmt="yaml", shards=2)
+        plantext.render_plan(jobs, fmt="yaml", shards=2)
     with pytest.raises(ConfigError, match="--shards must be a positive integer"):
-        plan.render_plan(jobs, fmt="json", shards=0)
+        plantext.render_plan(jobs, fmt="json", shards=0)
 
 
 def test_the_table_is_a_line_a_shard_then_a_line_a_job(jobs):
     durations = _durations(jobs)
-    text = plan.render_plan(jobs, fmt="table", shards=3, durations=durations)
+    text = plantext.render_plan(jobs, fmt="table", shards=3, durations=durations)
     lines = text.splitlines()
     assert lines[0].startswith(f"{len(jobs)} jobs in 3 shard(s), expected ")
     assert [ln.split()[0] for ln in lines[2:5]] == ["1/3", "2/3", "3/3"]
     rows = lines[7:]
     assert len(rows) == len(jobs) and {r.split()[-1] for r in rows} == {j.job_id for j in jobs}
-    gh = {e["shard"]: e for e in json.loads(plan.render_plan(jobs, fmt="github", shards=3, durations=durations))["include"]}
+    gh = {e["shard"]: e for e in json.loads(plantext.render_plan(jobs, fmt="github", shards=3, durations=durations))["include"]}
     for ln in lines[2:5]:  # the same split and sums as the workflow's matrix
         shard, n, minutes = ln.split()[:3]
         assert int(n) == gh[shard]["jobs"] and float(minutes) == round(gh[shard]["expected_seconds"] / 60, 1)
-    assert f"({len(jobs)} guessed from the settings)" in plan.render_plan(jobs, fmt="table", shards=2).splitlines()[0]
+    assert f"({len(jobs)} guessed from the settings)" in plantext.render_plan(jobs, fmt="table", shards=2).splitlines()[0]
     assert f"({len(jobs)} from --durations)" in lines[0]
 
 
 def test_a_shard_over_the_runners_limit_is_warned_about(jobs):
     durations = _durations(jobs)
-    total_min = sum(plan.expected_seconds(jobs, durations)) / 60
-    (w,) = plan.over_limit(jobs, 1, durations, limit_min=total_min / 2)
+    total_min = sum(estimate.expected_seconds(jobs, durations)) / 60
+    (w,) = sharding.over_limit(jobs, 1, durations, limit_min=total_min / 2)
     assert w.startswith("shard 1/1 is expected to take ") and "plan more --shards" in w
-    assert plan.over_limit(jobs, 1, durations, limit_min=total_min + 1) == []
-    assert len(plan.over_limit(jobs, 4, durations, limit_min=0.001)) == 4
+    assert sharding.over_limit(jobs, 1, durations, limit_min=total_min + 1) == []
+    assert len(sharding.over_limit(jobs, 4, durations, limit_min=0.001)) == 4
 
 
 # --------------------------------------------------------------------------- the estimate
@@ -416,13 +416,13 @@ def _default_jobs(gil_on: str) -> list[plan.Job]:
 def test_a_previous_runs_phases_win_and_follow_the_settings():
     """--durations of captured results: under the settings they ran with, each job is expected
     to take what it took; with targeted GIL-on runs, less (no GIL-on run for iniconfig)."""
-    durations = plan.durations_from_report(DEFMAT)
+    durations = estimate.durations_from_report(DEFMAT)
     full, targeted = _default_jobs("full"), _default_jobs("targeted")
-    got = dict(zip((j.job_id for j in full), plan.expected_seconds(full, durations), strict=True))
+    got = dict(zip((j.job_id for j in full), estimate.expected_seconds(full, durations), strict=True))
     for job_id, prof in durations.items():
         assert got[job_id] == pytest.approx(prof.measured, rel=0.005)
-    assert plan.estimate_sources(full, durations).count("durations") == len(durations) == 5
-    less = dict(zip((j.job_id for j in targeted), plan.expected_seconds(targeted, durations), strict=True))
+    assert estimate.estimate_sources(full, durations).count("durations") == len(durations) == 5
+    less = dict(zip((j.job_id for j in targeted), estimate.expected_seconds(targeted, durations), strict=True))
     assert less["cpython3.13t--iniconfig"] < got["cpython3.13t--iniconfig"]
     assert less["cpython3.13t--idna"] < got["cpython3.13t--idna"] / 3  # its GIL-on-only hang is not run
     assert less["cpython3.13t--cffi"] == got["cpython3.13t--cffi"]  # build failure: no tests either way
@@ -432,9 +432,9 @@ def test_the_heuristic_is_a_typical_job_not_the_worst_case():
     """Without a measurement, a PyPI job of the default matrix's settings is expected to take a
     few minutes (its measured jobs: median 1.7 min, mean 3.6 min at load ~15), not the budget."""
     jobs = _default_jobs("full")
-    guess = [plan.heuristic_seconds(j) for j in jobs]
+    guess = [estimate.heuristic_seconds(j) for j in jobs]
     assert all(60 <= g <= 300 for g in guess), guess
-    targeted = [plan.heuristic_seconds(j) for j in _default_jobs("targeted")]
+    targeted = [estimate.heuristic_seconds(j) for j in _default_jobs("targeted")]
     assert all(t < g for t, g in zip(targeted, guess, strict=True))
 
 

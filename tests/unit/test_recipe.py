@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 
 from harness.cli.reproduce import pick
-from harness.config.matrix import Settings
 from harness.core.errors import ConfigError
+from harness.core.jobspec import Settings
 from harness.core.model import InterpreterInfo
-from harness.job.recipe import recipe
+from harness.job.laptoprecipe import recipe
 from harness.job.suite import TOOLS
 from harness.results.report import CompatReport
 from harness.verdict import decide

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from harness.core.evidence import ModeCoverage, Wheel
-from harness.core.testsetup import TestSetup
+from harness.core.suiterecord import TestSetup
 from harness.render import common
 from harness.results.report import ProjectMeta
 

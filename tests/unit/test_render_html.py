@@ -196,7 +196,7 @@ def _tree(root: Path) -> dict[str, bytes]:
 
 
 def test_forked_workers_write_the_same_site_as_one_process(tmp_path, monkeypatch):
-    from harness.core import pool
+    from harness.util import pool
 
     rep = full_report()
     serial, forked = out_dir(tmp_path / "a"), out_dir(tmp_path / "b")

@@ -1,4 +1,4 @@
-"""harness.render.junit: one test case per package x finding, read back with junitparser."""
+"""harness.render.junitreport: one test case per package x finding, read back with junitparser."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from dataclasses import replace
 from junitparser import Error, Failure, JUnitXml, Skipped
 
 from harness.core.model import INFO_KINDS, Finding
-from harness.render import junit
+from harness.render import junitreport as junit
 from tests.data.report.shared import XSS, XSS2, full_report
 
 

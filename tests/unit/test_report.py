@@ -10,7 +10,7 @@ import pytest
 
 from harness import render
 from harness.core.evidence import Wheel
-from harness.core.testsetup import TestSetup
+from harness.core.suiterecord import TestSetup
 from harness.results import aggregate
 from harness.results.load import read_report
 from harness.results.report import (

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from harness.results.load import load_results
-from harness.verdict.commands import probe_command, reproduce
+from harness.verdict.reprocommands import probe_command, reproduce
 from tests.data.report import make_results
 
 DATA = make_results.HERE

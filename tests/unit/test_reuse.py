@@ -1,4 +1,4 @@
-"""harness.job.reuse and ``run_plan(reuse_from=...)``: a job whose key and sdist equal an earlier
+"""harness.reuse.reuse and ``run_plan(reuse_from=...)``: a job whose key and sdist equal an earlier
 run's result is not run again; its result says where it came from and its verdict is decided
 again from its stored phases.  The earlier results are the report test data (made by the code,
 tests/data/report/make_results.py); the scheduler runs fake job steps (tests/unit/test_runner.py)."""
@@ -16,9 +16,10 @@ import pytest
 
 from harness.config import matrix, plan
 from harness.core.model import read_result, write_json_atomic
-from harness.job import fetch, reuse
+from harness.job import fetch
 from harness.job.runner import result_path, run_plan
 from harness.results import manifest
+from harness.reuse import reuse
 from harness.verdict import decide
 
 from .test_runner import PREPARED, FakeBackend, FakeSteps
@@ -106,6 +107,10 @@ def test_index_unreadable_or_local_package_runs_again(tmp_path):
     def down(name: str, spec: str) -> str:
         raise fetch.IndexUnavailable("the index's page for six: timed out")
     assert "could not be checked" in reuse.why_not(job, key, prev, down)
+
+    def gone(name: str, spec: str) -> str:
+        raise fetch.NoSdist("six ==1.17.0: no sdist with a sha256")
+    assert "could not be checked (six ==1.17.0: no sdist" in reuse.why_not(job, key, prev, gone)
     local = replace(job, package=replace(job.package, path=str(tmp_path)))
     assert "local package" in reuse.why_not(local, key, prev, _index()[0])
 

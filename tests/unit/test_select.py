@@ -183,6 +183,7 @@ def test_expand_spec_records_versions_once_and_every_shard_reads_them(tmp_path):
 
     from harness.config import matrix as _matrix
     from harness.config import plan as _plan
+    from harness.config import sharding as _sharding
     from harness.config.select import expand_spec
 
     spec = _matrix.loads('interpreters: [{name: cp313t, version: "3.13.5", source: "debian:trixie"}]\n'
@@ -200,5 +201,5 @@ def test_expand_spec_records_versions_once_and_every_shard_reads_them(tmp_path):
 
     again = expand_spec(spec, record, fetch=no_network)
     assert again.packages == first.packages
-    shards = [_plan.shard(_plan.make_plan(again), i, 3) for i in (1, 2, 3)]
+    shards = [_sharding.shard(_plan.make_plan(again), i, 3) for i in (1, 2, 3)]
     assert sorted(j.job_id for s in shards for j in s) == sorted(j.job_id for j in _plan.make_plan(first))

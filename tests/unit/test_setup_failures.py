@@ -7,7 +7,7 @@ ft_nofixture has one test using pytest-mock's `mocker`, which is not installed.
 
 from __future__ import annotations
 
-from harness.config.matrix import Settings
+from harness.core.jobspec import Settings
 from harness.parse.setup import find_setup_problems, is_setup_message
 from harness.verdict import decide
 from tests.unit.test_verdict import DATA, load

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from harness.config import matrix, plan
+from harness.config import matrix, plan, sharding
 from harness.config.select import read_names
 from tests.conftest import cli
 
@@ -23,19 +23,19 @@ def test_the_fewest_shards_that_fit_under_the_margin():
     jobs = _jobs(10)
     hour = {j.job_id: 3600.0 for j in jobs}  # measured: an hour each
     # 360 min x 0.8 = 288 min a shard: 4 one-hour jobs fit, 5 do not -> 3 shards (4+4+2)
-    assert plan.shards_to_fit(jobs, hour, 360) == 3
-    assert not plan.over_limit(jobs, 3, hour, 360 * plan.MARGIN)
-    assert plan.over_limit(jobs, 2, hour, 360 * plan.MARGIN)
-    assert plan.shards_to_fit(jobs, hour, 60) == 10  # one job a shard: no fewer fits
-    assert plan.shards_to_fit(jobs, {j.job_id: 10.0 for j in jobs}, 360) == 1
+    assert sharding.shards_to_fit(jobs, hour, 360) == 3
+    assert not sharding.over_limit(jobs, 3, hour, 360 * sharding.MARGIN)
+    assert sharding.over_limit(jobs, 2, hour, 360 * sharding.MARGIN)
+    assert sharding.shards_to_fit(jobs, hour, 60) == 10  # one job a shard: no fewer fits
+    assert sharding.shards_to_fit(jobs, {j.job_id: 10.0 for j in jobs}, 360) == 1
 
 
 def test_a_job_longer_than_the_limit_gets_a_shard_of_its_own():
     jobs = _jobs(3)
     took = {jobs[0].job_id: 30000.0, jobs[1].job_id: 60.0, jobs[2].job_id: 60.0}
-    n = plan.shards_to_fit(jobs, took, 360)
+    n = sharding.shards_to_fit(jobs, took, 360)
     assert n == 2  # the long one alone, the two short ones together; over_limit says so
-    assert len(plan.over_limit(jobs, n, took, 360)) == 1
+    assert len(sharding.over_limit(jobs, n, took, 360)) == 1
 
 
 def test_plan_shards_auto_from_a_previous_report(tmp_path: Path):

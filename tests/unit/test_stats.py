@@ -1,7 +1,7 @@
-"""core.stats and the stopping rule of verdict.confirm (issue #47): exact values, by hand."""
+"""util.stats and the stopping rule of verdict.confirm (issue #47): exact values, by hand."""
 
 from harness.core.model import Phase, TestCase, TestCommand
-from harness.core.stats import bound_text, fisher_greater, holm, least_failures, rules_out
+from harness.util.stats import bound_text, fisher_greater, holm, least_failures, rules_out
 from harness.verdict.confirm import Target, done, tally
 
 

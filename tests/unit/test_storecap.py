@@ -22,10 +22,11 @@ import pytest
 from harness.backends.base import Workspace
 from harness.core.model import Exec
 from harness.core.stored import store_root
-from harness.job import storecap, toolslayer, wheelsteps, wheelstore
+from harness.job import wheelsteps
 from harness.job.job import _open
 from harness.job.prebuild import StoreStep
-from harness.job.wheelstore import Sdist
+from harness.store import storecap, toolslayer, wheelstore
+from harness.store.wheelstore import Sdist
 
 from .test_job_stages import INFO, pypi_job
 

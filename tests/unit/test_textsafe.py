@@ -1,4 +1,4 @@
-"""harness.core.textsafe: what a package can put in its version, test ids and logs prints inert."""
+"""harness.util.textsafe: what a package can put in its version, test ids and logs prints inert."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from harness.core import textsafe
+from harness.util import textsafe
 
 # What the Actions runner would take as a command: first non-blank characters '::' or '##['
 COMMAND = re.compile(r"^\s*(::|##\[)", re.MULTILINE)

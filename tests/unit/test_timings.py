@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.config import matrix, plan, timings
+from harness.config import estimate, matrix, plan, timings
 from harness.core.model import read_result
 
 DEFMAT = Path(__file__).resolve().parents[1] / "data" / "timings" / "defmat"
@@ -194,8 +194,8 @@ def test_the_shipped_table_covers_the_default_matrix_and_plan_uses_it():
     jobs = plan.make_plan(matrix.load(ROOT / "matrix.yaml"))
     got = timings.measured(jobs)
     assert set(got) == {j.job_id for j in jobs}, "every default-matrix package is in the table"
-    assert plan.estimate_sources(jobs) == ["table"] * len(jobs)
-    assert plan.expected_seconds(jobs) == [round(timings.seconds(j.settings, got[j.job_id]), 3) for j in jobs]
+    assert estimate.estimate_sources(jobs) == ["table"] * len(jobs)
+    assert estimate.expected_seconds(jobs) == [round(timings.seconds(j.settings, got[j.job_id]), 3) for j in jobs]
     data = json.loads(timings.TABLE.read_text())
     assert "load" in data["note"] and data["scale"]["note"]
 

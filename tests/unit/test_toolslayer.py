@@ -1,4 +1,4 @@
-"""The test tools' layer in the wheel store (harness.job.toolslayer, harness/_inner/venv_layer.py):
+"""The test tools' layer in the wheel store (harness.store.toolslayer, harness/_inner/venv_layer.py):
 a layer built by its real build command, published read-only, seeding venvs whose files are their
 own. Real venvs and pip (this interpreter's; the job's own is tests/integration/test_wheel_store.py)."""
 
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.job import toolslayer
+from harness.store import toolslayer
 
 KEY = "cpython-3.13.5-ft-aa8650c37ad2"
 SEEDER = Path(toolslayer.__file__).parent.parent / "_inner" / "venv_layer.py"

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.config.matrix import Settings
+from harness.core.jobspec import Settings
 from harness.core.model import FINDING_KINDS, VERDICTS, Phase, TestCommand
 from harness.parse import parse_phase
 from harness.parse.probe import parse_probe

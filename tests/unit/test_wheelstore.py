@@ -1,4 +1,4 @@
-"""The shared wheel store's pure parts (harness.job.wheelstore): which sdists a dry run's report
+"""The shared wheel store's pure parts (harness.store.wheelstore): which sdists a dry run's report
 asks to build, what an install took from the store, the package's static requirements, the
 store's paths, and publishing a build's output (real files; no pip, no docker: those are
 tests/integration/test_wheel_store.py)."""
@@ -14,8 +14,8 @@ import pytest
 
 from harness.core.model import InterpreterInfo, JobResult
 from harness.core.stored import StoredWheel, store_root
-from harness.job import wheelstore
-from harness.job.wheelstore import Sdist
+from harness.store import wheelstore
+from harness.store.wheelstore import Sdist
 
 SHA = "49b3a825280bd66b3aa83585ef59c4a8c82f2c8a522dbe754a8bc8d08c85c491"
 URL = ("https://files.pythonhosted.org/packages/a2/55/8f8cab2afd404cf578136ef2cc5dfb50baa1761b68c9da1fb1e4eed343c9/"

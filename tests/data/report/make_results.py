@@ -5,7 +5,7 @@
 Every result is built with harness.core.model's own dataclasses and written with
 model.write_json_atomic, so no field exists here that model.py does not have; each finding's
 reproduce line and laptop recipe are made by the code that makes them in a run
-(harness.verdict.commands from the finding's phase, harness.job.recipe), none is written here.
+(harness.verdict.reprocommands from the finding's phase, harness.job.laptoprecipe), none is written here.
 tests/unit/test_report_data.py checks that the stored files are what this script writes now:
 when the model, the reproduce lines or the recipes change, run it again and commit the result.
 Logs, excerpts, the compiler error and the GIL warning are real output captured
@@ -40,9 +40,9 @@ from harness.core.model import (  # noqa: E402
     TestCommand,
     write_json_atomic,
 )
-from harness.core.testsetup import TestSetup  # noqa: E402
-from harness.job.recipe import recipe  # noqa: E402
-from harness.verdict.commands import probe_command, reproduce  # noqa: E402
+from harness.core.suiterecord import TestSetup  # noqa: E402
+from harness.job.laptoprecipe import recipe  # noqa: E402
+from harness.verdict.reprocommands import probe_command, reproduce  # noqa: E402
 
 CAP = HERE / "captured"
 INTERP = InterpreterInfo(
@@ -153,7 +153,7 @@ def result(job: str, package: str, version: str, verdict: str, *, source: str = 
            coverage: dict[str, ModeCoverage] | None = None, wheel: dict | None = None, notes: str = "",
            links: tuple[str, ...] = (), metadata: dict | None = None, t: int = 0,
            interp: InterpreterInfo = INTERP, test_setup: dict | None = None) -> JobResult:
-    # each finding's reproduce line (harness.verdict) and laptop recipe (harness.job.recipe)
+    # each finding's reproduce line (harness.verdict) and laptop recipe (harness.job.laptoprecipe)
     findings = tuple(with_reproduce(f, ph) for f in findings)
     red_on = len({f.test_id for f in findings if 1 in f.modes and f.test_id
                   and f.kind in ("thread-unsafe", "baseline-failure", "crash", "hang")})

@@ -3,10 +3,10 @@
     python3 tests/data/tsan/capture.py [WORKDIR]
 
 Builds (or reuses) the harness's cached `sanitizer: thread` interpreter, makes a venv,
-installs the sample packages the way the job does (harness.job.tsan.install_env, the compile flags
-of harness.job.tsan.build_flags_sh: the interpreter's CFLAGS + -g), runs their tests the way the
+installs the sample packages the way the job does (harness.job.tsanenv.install_env, the compile flags
+of harness.job.tsanenv.build_flags_sh: the interpreter's CFLAGS + -g), runs their tests the way the
 job's tsan phase does (PYTHON_GIL=0, pytest-xdist, pytest-run-parallel, the marker
-plugin, harness.job.tsan.tsan_env) and copies the per-process logs that hold reports.
+plugin, harness.job.tsanenv.tsan_env) and copies the per-process logs that hold reports.
 Not run by the test suite; the unit tests read what it wrote.
 """
 
@@ -27,7 +27,7 @@ sys.path.insert(0, str(ROOT))
 from harness.cli import progress  # noqa: E402
 from harness.config import matrix  # noqa: E402
 from harness.interpreters import interpreters  # noqa: E402
-from harness.job import tsan  # noqa: E402
+from harness.job import tsanenv as tsan  # noqa: E402
 from harness.job.suite import TOOLS  # noqa: E402
 from harness.parse.tsan import tsan_logs  # noqa: E402
 

@@ -74,7 +74,7 @@ def build_argv(python: str, out: str, tools: Sequence[str]) -> list[str]:
 def publish(out: Path, store: Path, key: str, dig: str, room: Callable[[Path], str] = lambda layer: "") -> str:
     """Move the build's ``out/layer`` into the store, read-only. "" when done (or another job's
     layer got there first), else why not: ``room`` (called with the layer right before the
-    rename: harness.job.storecap) says why the store takes no more."""
+    rename: harness.store.storecap) says why the store takes no more."""
     src = out / "layer"
     try:
         if not stat.S_ISDIR(os.lstat(src).st_mode) or not stat.S_ISREG(os.lstat(src / MARK).st_mode):

@@ -45,7 +45,7 @@ STARTED = time.time()  # this run's start: an entry used since is not removed
 POLICY = ("past store_bytes the least recently used entries this run has not used are removed; "
           "a new entry that still does not fit is not stored (the install builds it itself)")
 LOCKS = ".locks"  # <root>/.locks/store.lock; each entry's own lock: <root>/<key>/.locks/<name>.lock
-TOOLS = "tools"  # harness.job.toolslayer.SUBDIR
+TOOLS = "tools"  # harness.store.toolslayer.SUBDIR
 LEFTOVERS = (".build-", ".tmp-", ".evict-")  # scratch dirs (wheelstore.scratch, publish), entries being removed
 STALE = 24 * 3600  # seconds a leftover is untouched before it is taken for a killed build's
 

@@ -24,7 +24,7 @@ from collections.abc import Sequence
 
 from ..core.model import Finding, InterpreterInfo, Phase
 from ..verdict.artifact import rebuilt
-from .tsan import MARKER_PLUGIN
+from .tsanenv import MARKER_PLUGIN
 
 # The harness's own tools a run alone needs (pytest-xdist only serves the job's own runs).
 ALONE_TOOLS = ("pytest", "pytest-run-parallel", "pytest-timeout")

@@ -27,10 +27,10 @@ from pathlib import Path
 
 from .. import verdict
 from ..config.plan import Job
+from ..core.errors import SdistUnchecked
 from ..core.model import Finding, JobResult
 from ..results import manifest
 from ..results.load import read_one
-from . import fetch
 
 log = logging.getLogger(__name__)
 
@@ -100,7 +100,7 @@ def why_not(job: Job, key: str, prev: JobResult, sha256: Sha256) -> str:
         return "it records no sdist sha256"
     try:
         now = sha256(job.package.name, job.package.version)
-    except (fetch.IndexUnavailable, fetch.NoSdist) as e:
+    except SdistUnchecked as e:  # fetch.IndexUnavailable, fetch.NoSdist
         return f"the index's sdist could not be checked ({e})"
     if now != prev.sdist_sha256:
         return f"the index's sdist is another file now (sha256 {now[:12]}…, was {prev.sdist_sha256[:12]}…)"
@@ -125,7 +125,7 @@ def redecided(prev: JobResult, job: Job, where: str) -> JobResult:
 
 
 def pick(todo: Sequence[tuple[Job, str]], earlier: dict[str, tuple[JobResult, str]],
-         sha256: Sha256 = fetch.sdist_sha256) -> tuple[list[tuple[Job, str]], list[JobResult]]:
+         sha256: Sha256) -> tuple[list[tuple[Job, str]], list[JobResult]]:
     """(jobs still to run, results reused for the others).  Each job's decision is its own: an
     earlier result that makes the check or the re-decision fail in any way is one log line, and
     that job runs afresh (the run never stops on an earlier result)."""

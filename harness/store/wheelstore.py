@@ -239,7 +239,7 @@ def publish(out: Path, store: Path, key: str, sdist: Sdist,
             room: Callable[[int], str] = lambda size: "") -> tuple[StoredWheel | None, str]:
     """Copy the build's wheel into the store: a temp dir, then renamed into place (read-only).
     When another build got there first, its wheel is kept. (None, why) when nothing fit, or
-    when ``room`` (called with the wheel's bytes right before the rename: harness.job.storecap)
+    when ``room`` (called with the wheel's bytes right before the rename: harness.store.storecap)
     says why the store takes no more."""
     src, why = _the_wheel(out, sdist)
     if src is None:

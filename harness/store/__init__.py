@@ -1,0 +1,1 @@
+"""The shared wheel store and the tools layer: a cache shared read-only between jobs, with its own trust rules (wheelstore), its bounds (storecap) and the venvs' pip and test tools (toolslayer). The job's steps that use it are harness.job.wheelsteps; the step before the jobs that fills it is harness.job.prebuild."""

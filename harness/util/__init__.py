@@ -1,0 +1,1 @@
+"""General utilities, nothing of the project's domain and nothing of harness imported: inert text (textsafe), the fork pool (pool), exact statistics (stats), a dataclass read back from JSON checked against its annotations (typecheck)."""

@@ -31,7 +31,8 @@ from ..backends.base import Backend, Prepared
 from ..config.plan import Job
 from ..core import limits
 from ..core.stored import StoredWheel
-from . import stages, storecap, testsetup
+from ..testsetup.decide import minor, registry_skip
+from . import stages, storecap
 from .context import Progress
 from .job import _open, _start_env
 from .source import source
@@ -95,7 +96,7 @@ def prebuild(jobs: Sequence[Job], *, out: Path, backend: Backend, prepared: Mapp
         if job.package.unresolved or p.info.sanitizer == "thread" or not job.settings.wheel_store:
             skipped.append(f"{job.job_id}: {'unresolved' if job.package.unresolved else 'no store'}")
             continue
-        if testsetup.registry_skip(job.package, job.settings, testsetup.minor(p.info)) is not None:
+        if registry_skip(job.package, job.settings, minor(p.info)) is not None:
             skipped.append(f"{job.job_id}: not run on this Python (recipe registry)")
             continue
         use, why = _one(job, p, backend, out / "store", progress)

@@ -42,7 +42,12 @@ from ..core.model import InterpreterInfo
 from ..core.testsetup import TestSetup
 from . import datadirs, infer, pytestcfg, registry, testdeps, where
 from .compiled import compiled_evidence, with_cpython_wheel
+from .datadirs import DataDir
 from .sdistfiles import SdistFiles
+
+# what job/ and cli/ use of the suite setup: the stage, its result types, the pre-fetch skip, the pins
+__all__ = ["APPEND", "TOOLS", "TOOLS_PYTEST9", "DataDir", "RunFrom", "SdistFiles", "SuiteSetup", "decide",
+           "minor", "planned_skips", "registry_skip", "tools"]
 
 # The test tools every job installs, pinned so two runs test with the same tools.
 TOOLS = ("pytest==8.4.2", "pytest-run-parallel==0.10.0", "pytest-xdist==3.8.0", "pytest-timeout==2.4.0")
@@ -127,7 +132,7 @@ class SuiteSetup:
     at_source: RunFrom
     installed: RunFrom | None  # the tests ship inside the package: from site-packages, if there
     files: SdistFiles  # the sdist's config files, read once (the wheel store's static requirements too)
-    data_dirs: tuple[datadirs.DataDir, ...] = ()  # sdist data the package reads beside itself
+    data_dirs: tuple[DataDir, ...] = ()  # sdist data the package reads beside itself
 
 
 def tools(pytest9: bool) -> tuple[str, ...]:

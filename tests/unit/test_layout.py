@@ -300,3 +300,15 @@ def test_imports_between_folders_follow_the_rules():
 def test_no_import_cycle_between_folders():
     cycles = _cycles(_folder_graph(_graph()))
     assert not cycles, "folders that import each other: " + "; ".join(" <-> ".join(c) for c in cycles)
+
+
+# The suite setup is one stage (#45): the job reaches testsetup/ through its entry point only
+# (harness.testsetup.decide: decide and its result types, and the recipe's pre-fetch skip).
+SETUP_ENTRY = "harness.testsetup.decide"
+
+
+def test_the_job_reaches_the_suite_setup_through_its_entry_point_only():
+    g = _graph()
+    bad = sorted(f"{m} -> {t}" for m, targets in g.items() for t in targets
+                 if _folder(m) in ("job", "cli", "__main__") and _folder(t) == "testsetup" and t != SETUP_ENTRY)
+    assert not bad, f"import the suite setup from {SETUP_ENTRY} only: " + "; ".join(bad)

@@ -41,8 +41,8 @@ from packaging.utils import InvalidSdistFilename, parse_sdist_filename  # noqa: 
 
 from harness.config import select  # noqa: E402
 from harness.core import limits  # noqa: E402
-from harness.job import extract, fetch, suite  # noqa: E402
-from harness.testsetup import infer  # noqa: E402
+from harness.job import extract, fetch  # noqa: E402
+from harness.testsetup import infer, pytestcfg, where  # noqa: E402
 
 log = logging.getLogger("bench.sweep")
 CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "ft-harness" / "sweep"
@@ -119,10 +119,10 @@ def host_steps(name: str, archive: Path, work: Path) -> dict[str, Any]:
             t_i = time.monotonic()
             setup = infer.infer_test_setup(top, name)
             row["setup"] = setup.to_dict()
-            # what job.py asks of the source next (suite: shadowing, tests present, own config)
-            row["shadowing"] = bool(suite.shadowing(top, setup.tests, name))
-            row["has_tests"] = suite.has_tests(top, setup.tests)
-            row["own_config"] = suite.has_pytest_config(top, setup.tests)
+            # what the suite setup asks of the source next (shadowing, tests present, own config)
+            row["shadowing"] = bool(where.shadowing(top, setup.tests, name))
+            row["has_tests"] = where.has_tests(top, setup.tests)
+            row["own_config"] = pytestcfg.pytest_config(top, setup.tests, []) is not None
             row["infer_seconds"] = round(time.monotonic() - t_i, 4)
     except Exception as e:  # noqa: BLE001 - the count the sweep exists for (must be 0)
         row["exception"] = f"{type(e).__name__}: {e}"

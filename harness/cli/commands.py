@@ -306,7 +306,7 @@ def cmd_build(args: argparse.Namespace) -> int:
 
 def cmd_plan(args: argparse.Namespace) -> int:
     from ..config import estimate, matrix, plan, plantext, select, sharding
-    from ..job import testsetup
+    from ..testsetup.decide import planned_skips
 
     raw = matrix.load(args.matrix)
     spec = select.expand_spec(raw, Path(args.resolved) if args.resolved else None)
@@ -333,7 +333,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
               f"{args.shard_limit:g} min ({estimate.estimate_note(jobs, durations)})",
               file=sys.stderr)
     print(plantext.render_plan(jobs, fmt=args.format, shards=shards, durations=durations))
-    for line in testsetup.planned_skips(jobs):  # the recipe registry's skip_versions: no run
+    for line in planned_skips(jobs):  # the recipe registry's skip_versions: no run
         print(textsafe.line(line), file=sys.stdout if args.format == "table" else sys.stderr)
     if args.format == "table":
         print(_wall_line(jobs, shards, durations, args.jobs))

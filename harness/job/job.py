@@ -24,8 +24,9 @@ from ..core.gilonrecord import GilOn
 from ..core.model import Finding, InterpreterInfo, JobResult, now_iso
 from ..core.suiterecord import TestSetup
 from ..core.wsfs import JobDir
+from ..testsetup.decide import minor, registry_skip
 from ..verdict import artifact
-from . import datalinks, jobfiles, stages, testsetup, tsanenv
+from . import datalinks, jobfiles, stages, tsanenv
 from .context import JobCtx, Progress, base_env
 from .laptoprecipe import recipe
 from .source import LOCAL_RELEASE, pinned_version, source
@@ -106,7 +107,7 @@ def run_job(job: Job, *, interp: InterpreterInfo, python: str, backend: Backend,
     started = now_iso()
     ctx = _open(job, interp=interp, python=python, backend=backend, out=out.resolve(), progress=progress,
                 tarball=tarball)
-    skip = testsetup.registry_skip(job.package, job.settings, testsetup.minor(interp))  # not on this Python
+    skip = registry_skip(job.package, job.settings, minor(interp))  # not on this Python
     try:
         done = Done(test_setup=skip) if skip is not None else _steps(ctx)
     finally:

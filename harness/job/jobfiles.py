@@ -41,7 +41,7 @@ def tsan_reports(fs: JobDir, tsan_dir: str) -> list[TsanReport]:
 
 def site_packages(fs: JobDir, rel: str = "") -> tuple[str, str] | None:
     """(site-packages below the workspace, ``rel``) when the install put the tests' directory
-    ``rel`` there (``suite.installed_tests``; "": the venv's site-packages itself), reached
+    ``rel`` there (harness.testsetup.where.tests_in_package; "": the venv's site-packages itself), reached
     through no link (the install ran package code); None otherwise."""
     for name, mode in fs.listdir("venv/lib"):
         sp = f"venv/lib/{name}/site-packages"

@@ -19,15 +19,14 @@ from packaging.utils import canonicalize_name
 
 from .. import verdict
 from ..config import wheels
-from ..config.matrix import Package
 from ..core.evidence import NOT_INSTALLED, NOT_INSTALLED_SUFFIX
 from ..core.gilonrecord import GilOn, targeted
 from ..core.model import Phase, TestCommand
 from ..core.suiterecord import TestSetup
 from ..store.wheelstore import static_requirements
-from ..testsetup import datadirs, pytestcfg
+from ..testsetup.decide import SuiteSetup, decide
 from ..verdict import artifact, gilon
-from . import jobfiles, suite, testsetup, tsanenv
+from . import jobfiles, suite, tsanenv
 from .context import JobCtx, PhaseSpec, base_env, run_phase
 from .source import Source
 from .suite import TOX
@@ -36,34 +35,6 @@ from .watchdog import stall_seconds, watchdog_env
 from .wheelsteps import NO_STORE, StoreUse, prepare
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True, kw_only=True)
-class RunFrom:
-    """Where the tests are taken from: the source tree, or the installed copy."""
-
-    tests: str  # the tests' path there
-    pytest_args: tuple[str, ...]  # the package's pytest arguments for that layout
-    record: TestSetup  # the job's test_setup, as the result keeps it
-
-
-@dataclass(frozen=True, kw_only=True)
-class SuiteSetup:
-    """How the suite is installed and run, decided once from the source tree before the install."""
-
-    package: Package  # with the tests path and pytest args filled where matrix.yaml is silent
-    test_deps: tuple[str, ...]  # inferred, installed in their own step after the package
-    tools: tuple[str, ...]  # the pinned test tools (pytest 9 for a [tool.pytest] config)
-    has_tests: bool
-    config: str  # the pytest config file pytest would pick, relative to the tree ("" none)
-    compiled: str  # why the sdist builds extension modules ("" not, or not checked)
-    at_source: RunFrom
-    installed: RunFrom | None  # the tests ship inside the package: from site-packages, if there
-    data_dirs: tuple[datadirs.DataDir, ...] = ()  # sdist data the package reads beside itself
-
-    @property
-    def tox(self) -> bool:
-        return self.package.runner == "tox"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -91,46 +62,12 @@ class Suite:
 
 
 def suite_setup(ctx: JobCtx, src: Source) -> SuiteSetup:
-    """What the suite needs, read from the tree once: the matrix's, the recipe's and the
-    inferred setup (testsetup.resolve), the pytest config, the tools it needs, and where the
-    tests run from with which import mode."""
+    """What the suite needs, read from the tree once before any package code runs
+    (harness.testsetup.decide: the matrix's, the recipe's and the inferred setup, the pytest
+    config, the tools it needs, and where the tests run from with which pytest args)."""
     job = ctx.job
-    pkg, record, deps = testsetup.resolve(job.package, job.settings, ctx.interp, src.src_host)
-    cfg = pytestcfg.pytest_config(src.src_host, pkg.tests, [])
-    pins = suite.tools(pytestcfg.needs_pytest9(src.src_host, cfg))
-    if pins != suite.TOOLS:
-        record = replace(record, sources=(*record.sources, f"{pins[0]}: its config is pytest 9's "
-                                          "[tool.pytest] table, which pytest 8 does not read"))
-    tox = pkg.runner == "tox"
-    in_package = None if tox else suite.tests_in_package(src.src_host, pkg.tests)
-    return SuiteSetup(
-        package=pkg, test_deps=deps, tools=pins, has_tests=suite.has_tests(src.src_host, pkg.tests),
-        config=cfg[0] if cfg else "",
-        compiled="" if job.package.is_local or tox else _compiled(src, pkg.name),
-        at_source=RunFrom(tests=pkg.tests, pytest_args=pkg.pytest_args, record=record),
-        installed=_installed_run(in_package, pkg.pytest_args, record) if in_package else None,
-        data_dirs=() if tox else datadirs.find(src.src_host, pkg.name, pkg.tests))
-
-
-def _compiled(src: Source, name: str) -> str:
-    """Why the sdist builds extension modules, "" when it does not or when the index lists no
-    compiled CPython wheel of the release (its pure wheels are all CPython gets)."""
-    compiled = artifact.compiled_evidence(src.src_host)
-    if compiled and src.version and (files := wheels.index_files(name, src.version)) is not None:  # None: unread
-        compiled = artifact.with_cpython_wheel(compiled, files)
-    return compiled
-
-
-def _installed_run(rel: str, args: tuple[str, ...], record: TestSetup) -> RunFrom:
-    """The tests run from site-packages/``rel``: no source tree beside them to shadow the
-    build, so the inferred ``--import-mode=append`` (suite.shadowing) goes, and the setup says so."""
-    if record.pytest_args_from != "matrix.yaml":  # the harness added it (testsetup.resolve), not the user
-        args = tuple(a for a in args if a != "--import-mode=append")
-    why = (f"tests run from the installed copy: site-packages/{rel} (they sit inside the package, "
-           "which the install ships; from the source tree pytest would load the source's package)")
-    sources = tuple(s for s in record.sources if not s.startswith("--import-mode=append"))
-    return RunFrom(tests=rel, pytest_args=args,
-                   record=replace(record, tests=rel, pytest_args=args, sources=(*sources, why)))
+    return decide(src.src_host, job.package, job.settings, ctx.interp,
+                  index_files=(lambda: wheels.index_files(job.package.name, src.version)) if src.version else None)
 
 
 # ------------------------------------------------------------------ install
@@ -142,16 +79,16 @@ def wheel_store(ctx: JobCtx, src: Source, setup: SuiteSetup) -> StoreUse:
     package's own requirements in its place when its sdist states them (read now, before any
     package code ran), so the dry run builds nothing of the package; the package itself is left
     to the install, whose log is the build's evidence."""
-    reqs = [*_own_requirements(src), *setup.tools, *setup.package.test_requires, *(TOX if setup.tox else ())]
+    reqs = [*_own_requirements(src, setup), *setup.tools, *ctx.job.package.test_requires, *(TOX if setup.tox else ())]
     vpy = ctx.ws.path("venv", "bin", "python")
-    return prepare(ctx, venv_sh=_venv_sh(ctx, setup, vpy), vpy=vpy, requirements=reqs, skip=setup.package.name,
+    return prepare(ctx, venv_sh=_venv_sh(ctx, setup, vpy), vpy=vpy, requirements=reqs, skip=ctx.job.package.name,
                    tools=[*setup.tools, *(TOX if setup.tox else ())])
 
 
-def _own_requirements(src: Source) -> list[str]:
-    """The package's requirements its sdist states, else the package itself (pip learns them
-    then from its metadata hook). Called before the wheel-plan step runs any package code."""
-    static = static_requirements(src.src_host)
+def _own_requirements(src: Source, setup: SuiteSetup) -> list[str]:
+    """The package's requirements its sdist states (its PKG-INFO and pyproject.toml as the suite
+    setup read them), else the package itself (pip learns them then from its metadata hook)."""
+    static = static_requirements(setup.files.raw("PKG-INFO"), setup.files.toml("pyproject.toml", []))
     return static if static is not None else [src.target]
 
 
@@ -171,7 +108,7 @@ def install(ctx: JobCtx, src: Source, setup: SuiteSetup, store: StoreUse = NO_ST
         sh = _deps_sh(vpy, setup.test_deps, setup.tools, missing=ws.path("logs", f"test-deps{NOT_INSTALLED_SUFFIX}"))
         run_phase(ctx, PhaseSpec(name="test-deps", kind="setup", command=["sh", "-c", _with_tsan_flags(ctx, sh)],
                                  env=ctx.env, cwd=ws.root, timeout=timeout, network=True))
-    tests_python = f"{src.path}/.tox/{setup.package.tox_env}/bin/python" if setup.tox else vpy
+    tests_python = f"{src.path}/.tox/{ctx.job.package.tox_env}/bin/python" if setup.tox else vpy
     return Installed(python=vpy, tests_python=tests_python)
 
 
@@ -190,7 +127,7 @@ def _venv_sh(ctx: JobCtx, setup: SuiteSetup, vpy: str) -> str:
 
 
 def _install_sh(ctx: JobCtx, src: Source, setup: SuiteSetup, vpy: str, store: StoreUse = NO_STORE) -> str:
-    ws, pkg, pins = ctx.ws, setup.package, setup.tools
+    ws, pkg, pins = ctx.ws, ctx.job.package, setup.tools
     tox = TOX if setup.tox else ()
     links = [a for d in store.find_links for a in ("--find-links", d)]  # the store's dirs, read-only
     pip = [vpy, "-m", "pip", "install", "--report", ws.path("logs", "install-report.json"), *links,
@@ -200,9 +137,8 @@ def _install_sh(ctx: JobCtx, src: Source, setup: SuiteSetup, vpy: str, store: St
         venv = f"test -x {shlex.quote(vpy)} || {{ {venv}; }}"
     script = _with_tsan_flags(ctx, f"{venv} && {shlex.join(pip)}")
     if setup.tox:  # tox builds its env now, with network; the test phases reuse it offline
-        job = replace(ctx.job, package=pkg)
         script += f" && cd {shlex.quote(src.path)} && " + shlex.join(
-            [vpy, "-m", "tox", "-e", pkg.tox_env, "--notest", *suite.tox_overrides(job, ws, pins)])
+            [vpy, "-m", "tox", "-e", pkg.tox_env, "--notest", *suite.tox_overrides(ctx.job, ws, pins)])
     return script
 
 
@@ -212,7 +148,7 @@ def _fallback_found(ctx: JobCtx, setup: SuiteSetup) -> Callable[[Phase], Phase]:
     def then(install: Phase) -> Phase:
         if not install.ok:
             return install
-        wheel = artifact.fallback_wheel(ctx.fs.read("logs/install-report.json", 64 * 1024 * 1024), setup.package.name)
+        wheel = artifact.fallback_wheel(ctx.fs.read("logs/install-report.json", 64 * 1024 * 1024), ctx.job.package.name)
         if not wheel:
             return install
         found = artifact.problem(wheel, setup.compiled, ctx.job.settings.fallback_wheel)
@@ -227,7 +163,7 @@ def _fallback(ctx: JobCtx, src: Source, setup: SuiteSetup, vpy: str, install: Ph
         return True
     assert src.archive is not None  # compiled: never a local tree
     ws = ctx.ws
-    sh = rebuild_sh(vpy, setup.package.name, ws.path("sdist", src.archive.name),
+    sh = rebuild_sh(vpy, ctx.job.package.name, ws.path("sdist", src.archive.name),
                     ws.path("logs", artifact.REBUILD_REPORT))
     return run_phase(ctx, PhaseSpec(name=artifact.REBUILD, kind="install", command=["sh", "-c", _with_tsan_flags(ctx, sh)],
                                     env=ctx.env, cwd=ws.root, timeout=ctx.job.settings.install_timeout,
@@ -270,7 +206,7 @@ def probe(ctx: JobCtx, setup: SuiteSetup, installed: Installed) -> None:
     """Import the package in the default mode (with PYTHON_GIL=0 the GIL warning is not
     printed); probe.py was copied in at job start. What probe.json says (the version the
     package imported as, for one) is parsed onto the phase (harness.parse.probe)."""
-    pkg, ws = setup.package, ctx.ws
+    pkg, ws = ctx.job.package, ctx.ws
     dist = pkg.name if pkg.is_local else canonicalize_name(pkg.name)
     run_phase(ctx, PhaseSpec(name="probe", kind="probe", command=[
         installed.tests_python, "-W", "default", ws.path("probe.py"), dist, ws.path("logs", "probe.json")],
@@ -292,7 +228,7 @@ def suite_run(ctx: JobCtx, src: Source, setup: SuiteSetup, installed: Installed)
     found = jobfiles.site_packages(ctx.fs, setup.installed.tests) if setup.installed else None
     run_from = setup.installed if found and setup.installed else setup.at_source
     at = ws.path(*found[0].split("/")) if found else src.path
-    job = replace(ctx.job, package=replace(setup.package, pytest_args=run_from.pytest_args))
+    job = replace(ctx.job, package=replace(ctx.job.package, pytest_args=run_from.pytest_args))
     # the config file named by -c (none: an empty one), the source's even from site-packages
     config = f"{src.path}/{setup.config}" if setup.config else ""
     command = suite.command(job, ws, installed.python, run_from.tests, src=at, config=config, pins=setup.tools)

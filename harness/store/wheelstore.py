@@ -28,11 +28,11 @@ import re
 import shutil
 import stat
 import tempfile
-import tomllib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from email.parser import HeaderParser
 from pathlib import Path
+from typing import Any
 from urllib.parse import unquote, urlparse
 
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
@@ -123,16 +123,16 @@ def from_store(report_raw: bytes | None, store_seen: str, key: str) -> list[Stor
     return out
 
 
-def static_requirements(tree: Path) -> list[str] | None:
+def static_requirements(pkg_info: bytes | None, pyproject: Mapping[str, Any]) -> list[str] | None:
     """The project's requirements as its sdist states them, read by the host before any of its
-    code runs, so the dry run need not build the package to learn them (meson-python has no
-    metadata hook: pip would build the whole wheel); None when they are dynamic or unread.
+    code runs (the suite setup's read of its config files: harness.testsetup.sdistfiles), so
+    the dry run need not build the package to learn them (meson-python has no metadata hook:
+    pip would build the whole wheel); None when they are dynamic or unread.
     PKG-INFO of metadata 2.2+ (``Requires-Dist`` not ``Dynamic``), else pyproject's
     ``[project] dependencies`` (not in ``dynamic``)."""
-    with contextlib.suppress(OSError, UnicodeDecodeError):
-        pkg_info = tree / "PKG-INFO"
-        if pkg_info.is_file() and not pkg_info.is_symlink():
-            msg = HeaderParser().parsestr(pkg_info.read_text(encoding="utf-8")[:1_000_000])
+    with contextlib.suppress(UnicodeDecodeError):
+        if pkg_info is not None:
+            msg = HeaderParser().parsestr(pkg_info.decode("utf-8")[:1_000_000])
             try:
                 new = Version(msg.get("Metadata-Version", "0")) >= Version("2.2")
             except InvalidVersion:
@@ -140,10 +140,7 @@ def static_requirements(tree: Path) -> list[str] | None:
             dynamic = {d.strip().lower() for d in msg.get_all("Dynamic") or ()}
             if new and "requires-dist" not in dynamic:
                 return [str(r) for r in msg.get_all("Requires-Dist") or ()]
-    try:
-        project = tomllib.loads((tree / "pyproject.toml").read_text(encoding="utf-8")[:1_000_000]).get("project")
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
-        return None
+    project = pyproject.get("project")
     if not isinstance(project, dict) or "dependencies" in (project.get("dynamic") or ()):
         return None
     deps = project.get("dependencies", [])

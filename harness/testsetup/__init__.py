@@ -1,1 +1,1 @@
-"""Reading a package's test setup from its sdist: the tests dir, test deps and pytest options (infer, pytestcfg, conftests, testdirs, testdeps), and the community recipes that are evidence for it (registry)."""
+"""The suite setup, one stage: ``decide`` (decide) turns an sdist tree, matrix.yaml's entry and the interpreter into what the suite runs with and from where, reading the tree once (sdistfiles: the config files; infer, pytestcfg, conftests, testdirs, testdeps, datadirs, where, compiled: what they say) with the community recipes that are evidence for it (registry)."""

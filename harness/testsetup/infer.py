@@ -65,7 +65,7 @@ from packaging.utils import canonicalize_name
 from ..core import limits
 from . import pytestcfg, testdirs
 from .conftests import third_party_imports
-from .pytestcfg import read_ini, read_text, read_toml
+from .sdistfiles import SdistFiles, read_text
 
 TEST_NAMES = ("test", "tests", "testing")
 DEV_NAMES = ("dev",)
@@ -87,8 +87,8 @@ TARGET_ENV = {
 
 @dataclass(frozen=True, kw_only=True)
 class Inferred:
-    """What the sdist says of its tests; harness.job.testsetup.resolve makes the job's
-    ``test_setup`` (harness.core.testsetup.TestSetup) of it, the matrix's entry and a recipe."""
+    """What the sdist says of its tests; harness.testsetup.decide makes the job's
+    ``test_setup`` (harness.core.suiterecord.TestSetup) of it, the matrix's entry and a recipe."""
 
     __test__ = False  # not a pytest test class
 
@@ -106,22 +106,24 @@ class Inferred:
                    pytest_args=tuple(d.get("pytest_args", ())), sources=tuple(d.get("sources", ())))
 
 
-def infer_test_setup(src: Path, dist_name: str, *,
-                     environment: Mapping[str, str] | None = None) -> Inferred:
-    """Everything the harness needs to run ``src``'s tests that the sdist itself tells."""
-    src = Path(src)
+def infer_test_setup(src: Path, dist_name: str, *, environment: Mapping[str, str] | None = None) -> Inferred:
+    return infer_with_config(Path(src), SdistFiles(Path(src)), dist_name, environment)[0]
+
+
+def infer_with_config(src: Path, files: SdistFiles, dist_name: str, environment: Mapping[str, str] | None) -> tuple[Inferred, tuple[str, dict[str, Any]] | None]:
+    """Everything the harness needs to run ``src``'s tests that the sdist tells, and the pytest config found."""
     notes: list[str] = []
     env = {**TARGET_ENV, **(environment or {})}
     tests, why = testdirs.find(src, dist_name, env["python_version"])  # per-version trees, in-package tests
     notes.append(why)
-    reqs, declared = _requires(src, dist_name, env, notes)
+    reqs, declared = _requires(src, files, dist_name, env, notes)
     reqs += _conftest_deps(src, tests, dist_name, reqs, declared, env, notes)
-    config = pytestcfg.pytest_config(src, tests, notes)  # read once: the deps and the args both look at it
+    config = pytestcfg.pytest_config(src, tests, notes, files)  # read once: the deps and the args both look at it
     if kept := pytestcfg.named_by_filterwarnings(config, reqs):
         reqs += kept
         notes.append(f"{', '.join(kept)} kept: a filterwarnings entry names it")
     args = pytestcfg.neutralized_addopts(config, reqs, dist_name, notes, pytestcfg.own_packages(src))
-    return Inferred(tests=tests, requires=reqs, pytest_args=args, sources=tuple(notes))
+    return Inferred(tests=tests, requires=reqs, pytest_args=args, sources=tuple(notes)), config
 
 
 # --------------------------------------------------------------------------- test deps
@@ -158,13 +160,13 @@ def _cfg_list(value: str) -> list[str]:
 Lookup = Callable[[str], "tuple[str, list[str]] | None"]  # name -> (label, raw lines) or None
 
 
-def _requires(src: Path, dist: str, env: Mapping[str, str],
+def _requires(src: Path, files: SdistFiles, dist: str, env: Mapping[str, str],
               notes: list[str]) -> tuple[tuple[str, ...], dict[str, tuple[str, str]]]:
     """The test deps (step 2), and every requirement any group or extra declares: canonical
     name -> (where, the line), the first one seen (step 2b looks there)."""
-    pyproject = read_toml(src / "pyproject.toml", notes)
-    setup_cfg = read_ini(src / "setup.cfg", notes)
-    tox = read_ini(src / "tox.ini", notes)
+    pyproject = files.toml("pyproject.toml", notes)
+    setup_cfg = files.ini("setup.cfg", notes)
+    tox = files.ini("tox.ini", notes)
     groups = _groups(pyproject, notes)
     extras = _cfg_extras(setup_cfg, notes)
     project = table(pyproject, "project", notes)

@@ -1,16 +1,13 @@
 """A package's pytest configuration, read the way pytest finds it, and the ``addopts`` that
 cannot work in the harness neutralized (step 3 of harness.testsetup.infer's order).
 
-Also the readers of an sdist's config files (pyproject.toml, setup.cfg, tox.ini, pytest.ini):
-regular files only, never through a link, size-capped, a parse error a note and never an error.
+The config files themselves are read once, by harness.testsetup.sdistfiles.
 """
 
 from __future__ import annotations
 
-import configparser
 import re
 import shlex
-import tomllib
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -18,8 +15,7 @@ from typing import Any
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
-from ..core.limits import note, value
-from ..core.model import read_regular
+from .sdistfiles import SdistFiles
 
 
 def _words(text: str) -> frozenset[str]:
@@ -61,82 +57,15 @@ HARNESS_OPTS = {"-r", "-v", "-vv", "-q", "-qq", "--verbose", "--quiet", "--timeo
 PLUGINS_HARNESS_NEEDS = {"xdist", "timeout", "pytest_timeout", "run_parallel", "junitxml"}
 
 
-# --------------------------------------------------------------------------- files
-
-
-MAX_CONFIG_BYTES = 4 * 1024 * 1024
-
-
-def read_text(p: Path) -> str | None:
-    """A file of the package's source: a regular file only, never through a link (package code
-    may have run in the workspace), at most MAX_CONFIG_BYTES; None otherwise."""
-    raw = read_regular(p, MAX_CONFIG_BYTES)
-    return raw.decode("utf-8", errors="replace") if raw is not None else None
-
-
-def nesting(text: str) -> int:
-    """The deepest ``[``/``{`` nesting of a TOML or JSON text, strings and comments skipped
-    (close enough to bound the parser's recursion: harness.core.limits' ``nesting``)."""
-    depth = deepest = 0
-    quote = ""
-    i, n = 0, len(text)
-    while i < n:
-        c = text[i]
-        if quote:
-            if c == "\\" and quote == '"':
-                i += 1
-            elif c == quote:
-                quote = ""
-        elif c in "\"'":
-            quote = c
-        elif c == "#":
-            j = text.find("\n", i)
-            i = n if j < 0 else j
-        elif c in "[{":
-            depth += 1
-            deepest = max(deepest, depth)
-        elif c in "]}":
-            depth = max(0, depth - 1)
-        i += 1
-    return deepest
-
-
-def read_toml(p: Path, notes: list[str]) -> dict[str, Any]:
-    text = read_text(p)
-    if text is None:
-        return {}
-    limit = value("nesting")
-    if text.count("[") + text.count("{") > limit and nesting(text) > limit:
-        notes.append(f"{p.name} not read: " + note("nesting", f"{p.name} nests deeper than {limit}"))
-        return {}
-    try:
-        return tomllib.loads(text)
-    except tomllib.TOMLDecodeError as e:
-        notes.append(f"{p.name} not read: {e}")
-    except RecursionError:
-        notes.append(f"{p.name} not read: " + note("nesting", f"{p.name} nests too deep to parse"))
-    return {}
-
-
-def read_ini(p: Path, notes: list[str]) -> configparser.ConfigParser | None:
-    text = read_text(p)
-    if text is None:
-        return None
-    cp = configparser.ConfigParser(interpolation=None, strict=False)
-    try:
-        cp.read_string(text, source=p.name)
-    except (configparser.Error, ValueError) as e:
-        notes.append(f"{p.name} not read: {(str(e).splitlines() or [type(e).__name__])[0][:300]}")
-        return None
-    return cp
-
-
 # --------------------------------------------------------------------------- pytest config
 
 
-def pytest_config(src: Path, tests: str, notes: list[str]) -> tuple[str, dict[str, Any]] | None:
+def pytest_config(src: Path, tests: str, notes: list[str],
+                  files: SdistFiles | None = None) -> tuple[str, dict[str, Any]] | None:
     """(file name, ini options) of the config pytest picks, walking up from the tests (a dir
-    or a file) to the top of the package's source, never above it; None when there is none."""
+    or a file) to the top of the package's source, never above it; None when there is none.
+    ``files``: the sdist's config files as read once (None: read them now)."""
+    files = files if files is not None else SdistFiles(Path(src))
     start = (src / tests) if tests else src
     if not start.is_dir():
         start = start.parent
@@ -148,18 +77,19 @@ def pytest_config(src: Path, tests: str, notes: list[str]) -> tuple[str, dict[st
             f = here / name
             if not f.is_file() or f.is_symlink():
                 continue
+            rel = str(f.relative_to(root))
             if name == "pyproject.toml":
-                tool = read_toml(f, []).get("tool")
+                tool = files.toml(rel, []).get("tool")
                 table = tool.get("pytest") if isinstance(tool, dict) else None
                 if isinstance(table, dict):  # [tool.pytest.ini_options], or pytest 9's [tool.pytest]
                     ini = table.get("ini_options")
-                    return str(f.relative_to(root)), ini if isinstance(ini, dict) else table
+                    return rel, ini if isinstance(ini, dict) else table
                 continue
-            cp = read_ini(f, notes)
+            cp = files.ini(rel, notes)
             if cp is not None and cp.has_section(section):
-                return str(f.relative_to(root)), dict(cp[section])
+                return rel, dict(cp[section])
             if name in ("pytest.ini", ".pytest.ini"):
-                return str(f.relative_to(root)), {}
+                return rel, {}
         if here == root or root not in here.parents:
             break
     return None
@@ -278,12 +208,12 @@ def named_by_filterwarnings(found: tuple[str, dict[str, Any]] | None,
     return ()
 
 
-def needs_pytest9(src: Path, found: tuple[str, dict[str, Any]] | None) -> bool:
+def needs_pytest9(files: SdistFiles, found: tuple[str, dict[str, Any]] | None) -> bool:
     """Whether the config pytest would pick is pytest 9's native ``[tool.pytest]`` table of a
     pyproject.toml (no ``ini_options``): pytest 8 does not read it and walks on up past the
     package (ujson 6.1.0), so such a suite runs with ``suite.TOOLS_PYTEST9``."""
     if found is None or Path(found[0]).name != "pyproject.toml":
         return False
-    table = read_toml(src / found[0], []).get("tool", {})
+    table = files.toml(found[0], []).get("tool", {})
     table = table.get("pytest") if isinstance(table, dict) else None
     return isinstance(table, dict) and "ini_options" not in table

@@ -44,7 +44,8 @@ from typing import Any
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
-from . import infer, pytestcfg
+from . import infer
+from .sdistfiles import SdistFiles
 
 SHIPPED = Path(__file__).parent.parent / "data" / "laruche-2026-03-08.json"
 MAX_REGISTRY_BYTES = 64 * 1024 * 1024
@@ -216,7 +217,7 @@ def skip_reason(recipe: Recipe, minor: str) -> str:
 
 
 def apply(recipe: Recipe, src: Path, dist: str, minor: str, *, registry: str,
-          environment: Mapping[str, str] | None = None) -> Applied:
+          environment: Mapping[str, str] | None = None, files: SdistFiles | None = None) -> Applied:
     """What of ``recipe`` holds for the sdist tree ``src`` of ``dist`` on Python ``minor``."""
     used: list[str] = []
     not_held: list[str] = []
@@ -236,7 +237,7 @@ def apply(recipe: Recipe, src: Path, dist: str, minor: str, *, registry: str,
         not_held.append(f"test framework {recipe.test_framework}: not pytest, its commands not used")
     elif recipe.test_command or recipe.install_command:
         tests, args = _test_command(recipe.test_command, Path(src), used, not_held)
-        reqs = _install_command(recipe.install_command, Path(src), dist, environment, used, not_held)
+        reqs = _install_command(recipe.install_command, files or SdistFiles(Path(src)), dist, environment, used, not_held)
     return Applied(registry=registry, tests=tests, requires=reqs, pytest_args=args, timeout=recipe.timeout,
                    skip=skip, used=tuple(used), not_held=tuple(not_held))
 
@@ -340,8 +341,9 @@ def _pytest_args(argv: list[str], src: Path, cwd: str, used: list[str],
     return tests, tuple(keep)
 
 
-def _install_command(command: str, src: Path, dist: str, environment: Mapping[str, str] | None,
+def _install_command(command: str, files: SdistFiles, dist: str, environment: Mapping[str, str] | None,
                      used: list[str], not_held: list[str]) -> tuple[str, ...]:
+    src = files.tree
     me = canonicalize_name(dist)
     lines: list[str] = []
     build: list[str] = []
@@ -364,7 +366,7 @@ def _install_command(command: str, src: Path, dist: str, environment: Mapping[st
         not_held.append(f"installed before the project (build requirements): {' '.join(build)}")
     notes: list[str] = []
     env = {**infer.TARGET_ENV, **(environment or {})}
-    reqs = infer._filter(lines, dist, _extras(src, notes), env, notes)  # noqa: SLF001 - the inference's own filter
+    reqs = infer._filter(lines, dist, _extras(files, notes), env, notes)  # noqa: SLF001 - the inference's own filter
     not_held += notes
     if reqs:
         used.append(f"test deps {' '.join(reqs)}")
@@ -408,15 +410,15 @@ def _pip_args(argv: list[str], src: Path, me: str, not_held: list[str]) -> tuple
     return out, own
 
 
-def _extras(src: Path, notes: list[str]) -> dict[str, list[str]]:
+def _extras(files: SdistFiles, notes: list[str]) -> dict[str, list[str]]:
     """The project's extras as pyproject.toml and setup.cfg declare them (setup.py is never run)."""
     extras: dict[str, list[str]] = {}
-    cfg = pytestcfg.read_ini(src / "setup.cfg", notes)
+    cfg = files.ini("setup.cfg", notes)
     if cfg is not None and cfg.has_section("options.extras_require"):
         for k in cfg["options.extras_require"]:
             extras[canonicalize_name(k)] = infer._cfg_list(  # noqa: SLF001
                 infer._cfg_value(cfg, "options.extras_require", k, notes))  # noqa: SLF001
-    project = infer.table(pytestcfg.read_toml(src / "pyproject.toml", notes), "project", notes)
+    project = infer.table(files.toml("pyproject.toml", notes), "project", notes)
     for k, v in infer.table(project, "optional-dependencies", notes, "project.").items():
         extras[canonicalize_name(k)] = infer.strings(v, f"[project.optional-dependencies] {k}", notes)
     return extras

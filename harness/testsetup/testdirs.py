@@ -12,7 +12,7 @@ In order, the first that holds:
 3. **tests inside the package**: a ``tests``/``test``/``testing`` directory holding test files,
    whose parent is an import package (``__init__.py``), at most ``IN_PACKAGE_DEPTH`` below the
    root (``lib/yaml/tests``, an import name that is not the distribution's): the install ships
-   it, and ``harness.job.suite.tests_in_package`` runs it from site-packages;
+   it, and ``harness.testsetup.where.tests_in_package`` runs it from site-packages;
 4. none: ``""`` (pytest searches the source root).
 
 The decision is one line of ``Inferred.sources``.

@@ -8,7 +8,7 @@ index, pip installs that one: the extension is never built, and the suite's test
 
 - pip's ``--report`` says which file it installed for the package (``wheels.installed_from``);
 - the sdist, read before the install ran package code (``harness.core.wsfs``), says whether the
-  project is compiled (``compiled_evidence``: a ``.pyx``/``.c``/``.cpp``/``.rs`` source outside
+  project is compiled (``harness.testsetup.compiled.compiled_evidence``: a ``.pyx``/``.c``/``.cpp``/``.rs`` source outside
   its tests and docs, a ``Cargo.toml``, a setup.py with ``ext_modules``/``Extension(``, a
   ``[tool.setuptools] ext-modules`` table);
 - both: the install phase gets a ``pure-fallback`` setup problem naming the wheel and the
@@ -25,9 +25,7 @@ fails on a missing module of the package's own is then a setup fact with that ca
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Sequence
-from pathlib import Path
 
 from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 
@@ -37,48 +35,6 @@ from ..core.model import Phase, SetupProblem
 KIND = "pure-fallback"  # SetupProblem.kind on the install phase
 REBUILD = "install-sdist"  # the phase that builds the package from its sdist
 REBUILD_REPORT = "install-sdist-report.json"  # its pip --report, in logs/
-COMPILED_SUFFIXES = (".pyx", ".c", ".cc", ".cpp", ".cxx", ".rs")
-NOT_SOURCES = {"tests", "test", "testing", "docs", "doc", "examples", "example", "benchmarks",
-               "bench", "vendor", "third_party", "__pycache__", "build", "dist"}
-WALK_DIRS = 2000  # directories looked at, at most
-
-
-def compiled_evidence(src: Path) -> str:
-    """A file of the sdist that says it builds compiled code (relative to ``src``), or ""."""
-    for name in ("Cargo.toml",):
-        if (src / name).is_file():
-            return name
-    for name in ("setup.py", "pyproject.toml"):
-        f = src / name
-        try:
-            text = f.read_text(encoding="utf-8", errors="replace")[:200_000] if f.is_file() else ""
-        except OSError:
-            text = ""
-        if any(s in text for s in ("ext_modules", "Extension(", "ext-modules", "cythonize(")):
-            return f"{name} (declares extension modules)"
-    for n, (root, dirs, files) in enumerate(os.walk(src)):  # links are not followed
-        dirs[:] = sorted(d for d in dirs if d not in NOT_SOURCES and not d.startswith("."))
-        hit = next((f for f in sorted(files) if f.endswith(COMPILED_SUFFIXES)), "")
-        if hit:
-            return str(Path(root, hit).relative_to(src))
-        if n >= WALK_DIRS:
-            break
-    return ""
-
-
-def with_cpython_wheel(evidence: str, files: Sequence[str]) -> str:
-    """``evidence`` with a compiled CPython wheel of the release the index lists, or "" when it
-    lists none: then its pure wheels are what the project ships for CPython, not a fallback
-    (multiprocess 0.70.19: one ``py3X-none-any`` wheel per version, compiled ones for PyPy
-    only; its setup.py declares an extension it never builds on Python 3)."""
-    for f in files:
-        try:
-            tags = parse_wheel_filename(f)[3] if f.endswith(".whl") else frozenset()
-        except InvalidWheelFilename:
-            continue
-        if any(t.interpreter.startswith("cp") and t.abi != "none" for t in tags):
-            return f"{evidence}; the index has {f}"
-    return ""
 
 
 def is_pure_wheel(filename: str) -> bool:

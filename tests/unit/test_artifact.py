@@ -21,6 +21,7 @@ from harness.core.model import InterpreterInfo, Phase
 from harness.job.stages import rebuild_sh
 from harness.parse import parse_phase
 from harness.render.common import wheel_summary
+from harness.testsetup import compiled
 from harness.verdict import artifact, decide
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "artifact"
@@ -63,20 +64,20 @@ def test_is_pure_wheel(name, pure):
 
 
 def test_propcache_sdist_is_compiled(tmp_path):
-    assert artifact.compiled_evidence(_sdist(tmp_path, "propcache-0.5.4-sdist-files.txt")) == "src/propcache/_helpers_c.pyx"
+    assert compiled.compiled_evidence(_sdist(tmp_path, "propcache-0.5.4-sdist-files.txt")) == "src/propcache/_helpers_c.pyx"
 
 
 def test_compiled_evidence_on_fixtures_and_small_trees(tmp_path):
-    assert artifact.compiled_evidence(FIXTURES / "ft_clean") == "pyproject.toml (declares extension modules)"
-    assert artifact.compiled_evidence(FIXTURES / "ft_baseline") == ""
+    assert compiled.compiled_evidence(FIXTURES / "ft_clean") == "pyproject.toml (declares extension modules)"
+    assert compiled.compiled_evidence(FIXTURES / "ft_baseline") == ""
     (tmp_path / "a" / "tests").mkdir(parents=True)
     (tmp_path / "a" / "tests" / "helper.c").write_text("")  # a test's C file: not the package's
     (tmp_path / "docs").mkdir()
     (tmp_path / "docs" / "example.pyx").write_text("")
-    assert artifact.compiled_evidence(tmp_path / "a") == ""
-    assert artifact.compiled_evidence(tmp_path) == ""
+    assert compiled.compiled_evidence(tmp_path / "a") == ""
+    assert compiled.compiled_evidence(tmp_path) == ""
     (tmp_path / "Cargo.toml").write_text("")
-    assert artifact.compiled_evidence(tmp_path) == "Cargo.toml"
+    assert compiled.compiled_evidence(tmp_path) == "Cargo.toml"
 
 
 def test_problem_and_rebuild_command():
@@ -191,9 +192,9 @@ def test_a_compiled_project_is_one_with_compiled_cpython_wheels():
     # wheel per version and compiled wheels for PyPy only, and its setup.py declares an extension
     # it never builds on Python 3: its pure wheel is no fallback, nothing is rebuilt
     files = json.loads((DATA / "index-files.json").read_text())
-    got = artifact.with_cpython_wheel("src/propcache/_helpers_c.pyx", files["propcache-0.5.4"])
+    got = compiled.with_cpython_wheel("src/propcache/_helpers_c.pyx", files["propcache-0.5.4"])
     assert got.startswith("src/propcache/_helpers_c.pyx; the index has propcache-0.5.4-cp3")
-    assert artifact.with_cpython_wheel("setup.py (declares extension modules)", files["multiprocess-0.70.19"]) == ""
+    assert compiled.with_cpython_wheel("setup.py (declares extension modules)", files["multiprocess-0.70.19"]) == ""
     assert any(f.startswith("multiprocess-0.70.19-pp310") for f in files["multiprocess-0.70.19"])
-    assert artifact.with_cpython_wheel("x.c", ["a-1.0-cp313-abi3-manylinux_2_17_x86_64.whl"]).endswith("abi3-manylinux_2_17_x86_64.whl")
-    assert artifact.with_cpython_wheel("x.c", ["a-1.0.tar.gz", "bad.whl", "a-1.0-py3-none-any.whl"]) == ""
+    assert compiled.with_cpython_wheel("x.c", ["a-1.0-cp313-abi3-manylinux_2_17_x86_64.whl"]).endswith("abi3-manylinux_2_17_x86_64.whl")
+    assert compiled.with_cpython_wheel("x.c", ["a-1.0.tar.gz", "bad.whl", "a-1.0-py3-none-any.whl"]) == ""

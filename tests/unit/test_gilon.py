@@ -151,9 +151,8 @@ def test_the_plugin_keeps_a_real_pytest_run_to_the_listed_tests(tmp_path: Path) 
 def test_one_predicate_says_whether_a_job_is_targeted() -> None:
     """core.gilonrecord.targeted, asked by the test stage, the verdict and the plan's estimate: the
     GIL-on runs follow the GIL-off ones only with gil_on: targeted, both modes and no TSan."""
-    from harness.core.gilonrecord import targeted
-
     from harness.config import timings
+    from harness.core.gilonrecord import targeted
     from harness.verdict.gilon import _targeted
 
     assert targeted("targeted", (0, 1)) and targeted("targeted", (1, 0))

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 from packaging.requirements import Requirement
 
-from harness.job.suite import tests_in_package as in_package_rel
 from harness.testsetup.infer import Inferred, infer_test_setup
+from harness.testsetup.where import tests_in_package as in_package_rel
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "infer"
 

@@ -18,7 +18,12 @@ def test_pinned_version(spec, version):
 # pytest's own configuration: files it takes, and files it does not (issue #20)
 from pathlib import Path  # noqa: E402
 
-from harness.job.suite import has_pytest_config  # noqa: E402
+from harness.testsetup.pytestcfg import pytest_config  # noqa: E402
+
+
+def has_pytest_config(src: Path, tests: str) -> bool:
+    """Whether pytest, started on ``tests``, finds a configuration inside the package's source."""
+    return pytest_config(src, tests, []) is not None
 
 
 @pytest.mark.parametrize("where, name, text, found", [
@@ -109,8 +114,8 @@ def test_a_planted_config_link_is_not_followed(tmp_path: Path) -> None:
     assert has_pytest_config(src, "tests") is True
 
 
-# ---- tests inside the import package run from the installed copy (harness.job.suite.installed_tests)
-from harness.job.suite import installed_tests  # noqa: E402
+# ---- tests inside the import package run from the installed copy (harness.testsetup.where)
+from harness.testsetup.where import tests_in_package as in_package_rel  # noqa: E402
 
 
 def _tree(root: Path, files: list[str]) -> None:
@@ -119,41 +124,23 @@ def _tree(root: Path, files: list[str]) -> None:
         (root / f).write_text("")
 
 
-@pytest.mark.parametrize(("tests", "src_files", "installed", "expected"), [
-    # numpy's layout: numpy/tests inside numpy/, shipped by the install
-    ("numpy/tests", ["numpy/__init__.py", "numpy/conftest.py", "numpy/tests/__init__.py"],
-     ["numpy/tests/__init__.py"], "numpy/tests"),
+@pytest.mark.parametrize(("tests", "src_files", "expected"), [
+    # numpy's layout: numpy/tests inside numpy/ (whether the install ships it: jobfiles.site_packages)
+    ("numpy/tests", ["numpy/__init__.py", "numpy/conftest.py", "numpy/tests/__init__.py"], "numpy/tests"),
     # src layout, tests inside the package
-    ("src/pkg/tests", ["src/pkg/__init__.py", "src/pkg/tests/test_a.py"], ["pkg/tests/test_a.py"], "pkg/tests"),
-    # the install does not ship them: the source's, as before
-    ("numpy/tests", ["numpy/__init__.py", "numpy/tests/__init__.py"], ["numpy/__init__.py"], None),
-    # a tests dir beside the package is not inside it, even if the install ships it (a clash)
-    ("tests", ["pkg/__init__.py", "tests/__init__.py"], ["pkg/__init__.py", "tests/__init__.py"], None),
-    ("tests", ["pkg/__init__.py", "tests/test_a.py"], ["pkg/__init__.py"], None),
+    ("src/pkg/tests", ["src/pkg/__init__.py", "src/pkg/tests/test_a.py"], "pkg/tests"),
+    # a tests dir beside the package is not inside it (a clash)
+    ("tests", ["pkg/__init__.py", "tests/__init__.py"], None),
+    ("tests", ["pkg/__init__.py", "tests/test_a.py"], None),
     # a conftest.py of the source outside the package: it would be lost from site-packages
-    ("src/pkg/tests", ["conftest.py", "src/pkg/__init__.py", "src/pkg/tests/test_a.py"],
-     ["pkg/tests/test_a.py"], None),
-    ("", ["pkg/__init__.py"], ["pkg/__init__.py"], None),
+    ("src/pkg/tests", ["conftest.py", "src/pkg/__init__.py", "src/pkg/tests/test_a.py"], None),
+    ("", ["pkg/__init__.py"], None),
 ])
 def test_tests_inside_the_package_run_from_site_packages(tmp_path: Path, tests: str, src_files: list[str],
-                                                         installed: list[str], expected: str | None) -> None:
-    src, venv = tmp_path / "src", tmp_path / "venv"
+                                                         expected: str | None) -> None:
+    src = tmp_path / "src"
     _tree(src, src_files)
-    sp = venv / "lib" / "python3.14t" / "site-packages"
-    _tree(sp, installed)
-    found = installed_tests(src, tests, venv)
-    assert (found and found[1]) == expected or (found is None and expected is None)
-    if found:
-        assert found[0] == sp
-
-
-def test_installed_tests_behind_a_link_out_of_the_venv_are_not_used(tmp_path: Path) -> None:
-    src, venv, elsewhere = tmp_path / "src", tmp_path / "venv", tmp_path / "elsewhere"
-    _tree(src, ["pkg/__init__.py", "pkg/tests/test_a.py"])
-    _tree(elsewhere, ["pkg/tests/test_a.py"])
-    (venv / "lib" / "python3.13t").mkdir(parents=True)
-    (venv / "lib" / "python3.13t" / "site-packages").symlink_to(elsewhere)
-    assert installed_tests(src, "pkg/tests", venv) is None
+    assert in_package_rel(src, tests) == expected
 
 
 def test_installed_tests_take_the_sources_config_file() -> None:

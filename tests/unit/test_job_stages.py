@@ -381,17 +381,17 @@ def test_a_result_written_before_the_record_reads_its_log_line() -> None:
 
 
 def test_from_site_packages_the_harness_import_mode_goes_whatever_set_the_args() -> None:
-    """--import-mode=append is the harness's (testsetup.resolve adds it when the source tree
-    would shadow the build); run from site-packages it goes, also when a recipe gave pytest
-    args ("recipe + inferred"), and stays only when matrix.yaml's own args named it."""
+    """--import-mode=append is for the source tree (harness.testsetup.decide adds it where the
+    tree would shadow the build); the installed copy's args have none, also when a recipe gave
+    pytest args ("recipe + inferred"), and keep it only when matrix.yaml's own args name it."""
     from harness.core.suiterecord import TestSetup
-    from harness.job.stages import _installed_run
+    from harness.testsetup.decide import _installed
 
     args = ("-p", "no:randomly", "--import-mode=append")
     for where in ("inferred", "recipe", "recipe + inferred"):
-        run = _installed_run("pkg/tests", args, TestSetup(pytest_args=args, pytest_args_from=where))
+        run = _installed("pkg/tests", TestSetup(pytest_args=args, pytest_args_from=where))
         assert run.pytest_args == ("-p", "no:randomly"), where
-    kept = _installed_run("pkg/tests", args, TestSetup(pytest_args=args, pytest_args_from="matrix.yaml"))
+    kept = _installed("pkg/tests", TestSetup(pytest_args=args, pytest_args_from="matrix.yaml"))
     assert kept.pytest_args == args
 
 

@@ -342,8 +342,6 @@ SHARED_NAMES: dict[str, set[str]] = {
     # the test-deps phase: testsetup/ which inferred test dependencies to install, parse/ which
     # of them did not install (the phase's record).
     "testdeps": {"parse", "testsetup"},
-    # job/testsetup.py is folded into testsetup/ by #45's suite setup work: drop this entry then.
-    "testsetup": {"", "job"},
 }
 
 
@@ -390,10 +388,8 @@ VERDICT_MUST_NOT_IMPORT = ("os", "subprocess", "shutil", "tempfile", "glob", "io
 VERDICT_IO_CALLS = ("open", "read_text", "read_bytes", "write_text", "write_bytes", "glob", "rglob",
                     "iterdir", "walk", "exists", "is_file", "is_dir", "stat", "scandir", "listdir",
                     "mkdir", "unlink", "rename", "run", "Popen", "system")
-# artifact.compiled_evidence walks the sdist: it moves to testsetup/ with #45's suite setup
-# (the sdist read once); drop these entries then.
-VERDICT_IO_ALLOWED = {("harness.verdict.artifact", "os"), ("harness.verdict.artifact", "pathlib"),
-                      ("harness.verdict.artifact.compiled_evidence", "")}
+# No exception: artifact.compiled_evidence (it walks the sdist) is testsetup/compiled's now.
+VERDICT_IO_ALLOWED: set[tuple[str, str]] = set()
 
 
 def _io_uses(name: str, path: Path) -> list[str]:
@@ -440,3 +436,15 @@ def test_verdict_does_no_io():
     assert mods
     found = [u for n, p in sorted(mods.items()) for u in _io_uses(n, p)]
     assert not found, "I/O in verdict/ (it goes in job/ or testsetup/): " + "; ".join(found)
+
+
+# The suite setup is one stage (#45): the job reaches testsetup/ through its entry point only
+# (harness.testsetup.decide: decide and its result types, and the recipe's pre-fetch skip).
+SETUP_ENTRY = "harness.testsetup.decide"
+
+
+def test_the_job_reaches_the_suite_setup_through_its_entry_point_only():
+    g = _graph()
+    bad = sorted(f"{m} -> {t}" for m, targets in g.items() for t in targets
+                 if _folder(m) in ("job", "cli", "__main__") and _folder(t) == "testsetup" and t != SETUP_ENTRY)
+    assert not bad, f"import the suite setup from {SETUP_ENTRY} only: " + "; ".join(bad)

@@ -17,7 +17,7 @@ from harness.core import limits
 from harness.job import extract
 from harness.testsetup import conftests
 from harness.testsetup.infer import infer_test_setup
-from harness.testsetup.pytestcfg import nesting, read_toml
+from harness.testsetup.sdistfiles import nesting, read_toml
 
 
 def _tree(root: Path, files: dict[str, str]) -> Path:

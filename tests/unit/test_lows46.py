@@ -88,7 +88,7 @@ def _narrowed_attrs(tmp_path: Path):
 
     from harness.config import matrix, plan
     from harness.core.model import InterpreterInfo
-    from harness.job import testsetup
+    from harness.testsetup.decide import decide
     from tests.conftest import INTERP_YAML
     from tests.data.report.shared import load
 
@@ -101,8 +101,7 @@ def _narrowed_attrs(tmp_path: Path):
                         "-o addopts="}}}))
     (job,) = plan.make_plan(matrix.loads(INTERP_YAML + f"settings: {{registry: {reg}}}\n"
                                          "packages: [{name: attrs}]\n"))
-    _, setup, _ = testsetup.resolve(job.package, job.settings,
-                                    InterpreterInfo(name="t", version="3.13.5", key="k"), src)
+    setup = decide(src, job.package, job.settings, InterpreterInfo(name="t", version="3.13.5", key="k")).at_source.record
     attrs = next(r for r in load("run0") if r.job_id == "cp313t--attrs")
     assert attrs.verdict == "compatible" and not attrs.findings
     return dataclasses.replace(attrs, test_setup=setup)

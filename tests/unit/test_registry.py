@@ -1,4 +1,4 @@
-"""Community recipes (harness.testsetup.registry, harness.job.testsetup): real recipes of the shipped laruche
+"""Community recipes (harness.testsetup.registry, harness.testsetup.decide): real recipes of the shipped laruche
 snapshot applied to sdist trees -- captured ones from tests/data/infer, or trees made here with
 the layout of the real sdist -- and what holds, what does not, and where each field came from."""
 
@@ -10,12 +10,12 @@ import shutil
 from pathlib import Path
 
 import pytest
+from harness.core.suiterecord import TestSetup
 
 from harness.config import matrix, plan
 from harness.core.errors import ConfigError
 from harness.core.model import InterpreterInfo
-from harness.job import testsetup
-from harness.testsetup import infer, registry
+from harness.testsetup import decide, infer, registry
 from tests.conftest import INTERP_YAML
 
 INFER = Path(__file__).resolve().parents[1] / "data" / "infer"
@@ -34,6 +34,12 @@ def _copy(name: str, tmp_path: Path) -> Path:
     src = shutil.copytree(INFER / name, tmp_path / name)
     (src / "tests" / "test_x.py").write_text("def test_x():\n    pass\n")
     return Path(src)
+
+
+def _resolve(pkg: matrix.Package, settings: matrix.Settings, src: Path) -> tuple[decide.RunFrom, TestSetup, tuple[str, ...]]:
+    """(where the tests run from the source tree, its test_setup, the test deps to install)."""
+    suite = decide.decide(src, pkg, settings, PY313)
+    return suite.at_source, suite.at_source.record, suite.test_deps
 
 
 def _job(entry: str = "{name: demo}", settings: str = "") -> plan.Job:
@@ -63,7 +69,7 @@ def test_a_pure_projects_recipe_gives_its_test_deps(tmp_path: Path) -> None:
     assert got.requires == ("hypothesis", "pympler", "cloudpickle")  # pytest, pytest-xdist: pinned
     assert got.tests == "" and got.pytest_args == () and got.skip == ""
     assert got.not_held == ()  # -p no:xdist is the harness's own business, not news
-    pkg, setup, deps = testsetup.resolve(_job("{name: attrs}").package, _job().settings, PY313, src)
+    pkg, setup, deps = _resolve(_job("{name: attrs}").package, _job().settings, src)
     # the sdist's own `tests` group already names all three: the recipe adds nothing to it
     assert deps == ('cloudpickle; platform_python_implementation == "CPython"', "hypothesis", "pympler")
     assert setup.requires_from == "inferred"
@@ -80,7 +86,7 @@ def test_an_extension_projects_recipe_gives_its_tests_path_and_timeout(tmp_path:
     assert (got.tests, got.requires, got.timeout) == ("tests", (), 300)
     assert got.used == ("timeout 300s for the suite", "test path tests")
     job = _job("{name: propcache}", "settings: {job_timeout: 120}\n")
-    pkg, setup, deps = testsetup.resolve(job.package, job.settings, PY313, src)
+    pkg, setup, deps = _resolve(job.package, job.settings, src)
     assert (pkg.tests, setup.tests_from, setup.requires_from) == ("tests", "recipe", "inferred")
     assert deps == infer.infer_test_setup(src, "propcache").requires  # requirements/test.txt
     assert ("timeout 300s for the suite is past settings.job_timeout (120s): the budget may end "
@@ -105,12 +111,12 @@ def test_skip_versions_stops_the_job_on_that_version_only(tmp_path: Path) -> Non
     why = "Meson build system: 'Python dependency not found' on 3.15 (meson cannot find python3.15 sysconfig)."
     assert registry.skip_reason(rec, "3.15") == why and registry.skip_reason(rec, "3.13") == ""
     job = _job("{name: numpy, version: '2.3.5'}")
-    skip = testsetup.registry_skip(job.package, job.settings, "3.15")
+    skip = decide.registry_skip(job.package, job.settings, "3.15")
     assert skip is not None and skip.recipe["skip"] == why and skip.recipe["timeout"] == 1800
     assert skip.sources == (f"recipe ({LABEL}): not run on 3.15: {why}",)
-    assert testsetup.registry_skip(job.package, job.settings, "3.13") is None
+    assert decide.registry_skip(job.package, job.settings, "3.13") is None
     off = _job("{name: numpy}", "settings: {registry: false}\n")
-    assert off.settings.registry is None and testsetup.registry_skip(off.package, off.settings, "3.15") is None
+    assert off.settings.registry is None and decide.registry_skip(off.package, off.settings, "3.15") is None
     # on 3.13 it runs; what of the recipe holds for a tree with numpy's layout
     src = _tree(tmp_path / "numpy-2.3.5", {
         "pyproject.toml": "[project]\nname = 'numpy'\n[project.optional-dependencies]\n",
@@ -183,7 +189,7 @@ def test_a_recipe_for_another_framework_gives_nothing_but_its_skip(tmp_path: Pat
 def test_matrix_yaml_wins_field_by_field(tmp_path: Path) -> None:
     src = _copy("propcache-0.5.4", tmp_path)
     job = _job("{name: propcache, tests: tests/test_x.py, test_requires: [freezegun], pytest_args: [-x]}")
-    pkg, setup, deps = testsetup.resolve(job.package, job.settings, PY313, src)
+    pkg, setup, deps = _resolve(job.package, job.settings, src)
     assert (setup.tests, setup.requires, setup.pytest_args) == ("tests/test_x.py", ("freezegun",), ("-x",))
     assert {getattr(setup, k) for k in ("tests_from", "requires_from", "pytest_args_from")} == {"matrix.yaml"}
     assert setup.recipe["tests"] == "tests"  # what the recipe offered, recorded all the same
@@ -237,7 +243,7 @@ def test_the_plan_names_the_jobs_the_registry_skips() -> None:
                         '  {name: ft315, version: "3.15", source: "python:python3.15t"},\n'
                         '  {name: ftany, source: "python:python3t"}]\n'
                         "packages: [{name: numpy}, {name: six}]\n")
-    assert testsetup.planned_skips(plan.make_plan(spec)) == [
+    assert decide.planned_skips(plan.make_plan(spec)) == [
         "ft315--numpy: not run: recipe (laruche 2026-03-08 (204de34)): not run on 3.15: Meson build system: "
         "'Python dependency not found' on 3.15 (meson cannot find python3.15 sysconfig)."]
 
@@ -247,7 +253,7 @@ def test_a_recipes_test_deps_add_to_the_sdists_never_replace_them() -> None:
     group names distro, gssapi, uvloop ... Taking the recipe's alone left distro out and 299 of
     306 items errored at collection."""
     own = ("flake8~=6.1", "distro~=1.9.0", 'uvloop>=0.23.0; platform_system != "Windows"')
-    assert testsetup._requires((), ("uvloop", "pytest-asyncio"), own) == ((*own, "pytest-asyncio"), "recipe + inferred")
-    assert testsetup._requires((), ("uvloop",), ()) == (("uvloop",), "recipe")
-    assert testsetup._requires((), ("Uvloop",), own) == (own, "inferred")
-    assert testsetup._requires(("x",), ("uvloop",), own) == (("x",), "matrix.yaml")
+    assert decide._requires((), ("uvloop", "pytest-asyncio"), own) == ((*own, "pytest-asyncio"), "recipe + inferred")
+    assert decide._requires((), ("uvloop",), ()) == (("uvloop",), "recipe")
+    assert decide._requires((), ("Uvloop",), own) == (own, "inferred")
+    assert decide._requires(("x",), ("uvloop",), own) == (("x",), "matrix.yaml")

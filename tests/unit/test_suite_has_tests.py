@@ -1,10 +1,10 @@
-"""harness.job.suite.has_tests: whether the source has tests the harness should run."""
+"""harness.testsetup.where.has_tests: whether the source has tests the harness should run."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from harness.job.suite import has_tests
+from harness.testsetup.where import has_tests
 
 
 def _touch(root: Path, *paths: str) -> None:

@@ -21,7 +21,7 @@ def test_the_job_installs_none_and_its_test_setup_says_so(tmp_path) -> None:
 
     from harness.config import matrix, plan
     from harness.core.model import InterpreterInfo
-    from harness.job import testsetup
+    from harness.testsetup.decide import decide
     from tests.conftest import INTERP_YAML
 
     src = tmp_path / "demo-1.0"
@@ -31,8 +31,8 @@ def test_the_job_installs_none_and_its_test_setup_says_so(tmp_path) -> None:
         '[project]\nname = "demo"\nversion = "1.0"\n[project.optional-dependencies]\n'
         'test = ["pytest-mock", "evil @ https://example.org/evil-1.0.tar.gz"]\n')
     job = plan.make_plan(matrix.loads(INTERP_YAML + "packages: [{name: demo}]\n"))[0]
-    _, test_setup, deps = testsetup.resolve(job.package, job.settings,
-                                            InterpreterInfo(name="t", version="3.13.5", key="k"), Path(src))
+    suite = decide(Path(src), job.package, job.settings, InterpreterInfo(name="t", version="3.13.5", key="k"))
+    test_setup, deps = suite.at_source.record, suite.test_deps
     assert "pytest-mock" in deps and not any("evil" in d for d in deps)
     assert not any("evil" in d for d in test_setup.requires)  # the recipe's installs too
     assert ("not installed: evil @ https://example.org/evil-1.0.tar.gz (a direct URL reference; list it "

@@ -16,6 +16,7 @@ from harness.core.model import InterpreterInfo, JobResult
 from harness.core.stored import StoredWheel, store_root
 from harness.store import wheelstore
 from harness.store.wheelstore import Sdist
+from harness.testsetup.sdistfiles import SdistFiles
 
 SHA = "49b3a825280bd66b3aa83585ef59c4a8c82f2c8a522dbe754a8bc8d08c85c491"
 URL = ("https://files.pythonhosted.org/packages/a2/55/8f8cab2afd404cf578136ef2cc5dfb50baa1761b68c9da1fb1e4eed343c9/"
@@ -68,23 +69,29 @@ def test_what_an_install_took_from_the_store() -> None:
         StoredWheel(name="docopt", version="0.6.2", sdist_sha256=SHA, wheel="docopt-0.6.2-py2.py3-none-any.whl")]
 
 
+def _static(tree: Path) -> list[str] | None:
+    """static_requirements of the tree's PKG-INFO and pyproject.toml as the suite setup reads them."""
+    files = SdistFiles.read(tree)
+    return wheelstore.static_requirements(files.raw("PKG-INFO"), files.toml("pyproject.toml", []))
+
+
 def test_the_package_s_requirements_when_its_sdist_states_them(tmp_path: Path) -> None:
     (tmp_path / "PKG-INFO").write_text("Metadata-Version: 2.4\nName: a\nVersion: 1\n"
                                        "Requires-Dist: docopt==0.6.2\nRequires-Dist: pytest; extra == 'test'\n")
-    assert wheelstore.static_requirements(tmp_path) == ["docopt==0.6.2", "pytest; extra == 'test'"]
+    assert _static(tmp_path) == ["docopt==0.6.2", "pytest; extra == 'test'"]
     (tmp_path / "PKG-INFO").write_text("Metadata-Version: 2.2\nName: a\nVersion: 1\nDynamic: Requires-Dist\n")
     (tmp_path / "pyproject.toml").write_text('[project]\nname = "a"\ndependencies = ["six"]\n')
-    assert wheelstore.static_requirements(tmp_path) == ["six"]  # PKG-INFO says dynamic: pyproject's
+    assert _static(tmp_path) == ["six"]  # PKG-INFO says dynamic: pyproject's
     (tmp_path / "PKG-INFO").write_text("Metadata-Version: 2.1\nName: a\nVersion: 1\nRequires-Dist: x\n")
-    assert wheelstore.static_requirements(tmp_path) == ["six"]  # before 2.2 nothing in PKG-INFO is static
+    assert _static(tmp_path) == ["six"]  # before 2.2 nothing in PKG-INFO is static
     (tmp_path / "pyproject.toml").write_text('[project]\nname = "a"\ndynamic = ["dependencies"]\n')
-    assert wheelstore.static_requirements(tmp_path) is None
+    assert _static(tmp_path) is None
     (tmp_path / "pyproject.toml").write_text('[project]\nname = "a"\n')
-    assert wheelstore.static_requirements(tmp_path) == []  # stated: none
+    assert _static(tmp_path) == []  # stated: none
     (tmp_path / "pyproject.toml").write_text('[build-system]\nrequires = ["setuptools"]\n')
-    assert wheelstore.static_requirements(tmp_path) is None  # setup.py's install_requires: pip asks it
+    assert _static(tmp_path) is None  # setup.py's install_requires: pip asks it
     (tmp_path / "pyproject.toml").write_text("not [toml")
-    assert wheelstore.static_requirements(tmp_path) is None
+    assert _static(tmp_path) is None
 
 
 def test_the_build_command_names_the_exact_file_and_its_hash() -> None:

@@ -144,15 +144,6 @@ ALLOWED = {
     ("harness/job/source.py", "fetch.sdist("): "before any package code: the host's own download",
     ("harness/job/source.py", "fetch.clear("): "before any package code",
     ("harness/backends/docker.py", "host_root.mkdir("): "Backend.open: job start",
-    ("harness/job/testsetup.py", "infer.infer_test_setup(src_host"): "the source's readers: stages.suite_setup calls testsetup.resolve before the install",
-    ("harness/job/testsetup.py", "registry.apply(recipe, src_host"): "the source's readers",
-    ("harness/job/testsetup.py", "suite.shadowing(src_host"): "the source's readers",
-    ("harness/job/suite.py", "pytestcfg.pytest_config(src_host"): "the source's readers: stages.suite_setup calls them before the install",
-    ("harness/job/suite.py", "(src_host / tests / '__init__.py').is_file()"): "the source's readers",
-    ("harness/job/suite.py", "(src_host.joinpath("): "the source's readers",
-    ("harness/job/suite.py", "tests_in_package(src_host"): "the source's readers",
-    ("harness/job/suite.py", "sorted(venv_host.glob("): "installed_tests: not called by the job (jobfiles.site_packages is)",
-    ("harness/job/suite.py", "venv_host.glob("): "installed_tests: not called by the job",
 }
 
 
@@ -194,10 +185,10 @@ def test_the_guard_sees_a_new_access() -> None:
 
 
 # The job's stages that run before any package code: they make the source tree and read it
-# (harness.job.testsetup reads it then too); the stages from the install on reach the workspace
+# (harness.testsetup.decide, which stages.suite_setup calls, reads it then); the stages from the install on reach the workspace
 # through ctx.fs only.
 BEFORE_THE_INSTALL = {"harness/job/source.py": {"source", "_from_sdist"},
-                      "harness/job/stages.py": {"suite_setup", "_compiled", "_installed_run", "_own_requirements"}}
+                      "harness/job/stages.py": {"suite_setup", "_own_requirements"}}
 FROM_THE_INSTALL_ON = ("harness/job/stages.py", "harness/job/job.py")
 
 

@@ -22,6 +22,7 @@ import os
 import platform
 import urllib.error
 import urllib.request
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urljoin, urlparse, urlsplit, urlunsplit
@@ -148,7 +149,7 @@ def classify_wheel(filename: str, version: str = "", machine: str | None = None,
     return "other-platform"
 
 
-def availability(files: list[str], version: str = "", machine: str | None = None, *,
+def availability(files: Sequence[str], version: str = "", machine: str | None = None, *,
                  interp: InterpreterInfo | None = None) -> str:
     """Summarise a release's files: 'free-threaded', 'pure', 'gil-only' (wheels, none for this
     interpreter on this platform) or 'sdist-only'."""
@@ -236,8 +237,13 @@ def index_files(name: str, version: str, timeout: float = 20) -> list[str] | Non
     except (urllib.error.URLError, OSError, ValueError) as e:
         log.warning("wheel availability for %s %s unknown: %s", name, version, e)
         return None
+    return release_files(data, version)
+
+
+def release_files(page: dict[str, Any], version: str) -> list[str]:
+    """The file names of release ``version`` on a project's page (``simple_json``'s)."""
     want = str(Version(version))
-    return [f["filename"] for f in data.get("files", [])
+    return [f["filename"] for f in page.get("files", [])
             if isinstance(f, dict) and _file_version(f.get("filename", "")) == want]
 
 
@@ -258,9 +264,10 @@ def installed_from(report: dict[str, Any], name: str) -> str:
 
 def wheel_info(name: str, *, local: bool, version: str, install_report: Path | bytes | None,
                interp: InterpreterInfo, probe: Probe | None = None, installed_ok: bool = True,
-               fallback: str = "") -> Wheel:
-    """The wheel column: what the index offers for this release and what pip installed
-    (``installed_ok``: the install phase succeeded; pip may write its report and then fail).
+               fallback: str = "", index_files: Sequence[str] | None = None) -> Wheel:
+    """The wheel column: what the index offers for this release (``index_files``: its file names
+    on the page the fetch read, None when it read none) and what pip installed (``installed_ok``:
+    the install phase succeeded; pip may write its report and then fail).
     ``install_report``: pip's --report, as bytes the job read through ``harness.core.wsfs``, or a path."""
     raw = (install_report if isinstance(install_report, bytes) or install_report is None
            else read_regular(install_report, 64 * 1024 * 1024))
@@ -282,8 +289,8 @@ def wheel_info(name: str, *, local: bool, version: str, install_report: Path | b
     else:
         how = "unknown"
     if not local and version:
-        files = index_files(name, version)
-        available = availability(files, interp.version, interp=interp) if files is not None else "unknown"
+        available = (availability(index_files, interp.version, interp=interp) if index_files is not None
+                     else "unknown")
     else:
         available = "n/a"
     warning = ""

@@ -51,6 +51,7 @@ class Fetched:
     url: str
     sha256: str
     size: int
+    files: tuple[str, ...] = ()  # the release's file names on the page read (its wheels: the wheel column)
 
 
 def _sdists(page: dict[str, Any], name: str) -> list[tuple[Version, dict[str, Any]]]:
@@ -83,8 +84,8 @@ def allowed_url(url: str, index: str) -> str:
             "(http on a loopback host; file: only from a file: index)")
 
 
-def _pick(name: str, spec: str, page: Page) -> tuple[Version, dict[str, Any], str]:
-    """(version, file entry, sha256) of the newest non-yanked sdist ``spec`` allows."""
+def _pick(name: str, spec: str, page: Page) -> tuple[Version, dict[str, Any], str, dict[str, Any]]:
+    """(version, file entry, sha256, the page) of the newest non-yanked sdist ``spec`` allows."""
     try:
         data = page(name)
         if not isinstance(data, dict) or not isinstance(data.get("files", []), list):
@@ -104,7 +105,7 @@ def _pick(name: str, spec: str, page: Page) -> tuple[Version, dict[str, Any], st
     want = str(hashes.get("sha256", "") if isinstance(hashes, dict) else "").lower()
     if not want:
         raise NoSdist(f"{Path(str(f['filename'])).name}: the index gives no sha256 for it; not fetched")
-    return version, f, want
+    return version, f, want, data
 
 
 def sdist_sha256(name: str, spec: str, *, page: Page = wheels.simple_json) -> str:
@@ -115,9 +116,10 @@ def sdist_sha256(name: str, spec: str, *, page: Page = wheels.simple_json) -> st
 
 def sdist(name: str, spec: str, dest: Path, *, page: Page = wheels.simple_json,
           timeout: float = 300, index: str | None = None) -> Fetched:
-    """Download the newest sdist ``spec`` allows into ``dest``; its sha256 checked. ``index``:
-    the page's URL (default: ``wheels.project_url``), which decides the schemes allowed."""
-    version, f, want = _pick(name, spec, page)
+    """Download the newest sdist ``spec`` allows into ``dest``; its sha256 checked; with the
+    release's file names on the page, read once (``Fetched.files``). ``index``: the page's URL
+    (default: ``wheels.project_url``), which decides the schemes allowed."""
+    version, f, want, data = _pick(name, spec, page)
     filename = Path(str(f["filename"])).name
     why = allowed_url(str(f["url"]), index or wheels.project_url(name))
     if why:
@@ -142,7 +144,8 @@ def sdist(name: str, spec: str, dest: Path, *, page: Page = wheels.simple_json,
     if got != want:
         target.unlink(missing_ok=True)
         raise NoSdist(f"{target.name}: sha256 {got} does not match the index's {want}")
-    return Fetched(version=str(version), path=target, url=wheels.redact(str(f["url"])), sha256=got, size=size)
+    return Fetched(version=str(version), path=target, url=wheels.redact(str(f["url"])), sha256=got, size=size,
+                   files=tuple(wheels.release_files(data, str(version))))
 
 
 def clear(dest: Path) -> None:

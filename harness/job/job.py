@@ -45,6 +45,7 @@ class Done:
     test_setup: TestSetup = field(default_factory=TestSetup)  # what the tests ran with, and from where
     tools: tuple[str, ...] = TOOLS  # the pinned test tools
     sdist_sha256: str = ""  # the fetched sdist's, checked against the index (reuse compares it)
+    index_files: tuple[str, ...] | None = None  # the release's files on the index page the fetch read (Source's)
     store: StoreUse = NO_STORE  # what the shared wheel store gave the install (harness.job.wheelsteps)
     data_links: tuple[str, ...] = ()  # sdist dirs linked beside the installed package (harness.job.datalinks)
     gil_on: GilOn | None = None  # what the GIL-on runs ran, and why (harness.verdict.gilon)
@@ -84,7 +85,7 @@ def _steps(ctx: JobCtx) -> Done:
     ctx.ws = replace(ctx.ws, release=src.release)  # the pip cache of this release (docker)
     setup = stages.suite_setup(ctx, src)  # read from the tree before any package code runs
     done = Done(version=src.version, test_setup=setup.at_source.record, tools=setup.tools,
-                sdist_sha256=src.sha256)
+                sdist_sha256=src.sha256, index_files=src.index_files)
     store = stages.wheel_store(ctx, src, setup)  # built once per interpreter, shared read-only (#34)
     done = replace(done, store=store)
     installed = stages.install(ctx, src, setup, store)
@@ -177,7 +178,8 @@ def _result(ctx: JobCtx, done: Done, *, key: str, started: str, skip: TestSetup 
     fallback = artifact.fallback_of(phases)  # a compiled project's pure wheel: built over, or kept
     wheel = wheels.wheel_info(job.package.name, local=job.package.is_local, version=done.version,
                               install_report=ctx.fs.read(report, 64 * 1024 * 1024), interp=interp, probe=probe,
-                              installed_ok=install_ok, fallback=fallback.name if fallback else "") if phases else None
+                              installed_ok=install_ok, fallback=fallback.name if fallback else "",
+                              index_files=done.index_files) if phases else None
     return JobResult(
         job_id=job.job_id, key=key, package=job.package.name,
         requested=job.package.path or job.package.version, version=done.version or probe.version,

@@ -42,6 +42,7 @@ class Source:
     # local tree; the index's version when the host fetched the sdist; when pip fetched it, only
     # what the spec pins (the file's name is then a name package code could have written)
     release: str = ""
+    index_files: tuple[str, ...] | None = None  # the release's file names on the index page the fetch read (None: not read)
 
 
 def pinned_version(spec: str) -> str:
@@ -71,7 +72,7 @@ def _from_sdist(ctx: JobCtx) -> Source | None:
     spec = f"{job.package.name}{job.package.version}"
     pip_download = [ws.python, "-m", "pip", "download", "--no-deps", "--no-binary",
                     canonicalize_name(job.package.name), "--dest", ws.path("sdist"), spec]
-    fetched, sha256 = _fetch_on_host(ctx, pip_download)
+    fetched, sha256, files = _fetch_on_host(ctx, pip_download)
     if fetched is None:  # the host cannot read the index: pip, in the backend (it may build)
         fetched = run_phase(ctx, "fetch", "install", pip_download, env=ctx.env, cwd=ws.root,
                             timeout=job.settings.install_timeout, network=True)
@@ -92,26 +93,27 @@ def _from_sdist(ctx: JobCtx) -> Source | None:
     return Source(src_host=top, path=ws.path(*top.relative_to(ws.host_root).parts),
                   target=f"{job.package.name}=={version}" if version else spec, version=version,
                   archive=archives[0], sha256=sha256,
-                  release=version if sha256 else pinned_version(job.package.version))
+                  release=version if sha256 else pinned_version(job.package.version),
+                  index_files=files if sha256 else None)
 
 
-def _fetch_on_host(ctx: JobCtx, shown: list[str]) -> tuple[Phase | None, str]:
+def _fetch_on_host(ctx: JobCtx, shown: list[str]) -> tuple[Phase | None, str, tuple[str, ...] | None]:
     """The sdist from the index's JSON page, by the host, with no build (harness.job.fetch); the
-    phase shows the equivalent ``pip download``, with the sdist's sha256. None: the host cannot
-    read the index."""
+    phase shows the equivalent ``pip download``, with the sdist's sha256, and the release's file
+    names on the page (None: not read). None: the host cannot read the index."""
     pkg, ws = ctx.job.package, ctx.ws
     ctx.progress(ctx.job.job_id, "fetch")
     t0 = time.monotonic()
-    sha256 = ""
+    sha256, files = "", None
     try:
         got = fetch.sdist(pkg.name, pkg.version, ws.host("sdist"))
-        sha256 = got.sha256
+        sha256, files = got.sha256, got.files
         code, text = 0, (f"{got.url}\nsaved {got.path.name}: {got.size} bytes, sha256 {got.sha256} "
                          f"(checked against the index)\n")
     except fetch.IndexUnavailable as e:
         log.info("%s: %s; fetching with pip in the backend", ctx.job.job_id, e)
         fetch.clear(ws.host("sdist"))
-        return None, ""
+        return None, "", None
     except fetch.NoSdist as e:
         code, text = 1, f"ERROR: {e}\n"
     with ctx.fs.create_text("logs/fetch.log") as f:
@@ -121,4 +123,4 @@ def _fetch_on_host(ctx: JobCtx, shown: list[str]) -> tuple[Phase | None, str]:
         name="fetch", kind="install", command=tuple(shown), env=dict(ctx.env), cwd=ws.root,
         exit_code=code, duration=round(time.monotonic() - t0, 3), log=ctx.rel(ws.host("logs", "fetch.log"))), ctx.out)
     ctx.phases.append(phase)
-    return phase, sha256
+    return phase, sha256, files

@@ -97,7 +97,7 @@ def test_wheel_column(tmp_path: Path, backend, name, version, available, install
     root, _ = in_container(backend, tmp_path, [
         (f"{VENV} --no-deps --report /work/report.json {name}=={version}", True)])
     info = wheels.wheel_info(name, local=False, version=version, install_report=(root / "report.json").read_bytes(),
-                             interp=InterpreterInfo(name="ft", version="3.13.5", key="k"))
+                             interp=InterpreterInfo(name="ft", version="3.13.5", key="k"), index_files=files)
     assert info is not None and info.available == available
     assert info.installed == installed
 

@@ -97,17 +97,17 @@ def test_problem_and_rebuild_command():
     assert Phase.from_dict(json.loads(json.dumps(install.to_dict()))).setup == (p,)
 
 
-def test_the_wheel_column_says_what_was_tested(monkeypatch):
-    monkeypatch.setattr(wheels, "index_files", lambda name, version: ["propcache-0.5.4-py3-none-any.whl",
-                                                                       "propcache-0.5.4.tar.gz"])
+def test_the_wheel_column_says_what_was_tested():
+    files = ("propcache-0.5.4-py3-none-any.whl", "propcache-0.5.4.tar.gz")  # the fetch's page's
     interp = InterpreterInfo(name="cpython3.13t", version="3.13.5", key="k")
     fb = "propcache-0.5.4-py3-none-any.whl"
-    built = wheels.wheel_info("propcache", local=False, version="0.5.4", interp=interp, fallback=fb,
+    built = wheels.wheel_info("propcache", local=False, version="0.5.4", interp=interp, fallback=fb, index_files=files,
                               install_report=_report("install-sdist-report"))
     assert (built.installed, built.installed_file, built.fallback) == ("built from sdist", "propcache-0.5.4.tar.gz", fb)
+    assert built.available == "pure"  # from the files the fetch read, no second request
     assert wheel_summary(built) == ("pure-Python wheel, built from sdist, "
                                     "not its pure fallback propcache-0.5.4-py3-none-any.whl")
-    kept = wheels.wheel_info("propcache", local=False, version="0.5.4", interp=interp, fallback=fb,
+    kept = wheels.wheel_info("propcache", local=False, version="0.5.4", interp=interp, fallback=fb, index_files=files,
                              install_report=_report("install-report"))
     assert (kept.installed, kept.installed_file) == ("wheel (pure)", fb)
     assert "kept: its compiled modules untested" in wheel_summary(kept)

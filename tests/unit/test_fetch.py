@@ -65,6 +65,19 @@ def test_a_file_without_sha256_or_with_another_is_not_kept(tmp_path: Path) -> No
     assert got.path.read_bytes() == sd.read_bytes()
 
 
+def test_the_fetch_keeps_the_release_files_of_the_page_it_read(tmp_path: Path) -> None:
+    """The page is read once per job: the wheel column takes the release's files from here."""
+    sd = _sdist(tmp_path / "index")
+    page = _page(sd.as_uri(), hashlib.sha256(sd.read_bytes()).hexdigest())
+    page["files"] += [{"filename": "demo-1.0-cp313-cp313t-manylinux_2_28_x86_64.whl", "url": sd.as_uri()},
+                      {"filename": "demo-0.9-py3-none-any.whl", "url": sd.as_uri()}, "not a file entry"]
+    reads = []
+    got = fetch.sdist("demo", "", tmp_path / "sdist", page=lambda n: reads.append(n) or page,
+                      index=(tmp_path / "index").as_uri() + "/")
+    assert reads == ["demo"]
+    assert got.files == ("demo-1.0.tar.gz", "demo-1.0-cp313-cp313t-manylinux_2_28_x86_64.whl")
+
+
 class _Index(http.server.BaseHTTPRequestHandler):
     """A PEP 691 index on 127.0.0.1 that wants basic auth user:tok3n (as a private index does)."""
 

@@ -23,9 +23,8 @@ import platform
 import urllib.error
 import urllib.request
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
-from urllib.parse import unquote, urljoin, urlparse, urlsplit, urlunsplit
+from urllib.parse import unquote, urljoin, urlsplit, urlunsplit
 
 from packaging import tags as ptags
 from packaging.utils import (
@@ -38,7 +37,8 @@ from packaging.utils import (
 from packaging.version import Version
 
 from ..core.evidence import Probe, Wheel
-from ..core.model import InterpreterInfo, read_regular
+from ..core.model import InterpreterInfo
+from ..core.pipreport import PipReport
 
 log = logging.getLogger(__name__)
 INDEX_URL = "https://pypi.org/simple/"
@@ -247,37 +247,21 @@ def release_files(page: dict[str, Any], version: str) -> list[str]:
             if isinstance(f, dict) and _file_version(f.get("filename", "")) == want]
 
 
-def installed_from(report: dict[str, Any], name: str) -> str:
-    """The file pip installed for ``name`` per its --report JSON ('' when unknown)."""
-    want = canonicalize_name(name)
-    items = report.get("install", [])
-    for item in items if isinstance(items, list) else ():  # written in the package's venv:
-        meta = item.get("metadata") if isinstance(item, dict) else None  # every type checked (#29)
-        if not isinstance(meta, dict) or not isinstance(meta.get("name"), str):
-            continue
-        if canonicalize_name(meta["name"]) == want:
-            info = item.get("download_info")
-            url = info.get("url") if isinstance(info, dict) else None
-            return Path(unquote(urlparse(url).path)).name if isinstance(url, str) else ""
-    return ""
+def installed_from(report: PipReport | None, name: str) -> str:
+    """The file pip installed for ``name`` per its --report ('' when unknown)."""
+    item = report.item(name) if report is not None else None
+    return item.file if item is not None else ""
 
 
-def wheel_info(name: str, *, local: bool, version: str, install_report: Path | bytes | None,
+def wheel_info(name: str, *, local: bool, version: str, install_report: PipReport | None,
                interp: InterpreterInfo, probe: Probe | None = None, installed_ok: bool = True,
                fallback: str = "", index_files: Sequence[str] | None = None) -> Wheel:
     """The wheel column: what the index offers for this release (``index_files``: its file names
     on the page the fetch read, None when it read none) and what pip installed (``installed_ok``:
     the install phase succeeded; pip may write its report and then fail).
-    ``install_report``: pip's --report, as bytes the job read through ``harness.core.wsfs``, or a path."""
-    raw = (install_report if isinstance(install_report, bytes) or install_report is None
-           else read_regular(install_report, 64 * 1024 * 1024))
-    try:
-        report = json.loads(raw) if raw is not None else {}
-    except (ValueError, RecursionError):
-        report = {}
-    if not isinstance(report, dict):
-        report = {}
-    installed = installed_from(report, name)
+    ``install_report``: pip's --report of what is tested, as parsed onto its phase
+    (``harness.verdict.artifact.tested_report``)."""
+    installed = installed_from(install_report, name)
     if not installed_ok:
         how = "not installed"
     elif local:

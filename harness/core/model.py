@@ -34,6 +34,7 @@ from .evidence import (
     not_installed_of_old,
 )
 from .gilon import GilOn
+from .pipreport import PipReport
 from .stored import StoredWheel, wheels_from
 from .testsetup import TestSetup
 
@@ -175,6 +176,7 @@ class Phase:
     tsan: tuple[TsanReport, ...] = ()  # TSan reports (harness.parse.tsan), as parsed: not deduped
     setup: tuple[SetupProblem, ...] = ()  # the environment's problems (a missing test dependency)
     probe: Probe | None = None  # the probe phase's probe.json (harness.parse.probe)
+    pip_report: PipReport | None = field(default=None, compare=False)  # install: harness.parse.pipreport; not kept
     excerpt: str = ""  # tail of the log, for evidence
 
     @property
@@ -187,7 +189,7 @@ class Phase:
         return self.crashes[0] if self.crashes else None
 
     def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
+        d = {k: v for k, v in asdict(self).items() if k != "pip_report"}  # read during the job only
         d["command"] = list(self.command)
         d["test_command"] = self.test_command.to_dict() if self.test_command else None
         d["crashes"] = [c.to_dict() for c in self.crashes]

@@ -173,11 +173,10 @@ def _result(ctx: JobCtx, done: Done, *, key: str, started: str, skip: TestSetup 
                               test_requires=done.test_setup.requires, data_links=done.data_links))
         if f.reproduce else f for f in decision.findings)
     install_ok = any(p.name == "install" and p.ok for p in phases)
-    report = f"logs/{artifact.REBUILD_REPORT}" if artifact.rebuilt(phases) else "logs/install-report.json"
     reused, built = used(ctx, done.store)
     fallback = artifact.fallback_of(phases)  # a compiled project's pure wheel: built over, or kept
     wheel = wheels.wheel_info(job.package.name, local=job.package.is_local, version=done.version,
-                              install_report=ctx.fs.read(report, 64 * 1024 * 1024), interp=interp, probe=probe,
+                              install_report=artifact.tested_report(phases), interp=interp, probe=probe,
                               installed_ok=install_ok, fallback=fallback.name if fallback else "",
                               index_files=done.index_files) if phases else None
     return JobResult(

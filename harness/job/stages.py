@@ -208,10 +208,10 @@ def _fallback(ctx: JobCtx, src: Source, setup: SuiteSetup, vpy: str) -> bool:
     """A compiled project's pure wheel: recorded on the install phase and, unless kept, its
     extension built from the sdist (harness.verdict.artifact). False: that build failed."""
     name, mode = setup.package.name, ctx.job.settings.fallback_wheel
-    wheel = artifact.fallback_wheel(ctx.fs.read("logs/install-report.json", 64 * 1024 * 1024), name)
+    install = ctx.phases[-1]
+    wheel = artifact.fallback_wheel(install.pip_report, name)  # pip's report, parsed onto the phase
     if not wheel:
         return True
-    install = ctx.phases[-1]
     ctx.phases[-1] = replace(install, setup=(*install.setup, artifact.problem(wheel, setup.compiled, mode)))
     if mode != "build":
         return True

@@ -28,6 +28,7 @@ import pytest
 from harness.config import wheels
 from harness.core.model import InterpreterInfo
 from harness.job.jobfiles import INNER
+from harness.parse.pipreport import parse_pip_report
 from tests.integration.conftest import DOCKER
 
 pytestmark = [pytest.mark.integration, pytest.mark.network]
@@ -96,7 +97,7 @@ def test_wheel_column(tmp_path: Path, backend, name, version, available, install
     assert wheels.availability(captured, "3.13.5") == available
     root, _ = in_container(backend, tmp_path, [
         (f"{VENV} --no-deps --report /work/report.json {name}=={version}", True)])
-    info = wheels.wheel_info(name, local=False, version=version, install_report=(root / "report.json").read_bytes(),
+    info = wheels.wheel_info(name, local=False, version=version, install_report=parse_pip_report((root / "report.json").read_bytes()),
                              interp=InterpreterInfo(name="ft", version="3.13.5", key="k"), index_files=files)
     assert info is not None and info.available == available
     assert info.installed == installed

@@ -18,7 +18,9 @@ from harness.config import wheels
 from harness.config.matrix import Settings
 from harness.core.evidence import Wheel
 from harness.core.model import InterpreterInfo, Phase
+from harness.core.pipreport import PipReport
 from harness.parse import parse_phase
+from harness.parse.pipreport import parse_pip_report
 from harness.render.common import wheel_summary
 from harness.verdict import artifact, decide
 
@@ -26,8 +28,8 @@ DATA = Path(__file__).resolve().parents[1] / "data" / "artifact"
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "packages"
 
 
-def _report(name: str) -> bytes:
-    return (DATA / f"propcache-0.5.4-{name}.json").read_bytes()
+def _report(name: str) -> PipReport:
+    return parse_pip_report((DATA / f"propcache-0.5.4-{name}.json").read_bytes())
 
 
 def _sdist(root: Path, listing: str) -> Path:
@@ -48,7 +50,7 @@ def test_propcache_fallback_wheel_from_pips_report():
 
 @pytest.mark.parametrize("raw", [None, b"", b"not json", b"[]", b'{"install": 3}', b'{"install": [{"metadata": 1}]}'])
 def test_a_report_of_any_shape_is_no_fallback(raw):
-    assert artifact.fallback_wheel(raw, "propcache") == ""
+    assert artifact.fallback_wheel(parse_pip_report(raw), "propcache") == ""
 
 
 @pytest.mark.parametrize(("name", "pure"), [

@@ -395,8 +395,9 @@ def test_a_job_whose_sdist_is_a_bomb_gets_a_result_naming_the_limit(
 ])
 def test_an_install_report_of_the_wrong_shape_names_no_file(report: dict) -> None:
     from harness.config import wheels
+    from harness.core.pipreport import PipReport
 
-    assert wheels.installed_from(report, "pkg") == ""
+    assert wheels.installed_from(PipReport.from_dict(report), "pkg") == ""
 
 
 @pytest.mark.parametrize("page", [{"files": 5}, {"files": "abc"}, {"files": [None, 3, {"filename": 7}]}, []])

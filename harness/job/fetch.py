@@ -11,7 +11,7 @@ job falls back to ``pip download`` in the backend.
 What the page says is not trusted (#30): the file's URL must be https (http only on a loopback
 host, as pip's secure origins allow; ``file:`` only when the index itself is a ``file:`` URL),
 and the page must give its sha256; otherwise nothing is fetched (``NoSdist``, said in the job's
-fetch log).  A URL's credentials never reach a log: ``wheels.redact``.
+fetch log).  A URL's credentials never reach a log: ``indexclient.redact``.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.utils import InvalidSdistFilename, canonicalize_name, parse_sdist_filename
 from packaging.version import Version
 
-from ..config import wheels
+from ..config import indexclient
 
 Page = Callable[[str], dict[str, Any]]
 MAX_BYTES = 512 * 1024 * 1024
@@ -108,20 +108,20 @@ def _pick(name: str, spec: str, page: Page) -> tuple[Version, dict[str, Any], st
     return version, f, want, data
 
 
-def sdist_sha256(name: str, spec: str, *, page: Page = wheels.simple_json) -> str:
+def sdist_sha256(name: str, spec: str, *, page: Page = indexclient.simple_json) -> str:
     """The sha256 of the sdist ``fetch.sdist`` would download now (nothing downloaded); raises
     ``IndexUnavailable`` / ``NoSdist`` as it does."""
     return _pick(name, spec, page)[2]
 
 
-def sdist(name: str, spec: str, dest: Path, *, page: Page = wheels.simple_json,
+def sdist(name: str, spec: str, dest: Path, *, page: Page = indexclient.simple_json,
           timeout: float = 300, index: str | None = None) -> Fetched:
     """Download the newest sdist ``spec`` allows into ``dest``; its sha256 checked; with the
     release's file names on the page, read once (``Fetched.files``). ``index``: the page's URL
-    (default: ``wheels.project_url``), which decides the schemes allowed."""
+    (default: ``indexclient.project_url``), which decides the schemes allowed."""
     version, f, want, data = _pick(name, spec, page)
     filename = Path(str(f["filename"])).name
-    why = allowed_url(str(f["url"]), index or wheels.project_url(name))
+    why = allowed_url(str(f["url"]), index or indexclient.project_url(name))
     if why:
         raise NoSdist(f"{filename}: {why}; not fetched")
     dest.mkdir(parents=True, exist_ok=True)
@@ -129,7 +129,7 @@ def sdist(name: str, spec: str, dest: Path, *, page: Page = wheels.simple_json,
     h = hashlib.sha256()
     size = 0
     try:
-        with wheels.urlopen(wheels.request(str(f["url"])), timeout=timeout) as r, \
+        with indexclient.urlopen(indexclient.request(str(f["url"])), timeout=timeout) as r, \
                 open(target, "wb") as out:
             while chunk := r.read(1 << 20):
                 size += len(chunk)
@@ -139,13 +139,13 @@ def sdist(name: str, spec: str, dest: Path, *, page: Page = wheels.simple_json,
                 out.write(chunk)
     except (urllib.error.URLError, OSError) as e:
         target.unlink(missing_ok=True)
-        raise IndexUnavailable(f"downloading {wheels.redact(str(f['url']))}: {e}") from None
+        raise IndexUnavailable(f"downloading {indexclient.redact(str(f['url']))}: {e}") from None
     got = h.hexdigest()
     if got != want:
         target.unlink(missing_ok=True)
         raise NoSdist(f"{target.name}: sha256 {got} does not match the index's {want}")
-    return Fetched(version=str(version), path=target, url=wheels.redact(str(f["url"])), sha256=got, size=size,
-                   files=tuple(wheels.release_files(data, str(version))))
+    return Fetched(version=str(version), path=target, url=indexclient.redact(str(f["url"])), sha256=got, size=size,
+                   files=tuple(indexclient.release_files(data, str(version))))
 
 
 def clear(dest: Path) -> None:

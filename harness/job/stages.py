@@ -18,7 +18,7 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
 from .. import verdict
-from ..config import wheels
+from ..config import indexclient
 from ..config.matrix import Package
 from ..core.evidence import NOT_INSTALLED, NOT_INSTALLED_SUFFIX
 from ..core.gilon import GilOn
@@ -116,7 +116,7 @@ def _compiled(src: Source, name: str) -> str:
     """Why the sdist builds extension modules, "" when it does not or when the index lists no
     compiled CPython wheel of the release (its pure wheels are all CPython gets)."""
     compiled = artifact.compiled_evidence(src.src_host)
-    if compiled and src.version and (files := wheels.index_files(name, src.version)) is not None:  # None: unread
+    if compiled and src.version and (files := indexclient.index_files(name, src.version)) is not None:  # None: unread
         compiled = artifact.with_cpython_wheel(compiled, files)
     return compiled
 

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.config import wheels
+from harness.config import indexclient, wheels
 from harness.core.model import InterpreterInfo
 from harness.job.jobfiles import INNER
 from harness.parse.pipreport import parse_pip_report
@@ -90,7 +90,7 @@ def test_markupsafe_gil_probe(tmp_path: Path, backend, version, modules, gil) ->
     ("msgpack", "1.2.4", "gil-only", "built from sdist"),
 ])
 def test_wheel_column(tmp_path: Path, backend, name, version, available, installed) -> None:
-    files = wheels.index_files(name, version)
+    files = indexclient.index_files(name, version)
     assert files, "the index answered with no files"
     assert wheels.availability(files, "3.13.5") == available
     captured = json.loads(CAPTURED.read_text())[f"{name}=={version}"]

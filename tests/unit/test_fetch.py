@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.config import wheels
+from harness.config import indexclient
 from harness.config.matrix import loads
 from harness.config.plan import make_plan
 from harness.job import fetch
@@ -111,7 +111,7 @@ def test_index_credentials_go_in_a_header_and_nowhere_else(tmp_path: Path, monke
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
         index = f"http://user:tok3n@127.0.0.1:{server.server_port}/simple/"
-        monkeypatch.setenv(wheels.INDEX_ENV, index)
+        monkeypatch.setenv(indexclient.INDEX_ENV, index)
         got = fetch.sdist("demo", "", tmp_path / "sdist")
     finally:
         server.shutdown()
@@ -122,11 +122,11 @@ def test_index_credentials_go_in_a_header_and_nowhere_else(tmp_path: Path, monke
     job = make_plan(loads(INTERP_YAML + "packages: [{name: six}]\n"))[0]
     env = _base_env(job)
     assert env["PIP_EXTRA_INDEX_URL"] == f"http://127.0.0.1:{server.server_port}/simple/"
-    assert wheels.redact("https://u:p@h.example:8443/simple/") == "https://h.example:8443/simple/"
+    assert indexclient.redact("https://u:p@h.example:8443/simple/") == "https://h.example:8443/simple/"
 
 
 def test_an_unreachable_index_names_no_token(tmp_path: Path, monkeypatch) -> None:
-    monkeypatch.setenv(wheels.INDEX_ENV, "http://user:tok3n@127.0.0.1:9/simple/")
+    monkeypatch.setenv(indexclient.INDEX_ENV, "http://user:tok3n@127.0.0.1:9/simple/")
     with pytest.raises(fetch.IndexUnavailable) as e:
         fetch.sdist("demo", "", tmp_path / "sdist")
     assert "tok3n" not in str(e.value)

@@ -43,6 +43,8 @@ class IndexUnavailable(Exception):
 class NoSdist(Exception):
     """The index answered, and no release the spec allows has a usable sdist."""
 
+    page: dict[str, Any] | None = None  # the page read (``sdist`` sets it): what else the index lists
+
 
 @dataclass(frozen=True, kw_only=True)
 class Fetched:
@@ -84,14 +86,19 @@ def allowed_url(url: str, index: str) -> str:
             "(http on a loopback host; file: only from a file: index)")
 
 
-def _pick(name: str, spec: str, page: Page) -> tuple[Version, dict[str, Any], str, dict[str, Any]]:
-    """(version, file entry, sha256, the page) of the newest non-yanked sdist ``spec`` allows."""
+def _read(name: str, page: Page) -> dict[str, Any]:
+    """The project's page, read once; ``IndexUnavailable`` when it cannot be read."""
     try:
         data = page(name)
         if not isinstance(data, dict) or not isinstance(data.get("files", []), list):
             raise ValueError("not a PEP 691 project page")
     except (OSError, ValueError, RecursionError) as e:
         raise IndexUnavailable(f"the index's page for {name}: {str(e)[:300]}") from None
+    return data
+
+
+def _pick(name: str, spec: str, data: dict[str, Any]) -> tuple[Version, dict[str, Any], str]:
+    """(version, file entry, sha256) of the newest non-yanked sdist ``spec`` allows on the page."""
     try:
         allowed = SpecifierSet(spec)
     except InvalidSpecifier as e:
@@ -105,23 +112,33 @@ def _pick(name: str, spec: str, page: Page) -> tuple[Version, dict[str, Any], st
     want = str(hashes.get("sha256", "") if isinstance(hashes, dict) else "").lower()
     if not want:
         raise NoSdist(f"{Path(str(f['filename'])).name}: the index gives no sha256 for it; not fetched")
-    return version, f, want, data
+    return version, f, want
 
 
 def sdist_sha256(name: str, spec: str, *, page: Page = indexclient.simple_json) -> str:
     """The sha256 of the sdist ``fetch.sdist`` would download now (nothing downloaded); raises
     ``IndexUnavailable`` / ``NoSdist`` as it does."""
-    return _pick(name, spec, page)[2]
+    return _pick(name, spec, _read(name, page))[2]
 
 
 def sdist(name: str, spec: str, dest: Path, *, page: Page = indexclient.simple_json,
           timeout: float = 300, index: str | None = None) -> Fetched:
     """Download the newest sdist ``spec`` allows into ``dest``; its sha256 checked; with the
-    release's file names on the page, read once (``Fetched.files``). ``index``: the page's URL
-    (default: ``indexclient.project_url``), which decides the schemes allowed."""
-    version, f, want, data = _pick(name, spec, page)
+    release's file names on the page, read once (``Fetched.files``; when no sdist is fetched,
+    the page rides on the ``NoSdist``). ``index``: the page's URL (default:
+    ``indexclient.project_url``), which decides the schemes allowed."""
+    data = _read(name, page)
+    try:
+        return _download(name, spec, dest, data, timeout=timeout, index=index or indexclient.project_url(name))
+    except NoSdist as e:
+        e.page = data
+        raise
+
+
+def _download(name: str, spec: str, dest: Path, data: dict[str, Any], *, timeout: float, index: str) -> Fetched:
+    version, f, want = _pick(name, spec, data)
     filename = Path(str(f["filename"])).name
-    why = allowed_url(str(f["url"]), index or indexclient.project_url(name))
+    why = allowed_url(str(f["url"]), index)
     if why:
         raise NoSdist(f"{filename}: {why}; not fetched")
     dest.mkdir(parents=True, exist_ok=True)

@@ -28,7 +28,7 @@ from ..verdict import artifact
 from . import datalinks, jobfiles, stages, testsetup, tsan
 from .context import JobCtx, Progress, base_env
 from .recipe import recipe
-from .source import LOCAL_RELEASE, pinned_version, source
+from .source import LOCAL_RELEASE, Unfetched, pinned_version, source
 from .suite import TOOLS
 from .wheelsteps import NO_STORE, StoreUse, used
 
@@ -80,8 +80,8 @@ def _steps(ctx: JobCtx) -> Done:
     if ctx.job.package.unresolved:  # the plan could not pick a release: nothing to fetch
         return Done()
     src = source(ctx)
-    if src is None:  # the sdist could not be fetched (the fetch phase says why)
-        return Done()
+    if isinstance(src, Unfetched):  # the sdist could not be fetched (the fetch phase says why)
+        return Done(index_files=src.index_files)
     ctx.ws = replace(ctx.ws, release=src.release)  # the pip cache of this release (docker)
     setup = stages.suite_setup(ctx, src)  # read from the tree before any package code runs
     done = Done(version=src.version, test_setup=setup.at_source.record, tools=setup.tools,

@@ -11,11 +11,14 @@ import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.utils import InvalidSdistFilename, canonicalize_name, parse_sdist_filename
+from packaging.version import InvalidVersion
 
 from .. import parse
+from ..config import indexclient
 from ..core.errors import InfraError
 from ..core.model import Phase
 from . import extract, fetch
@@ -45,6 +48,14 @@ class Source:
     index_files: tuple[str, ...] | None = None  # the release's file names on the index page the fetch read (None: not read)
 
 
+@dataclass(frozen=True, kw_only=True)
+class Unfetched:
+    """No source tree: the sdist could not be fetched (the fetch phase says why)."""
+
+    # what the index page the fetch read lists for the release the spec pins (None: not read, or no pin)
+    index_files: tuple[str, ...] | None = None
+
+
 def pinned_version(spec: str) -> str:
     """'2.1.1' for '==2.1.1' (the one release a spec allows), else ''."""
     try:
@@ -56,8 +67,8 @@ def pinned_version(spec: str) -> str:
     return ""
 
 
-def source(ctx: JobCtx) -> Source | None:
-    """The source tree; None when the sdist could not be fetched (the fetch phase says why)."""
+def source(ctx: JobCtx) -> Source | Unfetched:
+    """The source tree; Unfetched when the sdist could not be fetched (the fetch phase says why)."""
     if ctx.job.package.is_local:
         src_host = ctx.ws.host("src")
         extract.fresh_dir(src_host)
@@ -67,7 +78,7 @@ def source(ctx: JobCtx) -> Source | None:
     return _from_sdist(ctx)
 
 
-def _from_sdist(ctx: JobCtx) -> Source | None:
+def _from_sdist(ctx: JobCtx) -> Source | Unfetched:
     job, ws = ctx.job, ctx.ws
     spec = f"{job.package.name}{job.package.version}"
     pip_download = [ws.python, "-m", "pip", "download", "--no-deps", "--no-binary",
@@ -78,7 +89,7 @@ def _from_sdist(ctx: JobCtx) -> Source | None:
                             timeout=job.settings.install_timeout, network=True)
     archives = extract.archives(ws.host("sdist"))  # regular files only: pip may have built
     if not fetched.ok or not archives:
-        return None
+        return Unfetched(index_files=files)
     try:
         version = str(parse_sdist_filename(archives[0].name)[1])
     except InvalidSdistFilename:
@@ -116,6 +127,7 @@ def _fetch_on_host(ctx: JobCtx, shown: list[str]) -> tuple[Phase | None, str, tu
         return None, "", None
     except fetch.NoSdist as e:
         code, text = 1, f"ERROR: {e}\n"
+        files = _pinned_files(e.page, pkg.version)
     with ctx.fs.create_text("logs/fetch.log") as f:
         f.write(f"$ {shlex.join(shown)}\n# fetched by the host from the index's JSON page "
                 f"(PEP 691), nothing built\n{text}")
@@ -124,3 +136,15 @@ def _fetch_on_host(ctx: JobCtx, shown: list[str]) -> tuple[Phase | None, str, tu
         exit_code=code, duration=round(time.monotonic() - t0, 3), log=ctx.rel(ws.host("logs", "fetch.log"))), ctx.out)
     ctx.phases.append(phase)
     return phase, sha256, files
+
+
+def _pinned_files(page: dict[str, Any] | None, spec: str) -> tuple[str, ...] | None:
+    """The file names the page lists for the release ``spec`` pins (the result still names that
+    release when no sdist of it was fetched); None: no page, or no pin."""
+    pin = pinned_version(spec)
+    if page is None or not pin:
+        return None
+    try:
+        return tuple(indexclient.release_files(page, pin))
+    except InvalidVersion:  # an ``===`` pin of no PEP 440 version
+        return None

@@ -15,7 +15,8 @@ import shutil
 import tarfile
 import threading
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
@@ -424,6 +425,21 @@ class _Index(http.server.BaseHTTPRequestHandler):
         pass
 
 
+@contextmanager
+def _fake_index(monkeypatch, routes: dict[str, bytes]) -> Iterator[Counter[str]]:
+    """$FT_HARNESS_INDEX_URL at an index on loopback serving ``routes``; its requests counted."""
+    counts: Counter[str] = Counter()
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), type("Index", (_Index,), {
+        "counts": counts, "routes": routes}))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    monkeypatch.setenv(indexclient.INDEX_ENV, f"http://127.0.0.1:{server.server_port}/simple/")
+    try:
+        yield counts
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
 def _counted(monkeypatch, counts: Counter[str]) -> None:
     """Count each document from outside where it enters the harness, into ``counts`` (the index's
     requests are counted by the index itself). One place: a further document's counter is one
@@ -471,13 +487,6 @@ def test_one_job_requests_the_index_page_once_and_parses_pips_report_once(tmp_pa
          "hashes": {"sha256": hashlib.sha256(sdist.read_bytes()).hexdigest()}},
         {"filename": "ft_clean-1.0-py3-none-any.whl", "url": "../../files/ft_clean-1.0-py3-none-any.whl"},
         {"filename": "ft_clean-0.9-cp313-cp313t-manylinux_2_28_x86_64.whl", "url": "../../files/x.whl"}]}
-    counts: Counter[str] = Counter()
-    handler = type("Index", (_Index,), {"counts": counts, "routes": {
-        "/simple/ft-clean/": json.dumps(page).encode(), f"/files/{sdist.name}": sdist.read_bytes()}})
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    monkeypatch.setenv(indexclient.INDEX_ENV, f"http://127.0.0.1:{server.server_port}/simple/")
-    _counted(monkeypatch, counts)
 
     def report(root: Path) -> None:  # what pip's --report says it installed: the package, from its sdist
         (root / "logs" / "install-report.json").write_text(json.dumps({"version": "1", "install": [
@@ -485,14 +494,27 @@ def test_one_job_requests_the_index_page_once_and_parses_pips_report_once(tmp_pa
              "download_info": {"url": f"file://{root}/sdist/{sdist.name}"}}]}))
 
     backend = clean_backend(effects={"install": report})
-    try:
+    routes = {"/simple/ft-clean/": json.dumps(page).encode(), f"/files/{sdist.name}": sdist.read_bytes()}
+    with _fake_index(monkeypatch, routes) as counts:
+        _counted(monkeypatch, counts)
         res, _ = go(pypi_job("ft_clean", "==1.0"), backend, tmp_path / "out")
-    finally:
-        server.shutdown()
-        server.server_close()
     assert backend.ran == NORMAL and res.verdict == "compatible", [f.message for f in res.findings]
     assert counts == {"requested /simple/ft-clean/": 1, f"requested /files/{sdist.name}": 1,
                       "read install-report.json": 1, "parsed a pip report": 1}
     assert res.wheel is not None  # both read into the wheel column: from the page, from the report
     assert (res.wheel.available, res.wheel.installed, res.wheel.installed_file) == (
         "pure", "built from sdist", sdist.name)
+
+
+def test_a_fetch_that_finds_no_sdist_reads_the_wheel_column_from_the_same_page(tmp_path: Path, monkeypatch) -> None:
+    """No sdist of the pinned release: the job stops at the fetch, and the result's wheel column
+    says what the index has for that release from the page the fetch read, not from a second request."""
+    page = {"meta": {"api-version": "1.0"}, "name": "wheelonly", "files": [
+        {"filename": "wheelonly-1.2.3-py3-none-any.whl", "url": "../../files/wheelonly-1.2.3-py3-none-any.whl"},
+        {"filename": "wheelonly-1.0.tar.gz", "url": "../../files/wheelonly-1.0.tar.gz"}]}
+    backend = clean_backend()
+    with _fake_index(monkeypatch, {"/simple/wheelonly/": json.dumps(page).encode()}) as counts:
+        res, _ = go(pypi_job("wheelonly", "==1.2.3"), backend, tmp_path / "out")
+    assert backend.ran == [] and [p.name for p in res.phases] == ["fetch"] and res.version == "1.2.3"
+    assert counts == {"requested /simple/wheelonly/": 1}
+    assert res.wheel is not None and res.wheel.available == "pure"

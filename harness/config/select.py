@@ -39,8 +39,8 @@ from packaging.utils import (
 from packaging.version import Version
 
 from ..core.errors import ConfigError
-from ..core.model import write_text_atomic
-from . import wheels
+from ..util.safefiles import write_text_atomic
+from . import indexclient
 from .matrix import MatrixSpec, Package, Selector
 
 log = logging.getLogger(__name__)
@@ -148,7 +148,7 @@ def resolve_page(name: str, page: Mapping[str, Any]) -> Resolved:
 
 
 def fetch_index(name: str) -> dict[str, Any]:
-    return wheels.simple_json(name)
+    return indexclient.simple_json(name)
 
 
 def resolve(names: Iterable[str], *, fetch: Fetch = fetch_index,

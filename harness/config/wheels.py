@@ -1,6 +1,8 @@
 """Is there a free-threaded wheel for the tested release, and which one did we install?
 
-Read from the index's JSON metadata and pip's install report, the
+Read from the release's files on the index's page, as the job's fetch read it
+(``harness.job.source.Source.index_files``; the index's client: ``harness.config.indexclient``),
+and from pip's install report (``harness.core.pipinstalled``), the
 ``packaging.utils``/``packaging.tags`` way.  A wheel counts as free-threaded
 when one of its tags is one the interpreter accepts, as it said itself
 (``packaging.tags.sys_tags()`` run by it, kept in InterpreterInfo.tag_pairs and
@@ -15,81 +17,15 @@ Results written before interpreters recorded their tags fall back to the tags
 
 from __future__ import annotations
 
-import base64
-import json
-import logging
-import os
 import platform
-import urllib.error
-import urllib.request
-from pathlib import Path
-from typing import Any
-from urllib.parse import unquote, urljoin, urlparse, urlsplit, urlunsplit
+from collections.abc import Sequence
 
 from packaging import tags as ptags
-from packaging.utils import (
-    InvalidSdistFilename,
-    InvalidWheelFilename,
-    canonicalize_name,
-    parse_sdist_filename,
-    parse_wheel_filename,
-)
-from packaging.version import Version
+from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 
 from ..core.evidence import Probe, Wheel
-from ..core.model import InterpreterInfo, read_regular
-
-log = logging.getLogger(__name__)
-INDEX_URL = "https://pypi.org/simple/"
-INDEX_ENV = "FT_HARNESS_INDEX_URL"  # another PEP 691 index (a mirror, or a test's local index)
-
-
-def redact(url: str) -> str:
-    """``url`` without its user and password (an index's token): what logs, results, reports and
-    package code may see."""
-    parts = urlsplit(url)
-    if parts.username is None and parts.password is None:
-        return url
-    host = parts.hostname or ""
-    if ":" in host:
-        host = f"[{host}]"
-    netloc = host + (f":{parts.port}" if parts.port else "")
-    return urlunsplit(parts._replace(netloc=netloc))
-
-
-def request(url: str, headers: dict[str, str] | None = None) -> urllib.request.Request:
-    """A request for ``url`` (the index's page or a file it lists) whose credentials, its own or
-    $FT_HARNESS_INDEX_URL's for the index's host, travel in an Authorization header, never in
-    the URL an error message or a log line may show."""
-    own, index = urlsplit(url), urlsplit(os.environ.get(INDEX_ENV, ""))
-    creds = own if own.username is not None else index if (
-        (index.scheme, index.hostname, index.port) == (own.scheme, own.hostname, own.port)) else None
-    headers = dict(headers or {})
-    if creds is not None and creds.username is not None:
-        token = f"{unquote(creds.username)}:{unquote(creds.password or '')}".encode()
-        headers["Authorization"] = "Basic " + base64.b64encode(token).decode("ascii")
-    return urllib.request.Request(redact(url), headers=headers)
-
-
-def public_index() -> str:
-    """$FT_HARNESS_INDEX_URL without its credentials ('' when unset): the index package code is
-    pointed at (PIP_EXTRA_INDEX_URL). Only the host's own requests use the credentials."""
-    return redact(os.environ.get(INDEX_ENV, ""))
-
-
-def project_url(name: str) -> str:
-    """The project's page on the index: $FT_HARNESS_INDEX_URL, else pypi.org's simple API."""
-    base = os.environ.get(INDEX_ENV) or INDEX_URL
-    return base.rstrip("/") + f"/{canonicalize_name(name)}/"
-
-
-def _absolute(data: dict[str, Any], url: str) -> dict[str, Any]:
-    """A page whose file URLs are absolute (PEP 691 lets them be relative to the page)."""
-    files = data.get("files")
-    if isinstance(files, list):
-        data["files"] = [dict(f, url=urljoin(url, f["url"])) if isinstance(f, dict)
-                         and isinstance(f.get("url"), str) else f for f in files]
-    return data
+from ..core.model import InterpreterInfo
+from ..core.pipinstalled import PipReport
 
 
 def ft_abi(version: str) -> str:
@@ -148,7 +84,7 @@ def classify_wheel(filename: str, version: str = "", machine: str | None = None,
     return "other-platform"
 
 
-def availability(files: list[str], version: str = "", machine: str | None = None, *,
+def availability(files: Sequence[str], version: str = "", machine: str | None = None, *,
                  interp: InterpreterInfo | None = None) -> str:
     """Summarise a release's files: 'free-threaded', 'pure', 'gil-only' (wheels, none for this
     interpreter on this platform) or 'sdist-only'."""
@@ -159,118 +95,21 @@ def availability(files: list[str], version: str = "", machine: str | None = None
     return "gil-only" if kinds else "sdist-only"
 
 
-def _file_version(filename: str) -> str:
-    try:
-        if filename.endswith(".whl"):
-            return str(parse_wheel_filename(filename)[1])
-        return str(parse_sdist_filename(filename)[1])
-    except (InvalidWheelFilename, InvalidSdistFilename):
-        return ""
+def installed_from(report: PipReport | None, name: str) -> str:
+    """The file pip installed for ``name`` per its --report ('' when unknown)."""
+    item = report.item(name) if report is not None else None
+    return item.file if item is not None else ""
 
 
-LOOPBACK = ("localhost", "127.0.0.1", "::1")
-
-
-def secure_url(url: str) -> bool:
-    """https, or http to a loopback host (pip's secure origins): where the host may be sent."""
-    u = urlsplit(url)
-    host = u.hostname or ""
-    return (u.scheme == "https" and bool(host)) or (
-        u.scheme == "http" and (host in LOOPBACK or host.startswith("127.")))
-
-
-class _Redirects(urllib.request.HTTPRedirectHandler):
-    """Each redirect re-checked (#46): to https (or http on a loopback host) only, and the
-    index's ``Authorization`` header dropped when it leaves the host (scheme, host, port) the
-    credentials were given for -- urllib would send them on to any host."""
-
-    def redirect_request(self, req: urllib.request.Request, fp: Any, code: int, msg: str,
-                         headers: Any, newurl: str) -> urllib.request.Request | None:
-        new = super().redirect_request(req, fp, code, msg, headers, newurl)
-        if new is None:
-            return None
-        if not secure_url(new.full_url):
-            raise urllib.error.HTTPError(redact(newurl), code, "a redirect to a URL that is not "
-                                         "https (or http on a loopback host) is not followed",
-                                         headers, fp)
-        old, now = urlsplit(req.full_url), urlsplit(new.full_url)
-        if (old.scheme, old.hostname, old.port) != (now.scheme, now.hostname, now.port):
-            new.remove_header("Authorization")
-        return new
-
-
-_OPENER = urllib.request.build_opener(_Redirects)
-
-
-def urlopen(req: urllib.request.Request, timeout: float) -> Any:
-    """``urllib.request.urlopen`` with the redirect rule of ``_Redirects``: every request the
-    host makes to the index and the files it lists goes through this."""
-    return _OPENER.open(req, timeout=timeout)
-
-
-MAX_PAGE_BYTES = 128 << 20  # the largest PyPI project pages (botocore) are tens of MiB
-
-
-def simple_json(name: str, timeout: float = 20) -> dict[str, Any]:
-    """A project's page from the index's JSON simple API (PEP 691); raises OSError/ValueError.
-    Read with a size cap; a page nested too deeply is a ValueError like any bad page (#46)."""
-    url = project_url(name)
-    req = request(url, {"Accept": "application/vnd.pypi.simple.v1+json"})
-    with urlopen(req, timeout=timeout) as r:
-        raw = r.read(MAX_PAGE_BYTES + 1)
-    if len(raw) > MAX_PAGE_BYTES:
-        raise ValueError(f"{redact(url)}: the page is larger than {MAX_PAGE_BYTES >> 20} MiB")
-    try:
-        data = json.loads(raw)
-    except RecursionError:
-        raise ValueError(f"{redact(url)}: the page is nested too deeply") from None
-    if not isinstance(data, dict) or not isinstance(data.get("files", []), list):
-        raise ValueError(f"{redact(url)}: not a PEP 691 project page")
-    return _absolute(data, redact(url))
-
-
-def index_files(name: str, version: str, timeout: float = 20) -> list[str] | None:
-    """File names of one release, from the index's JSON simple API (PEP 691)."""
-    try:
-        data = simple_json(name, timeout)
-    except (urllib.error.URLError, OSError, ValueError) as e:
-        log.warning("wheel availability for %s %s unknown: %s", name, version, e)
-        return None
-    want = str(Version(version))
-    return [f["filename"] for f in data.get("files", [])
-            if isinstance(f, dict) and _file_version(f.get("filename", "")) == want]
-
-
-def installed_from(report: dict[str, Any], name: str) -> str:
-    """The file pip installed for ``name`` per its --report JSON ('' when unknown)."""
-    want = canonicalize_name(name)
-    items = report.get("install", [])
-    for item in items if isinstance(items, list) else ():  # written in the package's venv:
-        meta = item.get("metadata") if isinstance(item, dict) else None  # every type checked (#29)
-        if not isinstance(meta, dict) or not isinstance(meta.get("name"), str):
-            continue
-        if canonicalize_name(meta["name"]) == want:
-            info = item.get("download_info")
-            url = info.get("url") if isinstance(info, dict) else None
-            return Path(unquote(urlparse(url).path)).name if isinstance(url, str) else ""
-    return ""
-
-
-def wheel_info(name: str, *, local: bool, version: str, install_report: Path | bytes | None,
+def wheel_info(name: str, *, local: bool, version: str, install_report: PipReport | None,
                interp: InterpreterInfo, probe: Probe | None = None, installed_ok: bool = True,
-               fallback: str = "") -> Wheel:
-    """The wheel column: what the index offers for this release and what pip installed
-    (``installed_ok``: the install phase succeeded; pip may write its report and then fail).
-    ``install_report``: pip's --report, as bytes the job read through ``harness.core.wsfs``, or a path."""
-    raw = (install_report if isinstance(install_report, bytes) or install_report is None
-           else read_regular(install_report, 64 * 1024 * 1024))
-    try:
-        report = json.loads(raw) if raw is not None else {}
-    except (ValueError, RecursionError):
-        report = {}
-    if not isinstance(report, dict):
-        report = {}
-    installed = installed_from(report, name)
+               fallback: str = "", index_files: Sequence[str] | None = None) -> Wheel:
+    """The wheel column: what the index offers for this release (``index_files``: its file names
+    on the page the fetch read, None when it read none) and what pip installed (``installed_ok``:
+    the install phase succeeded; pip may write its report and then fail).
+    ``install_report``: pip's --report of what is tested, as parsed onto its phase
+    (``harness.verdict.artifact.tested_report``)."""
+    installed = installed_from(install_report, name)
     if not installed_ok:
         how = "not installed"
     elif local:
@@ -282,8 +121,8 @@ def wheel_info(name: str, *, local: bool, version: str, install_report: Path | b
     else:
         how = "unknown"
     if not local and version:
-        files = index_files(name, version)
-        available = availability(files, interp.version, interp=interp) if files is not None else "unknown"
+        available = (availability(index_files, interp.version, interp=interp) if index_files is not None
+                     else "unknown")
     else:
         available = "n/a"
     warning = ""

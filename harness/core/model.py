@@ -7,12 +7,7 @@ report step reads, so shards from many machines merge with the same code.
 
 from __future__ import annotations
 
-import contextlib
 import json
-import logging
-import os
-import stat
-import tempfile
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields
 from datetime import UTC, datetime
@@ -34,6 +29,7 @@ from .evidence import (
     not_installed_of_old,
 )
 from .gilonrecord import GilOn
+from .pipinstalled import PipReport
 from .stored import StoredWheel, wheels_from
 from .suiterecord import TestSetup
 
@@ -177,6 +173,7 @@ class Phase:
     tsan: tuple[TsanReport, ...] = ()  # TSan reports (harness.parse.tsan), as parsed: not deduped
     setup: tuple[SetupProblem, ...] = ()  # the environment's problems (a missing test dependency)
     probe: Probe | None = None  # the probe phase's probe.json (harness.parse.probe)
+    pip_report: PipReport | None = field(default=None, compare=False)  # install: harness.parse.pipreport; not kept
     excerpt: str = ""  # tail of the log, for evidence
 
     @property
@@ -189,7 +186,7 @@ class Phase:
         return self.crashes[0] if self.crashes else None
 
     def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
+        d = {k: v for k, v in asdict(self).items() if k != "pip_report"}  # read during the job only
         d["command"] = list(self.command)
         d["test_command"] = self.test_command.to_dict() if self.test_command else None
         d["crashes"] = [c.to_dict() for c in self.crashes]
@@ -415,82 +412,6 @@ class JobResult:
         d["rules_out"] = d["rules_out"] if isinstance(d.get("rules_out"), str) else ""
         d["schema"] = RESULT_SCHEMA  # read back in today's shape
         return _build(cls, d)
-
-
-def write_text_atomic(path: Path, text: str, *, fsync: bool = False) -> None:
-    """Write text so a reader sees the old file or the new one, never half of one."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-            if fsync:
-                f.flush()
-                os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
-
-
-def read_regular(path: Path, limit: int) -> bytes | None:
-    """A file the host did not write itself (package code could have), read safely: None unless
-    it is a regular file, not a symlink (a planted link to a host file must not reach a report);
-    at most ``limit`` bytes, head and tail kept when it is longer."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except OSError:
-        return None
-    return read_fd(fd, limit)
-
-
-def read_fd(fd: int, limit: int) -> bytes | None:
-    """The bytes of the regular file open at ``fd`` (closed after), head and tail when past
-    ``limit``; None for anything else (a FIFO, a device, a directory)."""
-    with os.fdopen(fd, "rb") as f:
-        st = os.fstat(f.fileno())
-        if not stat.S_ISREG(st.st_mode):
-            return None
-        if st.st_size <= limit:
-            return f.read(limit)
-        head = f.read(limit // 2)
-        f.seek(st.st_size - limit // 2)
-        return head + b"\n[... cut ...]\n" + f.read(limit // 2)
-
-
-def open_fresh(path: Path) -> Any:
-    """A text file the host creates anew where package code may have written before: whatever is
-    at ``path`` (a planted symlink to a host file included) is removed, never followed, and the
-    parent must be a real directory."""
-    parent = path.parent
-    if parent.is_symlink() or not parent.is_dir():
-        raise OSError(f"{parent} is not a real directory")
-    with contextlib.suppress(FileNotFoundError):
-        if path.is_symlink() or not path.is_dir():
-            path.unlink()
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
-    return os.fdopen(fd, "w", encoding="utf-8")
-
-
-def append_regular(path: Path, data: bytes) -> None:
-    """Append to a log package code has had: never through a link it planted there, never to
-    anything but a regular file (then the text is dropped, with a warning)."""
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except OSError as e:
-        logging.getLogger(__name__).warning("not appending to %s: %s", path, e)
-        return
-    with os.fdopen(fd, "ab") as f:
-        if stat.S_ISREG(os.fstat(fd).st_mode):
-            f.write(data)
-        else:
-            logging.getLogger(__name__).warning("not appending to %s: not a regular file", path)
-
-
-def write_json_atomic(path: Path, data: Any) -> None:
-    """A result file: JSON, written atomically and fsynced before the rename."""
-    write_text_atomic(path, json.dumps(data, indent=1, sort_keys=False) + "\n", fsync=True)
 
 
 def read_result(path: Path) -> JobResult:

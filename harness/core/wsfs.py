@@ -33,7 +33,7 @@ from collections.abc import Iterator
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from .model import read_fd
+from ..util.safefiles import read_fd
 
 SYS_OPENAT2 = 437  # the same number on every Linux architecture (the generic syscall table)
 RESOLVE_NO_SYMLINKS = 0x04

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from .. import parse
 from ..backends.base import Backend, Workspace
-from ..config import wheels
+from ..config import indexclient
 from ..config.plan import Job
 from ..core import logcap
 from ..core.errors import InfraError
@@ -72,9 +72,9 @@ def base_env(job: Job) -> dict[str, str]:
     env = dict(job.package.env)
     env.update({"PYTHONFAULTHANDLER": "1", "PYTHONDONTWRITEBYTECODE": "1", "PIP_DISABLE_PIP_VERSION_CHECK": "1",
                 "PIP_NO_INPUT": "1", "PYTHONUNBUFFERED": "1"})
-    if wheels.public_index():  # the index the plan resolved against: pip looks there too; never
+    if indexclient.public_index():  # the index the plan resolved against: pip looks there too; never
         # its credentials, which package code and every log header (the env) would show (#30)
-        env["PIP_EXTRA_INDEX_URL"] = wheels.public_index()
+        env["PIP_EXTRA_INDEX_URL"] = indexclient.public_index()
     return env
 
 

@@ -11,7 +11,7 @@ job falls back to ``pip download`` in the backend.
 What the page says is not trusted (#30): the file's URL must be https (http only on a loopback
 host, as pip's secure origins allow; ``file:`` only when the index itself is a ``file:`` URL),
 and the page must give its sha256; otherwise nothing is fetched (``NoSdist``, said in the job's
-fetch log).  A URL's credentials never reach a log: ``wheels.redact``.
+fetch log).  A URL's credentials never reach a log: ``indexclient.redact``.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.utils import InvalidSdistFilename, canonicalize_name, parse_sdist_filename
 from packaging.version import Version
 
-from ..config import wheels
+from ..config import indexclient
 from ..core.errors import SdistUnchecked
 
 Page = Callable[[str], dict[str, Any]]
@@ -44,6 +44,8 @@ class IndexUnavailable(SdistUnchecked):
 class NoSdist(SdistUnchecked):
     """The index answered, and no release the spec allows has a usable sdist."""
 
+    page: dict[str, Any] | None = None  # the page read (``sdist`` sets it): what else the index lists
+
 
 @dataclass(frozen=True, kw_only=True)
 class Fetched:
@@ -52,6 +54,7 @@ class Fetched:
     url: str
     sha256: str
     size: int
+    files: tuple[str, ...] = ()  # the release's file names on the page read (its wheels: the wheel column)
 
 
 def _sdists(page: dict[str, Any], name: str) -> list[tuple[Version, dict[str, Any]]]:
@@ -84,14 +87,19 @@ def allowed_url(url: str, index: str) -> str:
             "(http on a loopback host; file: only from a file: index)")
 
 
-def _pick(name: str, spec: str, page: Page) -> tuple[Version, dict[str, Any], str]:
-    """(version, file entry, sha256) of the newest non-yanked sdist ``spec`` allows."""
+def _read(name: str, page: Page) -> dict[str, Any]:
+    """The project's page, read once; ``IndexUnavailable`` when it cannot be read."""
     try:
         data = page(name)
         if not isinstance(data, dict) or not isinstance(data.get("files", []), list):
             raise ValueError("not a PEP 691 project page")
     except (OSError, ValueError, RecursionError) as e:
         raise IndexUnavailable(f"the index's page for {name}: {str(e)[:300]}") from None
+    return data
+
+
+def _pick(name: str, spec: str, data: dict[str, Any]) -> tuple[Version, dict[str, Any], str]:
+    """(version, file entry, sha256) of the newest non-yanked sdist ``spec`` allows on the page."""
     try:
         allowed = SpecifierSet(spec)
     except InvalidSpecifier as e:
@@ -108,19 +116,30 @@ def _pick(name: str, spec: str, page: Page) -> tuple[Version, dict[str, Any], st
     return version, f, want
 
 
-def sdist_sha256(name: str, spec: str, *, page: Page = wheels.simple_json) -> str:
+def sdist_sha256(name: str, spec: str, *, page: Page = indexclient.simple_json) -> str:
     """The sha256 of the sdist ``fetch.sdist`` would download now (nothing downloaded); raises
     ``IndexUnavailable`` / ``NoSdist`` as it does."""
-    return _pick(name, spec, page)[2]
+    return _pick(name, spec, _read(name, page))[2]
 
 
-def sdist(name: str, spec: str, dest: Path, *, page: Page = wheels.simple_json,
+def sdist(name: str, spec: str, dest: Path, *, page: Page = indexclient.simple_json,
           timeout: float = 300, index: str | None = None) -> Fetched:
-    """Download the newest sdist ``spec`` allows into ``dest``; its sha256 checked. ``index``:
-    the page's URL (default: ``wheels.project_url``), which decides the schemes allowed."""
-    version, f, want = _pick(name, spec, page)
+    """Download the newest sdist ``spec`` allows into ``dest``; its sha256 checked; with the
+    release's file names on the page, read once (``Fetched.files``; when no sdist is fetched,
+    the page rides on the ``NoSdist``). ``index``: the page's URL (default:
+    ``indexclient.project_url``), which decides the schemes allowed."""
+    data = _read(name, page)
+    try:
+        return _download(name, spec, dest, data, timeout=timeout, index=index or indexclient.project_url(name))
+    except NoSdist as e:
+        e.page = data
+        raise
+
+
+def _download(name: str, spec: str, dest: Path, data: dict[str, Any], *, timeout: float, index: str) -> Fetched:
+    version, f, want = _pick(name, spec, data)
     filename = Path(str(f["filename"])).name
-    why = allowed_url(str(f["url"]), index or wheels.project_url(name))
+    why = allowed_url(str(f["url"]), index)
     if why:
         raise NoSdist(f"{filename}: {why}; not fetched")
     dest.mkdir(parents=True, exist_ok=True)
@@ -128,7 +147,7 @@ def sdist(name: str, spec: str, dest: Path, *, page: Page = wheels.simple_json,
     h = hashlib.sha256()
     size = 0
     try:
-        with wheels.urlopen(wheels.request(str(f["url"])), timeout=timeout) as r, \
+        with indexclient.urlopen(indexclient.request(str(f["url"])), timeout=timeout) as r, \
                 open(target, "wb") as out:
             while chunk := r.read(1 << 20):
                 size += len(chunk)
@@ -138,12 +157,13 @@ def sdist(name: str, spec: str, dest: Path, *, page: Page = wheels.simple_json,
                 out.write(chunk)
     except (urllib.error.URLError, OSError) as e:
         target.unlink(missing_ok=True)
-        raise IndexUnavailable(f"downloading {wheels.redact(str(f['url']))}: {e}") from None
+        raise IndexUnavailable(f"downloading {indexclient.redact(str(f['url']))}: {e}") from None
     got = h.hexdigest()
     if got != want:
         target.unlink(missing_ok=True)
         raise NoSdist(f"{target.name}: sha256 {got} does not match the index's {want}")
-    return Fetched(version=str(version), path=target, url=wheels.redact(str(f["url"])), sha256=got, size=size)
+    return Fetched(version=str(version), path=target, url=indexclient.redact(str(f["url"])), sha256=got, size=size,
+                   files=tuple(indexclient.release_files(data, str(version))))
 
 
 def clear(dest: Path) -> None:

@@ -29,7 +29,7 @@ from ..verdict import artifact
 from . import datalinks, jobfiles, stages, tsanenv
 from .context import JobCtx, Progress, base_env
 from .laptoprecipe import recipe
-from .source import LOCAL_RELEASE, pinned_version, source
+from .source import LOCAL_RELEASE, Unfetched, pinned_version, source
 from .suite import TOOLS
 from .wheelsteps import NO_STORE, StoreUse, used
 
@@ -46,6 +46,7 @@ class Done:
     test_setup: TestSetup = field(default_factory=TestSetup)  # what the tests ran with, and from where
     tools: tuple[str, ...] = TOOLS  # the pinned test tools
     sdist_sha256: str = ""  # the fetched sdist's, checked against the index (reuse compares it)
+    index_files: tuple[str, ...] | None = None  # the release's files on the index page the fetch read (Source's)
     store: StoreUse = NO_STORE  # what the shared wheel store gave the install (harness.job.wheelsteps)
     data_links: tuple[str, ...] = ()  # sdist dirs linked beside the installed package (harness.job.datalinks)
     gil_on: GilOn | None = None  # what the GIL-on runs ran, and why (harness.verdict.gilon)
@@ -80,12 +81,12 @@ def _steps(ctx: JobCtx) -> Done:
     if ctx.job.package.unresolved:  # the plan could not pick a release: nothing to fetch
         return Done()
     src = source(ctx)
-    if src is None:  # the sdist could not be fetched (the fetch phase says why)
-        return Done()
+    if isinstance(src, Unfetched):  # the sdist could not be fetched (the fetch phase says why)
+        return Done(index_files=src.index_files)
     ctx.ws = replace(ctx.ws, release=src.release)  # the pip cache of this release (docker)
     setup = stages.suite_setup(ctx, src)  # read from the tree before any package code runs
     done = Done(sdist_version=src.version, test_setup=setup.at_source.record, tools=setup.tools,
-                sdist_sha256=src.sha256)
+                sdist_sha256=src.sha256, index_files=src.index_files)
     store = stages.wheel_store(ctx, src, setup)  # built once per interpreter, shared read-only (#34)
     done = replace(done, store=store)
     installed = stages.install(ctx, src, setup, store)
@@ -188,12 +189,12 @@ def _result(ctx: JobCtx, done: Done, *, key: str, started: str, skip: TestSetup 
                               test_requires=done.test_setup.requires, data_links=done.data_links))
         if f.reproduce else f for f in decision.findings)
     install_ok = any(p.name == "install" and p.ok for p in phases)
-    report = f"logs/{artifact.REBUILD_REPORT}" if artifact.rebuilt(phases) else "logs/install-report.json"
     reused, built = used(ctx, done.store)
     fallback = artifact.fallback_of(phases)  # a compiled project's pure wheel: built over, or kept
     wheel = wheels.wheel_info(job.package.name, local=job.package.is_local, version=version,
-                              install_report=ctx.fs.read(report, 64 * 1024 * 1024), interp=interp, probe=probe,
-                              installed_ok=install_ok, fallback=fallback.name if fallback else "") if phases else None
+                              install_report=artifact.tested_report(phases), interp=interp, probe=probe,
+                              installed_ok=install_ok, fallback=fallback.name if fallback else "",
+                              index_files=done.index_files) if phases else None
     return replace(
         identity(job, key=key, interp=interp, backend=backend.name), version=version,
         settings={k: list(v) if isinstance(v, tuple) else v for k, v in vars(job.settings).items()},

@@ -37,7 +37,7 @@ from ..testsetup.decide import minor, registry_skip
 from . import stages
 from .context import Progress
 from .job import _open, _start_env
-from .source import source
+from .source import Unfetched, source
 from .wheelsteps import NO_STORE, StoreUse
 
 log = logging.getLogger(__name__)
@@ -71,7 +71,7 @@ def _one(job: Job, prepared: Prepared, backend: Backend, out: Path, progress: Pr
     try:
         ctx.env, ctx.supp = _start_env(ctx)
         src = source(ctx)
-        if src is None:
+        if isinstance(src, Unfetched):
             return NO_STORE, "its sdist could not be fetched"
         use = stages.wheel_store(ctx, src, stages.suite_setup(ctx, src))
         return use, "" if use.planned else "no plan (the wheel store is off for it)"

@@ -31,11 +31,12 @@ from ..backends.base import Backend, Prepared
 from ..config.plan import Job
 from ..core.errors import InfraError, Interrupted
 from ..core.limits import LimitExceeded
-from ..core.model import Finding, InterpreterInfo, JobResult, now_iso, write_json_atomic
+from ..core.model import Finding, InterpreterInfo, JobResult, now_iso
 from ..core.progress import NullReporter, Reporter
 from ..core.wsfs import JobDir
 from ..results.load import read_one
 from ..reuse import reuse
+from ..util.safefiles import write_json_atomic
 from . import fetch
 from .job import Progress, identity, run_job
 

@@ -11,11 +11,14 @@ import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.utils import InvalidSdistFilename, canonicalize_name, parse_sdist_filename
+from packaging.version import InvalidVersion
 
 from .. import parse
+from ..config import indexclient
 from ..core.errors import InfraError
 from ..core.model import Phase
 from . import extract, fetch
@@ -42,6 +45,15 @@ class Source:
     # local tree; the index's version when the host fetched the sdist; when pip fetched it, only
     # what the spec pins (the file's name is then a name package code could have written)
     release: str = ""
+    index_files: tuple[str, ...] | None = None  # the release's file names on the index page the fetch read (None: not read)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Unfetched:
+    """No source tree: the sdist could not be fetched (the fetch phase says why)."""
+
+    # what the index page the fetch read lists for the release the spec pins (None: not read, or no pin)
+    index_files: tuple[str, ...] | None = None
 
 
 def pinned_version(spec: str) -> str:
@@ -55,8 +67,8 @@ def pinned_version(spec: str) -> str:
     return ""
 
 
-def source(ctx: JobCtx) -> Source | None:
-    """The source tree; None when the sdist could not be fetched (the fetch phase says why)."""
+def source(ctx: JobCtx) -> Source | Unfetched:
+    """The source tree; Unfetched when the sdist could not be fetched (the fetch phase says why)."""
     if ctx.job.package.is_local:
         src_host = ctx.ws.host("src")
         extract.fresh_dir(src_host)
@@ -66,18 +78,18 @@ def source(ctx: JobCtx) -> Source | None:
     return _from_sdist(ctx)
 
 
-def _from_sdist(ctx: JobCtx) -> Source | None:
+def _from_sdist(ctx: JobCtx) -> Source | Unfetched:
     job, ws = ctx.job, ctx.ws
     spec = f"{job.package.name}{job.package.version}"
     pip_download = [ws.python, "-m", "pip", "download", "--no-deps", "--no-binary",
                     canonicalize_name(job.package.name), "--dest", ws.path("sdist"), spec]
-    fetched, sha256 = _fetch_on_host(ctx, pip_download)
+    fetched, sha256, files = _fetch_on_host(ctx, pip_download)
     if fetched is None:  # the host cannot read the index: pip, in the backend (it may build)
         fetched = run_phase(ctx, PhaseSpec(name="fetch", kind="install", command=pip_download, env=ctx.env,
                                            cwd=ws.root, timeout=job.settings.install_timeout, network=True))
     archives = extract.archives(ws.host("sdist"))  # regular files only: pip may have built
     if not fetched.ok or not archives:
-        return None
+        return Unfetched(index_files=files)
     try:
         version = str(parse_sdist_filename(archives[0].name)[1])
     except InvalidSdistFilename:
@@ -92,28 +104,30 @@ def _from_sdist(ctx: JobCtx) -> Source | None:
     return Source(src_host=top, path=ws.path(*top.relative_to(ws.host_root).parts),
                   target=f"{job.package.name}=={version}" if version else spec, version=version,
                   archive=archives[0], sha256=sha256,
-                  release=version if sha256 else pinned_version(job.package.version))
+                  release=version if sha256 else pinned_version(job.package.version),
+                  index_files=files if sha256 else None)
 
 
-def _fetch_on_host(ctx: JobCtx, shown: list[str]) -> tuple[Phase | None, str]:
+def _fetch_on_host(ctx: JobCtx, shown: list[str]) -> tuple[Phase | None, str, tuple[str, ...] | None]:
     """The sdist from the index's JSON page, by the host, with no build (harness.job.fetch); the
-    phase shows the equivalent ``pip download``, with the sdist's sha256. None: the host cannot
-    read the index."""
+    phase shows the equivalent ``pip download``, with the sdist's sha256, and the release's file
+    names on the page (None: not read). None: the host cannot read the index."""
     pkg, ws = ctx.job.package, ctx.ws
     ctx.progress(ctx.job.job_id, "fetch")
     t0 = time.monotonic()
-    sha256 = ""
+    sha256, files = "", None
     try:
         got = fetch.sdist(pkg.name, pkg.version, ws.host("sdist"))
-        sha256 = got.sha256
+        sha256, files = got.sha256, got.files
         code, text = 0, (f"{got.url}\nsaved {got.path.name}: {got.size} bytes, sha256 {got.sha256} "
                          f"(checked against the index)\n")
     except fetch.IndexUnavailable as e:
         log.info("%s: %s; fetching with pip in the backend", ctx.job.job_id, e)
         fetch.clear(ws.host("sdist"))
-        return None, ""
+        return None, "", None
     except fetch.NoSdist as e:
         code, text = 1, f"ERROR: {e}\n"
+        files = _pinned_files(e.page, pkg.version)
     with ctx.fs.create_text("logs/fetch.log") as f:
         f.write(f"$ {shlex.join(shown)}\n# fetched by the host from the index's JSON page "
                 f"(PEP 691), nothing built\n{text}")
@@ -121,4 +135,16 @@ def _fetch_on_host(ctx: JobCtx, shown: list[str]) -> tuple[Phase | None, str]:
         name="fetch", kind="install", command=tuple(shown), env=dict(ctx.env), cwd=ws.root,
         exit_code=code, duration=round(time.monotonic() - t0, 3), log=ctx.rel(ws.host("logs", "fetch.log"))), ctx.out)
     ctx.phases.append(phase)
-    return phase, sha256
+    return phase, sha256, files
+
+
+def _pinned_files(page: dict[str, Any] | None, spec: str) -> tuple[str, ...] | None:
+    """The file names the page lists for the release ``spec`` pins (the result still names that
+    release when no sdist of it was fetched); None: no page, or no pin."""
+    pin = pinned_version(spec)
+    if page is None or not pin:
+        return None
+    try:
+        return tuple(indexclient.release_files(page, pin))
+    except InvalidVersion:  # an ``===`` pin of no PEP 440 version
+        return None

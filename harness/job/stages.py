@@ -18,7 +18,6 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
 from .. import verdict
-from ..config import wheels
 from ..core.evidence import NOT_INSTALLED, NOT_INSTALLED_SUFFIX
 from ..core.gilonrecord import GilOn, targeted
 from ..core.model import Phase, TestCommand
@@ -66,8 +65,7 @@ def suite_setup(ctx: JobCtx, src: Source) -> SuiteSetup:
     (harness.testsetup.decide: the matrix's, the recipe's and the inferred setup, the pytest
     config, the tools it needs, and where the tests run from with which pytest args)."""
     job = ctx.job
-    return decide(src.src_host, job.package, job.settings, ctx.interp,
-                  index_files=(lambda: wheels.index_files(job.package.name, src.version)) if src.version else None)
+    return decide(src.src_host, job.package, job.settings, ctx.interp, index_files=src.index_files)
 
 
 # ------------------------------------------------------------------ install
@@ -148,7 +146,7 @@ def _fallback_found(ctx: JobCtx, setup: SuiteSetup) -> Callable[[Phase], Phase]:
     def then(install: Phase) -> Phase:
         if not install.ok:
             return install
-        wheel = artifact.fallback_wheel(ctx.fs.read("logs/install-report.json", 64 * 1024 * 1024), ctx.job.package.name)
+        wheel = artifact.fallback_wheel(install.pip_report, ctx.job.package.name)  # parsed onto the phase
         if not wheel:
             return install
         found = artifact.problem(wheel, setup.compiled, ctx.job.settings.fallback_wheel)

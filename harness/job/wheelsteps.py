@@ -42,6 +42,7 @@ from packaging.utils import canonicalize_name
 from ..core import limits
 from ..core.model import PhaseKind
 from ..core.stored import StoredWheel
+from ..parse.pipreport import parse_pip_report
 from ..store import storecap, toolslayer, wheelstore
 from ..store.wheelstore import PLAN_REPORT, Sdist
 from .context import JobCtx, PhaseSpec, run_phase
@@ -119,7 +120,7 @@ def prepare(ctx: JobCtx, *, venv_sh: str, vpy: str, requirements: Sequence[str],
     if not phase.ok:
         _say(ctx, [*tally.lines, "ft-harness: no plan; the install builds whatever it needs itself"])
         return tally.use(planned=True, tools_layer=used_layer)
-    report = ctx.fs.read(f"logs/{PLAN_REPORT}", 64 * 1024 * 1024)
+    report = parse_pip_report(ctx.fs.read(f"logs/{PLAN_REPORT}", 64 * 1024 * 1024))  # parsed once, read twice
     links = []
     for w in wheelstore.from_store(report, ws.wheel_store, key):  # the plan took it from the store
         if w.name != canonicalize_name(skip) and wheelstore.stored(store, key, w.sdist_sha256) == w.wheel:
@@ -267,7 +268,7 @@ def used(ctx: JobCtx, use: StoreUse) -> tuple[tuple[StoredWheel, ...], tuple[Sto
     wheels this job found there and ones it built itself."""
     if not use.planned or not ctx.ws.wheel_store:
         return (), ()
-    taken = wheelstore.from_store(ctx.fs.read("logs/install-report.json", 64 * 1024 * 1024),
-                                  ctx.ws.wheel_store, ctx.ws.build_env(ctx.interp.key))
+    report = next((p.pip_report for p in ctx.phases if p.name == "install"), None)  # parsed onto it
+    taken = wheelstore.from_store(report, ctx.ws.wheel_store, ctx.ws.build_env(ctx.interp.key))
     mine = {w.sdist_sha256 for w in use.built}
     return tuple(w for w in taken if w.sdist_sha256 not in mine), use.built

@@ -16,14 +16,16 @@ from pathlib import Path
 
 from ..core import limits
 from ..core.evidence import Crash, Hang
-from ..core.model import OUTCOMES, Phase, TestCase, read_regular
+from ..core.model import OUTCOMES, Phase, TestCase
 from ..core.wsfs import read_beneath
+from ..util.safefiles import read_regular
 from . import buildenv
 from .crash import find_crashes
 from .gil import gil_modules
 from .hang import WATCHDOG_ENDED, WATCHDOG_ENV, find_hang, internal_timeout, watchdog_tests
 from .junit import CRASHED_RE, TIMEOUT_RE, JUnitCase, guess_nodeid, junit_key, parse_junit
 from .parallel import parse_parallel
+from .pipreport import read_pip_report
 from .probe import probe_of, read_probe
 from .pytestlog import FINAL_RE, PytestLog, parse_log
 from .setup import find_setup_problems
@@ -123,6 +125,7 @@ def _parse(phase: Phase, out_dir: Path) -> Phase:
         # install: harness.verdict.artifact; test-deps: what did not install (parse.testdeps)
         setup=find_setup_problems(text) if phase.kind in TEST_KINDS else read_not_installed(phase, out_dir),
         probe=read_probe(phase, out_dir),
+        pip_report=read_pip_report(phase, out_dir),  # install phases: pip's --report, parsed once
         excerpt="\n".join([tail(text), *notes]).strip(),
     )
 

@@ -33,7 +33,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from ..core.evidence import TsanFrame, TsanLocation, TsanReport, TsanSection, TsanStack, TsanThread
-from ..core.model import read_regular
+from ..util.safefiles import read_regular
 
 log = logging.getLogger(__name__)
 

@@ -16,9 +16,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ..core.model import write_json_atomic, write_text_atomic
 from ..results.report import CompatReport
 from ..util import pool
+from ..util.safefiles import write_json_atomic, write_text_atomic
 from . import history as _history
 from . import html, junitreport, markdown
 from . import site as _site

@@ -11,7 +11,7 @@ Only ``site/`` is published (GitHub Pages), so nothing a page links may live out
 
 Logs are written as ``.txt`` (served as text/plain: a hostile JUnit file served as XML could
 carry script).  The workspace they come from is package-controlled: a log is read only as a
-regular file, never through a symlink (harness.core.model.read_regular), in a real directory
+regular file, never through a symlink (harness.util.safefiles.read_regular), in a real directory
 inside the output dir.
 """
 
@@ -26,8 +26,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..core.model import read_regular, severity, write_text_atomic
+from ..core.model import severity
 from ..results.report import CompatReport, JobEntry
+from ..util.safefiles import read_regular, write_text_atomic
 
 LOG_LIMIT = 256 * 1024  # per log: the head and the tail of a longer one
 LOGS_BUDGET = 64 * 1024 * 1024  # all logs of a site together

@@ -23,7 +23,7 @@ import re
 from collections.abc import Mapping
 from pathlib import Path
 
-from ..core.model import write_json_atomic
+from ..util.safefiles import write_json_atomic
 
 NAME = "manifest.json"
 SCHEMA = "ft-harness-manifest/1"

@@ -22,7 +22,6 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
-import json
 import os
 import re
 import shutil
@@ -38,6 +37,7 @@ from urllib.parse import unquote, urlparse
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 from packaging.version import InvalidVersion, Version
 
+from ..core.pipinstalled import PipItem, PipReport
 from ..core.stored import StoredWheel
 
 PLAN_REPORT = "wheel-plan.json"  # the dry run's --report, in logs/
@@ -67,54 +67,35 @@ class Sdist:
 # ------------------------------------------------------------------ pure: reading reports
 
 
-def _items(report_raw: bytes | None) -> list[dict]:
-    try:
-        report = json.loads(report_raw) if report_raw else {}
-    except (ValueError, RecursionError):
-        return []
-    items = report.get("install") if isinstance(report, dict) else None
-    return [i for i in items if isinstance(i, dict)] if isinstance(items, list) else []
+def _items(report: PipReport | None) -> tuple[PipItem, ...]:
+    """The report's items that name a version (written in the job's venv: harness.core.pipinstalled)."""
+    return tuple(i for i in report.items if i.version) if report is not None else ()
 
 
-def _meta(item: dict) -> tuple[str, str]:
-    meta = item.get("metadata")
-    if not isinstance(meta, dict) or not isinstance(meta.get("name"), str) or not isinstance(meta.get("version"), str):
-        return "", ""
-    return str(canonicalize_name(meta["name"])), meta["version"]
-
-
-def to_build(report_raw: bytes | None, *, skip: str = "") -> list[Sdist]:
-    """The sdists of a ``pip install --dry-run --report`` (bytes written in the job's venv: every
-    type checked): https archives that are no wheel, with a sha256; ``skip``: a project left to
-    the install itself (the package under test: its build log is the verdict's evidence)."""
+def to_build(report: PipReport | None, *, skip: str = "") -> list[Sdist]:
+    """The sdists of a ``pip install --dry-run --report``: https archives that are no wheel,
+    with a sha256; ``skip``: a project left to the install itself (the package under test: its
+    build log is the verdict's evidence)."""
     out: dict[str, Sdist] = {}
-    for item in _items(report_raw):
-        name, version = _meta(item)
-        info = item.get("download_info")
-        if not name or name == canonicalize_name(skip) or not isinstance(info, dict):
+    for item in _items(report):
+        if item.name == canonicalize_name(skip) or not item.url or not item.sha256:
             continue
-        url, archive = info.get("url"), info.get("archive_info")
-        hashes = archive.get("hashes") if isinstance(archive, dict) else None
-        sha = hashes.get("sha256") if isinstance(hashes, dict) else None
-        if not isinstance(url, str) or not isinstance(sha, str) or not SHA256_RE.fullmatch(sha):
-            continue
-        parsed = urlparse(url)
+        parsed = urlparse(item.url)
         if parsed.scheme != "https" or not unquote(parsed.path).endswith(SDIST_SUFFIXES):
             continue
-        out.setdefault(sha, Sdist(name=name, version=version, url=url.split("#", 1)[0], sha256=sha))
+        out.setdefault(item.sha256, Sdist(name=item.name, version=item.version, url=item.url.split("#", 1)[0],
+                                          sha256=item.sha256))
     return list(out.values())
 
 
-def from_store(report_raw: bytes | None, store_seen: str, key: str) -> list[StoredWheel]:
+def from_store(report: PipReport | None, store_seen: str, key: str) -> list[StoredWheel]:
     """What an install's ``--report`` says pip took from the store (a ``file:`` URL below
     ``store_seen/key``, as the backend sees the store)."""
     prefix = f"{store_seen.rstrip('/')}/{key}/"
     out = []
-    for item in _items(report_raw):
-        name, version = _meta(item)
-        info = item.get("download_info")
-        url = info.get("url") if isinstance(info, dict) else None
-        if not name or not isinstance(url, str) or not url.startswith("file:"):
+    for item in _items(report):
+        name, version, url = item.name, item.version, item.url
+        if not url.startswith("file:"):
             continue
         path = unquote(urlparse(url).path)
         sha, _, wheel = path[len(prefix):].partition("/") if path.startswith(prefix) else ("", "", "")

@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 
 from ..core.limits import note, value
-from ..core.model import read_regular
+from ..util.safefiles import read_regular
 
 MAX_FILES = 50
 SKIP_DIRS = {"build", "dist", "node_modules", "site-packages", "venv", "__pycache__"}

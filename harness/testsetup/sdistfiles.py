@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.limits import note, value
-from ..core.model import read_regular
+from ..util.safefiles import read_regular
 
 MAX_CONFIG_BYTES = 4 * 1024 * 1024
 # read when the value is made: the files at the top of the sdist its readers look at

@@ -6,7 +6,8 @@ index, pip installs that one: the extension is never built, and the suite's test
 ``No module named 'propcache._helpers_c'`` (propcache 0.5.4 and yarl 1.25.1 were published as
 ``baseline-failure`` so). So, after the install:
 
-- pip's ``--report`` says which file it installed for the package (``wheels.installed_from``);
+- pip's ``--report``, parsed onto the install phase (``Phase.pip_report``), says which file it
+  installed for the package;
 - the sdist, read before the install ran package code (``harness.core.wsfs``), says whether the
   project is compiled (``harness.testsetup.compiled.compiled_evidence``: a ``.pyx``/``.c``/``.cpp``/``.rs`` source outside
   its tests and docs, a ``Cargo.toml``, a setup.py with ``ext_modules``/``Extension(``, a
@@ -24,17 +25,16 @@ fails on a missing module of the package's own is then a setup fact with that ca
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 
 from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 
-from ..config.wheels import installed_from
 from ..core.model import Phase, SetupProblem
+from ..core.pipinstalled import PipReport
 
 KIND = "pure-fallback"  # SetupProblem.kind on the install phase
 REBUILD = "install-sdist"  # the phase that builds the package from its sdist
-REBUILD_REPORT = "install-sdist-report.json"  # its pip --report, in logs/
+REBUILD_REPORT = f"{REBUILD}-report.json"  # its pip --report, in logs/, beside its log (harness.parse.pipreport)
 
 
 def is_pure_wheel(filename: str) -> bool:
@@ -46,14 +46,10 @@ def is_pure_wheel(filename: str) -> bool:
     return bool(tags) and all(t.abi == "none" and t.platform == "any" for t in tags)
 
 
-def fallback_wheel(report_raw: bytes | None, name: str) -> str:
-    """The pure wheel pip installed for ``name`` per its ``--report`` (bytes read through
-    ``harness.core.wsfs``: written in the package's venv), or ""."""
-    try:
-        report = json.loads(report_raw) if report_raw else {}
-    except (ValueError, RecursionError):
-        return ""
-    installed = installed_from(report, name) if isinstance(report, dict) else ""
+def fallback_wheel(report: PipReport | None, name: str) -> str:
+    """The pure wheel pip installed for ``name`` per its ``--report`` (the install phase's), or ""."""
+    item = report.item(name) if report is not None else None
+    installed = item.file if item is not None else ""
     return installed if is_pure_wheel(installed) else ""
 
 
@@ -79,3 +75,9 @@ def rebuilt(phases: Sequence[Phase]) -> bool:
     """The package was built from its sdist after pip chose its fallback wheel."""
     return any(p.name == REBUILD and p.ok for p in phases)
 
+
+def tested_report(phases: Sequence[Phase]) -> PipReport | None:
+    """pip's report of what is tested: the rebuild's when the package was built over its
+    fallback wheel, else the install's (None: no such phase, or pip wrote none)."""
+    name = REBUILD if rebuilt(phases) else "install"
+    return next((p.pip_report for p in phases if p.name == name), None)

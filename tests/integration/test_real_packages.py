@@ -25,9 +25,10 @@ from pathlib import Path
 
 import pytest
 
-from harness.config import wheels
+from harness.config import indexclient, wheels
 from harness.core.model import InterpreterInfo
 from harness.job.jobfiles import INNER
+from harness.parse.pipreport import parse_pip_report
 from tests.integration.conftest import DOCKER
 
 pytestmark = [pytest.mark.integration, pytest.mark.network]
@@ -89,15 +90,15 @@ def test_markupsafe_gil_probe(tmp_path: Path, backend, version, modules, gil) ->
     ("msgpack", "1.2.4", "gil-only", "built from sdist"),
 ])
 def test_wheel_column(tmp_path: Path, backend, name, version, available, installed) -> None:
-    files = wheels.index_files(name, version)
+    files = indexclient.index_files(name, version)
     assert files, "the index answered with no files"
     assert wheels.availability(files, "3.13.5") == available
     captured = json.loads(CAPTURED.read_text())[f"{name}=={version}"]
     assert wheels.availability(captured, "3.13.5") == available
     root, _ = in_container(backend, tmp_path, [
         (f"{VENV} --no-deps --report /work/report.json {name}=={version}", True)])
-    info = wheels.wheel_info(name, local=False, version=version, install_report=(root / "report.json").read_bytes(),
-                             interp=InterpreterInfo(name="ft", version="3.13.5", key="k"))
+    info = wheels.wheel_info(name, local=False, version=version, install_report=parse_pip_report((root / "report.json").read_bytes()),
+                             interp=InterpreterInfo(name="ft", version="3.13.5", key="k"), index_files=files)
     assert info is not None and info.available == available
     assert info.installed == installed
 

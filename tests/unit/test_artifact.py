@@ -18,8 +18,10 @@ from harness.config import wheels
 from harness.core.evidence import Wheel
 from harness.core.jobspec import Settings
 from harness.core.model import InterpreterInfo, Phase
+from harness.core.pipinstalled import PipReport
 from harness.job.stages import rebuild_sh
 from harness.parse import parse_phase
+from harness.parse.pipreport import parse_pip_report
 from harness.render.common import wheel_summary
 from harness.testsetup import compiled
 from harness.verdict import artifact, decide
@@ -28,8 +30,8 @@ DATA = Path(__file__).resolve().parents[1] / "data" / "artifact"
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "packages"
 
 
-def _report(name: str) -> bytes:
-    return (DATA / f"propcache-0.5.4-{name}.json").read_bytes()
+def _report(name: str) -> PipReport:
+    return parse_pip_report((DATA / f"propcache-0.5.4-{name}.json").read_bytes())
 
 
 def _sdist(root: Path, listing: str) -> Path:
@@ -50,7 +52,7 @@ def test_propcache_fallback_wheel_from_pips_report():
 
 @pytest.mark.parametrize("raw", [None, b"", b"not json", b"[]", b'{"install": 3}', b'{"install": [{"metadata": 1}]}'])
 def test_a_report_of_any_shape_is_no_fallback(raw):
-    assert artifact.fallback_wheel(raw, "propcache") == ""
+    assert artifact.fallback_wheel(parse_pip_report(raw), "propcache") == ""
 
 
 @pytest.mark.parametrize(("name", "pure"), [
@@ -99,17 +101,17 @@ def test_problem_and_rebuild_command():
     assert Phase.from_dict(json.loads(json.dumps(install.to_dict()))).setup == (p,)
 
 
-def test_the_wheel_column_says_what_was_tested(monkeypatch):
-    monkeypatch.setattr(wheels, "index_files", lambda name, version: ["propcache-0.5.4-py3-none-any.whl",
-                                                                       "propcache-0.5.4.tar.gz"])
+def test_the_wheel_column_says_what_was_tested():
+    files = ("propcache-0.5.4-py3-none-any.whl", "propcache-0.5.4.tar.gz")  # the fetch's page's
     interp = InterpreterInfo(name="cpython3.13t", version="3.13.5", key="k")
     fb = "propcache-0.5.4-py3-none-any.whl"
-    built = wheels.wheel_info("propcache", local=False, version="0.5.4", interp=interp, fallback=fb,
+    built = wheels.wheel_info("propcache", local=False, version="0.5.4", interp=interp, fallback=fb, index_files=files,
                               install_report=_report("install-sdist-report"))
     assert (built.installed, built.installed_file, built.fallback) == ("built from sdist", "propcache-0.5.4.tar.gz", fb)
+    assert built.available == "pure"  # from the files the fetch read, no second request
     assert wheel_summary(built) == ("pure-Python wheel, built from sdist, "
                                     "not its pure fallback propcache-0.5.4-py3-none-any.whl")
-    kept = wheels.wheel_info("propcache", local=False, version="0.5.4", interp=interp, fallback=fb,
+    kept = wheels.wheel_info("propcache", local=False, version="0.5.4", interp=interp, fallback=fb, index_files=files,
                              install_report=_report("install-report"))
     assert (kept.installed, kept.installed_file) == ("wheel (pure)", fb)
     assert "kept: its compiled modules untested" in wheel_summary(kept)

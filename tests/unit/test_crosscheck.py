@@ -43,7 +43,8 @@ def _planted(tmp_path, marker):
     from an artifact, a cache or `run --reuse` could hold."""
     from dataclasses import replace
 
-    from harness.core.model import read_result, write_json_atomic
+    from harness.core.model import read_result
+    from harness.util.safefiles import write_json_atomic
     from harness.verdict import decide
     from tests.unit.test_reuse import RUN0
     from tests.unit.test_verdict import S

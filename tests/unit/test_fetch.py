@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.config import wheels
+from harness.config import indexclient
 from harness.config.matrix import loads
 from harness.config.plan import make_plan
 from harness.job import fetch
@@ -65,6 +65,19 @@ def test_a_file_without_sha256_or_with_another_is_not_kept(tmp_path: Path) -> No
     assert got.path.read_bytes() == sd.read_bytes()
 
 
+def test_the_fetch_keeps_the_release_files_of_the_page_it_read(tmp_path: Path) -> None:
+    """The page is read once per job: the wheel column takes the release's files from here."""
+    sd = _sdist(tmp_path / "index")
+    page = _page(sd.as_uri(), hashlib.sha256(sd.read_bytes()).hexdigest())
+    page["files"] += [{"filename": "demo-1.0-cp313-cp313t-manylinux_2_28_x86_64.whl", "url": sd.as_uri()},
+                      {"filename": "demo-0.9-py3-none-any.whl", "url": sd.as_uri()}, "not a file entry"]
+    reads = []
+    got = fetch.sdist("demo", "", tmp_path / "sdist", page=lambda n: reads.append(n) or page,
+                      index=(tmp_path / "index").as_uri() + "/")
+    assert reads == ["demo"]
+    assert got.files == ("demo-1.0.tar.gz", "demo-1.0-cp313-cp313t-manylinux_2_28_x86_64.whl")
+
+
 class _Index(http.server.BaseHTTPRequestHandler):
     """A PEP 691 index on 127.0.0.1 that wants basic auth user:tok3n (as a private index does)."""
 
@@ -98,7 +111,7 @@ def test_index_credentials_go_in_a_header_and_nowhere_else(tmp_path: Path, monke
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
         index = f"http://user:tok3n@127.0.0.1:{server.server_port}/simple/"
-        monkeypatch.setenv(wheels.INDEX_ENV, index)
+        monkeypatch.setenv(indexclient.INDEX_ENV, index)
         got = fetch.sdist("demo", "", tmp_path / "sdist")
     finally:
         server.shutdown()
@@ -109,11 +122,11 @@ def test_index_credentials_go_in_a_header_and_nowhere_else(tmp_path: Path, monke
     job = make_plan(loads(INTERP_YAML + "packages: [{name: six}]\n"))[0]
     env = _base_env(job)
     assert env["PIP_EXTRA_INDEX_URL"] == f"http://127.0.0.1:{server.server_port}/simple/"
-    assert wheels.redact("https://u:p@h.example:8443/simple/") == "https://h.example:8443/simple/"
+    assert indexclient.redact("https://u:p@h.example:8443/simple/") == "https://h.example:8443/simple/"
 
 
 def test_an_unreachable_index_names_no_token(tmp_path: Path, monkeypatch) -> None:
-    monkeypatch.setenv(wheels.INDEX_ENV, "http://user:tok3n@127.0.0.1:9/simple/")
+    monkeypatch.setenv(indexclient.INDEX_ENV, "http://user:tok3n@127.0.0.1:9/simple/")
     with pytest.raises(fetch.IndexUnavailable) as e:
         fetch.sdist("demo", "", tmp_path / "sdist")
     assert "tok3n" not in str(e.value)

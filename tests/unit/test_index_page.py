@@ -15,7 +15,7 @@ from contextlib import contextmanager
 
 import pytest
 
-from harness.config import wheels
+from harness.config import indexclient
 from harness.job import fetch
 
 SHA = "c" * 64
@@ -66,16 +66,16 @@ def _page(sha: str = SHA) -> bytes:
 def test_a_bad_page_is_index_unavailable_never_an_escaping_error(monkeypatch, body, why):
     with _server() as (url, h):
         h.routes["/simple/six/"] = (200, {"Content-Type": "application/json"}, body)
-        monkeypatch.setenv(wheels.INDEX_ENV, url + "/simple/")
+        monkeypatch.setenv(indexclient.INDEX_ENV, url + "/simple/")
         with pytest.raises(fetch.IndexUnavailable, match=why):
             fetch.sdist_sha256("six", "==1.17.0")
 
 
 def test_a_huge_page_is_read_only_up_to_the_cap(monkeypatch):
-    monkeypatch.setattr(wheels, "MAX_PAGE_BYTES", 1 << 20)
+    monkeypatch.setattr(indexclient, "MAX_PAGE_BYTES", 1 << 20)
     with _server() as (url, h):
         h.routes["/simple/six/"] = (200, {}, _page()[:-1] + b" " * (2 << 20) + b"}")
-        monkeypatch.setenv(wheels.INDEX_ENV, url + "/simple/")
+        monkeypatch.setenv(indexclient.INDEX_ENV, url + "/simple/")
         with pytest.raises(fetch.IndexUnavailable, match="larger than 1 MiB"):
             fetch.sdist_sha256("six", "==1.17.0")
         h.routes["/simple/six/"] = (200, {}, _page())
@@ -89,11 +89,11 @@ def test_credentials_are_dropped_on_a_redirect_to_another_host(monkeypatch):
         ih.routes["/simple/idna-moved/"] = (200, {}, _page())
         oh.routes["/six/"] = (200, {}, _page())
         user = index.replace("http://", "http://user:s3cret@")
-        monkeypatch.setenv(wheels.INDEX_ENV, user + "/simple/")
+        monkeypatch.setenv(indexclient.INDEX_ENV, user + "/simple/")
         assert fetch.sdist_sha256("six", "==1.17.0") == SHA
         assert ih.seen[0][1].startswith("Basic ")  # the index itself gets them
         assert oh.seen == [("/six/", "")]  # the other host does not
-        wheels.simple_json("idna")  # a redirect within the index's host keeps them
+        indexclient.simple_json("idna")  # a redirect within the index's host keeps them
         assert [a for p, a in ih.seen if p == "/simple/idna-moved/"][0].startswith("Basic ")
 
 
@@ -101,7 +101,7 @@ def test_a_redirect_to_plain_http_on_another_host_is_not_followed(monkeypatch):
     with _server() as (index, ih):
         ih.routes["/simple/six/"] = (302, {"Location": "http://example.invalid/six/"}, b"")
         ih.routes["/simple/idna/"] = (302, {"Location": "file:///etc/passwd"}, b"")
-        monkeypatch.setenv(wheels.INDEX_ENV, index + "/simple/")
+        monkeypatch.setenv(indexclient.INDEX_ENV, index + "/simple/")
         with pytest.raises(fetch.IndexUnavailable, match="not followed"):
             fetch.sdist_sha256("six", "==1.17.0")
         with pytest.raises(fetch.IndexUnavailable):
@@ -121,7 +121,7 @@ def test_a_reuse_run_over_a_deep_index_page_runs_the_job_afresh(tmp_path, monkey
     earlier = _earlier(tmp_path, job)
     with _server() as (url, h):
         h.routes["/simple/six/"] = (200, {}, b"[" * 200_000 + b"]" * 200_000)
-        monkeypatch.setenv(wheels.INDEX_ENV, url + "/simple/")
+        monkeypatch.setenv(indexclient.INDEX_ENV, url + "/simple/")
         steps = FakeSteps()
         with caplog.at_level(logging.INFO, logger="harness.reuse.reuse"):
             summary = run_plan([job], out=tmp_path / "out", backend=FakeBackend(), prepared=PREPARED,

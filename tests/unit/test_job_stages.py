@@ -6,19 +6,30 @@ fixture trees (tests/fixtures/packages), so no phase fetches from the index."""
 
 from __future__ import annotations
 
+import hashlib
+import http.server
 import io
+import json
+import os
 import shutil
 import tarfile
-from collections.abc import Callable
+import threading
+from collections import Counter
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
+
+import pytest
 
 from harness.backends.base import Workspace
-from harness.config import matrix, plan
+from harness.config import indexclient, matrix, plan
+from harness.core import wsfs
 from harness.core.model import Exec, InterpreterInfo, JobResult, Phase
 from harness.job import fetch
 from harness.job.job import run_job
-from harness.parse import parse_phase
+from harness.parse import parse_phase, pipreport
+from harness.testsetup.compiled import compiled_evidence
 from harness.verdict import artifact
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -184,7 +195,6 @@ def test_a_released_package_is_probed_too(tmp_path: Path, monkeypatch) -> None:
     """A PyPI job (its sdist's version known from the fetch) runs the GIL probe like a local one:
     the first chain skipped it whenever the sdist named a version (the probe only filled in a
     missing version), so no PyPI package was probed for a GIL re-enable."""
-    import hashlib
 
     def sdist(name: str, spec: str, dest: Path) -> fetch.Fetched:
         dest.mkdir(parents=True, exist_ok=True)
@@ -395,12 +405,14 @@ def test_from_site_packages_the_harness_import_mode_goes_whatever_set_the_args()
     assert kept.pytest_args == args
 
 
+WHEEL = "ft_clean-1.0-cp313-cp313t-manylinux_2_28_x86_64.whl"  # the compiled wheel the index lists
+
+
 def _compiled_release(tmp_path: Path, monkeypatch) -> None:
     """ft_clean 1.0 on the index (its pyproject.toml names extension modules: a compiled project,
-    verdict.artifact) and an index that could not be read (so no wheel list says otherwise)."""
+    verdict.artifact) whose index page lists a compiled CPython wheel of the release (so its pure
+    wheel is a fallback, not all CPython gets)."""
     import hashlib
-
-    from harness.config import wheels
 
     tree = PACKAGES / "ft_clean"
 
@@ -411,10 +423,9 @@ def _compiled_release(tmp_path: Path, monkeypatch) -> None:
             tar.add(tree, arcname="ft_clean-1.0")
         data = path.read_bytes()
         return fetch.Fetched(version="1.0", path=path, url="https://example.invalid/ft_clean-1.0.tar.gz",
-                             sha256=hashlib.sha256(data).hexdigest(), size=len(data))
+                             sha256=hashlib.sha256(data).hexdigest(), size=len(data), files=(WHEEL,))
 
     monkeypatch.setattr(fetch, "sdist", sdist)
-    monkeypatch.setattr(wheels, "index_files", lambda name, version, timeout=20: None)
 
 
 def _pure_wheel_installed(root: Path) -> None:  # pip's --report: the pure wheel of the package
@@ -432,7 +443,7 @@ def test_a_compiled_projects_pure_wheel_is_on_the_install_phase_and_rebuilt_from
     install = res.phase("install")
     assert install is not None
     assert [(s.kind, s.name, s.where) for s in install.setup] == [
-        ("pure-fallback", "ft_clean-1.0-py3-none-any.whl", "pyproject.toml (declares extension modules)")]
+        ("pure-fallback", "ft_clean-1.0-py3-none-any.whl", f"pyproject.toml (declares extension modules); the index has {WHEEL}")]
     assert res.phase(artifact.REBUILD).kind == "install"  # type: ignore[union-attr]
 
 
@@ -499,3 +510,115 @@ def test_every_result_starts_from_its_jobs_identity(tmp_path: Path) -> None:
     for got in (res, infra):
         assert {n: getattr(got, n) for n in IDENTITY} == {n: getattr(ident, n) for n in IDENTITY}
     assert res.version == "" and res.phases and infra.verdict == "infra-error" and not infra.phases
+# ------------------------------------------------------------------ each outside document once (#45)
+
+
+class _Index(http.server.BaseHTTPRequestHandler):
+    """A PEP 691 index on loopback: ``routes`` maps a path to its body; each request is counted."""
+
+    routes: dict[str, bytes] = {}
+    counts: Counter[str] = Counter()
+
+    def do_GET(self) -> None:  # noqa: N802
+        body = self.routes.get(self.path)
+        self.counts[f"requested {self.path}"] += 1
+        self.send_response(200 if body is not None else 404)
+        self.send_header("Content-Length", str(len(body or b"")))
+        self.end_headers()
+        self.wfile.write(body or b"")
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@contextmanager
+def _fake_index(monkeypatch, routes: dict[str, bytes]) -> Iterator[Counter[str]]:
+    """$FT_HARNESS_INDEX_URL at an index on loopback serving ``routes``; its requests counted."""
+    counts: Counter[str] = Counter()
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), type("Index", (_Index,), {
+        "counts": counts, "routes": routes}))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    monkeypatch.setenv(indexclient.INDEX_ENV, f"http://127.0.0.1:{server.server_port}/simple/")
+    try:
+        yield counts
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def _counted(monkeypatch, counts: Counter[str]) -> None:
+    """Count each document from outside where it enters the harness, into ``counts`` (the index's
+    requests are counted by the index itself). One place: a further document's counter is one
+    more ``count(...)`` line here (the sdist's config files: each read of each file)."""
+
+    def count(owner: object, attr: str, key: Callable[..., str | None]) -> None:
+        real = getattr(owner, attr)
+
+        def counted(*args, **kwargs):
+            if (name := key(*args, **kwargs)) is not None:
+                counts[name] += 1
+            return real(*args, **kwargs)
+
+        monkeypatch.setattr(owner, attr, counted)
+
+    # every read below the workspace goes through wsfs.open_beneath (JobDir.read, read_beneath)
+    count(wsfs, "open_beneath", lambda dirfd, rel, flags, mode=0o644: "read install-report.json" if (
+        PurePosixPath(rel).name == "install-report.json" and flags & os.O_ACCMODE == os.O_RDONLY) else None)
+    count(pipreport, "parse_pip_report", lambda raw: "parsed a pip report")
+
+
+@pytest.mark.parametrize("compiled", [False, True])
+def test_one_job_requests_the_index_page_once_and_parses_pips_report_once(tmp_path: Path, monkeypatch,
+                                                                          compiled: bool) -> None:
+    """#45, acceptance 2: the project's page is read once, by the fetch, and what it lists for the
+    release travels on the Source to the wheel column; pip's --report is read and parsed once,
+    onto the install phase, whatever reads it after (the fallback, the wheel column, the store).
+    ``compiled``: ft_clean as it is (a C extension: the suite setup asks which wheels the index
+    has), else without its extension."""
+    tree = tmp_path / "ft_clean"
+    shutil.copytree(PACKAGES / "ft_clean", tree)
+    if not compiled:
+        (tree / "src" / "ft_clean" / "_core.c").unlink()
+        text = (tree / "pyproject.toml").read_text()
+        (tree / "pyproject.toml").write_text(text.replace(
+            '[tool.setuptools]\next-modules = [{ name = "ft_clean._core", sources = ["src/ft_clean/_core.c"] }]\n', ""))
+        assert not compiled_evidence(tree)
+    sdist = tmp_path / "ft_clean-1.0.tar.gz"
+    with tarfile.open(sdist, "w:gz") as tar:
+        tar.add(tree, arcname="ft_clean-1.0")
+    page = {"meta": {"api-version": "1.0"}, "name": "ft-clean", "files": [
+        {"filename": sdist.name, "url": f"../../files/{sdist.name}",
+         "hashes": {"sha256": hashlib.sha256(sdist.read_bytes()).hexdigest()}},
+        {"filename": "ft_clean-1.0-py3-none-any.whl", "url": "../../files/ft_clean-1.0-py3-none-any.whl"},
+        {"filename": "ft_clean-0.9-cp313-cp313t-manylinux_2_28_x86_64.whl", "url": "../../files/x.whl"}]}
+
+    def report(root: Path) -> None:  # what pip's --report says it installed: the package, from its sdist
+        (root / "logs" / "install-report.json").write_text(json.dumps({"version": "1", "install": [
+            {"metadata": {"name": "ft_clean", "version": "1.0"},
+             "download_info": {"url": f"file://{root}/sdist/{sdist.name}"}}]}))
+
+    backend = clean_backend(effects={"install": report})
+    routes = {"/simple/ft-clean/": json.dumps(page).encode(), f"/files/{sdist.name}": sdist.read_bytes()}
+    with _fake_index(monkeypatch, routes) as counts:
+        _counted(monkeypatch, counts)
+        res, _ = go(pypi_job("ft_clean", "==1.0"), backend, tmp_path / "out")
+    assert backend.ran == NORMAL and res.verdict == "compatible", [f.message for f in res.findings]
+    assert counts == {"requested /simple/ft-clean/": 1, f"requested /files/{sdist.name}": 1,
+                      "read install-report.json": 1, "parsed a pip report": 1}
+    assert res.wheel is not None  # both read into the wheel column: from the page, from the report
+    assert (res.wheel.available, res.wheel.installed, res.wheel.installed_file) == (
+        "pure", "built from sdist", sdist.name)
+
+
+def test_a_fetch_that_finds_no_sdist_reads_the_wheel_column_from_the_same_page(tmp_path: Path, monkeypatch) -> None:
+    """No sdist of the pinned release: the job stops at the fetch, and the result's wheel column
+    says what the index has for that release from the page the fetch read, not from a second request."""
+    page = {"meta": {"api-version": "1.0"}, "name": "wheelonly", "files": [
+        {"filename": "wheelonly-1.2.3-py3-none-any.whl", "url": "../../files/wheelonly-1.2.3-py3-none-any.whl"},
+        {"filename": "wheelonly-1.0.tar.gz", "url": "../../files/wheelonly-1.0.tar.gz"}]}
+    backend = clean_backend()
+    with _fake_index(monkeypatch, {"/simple/wheelonly/": json.dumps(page).encode()}) as counts:
+        res, _ = go(pypi_job("wheelonly", "==1.2.3"), backend, tmp_path / "out")
+    assert backend.ran == [] and [p.name for p in res.phases] == ["fetch"] and res.version == "1.2.3"
+    assert counts == {"requested /simple/wheelonly/": 1}
+    assert res.wheel is not None and res.wheel.available == "pure"

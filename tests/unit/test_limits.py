@@ -342,7 +342,7 @@ def test_a_job_whose_sdist_is_a_bomb_gets_a_result_naming_the_limit(
 
     from harness.backends.base import Prepared
     from harness.backends.local import LocalBackend
-    from harness.config import matrix, plan, wheels
+    from harness.config import indexclient, matrix, plan
     from harness.core.model import InterpreterInfo, read_result
     from harness.job.runner import result_path, run_plan
 
@@ -366,7 +366,7 @@ def test_a_job_whose_sdist_is_a_bomb_gets_a_result_naming_the_limit(
 
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Index)
     threading.Thread(target=server.serve_forever, daemon=True).start()
-    monkeypatch.setenv(wheels.INDEX_ENV, f"http://127.0.0.1:{server.server_port}/simple/")
+    monkeypatch.setenv(indexclient.INDEX_ENV, f"http://127.0.0.1:{server.server_port}/simple/")
     monkeypatch.setenv("FT_HARNESS_LIMIT_EXTRACT_BYTES", str(1 << 20))
     try:
         spec = matrix.loads('interpreters: [{name: cp313t, version: "3.13.5", source: "debian:trixie"}]\n'
@@ -395,8 +395,9 @@ def test_a_job_whose_sdist_is_a_bomb_gets_a_result_naming_the_limit(
 ])
 def test_an_install_report_of_the_wrong_shape_names_no_file(report: dict) -> None:
     from harness.config import wheels
+    from harness.core.pipinstalled import PipReport
 
-    assert wheels.installed_from(report, "pkg") == ""
+    assert wheels.installed_from(PipReport.from_dict(report), "pkg") == ""
 
 
 @pytest.mark.parametrize("page", [{"files": 5}, {"files": "abc"}, {"files": [None, 3, {"filename": 7}]}, []])

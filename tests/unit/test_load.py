@@ -9,9 +9,10 @@ from pathlib import Path
 import pytest
 
 from harness.core.errors import ConfigError
-from harness.core.model import READABLE_SCHEMAS, JobResult, write_json_atomic
+from harness.core.model import READABLE_SCHEMAS, JobResult
 from harness.results import aggregate
 from harness.results.load import load_results
+from harness.util.safefiles import write_json_atomic
 from tests.data.report.shared import EXPECTED_VERDICTS
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "report"

@@ -19,8 +19,8 @@ from harness.core.model import (
     Phase,
     TestCase,
     read_result,
-    write_json_atomic,
 )
+from harness.util.safefiles import write_json_atomic
 
 MATRIX = """\
 interpreters: [{name: ft, version: "3.13.5", source: "debian:trixie"}]
@@ -128,8 +128,8 @@ def test_planted_links_are_never_followed(tmp_path: Path) -> None:
     # host file; the host must neither read that file into a report nor write through the link
     import os
 
-    from harness.core.model import open_fresh, read_regular
     from harness.parse import read_text
+    from harness.util.safefiles import open_fresh, read_regular
 
     secret = tmp_path / "host-secret.txt"
     secret.write_text("the host's own file\n")

@@ -6,9 +6,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from harness.core.model import Finding, InterpreterInfo, JobResult, write_json_atomic
+from harness.core.model import Finding, InterpreterInfo, JobResult
 from harness.results.load import load_results
 from harness.results.report import JobEntry
+from harness.util.safefiles import write_json_atomic
 
 # ----------------------------------------------------------------------------- Finding
 

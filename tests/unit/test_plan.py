@@ -13,7 +13,8 @@ import pytest
 
 from harness.config import estimate, matrix, plan, plantext, sharding, timings
 from harness.core.errors import ConfigError
-from harness.core.model import InterpreterInfo, JobResult, Phase, write_json_atomic
+from harness.core.model import InterpreterInfo, JobResult, Phase
+from harness.util.safefiles import write_json_atomic
 from tests.conftest import HARNESS, SOURCE_PATH
 
 ROOT = Path(__file__).resolve().parents[2]

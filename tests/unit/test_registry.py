@@ -10,11 +10,11 @@ import shutil
 from pathlib import Path
 
 import pytest
-from harness.core.suiterecord import TestSetup
 
 from harness.config import matrix, plan
 from harness.core.errors import ConfigError
 from harness.core.model import InterpreterInfo
+from harness.core.suiterecord import TestSetup
 from harness.testsetup import decide, infer, registry
 from tests.conftest import INTERP_YAML
 

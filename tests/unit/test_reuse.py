@@ -15,11 +15,12 @@ from pathlib import Path
 import pytest
 
 from harness.config import matrix, plan
-from harness.core.model import read_result, write_json_atomic
+from harness.core.model import read_result
 from harness.job import fetch
 from harness.job.runner import result_path, run_plan
 from harness.results import manifest
 from harness.reuse import reuse
+from harness.util.safefiles import write_json_atomic
 from harness.verdict import decide
 
 from .test_runner import PREPARED, FakeBackend, FakeSteps

@@ -16,8 +16,9 @@ import pytest
 from harness.backends.base import Prepared, Workspace
 from harness.config import matrix, plan
 from harness.core.errors import InfraError, Interrupted
-from harness.core.model import Exec, InterpreterInfo, JobResult, read_result, write_json_atomic
+from harness.core.model import Exec, InterpreterInfo, JobResult, read_result
 from harness.job.runner import result_path, run_plan
+from harness.util.safefiles import write_json_atomic
 
 INTERP = "cpython3.13t"
 INFO = InterpreterInfo(name=INTERP, version="3.13.5", key="interp-key-1")

@@ -15,7 +15,6 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from harness.config import wheels
 from harness.job import fetch
 from harness.testsetup.sdistfiles import SdistFiles
 from tests.unit.test_job_stages import PACKAGES, clean_backend, go, pypi_job
@@ -63,7 +62,7 @@ def _sdist(tmp_path: Path) -> Path:
 
 
 def test_one_job_reads_each_config_file_of_its_sdist_once(tmp_path: Path, monkeypatch) -> None:
-    """A released package's job (fetch faked, the index's file list faked, a fake backend): the
+    """A released package's job (fetch faked, the index's file list on the faked fetch, a fake backend): the
     suite setup (infer, the recipe registry, the pytest config, pytest 9's check, the compiled
     check) and the wheel store's static requirements read each file of the sdist once."""
     tree = _sdist(tmp_path)
@@ -75,13 +74,10 @@ def test_one_job_reads_each_config_file_of_its_sdist_once(tmp_path: Path, monkey
             tar.add(tree, arcname="ft_clean-1.0")
         data = path.read_bytes()
         return fetch.Fetched(version="1.0", path=path, url="https://example.invalid/ft_clean-1.0.tar.gz",
-                             sha256=hashlib.sha256(data).hexdigest(), size=len(data))
-
-    def index_files(name: str, version: str, timeout: float = 20) -> list[str]:  # no network
-        return ["ft_clean-1.0-cp313-cp313-manylinux_2_17_x86_64.whl"]
+                             sha256=hashlib.sha256(data).hexdigest(), size=len(data),
+                             files=("ft_clean-1.0-cp313-cp313-manylinux_2_17_x86_64.whl",))  # the page's
 
     monkeypatch.setattr(fetch, "sdist", sdist)
-    monkeypatch.setattr(wheels, "index_files", index_files)
     out = tmp_path / "out"
     opened = _recording()
     try:

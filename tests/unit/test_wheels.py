@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 
 from harness.config import wheels
 from harness.core.model import InterpreterInfo
+from harness.parse.pipreport import parse_pip_report
 
 REAL = Path(__file__).resolve().parents[1] / "data" / "real"
 INTERP = InterpreterInfo(name="cpython3.13t", version="3.13.5", key="k")
@@ -19,13 +19,13 @@ INTERP = InterpreterInfo(name="cpython3.13t", version="3.13.5", key="k")
     ("six", "six-1.17.0-py2.py3-none-any.whl"),
 ])
 def test_installed_from_real_reports(pkg, file):
-    report = json.loads((REAL / pkg / "install-report.json").read_text())
+    report = parse_pip_report((REAL / pkg / "install-report.json").read_bytes())
     assert wheels.installed_from(report, pkg) == file
     assert wheels.installed_from(report, "not-installed-here") == ""
 
 
 def test_classify_wheel_tags():
-    fl = wheels.installed_from(json.loads((REAL / "frozenlist" / "install-report.json").read_text()),
+    fl = wheels.installed_from(parse_pip_report((REAL / "frozenlist" / "install-report.json").read_bytes()),
                                "frozenlist")
     assert wheels.classify_wheel(fl, "3.13.5", "x86_64") == "free-threaded"
     assert wheels.classify_wheel(fl, "3.13.5", "aarch64") == "other-platform"
@@ -36,10 +36,9 @@ def test_classify_wheel_tags():
 
 
 @pytest.mark.parametrize(("ok", "how"), [(True, "local source"), (False, "not installed")])
-def test_a_failed_install_is_not_installed(tmp_path, ok, how):
+def test_a_failed_install_is_not_installed(ok, how):
     # a local package (no index lookup); pip may leave a report behind and still fail the build
-    report = tmp_path / "install-report.json"
-    report.write_text((REAL / "msgpack" / "install-report.json").read_text())
+    report = parse_pip_report((REAL / "msgpack" / "install-report.json").read_bytes())
     info = wheels.wheel_info("msgpack", local=True, version="1.2.4", install_report=report,
                              interp=INTERP, installed_ok=ok)
     assert info.installed == how and info.available == "n/a"

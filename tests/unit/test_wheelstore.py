@@ -14,6 +14,7 @@ import pytest
 
 from harness.core.model import InterpreterInfo, JobResult
 from harness.core.stored import StoredWheel, store_root
+from harness.parse.pipreport import parse_pip_report
 from harness.store import wheelstore
 from harness.store.wheelstore import Sdist
 from harness.testsetup.sdistfiles import SdistFiles
@@ -48,7 +49,7 @@ def test_the_sdists_of_a_dry_run_are_the_https_archives_with_a_sha256() -> None:
         _item("pkg-under-test", "2.0", "https://example.org/pkg_under_test-2.0.tar.gz", "e" * 64),
         _item("docopt", "0.6.2", URL),  # the same sdist twice: once
     )
-    got = wheelstore.to_build(raw, skip="Pkg_Under_Test")
+    got = wheelstore.to_build(parse_pip_report(raw), skip="Pkg_Under_Test")
     assert got == [Sdist(name="docopt", version="0.6.2", url=URL, sha256=SHA),
                    Sdist(name="mark-up", version="3.0", url="https://example.org/f/Mark_Up-3.0.zip", sha256="b" * 64)]
 
@@ -57,7 +58,7 @@ def test_the_sdists_of_a_dry_run_are_the_https_archives_with_a_sha256() -> None:
                                  b'{"install": [1, {"metadata": 2}, {"metadata": {"name": 3}}]}',
                                  _report(_item("x", "1", URL, "XYZ"))])
 def test_a_report_package_code_could_have_written_reads_as_nothing_to_build(raw) -> None:
-    assert wheelstore.to_build(raw) == []
+    assert wheelstore.to_build(parse_pip_report(raw)) == []
 
 
 def test_what_an_install_took_from_the_store() -> None:
@@ -65,7 +66,7 @@ def test_what_an_install_took_from_the_store() -> None:
     raw = _report(_item("docopt", "0.6.2", wheel, "f" * 64), _item("six", "1.17.0", URL),
                   _item("other", "1.0", f"file:///cache/wheels/another-key/{SHA}/other-1.0-py3-none-any.whl"),
                   _item("deeper", "1.0", f"file:///cache/wheels/{KEY}/{SHA}/sub/deeper-1.0-py3-none-any.whl"))
-    assert wheelstore.from_store(raw, "/cache/wheels", KEY) == [
+    assert wheelstore.from_store(parse_pip_report(raw), "/cache/wheels", KEY) == [
         StoredWheel(name="docopt", version="0.6.2", sdist_sha256=SHA, wheel="docopt-0.6.2-py2.py3-none-any.whl")]
 
 

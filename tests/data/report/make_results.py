@@ -3,7 +3,7 @@
     python tests/data/report/make_results.py
 
 Every result is built with harness.core.model's own dataclasses and written with
-model.write_json_atomic, so no field exists here that model.py does not have; each finding's
+harness.util.safefiles.write_json_atomic, so no field exists here that model.py does not have; each finding's
 reproduce line and laptop recipe are made by the code that makes them in a run
 (harness.verdict.reprocommands from the finding's phase, harness.job.laptoprecipe), none is written here.
 tests/unit/test_report_data.py checks that the stored files are what this script writes now:
@@ -32,14 +32,8 @@ if __name__ == "__main__":  # run as a script: harness from this checkout
     sys.path.insert(0, str(HERE.parents[2]))
 
 from harness.core.evidence import ModeCoverage, Wheel  # noqa: E402
-from harness.core.model import (  # noqa: E402
-    Finding,
-    InterpreterInfo,
-    JobResult,
-    Phase,
-    TestCommand,
-    write_json_atomic,
-)
+from harness.core.model import Finding, InterpreterInfo, JobResult, Phase, TestCommand  # noqa: E402
+from harness.util.safefiles import write_json_atomic  # noqa: E402
 from harness.core.suiterecord import TestSetup  # noqa: E402
 from harness.job.laptoprecipe import recipe  # noqa: E402
 from harness.verdict.reprocommands import probe_command, reproduce  # noqa: E402

@@ -77,7 +77,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     spec = matrix.load(args.matrix)  # bad input fails here, before anything heavy is imported
     from .. import backends
-    from ..config import estimate
+    from ..config import estimate, plan
     from ..job.runner import run_plan
     from . import progress
 
@@ -102,6 +102,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             backend_name, jobs, cache=cache,
             run_id=f"{int(time.time())}-{os.getpid()}", workers=args.jobs, say=_say,
             heartbeat=progress.heartbeat)
+        jobs = plan.with_skips(jobs, {n: p.info.version for n, p in opened.prepared.items()})
         summary = run_plan(jobs, out=out, backend=opened.backend, prepared=opened.prepared,
                            workers=args.jobs, force=args.force, reporter=progress.make_reporter(
                                _expected(jobs, durations), args.jobs), reuse_from=reuse_from)
@@ -125,7 +126,7 @@ def cmd_store(args: argparse.Namespace) -> int:
     """The store step before the jobs (harness.job.prebuild): its record in DIR/store.json."""
     import json
 
-    from ..config import matrix
+    from ..config import matrix, plan
     from ..interpreters import interpreters
 
     spec = matrix.load(args.matrix)
@@ -145,6 +146,7 @@ def cmd_store(args: argparse.Namespace) -> int:
                                        run_id=f"{int(time.time())}-{os.getpid()}", workers=1,
                                        say=_say, heartbeat=progress.heartbeat)
         started = now_iso()
+        jobs = plan.with_skips(jobs, {n: p.info.version for n, p in opened.prepared.items()})
         step = prebuild(jobs, out=out, backend=opened.backend, prepared=opened.prepared,
                         progress=lambda job_id, what: _say(f"store: {job_id}: {what}"))
         record = {"schema": 1, "started": started, "finished": now_iso(), "backend": backend_name,

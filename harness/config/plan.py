@@ -14,10 +14,12 @@ import os
 import re
 import shutil
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from ..core.jobspec import Interpreter, Package, Settings
+from ..core.suiterecord import TestSetup
+from ..testsetup.decide import registry_skip
 from .matrix import MatrixSpec
 
 
@@ -27,6 +29,9 @@ class Job:
     interpreter: Interpreter
     package: Package
     settings: Settings
+    # the recipe registry's skip_versions for the job's Python (with_skips,
+    # once the interpreters are prepared): the job is not run, and its test_setup says why
+    skip: TestSetup | None = field(default=None, compare=False)
 
     def key(self, interpreter_key: str) -> str:
         """Digest of what decides this job's result; resume skips a job whose key matches."""
@@ -128,3 +133,15 @@ def in_plan(results: Sequence[Any], jobs: Sequence[Job]) -> tuple[list[Any], lis
         else:
             kept.append(r)
     return kept, refused
+
+
+def with_skips(jobs: Sequence[Job], versions: dict[str, str]) -> list[Job]:
+    """The jobs, each with the recipe registry's skip for its interpreter's version (``versions``:
+    interpreter name -> the version the prepared interpreter reports), decided once before any
+    job runs or anything is fetched; the job and the store step read ``Job.skip``."""
+    out = []
+    for j in jobs:
+        v = versions.get(j.interpreter.name, "")
+        skip = registry_skip(j.package, j.settings, ".".join(v.split(".")[:2])) if v and not j.package.unresolved else None
+        out.append(replace(j, skip=skip) if skip is not None else j)
+    return out

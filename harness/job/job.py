@@ -24,7 +24,6 @@ from ..core.gilonrecord import GilOn
 from ..core.model import Finding, InterpreterInfo, JobResult, now_iso
 from ..core.suiterecord import TestSetup
 from ..core.wsfs import JobDir
-from ..testsetup.decide import minor, registry_skip
 from ..verdict import artifact
 from . import datalinks, jobfiles, stages, tsanenv
 from .context import JobCtx, Progress, base_env
@@ -108,9 +107,8 @@ def run_job(job: Job, *, interp: InterpreterInfo, python: str, backend: Backend,
     started = now_iso()
     ctx = _open(job, interp=interp, python=python, backend=backend, out=out.resolve(), progress=progress,
                 tarball=tarball)
-    skip = registry_skip(job.package, job.settings, minor(interp))  # not on this Python
-    try:
-        done = Done(test_setup=skip) if skip is not None else _steps(ctx)
+    try:  # job.skip: the recipe registry's skip_versions for this Python (config.plan.with_skips)
+        done = Done(test_setup=job.skip) if job.skip is not None else _steps(ctx)
     finally:
         backend.close(ctx.ws)
         # links, FIFOs, sockets package code left where reports copy from and CI uploads
@@ -119,7 +117,7 @@ def run_job(job: Job, *, interp: InterpreterInfo, python: str, backend: Backend,
             log.warning("%s: removed %d non-regular file(s) from logs/ and junit/: %s", job.job_id,
                         len(dropped), ", ".join(dropped[:5]))
     try:
-        return _result(ctx, done, key=key, started=started, skip=skip)
+        return _result(ctx, done, key=key, started=started, skip=job.skip)
     finally:
         ctx.fs.close()
 

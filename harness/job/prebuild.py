@@ -33,7 +33,6 @@ from ..core import limits
 from ..core.stored import StoredWheel
 from ..store import storecap
 from ..store.wheelstore import BUILD_TIMEOUT
-from ..testsetup.decide import minor, registry_skip
 from . import stages
 from .context import Progress
 from .job import _open, _start_env
@@ -97,7 +96,7 @@ def prebuild(jobs: Sequence[Job], *, out: Path, backend: Backend, prepared: Mapp
         if job.package.unresolved or p.info.sanitizer == "thread" or not job.settings.wheel_store:
             skipped.append(f"{job.job_id}: {'unresolved' if job.package.unresolved else 'no store'}")
             continue
-        if registry_skip(job.package, job.settings, minor(p.info)) is not None:
+        if job.skip is not None:  # config.plan.with_skips
             skipped.append(f"{job.job_id}: not run on this Python (recipe registry)")
             continue
         use, why = _one(job, p, backend, out / "store", progress)

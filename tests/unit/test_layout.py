@@ -448,3 +448,22 @@ def test_the_job_reaches_the_suite_setup_through_its_entry_point_only():
     bad = sorted(f"{m} -> {t}" for m, targets in g.items() for t in targets
                  if _folder(m) in ("job", "cli", "__main__") and _folder(t) == "testsetup" and t != SETUP_ENTRY)
     assert not bad, f"import the suite setup from {SETUP_ENTRY} only: " + "; ".join(bad)
+
+
+# What job/ takes from the setup stage: the one call (decide) and the values it returns.  So one
+# job's walk through a run crosses into testsetup/ once and back once (#45, acceptance 1); the
+# recipe registry's pre-fetch skip is decided for the plan (config.plan.with_skips), not by the job.
+JOB_TAKES_FROM_SETUP = {"decide", "SuiteSetup", "RunFrom", "DataDir", "TOOLS"}
+
+
+def test_a_job_calls_into_the_suite_setup_once():
+    mods = {n: p for n, p in _modules().items() if _under(n, "harness.job")}
+    taken = {}
+    for n, p in mods.items():
+        for node in ast.walk(ast.parse(p.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").endswith("testsetup.decide"):
+                taken[n] = {a.name for a in node.names}
+    assert taken and all(names <= JOB_TAKES_FROM_SETUP for names in taken.values()), taken
+    calls = [n for n, p in mods.items() for node in ast.walk(ast.parse(p.read_text(encoding="utf-8")))
+             if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "decide"]
+    assert calls == ["harness.job.stages"], calls  # one call site: the suite-setup stage

@@ -117,6 +117,14 @@ def test_skip_versions_stops_the_job_on_that_version_only(tmp_path: Path) -> Non
     assert decide.registry_skip(job.package, job.settings, "3.13") is None
     off = _job("{name: numpy}", "settings: {registry: false}\n")
     assert off.settings.registry is None and decide.registry_skip(off.package, off.settings, "3.15") is None
+    # decided once for the plan, by the interpreter's version, before any job runs (#45): the job
+    # and the store step read Job.skip, and do not ask the registry themselves
+    from harness.config.plan import with_skips
+
+    name = job.interpreter.name
+    assert [j.skip for j in with_skips([job, off], {name: "3.15.0a2"})] == [skip, None]
+    assert [j.skip for j in with_skips([job], {name: "3.13.5"})] == [None]
+    assert with_skips([job], {})[0].skip is None  # a version not known: nothing skipped
     # on 3.13 it runs; what of the recipe holds for a tree with numpy's layout
     src = _tree(tmp_path / "numpy-2.3.5", {
         "pyproject.toml": "[project]\nname = 'numpy'\n[project.optional-dependencies]\n",

@@ -29,7 +29,7 @@ source tree beside it, so no ``--import-mode=append`` of the harness's).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol
@@ -38,6 +38,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 from packaging.version import Version
 
+from ..core.jobspec import Package, Settings
 from ..core.model import InterpreterInfo
 from ..core.suiterecord import TestSetup
 from . import datadirs, infer, pytestcfg, registry, testdeps, where
@@ -57,35 +58,6 @@ TOOLS_PYTEST9 = ("pytest==9.2.0", *TOOLS[1:])
 APPEND = "--import-mode=append"
 
 # the release's file names on the index (None: not read), or how to read them when needed
-IndexFiles = Sequence[str] | Callable[[], Sequence[str] | None] | None
-
-
-class MatrixPackage(Protocol):
-    """What the suite setup reads of matrix.yaml's package entry (harness.config.matrix.Package)."""
-
-    @property
-    def name(self) -> str: ...
-    @property
-    def tests(self) -> str: ...
-    @property
-    def test_requires(self) -> Sequence[str]: ...
-    @property
-    def pytest_args(self) -> Sequence[str]: ...
-    @property
-    def runner(self) -> str: ...
-    @property
-    def is_local(self) -> bool: ...
-    @property
-    def unresolved(self) -> str: ...
-
-
-class MatrixSettings(Protocol):
-    """What it reads of matrix.yaml's settings (harness.config.matrix.Settings)."""
-
-    @property
-    def registry(self) -> str | None: ...
-    @property
-    def job_timeout(self) -> int: ...
 
 
 class _Versioned(Protocol):
@@ -99,9 +71,9 @@ class PlannedJob(Protocol):
     @property
     def job_id(self) -> str: ...
     @property
-    def package(self) -> MatrixPackage: ...
+    def package(self) -> Package: ...
     @property
-    def settings(self) -> MatrixSettings: ...
+    def settings(self) -> Settings: ...
     @property
     def interpreter(self) -> _Versioned: ...
 
@@ -145,8 +117,8 @@ def minor(interp: InterpreterInfo) -> str:
     return ".".join(interp.version.split(".")[:2])
 
 
-def decide(tree: Path, package: MatrixPackage, settings: MatrixSettings, python: InterpreterInfo,
-           index_files: IndexFiles = None) -> SuiteSetup:
+def decide(tree: Path, package: Package, settings: Settings, python: InterpreterInfo,
+           index_files: Sequence[str] | None = None) -> SuiteSetup:
     """The suite setup of ``package`` from its sdist ``tree`` on ``python``: read once, before
     any package code ran. ``index_files``: the release's files on the index (a compiled
     project's pure wheels are a fallback only when it lists a compiled CPython wheel)."""
@@ -198,7 +170,7 @@ def _args(own: Sequence[str], from_recipe: Sequence[str], inferred: Sequence[str
     return tuple(inferred), "inferred"
 
 
-def _at_source(tree: Path, package: MatrixPackage, record: TestSetup, at: int) -> RunFrom:
+def _at_source(tree: Path, package: Package, record: TestSetup, at: int) -> RunFrom:
     """The tests run from the source tree: with ``--import-mode=append`` (said after the
     inferred notes, at ``at``) where the tree would shadow the installed build and matrix.yaml
     gave no pytest args of its own."""
@@ -220,20 +192,19 @@ def _installed(rel: str, record: TestSetup) -> RunFrom:
     return RunFrom(tests=rel, record=replace(record, tests=rel, pytest_args=args, sources=(*record.sources, why)))
 
 
-def _compiled(tree: Path, files: SdistFiles, index_files: IndexFiles) -> str:
+def _compiled(tree: Path, files: SdistFiles, index_files: Sequence[str] | None) -> str:
     """Why the sdist builds extension modules, "" when it does not or when the index lists no
     compiled CPython wheel of the release (its pure wheels are all CPython gets)."""
     evidence = compiled_evidence(tree, files)
     if not evidence:
         return ""
-    listed = index_files() if callable(index_files) else index_files  # read only when needed
-    return with_cpython_wheel(evidence, listed) if listed is not None else evidence  # None: unread
+    return with_cpython_wheel(evidence, index_files) if index_files is not None else evidence  # None: unread
 
 
 # ------------------------------------------------------------------ the community recipe
 
 
-def recipe_of(settings: MatrixSettings, name: str) -> tuple[registry.Registry, registry.Recipe] | None:
+def recipe_of(settings: Settings, name: str) -> tuple[registry.Registry, registry.Recipe] | None:
     """The package's recipe in the job's registry, if it has one (None when recipes are off)."""
     if settings.registry is registry.OFF:
         return None
@@ -242,7 +213,7 @@ def recipe_of(settings: MatrixSettings, name: str) -> tuple[registry.Registry, r
     return (reg, rec) if rec is not None else None
 
 
-def _recipe(tree: Path, files: SdistFiles, name: str, settings: MatrixSettings, major_minor: str,
+def _recipe(tree: Path, files: SdistFiles, name: str, settings: Settings, major_minor: str,
             env: Mapping[str, str]) -> registry.Applied | None:
     found = recipe_of(settings, name)
     if found is None:
@@ -251,7 +222,7 @@ def _recipe(tree: Path, files: SdistFiles, name: str, settings: MatrixSettings, 
     return registry.apply(recipe, tree, name, major_minor, registry=reg.label, environment=env, files=files)
 
 
-def _recipe_notes(rec: registry.Applied | None, settings: MatrixSettings) -> tuple[dict[str, Any], list[str]]:
+def _recipe_notes(rec: registry.Applied | None, settings: Settings) -> tuple[dict[str, Any], list[str]]:
     """(the record's ``recipe``, the notes on what of it was used and what did not hold)."""
     if rec is None:
         return {}, []
@@ -264,7 +235,7 @@ def _recipe_notes(rec: registry.Applied | None, settings: MatrixSettings) -> tup
     return {**rec.to_dict(), "not_held": not_held}, notes
 
 
-def registry_skip(pkg: MatrixPackage, settings: MatrixSettings, major_minor: str) -> TestSetup | None:
+def registry_skip(pkg: Package, settings: Settings, major_minor: str) -> TestSetup | None:
     """The test setup of a job the registry says not to run on Python ``major_minor`` (its
     ``skip_versions``), before anything is fetched; None: run it."""
     found = recipe_of(settings, pkg.name)

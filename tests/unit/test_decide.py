@@ -136,24 +136,20 @@ def test_a_pytest9_config_gets_the_pytest9_tools() -> None:
     assert old.tools == TOOLS and old.config == "pyproject.toml"
 
 
-def test_the_compiled_check_asks_the_index_only_for_a_compiled_sdist(tmp_path: Path) -> None:
-    asked: list[int] = []
-
-    def listed(files: list[str]):
-        return lambda: asked.append(1) or files
-
+def test_the_compiled_check_reads_the_index_files_the_fetch_kept(tmp_path: Path) -> None:
+    """``index_files``: the release's files on the page the fetch read (Source.index_files)."""
     pure = _decide(PACKAGES / "ft_baseline", "{name: ft_baseline}", "settings: {registry: false}\n",
-                   index_files=listed([]))
-    assert pure.compiled == "" and asked == []  # no evidence: the index is not read
+                   index_files=[])
+    assert pure.compiled == ""  # no evidence in the sdist
     ext = "pyproject.toml (declares extension modules)"
     unread = _decide(PACKAGES / "ft_clean", "{name: ft_clean}", "settings: {registry: false}\n")
     assert unread.compiled == ext  # the index's files unknown: the sdist's evidence stands
     only_pure = _decide(PACKAGES / "ft_clean", "{name: ft_clean}", "settings: {registry: false}\n",
-                        index_files=listed(["ft_clean-1.0-py3-none-any.whl"]))
-    assert only_pure.compiled == "" and asked == [1]  # what CPython gets is the pure wheel
+                        index_files=["ft_clean-1.0-py3-none-any.whl"])
+    assert only_pure.compiled == ""  # what CPython gets is the pure wheel
     wheel = "ft_clean-1.0-cp313-cp313-manylinux_2_17_x86_64.whl"
     assert _decide(PACKAGES / "ft_clean", "{name: ft_clean}", "settings: {registry: false}\n",
                    index_files=[wheel]).compiled == f"{ext}; the index has {wheel}"
     local = _decide(PACKAGES / "ft_clean", f"{{name: ft_clean, path: {PACKAGES / 'ft_clean'}}}",
-                    "settings: {registry: false}\n", index_files=listed([wheel]))
-    assert local.compiled == "" and asked == [1]  # a local tree is not checked
+                    "settings: {registry: false}\n", index_files=[wheel])
+    assert local.compiled == ""  # a local tree is not checked

@@ -1,4 +1,4 @@
-"""Write docs/reference/cli.md from the argument parser (tests/unit/test_clihelp.py checks it).
+"""Write docs/reference/cli.md from the argument parser (tests/unit/cli/test_clihelp.py checks it).
 
     python tools/cli_reference.py           # rewrite the page
     python tools/cli_reference.py --check   # exit 1 when the page is stale

@@ -9,7 +9,7 @@ import subprocess
 
 import pytest
 
-from tests.unit.test_crosscheck import _planted
+from tests.unit.benchmarks.test_crosscheck import _planted
 
 from .conftest import DOCKER
 

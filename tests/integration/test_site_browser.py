@@ -112,7 +112,7 @@ def test_the_site_stands_alone_and_loads_nothing_from_outside_it(site, browser, 
     """Every href/src resolves inside site/ (tools/check_site_links.py), and in the browser every
     page, once site/ is copied away from the output dir (as Pages publishes it), loads no file
     outside it and every link it follows there is found (#16)."""
-    from tests.unit.test_site_links import check_site
+    from tests.unit.render.test_site_links import check_site
 
     out, rep = site
     assert check_site(out / "site") == []

@@ -44,8 +44,8 @@ def _forged(spec: matrix.MatrixSpec, interp_key: str, victim_sha: str, marker: P
     """What a package can know from the last published report.json: each job's id and key, the
     sdist's sha256 (the index says it): results that would pass every check but where they lie."""
     jobs = {j.package.name: j for j in plan.make_plan(spec)}
-    from tests.unit.test_verdict import S
-    from tests.unit.test_verdict import load as load_phases
+    from tests.unit.verdict.test_verdict import S
+    from tests.unit.verdict.test_verdict import load as load_phases
 
     phases = tuple(load_phases("confirm-realloc"))
     d = decide(phases, settings=S)

@@ -467,3 +467,19 @@ def test_a_job_calls_into_the_suite_setup_once():
     calls = [n for n, p in mods.items() for node in ast.walk(ast.parse(p.read_text(encoding="utf-8")))
              if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "decide"]
     assert calls == ["harness.job.stages"], calls  # one call site: the suite-setup stage
+
+
+# tests/unit/ mirrors harness/ (#45): a folder per package of harness/, the tests of a module in
+# its package's folder; besides them, the repository's other code (benchmarks/, tools/), and at
+# the top the tests of the whole (this file, the docs, packaging, tiers, workflows).
+UNIT = Path(__file__).resolve().parent
+NOT_HARNESS = {"benchmarks", "tools"}
+UNTESTED_HERE = {"_inner"}  # scripts run inside a job's interpreter: the integration tests run them
+
+
+def test_the_unit_tests_mirror_the_package():
+    packages = {p.parent.name for p in ROOT.glob("*/__init__.py")}
+    folders = {p.name for p in UNIT.iterdir() if p.is_dir() and p.name != "__pycache__"}
+    assert folders - NOT_HARNESS <= packages, f"not a folder of harness/: {sorted(folders - NOT_HARNESS - packages)}"
+    assert packages - UNTESTED_HERE <= folders, f"no tests/unit/ folder: {sorted(packages - UNTESTED_HERE - folders)}"
+    assert all((UNIT / f / "__init__.py").is_file() for f in folders)

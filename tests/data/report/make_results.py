@@ -6,7 +6,7 @@ Every result is built with harness.core.model's own dataclasses and written with
 harness.util.safefiles.write_json_atomic, so no field exists here that model.py does not have; each finding's
 reproduce line and laptop recipe are made by the code that makes them in a run
 (harness.verdict.reprocommands from the finding's phase, harness.job.laptoprecipe), none is written here.
-tests/unit/test_report_data.py checks that the stored files are what this script writes now:
+tests/unit/results/test_report_data.py checks that the stored files are what this script writes now:
 when the model, the reproduce lines or the recipes change, run it again and commit the result.
 Logs, excerpts, the compiler error and the GIL warning are real output captured
 on the free-threaded 3.13.5 build (tests/data/report/captured/, paths shortened

@@ -4,7 +4,7 @@ parsed from the captured logs here, with the findings the verdict made of them.
     python3 tests/data/tsan/make_result.py
 
 The committed file was written by the harness at commit 0de6995, when ``Phase.tsan`` was a
-tuple of plain dicts; tests/unit/test_parse_tsan.py reads it back with today's types and checks
+tuple of plain dicts; tests/unit/parse/test_parse_tsan.py reads it back with today's types and checks
 that the reports and findings come out the same.  Not run by the test suite.
 """
 

@@ -1,7 +1,7 @@
 """Helpers every benchmark section shares: statistics, the CLI as a user runs it, output parsing.
 
 The pure functions here (``summarize``, ``lower_bound``, ``parse_cli``,
-``count_downloads``, ``iso_epoch``) are unit-tested in tests/unit/test_bench_common.py.
+``count_downloads``, ``iso_epoch``) are unit-tested in tests/unit/benchmarks/test_bench_common.py.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ side in one run, in alternating order (new then old, then old then new) so neith
 finds the warmer caches. Reported: ``ratio`` (wall time new / old, the medians of the rounds'
 sums) and ``same_verdicts``: true only if every package's verdict and its findings' kinds and
 test ids are the same on both sides in every round (``compare``; unit-tested in
-tests/unit/test_bench_cost.py).
+tests/unit/benchmarks/test_bench_cost.py).
 """
 
 from __future__ import annotations

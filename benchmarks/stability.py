@@ -13,7 +13,7 @@ repeat 4, confirm 20, gil_on targeted), on the local backend:
 Written: ``false_claim_rate`` (rounds of the null fixture with any ft-race), ``detection_rate``
 (rounds of the planted one with an ft-race verdict), ``identical`` (per package, the fraction of
 pairs of rounds with the same verdict), with every round's verdict and the runs alone it took.
-``tally`` is unit-tested in tests/unit/test_bench_stability.py.
+``tally`` is unit-tested in tests/unit/benchmarks/test_bench_stability.py.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The command line's help texts (an example and the exit codes of each command), the "did you
 mean" of a mistyped command, and the CLI reference page (docs/reference/cli.md) generated from
-the parser, so the page cannot drift from ``--help`` (tests/unit/test_clihelp.py)."""
+the parser, so the page cannot drift from ``--help`` (tests/unit/cli/test_clihelp.py)."""
 
 from __future__ import annotations
 
@@ -59,7 +59,7 @@ COMMANDS: dict[str, tuple[list[str], list[tuple[str, str]]]] = {
 
 def epilog(name: str) -> str:
     """A command's --help epilog: its examples, then its own exit codes (a command missing from
-    COMMANDS gets the common block; tests/unit/test_clihelp.py asks for its example)."""
+    COMMANDS gets the common block; tests/unit/cli/test_clihelp.py asks for its example)."""
     if name not in COMMANDS:
         return EXIT_CODES
     examples, codes = COMMANDS[name]
@@ -125,7 +125,7 @@ def reference(parser: argparse.ArgumentParser) -> str:
     subs = subparsers(parser)
     out = ["# Command-line reference", "",
            f"<!-- generated from the argument parser by `{REGENERATE}` with {python_tag()};",
-           "     tests/unit/test_clihelp.py fails when this page is stale -->", "",
+           "     tests/unit/cli/test_clihelp.py fails when this page is stale -->", "",
            "Every command's `--help`, as the program prints it. Start with the",
            "[tutorial](../tutorial.md) for what the commands are for.", "",
            " · ".join(f"[`{n}`](#ft-harness-{n})" for n in subs), "",

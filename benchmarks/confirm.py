@@ -22,15 +22,20 @@ CONFIRM = 5
 
 
 def _one(tmp: Path, confirm: int, tag: str) -> dict[str, Any]:
-    m = write_matrix(tmp / f"confirm-{tag}.yaml", [fixture(n) for n in FIXTURES],
-                     settings={**SETTINGS, "confirm": confirm})
+    m = write_matrix(
+        tmp / f"confirm-{tag}.yaml", [fixture(n) for n in FIXTURES], settings={**SETTINGS, "confirm": confirm}
+    )
     out = tmp / f"out-confirm-{tag}"
     run = run_cli("run", "--matrix", str(m), "--out", str(out), "--backend", "local", "--force")
     res = results(out)
     confirm_s = sum(p["duration"] for r in res.values() for p in r["phases"] if p["kind"] == "confirm")
     confirmed = sum(1 for r in res.values() for f in r["findings"] if f.get("confirmed"))
-    return {"wall": run.wall, "confirm_phase_seconds": round(confirm_s, 2), "confirmed": confirmed,
-            "verdicts": {k: v["verdict"] for k, v in res.items()}}
+    return {
+        "wall": run.wall,
+        "confirm_phase_seconds": round(confirm_s, 2),
+        "confirmed": confirmed,
+        "verdicts": {k: v["verdict"] for k, v in res.items()},
+    }
 
 
 def measure(tmp: Path, rounds: int = 2) -> dict[str, Any]:
@@ -45,11 +50,14 @@ def measure(tmp: Path, rounds: int = 2) -> dict[str, Any]:
     per_finding = [(b["wall"] - a["wall"]) / max(1, b["confirmed"]) for a, b in zip(off, on, strict=True)]
     phase_per_finding = [b["confirm_phase_seconds"] / max(1, b["confirmed"]) for b in on]
     return {
-        "fixtures": list(FIXTURES), "confirm": CONFIRM, "rounds": rounds,
-        "off": off, "on": on,
+        "fixtures": list(FIXTURES),
+        "confirm": CONFIRM,
+        "rounds": rounds,
+        "off": off,
+        "on": on,
         "extra_wall_seconds": summarize(extra),
         "extra_wall_per_finding": summarize(per_finding),
         "confirm_phase_seconds_per_finding": summarize(phase_per_finding),
         "hang_note": f"a hang's re-runs cost test_timeout each ({SETTINGS.get('test_timeout')} s "
-                     f"here), {CONFIRM} per GIL mode at most, within confirm_budget",
+        f"here), {CONFIRM} per GIL mode at most, within confirm_budget",
     }

@@ -25,8 +25,11 @@ log = logging.getLogger(__name__)
 FIXTURES = ("ft_clean", "ft_baseline", "ft_threadunsafe", "ft_sharedbuf", "ft_realloc", "ft_gilslot", "ft_mixed")
 # compiled, built from their sdists on a cp313t build (no wheel of theirs for it); ujson's suite
 # is of real size (~30 s of tests a mode), the others' a few seconds, as the fixtures'
-REAL = ({"name": "markupsafe", "version": "==3.0.4"}, {"name": "msgpack", "version": "==1.2.4"},
-        {"name": "ujson", "version": "==6.1.0"})
+REAL = (
+    {"name": "markupsafe", "version": "==3.0.4"},
+    {"name": "msgpack", "version": "==1.2.4"},
+    {"name": "ujson", "version": "==6.1.0"},
+)
 JOBS = 2
 
 
@@ -72,12 +75,18 @@ def _one(tmp: Path, side: str, extra: dict[str, Any], packages: list[dict[str, A
     # confirmations, the same on both sides, are most of a job (ratio 0.93 measured that way)
     m = write_matrix(tmp / f"cost-{tag}.yaml", packages, settings={"gil_modes": [0, 1], **extra})
     out = tmp / f"out-cost-{tag}"
-    run = run_cli("run", "--matrix", str(m), "--out", str(out), "--backend", "local", "--force",
-                  "--jobs", str(JOBS))
+    run = run_cli("run", "--matrix", str(m), "--out", str(out), "--backend", "local", "--force", "--jobs", str(JOBS))
     res = results(out)
     per = {r["package"]: round(sum(p["duration"] for p in r["phases"]), 1) for r in res.values()}
-    return {"side": side, "wall": run.wall, "phase_seconds": round(sum(per.values()), 1), "per_package": per,
-            "verdicts": {k: r["verdict"] for k, r in res.items()}, "gil_on": gil_on_runs(res), "_res": res}
+    return {
+        "side": side,
+        "wall": run.wall,
+        "phase_seconds": round(sum(per.values()), 1),
+        "per_package": per,
+        "verdicts": {k: r["verdict"] for k, r in res.items()},
+        "gil_on": gil_on_runs(res),
+        "_res": res,
+    }
 
 
 def measure(tmp: Path, rounds: int = 2, real: bool = True) -> dict[str, Any]:
@@ -90,36 +99,56 @@ def measure(tmp: Path, rounds: int = 2, real: bool = True) -> dict[str, Any]:
             log.info("cost: round %d, %s (%s)", i + 1, side, sides()[side])
             by_side[side].append(_one(tmp, side, sides()[side], packages, f"{side}{i}"))
         diffs += [f"round {i + 1}: {d}" for d in compare(by_side["new"][i].pop("_res"), by_side["old"][i].pop("_res"))]
-    per_package = {p: ratio(sum(r["per_package"].get(p, 0.0) for r in by_side["new"]),
-                            sum(r["per_package"].get(p, 0.0) for r in by_side["old"]))
-                   for p in sorted(by_side["new"][0]["per_package"])} if rounds else {}
+    per_package = (
+        {
+            p: ratio(
+                sum(r["per_package"].get(p, 0.0) for r in by_side["new"]),
+                sum(r["per_package"].get(p, 0.0) for r in by_side["old"]),
+            )
+            for p in sorted(by_side["new"][0]["per_package"])
+        }
+        if rounds
+        else {}
+    )
     new_wall = summarize([r["wall"] for r in by_side["new"]])
     old_wall = summarize([r["wall"] for r in by_side["old"]])
     return {
-        "packages": [p["name"] + p.get("version", "") for p in packages], "rounds": rounds, "jobs": JOBS,
-        "backend": "local", "sides": sides(), "new": by_side["new"], "old": by_side["old"],
-        "new_wall": new_wall, "old_wall": old_wall,
+        "packages": [p["name"] + p.get("version", "") for p in packages],
+        "rounds": rounds,
+        "jobs": JOBS,
+        "backend": "local",
+        "sides": sides(),
+        "new": by_side["new"],
+        "old": by_side["old"],
+        "new_wall": new_wall,
+        "old_wall": old_wall,
         "ratio": ratio(new_wall["median"] or 0.0, old_wall["median"] or 0.0),
         "per_round_ratio": [ratio(a["wall"], b["wall"]) for a, b in zip(by_side["new"], by_side["old"], strict=True)],
-        "same_verdicts": not diffs, "differences": diffs, "target_ratio": 0.6,
+        "same_verdicts": not diffs,
+        "differences": diffs,
+        "target_ratio": 0.6,
         "per_package_ratio": per_package,  # a job's summed phase seconds, new / old, over the rounds
     }
 
 
 def lines(d: dict[str, Any]) -> list[str]:
     """The section in latest.md."""
+
     def walls(x: dict[str, Any]) -> str:
         return f"median {x['median']:.0f} s ({', '.join(f'{v:.0f}' for v in x['values'])})" if x.get("n") else "n/a"
 
     ran = {k.split("--", 1)[-1]: v for r in d["new"] for k, v in r["gil_on"].items()}
-    out = [f"## Cost: default settings vs the previous way ({d['rounds']} round(s), --jobs {d['jobs']}, "
-           f"{d['backend']} backend)", "",
-           f"- packages: {', '.join(d['packages'])}",
-           f"- new {d['sides']['new']}: {walls(d['new_wall'])}; old {d['sides']['old']}: {walls(d['old_wall'])}",
-           f"- **ratio {d['ratio']}** (new / old wall; per round {d['per_round_ratio']}; target ≤ {d['target_ratio']}),"
-           f" **same_verdicts {str(d['same_verdicts']).lower()}**",
-           f"- GIL-on runs with the defaults: {', '.join(f'{k} {v}' for k, v in sorted(ran.items()))}",
-           f"- per package (phase seconds, new / old): "
-           f"{', '.join(f'{k} {v}' for k, v in sorted((d.get('per_package_ratio') or {}).items()))}"]
+    out = [
+        f"## Cost: default settings vs the previous way ({d['rounds']} round(s), --jobs {d['jobs']}, "
+        f"{d['backend']} backend)",
+        "",
+        f"- packages: {', '.join(d['packages'])}",
+        f"- new {d['sides']['new']}: {walls(d['new_wall'])}; old {d['sides']['old']}: {walls(d['old_wall'])}",
+        f"- **ratio {d['ratio']}** (new / old wall; per round {d['per_round_ratio']}; target ≤ {d['target_ratio']}),"
+        f" **same_verdicts {str(d['same_verdicts']).lower()}**",
+        f"- GIL-on runs with the defaults: {', '.join(f'{k} {v}' for k, v in sorted(ran.items()))}",
+        f"- per package (phase seconds, new / old): "
+        f"{', '.join(f'{k} {v}' for k, v in sorted((d.get('per_package_ratio') or {}).items()))}",
+    ]
     out += [f"- differs: {x}" for x in d["differences"]]
     return out

@@ -114,8 +114,16 @@ def rebuilt_recipe(res: JobResult, f: Finding) -> str:
     text): '' when its phase is not a pytest run the recipe can be rebuilt from."""
     if res.source == "local" or not NAME.fullmatch(res.package):
         return ""
-    return make_recipe(f, res.phases, package=res.package, version=res.version, local_path="",
-                       interp=res.interpreter, tools=TOOLS, test_requires=res.test_setup.requires)
+    return make_recipe(
+        f,
+        res.phases,
+        package=res.package,
+        version=res.version,
+        local_path="",
+        interp=res.interpreter,
+        tools=TOOLS,
+        test_requires=res.test_setup.requires,
+    )
 
 
 class Runner:
@@ -133,8 +141,11 @@ class Runner:
 
         if not KEY.fullmatch(res.interpreter.key) or not PYTHON_NAME.fullmatch(res.interpreter.python_name or ""):
             raise ConfigError(f"{res.job_id}: its interpreter key or name is not one the harness writes")
-        return Runner(backend="docker", image=self.image or images.interpreter_tag(res.interpreter.key),
-                      python_in_image=self.python_in_image or f"{images.PREFIX}/bin/{res.interpreter.python_name}")
+        return Runner(
+            backend="docker",
+            image=self.image or images.interpreter_tag(res.interpreter.key),
+            python_in_image=self.python_in_image or f"{images.PREFIX}/bin/{res.interpreter.python_name}",
+        )
 
     def workdir(self, tmp: Path) -> str:
         return IN_CONTAINER if self.backend == "docker" else str(tmp)
@@ -147,24 +158,54 @@ class Runner:
 
 def _run(script: str, cwd: Path, env: dict[str, str], timeout: float) -> tuple[int | None, str]:
     try:
-        r = subprocess.run(["sh", "-ec", script], cwd=cwd, env=env, capture_output=True, text=True,
-                           errors="replace", timeout=timeout)
+        r = subprocess.run(
+            ["sh", "-ec", script], cwd=cwd, env=env, capture_output=True, text=True, errors="replace", timeout=timeout
+        )
         return r.returncode, r.stdout + r.stderr
     except subprocess.TimeoutExpired as e:
         out = e.stdout or b""
         return None, out.decode(errors="replace") if isinstance(out, bytes) else out
 
 
-def docker_argv(image: str, python: str, exe: str, script: str, tmp: Path, network: bool,
-                name: str) -> list[str]:
+def docker_argv(image: str, python: str, exe: str, script: str, tmp: Path, network: bool, name: str) -> list[str]:
     """``docker run`` of one recipe step with the job's isolation (harness.backends.docker):
     ``tmp`` at /work is the only writable mount; the interpreter is linked as the recipe names it."""
     user = f"{UID}:{UID}" if os.geteuid() == 0 else f"{os.geteuid()}:{os.getegid()}"
-    argv = ["docker", "run", "--rm", "--name", name, "--user", user, "--cap-drop", "ALL",
-            "--security-opt", "no-new-privileges", "--pids-limit", "512", "--memory", "2g",
-            "--memory-swap", "2g", "--read-only", "--tmpfs", "/tmp:rw,exec,nosuid,size=1g", "--init",
-            "--log-driver", "json-file", "--log-opt", "max-size=10m", "--log-opt", "max-file=1",
-            "-e", "HOME=/tmp", "-v", f"{tmp}:{IN_CONTAINER}", "-w", IN_CONTAINER]
+    argv = [
+        "docker",
+        "run",
+        "--rm",
+        "--name",
+        name,
+        "--user",
+        user,
+        "--cap-drop",
+        "ALL",
+        "--security-opt",
+        "no-new-privileges",
+        "--pids-limit",
+        "512",
+        "--memory",
+        "2g",
+        "--memory-swap",
+        "2g",
+        "--read-only",
+        "--tmpfs",
+        "/tmp:rw,exec,nosuid,size=1g",
+        "--init",
+        "--log-driver",
+        "json-file",
+        "--log-opt",
+        "max-size=10m",
+        "--log-opt",
+        "max-file=1",
+        "-e",
+        "HOME=/tmp",
+        "-v",
+        f"{tmp}:{IN_CONTAINER}",
+        "-w",
+        IN_CONTAINER,
+    ]
     ca = Path("/etc/ssl/certs/ca-certificates.crt")
     if not network:
         argv += ["--network", "none"]
@@ -175,14 +216,20 @@ def docker_argv(image: str, python: str, exe: str, script: str, tmp: Path, netwo
     return [*argv, image, "sh", "-ec", f"{link}\n{script}"]
 
 
-def _docker(image: str, python: str, exe: str, script: str, tmp: Path, network: bool,
-            timeout: float) -> tuple[int | None, str]:
+def _docker(
+    image: str, python: str, exe: str, script: str, tmp: Path, network: bool, timeout: float
+) -> tuple[int | None, str]:
     if os.geteuid() == 0:  # the container's user writes the temp dir (the only writable mount)
         os.chown(tmp, UID, UID)
     name = f"ft-crosscheck-{os.getpid()}-{time.monotonic_ns()}"
     try:
-        r = subprocess.run(docker_argv(image, python, exe, script, tmp, network, name),
-                           capture_output=True, text=True, errors="replace", timeout=timeout)
+        r = subprocess.run(
+            docker_argv(image, python, exe, script, tmp, network, name),
+            capture_output=True,
+            text=True,
+            errors="replace",
+            timeout=timeout,
+        )
         return r.returncode, r.stdout + r.stderr
     except subprocess.TimeoutExpired as e:
         subprocess.run(["docker", "rm", "-f", name], capture_output=True)
@@ -196,20 +243,29 @@ def _env(python: str, exe: str, tmp: Path) -> dict[str, str]:
     bindir = tmp / "bin"
     bindir.mkdir()
     (bindir / exe).symlink_to(python)
-    keep = {k: v for k, v in os.environ.items()
-            if k in ("HOME", "LANG", "LC_ALL", "TMPDIR", "SSL_CERT_FILE", "PIP_INDEX_URL")}
+    keep = {
+        k: v
+        for k, v in os.environ.items()
+        if k in ("HOME", "LANG", "LC_ALL", "TMPDIR", "SSL_CERT_FILE", "PIP_INDEX_URL")
+    }
     return {**keep, "PATH": f"{bindir}:/usr/local/bin:/usr/bin:/bin"}
 
 
-def check_recipe(res: JobResult, text: str, kind: str, modes: tuple[int, ...], runner: Runner,
-                 runs: int, tmp: Path) -> dict[str, Any]:
+def check_recipe(
+    res: JobResult, text: str, kind: str, modes: tuple[int, ...], runner: Runner, runs: int, tmp: Path
+) -> dict[str, Any]:
     """Set up the recipe once in ``tmp``, then run its test line ``runs`` times per GIL mode."""
     lines = [ln for ln in text.splitlines() if ln.strip() and not ln.startswith("#")]
     exe = recipe_python(text)
     work = runner.workdir(tmp)
     setup, test = lines[:-1], lines[-1]
-    rc, out = runner.run("\n".join([*setup, f'echo "$PWD" > {shlex.quote(work + "/.cwd")}']), tmp,
-                         exe=exe, network=True, timeout=SETUP_TIMEOUT)
+    rc, out = runner.run(
+        "\n".join([*setup, f'echo "$PWD" > {shlex.quote(work + "/.cwd")}']),
+        tmp,
+        exe=exe,
+        network=True,
+        timeout=SETUP_TIMEOUT,
+    )
     if rc != 0:
         return {"setup": "failed", "setup_tail": out[-1500:], "reproduced": False}
     where = (tmp / ".cwd").read_text().strip()
@@ -221,8 +277,7 @@ def check_recipe(res: JobResult, text: str, kind: str, modes: tuple[int, ...], r
             script = f". {shlex.quote(work + '/ft/bin/activate')} && cd {shlex.quote(where)} && {line}"
             rc, out = runner.run(script, tmp, exe=exe, network=False, timeout=limit)
             seen[m].append(event(rc, out))
-    return {"setup": "ok", "seen": {f"gil{m}": v for m, v in seen.items()},
-            "reproduced": reproduced(kind, modes, seen)}
+    return {"setup": "ok", "seen": {f"gil{m}": v for m, v in seen.items()}, "reproduced": reproduced(kind, modes, seen)}
 
 
 def gil_script(res: JobResult, f: Finding) -> str:
@@ -231,18 +286,18 @@ def gil_script(res: JobResult, f: Finding) -> str:
     if res.source == "local" or not NAME.fullmatch(res.package):
         return ""
     spec = f"{res.package}=={res.version}"
-    code = (f"import importlib, sys; importlib.import_module({f.module!r}); "
-            "print('GIL', sys._is_gil_enabled())")
-    return (f"python3t -m venv ft && . ft/bin/activate && python -m pip install -q {shlex.quote(spec)}"
-            f" && python -W default -c {shlex.quote(code)}")
+    code = f"import importlib, sys; importlib.import_module({f.module!r}); print('GIL', sys._is_gil_enabled())"
+    return (
+        f"python3t -m venv ft && . ft/bin/activate && python -m pip install -q {shlex.quote(spec)}"
+        f" && python -W default -c {shlex.quote(code)}"
+    )
 
 
 def check_gil(script: str, f: Finding, runner: Runner, tmp: Path) -> dict[str, Any]:
     """Is the GIL on after the import, with the warning naming the module?"""
     rc, out = runner.run(script, tmp, exe="python3t", network=True, timeout=SETUP_TIMEOUT)
     ok = rc == 0 and "GIL True" in out and f"module '{f.module.split('.')[0]}" in out
-    return {"setup": "ok" if rc == 0 else "failed", "seen": {"import": out.strip().splitlines()[-1:]},
-            "reproduced": ok}
+    return {"setup": "ok" if rc == 0 else "failed", "seen": {"import": out.strip().splitlines()[-1:]}, "reproduced": ok}
 
 
 def script_of(res: JobResult, f: Finding) -> str:
@@ -279,22 +334,33 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("out", nargs="+", type=Path, help="output dirs of `ft-harness run` (or shards)")
     ap.add_argument("--runs", type=int, default=3, help="runs of the test line per GIL mode (3)")
-    ap.add_argument("--backend", choices=("docker", "local"), default="docker",
-                    help="docker (default): each step in the job's image, isolated; local: on this "
-                    "machine, after showing every recipe, only with --yes")
-    ap.add_argument("--python", help="local: the free-threaded interpreter (required); docker: its "
-                    "path inside the image (default: the image's own)")
+    ap.add_argument(
+        "--backend",
+        choices=("docker", "local"),
+        default="docker",
+        help="docker (default): each step in the job's image, isolated; local: on this "
+        "machine, after showing every recipe, only with --yes",
+    )
+    ap.add_argument(
+        "--python",
+        help="local: the free-threaded interpreter (required); docker: its "
+        "path inside the image (default: the image's own)",
+    )
     ap.add_argument("--image", help="docker: the image to run in (default: each job's interpreter image)")
-    ap.add_argument("--yes", action="store_true", help="local: run the recipes shown (they come "
-                    "from result files: read them first)")
+    ap.add_argument(
+        "--yes", action="store_true", help="local: run the recipes shown (they come from result files: read them first)"
+    )
     ap.add_argument("--package", action="append", default=[], help="only these packages")
     ap.add_argument("--json", type=Path, help="write every row here")
     args = ap.parse_args(argv)
     results, problems = load_results(args.out)
     for p in problems:
         print(f"skipped: {safe_line(p)}", file=sys.stderr)
-    todo = [(res, f) for res in sorted(results, key=lambda r: (r.package, r.interpreter.name))
-            if (not args.package or res.package in args.package) and (f := deciding(res)) is not None]
+    todo = [
+        (res, f)
+        for res in sorted(results, key=lambda r: (r.package, r.interpreter.name))
+        if (not args.package or res.package in args.package) and (f := deciding(res)) is not None
+    ]
     if args.backend == "local":
         if not args.python:
             print("crosscheck: --backend local needs --python (the free-threaded interpreter)", file=sys.stderr)
@@ -303,26 +369,43 @@ def main(argv: list[str] | None = None) -> int:
             print(safe_line(f"# {res.job_id} {f.kind}:"))
             print(safe_lines(script_of(res, f) or "# (no recipe)"))
         if not args.yes:
-            print("crosscheck: not run: on --backend local the recipes above run on this machine as "
-                  "you; read them and run again with --yes (or use --backend docker)", file=sys.stderr)
+            print(
+                "crosscheck: not run: on --backend local the recipes above run on this machine as "
+                "you; read them and run again with --yes (or use --backend docker)",
+                file=sys.stderr,
+            )
             return 2
-    runner = Runner(backend=args.backend, python=args.python or "", image=args.image or "",
-                    python_in_image=(args.python or "") if args.backend == "docker" else "")
+    runner = Runner(
+        backend=args.backend,
+        python=args.python or "",
+        image=args.image or "",
+        python_in_image=(args.python or "") if args.backend == "docker" else "",
+    )
     rows = []
     for res, f in todo:
-        row = {"package": res.package, "version": res.version, "interpreter": res.interpreter.name,
-               "verdict": res.verdict, "test_id": f.test_id or f.module, "modes": list(f.modes)}
+        row = {
+            "package": res.package,
+            "version": res.version,
+            "interpreter": res.interpreter.name,
+            "verdict": res.verdict,
+            "test_id": f.test_id or f.module,
+            "modes": list(f.modes),
+        }
         try:
             row.update(crosscheck(res, f, runner, args.runs))
         except ConfigError as e:
             row.update(setup=f"not run: {e}", reproduced=False, seconds=0.0)
         rows.append(row)
         mark = "reproduced" if row["reproduced"] else "NOT reproduced"
-        print(safe_line(f"{res.package} {res.version} [{res.interpreter.name}] {res.verdict} "
-                        f"{row['test_id']}: {mark} ({_said(row)}; {row['seconds']} s)"), flush=True)
+        print(
+            safe_line(
+                f"{res.package} {res.version} [{res.interpreter.name}] {res.verdict} "
+                f"{row['test_id']}: {mark} ({_said(row)}; {row['seconds']} s)"
+            ),
+            flush=True,
+        )
     n = sum(r["reproduced"] for r in rows)
-    print(f"crosscheck: {n}/{len(rows)} deciding findings reproduced by their recipe "
-          f"({args.runs} runs per mode)")
+    print(f"crosscheck: {n}/{len(rows)} deciding findings reproduced by their recipe ({args.runs} runs per mode)")
     if args.json:
         args.json.write_text(json.dumps(rows, indent=2) + "\n")
     return 0

@@ -46,9 +46,15 @@ def run_bare(res: dict[str, Any], out: Path, logs: Path) -> dict[str, Any]:
     for p in bare_steps(res):
         t0 = time.monotonic()
         with open(logs / f"{p['name']}.log", "wb") as f:
-            proc = subprocess.Popen(p["command"], cwd=p["cwd"], env=clean_env(p["env"]), stdout=f,
-                                    stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                    start_new_session=True)
+            proc = subprocess.Popen(
+                p["command"],
+                cwd=p["cwd"],
+                env=clean_env(p["env"]),
+                stdout=f,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )
             try:  # as long as the harness gave the whole job; then the group goes, as there
                 code = proc.wait(timeout=res["settings"]["job_timeout"])
             except subprocess.TimeoutExpired:
@@ -56,8 +62,15 @@ def run_bare(res: dict[str, Any], out: Path, logs: Path) -> dict[str, Any]:
                     os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait()
                 code = None
-        phases.append({"name": p["name"], "kind": p["kind"], "seconds": time.monotonic() - t0,
-                       "exit_code": code, "harness_exit_code": p["exit_code"]})
+        phases.append(
+            {
+                "name": p["name"],
+                "kind": p["kind"],
+                "seconds": time.monotonic() - t0,
+                "exit_code": code,
+                "harness_exit_code": p["exit_code"],
+            }
+        )
     return {"phases": phases, "downloads": _downloads_in(logs, ("fetch", "install"))}
 
 
@@ -97,8 +110,20 @@ def measure(packages: list[dict[str, Any]], *, rounds: int, tmp: Path) -> dict[s
 
     def side_a(r: int, name: str) -> dict[str, Any]:
         log.info("overhead round %d/%d: %s through the harness", r, rounds, name)
-        run = run_cli("run", "--matrix", str(matrix), "--out", str(out), "--backend", "local",
-                      "--jobs", "1", "--force", "--package", name)
+        run = run_cli(
+            "run",
+            "--matrix",
+            str(matrix),
+            "--out",
+            str(out),
+            "--backend",
+            "local",
+            "--jobs",
+            "1",
+            "--force",
+            "--package",
+            name,
+        )
         last[name] = next(v for v in results(out).values() if v["package"] == name)
         return _harness_side(run, last[name], out)
 
@@ -118,14 +143,22 @@ def measure(packages: list[dict[str, Any]], *, rounds: int, tmp: Path) -> dict[s
             b_tests = sum(p["seconds"] for p in b["phases"] if p["kind"] in TEST_KINDS)
             b_all = sum(p["seconds"] for p in b["phases"])
             mismatched = [p["name"] for p in b["phases"] if p["exit_code"] != p["harness_exit_code"]]
-            per[name]["rounds"].append({
-                "round": r, "order": "AB" if r % 2 else "BA", "harness": a,
-                "bare": {"test_phases": round(b_tests, 3), "total": round(b_all, 3),
-                         "phases": b["phases"], "downloads": b["downloads"]},
-                "ratio_test_phases": ratio(a["test_phases"], b_tests),
-                "ratio_whole_job": ratio(a["wall"], b_all),
-                "exit_code_mismatch": mismatched,
-            })
+            per[name]["rounds"].append(
+                {
+                    "round": r,
+                    "order": "AB" if r % 2 else "BA",
+                    "harness": a,
+                    "bare": {
+                        "test_phases": round(b_tests, 3),
+                        "total": round(b_all, 3),
+                        "phases": b["phases"],
+                        "downloads": b["downloads"],
+                    },
+                    "ratio_test_phases": ratio(a["test_phases"], b_tests),
+                    "ratio_whole_job": ratio(a["wall"], b_all),
+                    "exit_code_mismatch": mismatched,
+                }
+            )
     for d in per.values():
         rs = d["rounds"]
         d["test_phases"] = summarize([x["ratio_test_phases"] for x in rs if x["ratio_test_phases"]])
@@ -137,5 +170,10 @@ def measure(packages: list[dict[str, Any]], *, rounds: int, tmp: Path) -> dict[s
         d["n_test_phases"] = sum(1 for p in rs[-1]["bare"]["phases"] if p["kind"] in TEST_KINDS)
     pooled_t = [x["ratio_test_phases"] for d in per.values() for x in d["rounds"] if x["ratio_test_phases"]]
     pooled_w = [x["ratio_whole_job"] for d in per.values() for x in d["rounds"] if x["ratio_whole_job"]]
-    return {"rounds": rounds, "target": 1.05, "packages": per,
-            "all_test_phases": summarize(pooled_t), "all_whole_job": summarize(pooled_w)}
+    return {
+        "rounds": rounds,
+        "target": 1.05,
+        "packages": per,
+        "all_test_phases": summarize(pooled_t),
+        "all_whole_job": summarize(pooled_w),
+    }

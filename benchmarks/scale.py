@@ -41,41 +41,92 @@ def _package_entry(i: int) -> dict[str, str]:
 def synthetic_result(job: plan.Job, i: int, interp: InterpreterInfo) -> JobResult:
     verdict = VERDICTS[i % len(VERDICTS)]
     root = f"work/{job.job_id}"
-    phases = [Phase(name=n, kind="install", command=("pip", "install", job.package.name),
-                    exit_code=0, duration=3.0 + i % 5, log=f"{root}/logs/{n}.log", excerpt=EXCERPT)
-              for n in ("fetch", "install")]
-    phases.append(Phase(name="probe", kind="probe", exit_code=0, duration=0.5,
-                        log=f"{root}/logs/probe.log"))
+    phases = [
+        Phase(
+            name=n,
+            kind="install",
+            command=("pip", "install", job.package.name),
+            exit_code=0,
+            duration=3.0 + i % 5,
+            log=f"{root}/logs/{n}.log",
+            excerpt=EXCERPT,
+        )
+        for n in ("fetch", "install")
+    ]
+    phases.append(Phase(name="probe", kind="probe", exit_code=0, duration=0.5, log=f"{root}/logs/probe.log"))
     for mode in (0, 1):
         for kind, name in (("plain", f"plain-gil{mode}"), ("threads", f"threads-gil{mode}-r1")):
-            tests = {f"tests/test_mod.py::test_case_{t}": TestCase(
-                outcome="failed" if (verdict != "compatible" and t == 0) else "passed",
-                message="AssertionError: 1 != 2" if t == 0 else "",
-                parallel=kind == "threads") for t in range(TESTS)}
-            counts = {"passed": sum(tc.outcome == "passed" for tc in tests.values()),
-                      "failed": sum(tc.outcome == "failed" for tc in tests.values())}
-            phases.append(Phase(
-                name=name, kind=kind, gil=mode, rep=1 if kind == "threads" else 0,
-                command=(f"{root}/venv/bin/python", "-P", "-m", "pytest", "-n", "auto", "-v"),
-                env={"PYTHON_GIL": str(mode)}, cwd=f"{root}/src", exit_code=1 if counts["failed"] else 0,
-                duration=2.0 + (i % 11) / 10, log=f"{root}/logs/{name}.log",
-                junit=f"{root}/junit/{name}.xml", tests=tests, counts=counts, excerpt=EXCERPT,
-                parallel=ParallelInfo(trusted=True, source="log", collected_parallel=TESTS,
-                                      in_threads=tuple(tests)) if kind == "threads" else None))
+            tests = {
+                f"tests/test_mod.py::test_case_{t}": TestCase(
+                    outcome="failed" if (verdict != "compatible" and t == 0) else "passed",
+                    message="AssertionError: 1 != 2" if t == 0 else "",
+                    parallel=kind == "threads",
+                )
+                for t in range(TESTS)
+            }
+            counts = {
+                "passed": sum(tc.outcome == "passed" for tc in tests.values()),
+                "failed": sum(tc.outcome == "failed" for tc in tests.values()),
+            }
+            phases.append(
+                Phase(
+                    name=name,
+                    kind=kind,
+                    gil=mode,
+                    rep=1 if kind == "threads" else 0,
+                    command=(f"{root}/venv/bin/python", "-P", "-m", "pytest", "-n", "auto", "-v"),
+                    env={"PYTHON_GIL": str(mode)},
+                    cwd=f"{root}/src",
+                    exit_code=1 if counts["failed"] else 0,
+                    duration=2.0 + (i % 11) / 10,
+                    log=f"{root}/logs/{name}.log",
+                    junit=f"{root}/junit/{name}.xml",
+                    tests=tests,
+                    counts=counts,
+                    excerpt=EXCERPT,
+                    parallel=ParallelInfo(trusted=True, source="log", collected_parallel=TESTS, in_threads=tuple(tests))
+                    if kind == "threads"
+                    else None,
+                )
+            )
     findings = ()
     if verdict not in ("compatible", "no-tests"):
-        findings = (Finding(kind=verdict, test_id="tests/test_mod.py::test_case_0", modes=(0,),
-                            count=1, runs=1, evidence="junit", excerpt=EXCERPT,
-                            message=f"synthetic {verdict}", reproduce="PYTHON_GIL=0 pytest -x",
-                            phase="threads-gil0-r1"),)
+        findings = (
+            Finding(
+                kind=verdict,
+                test_id="tests/test_mod.py::test_case_0",
+                modes=(0,),
+                count=1,
+                runs=1,
+                evidence="junit",
+                excerpt=EXCERPT,
+                message=f"synthetic {verdict}",
+                reproduce="PYTHON_GIL=0 pytest -x",
+                phase="threads-gil0-r1",
+            ),
+        )
     return JobResult(
-        job_id=job.job_id, key=job.key(interp.key), package=job.package.name,
-        requested=job.package.version, version=job.package.version.lstrip("="), source="pypi",
-        interpreter=interp, settings=dict(SETTINGS), backend="local",
-        started="2026-01-01T00:00:00+00:00", finished="2026-01-01T00:00:30+00:00",
-        harness_version="bench", phases=tuple(phases), verdict=verdict, findings=findings,
-        coverage={f"gil{m}": ModeCoverage(mode=m, known=True, source="log", in_threads=TESTS, single=0,
-                                          skipped_unsafe=0, total=TESTS) for m in (0, 1)},
+        job_id=job.job_id,
+        key=job.key(interp.key),
+        package=job.package.name,
+        requested=job.package.version,
+        version=job.package.version.lstrip("="),
+        source="pypi",
+        interpreter=interp,
+        settings=dict(SETTINGS),
+        backend="local",
+        started="2026-01-01T00:00:00+00:00",
+        finished="2026-01-01T00:00:30+00:00",
+        harness_version="bench",
+        phases=tuple(phases),
+        verdict=verdict,
+        findings=findings,
+        coverage={
+            f"gil{m}": ModeCoverage(
+                mode=m, known=True, source="log", in_threads=TESTS, single=0, skipped_unsafe=0, total=TESTS
+            )
+            for m in (0, 1)
+        },
     )
 
 
@@ -90,9 +141,12 @@ def write_results(jobs: list[plan.Job], interp: InterpreterInfo, results_dir: Pa
     """
     templates = []
     for k in range(len(VERDICTS)):
-        dummy = plan.Job(job_id=f"{INTERP['name']}--zzdummy{k}zz", interpreter=jobs[0].interpreter,
-                         package=Package(name=f"zzdummy{k}zz", version="==9.9.9"),
-                         settings=jobs[0].settings)
+        dummy = plan.Job(
+            job_id=f"{INTERP['name']}--zzdummy{k}zz",
+            interpreter=jobs[0].interpreter,
+            package=Package(name=f"zzdummy{k}zz", version="==9.9.9"),
+            settings=jobs[0].settings,
+        )
         text = json.dumps(synthetic_result(dummy, k, interp).to_dict())
         templates.append((text, f"zzdummy{k}zz", dummy.key(interp.key)))
     for i, job in enumerate(jobs):
@@ -117,8 +171,13 @@ def one_size(n: int, tmp: Path, profiler: Any = None) -> dict[str, Any]:
     jobs, t_make = _timed("plan_make", plan.make_plan, spec)
     text, t_render = _timed("plan_render", plantext.render_plan, jobs, fmt="json", shards=8)
     assert len(json.loads(text)["jobs"]) == n
-    interp = InterpreterInfo(name=INTERP["name"], version=INTERP["version"], key="bench-key",
-                             configure=("--disable-gil",), python="/opt/bench/python3.13t")
+    interp = InterpreterInfo(
+        name=INTERP["name"],
+        version=INTERP["version"],
+        key="bench-key",
+        configure=("--disable-gil",),
+        python="/opt/bench/python3.13t",
+    )
     results_dir = base / "out" / "results"
     results_dir.mkdir(parents=True)
     t0 = time.perf_counter()
@@ -129,8 +188,13 @@ def one_size(n: int, tmp: Path, profiler: Any = None) -> dict[str, Any]:
         profiler.enable()
     (loaded, problems), t_loadres = _timed("load_results", load.load_results, [out])
     assert len(loaded) == n and not problems, problems[:3]
-    report, t_build = _timed("build_report", aggregate.build_report, loaded, meta={"harness_version": "bench"},
-                             expected_jobs=[j.job_id for j in jobs])
+    report, t_build = _timed(
+        "build_report",
+        aggregate.build_report,
+        loaded,
+        meta={"harness_version": "bench"},
+        expected_jobs=[j.job_id for j in jobs],
+    )
     written, t_write = _timed("write_all", render.write_all, report, out)
     if profiler is not None:
         profiler.disable()
@@ -141,10 +205,15 @@ def one_size(n: int, tmp: Path, profiler: Any = None) -> dict[str, Any]:
     return {
         "packages": n,
         "matrix_load": round(t_load, 4),
-        "plan": round(plan_s, 4), "plan_make": round(t_make, 4), "plan_render": round(t_render, 4),
-        "report": round(report_s, 4), "load_results": round(t_loadres, 4),
-        "build_report": round(t_build, 4), "write_all": round(t_write, 4),
-        "files_written": len(written), "bytes_written": sizes,
+        "plan": round(plan_s, 4),
+        "plan_make": round(t_make, 4),
+        "plan_render": round(t_render, 4),
+        "report": round(report_s, 4),
+        "load_results": round(t_loadres, 4),
+        "build_report": round(t_build, 4),
+        "write_all": round(t_write, 4),
+        "files_written": len(written),
+        "bytes_written": sizes,
         "generate_results": round(t_gen, 3),
         "cpu": {k: round(v, 4) for k, v in CPU.items()},
         "report_cpu": round(CPU["load_results"] + CPU["build_report"] + CPU["write_all"], 4),
@@ -163,8 +232,11 @@ def measure(tmp: Path, sizes: tuple[int, ...] = SIZES) -> dict[str, Any]:
         rows.append(one_size(n, tmp))
     big = rows[-1]
     return {
-        "sizes": list(sizes), "rows": rows, "target_report_seconds": 10.0,
-        "largest": big["packages"], "largest_report_seconds": big["report"],
+        "sizes": list(sizes),
+        "rows": rows,
+        "target_report_seconds": 10.0,
+        "largest": big["packages"],
+        "largest_report_seconds": big["report"],
         "largest_report_cpu_seconds": big["report_cpu"],
         # linear growth: per-package time stays flat from the 2nd size on (the 1st is start-up)
         "growth_plan": summarize([r["plan_ms_per_package"] for r in rows[1:]]),

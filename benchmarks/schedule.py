@@ -33,12 +33,14 @@ log = logging.getLogger(__name__)
 
 def _run(matrix: Path, out: Path, jobs: int, backend: str = "local") -> dict[str, Any]:
     log.info("schedule: %s at --jobs %d (%s backend)", matrix.name, jobs, backend)
-    run = run_cli("run", "--matrix", str(matrix), "--out", str(out), "--backend", backend,
-                  "--jobs", str(jobs))
+    run = run_cli("run", "--matrix", str(matrix), "--out", str(out), "--backend", backend, "--jobs", str(jobs))
     res = results(out)
     times = {k: job_seconds(v) for k, v in res.items()}
-    span = (max(iso_epoch(v["finished"]) for v in res.values())
-            - min(iso_epoch(v["started"]) for v in res.values())) if res else 0.0
+    span = (
+        (max(iso_epoch(v["finished"]) for v in res.values()) - min(iso_epoch(v["started"]) for v in res.values()))
+        if res
+        else 0.0
+    )
     lb = lower_bound(list(times.values()), jobs)
     best = best_makespan(list(times.values()), jobs)
     return {
@@ -60,8 +62,7 @@ def _run(matrix: Path, out: Path, jobs: int, backend: str = "local") -> dict[str
     }
 
 
-def measure(matrix: Path, tmp: Path, label: str, *, backend: str = "local",
-            first: int = 1) -> dict[str, Any]:
+def measure(matrix: Path, tmp: Path, label: str, *, backend: str = "local", first: int = 1) -> dict[str, Any]:
     """--jobs 1 and --jobs 2, one after the other (``first`` says which goes first).
 
     The second run finds the wheels pip built in the first one in its cache (the
@@ -72,16 +73,22 @@ def measure(matrix: Path, tmp: Path, label: str, *, backend: str = "local",
     for jobs in (first, 3 - first):
         runs[jobs] = _run(matrix, tmp / f"{label}-j{jobs}", jobs, backend)
     one, two = runs[1], runs[2]
-    return {"matrix": label, "backend": backend, "first": first, "target": 1.10, "j1": one, "j2": two,
-            "speedup_wall": ratio(one["wall"], two["wall"])}
+    return {
+        "matrix": label,
+        "backend": backend,
+        "first": first,
+        "target": 1.10,
+        "j1": one,
+        "j2": two,
+        "speedup_wall": ratio(one["wall"], two["wall"]),
+    }
 
 
 def cache(matrix: Path, tmp: Path, label: str, first: dict[str, Any]) -> dict[str, Any]:
     """Rerun the --jobs 1 run into the same output dir; what it rebuilt, re-ran, re-downloaded."""
     out = tmp / f"{label}-j1"
     before = {k: v["finished"] for k, v in results(out).items()}
-    run = run_cli("run", "--matrix", str(matrix), "--out", str(out), "--backend", "local",
-                  "--jobs", "1")
+    run = run_cli("run", "--matrix", str(matrix), "--out", str(out), "--backend", "local", "--jobs", "1")
     after = {k: v["finished"] for k, v in results(out).items()}
     cli = parse_cli(run.stdout + run.stderr)
     downloads_first = {}

@@ -35,16 +35,19 @@ def _round_facts(res: Mapping[str, Any]) -> dict[str, Any]:
     """What one job's result says for the section: its verdict, its ft-race findings, its runs alone."""
     findings = res.get("findings") or []
     confirm = [p for p in res.get("phases") or [] if p.get("kind") == "confirm"]
-    return {"verdict": res.get("verdict", ""),
-            "ft_race": [f.get("test_id", "") for f in findings if f.get("kind") == "ft-race"],
-            "unconfirmed": sum(1 for f in findings if f.get("kind") == "unconfirmed"),
-            "runs_alone": len(confirm),
-            "confirm_seconds": round(sum(float(p.get("duration") or 0) for p in confirm), 1),
-            "seconds": round(sum(float(p.get("duration") or 0) for p in res.get("phases") or []), 1)}
+    return {
+        "verdict": res.get("verdict", ""),
+        "ft_race": [f.get("test_id", "") for f in findings if f.get("kind") == "ft-race"],
+        "unconfirmed": sum(1 for f in findings if f.get("kind") == "unconfirmed"),
+        "runs_alone": len(confirm),
+        "confirm_seconds": round(sum(float(p.get("duration") or 0) for p in confirm), 1),
+        "seconds": round(sum(float(p.get("duration") or 0) for p in res.get("phases") or []), 1),
+    }
 
 
 def tally(rounds: Sequence[Mapping[str, Mapping[str, Any]]]) -> dict[str, Any]:
     """The section's figures from each round's facts per package (``_round_facts``)."""
+
     def frac(k: int, n: int) -> dict[str, Any]:
         return {"k": k, "n": n, "rate": round(k / n, 3) if n else None, "said": f"{k}/{n}"}
 
@@ -57,8 +60,11 @@ def tally(rounds: Sequence[Mapping[str, Mapping[str, Any]]]) -> dict[str, Any]:
         verdicts = [r[name]["verdict"] for r in rounds if name in r]
         pairs = list(itertools.combinations(verdicts, 2))
         identical[name] = frac(sum(1 for a, b in pairs if a == b), len(pairs))
-    return {"false_claim_rate": frac(false, len(null)), "detection_rate": frac(found, len(planted)),
-            "identical": identical}
+    return {
+        "false_claim_rate": frac(false, len(null)),
+        "detection_rate": frac(found, len(planted)),
+        "identical": identical,
+    }
 
 
 def measure(tmp: Path, rounds: int = 10, real: Sequence[dict[str, str]] = ()) -> dict[str, Any]:
@@ -68,22 +74,40 @@ def measure(tmp: Path, rounds: int = 10, real: Sequence[dict[str, str]] = ()) ->
         m = write_matrix(tmp / f"stability-{i}.yaml", packages, settings={})  # the defaults
         out = tmp / f"out-stability-{i}"
         log.info("stability: round %d of %d", i + 1, rounds)
-        run = run_cli("run", "--matrix", str(m), "--out", str(out), "--backend", "local", "--force",
-                      "--jobs", str(JOBS), timeout=7200)
+        run = run_cli(
+            "run",
+            "--matrix",
+            str(m),
+            "--out",
+            str(out),
+            "--backend",
+            "local",
+            "--force",
+            "--jobs",
+            str(JOBS),
+            timeout=7200,
+        )
         facts = {r["package"]: _round_facts(r) for r in results(out).values()}
         for f in facts.values():
             f["round_wall"] = run.wall
         per_round.append(facts)
         log.info("stability: round %d: %s", i + 1, {k: v["verdict"] for k, v in facts.items()})
-    return {"rounds": rounds, "packages": [p["name"] for p in packages], "settings": "defaults",
-            **tally(per_round), "per_round": per_round, "procedure": operating_table(1000)}
+    return {
+        "rounds": rounds,
+        "packages": [p["name"] for p in packages],
+        "settings": "defaults",
+        **tally(per_round),
+        "per_round": per_round,
+        "procedure": operating_table(1000),
+    }
 
 
 # ----------------------------------------------------------------------------- the procedure's numbers
 
 
-def operating(cands: Sequence[tuple[float, float]], most: int = 20, repeat: int = 4, trials: int = 2000,
-              seed: int = 47) -> dict[str, Any]:
+def operating(
+    cands: Sequence[tuple[float, float]], most: int = 20, repeat: int = 4, trials: int = 2000, seed: int = 47
+) -> dict[str, Any]:
     """What the procedure gives on a job whose tests fail at (GIL off, GIL on) rates ``cands`` per
     threaded run, by simulation through the harness's own code. Each test has ``repeat`` GIL-off
     suite runs and, when one of them failed (``gil_on: targeted``), ``repeat`` GIL-on ones: failing
@@ -101,8 +125,13 @@ def operating(cands: Sequence[tuple[float, float]], most: int = 20, repeat: int 
     from harness.verdict.confirm import MAX_UNSAFE, Target, done, rate_need
 
     def phase(name: str, kind: str, m: int, tid: str, failed: bool) -> Phase:
-        return Phase(name=name, kind=kind, gil=m, tests={tid: TestCase(outcome="failed" if failed else "passed")},
-                     test_command=TestCommand(head=("python",), paths=(tid,)))
+        return Phase(
+            name=name,
+            kind=kind,
+            gil=m,
+            tests={tid: TestCase(outcome="failed" if failed else "passed")},
+            test_command=TestCommand(head=("python",), paths=(tid,)),
+        )
 
     rng = random.Random(seed)
     first = false = unsafe = runs = nominated = 0
@@ -131,7 +160,7 @@ def operating(cands: Sequence[tuple[float, float]], most: int = 20, repeat: int 
             while not done(t, phases, most, (0, 1)):
                 for m, rate in ((0, off), (1, on)):
                     phases.append(phase(f"c{len(phases)}", "confirm", m, tid, rng.random() < rate))
-            alone = phases[len(suite):]
+            alone = phases[len(suite) :]
             runs += len(alone)
             k = {m: sum(1 for p in alone if p.gil == m and p.tests[tid].outcome == "failed") for m in (0, 1)}
             n = {m: sum(1 for p in alone if p.gil == m) for m in (0, 1)}
@@ -144,31 +173,61 @@ def operating(cands: Sequence[tuple[float, float]], most: int = 20, repeat: int 
         first += any(h and c == 0 for h, c in zip(held, who, strict=True))
         false += any(h and cands[c][0] == cands[c][1] for h, c in zip(held, who, strict=True))
         unsafe += held_unsafe
-    return {"tests": [list(c) for c in cands], "confirm": most, "repeat": repeat, "trials": trials,
-            "claimed_first": round(first / trials, 4), "false_claim": round(false / trials, 4),
-            "thread_unsafe": round(unsafe / trials, 4),
-            "nominated_per_job": round(nominated / trials, 2),
-            "runs_alone_per_candidate": round(runs / max(1, nominated), 1)}
+    return {
+        "tests": [list(c) for c in cands],
+        "confirm": most,
+        "repeat": repeat,
+        "trials": trials,
+        "claimed_first": round(first / trials, 4),
+        "false_claim": round(false / trials, 4),
+        "thread_unsafe": round(unsafe / trials, 4),
+        "nominated_per_job": round(nominated / trials, 2),
+        "runs_alone_per_candidate": round(runs / max(1, nominated), 1),
+    }
 
 
 def operating_table(trials: int = 2000) -> list[dict[str, Any]]:
     """The procedure's numbers at the defaults, for docs/explanation/evidence.md."""
     null = [(0.4, 0.4)] * 40  # ft_nullflaky
-    cases = [null, [(0.4, 0.4)], [(0.125, 0.125)], [(0.125, 0.125)] * 10, [(0.05, 0.05)] * 40, [(0.1, 0.0)],
-             [(0.3, 0.0)], [(0.5, 0.0)], [(0.5, 0.0), *null], [(0.9, 0.0)]]
-    return [*(operating(c, trials=trials) for c in cases),
-            *(operating(c, trials=trials, repeat=3) for c in ([(0.4, 0.4)], [(0.125, 0.125)]))]
+    cases = [
+        null,
+        [(0.4, 0.4)],
+        [(0.125, 0.125)],
+        [(0.125, 0.125)] * 10,
+        [(0.05, 0.05)] * 40,
+        [(0.1, 0.0)],
+        [(0.3, 0.0)],
+        [(0.5, 0.0)],
+        [(0.5, 0.0), *null],
+        [(0.9, 0.0)],
+    ]
+    return [
+        *(operating(c, trials=trials) for c in cases),
+        *(operating(c, trials=trials, repeat=3) for c in ([(0.4, 0.4)], [(0.125, 0.125)])),
+    ]
 
 
 def lines(d: Mapping[str, Any]) -> list[str]:
     """The section as markdown for benchmarks/results/latest.md."""
-    out = ["## Stability (issue #47): false claims, detection, the same verdict twice", "",
-           f"{d['rounds']} rounds at the defaults, local backend: `{NULL}` (null) {d['false_claim_rate']['said']} "
-           f"rounds with an ft-race (false claims); `{PLANTED}` (planted race) {d['detection_rate']['said']} "
-           "rounds ft-race (detection).", "", "| package | identical verdicts (pairs of rounds) |", "|---|---|"]
+    out = [
+        "## Stability (issue #47): false claims, detection, the same verdict twice",
+        "",
+        f"{d['rounds']} rounds at the defaults, local backend: `{NULL}` (null) {d['false_claim_rate']['said']} "
+        f"rounds with an ft-race (false claims); `{PLANTED}` (planted race) {d['detection_rate']['said']} "
+        "rounds ft-race (detection).",
+        "",
+        "| package | identical verdicts (pairs of rounds) |",
+        "|---|---|",
+    ]
     out += [f"| {name} | {v['said']} |" for name, v in d.get("identical", {}).items()]
     if d.get("procedure"):
-        out += ["", "The procedure by simulation (docs/explanation/evidence.md): "
-                + "; ".join(f"{len(r['tests'])} test(s) starting {r['tests'][0]}: claimed {r['claimed_first']:.1%}, "
-                            f"false {r['false_claim']:.1%}" for r in d["procedure"])]
+        out += [
+            "",
+            "The procedure by simulation (docs/explanation/evidence.md): "
+            + "; ".join(
+                f"{len(r['tests'])} test(s) starting {r['tests'][0]}: claimed {r['claimed_first']:.1%}, "
+                f"false {r['false_claim']:.1%}"
+                for r in d["procedure"]
+            ),
+        ]
     return out

@@ -70,8 +70,12 @@ def download_one(name: str, cache: Path) -> dict[str, Any]:
     except fetch.IndexUnavailable as e:
         return {"unavailable": str(e)}
     else:
-        rec = {"file": got.path.name, "version": got.version, "size": got.size,
-               "seconds": round(time.monotonic() - t0, 2)}
+        rec = {
+            "file": got.path.name,
+            "version": got.version,
+            "size": got.size,
+            "seconds": round(time.monotonic() - t0, 2),
+        }
     dest.mkdir(parents=True, exist_ok=True)
     marker.write_text(json.dumps(rec))
     return rec
@@ -81,8 +85,7 @@ def download(names: list[str], cache: Path, workers: int = 3) -> dict[str, dict[
     cache.mkdir(parents=True, exist_ok=True)
     out: dict[str, dict[str, Any]] = {}
     with ThreadPoolExecutor(max_workers=workers) as pool:
-        for i, (name, rec) in enumerate(zip(names, pool.map(lambda n: download_one(n, cache), names),
-                                            strict=True), 1):
+        for i, (name, rec) in enumerate(zip(names, pool.map(lambda n: download_one(n, cache), names), strict=True), 1):
             out[name] = rec
             if i % 50 == 0:
                 log.info("downloaded %d/%d", i, len(names))
@@ -138,7 +141,7 @@ def _found(setup: dict[str, Any]) -> list[str]:
     keys = []
     if setup.get("tests"):
         keys.append("tests dir found")
-    frm = next((s[len("test deps from "):] for s in sources if s.startswith("test deps from ")), "")
+    frm = next((s[len("test deps from ") :] for s in sources if s.startswith("test deps from ")), "")
     if frm:
         kind = frm.split(" ", 1)[0] if not frm.startswith("[") else frm.split("]", 1)[0] + "]"
         if frm.endswith(".txt"):
@@ -168,8 +171,11 @@ def _pct(values: list[float], q: float) -> float:
 
 
 def _spread(times: list[float]) -> dict[str, float | None]:
-    return {"median": round(statistics.median(times), 4) if times else None,
-            "p99": round(_pct(times, 0.99), 4), "max": round(max(times, default=0), 4)}
+    return {
+        "median": round(statistics.median(times), 4) if times else None,
+        "p99": round(_pct(times, 0.99), 4),
+        "max": round(max(times, default=0), 4),
+    }
 
 
 def summarize(rows: list[dict[str, Any]], fetched: dict[str, dict[str, Any]]) -> dict[str, Any]:
@@ -178,9 +184,15 @@ def summarize(rows: list[dict[str, Any]], fetched: dict[str, dict[str, Any]]) ->
     for r in rows:
         if "setup" in r:
             counts.update(_found(r["setup"]))
-            counts.update(k for k, on in (("tests in the source", r["has_tests"]),
-                                          ("own pytest config", r["own_config"]),
-                                          ("--import-mode=append (shadowing)", r["shadowing"])) if on)
+            counts.update(
+                k
+                for k, on in (
+                    ("tests in the source", r["has_tests"]),
+                    ("own pytest config", r["own_config"]),
+                    ("--import-mode=append (shadowing)", r["shadowing"]),
+                )
+                if on
+            )
         if "fetch_error" in r:
             counts["fetch check failed"] += 1
         if "limit" in r:
@@ -194,11 +206,15 @@ def summarize(rows: list[dict[str, Any]], fetched: dict[str, dict[str, Any]]) ->
         "no_sdist": sum(1 for r in fetched.values() if "no_sdist" in r),
         "unavailable": sum(1 for r in fetched.values() if "unavailable" in r),
         "exceptions": sum(1 for r in rows if "exception" in r),
-        "exception_rows": [{k: r[k] for k in ("name", "exception", "traceback")}
-                           for r in rows if "exception" in r][:20],
-        "seconds_per_sdist": {"median": round(statistics.median(times), 4) if times else None,
-                              "p99": round(_pct(times, 0.99), 4), "max": round(max(times, default=0), 4),
-                              "total": round(sum(times), 1)},
+        "exception_rows": [{k: r[k] for k in ("name", "exception", "traceback")} for r in rows if "exception" in r][
+            :20
+        ],
+        "seconds_per_sdist": {
+            "median": round(statistics.median(times), 4) if times else None,
+            "p99": round(_pct(times, 0.99), 4),
+            "max": round(max(times, default=0), 4),
+            "total": round(sum(times), 1),
+        },
         "extract_seconds": _spread([r["extract_seconds"] for r in rows if "extract_seconds" in r]),
         "infer_seconds": _spread([r["infer_seconds"] for r in rows if "infer_seconds" in r]),
         "slowest": [{"name": r["name"], "seconds": r["seconds"]} for r in slow],
@@ -222,8 +238,7 @@ def measure(top: int = 1000, cache: Path = CACHE, downloads: int = 3) -> dict[st
             if "file" in rec:
                 rows.append(host_steps(name, cache / name / rec["file"], work))
             if i % 100 == 0:
-                log.info("host steps: %d/%d, %d exception(s)", i, len(names),
-                         sum(1 for r in rows if "exception" in r))
+                log.info("host steps: %d/%d, %d exception(s)", i, len(names), sum(1 for r in rows if "exception" in r))
     finally:
         shutil.rmtree(work, ignore_errors=True)
     doc = summarize(rows, fetched)
@@ -235,23 +250,33 @@ def measure(top: int = 1000, cache: Path = CACHE, downloads: int = 3) -> dict[st
 
 def lines(d: dict[str, Any]) -> list[str]:
     s = d["seconds_per_sdist"]
-    out = [f"## sweep: the host side over the newest sdists of the top {d['projects']} projects", "",
-           f"{d['sdists']} sdists ({d['no_sdist']} projects without one, {d['unavailable']} not "
-           f"reachable); exceptions: **{d['exceptions']}** (must be 0).",
-           f"Time per sdist (extraction + inference): median {s['median']} s, p99 {s['p99']} s, "
-           f"max {s['max']} s; {s['total']} s in all ({d.get('host_seconds')} s wall, downloads "
-           f"{d.get('download_seconds')} s). Peak memory {d['peak_rss_mib']} MiB.",
-           f"Of which extraction: median {d['extract_seconds']['median']} s, p99 "
-           f"{d['extract_seconds']['p99']} s, max {d['extract_seconds']['max']} s; inference (with the "
-           f"suite checks): median {d['infer_seconds']['median']} s, p99 {d['infer_seconds']['p99']} s, "
-           f"max {d['infer_seconds']['max']} s.", "",
-           "| found | sdists |", "|---|---|"]
+    out = [
+        f"## sweep: the host side over the newest sdists of the top {d['projects']} projects",
+        "",
+        f"{d['sdists']} sdists ({d['no_sdist']} projects without one, {d['unavailable']} not "
+        f"reachable); exceptions: **{d['exceptions']}** (must be 0).",
+        f"Time per sdist (extraction + inference): median {s['median']} s, p99 {s['p99']} s, "
+        f"max {s['max']} s; {s['total']} s in all ({d.get('host_seconds')} s wall, downloads "
+        f"{d.get('download_seconds')} s). Peak memory {d['peak_rss_mib']} MiB.",
+        f"Of which extraction: median {d['extract_seconds']['median']} s, p99 "
+        f"{d['extract_seconds']['p99']} s, max {d['extract_seconds']['max']} s; inference (with the "
+        f"suite checks): median {d['infer_seconds']['median']} s, p99 {d['infer_seconds']['p99']} s, "
+        f"max {d['infer_seconds']['max']} s.",
+        "",
+        "| found | sdists |",
+        "|---|---|",
+    ]
     out += [f"| {k} | {v} |" for k, v in d["found"].items()]
     out += ["", "Slowest: " + ", ".join(f"{r['name']} {r['seconds']} s" for r in d["slowest"])]
     if d.get("largest_seen"):  # measured apart (the archives' headers), against the limits' defaults
-        out += ["", "Largest seen against the limit: " + ", ".join(
-            f"{k} {v[1]:,} ({v[0]}; limit {d['limits'].get(k, 100 if k == 'pyproject_nesting' else '?'):,})"
-            for k, v in d["largest_seen"].items())]
+        out += [
+            "",
+            "Largest seen against the limit: "
+            + ", ".join(
+                f"{k} {v[1]:,} ({v[0]}; limit {d['limits'].get(k, 100 if k == 'pyproject_nesting' else '?'):,})"
+                for k, v in d["largest_seen"].items()
+            ),
+        ]
     for r in d["exception_rows"]:
         out.append(f"- {r['name']}: {r['exception']}")
     return out
@@ -268,7 +293,7 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="[sweep %(asctime)s] %(message)s", datefmt="%H:%M:%S")
     logging.getLogger("harness").setLevel(logging.ERROR)
     if args.download_only:
-        got = download(select.read_names()[:args.top], args.cache, args.downloads)
+        got = download(select.read_names()[: args.top], args.cache, args.downloads)
         print(Counter(next(iter(r)) for r in got.values()))
         return 0
     d = measure(args.top, args.cache, args.downloads)

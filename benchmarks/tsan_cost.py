@@ -71,8 +71,15 @@ def _packages() -> list[tuple[str, Path, str]]:
 SEEDER = ROOT / "harness" / "_inner" / "tsan_venv.py"
 
 
-def _venv(python: Path, where: Path, trees: list[Path], env: dict[str, str], *,
-          flags: bool = False, layers: Path | None = None) -> tuple[Path, float]:
+def _venv(
+    python: Path,
+    where: Path,
+    trees: list[Path],
+    env: dict[str, str],
+    *,
+    flags: bool = False,
+    layers: Path | None = None,
+) -> tuple[Path, float]:
     """Make a venv and install the tools and ``trees`` into it, as a job does; seconds taken.
     ``flags``: compile flags from the interpreter (a TSan job's); ``layers``: pip and the tools
     from a layer there (a TSan job's venv)."""
@@ -91,13 +98,17 @@ def _venv(python: Path, where: Path, trees: list[Path], env: dict[str, str], *,
 def _layer(python: Path, layers: Path, env: dict[str, str]) -> float:
     """The one-off cost: build the layer of pip + tools (an empty venv seeded from nothing)."""
     t = time.monotonic()
-    subprocess.run(["sh", "-c", tsan.venv_sh(str(python), str(layers / "probe-venv"), str(SEEDER),
-                                             str(layers), TOOLS)], check=True, env=env)
+    subprocess.run(
+        ["sh", "-c", tsan.venv_sh(str(python), str(layers / "probe-venv"), str(SEEDER), str(layers), TOOLS)],
+        check=True,
+        env=env,
+    )
     return time.monotonic() - t
 
 
-def _install(plain: Path, tsan_py: Path, trees: list[Path], tmpd: Path, base: dict[str, str],
-             inst_env: dict[str, str]) -> dict[str, float]:
+def _install(
+    plain: Path, tsan_py: Path, trees: list[Path], tmpd: Path, base: dict[str, str], inst_env: dict[str, str]
+) -> dict[str, float]:
     out = {}
     _, out["plain"] = _venv(plain, tmpd / "plain", trees, base)
     # before: the ordinary venv, as TSan jobs made it (with the job's compile flags of now)
@@ -108,11 +119,17 @@ def _install(plain: Path, tsan_py: Path, trees: list[Path], tmpd: Path, base: di
     n = len(trees)
     print(f"install (venv + tools + {n} packages; the layer is built once per interpreter):")
     print(f"{'':24} {'seconds':>8} {'vs plain':>9}")
-    for label, key in (("plain interpreter", "plain"), ("TSan, before", "tsan_before"),
-                       ("TSan, after", "tsan_after"), ("TSan layer, once", "layer")):
+    for label, key in (
+        ("plain interpreter", "plain"),
+        ("TSan, before", "tsan_before"),
+        ("TSan, after", "tsan_after"),
+        ("TSan layer, once", "layer"),
+    ):
         print(f"{label:24} {out[key]:8.1f} {out[key] / out['plain']:8.2f}x")
-    print(f"TSan install cut by {out['tsan_before'] - out['tsan_after']:.1f} s per job "
-          f"({out['tsan_after'] / out['tsan_before']:.2f}x of before)")
+    print(
+        f"TSan install cut by {out['tsan_before'] - out['tsan_after']:.1f} s per job "
+        f"({out['tsan_after'] / out['tsan_before']:.2f}x of before)"
+    )
     return out
 
 
@@ -124,8 +141,20 @@ def _clean_copy(tree: Path, dest: Path) -> Path:
 
 
 def _run(vpy: Path, tree: Path, tests_path: str, env: dict[str, str]) -> tuple[float, int]:
-    argv = [str(vpy), "-P", "-m", "pytest", "-p", "no:cacheprovider", "-n", "auto",
-            f"--parallel-threads={THREADS}", f"--iterations={ITERATIONS}", "-q", tests_path]
+    argv = [
+        str(vpy),
+        "-P",
+        "-m",
+        "pytest",
+        "-p",
+        "no:cacheprovider",
+        "-n",
+        "auto",
+        f"--parallel-threads={THREADS}",
+        f"--iterations={ITERATIONS}",
+        "-q",
+        tests_path,
+    ]
     if "TSAN_OPTIONS" in env:
         argv[5:5] = ["-p", tsan.MARKER_PLUGIN]
     t = time.monotonic()
@@ -161,13 +190,17 @@ def main() -> int:
                 a.json.write_text(json.dumps({"install": install}, indent=1))
             return 0
         vplain, vtsan = tmpd / "plain" / "bin" / "python", tmpd / "tsan" / "bin" / "python"
-        rows: dict[str, dict[str, list[float]]] = {label: {"plain": [], "tsan": [], "ratio": []}
-                                                   for label, _, _ in pkgs}
+        rows: dict[str, dict[str, list[float]]] = {
+            label: {"plain": [], "tsan": [], "ratio": []} for label, _, _ in pkgs
+        }
         for rnd in range(a.rounds):
             for label, tree, tests_path in pkgs:
                 run_env = {**base, "PYTHON_GIL": "0"}
-                tsan_env = {**run_env, "PYTHONPATH": str(tsan.marker_dir()),
-                            **tsan.tsan_env(str(tmpd / f"logs-{rnd}"), [str(supp)])}
+                tsan_env = {
+                    **run_env,
+                    "PYTHONPATH": str(tsan.marker_dir()),
+                    **tsan.tsan_env(str(tmpd / f"logs-{rnd}"), [str(supp)]),
+                }
                 sides = [("plain", vplain, run_env), ("tsan", vtsan, tsan_env)]
                 if rnd % 2:
                     sides.reverse()
@@ -176,16 +209,19 @@ def main() -> int:
                     got[side], _ = _run(vpy, tree, tests_path, env)
                     rows[label][side].append(got[side])
                 rows[label]["ratio"].append(got["tsan"] / got["plain"])
-        print(f"threaded pytest run (-n auto --parallel-threads={THREADS} "
-              f"--iterations={ITERATIONS}, PYTHON_GIL=0), {a.rounds} rounds:")
+        print(
+            f"threaded pytest run (-n auto --parallel-threads={THREADS} "
+            f"--iterations={ITERATIONS}, PYTHON_GIL=0), {a.rounds} rounds:"
+        )
         print(f"{'package':30} {'plain s':>8} {'tsan s':>8} {'ratio':>7} {'min-max':>13}")
         for label, r in rows.items():
-            print(f"{label:30} {statistics.median(r['plain']):8.2f} "
-                  f"{statistics.median(r['tsan']):8.2f} {statistics.median(r['ratio']):6.2f}x "
-                  f"{min(r['ratio']):5.2f}-{max(r['ratio']):5.2f}x")
+            print(
+                f"{label:30} {statistics.median(r['plain']):8.2f} "
+                f"{statistics.median(r['tsan']):8.2f} {statistics.median(r['ratio']):6.2f}x "
+                f"{min(r['ratio']):5.2f}-{max(r['ratio']):5.2f}x"
+            )
         if a.json:
-            a.json.write_text(json.dumps({"rounds": a.rounds, "install": install, "runs": rows},
-                                         indent=1))
+            a.json.write_text(json.dumps({"rounds": a.rounds, "install": install, "runs": rows}, indent=1))
     return 0
 
 

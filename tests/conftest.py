@@ -40,14 +40,20 @@ TIERS = ("integration", "docker", "browser", "reliability")  # the opt-in ones, 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("ft-harness tiers", "test tiers beyond the unit tier (opt-in)")
-    for name, what in [("integration", "a real free-threaded interpreter (built or cached), the package index"),
-                       ("docker", "a running docker engine"), ("browser", "headless Chromium"),
-                       ("reliability", "bad inputs and injected faults (tests/reliability)")]:
-        group.addoption(f"--{name}", action="store_true", default=False,
-                        help=f"also run the {name} tier: {what}")
-    group.addoption("--reliability-table", metavar="PATH", default="",
-                    help="where the reliability tier writes its fault table (default: the session's "
-                         "tmp dir; nox -s reliability-doc: docs/reliability.md)")
+    for name, what in [
+        ("integration", "a real free-threaded interpreter (built or cached), the package index"),
+        ("docker", "a running docker engine"),
+        ("browser", "headless Chromium"),
+        ("reliability", "bad inputs and injected faults (tests/reliability)"),
+    ]:
+        group.addoption(f"--{name}", action="store_true", default=False, help=f"also run the {name} tier: {what}")
+    group.addoption(
+        "--reliability-table",
+        metavar="PATH",
+        default="",
+        help="where the reliability tier writes its fault table (default: the session's "
+        "tmp dir; nox -s reliability-doc: docs/reliability.md)",
+    )
 
 
 def tier(item: pytest.Item) -> str:
@@ -106,8 +112,10 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         signal.signal(signal.SIGINT, signal.default_int_handler)
 
     if INSTALLED and Path(harness.__file__).resolve().is_relative_to(ROOT / "harness"):
-        raise pytest.UsageError(f"FT_HARNESS_INSTALLED=1 but harness was imported from the checkout "
-                                f"({harness.__file__}); run pytest with --import-mode=append")
+        raise pytest.UsageError(
+            f"FT_HARNESS_INSTALLED=1 but harness was imported from the checkout "
+            f"({harness.__file__}); run pytest with --import-mode=append"
+        )
 
 
 def pypi_on_local(args: tuple[str, ...], env: dict[str, str]) -> list[str]:
@@ -126,28 +134,33 @@ def pypi_on_local(args: tuple[str, ...], env: dict[str, str]) -> list[str]:
     return [str(p.get("name") or p) for p in doc.get("packages") or () if not isinstance(p, dict) or not p.get("path")]
 
 
-def cli(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None,
-        timeout: float = 3600) -> subprocess.CompletedProcess:
+def cli(
+    *args: str, cwd: Path | None = None, env: dict[str, str] | None = None, timeout: float = 3600
+) -> subprocess.CompletedProcess:
     """Run the real CLI in a subprocess, as a user would; never a package of the public index on
     the local backend (``pypi_on_local``)."""
     full = {**os.environ, **SOURCE_PATH, "CI": "true", **(env or {})}
     if unisolated := pypi_on_local(args, full):
-        pytest.fail(f"{', '.join(unisolated)}: from the package index, run with --backend local: "
-                    "use --backend docker (the local backend is for our own fixtures)")
-    return subprocess.run([*HARNESS, *args], cwd=cwd or ROOT,
-                          capture_output=True, text=True, timeout=timeout, env=full)
+        pytest.fail(
+            f"{', '.join(unisolated)}: from the package index, run with --backend local: "
+            "use --backend docker (the local backend is for our own fixtures)"
+        )
+    return subprocess.run([*HARNESS, *args], cwd=cwd or ROOT, capture_output=True, text=True, timeout=timeout, env=full)
 
 
 @pytest.fixture(scope="session")
 def dist(tmp_path_factory) -> dict[str, Path]:
     """The sdist and the wheel of this tree: the ones `nox -s tests` built, else `python -m build`."""
     if os.environ.get("FT_HARNESS_WHEEL"):
-        return {"wheel": Path(os.environ["FT_HARNESS_WHEEL"]).resolve(),
-                "sdist": Path(os.environ["FT_HARNESS_SDIST"]).resolve()}
+        return {
+            "wheel": Path(os.environ["FT_HARNESS_WHEEL"]).resolve(),
+            "sdist": Path(os.environ["FT_HARNESS_SDIST"]).resolve(),
+        }
     pytest.importorskip("build", reason="building the wheel needs `build` (the test extra)")
     out = tmp_path_factory.mktemp("dist")
-    r = subprocess.run([sys.executable, "-m", "build", "--outdir", str(out), str(ROOT)],
-                       capture_output=True, text=True, timeout=600)
+    r = subprocess.run(
+        [sys.executable, "-m", "build", "--outdir", str(out), str(ROOT)], capture_output=True, text=True, timeout=600
+    )
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     (wheel,), (sdist,) = out.glob("*.whl"), out.glob("*.tar.gz")
     return {"wheel": wheel, "sdist": sdist}

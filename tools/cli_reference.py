@@ -1,7 +1,7 @@
 """Write docs/reference/cli.md from the argument parser (tests/unit/cli/test_clihelp.py checks it).
 
-    python tools/cli_reference.py           # rewrite the page
-    python tools/cli_reference.py --check   # exit 1 when the page is stale
+python tools/cli_reference.py           # rewrite the page
+python tools/cli_reference.py --check   # exit 1 when the page is stale
 """
 
 from __future__ import annotations

@@ -33,9 +33,10 @@ def _rank(row: dict) -> tuple[bool, int, str]:
 
 def _rounded(phases: dict) -> dict:
     """Seconds to 0.1 s (the share of failed tests as it is)."""
+
     def r(v: object) -> object:
-        return {k: r(x) for k, x in v.items()} if isinstance(v, dict) else round(v, 1) \
-            if isinstance(v, float) else v
+        return {k: r(x) for k, x in v.items()} if isinstance(v, dict) else round(v, 1) if isinstance(v, float) else v
+
     return {k: v if k == "off_failed" else r(v) for k, v in phases.items()}
 
 
@@ -52,11 +53,17 @@ def rows_from(dirs: list[Path]) -> dict[str, dict]:
             prof = from_phases(r.phases, r.settings)
             if prof.measured <= 0:
                 continue
-            row = {"seconds": round(prof.measured, 1), "version": r.version, "verdict": r.verdict,
-                   "interpreter": r.interpreter.full_version or r.interpreter.version,
-                   "backend": r.backend, "finished": r.finished[:19], "run": str(d),
-                   "settings": row_settings(r.settings),
-                   "phases": _rounded(prof.to_row())}
+            row = {
+                "seconds": round(prof.measured, 1),
+                "version": r.version,
+                "verdict": r.verdict,
+                "interpreter": r.interpreter.full_version or r.interpreter.version,
+                "backend": r.backend,
+                "finished": r.finished[:19],
+                "run": str(d),
+                "settings": row_settings(r.settings),
+                "phases": _rounded(prof.to_row()),
+            }
             old = rows.get(r.package)
             if old is None or _rank({**row, "_dir": n}) >= _rank({**old, "_dir": old["_n"]}):
                 rows[r.package] = {**row, "_n": n}
@@ -67,9 +74,13 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("dirs", nargs="+", type=Path)
     ap.add_argument("--note", required=True, help="where, when and under what load the runs were measured")
-    ap.add_argument("--scale", type=float, default=1.0,
-                    help="factor the rows are read with (harness.config.timings.table): where "
-                         "between the loads measured the estimates should sit")
+    ap.add_argument(
+        "--scale",
+        type=float,
+        default=1.0,
+        help="factor the rows are read with (harness.config.timings.table): where "
+        "between the loads measured the estimates should sit",
+    )
     ap.add_argument("--scale-note", default="", help="how --scale was arrived at (required with it)")
     ap.add_argument("--out", type=Path, default=TABLE)
     args = ap.parse_args(argv)

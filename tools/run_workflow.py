@@ -67,8 +67,10 @@ class WorkflowError(Exception):
 
 # ----------------------------------------------------------------------------- expressions
 
-TOKEN = re.compile(r"\s*(?:(?P<str>'(?:[^']|'')*')|(?P<num>\d+(?:\.\d+)?)|(?P<op>==|!=|&&|\|\||[!(),<>]|<=|>=)"
-                   r"|(?P<name>[A-Za-z_][A-Za-z0-9_-]*(?:\.[A-Za-z_*][A-Za-z0-9_-]*)*))")
+TOKEN = re.compile(
+    r"\s*(?:(?P<str>'(?:[^']|'')*')|(?P<num>\d+(?:\.\d+)?)|(?P<op>==|!=|&&|\|\||[!(),<>]|<=|>=)"
+    r"|(?P<name>[A-Za-z_][A-Za-z0-9_-]*(?:\.[A-Za-z_*][A-Za-z0-9_-]*)*))"
+)
 
 
 def _tokens(text: str) -> list[tuple[str, Any]]:
@@ -242,10 +244,17 @@ class Run:
         return {k: given.get(k, (v or {}).get("default", "")) for k, v in declared.items()}
 
     def github(self, workspace: Path) -> dict[str, Any]:
-        return {"event_name": self.args.event, "run_id": self.run_id, "workspace": str(workspace),
-                "repository_owner": OWNER, "repository": f"{OWNER}/{REPO}", "ref_name": BRANCH,
-                "ref": f"refs/heads/{BRANCH}", "workflow": self.wf.get("name", ""),
-                "event": {"repository": {"name": REPO, "default_branch": BRANCH}}}
+        return {
+            "event_name": self.args.event,
+            "run_id": self.run_id,
+            "workspace": str(workspace),
+            "repository_owner": OWNER,
+            "repository": f"{OWNER}/{REPO}",
+            "ref_name": BRANCH,
+            "ref": f"refs/heads/{BRANCH}",
+            "workflow": self.wf.get("name", ""),
+            "event": {"repository": {"name": REPO, "default_branch": BRANCH}},
+        }
 
     def _shims(self) -> Path:
         d = self.dir / "shims"
@@ -254,19 +263,19 @@ class Run:
         site = self.state / "site"
         scripts = {
             "sudo": '#!/bin/sh\necho "[run_workflow] sudo: emulated (runs the command as this user)" >&2\n'
-                    'while [ $# -gt 0 ]; do case "$1" in -*) shift;; *) break;; esac; done\nexec "$@"\n',
+            'while [ $# -gt 0 ]; do case "$1" in -*) shift;; *) break;; esac; done\nexec "$@"\n',
             # the system's apt-get is not run; a private one (the harness's APT_CONFIG) is
             "apt-get": f'#!/bin/sh\n[ -n "$APT_CONFIG" ] && exec {shutil.which("apt-get") or "/usr/bin/apt-get"} "$@"\n'
-                       'echo "[run_workflow] apt-get $*: emulated (this machine\'s packages are used)" >&2\n',
+            'echo "[run_workflow] apt-get $*: emulated (this machine\'s packages are used)" >&2\n',
             "curl": f'#!/bin/bash\nprefix="https://{OWNER}.github.io/{REPO}/"\nout=""; url=""\n'
-                    'args=("$@")\nwhile [ $# -gt 0 ]; do case "$1" in -o) out="$2"; shift 2;; '
-                    '--max-time|--retry) shift 2;; -*) shift;; *) url="$1"; shift;; esac; done\n'
-                    'if [ "${url#"$prefix"}" != "$url" ]; then\n'
-                    f'  f="{site}/${{url#"$prefix"}}"\n'
-                    '  echo "[run_workflow] curl $url: emulated (the last deployed site)" >&2\n'
-                    '  [ -f "$f" ] || exit 22\n  if [ -n "$out" ]; then cp "$f" "$out"; else cat "$f"; fi\n'
-                    'else\n'
-                    f'  exec {real_curl} "${{args[@]}}"\nfi\n',
+            'args=("$@")\nwhile [ $# -gt 0 ]; do case "$1" in -o) out="$2"; shift 2;; '
+            '--max-time|--retry) shift 2;; -*) shift;; *) url="$1"; shift;; esac; done\n'
+            'if [ "${url#"$prefix"}" != "$url" ]; then\n'
+            f'  f="{site}/${{url#"$prefix"}}"\n'
+            '  echo "[run_workflow] curl $url: emulated (the last deployed site)" >&2\n'
+            '  [ -f "$f" ] || exit 22\n  if [ -n "$out" ]; then cp "$f" "$out"; else cat "$f"; fi\n'
+            "else\n"
+            f'  exec {real_curl} "${{args[@]}}"\nfi\n',
         }
         for name, text in scripts.items():
             (d / name).write_text(text)
@@ -303,8 +312,13 @@ class Run:
         raise WorkflowError(f"action {uses} is not emulated")
 
     def _checkout(self, ws: Path) -> str:
-        files = subprocess.run(["git", "ls-files", "-z", "-co", "--exclude-standard"], cwd=ROOT,
-                               capture_output=True, check=True).stdout.decode().split("\0")
+        files = (
+            subprocess.run(
+                ["git", "ls-files", "-z", "-co", "--exclude-standard"], cwd=ROOT, capture_output=True, check=True
+            )
+            .stdout.decode()
+            .split("\0")
+        )
         n = 0
         for f in filter(None, files):
             src = ROOT / f
@@ -324,8 +338,10 @@ class Run:
         if not venv.exists():
             subprocess.run([exe, "-m", "venv", str(venv)], check=True)
         env["PATH"] = f"{venv / 'bin'}:{env['PATH']}"
-        return {"python-path": str(venv / "bin" / "python"), "python-version": version}, \
-            f"python {version}: a venv of {exe}"
+        return {
+            "python-path": str(venv / "bin" / "python"),
+            "python-version": version,
+        }, f"python {version}: a venv of {exe}"
 
     def _upload(self, name: str, paths: str, ws: Path) -> str:
         dst = self.artifacts / name
@@ -351,7 +367,9 @@ class Run:
         if with_.get("name"):
             src = self.artifacts / str(with_["name"])
             if not src.is_dir():
-                raise StepFailed(f"artifact {with_['name']} not found in run {self.run_id}")  # as GitHub: the step fails
+                raise StepFailed(
+                    f"artifact {with_['name']} not found in run {self.run_id}"
+                )  # as GitHub: the step fails
             shutil.copytree(src, target, dirs_exist_ok=True)
             return f"{with_['name']} into {target}"
         have = list(self.artifacts.iterdir()) if self.artifacts.is_dir() else []
@@ -374,12 +392,14 @@ class Run:
 
         def fits(p: Path) -> bool:
             return p.is_dir() and (p / ".version").is_file() and (p / ".version").read_text() == version
+
         hit = caches / key if fits(caches / key) else None
         exact = hit is not None
         if hit is None:
             for prefix in str(with_.get("restore-keys") or "").split():
-                entries = [p for p in caches.glob("*") if p.name.startswith(prefix) and fits(p)] \
-                    if caches.is_dir() else []
+                entries = (
+                    [p for p in caches.glob("*") if p.name.startswith(prefix) and fits(p)] if caches.is_dir() else []
+                )
                 if entries:
                     hit = max(entries, key=lambda p: p.stat().st_mtime)
                     break
@@ -435,12 +455,19 @@ def _funcs(run: Run, ws: Path, state: dict[str, str]) -> dict[str, Any]:
         for f in files:
             h.update(hashlib.sha256(Path(f).read_bytes()).digest())
         return h.hexdigest() if files else ""
-    return {"fromJSON": lambda s: json.loads(s), "toJSON": lambda v: json.dumps(v), "hashFiles": hash_files,
-            "always": lambda: True, "cancelled": lambda: False,
-            "success": lambda: state["status"] == "success", "failure": lambda: state["status"] == "failure",
-            "contains": lambda a, b: (b in a) if isinstance(a, list | str) else False,
-            "startsWith": lambda a, b: str(a).lower().startswith(str(b).lower()),
-            "format": lambda f, *a: re.sub(r"\{(\d+)\}", lambda m: _text(a[int(m.group(1))]), f)}
+
+    return {
+        "fromJSON": lambda s: json.loads(s),
+        "toJSON": lambda v: json.dumps(v),
+        "hashFiles": hash_files,
+        "always": lambda: True,
+        "cancelled": lambda: False,
+        "success": lambda: state["status"] == "success",
+        "failure": lambda: state["status"] == "failure",
+        "contains": lambda a, b: (b in a) if isinstance(a, list | str) else False,
+        "startsWith": lambda a, b: str(a).lower().startswith(str(b).lower()),
+        "format": lambda f, *a: re.sub(r"\{(\d+)\}", lambda m: _text(a[int(m.group(1))]), f),
+    }
 
 
 def run_job(run: Run, job_id: str, job: dict[str, Any], matrix: dict[str, Any] | None, label: str) -> str:
@@ -448,12 +475,26 @@ def run_job(run: Run, job_id: str, job: dict[str, Any], matrix: dict[str, Any] |
     ws = run.dir / label / "workspace"
     ws.mkdir(parents=True, exist_ok=True)
     needs = {n: run.jobs[n] for n in _needs(job)}
-    env: dict[str, str] = {**os.environ, "PATH": f"{run.shims}:{os.environ['PATH']}", "CI": "true",
-                           "GITHUB_WORKSPACE": str(ws), "RUNNER_OS": "Linux", "GITHUB_RUN_ID": run.run_id,
-                           "GITHUB_EVENT_NAME": run.args.event, "HOME": os.environ.get("HOME", "/root")}
+    env: dict[str, str] = {
+        **os.environ,
+        "PATH": f"{run.shims}:{os.environ['PATH']}",
+        "CI": "true",
+        "GITHUB_WORKSPACE": str(ws),
+        "RUNNER_OS": "Linux",
+        "GITHUB_RUN_ID": run.run_id,
+        "GITHUB_EVENT_NAME": run.args.event,
+        "HOME": os.environ.get("HOME", "/root"),
+    }
     env.update(dict(e.split("=", 1) for e in run.args.env))
-    ctx: dict[str, Any] = {"github": run.github(ws), "inputs": run.inputs, "needs": needs, "matrix": matrix or {},
-                           "steps": {}, "env": {}, "runner": {"os": "Linux"}}
+    ctx: dict[str, Any] = {
+        "github": run.github(ws),
+        "inputs": run.inputs,
+        "needs": needs,
+        "matrix": matrix or {},
+        "steps": {},
+        "env": {},
+        "runner": {"os": "Linux"},
+    }
     state = {"status": "success"}
     funcs = _funcs(run, ws, state)
     for scope in (run.wf.get("env") or {}, job.get("env") or {}):
@@ -469,8 +510,17 @@ def run_job(run: Run, job_id: str, job: dict[str, Any], matrix: dict[str, Any] |
     return state["status"]
 
 
-def _step(run: Run, label: str, i: int, step: dict[str, Any], ws: Path, env: dict[str, str],
-          ctx: dict[str, Any], funcs: dict[str, Any], state: dict[str, str]) -> None:
+def _step(
+    run: Run,
+    label: str,
+    i: int,
+    step: dict[str, Any],
+    ws: Path,
+    env: dict[str, str],
+    ctx: dict[str, Any],
+    funcs: dict[str, Any],
+    state: dict[str, str],
+) -> None:
     name = step.get("name") or step.get("uses") or (step.get("run") or "").splitlines()[0]
     row: dict[str, Any] = {"job": label, "step": i, "name": name}
     run.account.append(row)
@@ -494,8 +544,14 @@ def _step(run: Run, label: str, i: int, step: dict[str, Any], ws: Path, env: dic
             minutes = float(step.get("timeout-minutes") or 360)
             print(f"[{label}] {name}: run", flush=True)
             with open(ws.parent / f"step-{i}.log", "wb") as log:
-                rc = subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", script], cwd=ws,
-                                    env=senv, stdout=log, stderr=subprocess.STDOUT, timeout=minutes * 60).returncode
+                rc = subprocess.run(
+                    ["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", script],
+                    cwd=ws,
+                    env=senv,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    timeout=minutes * 60,
+                ).returncode
             row["log"] = str(ws.parent / f"step-{i}.log")
             if rc:
                 raise StepFailed(f"exit {rc} (log {row['log']})")
@@ -552,9 +608,18 @@ def run_workflow(run: Run) -> int:
             result = "success" if all(r == "success" for r in results) else "failure"
             run.jobs[job_id] = {"result": result, "outputs": {}}
         print(f"[{job_id}] {result}", flush=True)
-    (run.dir / "summary.json").write_text(json.dumps({"run_id": run.run_id, "event": run.args.event,
-                                                      "inputs": run.inputs, "jobs": run.jobs,
-                                                      "steps": run.account}, indent=1))
+    (run.dir / "summary.json").write_text(
+        json.dumps(
+            {
+                "run_id": run.run_id,
+                "event": run.args.event,
+                "inputs": run.inputs,
+                "jobs": run.jobs,
+                "steps": run.account,
+            },
+            indent=1,
+        )
+    )
     return 0 if all(j["result"] in ("success", "skipped") for j in run.jobs.values()) else 1
 
 
@@ -564,10 +629,20 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--state", required=True, help="where caches, artifacts, the site and runs are kept")
     ap.add_argument("--event", default="workflow_dispatch", choices=("workflow_dispatch", "schedule", "pull_request"))
     ap.add_argument("--input", action="append", default=[], metavar="NAME=VALUE")
-    ap.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
-                    help="an environment value for every step (as a runner's environment)")
-    ap.add_argument("--python", action="append", default=[], metavar="VERSION=EXE",
-                    help="what setup-python gives for VERSION (default: this Python; a free-threaded one: none)")
+    ap.add_argument(
+        "--env",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="an environment value for every step (as a runner's environment)",
+    )
+    ap.add_argument(
+        "--python",
+        action="append",
+        default=[],
+        metavar="VERSION=EXE",
+        help="what setup-python gives for VERSION (default: this Python; a free-threaded one: none)",
+    )
     ap.add_argument("--run-id", help="default: the time in ms")
     args = ap.parse_args(argv)
     try:

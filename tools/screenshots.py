@@ -30,15 +30,26 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 DESKTOP, PHONE = {"width": 1400, "height": 1000}, {"width": 420, "height": 900}
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync", "--no-first-run"]
+ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
 MIN_BYTES = 20_000
 
 
 def render(out: Path, tmp: Path) -> Path:
     """``out``'s results rendered by this checkout into ``tmp``; returns its site/."""
-    subprocess.run([sys.executable, "-m", "harness", "report", str(out), "--out", str(tmp)],
-                   check=True, cwd=ROOT, stdout=subprocess.DEVNULL)
+    subprocess.run(
+        [sys.executable, "-m", "harness", "report", str(out), "--out", str(tmp)],
+        check=True,
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+    )
     return tmp / "site"
 
 
@@ -47,7 +58,9 @@ def shoot(site: Path, docs: Path, name: str) -> list[Path]:
 
     chromium = os.environ.get("FT_HARNESS_CHROMIUM", "/usr/bin/chromium")
     shots: list[tuple[str, dict[str, int], str]] = [
-        ("index.html", DESKTOP, f"{name}.png"), ("index.html", PHONE, f"{name}-phone.png")]
+        ("index.html", DESKTOP, f"{name}.png"),
+        ("index.html", PHONE, f"{name}-phone.png"),
+    ]
     written = []
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=chromium, args=ARGS)
@@ -80,9 +93,11 @@ def main(argv: list[str] | None = None) -> int:
         meta = json.loads((Path(tmp) / "report.json").read_text(encoding="utf-8")).get("meta", {})
         for path in shoot(site, args.docs, args.name):
             print(f"wrote {path}")
-    print(f"from the run of {meta.get('started', '?')} to {meta.get('finished', '?')} "
-          f"({meta.get('jobs', '?')} jobs; interpreters {', '.join(meta.get('interpreters', []))}), "
-          "rendered by this checkout")
+    print(
+        f"from the run of {meta.get('started', '?')} to {meta.get('finished', '?')} "
+        f"({meta.get('jobs', '?')} jobs; interpreters {', '.join(meta.get('interpreters', []))}), "
+        "rendered by this checkout"
+    )
     return 0
 
 

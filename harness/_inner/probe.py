@@ -46,8 +46,15 @@ def modules_of(dist):
 
 def main():
     dist_name, out = sys.argv[1], sys.argv[2]
-    result = {"dist": dist_name, "gil_enabled_at_start": sys._is_gil_enabled(), "imported": [],
-              "modules": [], "errors": {}, "warnings": [], "metadata": {}}
+    result = {
+        "dist": dist_name,
+        "gil_enabled_at_start": sys._is_gil_enabled(),
+        "imported": [],
+        "modules": [],
+        "errors": {},
+        "warnings": [],
+        "metadata": {},
+    }
     try:
         dist = md.distribution(dist_name)
     except md.PackageNotFoundError:
@@ -61,7 +68,8 @@ def main():
             "home_page": meta.get("Home-page") or "",
             "project_urls": dict(
                 (u.split(",", 1)[0].strip(), u.split(",", 1)[1].strip())
-                for u in (meta.get_all("Project-URL") or []) if "," in u
+                for u in (meta.get_all("Project-URL") or [])
+                if "," in u
             ),
         }
         top, ext = modules_of(dist)

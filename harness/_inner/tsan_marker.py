@@ -32,7 +32,7 @@ def _log_path():
     path = ""
     for w in words:
         if w.startswith("log_path="):
-            path = w[len("log_path="):]
+            path = w[len("log_path=") :]
     return "" if path in ("", "stderr", "stdout") else path
 
 

@@ -42,6 +42,7 @@ MAX_SHEBANG = 127  # what pip (distlib) allows before it writes a /bin/sh trampo
 def _pip_version():
     try:
         import ensurepip
+
         return ensurepip.version()
     except Exception:
         return "none"
@@ -62,8 +63,7 @@ def _build(layers, digest, tools):
     try:
         subprocess.run([sys.executable, "-m", "venv", tmp], check=True)
         py = os.path.join(tmp, "bin", "python")
-        subprocess.run([py, "-m", "pip", "install", "--disable-pip-version-check", *tools],
-                       check=True)
+        subprocess.run([py, "-m", "pip", "install", "--disable-pip-version-check", *tools], check=True)
         with open(os.path.join(tmp, LAYER_MARK), "w") as f:
             json.dump({"tools": list(tools), "pip": _pip_version(), "python": sys.version}, f)
         try:

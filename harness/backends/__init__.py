@@ -38,8 +38,9 @@ LOCAL_MEM_LIMIT = 4 << 30  # RLIMIT_DATA of every local command (none for TSan: 
 
 
 class Opener(Protocol):
-    def __call__(self, jobs: Sequence[Job], *, cache: Path, run_id: str, workers: int,
-                 say: Say, heartbeat: Heartbeat) -> Opened: ...
+    def __call__(
+        self, jobs: Sequence[Job], *, cache: Path, run_id: str, workers: int, say: Say, heartbeat: Heartbeat
+    ) -> Opened: ...
 
 
 def _needed(jobs: Sequence[Job]) -> dict[str, Interpreter]:
@@ -47,28 +48,34 @@ def _needed(jobs: Sequence[Job]) -> dict[str, Interpreter]:
     return {j.interpreter.name: j.interpreter for j in jobs}
 
 
-def open_local(jobs: Sequence[Job], *, cache: Path, run_id: str, workers: int,
-               say: Say, heartbeat: Heartbeat) -> Opened:
+def open_local(
+    jobs: Sequence[Job], *, cache: Path, run_id: str, workers: int, say: Say, heartbeat: Heartbeat
+) -> Opened:
     """A venv per job on this machine, with interpreters built (or reused) under ``cache``."""
     from ..interpreters import interpreters
     from .local import LocalBackend
 
     needed = _needed(jobs)
     tsan = any(i.sanitizer for i in needed.values())
-    backend = LocalBackend(mem_limit=None if tsan else LOCAL_MEM_LIMIT, pip_cache=cache / "pip",
-                           wheel_store=store_root(cache, "local"))
+    backend = LocalBackend(
+        mem_limit=None if tsan else LOCAL_MEM_LIMIT, pip_cache=cache / "pip", wheel_store=store_root(cache, "local")
+    )
     prepared = {}
     for name, interp in needed.items():
         built = interpreters.ensure_built(interp, cache, heartbeat=heartbeat)
         say(f"interpreter {name}: {built.state} ({built.info.key})")
-        prepared[name] = Prepared(info=built.info, python=str(built.python),
-                                  cache_hit=built.cache_hit,
-                                  source_tarball=str(built.source_tarball or ""))
+        prepared[name] = Prepared(
+            info=built.info,
+            python=str(built.python),
+            cache_hit=built.cache_hit,
+            source_tarball=str(built.source_tarball or ""),
+        )
     return Opened(backend=backend, prepared=prepared)
 
 
-def open_docker(jobs: Sequence[Job], *, cache: Path, run_id: str, workers: int,
-                say: Say, heartbeat: Heartbeat) -> Opened:
+def open_docker(
+    jobs: Sequence[Job], *, cache: Path, run_id: str, workers: int, say: Say, heartbeat: Heartbeat
+) -> Opened:
     """A container per command, each job's from its interpreter's image (built or reused here);
     the CPUs are split between the ``workers`` jobs that run at once."""
     from ..interpreters import images, interpreters
@@ -83,26 +90,38 @@ def open_docker(jobs: Sequence[Job], *, cache: Path, run_id: str, workers: int,
             from ..interpreters.dockerpython import mount_installed
 
             m = mount_installed(client, interp, cache, heartbeat=heartbeat)
-            say(f"interpreter {name}: installed, mounted read-only from "
-                f"{next(iter(m.mounts))} in image {m.image}")
+            say(f"interpreter {name}: installed, mounted read-only from {next(iter(m.mounts))} in image {m.image}")
             prepared[name] = Prepared(info=m.info, python=m.python, cache_hit=True, image=m.image)
             mounts[name], env[name] = m.mounts, m.env
             continue
         ref = images.ensure_interpreter_image(client, interp, cache, heartbeat=heartbeat)
         say(f"image {ref.tag}: {'reused' if ref.reused else 'built'}")
         assert ref.info is not None  # interpreter images always carry the facts of their check
-        prepared[name] = Prepared(info=ref.info, python=ref.python, cache_hit=ref.reused,
-                                  source_tarball=str(interpreters.fetch_source(interp, cache)),
-                                  image=ref.tag)
+        prepared[name] = Prepared(
+            info=ref.info,
+            python=ref.python,
+            cache_hit=ref.reused,
+            source_tarball=str(interpreters.fetch_source(interp, cache)),
+            image=ref.tag,
+        )
     job_images = {j.job_id: prepared[j.interpreter.name].image for j in jobs}
     job_mounts = {j.job_id: mounts[j.interpreter.name] for j in jobs if j.interpreter.name in mounts}
     job_env = {j.job_id: env[j.interpreter.name] for j in jobs if env.get(j.interpreter.name)}
     cpus = max(1.0, (os.cpu_count() or 2) / max(1, workers))
     default = next(iter(prepared.values())).image if prepared else ""  # none: an empty shard
-    return Opened(backend=DockerBackend(image=default, job_images=job_images, run_id=run_id,
-                                        cpus=cpus, client=client, job_mounts=job_mounts,
-                                        job_env=job_env, wheel_store=store_root(cache, "docker")),
-                  prepared=prepared)
+    return Opened(
+        backend=DockerBackend(
+            image=default,
+            job_images=job_images,
+            run_id=run_id,
+            cpus=cpus,
+            client=client,
+            job_mounts=job_mounts,
+            job_env=job_env,
+            wheel_store=store_root(cache, "docker"),
+        ),
+        prepared=prepared,
+    )
 
 
 BACKENDS: dict[str, Opener] = {"local": open_local, "docker": open_docker}
@@ -122,14 +141,20 @@ def choose(name: str) -> tuple[str, str]:
     return "local", f"no docker engine answers ({why}); using --backend local"
 
 
-def open_backend(name: str, jobs: Sequence[Job], *, cache: Path, run_id: str,
-                 workers: int = 1, say: Say = log.info,
-                 heartbeat: Heartbeat = no_heartbeat) -> Opened:
+def open_backend(
+    name: str,
+    jobs: Sequence[Job],
+    *,
+    cache: Path,
+    run_id: str,
+    workers: int = 1,
+    say: Say = log.info,
+    heartbeat: Heartbeat = no_heartbeat,
+) -> Opened:
     """Open the backend called ``name`` for ``jobs``, with every interpreter they name: ``say``
     tells what each one is, ``heartbeat`` how a build of one goes (both the CLI's to print)."""
     try:
         opener = BACKENDS[name]
     except KeyError:
         raise ConfigError(f"unknown backend {name!r} (one of {', '.join(BACKENDS)})") from None
-    return opener(jobs, cache=cache, run_id=run_id, workers=workers, say=say,
-                  heartbeat=heartbeat)
+    return opener(jobs, cache=cache, run_id=run_id, workers=workers, say=say, heartbeat=heartbeat)

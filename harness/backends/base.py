@@ -212,8 +212,9 @@ class Backend(Protocol):
         """``out`` (a host dir) as a ``run_isolated`` command sees it."""
         ...
 
-    def run_isolated(self, ws: Workspace, argv: list[str], *, env: dict[str, str], timeout: float,
-                     log: Path, out: Path) -> Exec:
+    def run_isolated(
+        self, ws: Workspace, argv: list[str], *, env: dict[str, str], timeout: float, log: Path, out: Path
+    ) -> Exec:
         """Run argv, with the network, where nothing but ``out`` is writable: not the workspace,
         not a pip cache, not the wheel store (docker: a container of its own; local: no
         isolation, as every local command). Its output goes to ``log``, as ``run``'s."""

@@ -73,11 +73,22 @@ class DockerBackend:
     name = "docker"
     base_path = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"  # Debian's, the base image's
 
-    def __init__(self, *, image: str, run_id: str, cpus: float, mem_limit: str = "2g",
-                 pids_limit: int = 512, ca_bundle: Path | None = None, client=None,
-                 tmpfs_size: str = "1g", job_images: Mapping[str, str] | None = None,
-                 job_mounts: Mapping[str, Mapping[str, dict[str, str]]] | None = None,
-                 job_env: Mapping[str, Mapping[str, str]] | None = None, wheel_store: Path | None = None):
+    def __init__(
+        self,
+        *,
+        image: str,
+        run_id: str,
+        cpus: float,
+        mem_limit: str = "2g",
+        pids_limit: int = 512,
+        ca_bundle: Path | None = None,
+        client=None,
+        tmpfs_size: str = "1g",
+        job_images: Mapping[str, str] | None = None,
+        job_mounts: Mapping[str, Mapping[str, dict[str, str]]] | None = None,
+        job_env: Mapping[str, Mapping[str, str]] | None = None,
+        wheel_store: Path | None = None,
+    ):
         self.image = image  # for a job not in job_images
         self.job_images = dict(job_images or {})  # job_id -> the image of its interpreter
         # job_id -> read-only mounts and environment of its interpreter (an installed one's
@@ -139,9 +150,16 @@ class DockerBackend:
             self._closed.discard(job_id)
             self._mounts[job_id] = mounts
             self._jobs[str(host_root)] = job_id
-        return Workspace(host_root=host_root, root=ROOT, python=python, source=seen_source,
-                         pip_cache=PIP_CACHE, image=self.job_images.get(job_id, self.image),
-                         wheel_store=STORE_IN_CONTAINER if self.wheel_store else "", wheel_host=self.wheel_store)
+        return Workspace(
+            host_root=host_root,
+            root=ROOT,
+            python=python,
+            source=seen_source,
+            pip_cache=PIP_CACHE,
+            image=self.job_images.get(job_id, self.image),
+            wheel_store=STORE_IN_CONTAINER if self.wheel_store else "",
+            wheel_host=self.wheel_store,
+        )
 
     # ---------------------------------------------------------------- running
 
@@ -156,15 +174,29 @@ class DockerBackend:
         except ValueError:
             return None
 
-    def _config(self, ws: Workspace, argv: list[str], env: dict[str, str], cwd: str,
-                log_in: str | None, network: bool, only: dict[str, dict[str, str]] | None = None) -> dict:
+    def _config(
+        self,
+        ws: Workspace,
+        argv: list[str],
+        env: dict[str, str],
+        cwd: str,
+        log_in: str | None,
+        network: bool,
+        only: dict[str, dict[str, str]] | None = None,
+    ) -> dict:
         """``only``: these mounts instead of the job's (run_isolated: no workspace, no pip cache)."""
         from docker.types import LogConfig, Ulimit
 
         job_id = self._job_id(ws)
         environment = {"HOME": "/tmp", "TMPDIR": "/tmp", **self.job_env.get(job_id, {}), **env}
-        volumes = dict(only) if only is not None else dict(self._mounts.get(job_id) or {
-            **self.job_mounts.get(job_id, {}), str(ws.host_root): {"bind": ROOT, "mode": "rw"}})
+        volumes = (
+            dict(only)
+            if only is not None
+            else dict(
+                self._mounts.get(job_id)
+                or {**self.job_mounts.get(job_id, {}), str(ws.host_root): {"bind": ROOT, "mode": "rw"}}
+            )
+        )
         if network and only is None and ws.release:  # this job's and release's alone
             volumes[ensure_pip_cache(self.client, job_id, ws.release)] = {"bind": PIP_CACHE, "mode": "rw"}
             environment.setdefault("PIP_CACHE_DIR", PIP_CACHE)
@@ -174,7 +206,7 @@ class DockerBackend:
             volumes[str(self.ca_bundle)] = {"bind": CA_IN_CONTAINER, "mode": "ro"}
             for var in ("PIP_CERT", "SSL_CERT_FILE", "REQUESTS_CA_BUNDLE"):
                 environment[var] = CA_IN_CONTAINER
-        if log_in is not None:
+        if log_in is not None:  # noqa: SIM108
             # The shell opens the log on the mount and execs the command: stdout and stderr
             # share one file descriptor, so their interleaving is exact, as in the local backend.
             command = ["/bin/sh", "-c", 'exec "$@" >>"$0" 2>&1', log_in, *argv]
@@ -205,8 +237,18 @@ class DockerBackend:
             log_config=LogConfig(type="json-file", config=DOCKER_LOG),
         )
 
-    def run(self, ws: Workspace, argv: list[str], *, env: dict[str, str], cwd: str,
-            timeout: float, log: Path, network: bool, idle: float = 0) -> Exec:
+    def run(
+        self,
+        ws: Workspace,
+        argv: list[str],
+        *,
+        env: dict[str, str],
+        cwd: str,
+        timeout: float,
+        log: Path,
+        network: bool,
+        idle: float = 0,
+    ) -> Exec:
         job_id = self._job_id(ws)
         with self._lock:
             if job_id in self._closed or self._cancelled:
@@ -224,14 +266,25 @@ class DockerBackend:
                 return Exec(exit_code=None, infra=f"cannot open the log {log.name}: {e}")
             self._own(fs)  # the log and its directory too: the container's user appends to it
         with os.fdopen(log_fd, "ab") as log_file:
-            return self._run(ws, job_id, argv, env=env, cwd=cwd, timeout=timeout, log_in=log_in,
-                             log_file=log_file, network=network, idle=idle)
+            return self._run(
+                ws,
+                job_id,
+                argv,
+                env=env,
+                cwd=cwd,
+                timeout=timeout,
+                log_in=log_in,
+                log_file=log_file,
+                network=network,
+                idle=idle,
+            )
 
     def isolated_out(self, out: Path) -> str:
         return ISOLATED_OUT
 
-    def run_isolated(self, ws: Workspace, argv: list[str], *, env: dict[str, str], timeout: float,
-                     log: Path, out: Path) -> Exec:
+    def run_isolated(
+        self, ws: Workspace, argv: list[str], *, env: dict[str, str], timeout: float, log: Path, out: Path
+    ) -> Exec:
         """A container of its own: the interpreter's read-only mounts and ``out`` at /out, the only
         writable place besides its tmpfs /tmp; no workspace, no pip cache, no wheel store; the
         network on. Its output reaches ``log`` through docker's log stream."""
@@ -248,12 +301,35 @@ class DockerBackend:
             return Exec(exit_code=None, infra=f"cannot open the log {Path(log).name}: {e}")
         only = {**self.job_mounts.get(job_id, {}), str(out): {"bind": ISOLATED_OUT, "mode": "rw"}}
         with os.fdopen(log_fd, "ab") as log_file:
-            return self._run(ws, job_id, argv, env=env, cwd=ISOLATED_OUT, timeout=timeout, log_in=None,
-                             log_file=log_file, network=True, idle=0, only=only)
+            return self._run(
+                ws,
+                job_id,
+                argv,
+                env=env,
+                cwd=ISOLATED_OUT,
+                timeout=timeout,
+                log_in=None,
+                log_file=log_file,
+                network=True,
+                idle=0,
+                only=only,
+            )
 
-    def _run(self, ws: Workspace, job_id: str, argv: list[str], *, env: dict[str, str], cwd: str,
-             timeout: float, log_in: str | None, log_file: BinaryIO, network: bool, idle: float,
-             only: dict[str, dict[str, str]] | None = None) -> Exec:
+    def _run(
+        self,
+        ws: Workspace,
+        job_id: str,
+        argv: list[str],
+        *,
+        env: dict[str, str],
+        cwd: str,
+        timeout: float,
+        log_in: str | None,
+        log_file: BinaryIO,
+        network: bool,
+        idle: float,
+        only: dict[str, dict[str, str]] | None = None,
+    ) -> Exec:
         config = self._config(ws, argv, env, cwd, log_in, network, only)
         started = time.monotonic()
         try:
@@ -282,8 +358,11 @@ class DockerBackend:
             with self._lock:
                 closed = job_id in self._closed or self._cancelled
             if closed:  # close()/cancel() removed it under us: not the command's outcome
-                return Exec(exit_code=None, duration=time.monotonic() - started,
-                            infra="job was closed (interrupted) while running")
+                return Exec(
+                    exit_code=None,
+                    duration=time.monotonic() - started,
+                    infra="job was closed (interrupted) while running",
+                )
             state = self._state(container)
             if not timed_out:
                 self._check_external_stop(state)
@@ -296,8 +375,11 @@ class DockerBackend:
             raise
         except Exception as e:
             if self._gone(container):
-                return Exec(exit_code=None, duration=time.monotonic() - started,
-                            infra="container was removed while running (job closed)")
+                return Exec(
+                    exit_code=None,
+                    duration=time.monotonic() - started,
+                    infra="container was removed while running (job closed)",
+                )
             raise daemon_error(e) from None
         finally:
             self._remove(job_id, container)
@@ -326,8 +408,7 @@ class DockerBackend:
                 raise daemon_error(e) from None
             time.sleep(0.25)
 
-    def _wait(self, container, deadline: float, quiet: Quiet | None = None,
-              disk: DiskWatch | None = None) -> bool:
+    def _wait(self, container, deadline: float, quiet: Quiet | None = None, disk: DiskWatch | None = None) -> bool:
         """Wait for the container to stop; True when the deadline passed first, its log
         stalled (``quiet``) or its workspace went past ``workspace_bytes`` (``disk``)."""
         watch = (quiet is not None and quiet.seconds) or (disk is not None and disk.root is not None)
@@ -386,8 +467,7 @@ class DockerBackend:
         if timed_out:
             return Exec(exit_code=None, timed_out=True, oom_killed=oom, duration=duration)
         signal = code - 128 if isinstance(code, int) and 128 < code < 128 + 65 else None
-        return Exec(exit_code=code, signal=signal, oom_killed=oom, duration=duration,
-                    infra=state.get("Error") or "")
+        return Exec(exit_code=code, signal=signal, oom_killed=oom, duration=duration, infra=state.get("Error") or "")
 
     def _remove(self, job_id: str, container) -> None:
         with contextlib.suppress(Exception):
@@ -402,26 +482,57 @@ class DockerBackend:
         privileges, limits, read-only root, tmpfs /tmp, init): a fetch/install step with the
         network, the pip cache volume of the job's release and the host's CA bundle, as the job
         had them; a test step without the network."""
-        argv = ["docker", "run", "--rm", *(() if network else ("--network", "none")),
-                "--user", f"{self.uid}:{self.gid}", "--cap-drop", "ALL",
-                "--security-opt", "no-new-privileges", "--pids-limit", str(self.pids_limit),
-                "--memory", self.mem_limit, "--memory-swap", self.mem_limit, "--cpus", f"{self.cpus:g}",
-                "--read-only", "--tmpfs", f"/tmp:rw,exec,nosuid,size={self.tmpfs_size}", "--init",
-                "--ulimit", f"fsize={limits.value('file_bytes')}",
-                "--log-driver", "json-file", *(f"--log-opt={k}={v}" for k, v in DOCKER_LOG.items()),
-                "-v", f"{ws.host_root}:{ws.root}"]
+        argv = [
+            "docker",
+            "run",
+            "--rm",
+            *(() if network else ("--network", "none")),
+            "--user",
+            f"{self.uid}:{self.gid}",
+            "--cap-drop",
+            "ALL",
+            "--security-opt",
+            "no-new-privileges",
+            "--pids-limit",
+            str(self.pids_limit),
+            "--memory",
+            self.mem_limit,
+            "--memory-swap",
+            self.mem_limit,
+            "--cpus",
+            f"{self.cpus:g}",
+            "--read-only",
+            "--tmpfs",
+            f"/tmp:rw,exec,nosuid,size={self.tmpfs_size}",
+            "--init",
+            "--ulimit",
+            f"fsize={limits.value('file_bytes')}",
+            "--log-driver",
+            "json-file",
+            *(f"--log-opt={k}={v}" for k, v in DOCKER_LOG.items()),
+            "-v",
+            f"{ws.host_root}:{ws.root}",
+        ]
         job_id = self._job_id(ws)
         for host, m in self.job_mounts.get(job_id, {}).items():
             argv += ["-v", f"{host}:{m['bind']}:{m.get('mode', 'rw')}"]
         for k, v in self.job_env.get(job_id, {}).items():
             argv += ["-e", f"{k}={v}"]
         if network:
-            argv += (["-v", f"{pip_cache_volume(job_id, ws.release)}:{PIP_CACHE}"] if ws.release
-                     else ["-e", "PIP_NO_CACHE_DIR=1"])
+            argv += (
+                ["-v", f"{pip_cache_volume(job_id, ws.release)}:{PIP_CACHE}"]
+                if ws.release
+                else ["-e", "PIP_NO_CACHE_DIR=1"]
+            )
             if self.ca_bundle:
-                argv += ["-v", f"{self.ca_bundle}:{CA_IN_CONTAINER}:ro",
-                         "-e", f"PIP_CERT={CA_IN_CONTAINER}",
-                         "-e", f"SSL_CERT_FILE={CA_IN_CONTAINER}"]
+                argv += [
+                    "-v",
+                    f"{self.ca_bundle}:{CA_IN_CONTAINER}:ro",
+                    "-e",
+                    f"PIP_CERT={CA_IN_CONTAINER}",
+                    "-e",
+                    f"SSL_CERT_FILE={CA_IN_CONTAINER}",
+                ]
         return shlex.join([*argv, ws.image or self.image, "sh", "-c", command])
 
     def close(self, ws: Workspace) -> None:

@@ -44,8 +44,9 @@ class LocalBackend:
     def base_path(self) -> str:
         return os.environ.get("PATH", os.defpath)
 
-    def __init__(self, *, mem_limit: int | None = 4 << 30, pip_cache: Path | None = None,
-                 wheel_store: Path | None = None) -> None:
+    def __init__(
+        self, *, mem_limit: int | None = 4 << 30, pip_cache: Path | None = None, wheel_store: Path | None = None
+    ) -> None:
         """``mem_limit``: RLIMIT_DATA per process in bytes (None: none; TSan needs none).
         ``pip_cache``: the root of the jobs' pip caches (one per interpreter build below it).
         ``wheel_store``: the local backend's own wheel store (harness.store.wheelstore; read-only by
@@ -58,12 +59,28 @@ class LocalBackend:
         self._cancelled = threading.Event()
 
     def open(self, job_id: str, host_root: Path, python: str, source: str) -> Workspace:
-        return Workspace(host_root=host_root, root=str(host_root), python=python, source=source,
-                         pip_cache=str(self.pip_cache) if self.pip_cache else "",
-                         wheel_store=str(self.wheel_store or ""), wheel_host=self.wheel_store)
+        return Workspace(
+            host_root=host_root,
+            root=str(host_root),
+            python=python,
+            source=source,
+            pip_cache=str(self.pip_cache) if self.pip_cache else "",
+            wheel_store=str(self.wheel_store or ""),
+            wheel_host=self.wheel_store,
+        )
 
-    def run(self, ws: Workspace, argv: list[str], *, env: dict[str, str], cwd: str, timeout: float,
-            log: Path, network: bool, idle: float = 0) -> Exec:
+    def run(
+        self,
+        ws: Workspace,
+        argv: list[str],
+        *,
+        env: dict[str, str],
+        cwd: str,
+        timeout: float,
+        log: Path,
+        network: bool,
+        idle: float = 0,
+    ) -> Exec:
         if self._cancelled.is_set():
             return Exec(exit_code=None, infra="cancelled")
         start = time.monotonic()
@@ -74,12 +91,17 @@ class LocalBackend:
             return Exec(exit_code=None, infra=f"cannot open the log {log.name}: {e}")
         with os.fdopen(fd, "ab") as out:
             try:
-                proc = subprocess.Popen(argv, cwd=cwd, env=clean_env(env), stdout=out,
-                                        stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                        start_new_session=True)
+                proc = subprocess.Popen(
+                    argv,
+                    cwd=cwd,
+                    env=clean_env(env),
+                    stdout=out,
+                    stderr=subprocess.STDOUT,
+                    stdin=subprocess.DEVNULL,
+                    start_new_session=True,
+                )
             except OSError as e:
-                return Exec(exit_code=None, infra=f"cannot start {argv[0]}: {e}",
-                            duration=time.monotonic() - start)
+                return Exec(exit_code=None, infra=f"cannot start {argv[0]}: {e}", duration=time.monotonic() - start)
             self._limit(proc.pid)
             with self._lock:
                 self._procs[proc.pid] = proc
@@ -110,15 +132,21 @@ class LocalBackend:
             limit = disk.note() if full else file_limit(fd, sig)
             if full:
                 out.write(f"\n[ft-harness] killed: limit {limit}\n".encode())
-        return Exec(exit_code=None if timed_out else rc, signal=None if timed_out else sig,
-                    timed_out=timed_out, duration=time.monotonic() - start,
-                    infra="cancelled" if self._cancelled.is_set() else "", limit=limit)
+        return Exec(
+            exit_code=None if timed_out else rc,
+            signal=None if timed_out else sig,
+            timed_out=timed_out,
+            duration=time.monotonic() - start,
+            infra="cancelled" if self._cancelled.is_set() else "",
+            limit=limit,
+        )
 
     def isolated_out(self, out: Path) -> str:
         return str(out)
 
-    def run_isolated(self, ws: Workspace, argv: list[str], *, env: dict[str, str], timeout: float,
-                     log: Path, out: Path) -> Exec:
+    def run_isolated(
+        self, ws: Workspace, argv: list[str], *, env: dict[str, str], timeout: float, log: Path, out: Path
+    ) -> Exec:
         """In ``out``, as any local command: no isolation here (use docker for untrusted code)."""
         return self.run(ws, argv, env=env, cwd=str(out), timeout=timeout, log=log, network=True)
 

@@ -36,8 +36,9 @@ def ensure_pip_cache(client, job_id: str, release: str) -> str:
         try:
             client.volumes.get(name)
         except docker.errors.NotFound:
-            client.volumes.create(name, labels={CACHE_LABEL: "pip", f"{CACHE_LABEL}.job": job_id,
-                                                f"{CACHE_LABEL}.release": release})
+            client.volumes.create(
+                name, labels={CACHE_LABEL: "pip", f"{CACHE_LABEL}.job": job_id, f"{CACHE_LABEL}.release": release}
+            )
     except Exception as e:
         raise daemon_error(e) from None
     return name

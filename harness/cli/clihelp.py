@@ -23,37 +23,74 @@ _COMMON = {"130": "interrupted", "141": "stdout closed"}  # the same for every c
 
 # command -> (examples, exit codes: (code, meaning) pairs)
 COMMANDS: dict[str, tuple[list[str], list[tuple[str, str]]]] = {
-    "run": (["ft-harness run --matrix matrix.yaml --out out --jobs 2",
-             "ft-harness run --matrix matrix.yaml --out out --package six   # one package"],
-            [("0", "every job ran (whatever the packages did)"), ("1", "--fail-on matched"),
-             ("2", "bad input"), ("3", "an interpreter could not be fetched or built"),
-             ("4", "infrastructure (docker down, disk full)"),
-             ("130", "interrupted: rerun the same command to finish")]),
-    "store": (["ft-harness store --matrix examples/published.yaml --interpreter cpython3.13t --out out"],
-              [("0", "every plan ran (a build that failed is left to its job's install, which says why)"),
-               ("2", "bad input"), ("3", "an interpreter could not be fetched or built"),
-               ("4", "infrastructure (docker down, disk full)")]),
-    "build": (["ft-harness build --matrix examples/tsan.yaml"],
-              [("0", "every interpreter is built or reused"), ("2", "bad input"),
-               ("3", "an interpreter could not be fetched or built")]),
-    "report": (["ft-harness report shard-1 shard-2 --matrix matrix.yaml --out merged"],
-               [("0", "the report was written"), ("1", "--fail-on matched"),
-                ("2", "bad input (e.g. no valid result in the dirs)")]),
-    "diff": (["ft-harness diff previous/report.json out   # a dir holding report.json works too"],
-             [("0", "no regression"), ("1", "a regression"), ("2", "bad input")]),
-    "plan": (["ft-harness plan --matrix matrix.yaml --format table --jobs 2",
-              "ft-harness plan --matrix matrix.yaml --shards 4 --format github"],
-             [("0", "the plan was printed"), ("2", "bad input")]),
-    "image": (["ft-harness image --matrix matrix.yaml"],
-              [("0", "the images are built or reused"), ("2", "bad input"),
-               ("3", "an interpreter could not be fetched or built"),
-               ("4", "no docker engine answers")]),
-    "clean": (["ft-harness clean"],
-              [("0", "leftovers removed (or none)"), ("4", "no docker engine answers")]),
-    "reproduce": (["ft-harness reproduce out six --finding 1",
-                   "ft-harness reproduce out six --recipe --python python3.13t"],
-                  [("0", "the failure came back"), ("1", "it passed this time"),
-                   ("2", "bad input, or not confirmed (no terminal to ask and no --yes)")]),
+    "run": (
+        [
+            "ft-harness run --matrix matrix.yaml --out out --jobs 2",
+            "ft-harness run --matrix matrix.yaml --out out --package six   # one package",
+        ],
+        [
+            ("0", "every job ran (whatever the packages did)"),
+            ("1", "--fail-on matched"),
+            ("2", "bad input"),
+            ("3", "an interpreter could not be fetched or built"),
+            ("4", "infrastructure (docker down, disk full)"),
+            ("130", "interrupted: rerun the same command to finish"),
+        ],
+    ),
+    "store": (
+        ["ft-harness store --matrix examples/published.yaml --interpreter cpython3.13t --out out"],
+        [
+            ("0", "every plan ran (a build that failed is left to its job's install, which says why)"),
+            ("2", "bad input"),
+            ("3", "an interpreter could not be fetched or built"),
+            ("4", "infrastructure (docker down, disk full)"),
+        ],
+    ),
+    "build": (
+        ["ft-harness build --matrix examples/tsan.yaml"],
+        [
+            ("0", "every interpreter is built or reused"),
+            ("2", "bad input"),
+            ("3", "an interpreter could not be fetched or built"),
+        ],
+    ),
+    "report": (
+        ["ft-harness report shard-1 shard-2 --matrix matrix.yaml --out merged"],
+        [
+            ("0", "the report was written"),
+            ("1", "--fail-on matched"),
+            ("2", "bad input (e.g. no valid result in the dirs)"),
+        ],
+    ),
+    "diff": (
+        ["ft-harness diff previous/report.json out   # a dir holding report.json works too"],
+        [("0", "no regression"), ("1", "a regression"), ("2", "bad input")],
+    ),
+    "plan": (
+        [
+            "ft-harness plan --matrix matrix.yaml --format table --jobs 2",
+            "ft-harness plan --matrix matrix.yaml --shards 4 --format github",
+        ],
+        [("0", "the plan was printed"), ("2", "bad input")],
+    ),
+    "image": (
+        ["ft-harness image --matrix matrix.yaml"],
+        [
+            ("0", "the images are built or reused"),
+            ("2", "bad input"),
+            ("3", "an interpreter could not be fetched or built"),
+            ("4", "no docker engine answers"),
+        ],
+    ),
+    "clean": (["ft-harness clean"], [("0", "leftovers removed (or none)"), ("4", "no docker engine answers")]),
+    "reproduce": (
+        ["ft-harness reproduce out six --finding 1", "ft-harness reproduce out six --recipe --python python3.13t"],
+        [
+            ("0", "the failure came back"),
+            ("1", "it passed this time"),
+            ("2", "bad input, or not confirmed (no terminal to ask and no --yes)"),
+        ],
+    ),
 }
 
 
@@ -123,14 +160,23 @@ def python_tag() -> str:
 def reference(parser: argparse.ArgumentParser) -> str:
     """docs/reference/cli.md: every command's --help, verbatim, with a heading to link to."""
     subs = subparsers(parser)
-    out = ["# Command-line reference", "",
-           f"<!-- generated from the argument parser by `{REGENERATE}` with {python_tag()};",
-           "     tests/unit/cli/test_clihelp.py fails when this page is stale -->", "",
-           "Every command's `--help`, as the program prints it. Start with the",
-           "[tutorial](../tutorial.md) for what the commands are for.", "",
-           " · ".join(f"[`{n}`](#ft-harness-{n})" for n in subs), "",
-           "## ft-harness", "", "```text", _help_text(parser), "```"]
+    out = [
+        "# Command-line reference",
+        "",
+        f"<!-- generated from the argument parser by `{REGENERATE}` with {python_tag()};",
+        "     tests/unit/cli/test_clihelp.py fails when this page is stale -->",
+        "",
+        "Every command's `--help`, as the program prints it. Start with the",
+        "[tutorial](../tutorial.md) for what the commands are for.",
+        "",
+        " · ".join(f"[`{n}`](#ft-harness-{n})" for n in subs),
+        "",
+        "## ft-harness",
+        "",
+        "```text",
+        _help_text(parser),
+        "```",
+    ]
     for name, sp in subs.items():
         out += ["", f"## ft-harness {name}", "", "```text", _help_text(sp), "```"]
     return "\n".join(out) + "\n"
-

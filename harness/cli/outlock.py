@@ -33,8 +33,11 @@ def hold(out: Path) -> Iterator[None]:
         except BlockingIOError:
             holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
             who = f" (pid {holder})" if holder.isdigit() else ""
-            raise ConfigError(f"another ft-harness run is using this output directory{who}; wait for "
-                              "it to finish or give another --out", file=str(out)) from None
+            raise ConfigError(
+                f"another ft-harness run is using this output directory{who}; wait for "
+                "it to finish or give another --out",
+                file=str(out),
+            ) from None
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
         yield

@@ -36,8 +36,9 @@ PACE_LIMITS = (0.2, 5.0)
 class PlainReporter:
     """Plain lines (CI, pipes): one per step, on stdout."""
 
-    def __init__(self, stream: IO[str] | None = None, *, expected: Mapping[str, float] | None = None,
-                 workers: int = 1) -> None:
+    def __init__(
+        self, stream: IO[str] | None = None, *, expected: Mapping[str, float] | None = None, workers: int = 1
+    ) -> None:
         self.total = 0
         self.done_n = 0
         self.t0 = time.monotonic()
@@ -64,8 +65,13 @@ class PlainReporter:
         if not self.pending or not self.expected:
             return ""
         pace, now = self.pace(), time.monotonic()
-        left = sum(max(0.0, self.expected.get(j, 0.0) * pace - (now - self.began[j] if j in self.began else 0.0))
-                   for j in self.pending) / self.workers
+        left = (
+            sum(
+                max(0.0, self.expected.get(j, 0.0) * pace - (now - self.began[j] if j in self.began else 0.0))
+                for j in self.pending
+            )
+            / self.workers
+        )
         return f"ETA ~{left / 60:.0f} min" if left >= 90 else f"ETA ~{left:.0f} s"
 
     def _finished(self, job_id: str, elapsed: float) -> None:
@@ -80,8 +86,11 @@ class PlainReporter:
             if self._silent:
                 return
             try:
-                print(f"[{time.monotonic() - self.t0:7.1f}s] {textsafe.line(text)}",
-                      file=self._stream or sys.stdout, flush=True)
+                print(
+                    f"[{time.monotonic() - self.t0:7.1f}s] {textsafe.line(text)}",
+                    file=self._stream or sys.stdout,
+                    flush=True,
+                )
             except BrokenPipeError:  # nobody reads any more; the results still get written
                 self._silent = True
 
@@ -89,8 +98,7 @@ class PlainReporter:
         self.total, self.done_n = total, skipped
         self.pending = set(todo)
         eta = self.eta()
-        self._say(f"{total} jobs: {skipped} already done, {total - skipped} to run"
-                  + (f" ({eta})" if eta else ""))
+        self._say(f"{total} jobs: {skipped} already done, {total - skipped} to run" + (f" ({eta})" if eta else ""))
 
     def step(self, job_id: str, step: str) -> None:
         self.began.setdefault(job_id, time.monotonic())
@@ -102,8 +110,9 @@ class PlainReporter:
             n = self.done_n
             self._finished(result.job_id, elapsed)
             eta = self.eta()
-        self._say(f"[{n}/{self.total}] {result.job_id}: {_verdict(result)} in {elapsed:.0f}s"
-                  + (f"; {eta}" if eta else ""))
+        self._say(
+            f"[{n}/{self.total}] {result.job_id}: {_verdict(result)} in {elapsed:.0f}s" + (f"; {eta}" if eta else "")
+        )
 
     def finish(self) -> None:
         pass
@@ -126,8 +135,10 @@ class RichReporter(PlainReporter):
 
         t = Table.grid(padding=(0, 2))
         eta = self.eta()
-        t.add_row(f"[bold]{self.done_n}/{self.total} done[/]",
-                  f"{time.monotonic() - self.t0:.0f}s" + (f", {eta}" if eta else ""))
+        t.add_row(
+            f"[bold]{self.done_n}/{self.total} done[/]",
+            f"{time.monotonic() - self.t0:.0f}s" + (f", {eta}" if eta else ""),
+        )
         for job_id, (step, since) in sorted(self.running.items()):
             t.add_row(f"  {job_id}", f"{step} ({time.monotonic() - since:.0f}s)")
         return t
@@ -150,8 +161,10 @@ class RichReporter(PlainReporter):
         from rich.markup import escape
 
         extra = escape(textsafe.line(f" ({result.qualifier})")) if result.qualifier else ""
-        self.live.console.print(f"[{self.done_n}/{self.total}] {escape(result.job_id)}: "
-                                f"[bold]{escape(result.verdict)}[/]{extra} in {elapsed:.0f}s")
+        self.live.console.print(
+            f"[{self.done_n}/{self.total}] {escape(result.job_id)}: "
+            f"[bold]{escape(result.verdict)}[/]{extra} in {elapsed:.0f}s"
+        )
         self.live.update(self._render())
 
     def finish(self) -> None:
@@ -198,8 +211,7 @@ class Heartbeat:
 
 
 @contextlib.contextmanager
-def heartbeat(what: str, *, every: float | None = None,
-              stream: IO[str] | None = None) -> Iterator[Heartbeat]:
+def heartbeat(what: str, *, every: float | None = None, stream: IO[str] | None = None) -> Iterator[Heartbeat]:
     """Say ``what`` now and, while the block runs, how long it has been every ``every`` seconds
     (30; $FT_HARNESS_HEARTBEAT), on stdout, without -v: a build that prints nothing for 14 minutes
     looks hung.  In CI the lines are a folded ``::group::``."""

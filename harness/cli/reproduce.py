@@ -33,16 +33,21 @@ from ..util.textsafe import line as safe_line
 from ..util.textsafe import lines as safe_lines
 
 
-def pick(report: CompatReport, package: str, *, interpreter: str | None,
-         finding: int | None) -> tuple[JobEntry, Finding]:
+def pick(
+    report: CompatReport, package: str, *, interpreter: str | None, finding: int | None
+) -> tuple[JobEntry, Finding]:
     """(job entry, finding): the package's job (on ``interpreter``) and its finding number N
     (1-based, in the report's order), by default its first finding that is not only info."""
-    jobs = [j for j in report.packages if j.name == package
-            and (interpreter is None or j.interpreter.name == interpreter)]
+    jobs = [
+        j for j in report.packages if j.name == package and (interpreter is None or j.interpreter.name == interpreter)
+    ]
     if not jobs:
         names = sorted({str(j.name) for j in report.packages})
-        raise ConfigError(f"no job of {package!r}" + (f" on {interpreter!r}" if interpreter else "")
-                          + f" in the report; packages: {', '.join(names[:20]) or 'none'}")
+        raise ConfigError(
+            f"no job of {package!r}"
+            + (f" on {interpreter!r}" if interpreter else "")
+            + f" in the report; packages: {', '.join(names[:20]) or 'none'}"
+        )
     if len(jobs) > 1:
         its = ", ".join(str(j.interpreter.name) for j in jobs)
         raise ConfigError(f"{package!r} ran on several interpreters ({its}): pick one with --interpreter")
@@ -60,15 +65,14 @@ def pick(report: CompatReport, package: str, *, interpreter: str | None,
 
 
 def cmd_reproduce(args: argparse.Namespace) -> int:
-    job, f = pick(read_report(Path(args.report), "the"), args.package, interpreter=args.interpreter,
-                  finding=args.finding)
+    job, f = pick(
+        read_report(Path(args.report), "the"), args.package, interpreter=args.interpreter, finding=args.finding
+    )
     command = (f.recipe if args.recipe else f.reproduce) or ""
     what = "recipe" if args.recipe else "command"
     if not isinstance(command, str) or not command:
-        raise ConfigError(f"this finding ({f.kind}) has no {what} to run"
-                          + ("" if args.recipe else "; try --recipe"))
-    print(safe_line(f"{job.name} {job.version} on {job.interpreter.name}: "
-                    f"{f.kind} {f.test_id or ''} — {f.message}"))
+        raise ConfigError(f"this finding ({f.kind}) has no {what} to run" + ("" if args.recipe else "; try --recipe"))
+    print(safe_line(f"{job.name} {job.version} on {job.interpreter.name}: {f.kind} {f.test_id or ''} — {f.message}"))
     print(safe_lines(command))
     if args.print:
         return 0
@@ -90,8 +94,10 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     sys.stdout.flush()
     rc = subprocess.run(["sh", "-ec", command], cwd=cwd, env=env).returncode
     came_back = rc != 0
-    print(f"ft-harness reproduce: exit {rc}: "
-          + ("the failure came back" if came_back else "it passed this time (a race may need more runs)"))
+    print(
+        f"ft-harness reproduce: exit {rc}: "
+        + ("the failure came back" if came_back else "it passed this time (a race may need more runs)")
+    )
     return 0 if came_back else 1
 
 
@@ -106,16 +112,20 @@ def recipe_python(command: str) -> str:
     words = lines[1].split() if len(lines) > 1 else []
     exe = words[0] if words else ""
     if not PYTHON_NAME.fullmatch(exe):
-        raise ConfigError(f"the recipe's interpreter {safe_line(exe)!r} is not a plain python name "
-                          "(python3.13t): not run")
+        raise ConfigError(
+            f"the recipe's interpreter {safe_line(exe)!r} is not a plain python name (python3.13t): not run"
+        )
     return exe
 
 
 def _confirmed(what: str) -> bool:
     """Ask before running a command a report file holds; no terminal, no run (say --yes)."""
     if not sys.stdin.isatty():
-        print(f"ft-harness reproduce: not run: the {what} comes from the report, which anyone can "
-              "write; read it above and run again with --yes (or --print to only show it)", file=sys.stderr)
+        print(
+            f"ft-harness reproduce: not run: the {what} comes from the report, which anyone can "
+            "write; read it above and run again with --yes (or --print to only show it)",
+            file=sys.stderr,
+        )
         return False
     try:
         answer = input(f"run this {what}? [y/N] ")
@@ -129,19 +139,32 @@ def _confirmed(what: str) -> bool:
 
 def add_parser(command: Any) -> None:
     """The subcommand, on __main__'s ``command(...)`` helper."""
-    sp = command("reproduce", cmd_reproduce, "run one finding of a report again",
-                 "\nBy default the exact command the job ran (its workspace must still be here);"
-                 "\n--recipe runs the portable recipe in a fresh directory instead."
-                 "\nExit 0: the failure came back; 1: it passed this time.")
+    sp = command(
+        "reproduce",
+        cmd_reproduce,
+        "run one finding of a report again",
+        "\nBy default the exact command the job ran (its workspace must still be here);"
+        "\n--recipe runs the portable recipe in a fresh directory instead."
+        "\nExit 0: the failure came back; 1: it passed this time.",
+    )
     sp.add_argument("report", metavar="REPORT", help="a report.json, or the output dir holding one")
     sp.add_argument("package", metavar="PACKAGE", help="the package's name as the report has it")
-    sp.add_argument("--finding", type=int, metavar="N",
-                    help="the package's finding number N (1-based; default: its first non-info one)")
+    sp.add_argument(
+        "--finding",
+        type=int,
+        metavar="N",
+        help="the package's finding number N (1-based; default: its first non-info one)",
+    )
     sp.add_argument("--interpreter", metavar="NAME", help="the job on this interpreter of the matrix")
-    sp.add_argument("--recipe", action="store_true",
-                    help="run the laptop recipe (venv, pinned installs, the sdist's tests) in a fresh dir")
-    sp.add_argument("--python", metavar="EXE",
-                    help="with --recipe: the free-threaded interpreter to put first on PATH")
+    sp.add_argument(
+        "--recipe",
+        action="store_true",
+        help="run the laptop recipe (venv, pinned installs, the sdist's tests) in a fresh dir",
+    )
+    sp.add_argument("--python", metavar="EXE", help="with --recipe: the free-threaded interpreter to put first on PATH")
     sp.add_argument("--print", action="store_true", help="only print the command")
-    sp.add_argument("--yes", action="store_true",
-                    help="run it without asking (the command comes from the report file: read it first)")
+    sp.add_argument(
+        "--yes",
+        action="store_true",
+        help="run it without asking (the command comes from the report file: read it first)",
+    )

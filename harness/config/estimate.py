@@ -63,10 +63,15 @@ def heuristic_profile(job: Job) -> timings.Profile:
     threaded = plain * (1 + s.iterations * s.threads * THREADED_PER_PASS)
     return timings.Profile(
         install=INSTALL_SECONDS[source] + (NATIVE_INSTALL_SECONDS if native else 0.0),
-        probe=PROBE_SECONDS, collect=COLLECT_SECONDS,
-        plain={m: plain for m in s.gil_modes}, threads={m: threaded for m in s.gil_modes},
-        confirm=CONFIRM_SHARE * s.confirm_budget, confirm_off=CONFIRM_SHARE * s.confirm_budget,
-        off_failed=OFF_FAILED, settings=timings.row_settings(s) | {"gil_on": timings.FULL})
+        probe=PROBE_SECONDS,
+        collect=COLLECT_SECONDS,
+        plain={m: plain for m in s.gil_modes},
+        threads={m: threaded for m in s.gil_modes},
+        confirm=CONFIRM_SHARE * s.confirm_budget,
+        confirm_off=CONFIRM_SHARE * s.confirm_budget,
+        off_failed=OFF_FAILED,
+        settings=timings.row_settings(s) | {"gil_on": timings.FULL},
+    )
 
 
 def heuristic_seconds(job: Job) -> float:
@@ -92,8 +97,7 @@ def estimate_sources(jobs: Sequence[Job], durations: Durations | None = None) ->
     (the shipped measured times) or "heuristic" (the settings alone)."""
     table = timings.measured(jobs)
     given = durations or {}
-    return ["durations" if j.job_id in given else "table" if j.job_id in table else "heuristic"
-            for j in jobs]
+    return ["durations" if j.job_id in given else "table" if j.job_id in table else "heuristic" for j in jobs]
 
 
 def expected_seconds(jobs: Sequence[Job], durations: Durations | None = None) -> list[float]:
@@ -118,8 +122,11 @@ def expected_seconds(jobs: Sequence[Job], durations: Durations | None = None) ->
 
 def estimate_note(jobs: Sequence[Job], durations: Durations | None) -> str:
     """Where the estimate comes from, in words: "24 jobs from the shipped table, 2 guessed"."""
-    words = {"durations": "from --durations", "table": "from the shipped table of measured times",
-             "heuristic": "guessed from the settings"}
+    words = {
+        "durations": "from --durations",
+        "table": "from the shipped table of measured times",
+        "heuristic": "guessed from the settings",
+    }
     got = estimate_sources(jobs, durations)
     return ", ".join(f"{got.count(k)} {w}" for k, w in words.items() if k in got) or "no jobs"
 

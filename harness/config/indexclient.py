@@ -50,8 +50,13 @@ def request(url: str, headers: dict[str, str] | None = None) -> urllib.request.R
     $FT_HARNESS_INDEX_URL's for the index's host, travel in an Authorization header, never in
     the URL an error message or a log line may show."""
     own, index = urlsplit(url), urlsplit(os.environ.get(INDEX_ENV, ""))
-    creds = own if own.username is not None else index if (
-        (index.scheme, index.hostname, index.port) == (own.scheme, own.hostname, own.port)) else None
+    creds = (
+        own
+        if own.username is not None
+        else index
+        if ((index.scheme, index.hostname, index.port) == (own.scheme, own.hostname, own.port))
+        else None
+    )
     headers = dict(headers or {})
     if creds is not None and creds.username is not None:
         token = f"{unquote(creds.username)}:{unquote(creds.password or '')}".encode()
@@ -75,8 +80,10 @@ def _absolute(data: dict[str, Any], url: str) -> dict[str, Any]:
     """A page whose file URLs are absolute (PEP 691 lets them be relative to the page)."""
     files = data.get("files")
     if isinstance(files, list):
-        data["files"] = [dict(f, url=urljoin(url, f["url"])) if isinstance(f, dict)
-                         and isinstance(f.get("url"), str) else f for f in files]
+        data["files"] = [
+            dict(f, url=urljoin(url, f["url"])) if isinstance(f, dict) and isinstance(f.get("url"), str) else f
+            for f in files
+        ]
     return data
 
 
@@ -97,7 +104,8 @@ def secure_url(url: str) -> bool:
     u = urlsplit(url)
     host = u.hostname or ""
     return (u.scheme == "https" and bool(host)) or (
-        u.scheme == "http" and (host in LOOPBACK or host.startswith("127.")))
+        u.scheme == "http" and (host in LOOPBACK or host.startswith("127."))
+    )
 
 
 class _Redirects(urllib.request.HTTPRedirectHandler):
@@ -105,15 +113,20 @@ class _Redirects(urllib.request.HTTPRedirectHandler):
     index's ``Authorization`` header dropped when it leaves the host (scheme, host, port) the
     credentials were given for -- urllib would send them on to any host."""
 
-    def redirect_request(self, req: urllib.request.Request, fp: Any, code: int, msg: str,
-                         headers: Any, newurl: str) -> urllib.request.Request | None:
+    def redirect_request(
+        self, req: urllib.request.Request, fp: Any, code: int, msg: str, headers: Any, newurl: str
+    ) -> urllib.request.Request | None:
         new = super().redirect_request(req, fp, code, msg, headers, newurl)
         if new is None:
             return None
         if not secure_url(new.full_url):
-            raise urllib.error.HTTPError(redact(newurl), code, "a redirect to a URL that is not "
-                                         "https (or http on a loopback host) is not followed",
-                                         headers, fp)
+            raise urllib.error.HTTPError(
+                redact(newurl),
+                code,
+                "a redirect to a URL that is not https (or http on a loopback host) is not followed",
+                headers,
+                fp,
+            )
         old, now = urlsplit(req.full_url), urlsplit(new.full_url)
         if (old.scheme, old.hostname, old.port) != (now.scheme, now.hostname, now.port):
             new.remove_header("Authorization")
@@ -163,5 +176,8 @@ def index_files(name: str, version: str, timeout: float = 20) -> list[str] | Non
 def release_files(page: dict[str, Any], version: str) -> list[str]:
     """The file names of release ``version`` on a project's page (``simple_json``'s)."""
     want = str(Version(version))
-    return [f["filename"] for f in page.get("files", [])
-            if isinstance(f, dict) and _file_version(f.get("filename", "")) == want]
+    return [
+        f["filename"]
+        for f in page.get("files", [])
+        if isinstance(f, dict) and _file_version(f.get("filename", "")) == want
+    ]

@@ -70,13 +70,25 @@ class MatrixSpec:
 
 
 def _settings(ctx: y.Ctx, node: yaml.Node, base: Path) -> Settings:
-    keys = ["threads", "iterations", "repeat", "test_timeout", "job_timeout", "install_timeout",
-            "gil_modes", "min_parallel_fraction", "confirm", "confirm_budget", "registry", "fallback_wheel", "gil_on",
-            "wheel_store"]
+    keys = [
+        "threads",
+        "iterations",
+        "repeat",
+        "test_timeout",
+        "job_timeout",
+        "install_timeout",
+        "gil_modes",
+        "min_parallel_fraction",
+        "confirm",
+        "confirm_budget",
+        "registry",
+        "fallback_wheel",
+        "gil_on",
+        "wheel_store",
+    ]
     m = y.mapping(ctx, node, "settings", keys)
     kw: dict[str, Any] = {}
-    for key in ("threads", "iterations", "repeat", "test_timeout", "job_timeout", "install_timeout",
-                "confirm_budget"):
+    for key in ("threads", "iterations", "repeat", "test_timeout", "job_timeout", "install_timeout", "confirm_budget"):
         if key in m:
             kw[key] = y.pos_int(ctx, m[key], f"settings.{key}")
             if kw[key] > y.LIMITS[key]:
@@ -84,8 +96,9 @@ def _settings(ctx: y.Ctx, node: yaml.Node, base: Path) -> Settings:
     if "confirm" in m:
         v = y.scalar(ctx, m["confirm"], "settings.confirm")
         if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= 100:
-            raise ctx.fail(m["confirm"], "settings.confirm must be an integer from 0 (off) to 100, "
-                                         f"got {y.kind(m['confirm'])}")
+            raise ctx.fail(
+                m["confirm"], f"settings.confirm must be an integer from 0 (off) to 100, got {y.kind(m['confirm'])}"
+            )
         kw["confirm"] = v
     if "gil_modes" in m:
         modes = []
@@ -123,8 +136,9 @@ def _source(ctx: y.Ctx, node: yaml.Node, where: str, base: Path) -> Source:
         kind, _, rest = text.partition(":")
         if kind == "debian" and rest:
             if not SUITE_RE.fullmatch(rest):
-                raise ctx.fail(node, f"{where} debian suite {rest!r} is not a Debian suite name "
-                                     "(like trixie, forky, sid)")
+                raise ctx.fail(
+                    node, f"{where} debian suite {rest!r} is not a Debian suite name (like trixie, forky, sid)"
+                )
             return Source(kind="debian", suite=rest)
         if kind == "tarball" and rest:
             return Source(kind="tarball", path=y.existing(ctx, node, where, base, rest))
@@ -151,8 +165,7 @@ def _source(ctx: y.Ctx, node: yaml.Node, where: str, base: Path) -> Source:
             raise ctx.fail(node, f"{where} with a url needs sha256 (the tarball's digest)")
         return Source(kind="url", url=url, sha256=sha.lower())
     if "tarball" in m:
-        tarball = y.existing(ctx, m["tarball"], f"{where}.tarball", base,
-                            y.string(ctx, m["tarball"], where))
+        tarball = y.existing(ctx, m["tarball"], f"{where}.tarball", base, y.string(ctx, m["tarball"], where))
         return Source(kind="tarball", path=tarball, sha256=sha.lower())
     raise ctx.fail(node, f"{where} needs url (with sha256) or tarball")
 
@@ -170,12 +183,16 @@ def _interpreter(ctx: y.Ctx, node: yaml.Node, where: str, base: Path) -> Interpr
         try:
             v = Version(version)
         except InvalidVersion:
-            raise ctx.fail(m["version"], f"{where}.version must be a CPython version like 3.13.5, got {version!r}") from None
+            raise ctx.fail(
+                m["version"], f"{where}.version must be a CPython version like 3.13.5, got {version!r}"
+            ) from None
         if v.release < (3, 13):
             raise ctx.fail(m["version"], f"{where}.version {version} has no free-threaded build (3.13 or later)")
         if source.builds and len(v.release) != 3:
-            raise ctx.fail(m["version"], f"{where}.version must name a release to build, like "
-                                         f"{v.release[0]}.{v.release[1]}.0, got {version!r}")
+            raise ctx.fail(
+                m["version"],
+                f"{where}.version must name a release to build, like {v.release[0]}.{v.release[1]}.0, got {version!r}",
+            )
     sanitizer = None
     if "sanitizer" in m:
         sanitizer = y.string(ctx, m["sanitizer"], f"{where}.sanitizer")
@@ -188,8 +205,11 @@ def _interpreter(ctx: y.Ctx, node: yaml.Node, where: str, base: Path) -> Interpr
     if not source.builds:
         for key in ("configure", "sanitizer"):
             if key in m:
-                raise ctx.fail(m[key], f"{where}.{key} needs a source the harness builds "
-                                       f"(debian:, url:, tarball:); {source.describe()} is already built")
+                raise ctx.fail(
+                    m[key],
+                    f"{where}.{key} needs a source the harness builds "
+                    f"(debian:, url:, tarball:); {source.describe()} is already built",
+                )
     line = m["source"].start_mark.line + 1  # what goes wrong at run time is about the source
     return Interpreter(
         name=y.string(ctx, m["name"], f"{where}.name"),
@@ -224,8 +244,11 @@ def _package(ctx: y.Ctx, node: yaml.Node, where: str, base: Path) -> Package:
         raise ctx.fail(node, f"{where} needs 'name'")
     name = y.string(ctx, m["name"], f"{where}.name")
     if not y.PROJECT_NAME_RE.match(name) or len(name) > y.MAX_NAME:
-        raise ctx.fail(m["name"], f"{where}.name must be a PEP 508 project name (letters, digits and "
-                                  f"'.', '_', '-' inside; at most {y.MAX_NAME} characters), got {name[:60]!r}")
+        raise ctx.fail(
+            m["name"],
+            f"{where}.name must be a PEP 508 project name (letters, digits and "
+            f"'.', '_', '-' inside; at most {y.MAX_NAME} characters), got {name[:60]!r}",
+        )
     kw: dict[str, Any] = {"name": name}
     if "version" in m and "path" in m:
         raise ctx.fail(m["path"], f"{where} takes either version (PyPI) or path (local), not both")
@@ -236,9 +259,7 @@ def _package(ctx: y.Ctx, node: yaml.Node, where: str, base: Path) -> Package:
         try:
             SpecifierSet(spec)
         except InvalidSpecifier:
-            raise ctx.fail(
-                m["version"], f"{where}.version is not a PEP 440 version or specifier: {spec!r}"
-            ) from None
+            raise ctx.fail(m["version"], f"{where}.version is not a PEP 440 version or specifier: {spec!r}") from None
         kw["version"] = spec
     if "path" in m:
         kw["path"] = y.existing(ctx, m["path"], f"{where}.path", base, y.string(ctx, m["path"], where))
@@ -258,7 +279,9 @@ def _package(ctx: y.Ctx, node: yaml.Node, where: str, base: Path) -> Package:
             sm = y.mapping(ctx, sn, sw, ["test", "reason"])
             if "test" not in sm or "reason" not in sm:
                 raise ctx.fail(sn, f"{sw} needs both 'test' and 'reason'")
-            skips.append(Skip(test=y.string(ctx, sm["test"], f"{sw}.test"), reason=y.string(ctx, sm["reason"], f"{sw}.reason")))
+            skips.append(
+                Skip(test=y.string(ctx, sm["test"], f"{sw}.test"), reason=y.string(ctx, sm["reason"], f"{sw}.reason"))
+            )
         kw["skip"] = tuple(skips)
     if "notes" in m:
         kw["notes"] = y.string(ctx, m["notes"], f"{where}.notes")
@@ -270,7 +293,10 @@ def _package(ctx: y.Ctx, node: yaml.Node, where: str, base: Path) -> Package:
         kw["links"] = links
     if "tsan_suppressions" in m:
         kw["tsan_suppressions"] = y.existing(
-            ctx, m["tsan_suppressions"], f"{where}.tsan_suppressions", base,
+            ctx,
+            m["tsan_suppressions"],
+            f"{where}.tsan_suppressions",
+            base,
             y.string(ctx, m["tsan_suppressions"], where),
         )
     return Package(**kw)
@@ -288,8 +314,9 @@ def _test_run(ctx: y.Ctx, m: dict[str, yaml.Node], where: str, kw: dict[str, Any
                 Requirement(r)
             except InvalidRequirement as e:
                 first = str(e).splitlines()[0]
-                raise ctx.fail(m["test_requires"].value[i],
-                               f"{where}.test_requires[{i}] is not a requirement: {first}") from None
+                raise ctx.fail(
+                    m["test_requires"].value[i], f"{where}.test_requires[{i}] is not a requirement: {first}"
+                ) from None
         kw["test_requires"] = reqs
     if "pytest_args" in m:
         kw["pytest_args"] = y.strings(ctx, m["pytest_args"], f"{where}.pytest_args")
@@ -300,8 +327,9 @@ def _test_run(ctx: y.Ctx, m: dict[str, yaml.Node], where: str, kw: dict[str, Any
             if k in ("PYTHON_GIL", "PYTHONGIL"):
                 raise ctx.fail(vn, f"{where}.env.{k} is set by the harness per mode; use settings.gil_modes")
             if not y.ENV_KEY_RE.match(k):
-                raise ctx.fail(vn, f"{where}.env key {k[:60]!r} is not an environment variable name "
-                                   "([A-Za-z_][A-Za-z0-9_]*)")
+                raise ctx.fail(
+                    vn, f"{where}.env key {k[:60]!r} is not an environment variable name ([A-Za-z_][A-Za-z0-9_]*)"
+                )
             env.append((k, y.string(ctx, vn, f"{where}.env.{k}", empty_ok=True)))
         kw["env"] = tuple(env)
 
@@ -323,16 +351,17 @@ def _selector(ctx: y.Ctx, node: yaml.Node, where: str, base: Path) -> Selector:
     m = y.mapping(ctx, node, where, allowed)
     for key in m:
         if key not in SELECTOR_KEYS:
-            raise ctx.fail(m[key], f"{where}.{key} is a package setting; a selector {{top: N}} "
-                                   f"takes only {', '.join(SELECTOR_KEYS)} (give the package its "
-                                   "own entry to override it)")
+            raise ctx.fail(
+                m[key],
+                f"{where}.{key} is a package setting; a selector {{top: N}} "
+                f"takes only {', '.join(SELECTOR_KEYS)} (give the package its "
+                "own entry to override it)",
+            )
     kw: dict[str, Any] = {"top": y.pos_int(ctx, m["top"], f"{where}.top")}
     if "from" in m:
-        kw["source"] = y.existing(ctx, m["from"], f"{where}.from", base,
-                                 y.string(ctx, m["from"], f"{where}.from"))
+        kw["source"] = y.existing(ctx, m["from"], f"{where}.from", base, y.string(ctx, m["from"], f"{where}.from"))
         if not Path(kw["source"]).is_file():
-            raise ctx.fail(m["from"], f"{where}.from must be a file (top-pypi-packages JSON or "
-                                      "one name a line)")
+            raise ctx.fail(m["from"], f"{where}.from must be a file (top-pypi-packages JSON or one name a line)")
     if "extensions_only" in m:
         kw["extensions_only"] = y.flag(ctx, m["extensions_only"], f"{where}.extensions_only")
     if "exclude" in m:
@@ -390,8 +419,9 @@ def load(path: str | Path) -> MatrixSpec:
     if p.is_dir():
         raise ConfigError("is a directory, not a matrix file", file=shown)
     if size > MAX_MATRIX_BYTES:
-        raise ConfigError(f"the file is {size} bytes; a matrix larger than {MAX_MATRIX_BYTES} bytes is refused",
-                          file=shown, line=1)
+        raise ConfigError(
+            f"the file is {size} bytes; a matrix larger than {MAX_MATRIX_BYTES} bytes is refused", file=shown, line=1
+        )
     raw = p.read_bytes()
     try:
         text = raw.decode("utf-8")

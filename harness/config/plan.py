@@ -95,12 +95,7 @@ def make_plan(spec: MatrixSpec) -> list[Job]:
     for it in spec.interpreters:
         for pkg in spec.packages:
             jobs.append(
-                Job(
-                    job_id=f"{_safe(it.name)}--{_safe(pkg.name)}",
-                    interpreter=it,
-                    package=pkg,
-                    settings=spec.settings,
-                )
+                Job(job_id=f"{_safe(it.name)}--{_safe(pkg.name)}", interpreter=it, package=pkg, settings=spec.settings)
             )
     return jobs
 
@@ -121,10 +116,15 @@ def in_plan(results: Sequence[Any], jobs: Sequence[Job]) -> tuple[list[Any], lis
         if job is None:
             why = "its job is not in the plan"
         elif r.interpreter.source != job.interpreter.source.describe():
-            why = (f"its interpreter came from {str(r.interpreter.source)[:80]!r}, the plan's "
-                   f"from {job.interpreter.source.describe()!r}")
-        elif job.interpreter.version and r.interpreter.version != job.interpreter.version \
-                and not str(r.interpreter.version).startswith(job.interpreter.version + "."):
+            why = (
+                f"its interpreter came from {str(r.interpreter.source)[:80]!r}, the plan's "
+                f"from {job.interpreter.source.describe()!r}"
+            )
+        elif (
+            job.interpreter.version
+            and r.interpreter.version != job.interpreter.version
+            and not str(r.interpreter.version).startswith(job.interpreter.version + ".")
+        ):
             why = f"its interpreter is {str(r.interpreter.version)[:40]}, the plan's {job.interpreter.version}"
         elif r.key != job.key(str(r.interpreter.key)):
             why = "its key is not the planned job's (another package entry, version or settings)"
@@ -142,6 +142,8 @@ def with_skips(jobs: Sequence[Job], versions: dict[str, str]) -> list[Job]:
     out = []
     for j in jobs:
         v = versions.get(j.interpreter.name, "")
-        skip = registry_skip(j.package, j.settings, ".".join(v.split(".")[:2])) if v and not j.package.unresolved else None
+        skip = (
+            registry_skip(j.package, j.settings, ".".join(v.split(".")[:2])) if v and not j.package.unresolved else None
+        )
         out.append(replace(j, skip=skip) if skip is not None else j)
     return out

@@ -15,13 +15,7 @@ PLAN_SCHEMA = 1
 FORMATS = ("json", "github", "table")
 
 
-def render_plan(
-    jobs: Sequence[Job],
-    *,
-    fmt: str,
-    shards: int = 1,
-    durations: Durations | None = None,
-) -> str:
+def render_plan(jobs: Sequence[Job], *, fmt: str, shards: int = 1, durations: Durations | None = None) -> str:
     """The plan as text: ``json`` (every job with its shard), ``github`` (a strategy.matrix) or
     ``table`` (for a person: one line a shard, then one a job)."""
     if fmt not in FORMATS:
@@ -48,14 +42,20 @@ def render_plan(
         ]
         return json.dumps({"include": include}, separators=(",", ":"))
     if fmt == "table":
-        lines = [f"{len(jobs)} jobs in {shards} shard(s), expected {minutes(sum(cost))} in all"
-                 + f" ({estimate_note(jobs, durations)})",
-                 f"{'shard':>7}  {'jobs':>4}  {'expected':>9}  interpreters"]
-        lines += [f"{f'{i}/{shards}':>7}  {counts[i - 1]:>4}  {minutes(totals[i - 1]):>9}  "
-                  + ", ".join(needs[i - 1]) for i in range(1, shards + 1)]
+        lines = [
+            f"{len(jobs)} jobs in {shards} shard(s), expected {minutes(sum(cost))} in all"
+            + f" ({estimate_note(jobs, durations)})",
+            f"{'shard':>7}  {'jobs':>4}  {'expected':>9}  interpreters",
+        ]
+        lines += [
+            f"{f'{i}/{shards}':>7}  {counts[i - 1]:>4}  {minutes(totals[i - 1]):>9}  " + ", ".join(needs[i - 1])
+            for i in range(1, shards + 1)
+        ]
         lines += ["", f"{'shard':>7}  {'expected':>9}  job"]
-        lines += [f"{f'{sh}/{shards}':>7}  {minutes(c):>9}  {j.job_id}"
-                  for sh, c, j in sorted(zip(where, cost, jobs, strict=True), key=lambda x: x[0])]
+        lines += [
+            f"{f'{sh}/{shards}':>7}  {minutes(c):>9}  {j.job_id}"
+            for sh, c, j in sorted(zip(where, cost, jobs, strict=True), key=lambda x: x[0])
+        ]
         return "\n".join(lines)
     doc = {
         "schema": PLAN_SCHEMA,

@@ -57,15 +57,24 @@ class Resolved:
     extension: bool | None = None  # a platform-specific wheel in that release; None: no wheels
 
     def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "version": self.version, "error": self.error,
-                "note": self.note, "extension": self.extension}
+        return {
+            "name": self.name,
+            "version": self.version,
+            "error": self.error,
+            "note": self.note,
+            "extension": self.extension,
+        }
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> Resolved:
         ext = d.get("extension")
-        return cls(name=str(d["name"]), version=str(d.get("version", "")),
-                   error=str(d.get("error", "")), note=str(d.get("note", "")),
-                   extension=ext if isinstance(ext, bool) else None)
+        return cls(
+            name=str(d["name"]),
+            version=str(d.get("version", "")),
+            error=str(d.get("error", "")),
+            note=str(d.get("note", "")),
+            extension=ext if isinstance(ext, bool) else None,
+        )
 
 
 # --------------------------------------------------------------------------- the ranked list
@@ -87,9 +96,11 @@ def read_names(path: Path | None = None) -> list[str]:
             else:
                 names = [r["project"] for r in doc["rows"]]
         except (ValueError, KeyError, TypeError):
-            raise ConfigError("not a project list (a top-pypi-packages JSON needs rows[].project,"
-                              " a free-threaded wheels results JSON data[].name)",
-                              file=str(path)) from None
+            raise ConfigError(
+                "not a project list (a top-pypi-packages JSON needs rows[].project,"
+                " a free-threaded wheels results JSON data[].name)",
+                file=str(path),
+            ) from None
     else:
         names = [ln.split("#", 1)[0].strip() for ln in text.splitlines()]
     out, seen = [], set()
@@ -143,16 +154,16 @@ def resolve_page(name: str, page: Mapping[str, Any]) -> Resolved:
     ver = max(with_sdist)
     r = releases[ver]
     note = f"{newest} has no sdist; {ver} is the newest with one" if ver != newest else ""
-    return Resolved(name=key, version=str(ver), note=note,
-                    extension=r["platform"] if r["wheels"] else None)
+    return Resolved(name=key, version=str(ver), note=note, extension=r["platform"] if r["wheels"] else None)
 
 
 def fetch_index(name: str) -> dict[str, Any]:
     return indexclient.simple_json(name)
 
 
-def resolve(names: Iterable[str], *, fetch: Fetch = fetch_index,
-            known: Mapping[str, Resolved] | None = None) -> dict[str, Resolved]:
+def resolve(
+    names: Iterable[str], *, fetch: Fetch = fetch_index, known: Mapping[str, Resolved] | None = None
+) -> dict[str, Resolved]:
     """canonical name -> Resolved; ``known`` entries are used as they are (no fetch)."""
     known = known or {}
     out: dict[str, Resolved] = {}
@@ -177,8 +188,7 @@ def resolve(names: Iterable[str], *, fetch: Fetch = fetch_index,
 # --------------------------------------------------------------------------- expansion
 
 
-def select(sel: Selector, *, fetch: Fetch = fetch_index,
-           record: dict[str, Resolved] | None = None) -> list[Resolved]:
+def select(sel: Selector, *, fetch: Fetch = fetch_index, record: dict[str, Resolved] | None = None) -> list[Resolved]:
     """The selector's projects, in the list's order, each resolved.  ``record`` (name ->
     Resolved) is read first and receives every resolution made, picked or not."""
     record = {} if record is None else record
@@ -195,8 +205,9 @@ def select(sel: Selector, *, fetch: Fetch = fetch_index,
     return picked
 
 
-def expand(spec: MatrixSpec, *, fetch: Fetch = fetch_index,
-           known: Mapping[str, Resolved] | None = None) -> tuple[tuple[Package, ...], dict[str, Resolved]]:
+def expand(
+    spec: MatrixSpec, *, fetch: Fetch = fetch_index, known: Mapping[str, Resolved] | None = None
+) -> tuple[tuple[Package, ...], dict[str, Resolved]]:
     """The plan's packages (selected, overridden, then the other explicit ones) and the record
     of every resolution made, to be stored with the plan and passed back as ``known``."""
     explicit: dict[str, Package] = {canonicalize_name(p.name): p for p in spec.packages}
@@ -233,8 +244,7 @@ def load_record(data: Iterable[Mapping[str, Any]]) -> dict[str, Resolved]:
     return out
 
 
-def expand_spec(spec: MatrixSpec, record_file: Path | None = None, *,
-                fetch: Fetch = fetch_index) -> MatrixSpec:
+def expand_spec(spec: MatrixSpec, record_file: Path | None = None, *, fetch: Fetch = fetch_index) -> MatrixSpec:
     """The spec with its selectors expanded (see ``expand``); ``record_file`` (JSON, the
     ``dump_record`` list) is read first and rewritten with every resolution, so a rerun, or every
     shard given the plan's file, tests the same versions without asking the index again."""

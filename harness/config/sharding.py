@@ -40,9 +40,7 @@ def check_count(count: int) -> None:
         raise ConfigError(f"--shards must be a positive integer, got {count!r}")
 
 
-def assign(
-    jobs: Sequence[Job], count: int, durations: Durations | None = None
-) -> list[int]:
+def assign(jobs: Sequence[Job], count: int, durations: Durations | None = None) -> list[int]:
     """The 1-based shard of every job (same order as ``jobs``), by LPT."""
     check_count(count)
     ids = [j.job_id for j in jobs]
@@ -60,12 +58,7 @@ def assign(
     return out
 
 
-def shard(
-    jobs: Sequence[Job],
-    index: int,
-    count: int,
-    durations: Durations | None = None,
-) -> list[Job]:
+def shard(jobs: Sequence[Job], index: int, count: int, durations: Durations | None = None) -> list[Job]:
     """Shard ``index`` of ``count`` (1-based), in plan order.  Pure and deterministic."""
     _check_shard(index, count)
     where = assign(jobs, count, durations)
@@ -80,8 +73,9 @@ MARGIN = 0.8  # --shards auto keeps every shard under this share of --shard-limi
 MAX_SHARDS = 256  # a GitHub strategy matrix runs at most 256 jobs
 
 
-def shards_to_fit(jobs: Sequence[Job], durations: Durations | None,
-                  limit_min: float = RUNNER_LIMIT_MIN, margin: float = MARGIN) -> int:
+def shards_to_fit(
+    jobs: Sequence[Job], durations: Durations | None, limit_min: float = RUNNER_LIMIT_MIN, margin: float = MARGIN
+) -> int:
     """The fewest shards (``--shards auto``) whose expected times all stay under ``margin`` of
     the runner's limit, from measured durations where there are some (``--durations``; the
     others scaled as ``expected_seconds`` does), else from the settings.  A single job longer
@@ -99,17 +93,20 @@ def shards_to_fit(jobs: Sequence[Job], durations: Durations | None,
     return n
 
 
-def over_limit(jobs: Sequence[Job], shards: int, durations: Durations | None,
-               limit_min: float = RUNNER_LIMIT_MIN) -> list[str]:
+def over_limit(
+    jobs: Sequence[Job], shards: int, durations: Durations | None, limit_min: float = RUNNER_LIMIT_MIN
+) -> list[str]:
     """One warning per shard whose expected time is over a runner's limit (minutes)."""
     _, _, totals = layout(jobs, shards, durations)
-    return [f"shard {i}/{shards} is expected to take {minutes(t)}, over the runner's limit of "
-            f"{limit_min:g} min (--shard-limit): plan more --shards"
-            for i, t in enumerate(totals, 1) if t > limit_min * 60]
+    return [
+        f"shard {i}/{shards} is expected to take {minutes(t)}, over the runner's limit of "
+        f"{limit_min:g} min (--shard-limit): plan more --shards"
+        for i, t in enumerate(totals, 1)
+        if t > limit_min * 60
+    ]
 
 
-def layout(jobs: Sequence[Job], shards: int, durations: Durations | None
-            ) -> tuple[list[int], list[float], list[float]]:
+def layout(jobs: Sequence[Job], shards: int, durations: Durations | None) -> tuple[list[int], list[float], list[float]]:
     """(each job's shard, each job's expected seconds, each shard's total)."""
     where = assign(jobs, shards, durations)
     cost = expected_seconds(jobs, durations)

@@ -30,8 +30,17 @@ from ..core import gilonrecord
 from .matrix import Settings
 
 TABLE = Path(__file__).resolve().parents[1] / "data" / "durations.json"
-SETTINGS_KEYS = ("threads", "iterations", "repeat", "test_timeout", "job_timeout", "confirm",
-                 "confirm_budget", "gil_modes", "gil_on")
+SETTINGS_KEYS = (
+    "threads",
+    "iterations",
+    "repeat",
+    "test_timeout",
+    "job_timeout",
+    "confirm",
+    "confirm_budget",
+    "gil_modes",
+    "gil_on",
+)
 BAD = ("failed", "error", "crashed", "timeout")  # a test's outcomes that are a failure
 FULL = "full"  # gil_on when a measured profile's settings do not say
 
@@ -54,19 +63,35 @@ class Profile:
 
     def scaled(self, factor: float) -> Profile:
         """The same phases ``factor`` times as long (the table's load adjustment)."""
+
         def f(v: float) -> float:
             return round(v * factor, 3)
-        return replace(self, install=f(self.install), probe=f(self.probe), collect=f(self.collect),
-                       plain={m: f(v) for m, v in self.plain.items()},
-                       threads={m: f(v) for m, v in self.threads.items()}, confirm=f(self.confirm),
-                       confirm_off=f(self.confirm_off), other=f(self.other), measured=f(self.measured))
+
+        return replace(
+            self,
+            install=f(self.install),
+            probe=f(self.probe),
+            collect=f(self.collect),
+            plain={m: f(v) for m, v in self.plain.items()},
+            threads={m: f(v) for m, v in self.threads.items()},
+            confirm=f(self.confirm),
+            confirm_off=f(self.confirm_off),
+            other=f(self.other),
+            measured=f(self.measured),
+        )
 
     def to_row(self) -> dict[str, Any]:
-        return {"install": self.install, "probe": self.probe, "collect": self.collect,
-                "plain": {str(k): v for k, v in sorted(self.plain.items())},
-                "threads": {str(k): v for k, v in sorted(self.threads.items())},
-                "confirm": self.confirm, "confirm_off": self.confirm_off, "other": self.other,
-                "off_failed": self.off_failed}
+        return {
+            "install": self.install,
+            "probe": self.probe,
+            "collect": self.collect,
+            "plain": {str(k): v for k, v in sorted(self.plain.items())},
+            "threads": {str(k): v for k, v in sorted(self.threads.items())},
+            "confirm": self.confirm,
+            "confirm_off": self.confirm_off,
+            "other": self.other,
+            "off_failed": self.off_failed,
+        }
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any]) -> Profile:
@@ -84,12 +109,19 @@ class Profile:
             return {int(k): num(x) for k, x in (v or {}).items()}
 
         off = ph.get("off_failed", 0.0)
-        return cls(install=num(ph.get("install", 0)), probe=num(ph.get("probe", 0)),
-                   collect=num(ph.get("collect", 0)), plain=modes(ph.get("plain")),
-                   threads=modes(ph.get("threads")), confirm=num(ph.get("confirm", 0)),
-                   confirm_off=num(ph.get("confirm_off", ph.get("confirm", 0))),
-                   other=num(ph.get("other", 0)), off_failed=None if off is None else min(1.0, num(off)),
-                   settings=dict(row.get("settings") or {}), measured=num(row.get("seconds", 0)))
+        return cls(
+            install=num(ph.get("install", 0)),
+            probe=num(ph.get("probe", 0)),
+            collect=num(ph.get("collect", 0)),
+            plain=modes(ph.get("plain")),
+            threads=modes(ph.get("threads")),
+            confirm=num(ph.get("confirm", 0)),
+            confirm_off=num(ph.get("confirm_off", ph.get("confirm", 0))),
+            other=num(ph.get("other", 0)),
+            off_failed=None if off is None else min(1.0, num(off)),
+            settings=dict(row.get("settings") or {}),
+            measured=num(row.get("seconds", 0)),
+        )
 
 
 # ------------------------------------------------------------------ from a measured job
@@ -176,12 +208,19 @@ def from_phases(phases: Iterable[Any], settings: Mapping[str, Any] | None = None
     else:
         confirm_off = confirm if off != 0 else 0.0
     r = 3
-    return Profile(install=round(sums["install"], r), probe=round(sums["probe"], r),
-                   collect=round(sums["collect"], r), other=round(sums["other"], r),
-                   plain={m: round(v, r) for m, v in plain.items()},
-                   threads={m: round(sum(v) / len(v), r) for m, v in runs.items()},
-                   confirm=round(confirm, r), confirm_off=round(confirm_off, r), off_failed=off,
-                   settings=settings, measured=round(total, r))
+    return Profile(
+        install=round(sums["install"], r),
+        probe=round(sums["probe"], r),
+        collect=round(sums["collect"], r),
+        other=round(sums["other"], r),
+        plain={m: round(v, r) for m, v in plain.items()},
+        threads={m: round(sum(v) / len(v), r) for m, v in runs.items()},
+        confirm=round(confirm, r),
+        confirm_off=round(confirm_off, r),
+        off_failed=off,
+        settings=settings,
+        measured=round(total, r),
+    )
 
 
 # ------------------------------------------------------------------ what a job will take
@@ -220,8 +259,7 @@ def suite_seconds(s: Settings, p: Profile, tsan: bool = False) -> float:
         return 0.0  # the measured job stopped before its tests (a build failure, no tests)
     was_targeted = targeted(p.settings)
     then_modes = [0, 1] if was_targeted else list(_setting(p.settings, "gil_modes", s.gil_modes)) or [0]
-    ref = then_modes[0] if then_modes[0] in p.plain or then_modes[0] in p.threads \
-        else min({*p.plain, *p.threads})
+    ref = then_modes[0] if then_modes[0] in p.plain or then_modes[0] in p.threads else min({*p.plain, *p.threads})
     now_targeted = targeted(s, tsan)
     total = p.collect
     for i, mode in enumerate((0, 1) if now_targeted else s.gil_modes):

@@ -39,13 +39,16 @@ def _version_pairs(version: str) -> tuple[str, ...]:
     packaging here (for results that did not record the interpreter's own sys_tags())."""
     major, minor = (int(x) for x in version.split(".")[:2])
     pv = (major, minor)
-    found = [*ptags.cpython_tags(pv, abis=[ft_abi(version)], platforms=["any"]),
-             *ptags.compatible_tags(pv, f"cp{major}{minor}", platforms=["any"])]
+    found = [
+        *ptags.cpython_tags(pv, abis=[ft_abi(version)], platforms=["any"]),
+        *ptags.compatible_tags(pv, f"cp{major}{minor}", platforms=["any"]),
+    ]
     return tuple(dict.fromkeys(f"{t.interpreter}-{t.abi}" for t in found))
 
 
-def classify_wheel(filename: str, version: str = "", machine: str | None = None, *,
-                   interp: InterpreterInfo | None = None) -> str:
+def classify_wheel(
+    filename: str, version: str = "", machine: str | None = None, *, interp: InterpreterInfo | None = None
+) -> str:
     """'free-threaded' | 'pure' | 'gil-only' | 'other-platform' for one wheel file name.
 
     With ``interp`` (and its recorded tags) the interpreter decides; else ``version`` does,
@@ -66,6 +69,7 @@ def classify_wheel(filename: str, version: str = "", machine: str | None = None,
 
         def fits(platform_: str) -> bool:
             return machine in platform_ and "linux" in platform_
+
     kinds = set()
     for t in tags:
         if t.abi == "none" and t.platform == "any":
@@ -84,8 +88,9 @@ def classify_wheel(filename: str, version: str = "", machine: str | None = None,
     return "other-platform"
 
 
-def availability(files: Sequence[str], version: str = "", machine: str | None = None, *,
-                 interp: InterpreterInfo | None = None) -> str:
+def availability(
+    files: Sequence[str], version: str = "", machine: str | None = None, *, interp: InterpreterInfo | None = None
+) -> str:
     """Summarise a release's files: 'free-threaded', 'pure', 'gil-only' (wheels, none for this
     interpreter on this platform) or 'sdist-only'."""
     kinds = {classify_wheel(f, version, machine, interp=interp) for f in files if f.endswith(".whl")}
@@ -101,9 +106,18 @@ def installed_from(report: PipReport | None, name: str) -> str:
     return item.file if item is not None else ""
 
 
-def wheel_info(name: str, *, local: bool, version: str, install_report: PipReport | None,
-               interp: InterpreterInfo, probe: Probe | None = None, installed_ok: bool = True,
-               fallback: str = "", index_files: Sequence[str] | None = None) -> Wheel:
+def wheel_info(
+    name: str,
+    *,
+    local: bool,
+    version: str,
+    install_report: PipReport | None,
+    interp: InterpreterInfo,
+    probe: Probe | None = None,
+    installed_ok: bool = True,
+    fallback: str = "",
+    index_files: Sequence[str] | None = None,
+) -> Wheel:
     """The wheel column: what the index offers for this release (``index_files``: its file names
     on the page the fetch read, None when it read none) and what pip installed (``installed_ok``:
     the install phase succeeded; pip may write its report and then fail).
@@ -121,8 +135,7 @@ def wheel_info(name: str, *, local: bool, version: str, install_report: PipRepor
     else:
         how = "unknown"
     if not local and version:
-        available = (availability(index_files, interp.version, interp=interp) if index_files is not None
-                     else "unknown")
+        available = availability(index_files, interp.version, interp=interp) if index_files is not None else "unknown"
     else:
         available = "n/a"
     warning = ""

@@ -97,9 +97,13 @@ class Hang:
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Hang:
         tests = tuple(HungTest.from_dict(t) for t in d.get("tests") or () if isinstance(t, dict))
-        return cls(tests=tests, job_timeout=bool(d.get("job_timeout")),
-                   running=str(d.get("running") or ""), why=str(d.get("why") or ""),
-                   spent=bool(d.get("spent")))
+        return cls(
+            tests=tests,
+            job_timeout=bool(d.get("job_timeout")),
+            running=str(d.get("running") or ""),
+            why=str(d.get("why") or ""),
+            spent=bool(d.get("spent")),
+        )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -246,8 +250,13 @@ class TsanStack:
     previous: bool = False  # the earlier of the two racing accesses
 
     def to_dict(self) -> dict[str, Any]:
-        return {"title": self.title, "frames": [f.to_dict() for f in self.frames],
-                "thread": self.thread, "access": self.access, "previous": self.previous}
+        return {
+            "title": self.title,
+            "frames": [f.to_dict() for f in self.frames],
+            "thread": self.thread,
+            "access": self.access,
+            "previous": self.previous,
+        }
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> TsanStack:
@@ -372,8 +381,11 @@ def _probe_metadata(m: Any) -> dict[str, Any] | None:
     out: dict[str, Any] = {k: m[k][:_MAX_META_TEXT] for k in ("summary", "home_page") if isinstance(m.get(k), str)}
     urls = m.get("project_urls")
     if isinstance(urls, dict):
-        out["project_urls"] = {k[:_MAX_META_TEXT]: v[:_MAX_META_TEXT] for k, v in list(urls.items())[:_MAX_META_URLS]
-                               if isinstance(k, str) and isinstance(v, str)}
+        out["project_urls"] = {
+            k[:_MAX_META_TEXT]: v[:_MAX_META_TEXT]
+            for k, v in list(urls.items())[:_MAX_META_URLS]
+            if isinstance(k, str) and isinstance(v, str)
+        }
     return out
 
 
@@ -470,9 +482,15 @@ class SetupProblem:
 
 def not_installed(names: Sequence[str]) -> tuple[SetupProblem, ...]:
     """One ``not-installed`` setup problem per inferred test dependency that did not install."""
-    return tuple(SetupProblem(kind=NOT_INSTALLED_KIND, name=n, excerpt=f"not installed: {n}",
-                              fix=f"list an installable {n} (or none) in the package's test_requires in matrix.yaml")
-                 for n in dict.fromkeys(names))
+    return tuple(
+        SetupProblem(
+            kind=NOT_INSTALLED_KIND,
+            name=n,
+            excerpt=f"not installed: {n}",
+            fix=f"list an installable {n} (or none) in the package's test_requires in matrix.yaml",
+        )
+        for n in dict.fromkeys(names)
+    )
 
 
 def not_installed_of_old(excerpt: str) -> tuple[SetupProblem, ...]:

@@ -37,6 +37,9 @@ class GilOn:
         if not isinstance(d, dict) or d.get("ran") not in RAN:
             return None
         tests = d.get("tests")
-        return cls(ran=d["ran"], tests=tests if isinstance(tests, int) and not isinstance(tests, bool) else 0,
-                   file=d["file"] if isinstance(d.get("file"), str) else "",
-                   why=d["why"] if isinstance(d.get("why"), str) else "")
+        return cls(
+            ran=d["ran"],
+            tests=tests if isinstance(tests, int) and not isinstance(tests, bool) else 0,
+            file=d["file"] if isinstance(d.get("file"), str) else "",
+            why=d["why"] if isinstance(d.get("why"), str) else "",
+        )

@@ -73,8 +73,7 @@ class Interpreter:
     def fail(self, msg: str) -> ConfigError:
         """A one-line error about this entry: ``matrix.yaml:14: interpreters[0].source ...``."""
         file, line, where = self.origin
-        return ConfigError(f"{where or 'interpreter ' + repr(self.name)}{msg}", file=file or None,
-                           line=line or None)
+        return ConfigError(f"{where or 'interpreter ' + repr(self.name)}{msg}", file=file or None, line=line or None)
 
     @property
     def configure_flags(self) -> tuple[str, ...]:

@@ -29,37 +29,61 @@ class Limit:
     what: str
 
 
-LIMITS: dict[str, Limit] = {lim.name: lim for lim in (
-    Limit(name="extract_bytes", default=1 << 30,
-          what="bytes an sdist may unpack to (counted while extracting)"),
-    Limit(name="extract_members", default=100_000, what="files and directories in an sdist"),
-    Limit(name="tox_expansions", default=1_000,
-          what="{[section]key} substitutions while reading one tox.ini value"),
-    Limit(name="tox_value_bytes", default=1 << 20, what="bytes of one tox.ini value after substitution"),
-    Limit(name="requirements_depth", default=10, what="depth of a -r chain of requirements files"),
-    Limit(name="requirements_files", default=100, what="requirements files one -r chain reads"),
-    Limit(name="nesting", default=100, what="nesting depth of a TOML or JSON document"),
-    Limit(name="conftest_bytes", default=1 << 20, what="bytes of a conftest.py scanned for imports"),
-    Limit(name="workspace_bytes", default=16 << 30,
-          what="bytes a job's workspace may hold on the host's disk (measured every quarter second while "
-               "a command runs; past it the command is killed and the job stops)"),
-    Limit(name="file_bytes", default=4 << 30,
-          what="bytes of any one file a job's command writes, its phase log included (the kernel's "
-               "RLIMIT_FSIZE, refused at write time)"),
-    Limit(name="store_entries_per_job", default=32,
-          what="entries one job may add to the shared wheel store (wheels built from sdists, the "
-               "tools layer); past it the job's install builds the rest itself, and stores nothing"),
-    Limit(name="store_bytes", default=4 << 30,
-          what="bytes one backend's shared wheel store may hold; past it the least recently used "
-               "entries this run has not used are removed, and a new entry that still does not fit "
-               "is not stored (the install builds it itself)"),
-    Limit(name="log_bytes", default=64 << 20,
-          what="bytes of one phase's log kept (the rest is cut, and the log says so)"),
-    Limit(name="tests_per_phase", default=200_000,
-          what="per-test outcomes parsed from one phase (the ones not passed first)"),
-    Limit(name="result_tests", default=250_000,
-          what="per-test outcomes one result file keeps over all its phases (about 40 MB)"),
-)}
+LIMITS: dict[str, Limit] = {
+    lim.name: lim
+    for lim in (
+        Limit(name="extract_bytes", default=1 << 30, what="bytes an sdist may unpack to (counted while extracting)"),
+        Limit(name="extract_members", default=100_000, what="files and directories in an sdist"),
+        Limit(
+            name="tox_expansions", default=1_000, what="{[section]key} substitutions while reading one tox.ini value"
+        ),
+        Limit(name="tox_value_bytes", default=1 << 20, what="bytes of one tox.ini value after substitution"),
+        Limit(name="requirements_depth", default=10, what="depth of a -r chain of requirements files"),
+        Limit(name="requirements_files", default=100, what="requirements files one -r chain reads"),
+        Limit(name="nesting", default=100, what="nesting depth of a TOML or JSON document"),
+        Limit(name="conftest_bytes", default=1 << 20, what="bytes of a conftest.py scanned for imports"),
+        Limit(
+            name="workspace_bytes",
+            default=16 << 30,
+            what="bytes a job's workspace may hold on the host's disk (measured every quarter second while "
+            "a command runs; past it the command is killed and the job stops)",
+        ),
+        Limit(
+            name="file_bytes",
+            default=4 << 30,
+            what="bytes of any one file a job's command writes, its phase log included (the kernel's "
+            "RLIMIT_FSIZE, refused at write time)",
+        ),
+        Limit(
+            name="store_entries_per_job",
+            default=32,
+            what="entries one job may add to the shared wheel store (wheels built from sdists, the "
+            "tools layer); past it the job's install builds the rest itself, and stores nothing",
+        ),
+        Limit(
+            name="store_bytes",
+            default=4 << 30,
+            what="bytes one backend's shared wheel store may hold; past it the least recently used "
+            "entries this run has not used are removed, and a new entry that still does not fit "
+            "is not stored (the install builds it itself)",
+        ),
+        Limit(
+            name="log_bytes",
+            default=64 << 20,
+            what="bytes of one phase's log kept (the rest is cut, and the log says so)",
+        ),
+        Limit(
+            name="tests_per_phase",
+            default=200_000,
+            what="per-test outcomes parsed from one phase (the ones not passed first)",
+        ),
+        Limit(
+            name="result_tests",
+            default=250_000,
+            what="per-test outcomes one result file keeps over all its phases (about 40 MB)",
+        ),
+    )
+}
 
 
 def value(name: str) -> int:
@@ -114,8 +138,11 @@ def cap_result_tests(phases: Sequence[Phase]) -> tuple[Phase, ...]:
             out.append(p)
             continue
         keep = {t for t in p.tests if t in telling} | set(rest[:share])
-        line = "[ft-harness] " + note("result_tests", f"{len(rest) - share} of this phase's "
-                                       f"{len(p.tests)} per-test outcomes (passed or skipped) not kept")
-        out.append(replace(p, tests={t: tc for t, tc in p.tests.items() if t in keep},
-                           excerpt=f"{p.excerpt}\n{line}".strip()))
+        line = "[ft-harness] " + note(
+            "result_tests",
+            f"{len(rest) - share} of this phase's {len(p.tests)} per-test outcomes (passed or skipped) not kept",
+        )
+        out.append(
+            replace(p, tests={t: tc for t, tc in p.tests.items() if t in keep}, excerpt=f"{p.excerpt}\n{line}".strip())
+        )
     return tuple(out)

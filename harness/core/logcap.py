@@ -21,8 +21,10 @@ CUT = "[ft-harness] log cut"
 
 
 def cut_line(cut: int, limit: int) -> str:
-    return (f"{CUT}: {cut} bytes in the middle not kept (limit log_bytes ({limit}) exceeded; "
-            f"FT_HARNESS_LIMIT_LOG_BYTES raises it)")
+    return (
+        f"{CUT}: {cut} bytes in the middle not kept (limit log_bytes ({limit}) exceeded; "
+        f"FT_HARNESS_LIMIT_LOG_BYTES raises it)"
+    )
 
 
 def cap_log(dirfd: int, rel: str) -> str:
@@ -58,8 +60,10 @@ def capped(chunks: Iterable[bytes]) -> bytes:
         room = limit - len(out)
         if len(chunk) > room:
             out += chunk[:room]
-            out += (f"\n{CUT}: the rest not read (limit log_bytes ({limit}) exceeded; "
-                    "FT_HARNESS_LIMIT_LOG_BYTES raises it)\n").encode()
+            out += (
+                f"\n{CUT}: the rest not read (limit log_bytes ({limit}) exceeded; "
+                "FT_HARNESS_LIMIT_LOG_BYTES raises it)\n"
+            ).encode()
             break
         out += chunk
     return bytes(out)

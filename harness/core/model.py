@@ -41,9 +41,17 @@ READABLE_SCHEMAS = (2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14)
 
 # Verdicts, most severe first.  These strings are the contract of report.json.
 VERDICTS = (
-    "build-failure", "infra-error",
-    "ft-crash", "crash", "hang", "ft-race", "thread-unsafe", "gil-reenabled",
-    "baseline-failure", "compatible", "no-tests",
+    "build-failure",
+    "infra-error",
+    "ft-crash",
+    "crash",
+    "hang",
+    "ft-race",
+    "thread-unsafe",
+    "gil-reenabled",
+    "baseline-failure",
+    "compatible",
+    "no-tests",
     "skipped",  # not run: a recipe registry says the suite cannot run on this Python (harness.testsetup.registry)
 )
 
@@ -67,8 +75,15 @@ def now_iso() -> str:
 # iterations is already past test_timeout: too slow to tell, not a hang
 # skipped: the registry's reason the job was not run (its verdict too)
 # repeat-failure: a test run single-threaded in the threaded runs failed there only: not threads
-INFO_KINDS = ("no-thread-coverage", "unconfirmed", "setup-error", "budget-spent", "slow-in-threads", "skipped",
-              "repeat-failure")
+INFO_KINDS = (
+    "no-thread-coverage",
+    "unconfirmed",
+    "setup-error",
+    "budget-spent",
+    "slow-in-threads",
+    "skipped",
+    "repeat-failure",
+)
 FINDING_KINDS = VERDICTS[:-3] + INFO_KINDS
 # Phase.kind, a closed set (a result naming another is refused as it is read: harness.core.typecheck)
 PhaseKind = Literal["install", "setup", "probe", "collect", "plain", "threads", "tsan", "confirm", "wheels"]
@@ -131,8 +146,7 @@ class TestCommand:
         return (*self.head, *self.options, *self.plugins, *self.threads, *self.this_run, *self.paths)
 
     def alone(self, test_id: str | None) -> tuple[str, ...]:
-        return (*self.head, *self.options, *self.plugins, *self.threads,
-                *((test_id,) if test_id else self.paths))
+        return (*self.head, *self.options, *self.plugins, *self.threads, *((test_id,) if test_id else self.paths))
 
     def to_dict(self) -> dict[str, list[str]]:
         return {f.name: list(getattr(self, f.name)) for f in fields(self)}

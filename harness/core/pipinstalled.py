@@ -52,10 +52,12 @@ class PipItem:
         archive = info.get("archive_info")
         hashes = archive.get("hashes") if isinstance(archive, dict) else None
         sha = hashes.get("sha256") if isinstance(hashes, dict) else None
-        return cls(name=str(canonicalize_name(meta["name"])),
-                   version=meta["version"] if isinstance(meta.get("version"), str) else "",
-                   url=info["url"] if isinstance(info.get("url"), str) else "",
-                   sha256=sha if isinstance(sha, str) and _SHA256_RE.fullmatch(sha) else "")
+        return cls(
+            name=str(canonicalize_name(meta["name"])),
+            version=meta["version"] if isinstance(meta.get("version"), str) else "",
+            url=info["url"] if isinstance(info.get("url"), str) else "",
+            sha256=sha if isinstance(sha, str) and _SHA256_RE.fullmatch(sha) else "",
+        )
 
 
 @dataclass(frozen=True)

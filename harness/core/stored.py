@@ -53,8 +53,10 @@ class StoredWheel:
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> StoredWheel:
         """Tolerant: a missing or non-string field reads as ""."""
+
         def s(k: str) -> str:
             return v if isinstance(v := d.get(k), str) else ""
+
         return cls(name=s("name"), version=s("version"), sdist_sha256=s("sdist_sha256"), wheel=s("wheel"))
 
 

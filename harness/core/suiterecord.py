@@ -71,8 +71,11 @@ class TestSetup:
 
     def to_report_dict(self) -> dict[str, Any]:
         """As report.json has it: every field."""
-        return {**{k: list(v) if isinstance(v := getattr(self, k), tuple) else v for k in _DECIDED},
-                "sources": list(self.sources), "recipe": dict(self.recipe)}
+        return {
+            **{k: list(v) if isinstance(v := getattr(self, k), tuple) else v for k in _DECIDED},
+            "sources": list(self.sources),
+            "recipe": dict(self.recipe),
+        }
 
     @classmethod
     def from_dict(cls, d: Any) -> TestSetup:
@@ -80,8 +83,13 @@ class TestSetup:
         if not isinstance(d, Mapping):
             return cls()
         recipe = d.get("recipe")
-        return cls(tests=_str(d.get("tests")), tests_from=_str(d.get("tests_from")),
-                   requires=_strs(d.get("requires")), requires_from=_str(d.get("requires_from")),
-                   pytest_args=_strs(d.get("pytest_args")),
-                   pytest_args_from=_str(d.get("pytest_args_from")), sources=_strs(d.get("sources")),
-                   recipe=dict(recipe) if isinstance(recipe, Mapping) else {})
+        return cls(
+            tests=_str(d.get("tests")),
+            tests_from=_str(d.get("tests_from")),
+            requires=_strs(d.get("requires")),
+            requires_from=_str(d.get("requires_from")),
+            pytest_args=_strs(d.get("pytest_args")),
+            pytest_args_from=_str(d.get("pytest_args_from")),
+            sources=_strs(d.get("sources")),
+            recipe=dict(recipe) if isinstance(recipe, Mapping) else {},
+        )

@@ -63,10 +63,14 @@ def _openat2(dirfd: int, rel: str, flags: int, mode: int) -> int | None:
     global _OPENAT2
     if _OPENAT2 is False:
         return None
-    how = _OpenHow(flags | os.O_CLOEXEC, mode if flags & os.O_CREAT else 0,
-                   RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS)
-    fd = _LIBC.syscall(ctypes.c_long(SYS_OPENAT2), ctypes.c_long(dirfd), ctypes.c_char_p(rel.encode()),
-                       ctypes.byref(how), ctypes.c_size_t(ctypes.sizeof(how)))
+    how = _OpenHow(flags | os.O_CLOEXEC, mode if flags & os.O_CREAT else 0, RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS)
+    fd = _LIBC.syscall(
+        ctypes.c_long(SYS_OPENAT2),
+        ctypes.c_long(dirfd),
+        ctypes.c_char_p(rel.encode()),
+        ctypes.byref(how),
+        ctypes.c_size_t(ctypes.sizeof(how)),
+    )
     if fd >= 0:
         _OPENAT2 = True
         return int(fd)
@@ -254,8 +258,9 @@ class JobDir:
         d = self._dirfd("/".join(parts[:-1]))
         try:
             _remove_at(d, parts[-1])
-            return os.open(parts[-1], os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
-                           mode, dir_fd=d)
+            return os.open(
+                parts[-1], os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, mode, dir_fd=d
+            )
         finally:
             os.close(d)
 

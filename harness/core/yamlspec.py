@@ -23,8 +23,15 @@ PROJECT_NAME_RE = re.compile(r"^([A-Za-z0-9]|[A-Za-z0-9][A-Za-z0-9._-]*[A-Za-z0-
 MAX_NAME = 100  # a job id and its directories are built from it
 ENV_KEY_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # matrix.yaml's rules for names and numbers; upper bounds that catch a typo (threads: 1000000000) before it becomes a run
-LIMITS = {"threads": 256, "iterations": 10_000, "repeat": 1000, "test_timeout": 86_400,
-          "job_timeout": 7 * 86_400, "install_timeout": 7 * 86_400, "confirm_budget": 86_400}
+LIMITS = {
+    "threads": 256,
+    "iterations": 10_000,
+    "repeat": 1000,
+    "test_timeout": 86_400,
+    "job_timeout": 7 * 86_400,
+    "install_timeout": 7 * 86_400,
+    "confirm_budget": 86_400,
+}
 
 
 def compose(text: str, file: str) -> yaml.Node | None:
@@ -167,8 +174,11 @@ def existing(ctx: Ctx, node: yaml.Node, where: str, base: Path, text: str) -> st
         raise ctx.fail(node, f"{where} contains a NUL character")
     p = (base / text).resolve()
     if p == Path(p.anchor) or p == Path.home():
-        raise ctx.fail(node, f"{where} names {text!r}, the filesystem root or the home directory: "
-                             "point it at the package's own source tree")
+        raise ctx.fail(
+            node,
+            f"{where} names {text!r}, the filesystem root or the home directory: "
+            "point it at the package's own source tree",
+        )
     if not p.exists():
         raise ctx.fail(node, f"{where} names {text!r}, which does not exist (relative to {base})")
     return str(p)

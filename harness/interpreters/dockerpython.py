@@ -29,16 +29,7 @@ from ..core.jobspec import Interpreter
 from ..core.model import InterpreterInfo
 from ..core.progress import Heartbeat, no_heartbeat
 from . import interpreters
-from .images import (
-    CONTAINERS,
-    LABEL,
-    PACKAGE_BUILD_DEPS,
-    ImageRef,
-    _find,
-    build_args,
-    daemon_error,
-    ensure_base,
-)
+from .images import CONTAINERS, LABEL, PACKAGE_BUILD_DEPS, ImageRef, _find, build_args, daemon_error, ensure_base
 
 log = logging.getLogger(__name__)
 
@@ -62,9 +53,15 @@ class Mounted:
 
 
 def runtime_tag(base: str) -> str:
-    blob = json.dumps({"base": base, "deps": interpreters.BUILD_DEPS, "tools": interpreters.TEST_TOOLS,
-                       "package_deps": PACKAGE_BUILD_DEPS,
-                       "dockerfile": hashlib.sha256(RUNTIME_DOCKERFILE.read_bytes()).hexdigest()})
+    blob = json.dumps(
+        {
+            "base": base,
+            "deps": interpreters.BUILD_DEPS,
+            "tools": interpreters.TEST_TOOLS,
+            "package_deps": PACKAGE_BUILD_DEPS,
+            "dockerfile": hashlib.sha256(RUNTIME_DOCKERFILE.read_bytes()).hexdigest(),
+        }
+    )
     return f"{RUNTIME_REPO}:{hashlib.sha256(blob.encode()).hexdigest()[:12]}"
 
 
@@ -97,9 +94,16 @@ def _build(client, tag: str, base: str, log_path: Path, heartbeat: Heartbeat = n
     error = ""
     try:
         stream = client.api.build(
-            fileobj=buf, custom_context=True, tag=tag, rm=True, forcerm=True, decode=True,
-            pull=False, labels={f"{LABEL}.kind": "runtime", f"{LABEL}.base": base},
-            buildargs=build_args(base))
+            fileobj=buf,
+            custom_context=True,
+            tag=tag,
+            rm=True,
+            forcerm=True,
+            decode=True,
+            pull=False,
+            labels={f"{LABEL}.kind": "runtime", f"{LABEL}.base": base},
+            buildargs=build_args(base),
+        )
         with open(log_path, "w") as logf, heartbeat(f"building image {tag} (log {log_path})"):
             for chunk in stream:
                 if "stream" in chunk:
@@ -129,20 +133,22 @@ def why_not_started(output: str) -> str:
     return lines[-1] if lines else "no output"
 
 
-def mount_installed(client, interp: Interpreter, cache: Path, *,
-                    heartbeat: Heartbeat = no_heartbeat) -> Mounted:
+def mount_installed(client, interp: Interpreter, cache: Path, *, heartbeat: Heartbeat = no_heartbeat) -> Mounted:
     """Check ``interp`` (a ``python:`` source) on the host and in the runtime image; what the
     backend mounts.  ConfigError at the matrix line for anything wrong with the interpreter."""
     built = interpreters.use_installed(interp)  # found, free-threaded, the version asked for
     what = f".source {interp.source.describe()}"
     prefix = prefix_of(built.python)
     if str(prefix) in SYSTEM_DIRS:
-        raise interp.fail(f"{what}: its prefix is {prefix}, a system directory, which the docker "
-                          "backend does not mount over the image's; use a self-contained install "
-                          "(setup-python's, uv's, a build with --prefix) or --backend local")
+        raise interp.fail(
+            f"{what}: its prefix is {prefix}, a system directory, which the docker "
+            "backend does not mount over the image's; use a self-contained install "
+            "(setup-python's, uv's, a build with --prefix) or --backend local"
+        )
     if not (prefix / "bin" / built.info.python_name).exists():
-        raise interp.fail(f"{what}: {prefix}/bin has no {built.info.python_name}, so the "
-                          "installation cannot be mounted as a whole")
+        raise interp.fail(
+            f"{what}: {prefix}/bin has no {built.info.python_name}, so the installation cannot be mounted as a whole"
+        )
     runtime = ensure_runtime_image(client, cache, heartbeat=heartbeat)
     mounts = {str(prefix): {"bind": MOUNT, "mode": "ro"}}
     env = {"LD_LIBRARY_PATH": f"{MOUNT}/lib"} if any((prefix / "lib").glob("libpython3*.so*")) else {}
@@ -160,16 +166,25 @@ def mount_installed(client, interp: Interpreter, cache: Path, *,
     return Mounted(info=info, python=python, image=runtime.tag, mounts=mounts, env=env)
 
 
-def _check_inside(client, image: str, python: str, mounts: dict, env: dict[str, str],
-                  interp: Interpreter, what: str) -> dict:
+def _check_inside(
+    client, image: str, python: str, mounts: dict, env: dict[str, str], interp: Interpreter, what: str
+) -> dict:
     import docker.errors
 
     try:
         container = client.containers.create(
-            image, [python, "-c", interpreters.CHECK_SCRIPT], environment={"PYTHON_GIL": "0", **env},
-            volumes=mounts, network_mode="none", user="1000:1000", read_only=True,
-            tmpfs={"/tmp": "rw,size=64m"}, cap_drop=["ALL"], security_opt=["no-new-privileges"],
-            labels={f"{LABEL}.kind": "check"})
+            image,
+            [python, "-c", interpreters.CHECK_SCRIPT],
+            environment={"PYTHON_GIL": "0", **env},
+            volumes=mounts,
+            network_mode="none",
+            user="1000:1000",
+            read_only=True,
+            tmpfs={"/tmp": "rw,size=64m"},
+            cap_drop=["ALL"],
+            security_opt=["no-new-privileges"],
+            labels={f"{LABEL}.kind": "check"},
+        )
     except docker.errors.ImageNotFound:
         raise BuildError(f"docker image {image} is missing (run `ft-harness image`)") from None
     except Exception as e:
@@ -187,17 +202,21 @@ def _check_inside(client, image: str, python: str, mounts: dict, env: dict[str, 
         except Exception as e:  # noqa: BLE001 - a leftover check container is `clean`'s
             log.debug("removing the check container: %s", e)
     if code != 0:
-        raise interp.fail(f"{what} does not start in the docker image {image} (exit {code}): "
-                          f"{why_not_started(err or out)}")
+        raise interp.fail(
+            f"{what} does not start in the docker image {image} (exit {code}): {why_not_started(err or out)}"
+        )
     try:
         facts = json.loads(out)
     except json.JSONDecodeError:
-        raise interp.fail(f"{what} printed no interpreter facts in the docker image {image}: "
-                          f"{why_not_started(err or out)}") from None
+        raise interp.fail(
+            f"{what} printed no interpreter facts in the docker image {image}: {why_not_started(err or out)}"
+        ) from None
     problem = interpreters.check_facts(facts, interp, f"{what} (in the docker image)")
     if problem:
         raise interp.fail(problem)
     if facts.get("base_prefix") != MOUNT:
-        raise interp.fail(f"{what} takes its prefix to be {facts.get('base_prefix')!r} in the "
-                          f"docker image, not {MOUNT}: it is not relocatable; use --backend local")
+        raise interp.fail(
+            f"{what} takes its prefix to be {facts.get('base_prefix')!r} in the "
+            f"docker image, not {MOUNT}: it is not relocatable; use --backend local"
+        )
     return facts

@@ -65,35 +65,35 @@ PREFIX = "/opt/python"
 # ``--backend local`` hosts in docs/howto/build-environment.md (a unit test keeps the two equal).
 # harness.parse.buildenv maps a missing header/library/tool back to these names.
 PACKAGE_BUILD_DEPS = (
-    "gfortran",         # Fortran: scipy, f2py / meson Fortran extensions
-    "rustc",            # Rust: pydantic-core, rpds-py, cryptography, orjson, jiter, ...
+    "gfortran",  # Fortran: scipy, f2py / meson Fortran extensions
+    "rustc",  # Rust: pydantic-core, rpds-py, cryptography, orjson, jiter, ...
     "cargo",
-    "cmake",            # scikit-build(-core) and CMake-driven setup.py
+    "cmake",  # scikit-build(-core) and CMake-driven setup.py
     "ninja-build",
-    "pkg-config",       # meson and setup.py's library lookups
-    "patchelf",         # maturin's wheel repair of linked libraries
-    "libyaml-dev",      # pyyaml (yaml._yaml)
-    "libjpeg-dev",      # pillow (required), ...
+    "pkg-config",  # meson and setup.py's library lookups
+    "patchelf",  # maturin's wheel repair of linked libraries
+    "libyaml-dev",  # pyyaml (yaml._yaml)
+    "libjpeg-dev",  # pillow (required), ...
     "libpng-dev",
-    "zlib1g-dev",       # pillow (required), lxml, ...
-    "libtiff-dev",      # pillow
-    "libwebp-dev",      # pillow
+    "zlib1g-dev",  # pillow (required), lxml, ...
+    "libtiff-dev",  # pillow
+    "libwebp-dev",  # pillow
     "libfreetype-dev",  # pillow, matplotlib
-    "liblcms2-dev",     # pillow
+    "liblcms2-dev",  # pillow
     "libopenjp2-7-dev",  # pillow
-    "libxml2-dev",      # lxml
-    "libxslt1-dev",     # lxml
+    "libxml2-dev",  # lxml
+    "libxslt1-dev",  # lxml
     "libopenblas-dev",  # numpy, scipy (BLAS/LAPACK)
     "liblapack-dev",
-    "libgeos-dev",      # shapely
-    "libsodium-dev",    # pynacl
-    "libpq-dev",        # psycopg2, psycopg-c
-    "libzstd-dev",      # zstandard, pyzstd
-    "liblz4-dev",       # lz4
-    "libsnappy-dev",    # python-snappy
-    "libbrotli-dev",    # brotli, brotlicffi
-    "libffi-dev",       # cffi
-    "libssl-dev",       # cryptography, psycopg, ...
+    "libgeos-dev",  # shapely
+    "libsodium-dev",  # pynacl
+    "libpq-dev",  # psycopg2, psycopg-c
+    "libzstd-dev",  # zstandard, pyzstd
+    "liblz4-dev",  # lz4
+    "libsnappy-dev",  # python-snappy
+    "libbrotli-dev",  # brotli, brotlicffi
+    "libffi-dev",  # cffi
+    "libssl-dev",  # cryptography, psycopg, ...
 )
 LABEL = "ft-harness"  # every image, container and volume of ours carries ft-harness.* labels
 
@@ -131,8 +131,7 @@ def docker_client(timeout: int = 60):  # a docker.DockerClient (the SDK is impor
     try:
         import docker
     except ImportError:
-        raise InfraError("the docker SDK for Python is not installed "
-                         "(pip install docker)") from None
+        raise InfraError("the docker SDK for Python is not installed (pip install docker)") from None
     try:
         client = docker.from_env(timeout=timeout)
         client.ping()
@@ -170,8 +169,9 @@ def base_tag(inputs: dict[str, str]) -> str:
     return f"{BASE_REPO}:{inputs['suite']}-{hashlib.sha256(blob).hexdigest()[:12]}"
 
 
-def ensure_base(client, cache: Path, *, suite: str = BASE_SUITE, mirror: str | None = None,
-                heartbeat: Heartbeat = no_heartbeat) -> ImageRef:
+def ensure_base(
+    client, cache: Path, *, suite: str = BASE_SUITE, mirror: str | None = None, heartbeat: Heartbeat = no_heartbeat
+) -> ImageRef:
     """The base image for ``suite``; debootstrapped and imported only when missing."""
     inputs = base_inputs(suite, mirror)
     tag = base_tag(inputs)
@@ -192,13 +192,16 @@ def ensure_base(client, cache: Path, *, suite: str = BASE_SUITE, mirror: str | N
     return ImageRef(tag=tag, reused=False, id=image_id, seconds=took)
 
 
-def _bootstrap_and_import(client, tag: str, inputs: dict[str, str], images: Path,
-                          heartbeat: Heartbeat = no_heartbeat) -> str:
+def _bootstrap_and_import(
+    client, tag: str, inputs: dict[str, str], images: Path, heartbeat: Heartbeat = no_heartbeat
+) -> str:
     if shutil.which("debootstrap") is None:
         raise BuildError("building the base image needs debootstrap (apt-get install debootstrap)")
     if not KEYRING.is_file():
-        raise BuildError(f"building the base image needs the Debian archive keyring at {KEYRING}, which "
-                         "debootstrap checks the mirror's packages with (apt-get install debian-archive-keyring)")
+        raise BuildError(
+            f"building the base image needs the Debian archive keyring at {KEYRING}, which "
+            "debootstrap checks the mirror's packages with (apt-get install debian-archive-keyring)"
+        )
     root = images / f".root-{os.getpid()}"
     log_path = images / f"{tag.split(':')[1]}.bootstrap.log"
     shutil.rmtree(root, ignore_errors=True)
@@ -219,11 +222,9 @@ def _bootstrap_and_import(client, tag: str, inputs: dict[str, str], images: Path
             f"LABEL {LABEL}.kind=base",
             *(f"LABEL {LABEL}.{k}={v}" for k, v in inputs.items()),
         ]
-        tar = subprocess.Popen(["tar", "--numeric-owner", "-C", str(root), "-c", "."],
-                               stdout=subprocess.PIPE)
+        tar = subprocess.Popen(["tar", "--numeric-owner", "-C", str(root), "-c", "."], stdout=subprocess.PIPE)
         try:
-            answer = client.api.import_image_from_stream(
-                tar.stdout, repository=repo, tag=version, changes=changes)
+            answer = client.api.import_image_from_stream(tar.stdout, repository=repo, tag=version, changes=changes)
         except Exception as e:
             tar.kill()
             raise daemon_error(e) from None
@@ -245,17 +246,25 @@ def _bootstrap_and_import(client, tag: str, inputs: dict[str, str], images: Path
 def interpreter_tag(key: str) -> str:
     """The interpreter's build key, then what else makes the image: its Dockerfile and the
     Debian packages it installs (a changed one is a new image, never a stale cached one)."""
-    blob = json.dumps({"dockerfile": hashlib.sha256(DOCKERFILE.read_bytes()).hexdigest(),
-                       "deps": interpreters.BUILD_DEPS, "tools": interpreters.TEST_TOOLS,
-                       "package_deps": PACKAGE_BUILD_DEPS})
+    blob = json.dumps(
+        {
+            "dockerfile": hashlib.sha256(DOCKERFILE.read_bytes()).hexdigest(),
+            "deps": interpreters.BUILD_DEPS,
+            "tools": interpreters.TEST_TOOLS,
+            "package_deps": PACKAGE_BUILD_DEPS,
+        }
+    )
     return f"{INTERP_REPO}:{key}-{hashlib.sha256(blob.encode()).hexdigest()[:8]}"
 
 
 def build_args(base: str) -> dict[str, str]:
     """The Dockerfiles' ARGs (interpreter.Dockerfile and runtime.Dockerfile declare the same)."""
-    return {"BASE": base, "BUILD_DEPS": " ".join(interpreters.BUILD_DEPS),
-            "TEST_TOOLS": " ".join(interpreters.TEST_TOOLS),
-            "PACKAGE_BUILD_DEPS": " ".join(PACKAGE_BUILD_DEPS)}
+    return {
+        "BASE": base,
+        "BUILD_DEPS": " ".join(interpreters.BUILD_DEPS),
+        "TEST_TOOLS": " ".join(interpreters.TEST_TOOLS),
+        "PACKAGE_BUILD_DEPS": " ".join(PACKAGE_BUILD_DEPS),
+    }
 
 
 def build_script(interp: Interpreter, jobs: int) -> str:
@@ -288,8 +297,9 @@ def _context(interp: Interpreter, tarball: Path, jobs: int) -> io.BytesIO:
     return buf
 
 
-def ensure_interpreter_image(client, interp: Interpreter, cache: Path, *,
-                             jobs: int | None = None, heartbeat: Heartbeat = no_heartbeat) -> ImageRef:
+def ensure_interpreter_image(
+    client, interp: Interpreter, cache: Path, *, jobs: int | None = None, heartbeat: Heartbeat = no_heartbeat
+) -> ImageRef:
     """The interpreter image for ``interp``; built only when missing or its base changed."""
     base = ensure_base(client, cache, suite=BASE_SUITE, heartbeat=heartbeat)
     tarball = interpreters.fetch_source(interp, cache)
@@ -310,9 +320,17 @@ def ensure_interpreter_image(client, interp: Interpreter, cache: Path, *,
             img = current()
             if img is None:
                 started = time.monotonic()
-                facts = _build_interpreter(client, interp, tarball, key, tag, base.tag,
-                                           cache / "images" / f"{key}.build.log",
-                                           jobs or os.cpu_count() or 2, heartbeat)
+                facts = _build_interpreter(
+                    client,
+                    interp,
+                    tarball,
+                    key,
+                    tag,
+                    base.tag,
+                    cache / "images" / f"{key}.build.log",
+                    jobs or os.cpu_count() or 2,
+                    heartbeat,
+                )
                 took = time.monotonic() - started
                 log.info("built image %s in %.0f s", tag, took)
                 img = _find(client, tag)
@@ -320,14 +338,28 @@ def ensure_interpreter_image(client, interp: Interpreter, cache: Path, *,
         log.info("reused image %s", tag)
         facts = check_image(client, tag, interp)
     python = interpreters.python_in(PREFIX, facts)
-    return ImageRef(tag=tag, reused=took == 0.0, key=key, python=python,
-                    id=img.id if img is not None else "", seconds=took,
-                    info=interpreters.info_from_facts(interp, key=key, python=python, facts=facts))
+    return ImageRef(
+        tag=tag,
+        reused=took == 0.0,
+        key=key,
+        python=python,
+        id=img.id if img is not None else "",
+        seconds=took,
+        info=interpreters.info_from_facts(interp, key=key, python=python, facts=facts),
+    )
 
 
-def _build_interpreter(client, interp: Interpreter, tarball: Path, key: str, tag: str,
-                       base: str, log_path: Path, jobs: int,
-                       heartbeat: Heartbeat = no_heartbeat) -> dict:
+def _build_interpreter(
+    client,
+    interp: Interpreter,
+    tarball: Path,
+    key: str,
+    tag: str,
+    base: str,
+    log_path: Path,
+    jobs: int,
+    heartbeat: Heartbeat = no_heartbeat,
+) -> dict:
     """Build the image and check its interpreter; the facts of the check (BuildError, and no
     image left behind, when it fails)."""
     labels = {
@@ -340,13 +372,18 @@ def _build_interpreter(client, interp: Interpreter, tarball: Path, key: str, tag
         f"{LABEL}.base": base,
     }
     log_path.parent.mkdir(parents=True, exist_ok=True)
-    log.info("building image %s (CPython %s from %s; log %s)", tag, interp.version,
-             tarball.name, log_path)
+    log.info("building image %s (CPython %s from %s; log %s)", tag, interp.version, tarball.name, log_path)
     error = ""
     try:
         stream = client.api.build(
-            fileobj=_context(interp, tarball, jobs), custom_context=True, tag=tag,
-            labels=labels, rm=True, forcerm=True, decode=True, pull=False,
+            fileobj=_context(interp, tarball, jobs),
+            custom_context=True,
+            tag=tag,
+            labels=labels,
+            rm=True,
+            forcerm=True,
+            decode=True,
+            pull=False,
             buildargs=build_args(base),
         )
         what = f"building image {tag} (CPython {interp.version}; log {log_path})"
@@ -382,8 +419,11 @@ def check_image(client, tag: str, interp: Interpreter) -> dict:
     with ``interpreters.check_facts``, the one check of an interpreter. BuildError if it fails."""
     try:
         out = client.containers.run(
-            tag, [f"{PREFIX}/bin/python3", "-c", interpreters.CHECK_SCRIPT],
-            environment={"PYTHON_GIL": "0"}, network_mode="none", remove=True,
+            tag,
+            [f"{PREFIX}/bin/python3", "-c", interpreters.CHECK_SCRIPT],
+            environment={"PYTHON_GIL": "0"},
+            network_mode="none",
+            remove=True,
             labels={f"{LABEL}.kind": "check"},
         )
         facts = json.loads(out)

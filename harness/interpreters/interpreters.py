@@ -71,6 +71,7 @@ BUILD_DEPS = (
 # install them in a layer of their own, after the interpreter's build.
 TEST_TOOLS = ("procps", "git", "gnupg", "gpgsm", "openssh-client")
 
+
 def cache_root(cli_value: str | None = None) -> Path:
     value = cli_value or os.environ.get("FT_HARNESS_CACHE") or "~/.cache/ft-harness"
     return Path(value).expanduser().resolve()
@@ -189,12 +190,13 @@ def _fetch_debian(interp: Interpreter, cache: Path) -> Path:
     match = [v for v in shipped if _debian_upstream(v) == version]
     if not match:
         ships = ", ".join(f"{_debian_upstream(v)} ({v})" for v in shipped)
-        raise interp.fail(f".source debian:{suite} ships {package} {ships}, not {version}: "
-                          f"set version to what it ships or pick another suite")
+        raise interp.fail(
+            f".source debian:{suite} ships {package} {ships}, not {version}: "
+            f"set version to what it ships or pick another suite"
+        )
     r = _apt(["apt-get", "source", "--download-only", "-q", f"{package}={match[0]}"], dl, env)
     if r.returncode != 0:
-        raise BuildError(f"apt-get source {package}={match[0]} from debian:{suite} failed: "
-                         f"{_last_line(r)}")
+        raise BuildError(f"apt-get source {package}={match[0]} from debian:{suite} failed: {_last_line(r)}")
     if not want.exists():
         raise BuildError(f"apt-get source {package}={match[0]} gave no {want.name} in {dl}")
     return want
@@ -206,7 +208,8 @@ def fetch_source(interp: Interpreter, cache: Path) -> Path:
     if src.kind == "python":
         raise interp.fail(
             f".source {src.describe()} is an interpreter installed on this machine: there is no "
-            "source to fetch or build (it is used as it is; the docker backend mounts it)")
+            "source to fetch or build (it is used as it is; the docker backend mounts it)"
+        )
     if src.kind == "debian":
         return _fetch_debian(interp, cache)
     if src.kind == "tarball":
@@ -245,11 +248,7 @@ def build_key(interp: Interpreter, tarball: Path) -> str:
 
 def build_commands(src_dir: str, prefix: str, flags: tuple[str, ...], jobs: int) -> list[list[str]]:
     """The configure/make/install commands; the docker image runs the same ones."""
-    return [
-        ["./configure", f"--prefix={prefix}", *flags],
-        ["make", f"-j{jobs}"],
-        ["make", "install"],
-    ]
+    return [["./configure", f"--prefix={prefix}", *flags], ["make", f"-j{jobs}"], ["make", "install"]]
 
 
 def build_env(interp: Interpreter) -> dict[str, str]:
@@ -313,8 +312,7 @@ def installed_key(python: Path, facts: dict[str, Any]) -> str:
     (another build at the same path) changes the key, so its jobs run again."""
     real = python.resolve()
     st = real.stat()
-    blob = "\0".join([str(real), str(facts.get("vv")), str(facts.get("SOABI")),
-                      str(st.st_size), str(st.st_mtime_ns)])
+    blob = "\0".join([str(real), str(facts.get("vv")), str(facts.get("SOABI")), str(st.st_size), str(st.st_mtime_ns)])
     digest = hashlib.sha256(blob.encode()).hexdigest()[:12]
     return f"cpython-{facts.get('full_version') or facts.get('version')}-ft-installed-{digest}"
 
@@ -333,9 +331,14 @@ def use_installed(interp: Interpreter) -> Built:
         raise interp.fail(problem)
     key = installed_key(python, facts)
     log.info("interpreter %s: installed %s (%s)", interp.name, python, facts.get("vv"))
-    return Built(info=info_from_facts(interp, key=key, python=python, facts=facts, installed=True),
-                 prefix=Path(facts.get("prefix") or python.parent.parent), python=python,
-                 source_tarball=None, cache_hit=True, installed=True)
+    return Built(
+        info=info_from_facts(interp, key=key, python=python, facts=facts, installed=True),
+        prefix=Path(facts.get("prefix") or python.parent.parent),
+        python=python,
+        source_tarball=None,
+        cache_hit=True,
+        installed=True,
+    )
 
 
 # ------------------------------------------------------------------ the cache
@@ -345,12 +348,18 @@ def _cached(interp: Interpreter, key: str, prefix: Path, tarball: Path) -> Built
     """A cache entry, probed again (cheap) so its facts are the interpreter's, not a record's."""
     facts = check_python(prefix / "bin" / "python3", interp)
     python = Path(python_in(prefix, facts))
-    return Built(info=info_from_facts(interp, key=key, python=python, facts=facts), prefix=prefix,
-                 python=python, source_tarball=tarball, cache_hit=True)
+    return Built(
+        info=info_from_facts(interp, key=key, python=python, facts=facts),
+        prefix=prefix,
+        python=python,
+        source_tarball=tarball,
+        cache_hit=True,
+    )
 
 
-def ensure_built(interp: Interpreter, cache: Path, *, jobs: int | None = None,
-                 heartbeat: Heartbeat = no_heartbeat) -> Built:
+def ensure_built(
+    interp: Interpreter, cache: Path, *, jobs: int | None = None, heartbeat: Heartbeat = no_heartbeat
+) -> Built:
     """Return the interpreter for ``interp``: installed (``python:``), cached, or built now
     (said through ``heartbeat``: the CLI's prints the steps and the time)."""
     if not interp.source.builds:
@@ -367,23 +376,32 @@ def ensure_built(interp: Interpreter, cache: Path, *, jobs: int | None = None,
         if marker.exists():  # built by whoever held the lock
             log.info("interpreter %s: cache hit (%s, built concurrently)", interp.name, key)
             return _cached(interp, key, prefix, tarball)
-        _build(interp, tarball, prefix, base / f"{key}.build.log", jobs or os.cpu_count() or 2,
-               heartbeat)
+        _build(interp, tarball, prefix, base / f"{key}.build.log", jobs or os.cpu_count() or 2, heartbeat)
         try:  # bin/python3 is installed by every `make install`; the real name comes from it
             facts = check_python(prefix / "bin" / "python3", interp)
         except BuildError:
             shutil.rmtree(prefix, ignore_errors=True)
             raise
-        marker.write_text(json.dumps({"key": key, "source": str(tarball), "facts": facts,
-                                      "configure": list(interp.configure_flags)}, indent=1))
+        marker.write_text(
+            json.dumps(
+                {"key": key, "source": str(tarball), "facts": facts, "configure": list(interp.configure_flags)},
+                indent=1,
+            )
+        )
     log.info("interpreter %s: built %s", interp.name, key)
     python = Path(python_in(prefix, facts))
-    return Built(info=info_from_facts(interp, key=key, python=python, facts=facts), prefix=prefix,
-                 python=python, source_tarball=tarball, cache_hit=False)
+    return Built(
+        info=info_from_facts(interp, key=key, python=python, facts=facts),
+        prefix=prefix,
+        python=python,
+        source_tarball=tarball,
+        cache_hit=False,
+    )
 
 
-def _build(interp: Interpreter, tarball: Path, prefix: Path, log_path: Path, jobs: int,
-           heartbeat: Heartbeat = no_heartbeat) -> None:
+def _build(
+    interp: Interpreter, tarball: Path, prefix: Path, log_path: Path, jobs: int, heartbeat: Heartbeat = no_heartbeat
+) -> None:
     """Configure, make, install into a staging dir (DESTDIR), check, then rename into place."""
     work = prefix.parent / f".{prefix.name}.work-{os.getpid()}"
     shutil.rmtree(work, ignore_errors=True)

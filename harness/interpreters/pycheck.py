@@ -88,8 +88,9 @@ def probe(python: str | Path, *, env: dict[str, str] | None = None, timeout: flo
     clean.update(env or {})
     with _packaging_dir() as tags_dir:
         try:
-            r = subprocess.run([str(python), "-c", CHECK_SCRIPT, tags_dir], env=clean,
-                               capture_output=True, text=True, timeout=timeout)
+            r = subprocess.run(
+                [str(python), "-c", CHECK_SCRIPT, tags_dir], env=clean, capture_output=True, text=True, timeout=timeout
+            )
             return json.loads(r.stdout)
         except (OSError, subprocess.TimeoutExpired, json.JSONDecodeError) as e:
             first = (str(e).splitlines() or [type(e).__name__])[0]
@@ -165,8 +166,9 @@ def python_in(prefix: str | Path, facts: dict[str, Any]) -> str:
     return f"{str(prefix).rstrip('/')}/bin/{facts['python_name']}"
 
 
-def info_from_facts(interp: Interpreter, *, key: str, python: str | Path, facts: dict[str, Any],
-                    installed: bool = False) -> InterpreterInfo:
+def info_from_facts(
+    interp: Interpreter, *, key: str, python: str | Path, facts: dict[str, Any], installed: bool = False
+) -> InterpreterInfo:
     """The InterpreterInfo of a checked interpreter: every version-specific value from ``facts``."""
     pairs, platforms = compact_tags(facts.get("tags"))
     return InterpreterInfo(

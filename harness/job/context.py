@@ -70,8 +70,15 @@ class JobCtx:
 
 def base_env(job: Job) -> dict[str, str]:
     env = dict(job.package.env)
-    env.update({"PYTHONFAULTHANDLER": "1", "PYTHONDONTWRITEBYTECODE": "1", "PIP_DISABLE_PIP_VERSION_CHECK": "1",
-                "PIP_NO_INPUT": "1", "PYTHONUNBUFFERED": "1"})
+    env.update(
+        {
+            "PYTHONFAULTHANDLER": "1",
+            "PYTHONDONTWRITEBYTECODE": "1",
+            "PIP_DISABLE_PIP_VERSION_CHECK": "1",
+            "PIP_NO_INPUT": "1",
+            "PYTHONUNBUFFERED": "1",
+        }
+    )
     if indexclient.public_index():  # the index the plan resolved against: pip looks there too; never
         # its credentials, which package code and every log header (the env) would show (#30)
         env["PIP_EXTRA_INDEX_URL"] = indexclient.public_index()
@@ -125,16 +132,28 @@ def run_phase(ctx: JobCtx, spec: PhaseSpec, *, then: Callable[[Phase], Phase] | 
     if spec.isolated is not None:
         ex = ctx.backend.run_isolated(ctx.ws, argv, env=env, timeout=timeout, log=log_host, out=spec.isolated)
     else:
-        ex = ctx.backend.run(ctx.ws, argv, env=env, cwd=cwd, timeout=timeout, log=log_host,
-                             network=spec.network, idle=spec.idle)
+        ex = ctx.backend.run(
+            ctx.ws, argv, env=env, cwd=cwd, timeout=timeout, log=log_host, network=spec.network, idle=spec.idle
+        )
     junit = spec.junit
     phase = Phase(
-        name=name, kind=spec.kind, gil=spec.gil, rep=spec.rep, command=tuple(argv), test_command=test_command,
-        env=dict(env), cwd=cwd,
-        exit_code=ex.exit_code, signal=ex.signal, timed_out=ex.timed_out, oom_killed=ex.oom_killed,
-        duration=round(ex.duration, 3), log=ctx.rel(log_host),
+        name=name,
+        kind=spec.kind,
+        gil=spec.gil,
+        rep=spec.rep,
+        command=tuple(argv),
+        test_command=test_command,
+        env=dict(env),
+        cwd=cwd,
+        exit_code=ex.exit_code,
+        signal=ex.signal,
+        timed_out=ex.timed_out,
+        oom_killed=ex.oom_killed,
+        duration=round(ex.duration, 3),
+        log=ctx.rel(log_host),
         junit=ctx.rel(ctx.ws.host(*junit.split("/"))) if junit and ctx.fs.is_file(junit) else "",
-        infra=ex.infra, subset=spec.subset,
+        infra=ex.infra,
+        subset=spec.subset,
     )
     cut = logcap.cap_log(ctx.fs.fd, f"logs/{name}.log")  # a log past log_bytes: head and tail kept
     phase = parse.parse_phase(phase, ctx.out)  # reads below ctx.out through no link (wsfs)

@@ -36,10 +36,15 @@ def link(ctx: JobCtx, src: Source, dirs: Sequence[DataDir], record: TestSetup) -
     todo = [d for d in dirs if sp and ctx.fs.lstat(at(sp, d)) is None]
     if not todo:
         return record, ()
-    cmds = [f"ln -s {shlex.quote(f'{src.path}/{d.name}')} {shlex.quote(ctx.ws.path(*at(sp, d).split('/')))}"
-            for d in todo]
-    phase = run_phase(ctx, PhaseSpec(name=PHASE, kind="setup", command=["sh", "-c", " && ".join(cmds)],
-                                     env=ctx.env, cwd=ctx.ws.root, timeout=60))
+    cmds = [
+        f"ln -s {shlex.quote(f'{src.path}/{d.name}')} {shlex.quote(ctx.ws.path(*at(sp, d).split('/')))}" for d in todo
+    ]
+    phase = run_phase(
+        ctx,
+        PhaseSpec(
+            name=PHASE, kind="setup", command=["sh", "-c", " && ".join(cmds)], env=ctx.env, cwd=ctx.ws.root, timeout=60
+        ),
+    )
     if not phase.ok:
         return record, ()
     notes = tuple(d.note() for d in todo)

@@ -31,8 +31,17 @@ from ..core.limits import LimitExceeded, value
 
 # what an archive that cannot be extracted safely raises (besides LimitExceeded): a package's
 # broken or hostile sdist, told in its result, never a harness bug
-UNSAFE = (OSError, ValueError, EOFError, tarfile.TarError, zipfile.BadZipFile, zlib.error,
-          lzma.LZMAError, NotImplementedError, RuntimeError)
+UNSAFE = (
+    OSError,
+    ValueError,
+    EOFError,
+    tarfile.TarError,
+    zipfile.BadZipFile,
+    zlib.error,
+    lzma.LZMAError,
+    NotImplementedError,
+    RuntimeError,
+)
 
 
 def fresh_dir(path: Path) -> Path:
@@ -86,6 +95,7 @@ def extract(archive: Path, dest: Path) -> tuple[Path, list[str]]:
                     budget.add(member, info.file_size)  # ZipExtFile reads no more than file_size
                 zf.extractall(dest)
         else:
+
             def keep(member: tarfile.TarInfo, where: str) -> tarfile.TarInfo | None:
                 budget.add(member.name, member.size if member.isreg() else 0)  # before it is written
                 try:
@@ -114,11 +124,11 @@ class _Budget:
         self.members += 1
         self.bytes += max(0, size)
         if self.members > self.max_members:
-            raise LimitExceeded("extract_members", f"{self.name} has more than "
-                                f"{self.max_members} members")
+            raise LimitExceeded("extract_members", f"{self.name} has more than {self.max_members} members")
         if self.bytes > self.max_bytes:
-            raise LimitExceeded("extract_bytes", f"{self.name} unpacks to more than "
-                                f"{self.max_bytes >> 20} MiB (at {member[:200]})")
+            raise LimitExceeded(
+                "extract_bytes", f"{self.name} unpacks to more than {self.max_bytes >> 20} MiB (at {member[:200]})"
+            )
 
 
 def drop_links(root: Path, dirs: tuple[str, ...]) -> int:

@@ -83,8 +83,10 @@ def allowed_url(url: str, index: str) -> str:
         return ""
     if u.scheme == "file" and i.scheme == "file":
         return ""
-    return (f"the index gives a {u.scheme or 'relative'}: URL; only https is fetched "
-            "(http on a loopback host; file: only from a file: index)")
+    return (
+        f"the index gives a {u.scheme or 'relative'}: URL; only https is fetched "
+        "(http on a loopback host; file: only from a file: index)"
+    )
 
 
 def _read(name: str, page: Page) -> dict[str, Any]:
@@ -106,8 +108,9 @@ def _pick(name: str, spec: str, data: dict[str, Any]) -> tuple[Version, dict[str
         raise NoSdist(f"bad version spec {spec!r}: {e}") from None
     files = [(v, f) for v, f in _sdists(data, name) if allowed.contains(v, prereleases=bool(spec))]
     if not files:
-        raise NoSdist(f"no release of {name}{spec} has a non-yanked sdist on the index "
-                      "(No matching distribution found)")
+        raise NoSdist(
+            f"no release of {name}{spec} has a non-yanked sdist on the index (No matching distribution found)"
+        )
     version, f = max(files, key=lambda vf: vf[0])
     hashes = f.get("hashes")
     want = str(hashes.get("sha256", "") if isinstance(hashes, dict) else "").lower()
@@ -122,8 +125,15 @@ def sdist_sha256(name: str, spec: str, *, page: Page = indexclient.simple_json) 
     return _pick(name, spec, _read(name, page))[2]
 
 
-def sdist(name: str, spec: str, dest: Path, *, page: Page = indexclient.simple_json,
-          timeout: float = 300, index: str | None = None) -> Fetched:
+def sdist(
+    name: str,
+    spec: str,
+    dest: Path,
+    *,
+    page: Page = indexclient.simple_json,
+    timeout: float = 300,
+    index: str | None = None,
+) -> Fetched:
     """Download the newest sdist ``spec`` allows into ``dest``; its sha256 checked; with the
     release's file names on the page, read once (``Fetched.files``; when no sdist is fetched,
     the page rides on the ``NoSdist``). ``index``: the page's URL (default:
@@ -147,8 +157,7 @@ def _download(name: str, spec: str, dest: Path, data: dict[str, Any], *, timeout
     h = hashlib.sha256()
     size = 0
     try:
-        with indexclient.urlopen(indexclient.request(str(f["url"])), timeout=timeout) as r, \
-                open(target, "wb") as out:
+        with indexclient.urlopen(indexclient.request(str(f["url"])), timeout=timeout) as r, open(target, "wb") as out:
             while chunk := r.read(1 << 20):
                 size += len(chunk)
                 if size > MAX_BYTES:
@@ -162,8 +171,14 @@ def _download(name: str, spec: str, dest: Path, data: dict[str, Any], *, timeout
     if got != want:
         target.unlink(missing_ok=True)
         raise NoSdist(f"{target.name}: sha256 {got} does not match the index's {want}")
-    return Fetched(version=str(version), path=target, url=indexclient.redact(str(f["url"])), sha256=got, size=size,
-                   files=tuple(indexclient.release_files(data, str(version))))
+    return Fetched(
+        version=str(version),
+        path=target,
+        url=indexclient.redact(str(f["url"])),
+        sha256=got,
+        size=size,
+        files=tuple(indexclient.release_files(data, str(version))),
+    )
 
 
 def clear(dest: Path) -> None:

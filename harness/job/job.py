@@ -57,8 +57,9 @@ def _start_env(ctx: JobCtx) -> tuple[dict[str, str], tuple[str, ...]]:
     ws, env = ctx.ws, base_env(ctx.job)
     supp: tuple[str, ...] = ()
     if ctx.tsan:
-        ctx.fs.write_new("tsan.supp", tsanenv.suppressions(Path(ctx.tarball), ctx.job.package.tsan_suppressions or None)
-                         .encode())
+        ctx.fs.write_new(
+            "tsan.supp", tsanenv.suppressions(Path(ctx.tarball), ctx.job.package.tsan_suppressions or None).encode()
+        )
         supp = (ws.path("tsan.supp"),)
         env = {**env, **tsanenv.install_env(ws.path("logs", "tsan", "install"), list(supp))}
     if ws.pip_cache:
@@ -84,8 +85,13 @@ def _steps(ctx: JobCtx) -> Done:
         return Done(index_files=src.index_files)
     ctx.ws = replace(ctx.ws, release=src.release)  # the pip cache of this release (docker)
     setup = stages.suite_setup(ctx, src)  # read from the tree before any package code runs
-    done = Done(sdist_version=src.version, test_setup=setup.at_source.record, tools=setup.tools,
-                sdist_sha256=src.sha256, index_files=src.index_files)
+    done = Done(
+        sdist_version=src.version,
+        test_setup=setup.at_source.record,
+        tools=setup.tools,
+        sdist_sha256=src.sha256,
+        index_files=src.index_files,
+    )
     store = stages.wheel_store(ctx, src, setup)  # built once per interpreter, shared read-only (#34)
     done = replace(done, store=store)
     installed = stages.install(ctx, src, setup, store)
@@ -102,11 +108,21 @@ def _steps(ctx: JobCtx) -> Done:
     return replace(done, test_setup=run.record, data_links=links, gil_on=run.gil_on)
 
 
-def run_job(job: Job, *, interp: InterpreterInfo, python: str, backend: Backend, out: Path, key: str,
-            progress: Progress = lambda job_id, step: None, tarball: str = "") -> JobResult:
+def run_job(
+    job: Job,
+    *,
+    interp: InterpreterInfo,
+    python: str,
+    backend: Backend,
+    out: Path,
+    key: str,
+    progress: Progress = lambda job_id, step: None,
+    tarball: str = "",
+) -> JobResult:
     started = now_iso()
-    ctx = _open(job, interp=interp, python=python, backend=backend, out=out.resolve(), progress=progress,
-                tarball=tarball)
+    ctx = _open(
+        job, interp=interp, python=python, backend=backend, out=out.resolve(), progress=progress, tarball=tarball
+    )
     try:  # job.skip: the recipe registry's skip_versions for this Python (config.plan.with_skips)
         done = Done(test_setup=job.skip) if job.skip is not None else _steps(ctx)
     finally:
@@ -114,16 +130,21 @@ def run_job(job: Job, *, interp: InterpreterInfo, python: str, backend: Backend,
         # links, FIFOs, sockets package code left where reports copy from and CI uploads
         dropped = ctx.fs.drop_non_regular(("logs", "junit"))
         if dropped:
-            log.warning("%s: removed %d non-regular file(s) from logs/ and junit/: %s", job.job_id,
-                        len(dropped), ", ".join(dropped[:5]))
+            log.warning(
+                "%s: removed %d non-regular file(s) from logs/ and junit/: %s",
+                job.job_id,
+                len(dropped),
+                ", ".join(dropped[:5]),
+            )
     try:
         return _result(ctx, done, key=key, started=started, skip=job.skip)
     finally:
         ctx.fs.close()
 
 
-def _open(job: Job, *, interp: InterpreterInfo, python: str, backend: Backend, out: Path,
-          progress: Progress, tarball: str) -> JobCtx:
+def _open(
+    job: Job, *, interp: InterpreterInfo, python: str, backend: Backend, out: Path, progress: Progress, tarball: str
+) -> JobCtx:
     """A fresh workspace with the harness's own files, opened in the backend."""
     host_root = out / "work" / job.job_id
     shutil.rmtree(host_root, ignore_errors=True)
@@ -137,10 +158,22 @@ def _open(job: Job, *, interp: InterpreterInfo, python: str, backend: Backend, o
     except BaseException:
         fs.close()
         raise
-    ws = replace(backend.open(job.job_id, host_root, python, job.package.path), fs=fs,
-                 release=LOCAL_RELEASE if job.package.is_local else pinned_version(job.package.version))
-    return JobCtx(job=job, ws=ws, backend=backend, out=out, progress=progress, phases=[],
-                  deadline=time.monotonic() + job.settings.job_timeout, interp=interp, tarball=tarball)
+    ws = replace(
+        backend.open(job.job_id, host_root, python, job.package.path),
+        fs=fs,
+        release=LOCAL_RELEASE if job.package.is_local else pinned_version(job.package.version),
+    )
+    return JobCtx(
+        job=job,
+        ws=ws,
+        backend=backend,
+        out=out,
+        progress=progress,
+        phases=[],
+        deadline=time.monotonic() + job.settings.job_timeout,
+        interp=interp,
+        tarball=tarball,
+    )
 
 
 def identity(job: Job, *, key: str, interp: InterpreterInfo, backend: str) -> JobResult:
@@ -149,9 +182,17 @@ def identity(job: Job, *, key: str, interp: InterpreterInfo, backend: str) -> Jo
     interpreter, the backend and this harness. Every result starts here (``_result``, and the
     runner's infra-error results)."""
     return JobResult(
-        job_id=job.job_id, key=key, package=job.package.name, requested=job.package.path or job.package.version,
-        source="local" if job.package.is_local else "pypi", interpreter=interp, backend=backend,
-        harness_version=__version__, notes=job.package.notes, links=job.package.links)
+        job_id=job.job_id,
+        key=key,
+        package=job.package.name,
+        requested=job.package.path or job.package.version,
+        source="local" if job.package.is_local else "pypi",
+        interpreter=interp,
+        backend=backend,
+        harness_version=__version__,
+        notes=job.package.notes,
+        links=job.package.links,
+    )
 
 
 def result_version(job: Job, sdist: str, probe: str) -> str:
@@ -164,11 +205,15 @@ def _decide(ctx: JobCtx, skip: TestSetup | None) -> verdict.Decision:
     job = ctx.job
     if job.package.unresolved:
         why = f"setup: no release of {job.package.name} to test: {job.package.unresolved}"
-        return verdict.Decision(verdict="infra-error", findings=(
-            Finding(kind="infra-error", evidence="setup", excerpt=job.package.unresolved, message=why),))
+        return verdict.Decision(
+            verdict="infra-error",
+            findings=(Finding(kind="infra-error", evidence="setup", excerpt=job.package.unresolved, message=why),),
+        )
     if skip is not None:
-        return verdict.Decision(verdict="skipped", findings=(Finding(
-            kind="skipped", evidence="registry", message=f"not run: {skip.sources[0]}"),))
+        return verdict.Decision(
+            verdict="skipped",
+            findings=(Finding(kind="skipped", evidence="registry", message=f"not run: {skip.sources[0]}"),),
+        )
     return verdict.decide(ctx.phases, settings=job.settings)
 
 
@@ -181,24 +226,61 @@ def _result(ctx: JobCtx, done: Done, *, key: str, started: str, skip: TestSetup 
     version = result_version(job, done.sdist_version, probe.version)
     network_phases = {p.name for p in phases if p.kind in ("install", "setup")}  # fetch, install, test-deps
     findings: tuple[Finding, ...] = tuple(
-        replace(f, reproduce=backend.reproduce_command(ctx.ws, f.reproduce, network=f.phase in network_phases),
-                recipe=recipe(f, phases, package=job.package.name, version=version, interp=interp,
-                              local_path=job.package.path, tools=done.tools,
-                              test_requires=done.test_setup.requires, data_links=done.data_links))
-        if f.reproduce else f for f in decision.findings)
+        replace(
+            f,
+            reproduce=backend.reproduce_command(ctx.ws, f.reproduce, network=f.phase in network_phases),
+            recipe=recipe(
+                f,
+                phases,
+                package=job.package.name,
+                version=version,
+                interp=interp,
+                local_path=job.package.path,
+                tools=done.tools,
+                test_requires=done.test_setup.requires,
+                data_links=done.data_links,
+            ),
+        )
+        if f.reproduce
+        else f
+        for f in decision.findings
+    )
     install_ok = any(p.name == "install" and p.ok for p in phases)
     reused, built = used(ctx, done.store)
     fallback = artifact.fallback_of(phases)  # a compiled project's pure wheel: built over, or kept
-    wheel = wheels.wheel_info(job.package.name, local=job.package.is_local, version=version,
-                              install_report=artifact.tested_report(phases), interp=interp, probe=probe,
-                              installed_ok=install_ok, fallback=fallback.name if fallback else "",
-                              index_files=done.index_files) if phases else None
+    wheel = (
+        wheels.wheel_info(
+            job.package.name,
+            local=job.package.is_local,
+            version=version,
+            install_report=artifact.tested_report(phases),
+            interp=interp,
+            probe=probe,
+            installed_ok=install_ok,
+            fallback=fallback.name if fallback else "",
+            index_files=done.index_files,
+        )
+        if phases
+        else None
+    )
     return replace(
-        identity(job, key=key, interp=interp, backend=backend.name), version=version,
+        identity(job, key=key, interp=interp, backend=backend.name),
+        version=version,
         settings={k: list(v) if isinstance(v, tuple) else v for k, v in vars(job.settings).items()},
-        started=started, finished=now_iso(),
-        phases=limits.cap_result_tests(phases), verdict=decision.verdict, qualifier=decision.qualifier,
-        findings=findings, coverage=decision.coverage, wheel=wheel, metadata=probe.metadata,
-        test_setup=done.test_setup, sdist_sha256=done.sdist_sha256, wheels_reused=reused, wheels_built=built,
-        tools_layer=done.store.tools_layer, gil_on=done.gil_on, rules_out=decision.rules_out,
+        started=started,
+        finished=now_iso(),
+        phases=limits.cap_result_tests(phases),
+        verdict=decision.verdict,
+        qualifier=decision.qualifier,
+        findings=findings,
+        coverage=decision.coverage,
+        wheel=wheel,
+        metadata=probe.metadata,
+        test_setup=done.test_setup,
+        sdist_sha256=done.sdist_sha256,
+        wheels_reused=reused,
+        wheels_built=built,
+        tools_layer=done.store.tools_layer,
+        gil_on=done.gil_on,
+        rules_out=decision.rules_out,
     )

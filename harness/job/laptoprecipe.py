@@ -40,10 +40,10 @@ def _options(options: Sequence[str], src: str) -> list[str]:
     top = src.rstrip("/") + "/"
     for i, o in enumerate(options):
         for flag in ("--rootdir=", "--confcutdir="):
-            if o.startswith(flag) and o[len(flag):].rstrip("/") == src.rstrip("/"):
+            if o.startswith(flag) and o[len(flag) :].rstrip("/") == src.rstrip("/"):
                 o = flag + "."
         if i and options[i - 1] == "-c" and o != "/dev/null" and o.startswith("/"):
-            o = o[len(top):] if o.startswith(top) else o.rsplit("/", 1)[-1]
+            o = o[len(top) :] if o.startswith(top) else o.rsplit("/", 1)[-1]
         out.append(o)
     return out
 
@@ -61,9 +61,18 @@ def _plugins(plugins: Sequence[str]) -> list[str]:
     return out
 
 
-def recipe(finding: Finding, phases: Sequence[Phase], *, package: str, version: str,
-           local_path: str, interp: InterpreterInfo, tools: Sequence[str],
-           test_requires: Sequence[str], data_links: Sequence[str] = ()) -> str:
+def recipe(
+    finding: Finding,
+    phases: Sequence[Phase],
+    *,
+    package: str,
+    version: str,
+    local_path: str,
+    interp: InterpreterInfo,
+    tools: Sequence[str],
+    test_requires: Sequence[str],
+    data_links: Sequence[str] = (),
+) -> str:
     """The laptop recipe of one finding ('' when its phase is not a test run we can rebuild)."""
     phase = next((p for p in phases if p.name == finding.phase), None)
     tc = phase.test_command if phase is not None else None
@@ -73,26 +82,30 @@ def recipe(finding: Finding, phases: Sequence[Phase], *, package: str, version: 
     exe = interp.python_name or f"python{major_minor}t"
     pins = [t for t in tools if t.split("==")[0] in ALONE_TOOLS]
     spec = f"{package}=={version}" if version and not local_path else ""
-    lines = [f"# needs a free-threaded CPython {interp.version} on PATH as {exe} "
-             f"(python.org's free-threaded build, `uv python install {major_minor}t`, "
-             f"or setup-python `{major_minor}t`)",
-             f"{exe} -m venv ft && . ft/bin/activate"]
+    lines = [
+        f"# needs a free-threaded CPython {interp.version} on PATH as {exe} "
+        f"(python.org's free-threaded build, `uv python install {major_minor}t`, "
+        f"or setup-python `{major_minor}t`)",
+        f"{exe} -m venv ft && . ft/bin/activate",
+    ]
     if spec:
         built = ["--no-binary", package] if rebuilt(phases) else []
-        lines += [f"python -m pip install {shlex.join([*built, spec, *pins, *test_requires])}",
-                  # the package's sdist only: `:all:` would build setuptools & co. from source too
-                  f"python -m pip download --no-deps --no-binary {shlex.quote(package)} -d sdist "
-                  f"{shlex.join([spec])}",
-                  "mkdir src && tar xzf sdist/*.tar.gz -C src && cd src/*/"]
+        lines += [
+            f"python -m pip install {shlex.join([*built, spec, *pins, *test_requires])}",
+            # the package's sdist only: `:all:` would build setuptools & co. from source too
+            f"python -m pip download --no-deps --no-binary {shlex.quote(package)} -d sdist {shlex.join([spec])}",
+            "mkdir src && tar xzf sdist/*.tar.gz -C src && cd src/*/",
+        ]
     else:
-        lines += [f"cp -R {shlex.quote(local_path)} src && cd src  # the package's local source",
-                  f"python -m pip install . {shlex.join([*pins, *test_requires])}"]
+        lines += [
+            f"cp -R {shlex.quote(local_path)} src && cd src  # the package's local source",
+            f"python -m pip install . {shlex.join([*pins, *test_requires])}",
+        ]
     if data_links:  # the sdist's data where the installed package looks for it (harness.job.datalinks)
         sp = '"$(python -c \'import sysconfig; print(sysconfig.get_path("purelib"))\')"'
-        lines += [f"ln -s \"$PWD\"/{shlex.quote(d.rsplit('/', 1)[-1])} {sp}/{shlex.quote(d)}" for d in data_links]
+        lines += [f'ln -s "$PWD"/{shlex.quote(d.rsplit("/", 1)[-1])} {sp}/{shlex.quote(d)}' for d in data_links]
     env = {k: v for k, v in sorted(phase.env.items()) if k in ("PYTHON_GIL", "PYTHONFAULTHANDLER")}
     test = (finding.test_id,) if finding.test_id else tc.paths
-    argv = ["python", *tc.head[1:], *_options(tc.options, phase.cwd), *_plugins(tc.plugins),
-            *tc.threads, *test]
+    argv = ["python", *tc.head[1:], *_options(tc.options, phase.cwd), *_plugins(tc.plugins), *tc.threads, *test]
     lines.append(" ".join([*(f"{k}={shlex.quote(v)}" for k, v in env.items()), shlex.join(argv)]))
     return "\n".join(lines)

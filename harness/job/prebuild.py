@@ -56,17 +56,33 @@ class StoreStep:
     refused: tuple[str, ...] = ()  # "job id: name version: why" not stored (store_bytes, store_entries_per_job)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"jobs": self.jobs, "built": [w.to_dict() for w in self.built],
-                "reused": [w.to_dict() for w in self.reused], "not_planned": list(self.not_planned),
-                "seconds": round(self.seconds, 1), "limit": self.limit,
-                "bounds": {"store_entries_per_job": limits.value("store_entries_per_job"),
-                           "store_bytes": limits.value("store_bytes"), "policy": storecap.POLICY},
-                "evicted": list(self.evicted), "refused": list(self.refused)}
+        return {
+            "jobs": self.jobs,
+            "built": [w.to_dict() for w in self.built],
+            "reused": [w.to_dict() for w in self.reused],
+            "not_planned": list(self.not_planned),
+            "seconds": round(self.seconds, 1),
+            "limit": self.limit,
+            "bounds": {
+                "store_entries_per_job": limits.value("store_entries_per_job"),
+                "store_bytes": limits.value("store_bytes"),
+                "policy": storecap.POLICY,
+            },
+            "evicted": list(self.evicted),
+            "refused": list(self.refused),
+        }
 
 
 def _one(job: Job, prepared: Prepared, backend: Backend, out: Path, progress: Progress) -> tuple[StoreUse, str]:
-    ctx = _open(job, interp=prepared.info, python=prepared.python, backend=backend, out=out,
-                progress=progress, tarball=prepared.source_tarball)
+    ctx = _open(
+        job,
+        interp=prepared.info,
+        python=prepared.python,
+        backend=backend,
+        out=out,
+        progress=progress,
+        tarball=prepared.source_tarball,
+    )
     try:
         ctx.env, ctx.supp = _start_env(ctx)
         src = source(ctx)
@@ -80,8 +96,14 @@ def _one(job: Job, prepared: Prepared, backend: Backend, out: Path, progress: Pr
         shutil.rmtree(out / "work" / job.job_id / "venv", ignore_errors=True)  # the logs stay
 
 
-def prebuild(jobs: Sequence[Job], *, out: Path, backend: Backend, prepared: Mapping[str, Prepared],
-             progress: Progress = lambda job_id, step: None) -> StoreStep:
+def prebuild(
+    jobs: Sequence[Job],
+    *,
+    out: Path,
+    backend: Backend,
+    prepared: Mapping[str, Prepared],
+    progress: Progress = lambda job_id, step: None,
+) -> StoreStep:
     """Run every job's plan and build what the store lacks, once; the step's record."""
     started = time.monotonic()
     out = out.resolve()  # the job's paths are said relative to it (JobContext.rel)
@@ -109,11 +131,23 @@ def prebuild(jobs: Sequence[Job], *, out: Path, backend: Backend, prepared: Mapp
             reused.setdefault(f"{p.info.key}/{w.sdist_sha256}", w)
         evicted += [f"{job.job_id}: {e}" for e in use.evicted]
         refused += [f"{job.job_id}: {r}" for r in use.refused]
-    step = StoreStep(jobs=ran, built=tuple(built.values()),
-                     reused=tuple(w for k, w in reused.items() if k not in built),
-                     not_planned=tuple(skipped), seconds=time.monotonic() - started,
-                     evicted=tuple(evicted), refused=tuple(refused))
-    log.info("store step: %d jobs planned, %d built, %d reused, %d removed for room, %d not stored "
-             "(store_bytes, store_entries_per_job) in %.0f s", step.jobs, len(step.built), len(step.reused),
-             len(step.evicted), len(step.refused), step.seconds)
+    step = StoreStep(
+        jobs=ran,
+        built=tuple(built.values()),
+        reused=tuple(w for k, w in reused.items() if k not in built),
+        not_planned=tuple(skipped),
+        seconds=time.monotonic() - started,
+        evicted=tuple(evicted),
+        refused=tuple(refused),
+    )
+    log.info(
+        "store step: %d jobs planned, %d built, %d reused, %d removed for room, %d not stored "
+        "(store_bytes, store_entries_per_job) in %.0f s",
+        step.jobs,
+        len(step.built),
+        len(step.reused),
+        len(step.evicted),
+        len(step.refused),
+        step.seconds,
+    )
     return step

@@ -48,8 +48,18 @@ log = logging.getLogger(__name__)
 class JobRunner(Protocol):
     """The steps of one job (``job.run_job``); a test of the scheduler passes a fake."""
 
-    def __call__(self, job: Job, *, interp: InterpreterInfo, python: str, backend: Backend,
-                 out: Path, key: str, progress: Progress, tarball: str) -> JobResult: ...
+    def __call__(
+        self,
+        job: Job,
+        *,
+        interp: InterpreterInfo,
+        python: str,
+        backend: Backend,
+        out: Path,
+        key: str,
+        progress: Progress,
+        tarball: str,
+    ) -> JobResult: ...
 
 
 @dataclass(kw_only=True)
@@ -60,7 +70,6 @@ class RunSummary:
     results: list[JobResult] = field(default_factory=list)
     started: str = ""
     finished: str = ""
-
 
 
 def result_path(out: Path, job_id: str) -> Path:
@@ -83,9 +92,13 @@ def existing_result(out: Path, job_id: str, key: str) -> JobResult | None:
 
 def infra_result(job: Job, key: str, prepared: Prepared, backend: str, message: str) -> JobResult:
     now = now_iso()
-    return replace(identity(job, key=key, interp=prepared.info, backend=backend), started=now, finished=now,
-                   verdict="infra-error",
-                   findings=(Finding(kind="infra-error", evidence="log", excerpt=message, message=message),))
+    return replace(
+        identity(job, key=key, interp=prepared.info, backend=backend),
+        started=now,
+        finished=now,
+        verdict="infra-error",
+        findings=(Finding(kind="infra-error", evidence="log", excerpt=message, message=message),),
+    )
 
 
 HARNESS_BUG_LOG = "harness-error.log"
@@ -110,8 +123,7 @@ def free_workspace(root: Path) -> None:
                 os.unlink(e.path)
 
 
-def bug_result(job: Job, key: str, prepared: Prepared, backend: str, exc: BaseException,
-               out: Path) -> JobResult:
+def bug_result(job: Job, key: str, prepared: Prepared, backend: str, exc: BaseException, out: Path) -> JobResult:
     """The job's ``infra-error`` when the harness itself failed on it: the exception named, its
     traceback in the job's ``logs/harness-error.log``; never blamed on the package."""
     tb = "".join(traceback.format_exception(exc))
@@ -127,15 +139,17 @@ def bug_result(job: Job, key: str, prepared: Prepared, backend: str, exc: BaseEx
         shown = f"not written: {getattr(e, 'strerror', None) or e}"
     log.error("%s: a bug of ft-harness: %s", job.job_id, tb)
     what = f"{type(exc).__name__}: {str(exc)[:500]}"
-    message = (f"ft-harness failed on this job (a bug of ft-harness, not of the package): {what}; "
-               f"the traceback is in {shown}")
+    message = (
+        f"ft-harness failed on this job (a bug of ft-harness, not of the package): {what}; the traceback is in {shown}"
+    )
     res = infra_result(job, key, prepared, backend, message)
     tail = "\n".join(tb.rstrip().splitlines()[-12:])
     return replace(res, findings=(replace(res.findings[0], excerpt=tail),))
 
 
-def _split(jobs: Sequence[Job], out: Path, prepared: dict[str, Prepared], force: bool,
-           summary: RunSummary) -> list[tuple[Job, str]]:
+def _split(
+    jobs: Sequence[Job], out: Path, prepared: dict[str, Prepared], force: bool, summary: RunSummary
+) -> list[tuple[Job, str]]:
     """The jobs still to run, with their keys; the others go to ``summary`` as reused."""
     todo: list[tuple[Job, str]] = []
     for job in jobs:
@@ -150,8 +164,9 @@ def _split(jobs: Sequence[Job], out: Path, prepared: dict[str, Prepared], force:
     return todo
 
 
-def _reuse(todo: list[tuple[Job, str]], reuse_from: Sequence[Path], sdist_sha256: reuse.Sha256,
-           out: Path, summary: RunSummary) -> list[tuple[Job, str]]:
+def _reuse(
+    todo: list[tuple[Job, str]], reuse_from: Sequence[Path], sdist_sha256: reuse.Sha256, out: Path, summary: RunSummary
+) -> list[tuple[Job, str]]:
     """The jobs still to run once earlier runs' results (``--reuse``) stand for the others; those
     are written to ``out`` and go to ``summary`` as reused."""
     if not reuse_from or not todo:
@@ -197,22 +212,29 @@ class _Workers:
         """The job's result, an ``infra-error`` one when it could not run; None: cancelled."""
         name = self.backend.name
         try:
-            return self.steps(job, interp=p.info, python=p.python, backend=self.backend, out=self.out,
-                              key=key, progress=self.reporter.step, tarball=p.source_tarball)
+            return self.steps(
+                job,
+                interp=p.info,
+                python=p.python,
+                backend=self.backend,
+                out=self.out,
+                key=key,
+                progress=self.reporter.step,
+                tarball=p.source_tarball,
+            )
         except (InfraError, OSError) as e:
             if isinstance(e, InfraError) and not self.backend.healthy():
                 self.fatal.append(e)
                 self.cancelled.set()
                 return None
-            why = (str(e) if isinstance(e, InfraError)
-                   else f"{e.strerror or e} ({e.filename or 'harness I/O'})")
+            why = str(e) if isinstance(e, InfraError) else f"{e.strerror or e} ({e.filename or 'harness I/O'})"
             return infra_result(job, key, p, name, why)
         except LimitExceeded as e:  # the package's files past a bound of the host's (harness.core.limits)
             if e.limit in DISK_LIMITS:  # what it wrote goes; its logs stay, the run goes on
                 free_workspace(self.out / "work" / job.job_id)
-            res = infra_result(job, key, p, name,
-                               f"setup: {job.package.name}: {e} (FT_HARNESS_LIMIT_{e.limit.upper()} "
-                               "raises it)")
+            res = infra_result(
+                job, key, p, name, f"setup: {job.package.name}: {e} (FT_HARNESS_LIMIT_{e.limit.upper()} raises it)"
+            )
             return replace(res, findings=(replace(res.findings[0], evidence="setup"),))
         except Exception as e:  # noqa: BLE001 - a bug of ours: this job's result, and the run goes on
             if self.cancelled.is_set():
@@ -237,10 +259,19 @@ class _Workers:
         return res
 
 
-def run_plan(jobs: Sequence[Job], *, out: Path, backend: Backend, prepared: dict[str, Prepared],
-             workers: int = 1, force: bool = False, reporter: Reporter | None = None,
-             run_one: JobRunner | None = None, reuse_from: Sequence[Path] = (),
-             sdist_sha256: reuse.Sha256 = fetch.sdist_sha256) -> RunSummary:
+def run_plan(
+    jobs: Sequence[Job],
+    *,
+    out: Path,
+    backend: Backend,
+    prepared: dict[str, Prepared],
+    workers: int = 1,
+    force: bool = False,
+    reporter: Reporter | None = None,
+    run_one: JobRunner | None = None,
+    reuse_from: Sequence[Path] = (),
+    sdist_sha256: reuse.Sha256 = fetch.sdist_sha256,
+) -> RunSummary:
     """Run ``jobs`` (already sharded) with ``workers`` at once; return what ran and what was reused.
 
     ``prepared`` has every interpreter the jobs name (``backends.open_backend`` returns it);
@@ -253,15 +284,13 @@ def run_plan(jobs: Sequence[Job], *, out: Path, backend: Backend, prepared: dict
     todo = _split(jobs, out, prepared, force, summary)
     todo = _reuse(todo, reuse_from, sdist_sha256, out, summary)
     reporter.start(len(jobs), len(summary.skipped) + len(summary.reused), todo=[j.job_id for j, _ in todo])
-    run = _Workers(out=out, backend=backend, prepared=prepared, steps=run_one or run_job,
-                   reporter=reporter)
+    run = _Workers(out=out, backend=backend, prepared=prepared, steps=run_one or run_job, reporter=reporter)
     _run_pool(run, todo, workers, summary, total=len(jobs))
     summary.finished = now_iso()
     return summary
 
 
-def _run_pool(run: _Workers, todo: list[tuple[Job, str]], workers: int, summary: RunSummary, *,
-              total: int) -> None:
+def _run_pool(run: _Workers, todo: list[tuple[Job, str]], workers: int, summary: RunSummary, *, total: int) -> None:
     """Run ``todo`` on ``workers`` threads, each result into ``summary`` as it comes; SIGTERM
     (on the main thread) and SIGINT stop it with Interrupted, a fatal error with itself."""
     main_thread = threading.current_thread() is threading.main_thread()

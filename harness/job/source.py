@@ -45,7 +45,9 @@ class Source:
     # local tree; the index's version when the host fetched the sdist; when pip fetched it, only
     # what the spec pins (the file's name is then a name package code could have written)
     release: str = ""
-    index_files: tuple[str, ...] | None = None  # the release's file names on the index page the fetch read (None: not read)
+    index_files: tuple[str, ...] | None = (
+        None  # the release's file names on the index page the fetch read (None: not read)
+    )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -73,20 +75,44 @@ def source(ctx: JobCtx) -> Source | Unfetched:
         src_host = ctx.ws.host("src")
         extract.fresh_dir(src_host)
         shutil.copytree(ctx.job.package.path, src_host / "pkg", ignore=COPY_IGNORE, symlinks=True)
-        return Source(src_host=src_host / "pkg", path=ctx.ws.path("src", "pkg"), target=ctx.ws.path("src", "pkg"),
-                      release=LOCAL_RELEASE)
+        return Source(
+            src_host=src_host / "pkg",
+            path=ctx.ws.path("src", "pkg"),
+            target=ctx.ws.path("src", "pkg"),
+            release=LOCAL_RELEASE,
+        )
     return _from_sdist(ctx)
 
 
 def _from_sdist(ctx: JobCtx) -> Source | Unfetched:
     job, ws = ctx.job, ctx.ws
     spec = f"{job.package.name}{job.package.version}"
-    pip_download = [ws.python, "-m", "pip", "download", "--no-deps", "--no-binary",
-                    canonicalize_name(job.package.name), "--dest", ws.path("sdist"), spec]
+    pip_download = [
+        ws.python,
+        "-m",
+        "pip",
+        "download",
+        "--no-deps",
+        "--no-binary",
+        canonicalize_name(job.package.name),
+        "--dest",
+        ws.path("sdist"),
+        spec,
+    ]
     fetched, sha256, files = _fetch_on_host(ctx, pip_download)
     if fetched is None:  # the host cannot read the index: pip, in the backend (it may build)
-        fetched = run_phase(ctx, PhaseSpec(name="fetch", kind="install", command=pip_download, env=ctx.env,
-                                           cwd=ws.root, timeout=job.settings.install_timeout, network=True))
+        fetched = run_phase(
+            ctx,
+            PhaseSpec(
+                name="fetch",
+                kind="install",
+                command=pip_download,
+                env=ctx.env,
+                cwd=ws.root,
+                timeout=job.settings.install_timeout,
+                network=True,
+            ),
+        )
     archives = extract.archives(ws.host("sdist"))  # regular files only: pip may have built
     if not fetched.ok or not archives:
         return Unfetched(index_files=files)
@@ -99,13 +125,23 @@ def _from_sdist(ctx: JobCtx) -> Source | Unfetched:
     except extract.UNSAFE as e:  # a broken or hostile archive; past a limit: LimitExceeded
         raise InfraError(f"{job.job_id}: cannot extract {archives[0].name}: {e}") from None
     if links_out:
-        log.warning("%s: %d link(s) out of the tree skipped in %s: %s", job.job_id,
-                    len(links_out), archives[0].name, ", ".join(links_out[:5]))
-    return Source(src_host=top, path=ws.path(*top.relative_to(ws.host_root).parts),
-                  target=f"{job.package.name}=={version}" if version else spec, version=version,
-                  archive=archives[0], sha256=sha256,
-                  release=version if sha256 else pinned_version(job.package.version),
-                  index_files=files if sha256 else None)
+        log.warning(
+            "%s: %d link(s) out of the tree skipped in %s: %s",
+            job.job_id,
+            len(links_out),
+            archives[0].name,
+            ", ".join(links_out[:5]),
+        )
+    return Source(
+        src_host=top,
+        path=ws.path(*top.relative_to(ws.host_root).parts),
+        target=f"{job.package.name}=={version}" if version else spec,
+        version=version,
+        archive=archives[0],
+        sha256=sha256,
+        release=version if sha256 else pinned_version(job.package.version),
+        index_files=files if sha256 else None,
+    )
 
 
 def _fetch_on_host(ctx: JobCtx, shown: list[str]) -> tuple[Phase | None, str, tuple[str, ...] | None]:
@@ -119,8 +155,10 @@ def _fetch_on_host(ctx: JobCtx, shown: list[str]) -> tuple[Phase | None, str, tu
     try:
         got = fetch.sdist(pkg.name, pkg.version, ws.host("sdist"))
         sha256, files = got.sha256, got.files
-        code, text = 0, (f"{got.url}\nsaved {got.path.name}: {got.size} bytes, sha256 {got.sha256} "
-                         f"(checked against the index)\n")
+        code, text = (
+            0,
+            (f"{got.url}\nsaved {got.path.name}: {got.size} bytes, sha256 {got.sha256} (checked against the index)\n"),
+        )
     except fetch.IndexUnavailable as e:
         log.info("%s: %s; fetching with pip in the backend", ctx.job.job_id, e)
         fetch.clear(ws.host("sdist"))
@@ -129,11 +167,22 @@ def _fetch_on_host(ctx: JobCtx, shown: list[str]) -> tuple[Phase | None, str, tu
         code, text = 1, f"ERROR: {e}\n"
         files = _pinned_files(e.page, pkg.version)
     with ctx.fs.create_text("logs/fetch.log") as f:
-        f.write(f"$ {shlex.join(shown)}\n# fetched by the host from the index's JSON page "
-                f"(PEP 691), nothing built\n{text}")
-    phase = parse.parse_phase(Phase(
-        name="fetch", kind="install", command=tuple(shown), env=dict(ctx.env), cwd=ws.root,
-        exit_code=code, duration=round(time.monotonic() - t0, 3), log=ctx.rel(ws.host("logs", "fetch.log"))), ctx.out)
+        f.write(
+            f"$ {shlex.join(shown)}\n# fetched by the host from the index's JSON page (PEP 691), nothing built\n{text}"
+        )
+    phase = parse.parse_phase(
+        Phase(
+            name="fetch",
+            kind="install",
+            command=tuple(shown),
+            env=dict(ctx.env),
+            cwd=ws.root,
+            exit_code=code,
+            duration=round(time.monotonic() - t0, 3),
+            log=ctx.rel(ws.host("logs", "fetch.log")),
+        ),
+        ctx.out,
+    )
     ctx.phases.append(phase)
     return phase, sha256, files
 

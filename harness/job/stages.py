@@ -79,8 +79,14 @@ def wheel_store(ctx: JobCtx, src: Source, setup: SuiteSetup) -> StoreUse:
     to the install, whose log is the build's evidence."""
     reqs = [*_own_requirements(src, setup), *setup.tools, *ctx.job.package.test_requires, *(TOX if setup.tox else ())]
     vpy = ctx.ws.path("venv", "bin", "python")
-    return prepare(ctx, venv_sh=_venv_sh(ctx, setup, vpy), vpy=vpy, requirements=reqs, skip=ctx.job.package.name,
-                   tools=[*setup.tools, *(TOX if setup.tox else ())])
+    return prepare(
+        ctx,
+        venv_sh=_venv_sh(ctx, setup, vpy),
+        vpy=vpy,
+        requirements=reqs,
+        skip=ctx.job.package.name,
+        tools=[*setup.tools, *(TOX if setup.tox else ())],
+    )
 
 
 def _own_requirements(src: Source, setup: SuiteSetup) -> list[str]:
@@ -96,16 +102,35 @@ def install(ctx: JobCtx, src: Source, setup: SuiteSetup, store: StoreUse = NO_ST
     inferred test deps. None: the package did not install."""
     ws, timeout = ctx.ws, ctx.job.settings.install_timeout
     vpy = ws.path("venv", "bin", "python")
-    phase = run_phase(ctx, PhaseSpec(name="install", kind="install",
-                                     command=["sh", "-c", _install_sh(ctx, src, setup, vpy, store)],
-                                     env=ctx.env, cwd=ws.root, timeout=timeout, network=True),
-                      then=_fallback_found(ctx, setup) if setup.compiled else None)
+    phase = run_phase(
+        ctx,
+        PhaseSpec(
+            name="install",
+            kind="install",
+            command=["sh", "-c", _install_sh(ctx, src, setup, vpy, store)],
+            env=ctx.env,
+            cwd=ws.root,
+            timeout=timeout,
+            network=True,
+        ),
+        then=_fallback_found(ctx, setup) if setup.compiled else None,
+    )
     if not phase.ok or (setup.compiled and not _fallback(ctx, src, setup, vpy, phase)):
         return None
     if setup.test_deps:  # on their own: one that cannot install is a setup problem, not a build failure
         sh = _deps_sh(vpy, setup.test_deps, setup.tools, missing=ws.path("logs", f"test-deps{NOT_INSTALLED_SUFFIX}"))
-        run_phase(ctx, PhaseSpec(name="test-deps", kind="setup", command=["sh", "-c", _with_tsan_flags(ctx, sh)],
-                                 env=ctx.env, cwd=ws.root, timeout=timeout, network=True))
+        run_phase(
+            ctx,
+            PhaseSpec(
+                name="test-deps",
+                kind="setup",
+                command=["sh", "-c", _with_tsan_flags(ctx, sh)],
+                env=ctx.env,
+                cwd=ws.root,
+                timeout=timeout,
+                network=True,
+            ),
+        )
     tests_python = f"{src.path}/.tox/{ctx.job.package.tox_env}/bin/python" if setup.tox else vpy
     return Installed(python=vpy, tests_python=tests_python)
 
@@ -118,9 +143,13 @@ def _with_tsan_flags(ctx: JobCtx, sh: str) -> str:
 def _venv_sh(ctx: JobCtx, setup: SuiteSetup, vpy: str) -> str:
     ws = ctx.ws
     if ctx.tsan and ws.pip_cache:  # pip and the tools from a layer built once per interpreter
-        return tsanenv.venv_sh(ws.python, ws.path("venv"), ws.path("inner", "venv_layer.py"),
-                            f"{ws.pip_cache}/{ctx.interp.key}/ft-harness-tools",
-                            [*setup.tools, *(TOX if setup.tox else ())])
+        return tsanenv.venv_sh(
+            ws.python,
+            ws.path("venv"),
+            ws.path("inner", "venv_layer.py"),
+            f"{ws.pip_cache}/{ctx.interp.key}/ft-harness-tools",
+            [*setup.tools, *(TOX if setup.tox else ())],
+        )
     return f"{shlex.quote(ws.python)} -m venv {shlex.quote(ws.path('venv'))}"
 
 
@@ -128,21 +157,34 @@ def _install_sh(ctx: JobCtx, src: Source, setup: SuiteSetup, vpy: str, store: St
     ws, pkg, pins = ctx.ws, ctx.job.package, setup.tools
     tox = TOX if setup.tox else ()
     links = [a for d in store.find_links for a in ("--find-links", d)]  # the store's dirs, read-only
-    pip = [vpy, "-m", "pip", "install", "--report", ws.path("logs", "install-report.json"), *links,
-           src.target, *pins, *pkg.test_requires, *tox]
+    pip = [
+        vpy,
+        "-m",
+        "pip",
+        "install",
+        "--report",
+        ws.path("logs", "install-report.json"),
+        *links,
+        src.target,
+        *pins,
+        *pkg.test_requires,
+        *tox,
+    ]
     venv = _venv_sh(ctx, setup, vpy)
     if store.planned:  # the wheel-plan step made it
         venv = f"test -x {shlex.quote(vpy)} || {{ {venv}; }}"
     script = _with_tsan_flags(ctx, f"{venv} && {shlex.join(pip)}")
     if setup.tox:  # tox builds its env now, with network; the test phases reuse it offline
         script += f" && cd {shlex.quote(src.path)} && " + shlex.join(
-            [vpy, "-m", "tox", "-e", pkg.tox_env, "--notest", *suite.tox_overrides(ctx.job, ws, pins)])
+            [vpy, "-m", "tox", "-e", pkg.tox_env, "--notest", *suite.tox_overrides(ctx.job, ws, pins)]
+        )
     return script
 
 
 def _fallback_found(ctx: JobCtx, setup: SuiteSetup) -> Callable[[Phase], Phase]:
     """For a compiled project's install phase: pip's pure wheel of it, when its report says it
     installed one, recorded on the phase (harness.verdict.artifact) before the phase is kept."""
+
     def then(install: Phase) -> Phase:
         if not install.ok:
             return install
@@ -151,6 +193,7 @@ def _fallback_found(ctx: JobCtx, setup: SuiteSetup) -> Callable[[Phase], Phase]:
             return install
         found = artifact.problem(wheel, setup.compiled, ctx.job.settings.fallback_wheel)
         return replace(install, setup=(*install.setup, found))
+
     return then
 
 
@@ -161,18 +204,41 @@ def _fallback(ctx: JobCtx, src: Source, setup: SuiteSetup, vpy: str, install: Ph
         return True
     assert src.archive is not None  # compiled: never a local tree
     ws = ctx.ws
-    sh = rebuild_sh(vpy, ctx.job.package.name, ws.path("sdist", src.archive.name),
-                    ws.path("logs", artifact.REBUILD_REPORT))
-    return run_phase(ctx, PhaseSpec(name=artifact.REBUILD, kind="install", command=["sh", "-c", _with_tsan_flags(ctx, sh)],
-                                    env=ctx.env, cwd=ws.root, timeout=ctx.job.settings.install_timeout,
-                                    network=True)).ok
+    sh = rebuild_sh(
+        vpy, ctx.job.package.name, ws.path("sdist", src.archive.name), ws.path("logs", artifact.REBUILD_REPORT)
+    )
+    return run_phase(
+        ctx,
+        PhaseSpec(
+            name=artifact.REBUILD,
+            kind="install",
+            command=["sh", "-c", _with_tsan_flags(ctx, sh)],
+            env=ctx.env,
+            cwd=ws.root,
+            timeout=ctx.job.settings.install_timeout,
+            network=True,
+        ),
+    ).ok
 
 
 def rebuild_sh(vpy: str, name: str, sdist: str, report: str) -> str:
     """The package alone, built from its sdist over the fallback wheel (harness.verdict.artifact): its
     dependencies stay."""
-    return shlex.join([vpy, "-m", "pip", "install", "--force-reinstall", "--no-deps", "--no-binary",
-                       canonicalize_name(name), "--report", report, sdist])
+    return shlex.join(
+        [
+            vpy,
+            "-m",
+            "pip",
+            "install",
+            "--force-reinstall",
+            "--no-deps",
+            "--no-binary",
+            canonicalize_name(name),
+            "--report",
+            report,
+            sdist,
+        ]
+    )
 
 
 def _deps_sh(vpy: str, deps: Sequence[str], keep: Sequence[str] = (), *, missing: str = "") -> str:
@@ -189,12 +255,13 @@ def _deps_sh(vpy: str, deps: Sequence[str], keep: Sequence[str] = (), *, missing
     (hypothesis 6.170 ships a Rust extension and no cp313t wheel; older pure wheels install)."""
     pip = shlex.join([vpy, "-m", "pip", "install", "--prefer-binary"])
     tools = f" {shlex.join(keep)}" if keep else ""
-    alone = "; ".join(f"{pip} {shlex.quote(d)}{tools} || missing=\"$missing {Requirement(d).name}\""
-                      for d in deps)
+    alone = "; ".join(f'{pip} {shlex.quote(d)}{tools} || missing="$missing {Requirement(d).name}"' for d in deps)
     record = f"printf '%s\\n' $missing > {shlex.quote(missing)}; " if missing else ""
-    return (f"{pip} {shlex.join(deps)}{tools} && exit 0; "
-            f"echo 'ft-harness: together they did not install; one at a time:'; missing=; {alone}; "
-            f"[ -z \"$missing\" ] && exit 0; {record}echo \"{NOT_INSTALLED}$missing\"; exit 1")
+    return (
+        f"{pip} {shlex.join(deps)}{tools} && exit 0; "
+        f"echo 'ft-harness: together they did not install; one at a time:'; missing=; {alone}; "
+        f'[ -z "$missing" ] && exit 0; {record}echo "{NOT_INSTALLED}$missing"; exit 1'
+    )
 
 
 # ------------------------------------------------------------------ probe
@@ -206,9 +273,17 @@ def probe(ctx: JobCtx, setup: SuiteSetup, installed: Installed) -> None:
     package imported as, for one) is parsed onto the phase (harness.parse.probe)."""
     pkg, ws = ctx.job.package, ctx.ws
     dist = pkg.name if pkg.is_local else canonicalize_name(pkg.name)
-    run_phase(ctx, PhaseSpec(name="probe", kind="probe", command=[
-        installed.tests_python, "-W", "default", ws.path("probe.py"), dist, ws.path("logs", "probe.json")],
-        env=ctx.env, cwd=ws.root, timeout=300))
+    run_phase(
+        ctx,
+        PhaseSpec(
+            name="probe",
+            kind="probe",
+            command=[installed.tests_python, "-W", "default", ws.path("probe.py"), dist, ws.path("logs", "probe.json")],
+            env=ctx.env,
+            cwd=ws.root,
+            timeout=300,
+        ),
+    )
 
 
 # ------------------------------------------------------------------ test runs
@@ -230,10 +305,16 @@ def suite_run(ctx: JobCtx, src: Source, setup: SuiteSetup, installed: Installed)
     # the config file named by -c (none: an empty one), the source's even from site-packages
     config = f"{src.path}/{setup.config}" if setup.config else ""
     command = suite.command(job, ws, installed.python, run_from.tests, src=at, config=config, pins=setup.tools)
-    return Suite(command=command, cwd=at, source=src.path, env=env, watchdog=wenv,
-                 idle=stall_seconds(s.test_timeout) if wenv else 0,  # silent past the watchdog: frozen
-                 threads=(f"--parallel-threads={s.threads}", f"--iterations={s.iterations}"),
-                 record=run_from.record)
+    return Suite(
+        command=command,
+        cwd=at,
+        source=src.path,
+        env=env,
+        watchdog=wenv,
+        idle=stall_seconds(s.test_timeout) if wenv else 0,  # silent past the watchdog: frozen
+        threads=(f"--parallel-threads={s.threads}", f"--iterations={s.iterations}"),
+        record=run_from.record,
+    )
 
 
 def run_tests(ctx: JobCtx, run: Suite) -> Suite:
@@ -258,9 +339,17 @@ def run_tests(ctx: JobCtx, run: Suite) -> Suite:
             # what the threaded runs will really run in threads: -n auto hides it, so ask
             # pytest-run-parallel once, without workers; which tests it runs single-threaded is
             # decided at collection, the same in every GIL mode, so one run serves them all
-            run_phase(ctx, PhaseSpec(name="collect", kind="collect",
-                                     command=replace(run.command, threads=run.threads, this_run=("--collect-only",)),
-                                     env={**run.env, "PYTHON_GIL": str(mode)}, cwd=run.cwd, timeout=300))
+            run_phase(
+                ctx,
+                PhaseSpec(
+                    name="collect",
+                    kind="collect",
+                    command=replace(run.command, threads=run.threads, this_run=("--collect-only",)),
+                    env={**run.env, "PYTHON_GIL": str(mode)},
+                    cwd=run.cwd,
+                    timeout=300,
+                ),
+            )
         for rep in range(1, s.repeat + 1):
             if ctx.spent:
                 break
@@ -275,8 +364,15 @@ def _whole(ctx: JobCtx, targeted: bool) -> GilOn | None:
         return None
     if not any(p.gil == 1 and p.kind in ("plain", "threads", "tsan") for p in ctx.phases):
         return GilOn(ran="none", why="the job's budget was spent before any GIL-on run")
-    why = ("ThreadSanitizer runs: the whole suite in every mode" if ctx.tsan else "settings.gil_on: full"
-           if s.gil_on == "full" else "no GIL-off run asked: the whole suite" if not targeted else "")
+    why = (
+        "ThreadSanitizer runs: the whole suite in every mode"
+        if ctx.tsan
+        else "settings.gil_on: full"
+        if s.gil_on == "full"
+        else "no GIL-off run asked: the whole suite"
+        if not targeted
+        else ""
+    )
     return GilOn(ran="suite", why=why)
 
 
@@ -314,10 +410,22 @@ def _plain(ctx: JobCtx, run: Suite, mode: int, only: Sequence[str] = ()) -> None
     env = {**run.env, "PYTHON_GIL": str(mode)}
     if ctx.tsan:
         env = {**env, **_tsan_env(ctx, run, name)}
-    run_phase(ctx, PhaseSpec(name=name, kind="plain", command=replace(run.command, this_run=_this_run(ctx, name, only)),
-                             env={**env, **run.watchdog}, cwd=run.cwd, timeout=ctx.job.settings.job_timeout, gil=mode,
-                             junit=f"junit/{name}.xml", tsan_dir=f"logs/tsan/{name}" if ctx.tsan else "",
-                             idle=run.idle, subset=len(only)))
+    run_phase(
+        ctx,
+        PhaseSpec(
+            name=name,
+            kind="plain",
+            command=replace(run.command, this_run=_this_run(ctx, name, only)),
+            env={**env, **run.watchdog},
+            cwd=run.cwd,
+            timeout=ctx.job.settings.job_timeout,
+            gil=mode,
+            junit=f"junit/{name}.xml",
+            tsan_dir=f"logs/tsan/{name}" if ctx.tsan else "",
+            idle=run.idle,
+            subset=len(only),
+        ),
+    )
 
 
 def _threaded(ctx: JobCtx, run: Suite, mode: int, rep: int, only: Sequence[str] = ()) -> None:
@@ -325,16 +433,43 @@ def _threaded(ctx: JobCtx, run: Suite, mode: int, rep: int, only: Sequence[str] 
     if ctx.tsan:  # the threaded run under ThreadSanitizer, markers per test
         name = f"tsan-gil{mode}-r{rep}"
         env = {**env, **_tsan_env(ctx, run, name), "PYTHONPATH": ctx.ws.path("inner")}
-        cmd = replace(run.command, plugins=("-p", tsanenv.MARKER_PLUGIN), threads=run.threads,
-                      this_run=_this_run(ctx, name))
-        run_phase(ctx, PhaseSpec(name=name, kind="tsan", command=cmd, env=env, cwd=run.cwd, timeout=timeout,
-                                 gil=mode, rep=rep, junit=f"junit/{name}.xml", tsan_dir=f"logs/tsan/{name}"))
+        cmd = replace(
+            run.command, plugins=("-p", tsanenv.MARKER_PLUGIN), threads=run.threads, this_run=_this_run(ctx, name)
+        )
+        run_phase(
+            ctx,
+            PhaseSpec(
+                name=name,
+                kind="tsan",
+                command=cmd,
+                env=env,
+                cwd=run.cwd,
+                timeout=timeout,
+                gil=mode,
+                rep=rep,
+                junit=f"junit/{name}.xml",
+                tsan_dir=f"logs/tsan/{name}",
+            ),
+        )
         return
     name = f"threads-gil{mode}-r{rep}"
     cmd = replace(run.command, threads=run.threads, this_run=_this_run(ctx, name, only))
-    run_phase(ctx, PhaseSpec(name=name, kind="threads", command=cmd, env={**env, **run.watchdog}, cwd=run.cwd,
-                             timeout=timeout, gil=mode, rep=rep, junit=f"junit/{name}.xml", idle=run.idle,
-                             subset=len(only)))
+    run_phase(
+        ctx,
+        PhaseSpec(
+            name=name,
+            kind="threads",
+            command=cmd,
+            env={**env, **run.watchdog},
+            cwd=run.cwd,
+            timeout=timeout,
+            gil=mode,
+            rep=rep,
+            junit=f"junit/{name}.xml",
+            idle=run.idle,
+            subset=len(only),
+        ),
+    )
 
 
 # ------------------------------------------------------------------ confirm
@@ -365,8 +500,22 @@ def confirm(ctx: JobCtx, run: Suite) -> None:
                 name = f"confirm{i}-gil{mode}-r{rep}"
                 # alone, pytest-timeout's thread method dumps every thread and ends the process at
                 # test_timeout, even in a wait no signal interrupts (its signal method cannot)
-                cmd = replace(src.test_command, paths=(target.test_id,), this_run=(
-                    "--timeout-method=thread", f"--junitxml={ws.path('junit', f'{name}.xml')}"))
-                run_phase(ctx, PhaseSpec(name=name, kind="confirm", command=cmd, env={**run.env, "PYTHON_GIL": str(mode)},
-                                         cwd=src.cwd, timeout=min(left, s.test_timeout + 30), gil=mode, rep=rep,
-                                         junit=f"junit/{name}.xml"))
+                cmd = replace(
+                    src.test_command,
+                    paths=(target.test_id,),
+                    this_run=("--timeout-method=thread", f"--junitxml={ws.path('junit', f'{name}.xml')}"),
+                )
+                run_phase(
+                    ctx,
+                    PhaseSpec(
+                        name=name,
+                        kind="confirm",
+                        command=cmd,
+                        env={**run.env, "PYTHON_GIL": str(mode)},
+                        cwd=src.cwd,
+                        timeout=min(left, s.test_timeout + 30),
+                        gil=mode,
+                        rep=rep,
+                        junit=f"junit/{name}.xml",
+                    ),
+                )

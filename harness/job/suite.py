@@ -23,8 +23,14 @@ def pytest_options(job: Job, *, rootdir: str, config: str = "") -> tuple[str, ..
     above ``--out`` (a pyproject.toml with ``--strict-markers``). parse.setup checks the
     ``configfile:`` line of every run against what was named."""
     cfg = ("-c", config or "/dev/null")
-    opts = [f"--timeout={job.settings.test_timeout}", "-rfE", "-v",
-            f"--rootdir={rootdir}", f"--confcutdir={rootdir}", *cfg]
+    opts = [
+        f"--timeout={job.settings.test_timeout}",
+        "-rfE",
+        "-v",
+        f"--rootdir={rootdir}",
+        f"--confcutdir={rootdir}",
+        *cfg,
+    ]
     exprs = []
     for s in job.package.skip:
         if "::" in s.test or s.test.endswith(".py"):
@@ -38,18 +44,33 @@ def pytest_options(job: Job, *, rootdir: str, config: str = "") -> tuple[str, ..
 
 def tox_overrides(job: Job, ws: Workspace, pins: tuple[str, ...] = TOOLS) -> list[str]:
     env = job.package.tox_env
-    return ["-x", f"testenv:{env}.basepython={ws.python}",
-            "-x", f"testenv:{env}.deps+={chr(10).join(pins)}",
-            "-x", f"testenv:{env}.pass_env+={','.join(WATCHDOG_PASS_ENV)}"]
+    return [
+        "-x",
+        f"testenv:{env}.basepython={ws.python}",
+        "-x",
+        f"testenv:{env}.deps+={chr(10).join(pins)}",
+        "-x",
+        f"testenv:{env}.pass_env+={','.join(WATCHDOG_PASS_ENV)}",
+    ]
 
 
-def command(job: Job, ws: Workspace, vpy: str, tests: str, *, src: str, config: str = "",
-            pins: tuple[str, ...] = TOOLS) -> TestCommand:
+def command(
+    job: Job, ws: Workspace, vpy: str, tests: str, *, src: str, config: str = "", pins: tuple[str, ...] = TOOLS
+) -> TestCommand:
     """pytest directly, or tox with the pytest arguments as posargs (its env must pass {posargs})."""
     if job.package.runner == "tox":  # the tox env's command runs pytest
-        head: tuple[str, ...] = (vpy, "-m", "tox", "-e", job.package.tox_env, "--skip-pkg-install",
-                                 *tox_overrides(job, ws, pins), "--")
+        head: tuple[str, ...] = (
+            vpy,
+            "-m",
+            "tox",
+            "-e",
+            job.package.tox_env,
+            "--skip-pkg-install",
+            *tox_overrides(job, ws, pins),
+            "--",
+        )
     else:
         head = (vpy, "-P", "-m", "pytest", "-p", "no:cacheprovider")
-    return TestCommand(head=head, options=pytest_options(job, rootdir=src, config=config),
-                       paths=(tests,) if tests else ())
+    return TestCommand(
+        head=head, options=pytest_options(job, rootdir=src, config=config), paths=(tests,) if tests else ()
+    )

@@ -61,8 +61,7 @@ def _suppression(suppressions: Sequence[str]) -> dict[str, str]:
     return {"suppressions": files[0]} if files else {}
 
 
-def tsan_env(log_dir_in_backend: str, suppressions: Sequence[str], *,
-             source_dir: str = "") -> dict[str, str]:
+def tsan_env(log_dir_in_backend: str, suppressions: Sequence[str], *, source_dir: str = "") -> dict[str, str]:
     """Environment of a TSan test run: report everything, never change the exit code,
     one log per process at ``<log_dir>/tsan.<pid>``.  ``source_dir``: the package's source tree
     as the backend sees it; frames of files pip compiled there read relative to it
@@ -106,10 +105,12 @@ def build_flags_sh(python: str) -> str:
     flags twice, which changes nothing.  Meson, CMake and other build systems that ignore
     sysconfig get the same flags through the same variables."""
     read = f"{shlex.quote(python)} -S -c {shlex.quote(_SYSCONFIG_CFLAGS)}"
-    return (f'ft_cflags="$({read})" && '
-            f'export CFLAGS="$ft_cflags {DEBUG_FLAGS}${{CFLAGS:+ $CFLAGS}}" '
-            f'CXXFLAGS="$ft_cflags {DEBUG_FLAGS}${{CXXFLAGS:+ $CXXFLAGS}}" '
-            f'LDFLAGS="{SANITIZE_FLAGS}${{LDFLAGS:+ $LDFLAGS}}"')
+    return (
+        f'ft_cflags="$({read})" && '
+        f'export CFLAGS="$ft_cflags {DEBUG_FLAGS}${{CFLAGS:+ $CFLAGS}}" '
+        f'CXXFLAGS="$ft_cflags {DEBUG_FLAGS}${{CXXFLAGS:+ $CXXFLAGS}}" '
+        f'LDFLAGS="{SANITIZE_FLAGS}${{LDFLAGS:+ $LDFLAGS}}"'
+    )
 
 
 def venv_sh(python: str, venv: str, seeder: str, layers: str, tools: Sequence[str]) -> str:
@@ -122,8 +123,7 @@ def venv_sh(python: str, venv: str, seeder: str, layers: str, tools: Sequence[st
     ``tools`` must still be named to the job's pip: they are then already satisfied."""
     q = shlex.quote
     seed = shlex.join([python, seeder, venv, layers, *tools])
-    return (f"{{ {q(python)} -m venv --without-pip {q(venv)} && {seed}; }} || "
-            f"{q(python)} -m venv --clear {q(venv)}")
+    return f"{{ {q(python)} -m venv --without-pip {q(venv)} && {seed}; }} || {q(python)} -m venv --clear {q(venv)}"
 
 
 def marker_dir() -> Path:
@@ -157,8 +157,7 @@ def suppressions(tarball: Path, extra: str | None) -> str:
     harness's few additions and the package's ``tsan_suppressions`` file, merged."""
     cpython = _cpython_suppressions(str(tarball), tarball.stat().st_mtime)
     if not cpython:
-        log.warning("%s has no %s: interpreter races will be reported", tarball.name,
-                    CPYTHON_SUPPRESSIONS)
+        log.warning("%s has no %s: interpreter races will be reported", tarball.name, CPYTHON_SUPPRESSIONS)
     parts = [f"# {CPYTHON_SUPPRESSIONS} from {tarball.name}\n", cpython.rstrip("\n") + "\n"]
     if HARNESS_SUPPRESSIONS:
         parts += ["\n# ft-harness additions\n", "\n".join(HARNESS_SUPPRESSIONS) + "\n"]

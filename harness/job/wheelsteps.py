@@ -81,15 +81,23 @@ class _Tally:
     refused: list[str] = field(default_factory=list)
 
     def use(self, *, planned: bool, tools_layer: str, links: Sequence[str] = ()) -> StoreUse:
-        return StoreUse(planned=planned, find_links=tuple(links), built=tuple(self.built), found=tuple(self.found),
-                        tools_layer=tools_layer, evicted=tuple(self.evicted), refused=tuple(self.refused))
+        return StoreUse(
+            planned=planned,
+            find_links=tuple(links),
+            built=tuple(self.built),
+            found=tuple(self.found),
+            tools_layer=tools_layer,
+            evicted=tuple(self.evicted),
+            refused=tuple(self.refused),
+        )
 
     def room(self, store: Path) -> storecap.Room:
         return storecap.Room(root=store, removed=self.evicted)
 
 
-def prepare(ctx: JobCtx, *, venv_sh: str, vpy: str, requirements: Sequence[str], skip: str,
-            tools: Sequence[str] = ()) -> StoreUse:
+def prepare(
+    ctx: JobCtx, *, venv_sh: str, vpy: str, requirements: Sequence[str], skip: str, tools: Sequence[str] = ()
+) -> StoreUse:
     """The venv (from the store's layer of ``tools`` when it has or can build one), the dry run,
     then each missing sdist built into the store. Off (NO_STORE) with ``settings.wheel_store:
     false``, under TSan (its builds need the sanitizer's flags), or on a backend with no store."""
@@ -101,22 +109,59 @@ def prepare(ctx: JobCtx, *, venv_sh: str, vpy: str, requirements: Sequence[str],
     if layer:
         venv_sh = toolslayer.seed_sh(ws.python, ws.path("venv"), ws.path("inner", "venv_layer.py"), layer)
     if not [r for r in requirements if r not in tools]:  # the tools are wheels: no sdist to plan
-        phase = run_phase(ctx, PhaseSpec(name=PLAN, kind=KIND, command=["sh", "-c", venv_sh], env=ctx.env,
-                                         cwd=ws.root, timeout=ctx.job.settings.install_timeout))
-        _say(ctx, [*tally.lines, "ft-harness: wheel store: nothing to plan (no requirement but the "
-                   "test tools, which are wheels); the install builds only the package"])
+        phase = run_phase(
+            ctx,
+            PhaseSpec(
+                name=PLAN,
+                kind=KIND,
+                command=["sh", "-c", venv_sh],
+                env=ctx.env,
+                cwd=ws.root,
+                timeout=ctx.job.settings.install_timeout,
+            ),
+        )
+        _say(
+            ctx,
+            [
+                *tally.lines,
+                "ft-harness: wheel store: nothing to plan (no requirement but the "
+                "test tools, which are wheels); the install builds only the package",
+            ],
+        )
         return tally.use(planned=phase.ok, tools_layer=used_layer)
     key = ws.build_env(ctx.interp.key)
     # the store's wheels offered to the plan: a dependency stored before (numpy, for pandas) is
     # read from its wheel, not built again by pip to learn its metadata (#43)
     offered = [a for sha in wheelstore.complete(store, key) for a in ("--find-links", f"{ws.wheel_store}/{key}/{sha}")]
-    pip = shlex.join([vpy, "-m", "pip", "install", "--dry-run", "--quiet", "--report",
-                      ws.path("logs", PLAN_REPORT), *offered, *requirements])
+    pip = shlex.join(
+        [
+            vpy,
+            "-m",
+            "pip",
+            "install",
+            "--dry-run",
+            "--quiet",
+            "--report",
+            ws.path("logs", PLAN_REPORT),
+            *offered,
+            *requirements,
+        ]
+    )
     # the store's time too: an sdist whose build backend has no metadata hook (meson-python:
     # numpy) is built whole by pip to learn its requirements, 20+ minutes for numpy on 2 cores
     with uncharged(ctx):
-        phase = run_phase(ctx, PhaseSpec(name=PLAN, kind=KIND, command=["sh", "-c", f"{venv_sh} && {pip}"],
-                                         env=ctx.env, cwd=ws.root, timeout=wheelstore.BUILD_TIMEOUT, network=True))
+        phase = run_phase(
+            ctx,
+            PhaseSpec(
+                name=PLAN,
+                kind=KIND,
+                command=["sh", "-c", f"{venv_sh} && {pip}"],
+                env=ctx.env,
+                cwd=ws.root,
+                timeout=wheelstore.BUILD_TIMEOUT,
+                network=True,
+            ),
+        )
     if not phase.ok:
         _say(ctx, [*tally.lines, "ft-harness: no plan; the install builds whatever it needs itself"])
         return tally.use(planned=True, tools_layer=used_layer)
@@ -128,8 +173,11 @@ def prepare(ctx: JobCtx, *, venv_sh: str, vpy: str, requirements: Sequence[str],
             tally.found.append(w)
             tally.lines.append(f"ft-harness: wheel store: reused {w.wheel} (sdist sha256 {w.sdist_sha256})")
             links.append(f"{ws.wheel_store}/{key}/{w.sdist_sha256}")
-    links += [f"{ws.wheel_store}/{key}/{sd.sha256}" for sd in wheelstore.to_build(report, skip=skip)
-              if _one(ctx, store, sd, tally)]
+    links += [
+        f"{ws.wheel_store}/{key}/{sd.sha256}"
+        for sd in wheelstore.to_build(report, skip=skip)
+        if _one(ctx, store, sd, tally)
+    ]
     if not links:
         tally.lines.append("ft-harness: wheel store: the install builds no sdist")
     _say(ctx, tally.lines)
@@ -148,9 +196,13 @@ def _one(ctx: JobCtx, store: Path, sd: Sdist, tally: _Tally) -> bool:
             tally.lines.append(f"ft-harness: wheel store: reused {wheel} (sdist sha256 {sd.sha256})")
             return True
         gone = len(tally.evicted)
-        got, why = (None, storecap.entry_cap_note(tally.added)) if tally.added >= cap else _build(ctx, store, key, sd, tally)
-        tally.lines += [f"ft-harness: wheel store: removed {e} to make room (store_bytes: the least recently "
-                        "used first)" for e in tally.evicted[gone:]]
+        got, why = (
+            (None, storecap.entry_cap_note(tally.added)) if tally.added >= cap else _build(ctx, store, key, sd, tally)
+        )
+        tally.lines += [
+            f"ft-harness: wheel store: removed {e} to make room (store_bytes: the least recently used first)"
+            for e in tally.evicted[gone:]
+        ]
         if got is None:
             tally.lines.append(f"ft-harness: wheel store: {sd.name} {sd.version} not stored: {why}")
             if why.startswith("limit store_"):
@@ -187,21 +239,34 @@ def _tools_layer(ctx: JobCtx, store: Path, tools: Sequence[str], tally: _Tally) 
             out = toolslayer.scratch(store, key)
             try:
                 env = shared_env(ctx.env, ctx.job.package.env)
-                phase = run_phase(ctx, PhaseSpec(
-                    name=toolslayer.PHASE, kind=KIND,
-                    command=toolslayer.build_argv(ctx.ws.python, ctx.backend.isolated_out(out), tools),
-                    env=env, cwd=ctx.backend.isolated_out(out),
-                    timeout=ctx.job.settings.install_timeout, network=True, isolated=out))
+                phase = run_phase(
+                    ctx,
+                    PhaseSpec(
+                        name=toolslayer.PHASE,
+                        kind=KIND,
+                        command=toolslayer.build_argv(ctx.ws.python, ctx.backend.isolated_out(out), tools),
+                        env=env,
+                        cwd=ctx.backend.isolated_out(out),
+                        timeout=ctx.job.settings.install_timeout,
+                        network=True,
+                        isolated=out,
+                    ),
+                )
                 room = tally.room(store)
                 with storecap.locked(store):
-                    why = toolslayer.publish(out, store, key, dig, lambda layer: room(storecap.tree_bytes(layer))) \
-                        if phase.ok else f"its build failed (phase {toolslayer.PHASE})"
+                    why = (
+                        toolslayer.publish(out, store, key, dig, lambda layer: room(storecap.tree_bytes(layer)))
+                        if phase.ok
+                        else f"its build failed (phase {toolslayer.PHASE})"
+                    )
             finally:
                 toolslayer.remove(out)
     except OSError as e:
         why = f"the store: {e}"
-    tally.lines += [f"ft-harness: wheel store: removed {e} to make room (store_bytes: the least recently used "
-                    "first)" for e in tally.evicted]
+    tally.lines += [
+        f"ft-harness: wheel store: removed {e} to make room (store_bytes: the least recently used first)"
+        for e in tally.evicted
+    ]
     if why:
         if why.startswith("limit store_"):
             tally.refused.append(f"tools layer {dig}: {why}")
@@ -237,10 +302,19 @@ def _build(ctx: JobCtx, store: Path, key: str, sd: Sdist, tally: _Tally) -> tupl
     try:
         name = "wheel-" + re.sub(r"[^A-Za-z0-9_.-]", "_", f"{sd.name}-{sd.version}")
         env = shared_env(ctx.env, ctx.job.package.env)
-        phase = run_phase(ctx, PhaseSpec(
-            name=name, kind=KIND, command=wheelstore.build_argv(ctx.ws.python, sd, ctx.backend.isolated_out(out)),
-            env=env, cwd=ctx.backend.isolated_out(out), timeout=wheelstore.BUILD_TIMEOUT, network=True,
-            isolated=out))
+        phase = run_phase(
+            ctx,
+            PhaseSpec(
+                name=name,
+                kind=KIND,
+                command=wheelstore.build_argv(ctx.ws.python, sd, ctx.backend.isolated_out(out)),
+                env=env,
+                cwd=ctx.backend.isolated_out(out),
+                timeout=wheelstore.BUILD_TIMEOUT,
+                network=True,
+                isolated=out,
+            ),
+        )
         if not phase.ok:
             return None, f"its build failed (phase {name}); the install builds it itself"
         with storecap.locked(store):

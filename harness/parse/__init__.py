@@ -40,9 +40,17 @@ MAX_READ = 32 * 1024 * 1024  # a runaway log is read head + tail, not whole
 TAIL_LINES = 60
 TAIL_CHARS = 6000
 FINAL_WORDS = {
-    "passed": "passed", "failed": "failed", "error": "error", "errors": "error",
-    "skipped": "skipped", "xfailed": "skipped", "xpassed": "passed", "deselected": "",
-    "warnings": "", "warning": "", "rerun": "",
+    "passed": "passed",
+    "failed": "failed",
+    "error": "error",
+    "errors": "error",
+    "skipped": "skipped",
+    "xfailed": "skipped",
+    "xpassed": "passed",
+    "deselected": "",
+    "warnings": "",
+    "warning": "",
+    "rerun": "",
 }
 
 
@@ -82,8 +90,11 @@ INTERNAL_EXC_RE = re.compile(r"^INTERNALERROR>\s+E?\s+(?P<exc>(?:[\w.]+\.)?\w*(?
 def _internal_cause(text: str) -> str:
     """What an INTERNALERROR was, when its traceback says: a MemoryError is the run's memory
     limit (a worker of botocore's suite went past the backend's 4 GiB)."""
-    found = [m.group("exc").strip() for m in INTERNAL_EXC_RE.finditer(text)
-             if not m.group("exc").startswith(("AssertionError", "assert "))]
+    found = [
+        m.group("exc").strip()
+        for m in INTERNAL_EXC_RE.finditer(text)
+        if not m.group("exc").startswith(("AssertionError", "assert "))
+    ]
     if not found:
         return ""
     if any(f.startswith("MemoryError") for f in found):
@@ -151,13 +162,16 @@ def _tests(text: str, plog: PytestLog, cases: list[JUnitCase], notes: list[str])
         if prev is not None and prev.outcome not in ("passed", "skipped"):
             continue  # a second <testcase> for a teardown error after a failure
         tests[tid] = TestCase(
-            outcome=c.outcome, message=c.message or (lt.message if lt else ""),
-            parallel=lt.parallel if lt else None, seconds=c.seconds,
+            outcome=c.outcome,
+            message=c.message or (lt.message if lt else ""),
+            parallel=lt.parallel if lt else None,
+            seconds=c.seconds,
         )
     for tid, lt in plog.tests.items():
         if tid not in tests:
-            tests[tid] = TestCase(outcome=_outcome_from_message(lt.outcome, lt.message),
-                                  message=lt.message, parallel=lt.parallel)
+            tests[tid] = TestCase(
+                outcome=_outcome_from_message(lt.outcome, lt.message), message=lt.message, parallel=lt.parallel
+            )
     if internal:
         tid, msg = internal
         tests[tid] = TestCase(outcome="timeout", message=msg, parallel=tests[tid].parallel if tid in tests else None)
@@ -167,34 +181,47 @@ def _tests(text: str, plog: PytestLog, cases: list[JUnitCase], notes: list[str])
 def _crashes(phase: Phase, text: str, plog: PytestLog, tests: dict[str, TestCase]) -> list[Crash]:
     """The phase's crashes, each crashed test marked in ``tests``; a worker "crash" that was our
     watchdog ending a test stuck in a wait (parse.hang) is that test's timeout instead."""
-    crashes = find_crashes(text, exit_code=phase.exit_code, sig=phase.signal,
-                           unfinished=plog.unfinished)
+    crashes = find_crashes(text, exit_code=phase.exit_code, sig=phase.signal, unfinished=plog.unfinished)
     for cr in crashes:
         if cr.test_id:
             msg = cr.fatal or (f"signal {cr.signal}" if cr.signal else "worker crashed")
-            tests[cr.test_id] = TestCase(outcome="crashed", message=msg[:300],
-                                         parallel=tests[cr.test_id].parallel if cr.test_id in tests else None)
+            tests[cr.test_id] = TestCase(
+                outcome="crashed",
+                message=msg[:300],
+                parallel=tests[cr.test_id].parallel if cr.test_id in tests else None,
+            )
     stuck = watchdog_tests(text, [cr.test_id for cr in crashes if cr.worker and cr.test_id])
     if stuck:
         crashes = [cr for cr in crashes if cr.test_id not in stuck]
         for tid, after in stuck.items():
-            tests[tid] = TestCase(outcome="timeout", message=f"still running after {after}; {WATCHDOG_ENDED}",
-                                  parallel=tests[tid].parallel if tid in tests else None)
+            tests[tid] = TestCase(
+                outcome="timeout",
+                message=f"still running after {after}; {WATCHDOG_ENDED}",
+                parallel=tests[tid].parallel if tid in tests else None,
+            )
     return crashes
 
 
 def _hang(phase: Phase, text: str, plog: PytestLog, tests: dict[str, TestCase]) -> Hang | None:
     """What hung in the phase (parse.hang); a hung test with no outcome yet is marked in ``tests``."""
     timed = [t for t, tc in tests.items() if tc.outcome == "timeout"]
-    hang = find_hang(text, timed_out_tests=timed, timed_out=phase.timed_out,
-                     unfinished=plog.unfinished, finished=plog.finished,
-                     done=sum(tc.outcome != "timeout" for tc in tests.values()),
-                     watchdog=_seconds(phase.env.get(WATCHDOG_ENV)), duration=phase.duration)
+    hang = find_hang(
+        text,
+        timed_out_tests=timed,
+        timed_out=phase.timed_out,
+        unfinished=plog.unfinished,
+        finished=plog.finished,
+        done=sum(tc.outcome != "timeout" for tc in tests.values()),
+        watchdog=_seconds(phase.env.get(WATCHDOG_ENV)),
+        duration=phase.duration,
+    )
     if hang and hang.running and hang.running not in tests and not hang.spent:
         tests[hang.running] = TestCase(outcome="timeout", message=hang.why)
     for ht in hang.tests if hang else ():  # the process ended with no report of the test
         if ht.test_id not in tests:
-            tests[ht.test_id] = TestCase(outcome="timeout", message=ht.excerpt.split("\n", 1)[0].removeprefix(f"{ht.test_id}: ")[:300])
+            tests[ht.test_id] = TestCase(
+                outcome="timeout", message=ht.excerpt.split("\n", 1)[0].removeprefix(f"{ht.test_id}: ")[:300]
+            )
     return hang
 
 
@@ -218,8 +245,12 @@ def cap_tests(tests: dict[str, TestCase]) -> tuple[dict[str, TestCase], str]:
         return tests, ""
     order = sorted(tests, key=lambda t: tests[t].outcome in ("passed", "skipped"))  # stable
     kept = {t: tests[t] for t in order[:limit]}
-    return kept, ("[ft-harness] " + limits.note("tests_per_phase", f"{len(tests)} tests; "
-                                                f"{len(tests) - limit} passed or skipped outcomes not kept"))
+    return kept, (
+        "[ft-harness] "
+        + limits.note(
+            "tests_per_phase", f"{len(tests)} tests; {len(tests) - limit} passed or skipped outcomes not kept"
+        )
+    )
 
 
 def parse_phase(phase: Phase, out_dir: Path) -> Phase:
@@ -248,7 +279,7 @@ def incomplete(phase: Phase) -> str:
     """
     if phase.kind not in ("plain", "threads"):
         return ""
-    problems = [ln[len(NOTE):] for ln in phase.excerpt.splitlines() if ln.startswith(NOTE)]
+    problems = [ln[len(NOTE) :] for ln in phase.excerpt.splitlines() if ln.startswith(NOTE)]
     if phase.timed_out or phase.crash or phase.signal:
         return ""  # a hang or a crash explains a cut log; those findings say so
     if phase.hang and any(WATCHDOG_ENDED in t.excerpt for t in phase.hang.tests):

@@ -44,13 +44,16 @@ class Missing:
     def message(self) -> str:
         """The finding's message: what was missing, where it comes from, never the package's fault."""
         if self.kind == "registry":
-            return (f"build environment: the build needs {self.group}, which was not reachable "
-                    f"from the build machine (not a problem of the package): {self.line}")
-        noun = {"header": "the header", "library": "the library",
-                "toolchain": "the toolchain"}[self.kind]
+            return (
+                f"build environment: the build needs {self.group}, which was not reachable "
+                f"from the build machine (not a problem of the package): {self.line}"
+            )
+        noun = {"header": "the header", "library": "the library", "toolchain": "the toolchain"}[self.kind]
         where = f"; Debian package: {self.debian}" if self.debian else ""
-        return (f"build environment: {noun} {self.what} ({self.group}) is missing on the build "
-                f"machine{where} (not a problem of the package): {self.line}")
+        return (
+            f"build environment: {noun} {self.what} ({self.group}) is missing on the build "
+            f"machine{where} (not a problem of the package): {self.line}"
+        )
 
 
 # a system library: its label, the Debian -dev package, its headers' names (or directory), its
@@ -61,24 +64,38 @@ _LIBS: tuple[tuple[str, str, tuple[str, ...], tuple[str, ...], tuple[str, ...]],
     ("libpng", "libpng-dev", ("png.h",), ("png", "png16"), ("libpng", "libpng16", "png")),
     ("zlib", "zlib1g-dev", ("zlib.h",), ("z",), ("zlib",)),
     ("libtiff", "libtiff-dev", ("tiff.h", "tiffio.h"), ("tiff",), ("libtiff-4", "libtiff", "tiff")),
-    ("libwebp", "libwebp-dev", ("webp/",), ("webp", "webpmux", "webpdemux", "sharpyuv"),
-     ("libwebp", "webp", "libwebpmux", "libwebpdemux")),
-    ("FreeType", "libfreetype-dev", ("ft2build.h", "freetype/"), ("freetype",),
-     ("freetype2", "freetype")),
+    (
+        "libwebp",
+        "libwebp-dev",
+        ("webp/",),
+        ("webp", "webpmux", "webpdemux", "sharpyuv"),
+        ("libwebp", "webp", "libwebpmux", "libwebpdemux"),
+    ),
+    ("FreeType", "libfreetype-dev", ("ft2build.h", "freetype/"), ("freetype",), ("freetype2", "freetype")),
     ("Little CMS 2", "liblcms2-dev", ("lcms2.h",), ("lcms2",), ("lcms2", "littlecms")),
     ("OpenJPEG", "libopenjp2-7-dev", ("openjpeg.h",), ("openjp2",), ("libopenjp2", "jpeg2000")),
     ("libxml2", "libxml2-dev", ("libxml/",), ("xml2",), ("libxml-2.0", "libxml2")),
     ("libxslt", "libxslt1-dev", ("libxslt/", "libexslt/"), ("xslt", "exslt"), ("libxslt", "libexslt")),
-    ("BLAS/LAPACK (OpenBLAS)", "libopenblas-dev liblapack-dev", ("cblas.h", "lapacke.h", "f77blas.h"),
-     ("openblas", "blas", "cblas", "lapack"), ("openblas", "blas", "cblas", "lapack", "scipy-openblas")),
+    (
+        "BLAS/LAPACK (OpenBLAS)",
+        "libopenblas-dev liblapack-dev",
+        ("cblas.h", "lapacke.h", "f77blas.h"),
+        ("openblas", "blas", "cblas", "lapack"),
+        ("openblas", "blas", "cblas", "lapack", "scipy-openblas"),
+    ),
     ("GEOS", "libgeos-dev", ("geos_c.h",), ("geos_c", "geos"), ("geos",)),
     ("libsodium", "libsodium-dev", ("sodium.h",), ("sodium",), ("libsodium",)),
     ("libpq", "libpq-dev", ("libpq-fe.h", "pg_config.h"), ("pq",), ("libpq",)),
     ("zstd", "libzstd-dev", ("zstd.h", "zdict.h"), ("zstd",), ("libzstd",)),
     ("LZ4", "liblz4-dev", ("lz4.h", "lz4frame.h", "lz4hc.h"), ("lz4",), ("liblz4",)),
     ("Snappy", "libsnappy-dev", ("snappy-c.h", "snappy.h"), ("snappy",), ("snappy",)),
-    ("Brotli", "libbrotli-dev", ("brotli/",), ("brotlienc", "brotlidec", "brotlicommon"),
-     ("libbrotlienc", "libbrotlidec", "libbrotlicommon")),
+    (
+        "Brotli",
+        "libbrotli-dev",
+        ("brotli/",),
+        ("brotlienc", "brotlidec", "brotlicommon"),
+        ("libbrotlienc", "libbrotlidec", "libbrotlicommon"),
+    ),
     ("libffi", "libffi-dev", ("ffi.h",), ("ffi",), ("libffi",)),
     ("OpenSSL", "libssl-dev", ("openssl/",), ("ssl", "crypto"), ("openssl", "libssl", "libcrypto")),
     ("bzip2", "libbz2-dev", ("bzlib.h",), ("bz2",), ("bzip2",)),
@@ -89,8 +106,13 @@ _LIBS: tuple[tuple[str, str, tuple[str, ...], tuple[str, ...], tuple[str, ...]],
     ("Cyrus SASL", "libsasl2-dev", ("sasl/",), ("sasl2",), ("libsasl2",)),
     ("Kerberos", "libkrb5-dev", ("krb5.h", "gssapi/"), ("krb5", "gssapi_krb5"), ("krb5", "krb5-gssapi")),
     ("libcurl", "libcurl4-openssl-dev", ("curl/",), ("curl",), ("libcurl",)),
-    ("MySQL client", "default-libmysqlclient-dev", ("mysql.h", "mysql/"), ("mysqlclient", "mariadb"),
-     ("mysqlclient", "mariadb", "libmariadb")),
+    (
+        "MySQL client",
+        "default-libmysqlclient-dev",
+        ("mysql.h", "mysql/"),
+        ("mysqlclient", "mariadb"),
+        ("mysqlclient", "mariadb", "libmariadb"),
+    ),
     ("cairo", "libcairo2-dev", ("cairo.h", "cairo/"), ("cairo",), ("cairo",)),
     ("HDF5", "libhdf5-dev", ("hdf5.h",), ("hdf5",), ("hdf5",)),
     ("GMP", "libgmp-dev", ("gmp.h",), ("gmp",), ("gmp",)),
@@ -120,57 +142,101 @@ CXX_COMPILER = ("C++ compiler", "g++")
 CRATES = "the crate registry (crates.io)"
 
 # gcc/clang: "x.c:3:10: fatal error: jpeglib.h: No such file or directory"
-_HEADER_RE = re.compile(r"^\s*(?P<line>\S+:\d+(?::\d+)?: fatal error: (?P<h>[\w./+-]+\.h(?:pp)?)"
-                        r"(?:: No such file or directory| file not found)[^\n]*)$", re.M)
+_HEADER_RE = re.compile(
+    r"^\s*(?P<line>\S+:\d+(?::\d+)?: fatal error: (?P<h>[\w./+-]+\.h(?:pp)?)"
+    r"(?:: No such file or directory| file not found)[^\n]*)$",
+    re.M,
+)
 # GNU ld (2.40+: ": No such file or directory" after it) and lld
-_LIB_RE = re.compile(r"^\s*(?P<line>\S*ld(?:\.\w+)?: (?:error: )?(?:cannot find|unable to find library) "
-                     r"-l(?P<lib>[\w.+-]+)[^\n]*)$", re.M)
-_PKGCONFIG_RE = re.compile(r"^\s*(?P<line>(?:Package|No package) '?(?P<name>[\w.+-]+)'? "
-                           r"(?:was not found in the pkg-config search path|found)[^\n]*)$", re.M)
-_MESON_DEP_RE = re.compile(r'^\s*(?P<line>(?:\S+:\d+:\d+: )?ERROR: Dependency (?:lookup for )?"?'
-                           r'(?P<name>[\w.+-]+)"?[^\n]*(?:not found|failed)[^\n]*)$', re.M)
-_PILLOW_RE = re.compile(r"^\s*(?P<line>[\w.]*RequiredDependencyException: (?P<name>[\w.+-]+)[^\n]*)$",
-                        re.M)
-_LXML_RE = re.compile(r"^\s*(?P<line>Error: Please make sure the libxml2 and libxslt development "
-                      r"packages are installed\.?)", re.M)
+_LIB_RE = re.compile(
+    r"^\s*(?P<line>\S*ld(?:\.\w+)?: (?:error: )?(?:cannot find|unable to find library) "
+    r"-l(?P<lib>[\w.+-]+)[^\n]*)$",
+    re.M,
+)
+_PKGCONFIG_RE = re.compile(
+    r"^\s*(?P<line>(?:Package|No package) '?(?P<name>[\w.+-]+)'? "
+    r"(?:was not found in the pkg-config search path|found)[^\n]*)$",
+    re.M,
+)
+_MESON_DEP_RE = re.compile(
+    r'^\s*(?P<line>(?:\S+:\d+:\d+: )?ERROR: Dependency (?:lookup for )?"?'
+    r'(?P<name>[\w.+-]+)"?[^\n]*(?:not found|failed)[^\n]*)$',
+    re.M,
+)
+_PILLOW_RE = re.compile(r"^\s*(?P<line>[\w.]*RequiredDependencyException: (?P<name>[\w.+-]+)[^\n]*)$", re.M)
+_LXML_RE = re.compile(
+    r"^\s*(?P<line>Error: Please make sure the libxml2 and libxslt development "
+    r"packages are installed\.?)",
+    re.M,
+)
 _TOOL_NAMES = "|".join(re.escape(t) for t in TOOLS)
 _TOOL_RES = (  # "pg_config executable not found", "sh: 1: xslt-config: not found",
     # "[Errno 2] No such file or directory: 'llvm-config'", "Could not find geos-config executable"
-    re.compile(rf"^\s*(?P<line>[^\n]*?\b(?P<tool>{_TOOL_NAMES})'?(?: executable)?:? "
-               r"(?:not found|executable not found|command not found)[^\n]*)$", re.M),
-    re.compile(rf"^\s*(?P<line>[^\n]*(?:No such file or directory: '|Could not find |"
-               rf"Did not find pkg-config by name ')(?P<tool>{_TOOL_NAMES})\b[^\n]*)$", re.M),
+    re.compile(
+        rf"^\s*(?P<line>[^\n]*?\b(?P<tool>{_TOOL_NAMES})'?(?: executable)?:? "
+        r"(?:not found|executable not found|command not found)[^\n]*)$",
+        re.M,
+    ),
+    re.compile(
+        rf"^\s*(?P<line>[^\n]*(?:No such file or directory: '|Could not find |"
+        rf"Did not find pkg-config by name ')(?P<tool>{_TOOL_NAMES})\b[^\n]*)$",
+        re.M,
+    ),
 )
 # meson: "ERROR: Unknown compiler(s): [['gfortran'], ['flang-new'], ...]"
-_MESON_COMPILERS_RE = re.compile(r"^\s*(?P<line>(?:\S+:\d+:\d+: )?ERROR: Unknown compiler\(s\): "
-                                 r"(?P<list>[^\n]*))$", re.M)
-_CMAKE_COMPILER_RE = re.compile(r"^\s*(?P<line>[^\n]*No CMAKE_(?P<lang>Fortran|C|CXX)_COMPILER "
-                                r"could be found[^\n]*)$", re.M)
-_FORTRAN_RE = re.compile(r"^\s*(?P<line>[^\n]*(?:don't know how to compile Fortran code|"
-                         r"f(?:77|90) not supported by \w+|No Fortran compiler found|"
-                         r"could not find a Fortran compiler|fortran compiler not found)[^\n]*)$",
-                         re.M | re.I)
-_RUST_RE = re.compile(r"^\s*(?P<line>[^\n]*(?:can't find Rust compiler|"
-                      r"Rust not found, installing into a temporary directory|"
-                      r"Unable to find (?:cargo|rustc)|cargo(?:, the Rust package manager,)? is not "
-                      r"installed|rustc: not found|cargo: not found|"
-                      r"No such file or directory: '(?:cargo|rustc)')[^\n]*)$", re.M | re.I)
-_CC_RE = re.compile(r"^\s*(?P<line>[^\n]*(?:command '(?:\S*/)?(?P<cc>[\w.+-]*(?:gcc|cc|g\+\+|c\+\+|"
-                    r"clang(?:\+\+)?))' failed: No such file or directory|unable to execute "
-                    r"'(?:\S*/)?(?P<cc2>[\w.+-]*(?:gcc|cc|g\+\+|c\+\+))': No such file)[^\n]*)$", re.M)
+_MESON_COMPILERS_RE = re.compile(
+    r"^\s*(?P<line>(?:\S+:\d+:\d+: )?ERROR: Unknown compiler\(s\): "
+    r"(?P<list>[^\n]*))$",
+    re.M,
+)
+_CMAKE_COMPILER_RE = re.compile(
+    r"^\s*(?P<line>[^\n]*No CMAKE_(?P<lang>Fortran|C|CXX)_COMPILER "
+    r"could be found[^\n]*)$",
+    re.M,
+)
+_FORTRAN_RE = re.compile(
+    r"^\s*(?P<line>[^\n]*(?:don't know how to compile Fortran code|"
+    r"f(?:77|90) not supported by \w+|No Fortran compiler found|"
+    r"could not find a Fortran compiler|fortran compiler not found)[^\n]*)$",
+    re.M | re.I,
+)
+_RUST_RE = re.compile(
+    r"^\s*(?P<line>[^\n]*(?:can't find Rust compiler|"
+    r"Rust not found, installing into a temporary directory|"
+    r"Unable to find (?:cargo|rustc)|cargo(?:, the Rust package manager,)? is not "
+    r"installed|rustc: not found|cargo: not found|"
+    r"No such file or directory: '(?:cargo|rustc)')[^\n]*)$",
+    re.M | re.I,
+)
+_CC_RE = re.compile(
+    r"^\s*(?P<line>[^\n]*(?:command '(?:\S*/)?(?P<cc>[\w.+-]*(?:gcc|cc|g\+\+|c\+\+|"
+    r"clang(?:\+\+)?))' failed: No such file or directory|unable to execute "
+    r"'(?:\S*/)?(?P<cc2>[\w.+-]*(?:gcc|cc|g\+\+|c\+\+))': No such file)[^\n]*)$",
+    re.M,
+)
 # cargo: its registry, a git dependency, a download from a build script
-_CRATES_RE = re.compile(r"^\s*(?P<line>[^\n]*(?:(?:index|static)\.crates\.io|registry `crates-io`|"
-                        r"crates-io index)[^\n]*)$", re.M)
-_GIT_RE = re.compile(r"^\s*(?P<line>[^\n]*(?:failed to clone into|failed to fetch into|"
-                     r"fatal: unable to access|failed to authenticate when downloading repository"
-                     r")[^\n]*)$", re.M)
-_DOWNLOAD_RE = re.compile(r"^\s*(?P<line>[^\n]*(?:urlopen error|URLError|Could not resolve host:?|"
-                          r"Failed to resolve|NameResolutionError|Max retries exceeded with url|"
-                          r"Temporary failure in name resolution|Name or service not known)[^\n]*)$",
-                          re.M)
+_CRATES_RE = re.compile(
+    r"^\s*(?P<line>[^\n]*(?:(?:index|static)\.crates\.io|registry `crates-io`|"
+    r"crates-io index)[^\n]*)$",
+    re.M,
+)
+_GIT_RE = re.compile(
+    r"^\s*(?P<line>[^\n]*(?:failed to clone into|failed to fetch into|"
+    r"fatal: unable to access|failed to authenticate when downloading repository"
+    r")[^\n]*)$",
+    re.M,
+)
+_DOWNLOAD_RE = re.compile(
+    r"^\s*(?P<line>[^\n]*(?:urlopen error|URLError|Could not resolve host:?|"
+    r"Failed to resolve|NameResolutionError|Max retries exceeded with url|"
+    r"Temporary failure in name resolution|Name or service not known)[^\n]*)$",
+    re.M,
+)
 # pip's own index traffic: not a build's download (harness.parse.install says it is ours)
-_PIP_OWN = re.compile(r"Could not fetch URL|/simple/|Retrying \(Retry\(|No matching distribution|"
-                      r"Looking in indexes")
+_PIP_OWN = re.compile(
+    r"Could not fetch URL|/simple/|Retrying \(Retry\(|No matching distribution|"
+    r"Looking in indexes"
+)
 # the output of a build backend, as pip shows it: "╰─> [N lines of output]" … "[end of output]"
 _BLOCK_RE = re.compile(r"lines of output\]\n(?P<body>.*?)\n\s*\[end of output\]", re.S)
 
@@ -203,8 +269,7 @@ def _lib(label_deb: tuple[str, str], kind: str, what: str, line: str) -> Missing
 
 def _header(m: re.Match[str]) -> tuple[str, str] | None:
     h = m.group("h")
-    return HEADERS.get(h) or next((v for k, v in HEADERS.items() if k.endswith("/") and h.startswith(k)),
-                                  None)
+    return HEADERS.get(h) or next((v for k, v in HEADERS.items() if k.endswith("/") and h.startswith(k)), None)
 
 
 def _only_missing_pieces(text: str) -> bool:
@@ -237,7 +302,8 @@ def _toolchain(out: str) -> Missing | None:
     cm = _CMAKE_COMPILER_RE.search(out)
     if cm:
         pick = {"Fortran": (FORTRAN, "gfortran"), "CXX": (CXX_COMPILER, "g++")}.get(
-            cm.group("lang"), (C_COMPILER, "gcc"))
+            cm.group("lang"), (C_COMPILER, "gcc")
+        )
         return _lib(pick[0], "toolchain", pick[1], cm.group("line"))
     fm = _FORTRAN_RE.search(out)
     if fm:
@@ -268,8 +334,13 @@ def _library(text: str, out: str) -> Missing | None:
                 return _lib(named, "library", m.group("name"), m.group("line"))
     xm = _LXML_RE.search(out)
     if xm:
-        return Missing(kind="library", what="libxml2, libxslt", group="libxml2 and libxslt",
-                       debian="libxml2-dev libxslt1-dev", line=xm.group("line").strip())
+        return Missing(
+            kind="library",
+            what="libxml2, libxslt",
+            group="libxml2 and libxslt",
+            debian="libxml2-dev libxslt1-dev",
+            line=xm.group("line").strip(),
+        )
     for m in (m for rx in _TOOL_RES for m in rx.finditer(out)):
         tool = m.group("tool")
         label, deb = TOOLS[tool]
@@ -293,15 +364,17 @@ def _unreachable(out: str) -> Missing | None:
     downloads = [m for m in _DOWNLOAD_RE.finditer(out) if not _PIP_OWN.search(m.group("line"))]
     if downloads:  # the last: a traceback's final exception, not the first frame's
         line, host = _with_host(out, downloads[-1])
-        return Missing(kind="registry", what=host, group=f"a download during the build ({host})",
-                       line=line)
+        return Missing(kind="registry", what=host, group=f"a download during the build ({host})", line=line)
     return None
 
 
-_RESOLVE_RE = re.compile(r"(?:failed to resolve address for|Could not resolve host:|resolve host) "
-                         r"'?(?P<host>[\w-]+(?:\.[\w-]+)+)")
-_UPDATE_RE = re.compile(r"(?:Unable to update|unable to access) '?(?P<url>(?:https?|git|ssh)://\S+?)'?(?:[:\s]|$)",
-                        re.M)
+_RESOLVE_RE = re.compile(
+    r"(?:failed to resolve address for|Could not resolve host:|resolve host) "
+    r"'?(?P<host>[\w-]+(?:\.[\w-]+)+)"
+)
+_UPDATE_RE = re.compile(
+    r"(?:Unable to update|unable to access) '?(?P<url>(?:https?|git|ssh)://\S+?)'?(?:[:\s]|$)", re.M
+)
 _URL_RE = re.compile(r"(?:https?|git|ssh)://(?:[^@/\s'\"]+@)?(?P<host>[\w-]+(?:\.[\w-]+)+)[^\s'\")]*")
 _NOT_A_SOURCE = ("doc.rust-lang.org", "pypi.org", "files.pythonhosted.org", "github.com/pypa/pip")
 

@@ -94,13 +94,15 @@ def fatal_blocks(text: str) -> list[dict[str, Any]]:
             named = next((head for head, fr in threads if fr and not _is_lib(_file(fr[0]))), "")
         current = next((fr for head, fr in threads if head == named), [])
         frames = current[:MAX_FRAMES]
-        test_frame = next(
-            (f for f in frames if (fm := FRAME_RE.match("  " + f)) and not _is_lib(fm.group("file"))), ""
-        )
+        test_frame = next((f for f in frames if (fm := FRAME_RE.match("  " + f)) and not _is_lib(fm.group("file"))), "")
         excerpt = [f"Fatal Python error: {what}"]
         for head, fr in threads[:MAX_THREADS]:
             if head == named:
-                said = "crashed" if head.startswith("Current thread") else "in package code; the dump names no crashing thread"
+                said = (
+                    "crashed"
+                    if head.startswith("Current thread")
+                    else "in package code; the dump names no crashing thread"
+                )
                 excerpt += [f"{head} ({said}):", *(f"  {f}" for f in fr[:8])]
                 continue
             own = [f for f in fr if not _is_machinery(f)][:OTHER_FRAMES]
@@ -155,9 +157,7 @@ def phase_signal(exit_code: int | None, sig: int | None) -> int | None:
     return None
 
 
-def find_crashes(
-    text: str, *, exit_code: int | None, sig: int | None, unfinished: list[str]
-) -> list[Crash]:
+def find_crashes(text: str, *, exit_code: int | None, sig: int | None, unfinished: list[str]) -> list[Crash]:
     """One entry per crashed test (or one without a test id when none can be named)."""
     blocks = fatal_blocks(text)
     used: set[int] = set()
@@ -178,17 +178,31 @@ def find_crashes(
     for tid in crashed_ids:
         b = take(tid)
         line = next(m.group(0) for m in CRASHED_RE.finditer(text) if m.group("id") == tid)
-        crashes.append(Crash(test_id=tid, signal=b.get("signal"), fatal=b.get("fatal", ""),
-                             stack_top=b.get("stack_top", ""), test_frame=b.get("test_frame", ""),
-                             excerpt="\n".join(x for x in (line, b.get("excerpt", "")) if x),
-                             worker=True))
+        crashes.append(
+            Crash(
+                test_id=tid,
+                signal=b.get("signal"),
+                fatal=b.get("fatal", ""),
+                stack_top=b.get("stack_top", ""),
+                test_frame=b.get("test_frame", ""),
+                excerpt="\n".join(x for x in (line, b.get("excerpt", "")) if x),
+                worker=True,
+            )
+        )
     psig = phase_signal(exit_code, sig)
     if psig is not None and psig not in (_signal.SIGKILL, _signal.SIGTERM, _signal.SIGINT):
         b = richest([b for i, b in enumerate(blocks) if i not in used])
         tid = unfinished[-1] if unfinished else ""
         if not tid and b.get("test_frame"):
             tid = ""  # a stack without a node id: keep the frame as evidence only
-        crashes.append(Crash(test_id=tid, signal=psig, fatal=b.get("fatal", ""),
-                             stack_top=b.get("stack_top", ""), test_frame=b.get("test_frame", ""),
-                             excerpt=b.get("excerpt", "") or f"process ended by signal {psig}"))
+        crashes.append(
+            Crash(
+                test_id=tid,
+                signal=psig,
+                fatal=b.get("fatal", ""),
+                stack_top=b.get("stack_top", ""),
+                test_frame=b.get("test_frame", ""),
+                excerpt=b.get("excerpt", "") or f"process ended by signal {psig}",
+            )
+        )
     return crashes

@@ -36,7 +36,9 @@ FRAME_RE = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<f
 # test's report): pytest ends with INTERNALERROR, under xdist the controller names the worker's
 # running test ("crashitem"). A timeout of that test, not a broken pytest (psutil 7.2.2).
 INTERNAL_TIMEOUT_RE = re.compile(r"^INTERNALERROR> .*Failed: (?P<what>Timeout \(>[\d.]+s\)) from pytest-timeout", re.M)
-CRASHITEM_RE = re.compile(r"^INTERNALERROR> AssertionError: \('(?P<id>[^']+::[^']+)', <WorkerController gw\d+>\)$", re.M)
+CRASHITEM_RE = re.compile(
+    r"^INTERNALERROR> AssertionError: \('(?P<id>[^']+::[^']+)', <WorkerController gw\d+>\)$", re.M
+)
 INTERNAL_TIMEOUT = "raised inside pytest's own code (INTERNALERROR)"  # ends such a test's message
 
 
@@ -157,8 +159,12 @@ def _dump_waits(threads: list[tuple[str, list[str]]]) -> list[tuple[str, list[st
         own = []
         for f in frames:
             m = DUMP_FRAME_RE.match(f)
-            if not m or any(x in m.group("file") for x in MACHINERY) or _is_stdlib(m.group("file")) \
-                    or m.group("file").startswith("<"):  # execnet's "<string>"
+            if (
+                not m
+                or any(x in m.group("file") for x in MACHINERY)
+                or _is_stdlib(m.group("file"))
+                or m.group("file").startswith("<")
+            ):  # execnet's "<string>"
                 continue
             own.append(f"{_short(m.group('file'))}:{m.group('line')} in {m.group('func')}")
         if own:
@@ -188,8 +194,16 @@ def _report_location(text: str, func: str) -> str:
 
 STACK_RE = re.compile(r"^~+ Stack of (?P<name>.+?) \(\d+\) ~+$", re.M)
 # frames of the test machinery, never where a package waits
-MACHINERY = ("/_pytest/", "/pluggy/", "/pytest_run_parallel/", "/xdist/", "/execnet/",
-             "/pytest_timeout.py", "/pytest/__main__.py", "<frozen ")
+MACHINERY = (
+    "/_pytest/",
+    "/pluggy/",
+    "/pytest_run_parallel/",
+    "/xdist/",
+    "/execnet/",
+    "/pytest_timeout.py",
+    "/pytest/__main__.py",
+    "<frozen ",
+)
 WAIT_FRAMES = 3  # innermost frames shown per thread
 
 
@@ -200,7 +214,7 @@ def _short(path: str) -> str:
     parts = path.split("/")
     for anchor in ("tests", "test", "testing", "src"):
         if anchor in parts[:-1]:
-            return "/".join(parts[len(parts) - 1 - parts[::-1].index(anchor):])
+            return "/".join(parts[len(parts) - 1 - parts[::-1].index(anchor) :])
     return "/".join(parts[-2:])
 
 
@@ -215,7 +229,7 @@ def thread_waits(block: str) -> list[tuple[str, list[str]]]:
     heads = list(STACK_RE.finditer(block))
     out = []
     for h, nxt in zip(heads, [*heads[1:], None], strict=False):
-        body = block[h.end(): nxt.start() if nxt else len(block)]
+        body = block[h.end() : nxt.start() if nxt else len(block)]
         lines = body.splitlines()
         frames = []
         for k, line in enumerate(lines):
@@ -283,29 +297,37 @@ def find_hang(
             head = f"{tid}: Timeout from pytest-timeout"
         else:  # a wait pytest-timeout's signal could not end (in C): the watchdog's dump
             top, lines = _waits_text(dump.threads)
-            head = f"{tid}: still running after {dump.after} (a wait pytest-timeout's signal cannot end); {WATCHDOG_ENDED}"
+            head = (
+                f"{tid}: still running after {dump.after} (a wait pytest-timeout's signal cannot end); {WATCHDOG_ENDED}"
+            )
         top = top or _report_location(text, func)
         per_test.append(HungTest(test_id=tid, stack_top=top, excerpt="\n".join([head, *lines[:24]])))
     running, why, spent = "", "", False
     stalled = STALLED_RE.search(text) if timed_out else None
     if stalled:  # the backend ended a run whose log stayed silent: frozen, not slow
         running = unfinished[-1] if unfinished else ""
-        why = (f"no output for {stalled.group('quiet')} s, then ended by ft-harness"
-               f"{f' while running {running}' if running else ''}: the process froze so that "
-               "neither pytest-timeout nor the watchdog could end it")
+        why = (
+            f"no output for {stalled.group('quiet')} s, then ended by ft-harness"
+            f"{f' while running {running}' if running else ''}: the process froze so that "
+            "neither pytest-timeout nor the watchdog could end it"
+        )
     elif timed_out:
         running = unfinished[-1] if unfinished else ""
         if running and done and 0 < watchdog < duration and not per_test:
             spent = True
-            why = (f"the job's budget ran out with the suite still running: {done} tests had finished "
-                   f"in this run of {duration:.0f} s, {running} was running (the watchdog ends a "
-                   f"test at {watchdog:g} s)")
+            why = (
+                f"the job's budget ran out with the suite still running: {done} tests had finished "
+                f"in this run of {duration:.0f} s, {running} was running (the watchdog ends a "
+                f"test at {watchdog:g} s)"
+            )
         elif 0 < duration <= watchdog and not per_test and not finished:  # cut with less budget
             # left than a test may take: no test in it can be called stuck
             spent = True
-            why = (f"the job's budget ran out {duration:.0f} s into this run, before the watchdog's "
-                   f"{watchdog:g} s: nothing can be said of "
-                   f"{running or 'the test that was running'} ({done} tests had finished)")
+            why = (
+                f"the job's budget ran out {duration:.0f} s into this run, before the watchdog's "
+                f"{watchdog:g} s: nothing can be said of "
+                f"{running or 'the test that was running'} ({done} tests had finished)"
+            )
         elif running:
             why = f"job timeout while running {running}"
         elif finished:

@@ -115,8 +115,9 @@ def _entry(status: str, rest: str) -> LogTest:
         if m:
             parallel, reason = False, m.group("reason").strip()
     msg = rest.strip().strip("()") if status in ("SKIPPED", "XFAIL") else ""
-    return LogTest(outcome=OUTCOME_OF[status], status=status, parallel=parallel,
-                   unsafe_reason=reason, message=msg[:300])
+    return LogTest(
+        outcome=OUTCOME_OF[status], status=status, parallel=parallel, unsafe_reason=reason, message=msg[:300]
+    )
 
 
 def parse_log(text: str) -> PytestLog:
@@ -131,9 +132,16 @@ def parse_log(text: str) -> PytestLog:
         m = SUMMARY_RE.match(line)
         if m:
             st = m.group("status")
-            _merge(tests, clean_id(m.group("id")), LogTest(outcome=OUTCOME_OF[st], status=st,
-                                                 parallel=True if st.startswith("PARALLEL") else None,
-                                                 message=(m.group("msg") or "")[:300]))
+            _merge(
+                tests,
+                clean_id(m.group("id")),
+                LogTest(
+                    outcome=OUTCOME_OF[st],
+                    status=st,
+                    parallel=True if st.startswith("PARALLEL") else None,
+                    message=(m.group("msg") or "")[:300],
+                ),
+            )
             continue
         m = STARTED_RE.match(line)
         if m:

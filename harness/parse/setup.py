@@ -16,12 +16,12 @@ import shlex
 from ..core.model import SetupProblem
 
 MODULE_RE = re.compile(r"^E\s+ModuleNotFoundError: No module named '(?P<mod>[\w.]+)'", re.M)
-WHILE_RE = re.compile(
-    r"^ImportError while (?P<what>loading conftest|importing test module) '(?P<file>[^']+)'", re.M)
+WHILE_RE = re.compile(r"^ImportError while (?P<what>loading conftest|importing test module) '(?P<file>[^']+)'", re.M)
 AT_RE = re.compile(r"^(?P<loc>[^\s:]+\.py:\d+): in ", re.M)
 # a plugin a conftest's pytest_plugins (or -p) names, that cannot be imported: before collection
 PLUGIN_RE = re.compile(
-    r"^ImportError: Error importing plugin \"(?P<plugin>[\w.]+)\": No module named '(?P<mod>[\w.]+)'", re.M)
+    r"^ImportError: Error importing plugin \"(?P<plugin>[\w.]+)\": No module named '(?P<mod>[\w.]+)'", re.M
+)
 FIXTURE_RE = re.compile(r"^E\s+fixture '(?P<name>\w+)' not found", re.M)
 ARGS_RE = re.compile(r"^(?:[\w.]+: )?error: unrecognized arguments: (?P<args>.+)$", re.M)
 MARKER_RE = re.compile(r"'(?P<name>\w+)' not found in `markers` configuration option")
@@ -29,18 +29,37 @@ MARKER_RE = re.compile(r"'(?P<name>\w+)' not found in `markers` configuration op
 MARK_WARNING_RE = re.compile(r"PytestUnknownMarkWarning: Unknown pytest\.mark\.(?P<name>\w+)")
 # fixtures of well-known plugins: the fix for a missing one
 FIXTURE_PLUGINS = {
-    "mocker": "pytest-mock", "class_mocker": "pytest-mock", "module_mocker": "pytest-mock",
-    "benchmark": "pytest-benchmark", "httpserver": "pytest-httpserver",
-    "freezer": "pytest-freezer", "time_machine": "time-machine", "event_loop": "pytest-asyncio",
-    "aiohttp_client": "pytest-aiohttp", "datadir": "pytest-datadir", "snapshot": "syrupy",
-    "requests_mock": "requests-mock", "httpx_mock": "pytest-httpx", "subtests": "pytest-subtests",
-    "loop": "pytest-aiohttp", "anyio_backend": "anyio", "fs": "pyfakefs", "xprocess": "pytest-xprocess",
+    "mocker": "pytest-mock",
+    "class_mocker": "pytest-mock",
+    "module_mocker": "pytest-mock",
+    "benchmark": "pytest-benchmark",
+    "httpserver": "pytest-httpserver",
+    "freezer": "pytest-freezer",
+    "time_machine": "time-machine",
+    "event_loop": "pytest-asyncio",
+    "aiohttp_client": "pytest-aiohttp",
+    "datadir": "pytest-datadir",
+    "snapshot": "syrupy",
+    "requests_mock": "requests-mock",
+    "httpx_mock": "pytest-httpx",
+    "subtests": "pytest-subtests",
+    "loop": "pytest-aiohttp",
+    "anyio_backend": "anyio",
+    "fs": "pyfakefs",
+    "xprocess": "pytest-xprocess",
 }
 # options of well-known plugins that addopts often names
-OPTION_PLUGINS = {"--cov": "pytest-cov", "--benchmark": "pytest-benchmark", "--mypy": "pytest-mypy",
-                  "--doctest-plus": "pytest-doctestplus", "--reruns": "pytest-rerunfailures",
-                  "--hypothesis": "hypothesis", "--asyncio-mode": "pytest-asyncio",
-                  "--randomly": "pytest-randomly", "--flake8": "pytest-flake8"}
+OPTION_PLUGINS = {
+    "--cov": "pytest-cov",
+    "--benchmark": "pytest-benchmark",
+    "--mypy": "pytest-mypy",
+    "--doctest-plus": "pytest-doctestplus",
+    "--reruns": "pytest-rerunfailures",
+    "--hypothesis": "hypothesis",
+    "--asyncio-mode": "pytest-asyncio",
+    "--randomly": "pytest-randomly",
+    "--flake8": "pytest-flake8",
+}
 MAX_PROBLEMS = 10
 
 
@@ -61,30 +80,40 @@ def _missing_modules(text: str) -> list[SetupProblem]:
         top = mod.split(".", 1)[0]
         where = _location(text, w.end(), m.start()) or w.group("file")
         in_what = "conftest" if w.group("what") == "loading conftest" else "test module"
-        out.append(SetupProblem(
-            kind="missing-module", name=mod, where=where,
-            excerpt=f"{where}: ModuleNotFoundError: No module named '{mod}' (while {w.group('what')})",
-            fix=f"test_requires: [{top}]  (the distribution that provides `{top}`, imported by a "
-                f"{in_what})"))
+        out.append(
+            SetupProblem(
+                kind="missing-module",
+                name=mod,
+                where=where,
+                excerpt=f"{where}: ModuleNotFoundError: No module named '{mod}' (while {w.group('what')})",
+                fix=f"test_requires: [{top}]  (the distribution that provides `{top}`, imported by a {in_what})",
+            )
+        )
     return out
 
 
 WARNING_CONFIG_RE = re.compile(
-    r"^ERROR: while parsing the following warning configuration:\s*\n\s*\n\s*(?P<filter>[^\n]+)", re.M)
+    r"^ERROR: while parsing the following warning configuration:\s*\n\s*\n\s*(?P<filter>[^\n]+)", re.M
+)
 
 
 def _warning_filters(text: str) -> list[SetupProblem]:
     """A ``filterwarnings`` entry whose category lives in a module that is not installed."""
     out = []
     for w in WARNING_CONFIG_RE.finditer(text):
-        m = re.search(r"ModuleNotFoundError: No module named '(?P<mod>[\w.]+)'", text[w.end(): w.end() + 4000])
+        m = re.search(r"ModuleNotFoundError: No module named '(?P<mod>[\w.]+)'", text[w.end() : w.end() + 4000])
         if m:
             mod = m.group("mod")
-            out.append(SetupProblem(
-                kind="missing-module", name=mod, where=f"filterwarnings: {w.group('filter').strip()}",
-                excerpt=f"ModuleNotFoundError: No module named '{mod}' (a filterwarnings entry names it)",
-                fix=f"test_requires: [{mod.split('.', 1)[0]}]  (or drop that filterwarnings entry "
-                    'with pytest_args: ["-W", "default"])'))
+            out.append(
+                SetupProblem(
+                    kind="missing-module",
+                    name=mod,
+                    where=f"filterwarnings: {w.group('filter').strip()}",
+                    excerpt=f"ModuleNotFoundError: No module named '{mod}' (a filterwarnings entry names it)",
+                    fix=f"test_requires: [{mod.split('.', 1)[0]}]  (or drop that filterwarnings entry "
+                    'with pytest_args: ["-W", "default"])',
+                )
+            )
     return out
 
 
@@ -120,10 +149,13 @@ def config_outside(text: str) -> SetupProblem | None:
     elif not os.path.relpath(took, rootdir).startswith(".."):
         return None
     return SetupProblem(
-        kind="config-outside", name=took, where=f"rootdir {rootdir}",
-        excerpt=f"pytest read its configuration from {took}" + (f", not {named}" if named else
-                                                                 f", outside its rootdir {rootdir}"),
-        fix="a harness setup error (the package's own config, or an empty one, must be named with -c)")
+        kind="config-outside",
+        name=took,
+        where=f"rootdir {rootdir}",
+        excerpt=f"pytest read its configuration from {took}"
+        + (f", not {named}" if named else f", outside its rootdir {rootdir}"),
+        fix="a harness setup error (the package's own config, or an empty one, must be named with -c)",
+    )
 
 
 def find_setup_problems(text: str) -> tuple[SetupProblem, ...]:
@@ -135,37 +167,63 @@ def find_setup_problems(text: str) -> tuple[SetupProblem, ...]:
     for m in PLUGIN_RE.finditer(text):
         mod, plugin = m.group("mod"), m.group("plugin")
         top = mod.split(".", 1)[0]
-        found.append(SetupProblem(
-            kind="missing-module", name=mod, where=f"the plugin {plugin} (pytest_plugins or -p)",
-            excerpt=m.group(0),
-            fix=f"test_requires: [{top}]  (the distribution that provides `{top}`; when it is "
-                f"installed, its install does not ship `{mod}`: the suite needs the source tree)"))
+        found.append(
+            SetupProblem(
+                kind="missing-module",
+                name=mod,
+                where=f"the plugin {plugin} (pytest_plugins or -p)",
+                excerpt=m.group(0),
+                fix=f"test_requires: [{top}]  (the distribution that provides `{top}`; when it is "
+                f"installed, its install does not ship `{mod}`: the suite needs the source tree)",
+            )
+        )
     for m in FIXTURE_RE.finditer(text):
         name = m.group("name")
         plugin = FIXTURE_PLUGINS.get(name)
-        found.append(SetupProblem(
-            kind="missing-fixture", name=name, where=_before_file(text, m.start()),
-            excerpt=f"fixture '{name}' not found",
-            fix=f"test_requires: [{plugin}]" if plugin else f"test_requires: [<the plugin that "
-                                                             f"provides the '{name}' fixture>]"))
+        found.append(
+            SetupProblem(
+                kind="missing-fixture",
+                name=name,
+                where=_before_file(text, m.start()),
+                excerpt=f"fixture '{name}' not found",
+                fix=f"test_requires: [{plugin}]"
+                if plugin
+                else f"test_requires: [<the plugin that provides the '{name}' fixture>]",
+            )
+        )
     for m in ARGS_RE.finditer(text):
         args = m.group("args").strip()
         plugin = next((p for opt, p in OPTION_PLUGINS.items() if args.startswith(opt)), "")
-        found.append(SetupProblem(
-            kind="unknown-option", name=args.split()[0] if args else "", where="addopts",
-            excerpt=m.group(0).strip(),
-            fix='pytest_args: ["-o", "addopts="]' + (f" (or test_requires: [{plugin}])" if plugin else "")))
+        found.append(
+            SetupProblem(
+                kind="unknown-option",
+                name=args.split()[0] if args else "",
+                where="addopts",
+                excerpt=m.group(0).strip(),
+                fix='pytest_args: ["-o", "addopts="]' + (f" (or test_requires: [{plugin}])" if plugin else ""),
+            )
+        )
     for m in MARKER_RE.finditer(text):
-        found.append(SetupProblem(
-            kind="unknown-marker", name=m.group("name"), where="",
-            excerpt=m.group(0), fix='pytest_args: ["-o", "addopts="] (its --strict-markers) or the '
-                                    "plugin that registers the marker"))
+        found.append(
+            SetupProblem(
+                kind="unknown-marker",
+                name=m.group("name"),
+                where="",
+                excerpt=m.group(0),
+                fix='pytest_args: ["-o", "addopts="] (its --strict-markers) or the plugin that registers the marker',
+            )
+        )
     for m in MARK_WARNING_RE.finditer(text):
-        found.append(SetupProblem(
-            kind="unknown-marker", name=m.group("name"), where="filterwarnings = error",
-            excerpt=f"{m.group(0)} (a warning its filterwarnings makes an error)",
-            fix='test_requires: [the plugin that registers the marker], or pytest_args: '
-                '["-W", "ignore::pytest.PytestUnknownMarkWarning"]'))
+        found.append(
+            SetupProblem(
+                kind="unknown-marker",
+                name=m.group("name"),
+                where="filterwarnings = error",
+                excerpt=f"{m.group(0)} (a warning its filterwarnings makes an error)",
+                fix="test_requires: [the plugin that registers the marker], or pytest_args: "
+                '["-W", "ignore::pytest.PytestUnknownMarkWarning"]',
+            )
+        )
     seen: set[tuple[str, str]] = set()
     out = []
     for p in found:

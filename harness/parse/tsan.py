@@ -55,9 +55,7 @@ _FILELINE = re.compile(r"^(?P<file>\S+?):(?P<line>\d+)(?::\d+)?$")
 # inside it is what names the file (the job strips its own source dir with strip_path_prefix)
 _PIP_BUILD_DIR = re.compile(r"^/(?:[^/]+/)*?(?:pip-install-[^/]+/[^/]+|pip-req-build-[^/]+)/")
 _THREAD = re.compile(r"\b(?:by|in) (?P<thread>main thread|thread T\d+)")
-_ACCESS = re.compile(
-    r"^(?P<prev>Previous )?(?P<access>(?:atomic )?(?:read|write))\b", re.I
-)
+_ACCESS = re.compile(r"^(?P<prev>Previous )?(?P<access>(?:atomic )?(?:read|write))\b", re.I)
 _SEPARATOR = re.compile(r"^={10,}\s*$")
 _ABORTING = re.compile(r"^==\d+==ABORTING")
 
@@ -68,9 +66,7 @@ _RUNTIME_MODULE = re.compile(
 _RUNTIME_FILE = re.compile(r"(?:libsanitizer|compiler-rt|/tsan_[^/]*$|^\.\./sysdeps|/sysdeps/|^\./nptl|/nptl/)")
 # CPython's own source tree: the python binary, libpython, and stdlib extension modules.
 _PY_MODULE = re.compile(r"^(?:python(?:\d[\d.]*t?)?(?:-\w+)?|libpython\d[\d.]*t?\.so.*)$")
-_PY_FILE = re.compile(
-    r"(?:^|/)(?:\./)?(?:Objects|Python|Include|Parser|Programs|Modules)/[^/].*\.[ch]$"
-)
+_PY_FILE = re.compile(r"(?:^|/)(?:\./)?(?:Objects|Python|Include|Parser|Programs|Modules)/[^/].*\.[ch]$")
 
 
 def _stdlib_ext(module: str) -> bool:
@@ -116,8 +112,9 @@ def parse_frame(line: str) -> TsanFrame | None:
         func = ""
     if func == "<null>":
         func = ""
-    return TsanFrame(n=int(m.group("n")), func=func, file=file, line=lineno, module=module,
-                     origin=_origin(file, module))
+    return TsanFrame(
+        n=int(m.group("n")), func=func, file=file, line=lineno, module=module, origin=_origin(file, module)
+    )
 
 
 def frame_str(fr: TsanFrame) -> str:
@@ -196,24 +193,30 @@ def _report(b: _Block) -> TsanReport:
             other.append(TsanSection(title=title, frames=frames[:8]))
         elif (
             _ACCESS.match(header)
-            or header.startswith("Mutex M") and " acquired here" in header
-            or b.deadly and frames and not stacks
+            or header.startswith("Mutex M")
+            and " acquired here" in header
+            or b.deadly
+            and frames
+            and not stacks
         ):
             am = _ACCESS.match(header)
-            stacks.append(TsanStack(
-                title=title if header else b.title,  # a deadly signal's stack has no header line
-                frames=frames,
-                thread=th.group("thread").removeprefix("thread ") if th else "",
-                access=am.group("access").lower() if am else "",
-                previous=bool(am and am.group("prev")),
-            ))
+            stacks.append(
+                TsanStack(
+                    title=title if header else b.title,  # a deadly signal's stack has no header line
+                    frames=frames,
+                    thread=th.group("thread").removeprefix("thread ") if th else "",
+                    access=am.group("access").lower() if am else "",
+                    previous=bool(am and am.group("prev")),
+                )
+            )
         elif frames or header:
             other.append(TsanSection(title=title, frames=frames[:8]))
     location: TsanLocation | None = None
     sm = _SUMMARY_LOC.search(b.summary)
     if sm:
-        location = TsanLocation(file=_PIP_BUILD_DIR.sub("", sm.group("file")), line=int(sm.group("line")),
-                                func=sm.group("func").strip())
+        location = TsanLocation(
+            file=_PIP_BUILD_DIR.sub("", sm.group("file")), line=int(sm.group("line")), func=sm.group("func").strip()
+        )
     elif mm := _SUMMARY_MOD.search(b.summary):
         location = TsanLocation(file=mm.group("file"), line=None, func=mm.group("func").strip())
     seen: set[str] = set()
@@ -261,7 +264,7 @@ def parse_tsan(text: str) -> list[TsanReport]:
     for raw in text.splitlines():
         line = raw.rstrip("\r")
         if line.startswith(MARKER):
-            verb, _, nodeid = line[len(MARKER):].partition(" ")
+            verb, _, nodeid = line[len(MARKER) :].partition(" ")
             if verb == "start":
                 current_test = nodeid.strip()
             elif verb == "end" and nodeid.strip() == current_test:
@@ -329,9 +332,12 @@ def dedup(reports: Iterable[TsanReport]) -> list[TsanReport]:
         if entry is None:
             entry = replace(r, count=0, test_ids=())
         tids = [t for t in r.test_ids or (r.test_id,) if t and t not in entry.test_ids]
-        out[r.signature] = replace(entry, count=entry.count + r.count,
-                                   test_ids=entry.test_ids + tuple(dict.fromkeys(tids)),
-                                   test_id=entry.test_id or r.test_id)
+        out[r.signature] = replace(
+            entry,
+            count=entry.count + r.count,
+            test_ids=entry.test_ids + tuple(dict.fromkeys(tids)),
+            test_id=entry.test_id or r.test_id,
+        )
     return list(out.values())
 
 

@@ -60,8 +60,7 @@ def report_json(report: CompatReport, encoded: list[str] | None = None) -> str:
         lines.append(f"{json.dumps(k)}: {json.dumps(v, ensure_ascii=False)},")
     if encoded is None:
         encoded = encode_packages(report)
-    for key, items in (("changes", None if changes is None else [_ENCODE(c) for c in changes]),
-                       ("packages", encoded)):
+    for key, items in (("changes", None if changes is None else [_ENCODE(c) for c in changes]), ("packages", encoded)):
         if items is None:
             continue
         body = ",\n".join(items)
@@ -78,12 +77,13 @@ def _page_file(rel: str) -> str:
     return name
 
 
-def _write_range(state: tuple[CompatReport, dict[str, str], list[dict[str, Any]], Path],
-                 part: tuple[int, int]) -> list[str]:
+def _write_range(
+    state: tuple[CompatReport, dict[str, str], list[dict[str, Any]], Path], part: tuple[int, int]
+) -> list[str]:
     """Render and write the package pages of rows[start:stop] into ``tmp``."""
     report, logs, rows, tmp = state
     names = []
-    for rel, text in html.iter_pages(report, logs, rows[part[0]:part[1]]):
+    for rel, text in html.iter_pages(report, logs, rows[part[0] : part[1]]):
         name = _page_file(rel)
         with open(tmp / name, "w", encoding="utf-8") as f:
             f.write(text)
@@ -91,8 +91,14 @@ def _write_range(state: tuple[CompatReport, dict[str, str], list[dict[str, Any]]
     return names
 
 
-def write_pages(site: Path, report: CompatReport, logs: dict[str, str],
-                rows: list[dict[str, Any]], *, then: Callable[[], None] = lambda: None) -> list[Path]:
+def write_pages(
+    site: Path,
+    report: CompatReport,
+    logs: dict[str, str],
+    rows: list[dict[str, Any]],
+    *,
+    then: Callable[[], None] = lambda: None,
+) -> list[Path]:
     """Write every row's package page under site/pkg/ as one directory swap.
 
     The pages go, plainly written, into a fresh hidden directory next to
@@ -124,8 +130,14 @@ def write_pages(site: Path, report: CompatReport, logs: dict[str, str],
     return [site / "pkg" / n for n in names]
 
 
-def write_all(report: CompatReport, out: Path, *, history: dict[str, Any] | None = None,
-              step_summary: bool = True, site_url: str = "") -> list[Path]:
+def write_all(
+    report: CompatReport,
+    out: Path,
+    *,
+    history: dict[str, Any] | None = None,
+    step_summary: bool = True,
+    site_url: str = "",
+) -> list[Path]:
     """Render ``report`` into ``out``; returns the files written.
 
     ``history`` is the previous site's history.json (or None); the new one,
@@ -137,8 +149,9 @@ def write_all(report: CompatReport, out: Path, *, history: dict[str, Any] | None
         return _write_all(report, Path(out), history, step_summary, site_url)
 
 
-def _write_all(report: CompatReport, out: Path, history: dict[str, Any] | None,
-               want_summary: bool = True, site_url: str = "") -> list[Path]:
+def _write_all(
+    report: CompatReport, out: Path, history: dict[str, Any] | None, want_summary: bool = True, site_url: str = ""
+) -> list[Path]:
     written: list[Path] = []
     hist = _history.update(history, report)
     site = out / "site"
@@ -160,8 +173,15 @@ def _write_all(report: CompatReport, out: Path, history: dict[str, Any] | None,
         api = _site.write_api(report, site, rows, logs, encoded)
 
     pages = write_pages(site, report, logs, rows, then=the_rest)
-    written += [out / "report.json", out / "report.md", out / "junit.xml",
-                site / "index.html", site / "report.json", *api, *pages]
+    written += [
+        out / "report.json",
+        out / "report.md",
+        out / "junit.xml",
+        site / "index.html",
+        site / "report.json",
+        *api,
+        *pages,
+    ]
     written += [site / rel for rel in logs.values()]
     write_json_atomic(site / "history.json", hist)
     written.append(site / "history.json")

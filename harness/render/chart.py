@@ -21,20 +21,30 @@ from ..results.report import CompatReport, JobEntry
 # fonts; U+FE0E asks for the text glyph, not an emoji.  Never the only sign: the word is next
 # to it everywhere.
 MARK = {
-    "build-failure": "✖", "infra-error": "⚙\ufe0e", "ft-crash": "⚡\ufe0e", "crash": "☠\ufe0e",
-    "hang": "◷", "ft-race": "⇄", "thread-unsafe": "≋", "gil-reenabled": "⊘",
-    "baseline-failure": "△", "compatible": "✔\ufe0e", "no-tests": "○", "skipped": "⏭\ufe0e",
-    "no-thread-coverage": "◌", "unconfirmed": "?", "setup-error": "⚠\ufe0e", "budget-spent": "⌁",
+    "build-failure": "✖",
+    "infra-error": "⚙\ufe0e",
+    "ft-crash": "⚡\ufe0e",
+    "crash": "☠\ufe0e",
+    "hang": "◷",
+    "ft-race": "⇄",
+    "thread-unsafe": "≋",
+    "gil-reenabled": "⊘",
+    "baseline-failure": "△",
+    "compatible": "✔\ufe0e",
+    "no-tests": "○",
+    "skipped": "⏭\ufe0e",
+    "no-thread-coverage": "◌",
+    "unconfirmed": "?",
+    "setup-error": "⚠\ufe0e",
+    "budget-spent": "⌁",
     "slow-in-threads": "≈",
     "repeat-failure": "↻",
 }
 # left to right: what is safe first, then what is wrong, the harness's own problems last
-BAR_ORDER = ("compatible", *(v for v in reversed(VERDICTS) if v not in ("compatible", "infra-error")),
-             "infra-error")
+BAR_ORDER = ("compatible", *(v for v in reversed(VERDICTS) if v not in ("compatible", "infra-error")), "infra-error")
 # the answers left to right: what works first, then what is wrong, what was not judged last
 ANSWER_ORDER = ("no-ft-problem", "ft-problem", "both-modes", "not-judged")
-ANSWER_MARK = {"no-ft-problem": "✔\ufe0e", "ft-problem": "✖", "both-modes": "☠\ufe0e",
-               "not-judged": "○"}
+ANSWER_MARK = {"no-ft-problem": "✔\ufe0e", "ft-problem": "✖", "both-modes": "☠\ufe0e", "not-judged": "○"}
 LABEL_MIN_PCT = 7.0  # a segment narrower than this carries no text (its title and the legend do)
 SHORT_ID = 32
 
@@ -55,19 +65,33 @@ def column_summaries(report: CompatReport) -> list[dict[str, Any]]:
                 continue
             verdicts = Counter(cell.verdict for cell in cells if cell.answer == a)
             w = 100.0 * n / total
-            segs.append({"answer": a, "text": ANSWER_TEXT[a], "mark": ANSWER_MARK[a], "n": n,
-                         "verdicts": ", ".join(f"{k} {verdicts[k]}" for k in sorted(verdicts, key=severity)),
-                         "x": round(x, 3), "w": round(w, 3),
-                         "mid": round(x + w / 2, 3), "label": w >= LABEL_MIN_PCT})
+            segs.append(
+                {
+                    "answer": a,
+                    "text": ANSWER_TEXT[a],
+                    "mark": ANSWER_MARK[a],
+                    "n": n,
+                    "verdicts": ", ".join(f"{k} {verdicts[k]}" for k in sorted(verdicts, key=severity)),
+                    "x": round(x, 3),
+                    "w": round(w, 3),
+                    "mid": round(x + w / 2, 3),
+                    "label": w >= LABEL_MIN_PCT,
+                }
+            )
             x += w
-        out.append({
-            "name": c.name, "label": c.label, "column": c, "total": total,
-            "works": by_answer.get("no-ft-problem", 0),
-            "compatible": sum(1 for cell in cells if cell.verdict == "compatible"),
-            "caveats": sum(1 for cell in cells if cell.answer == "no-ft-problem" and cell.caveat),
-            "segments": segs,
-            "described": ", ".join(f"{s['n']} {s['text']}" for s in segs),
-        })
+        out.append(
+            {
+                "name": c.name,
+                "label": c.label,
+                "column": c,
+                "total": total,
+                "works": by_answer.get("no-ft-problem", 0),
+                "compatible": sum(1 for cell in cells if cell.verdict == "compatible"),
+                "caveats": sum(1 for cell in cells if cell.answer == "no-ft-problem" and cell.caveat),
+                "segments": segs,
+                "described": ", ".join(f"{s['n']} {s['text']}" for s in segs),
+            }
+        )
     return out
 
 
@@ -119,8 +143,13 @@ def decider(p: JobEntry) -> dict[str, str] | None:
     full = f.test_id or f.module or ""
     if not full:
         return None
-    return {"short": shorten(full) if f.test_id else full, "full": full, "ratio": f.ratio,
-            "runs": runs_label(f, runs_per_mode(p, f)), "kind": f.kind}
+    return {
+        "short": shorten(full) if f.test_id else full,
+        "full": full,
+        "ratio": f.ratio,
+        "runs": runs_label(f, runs_per_mode(p, f)),
+        "kind": f.kind,
+    }
 
 
 def runs_per_mode(p: JobEntry, f: Finding) -> dict[int, int]:

@@ -115,16 +115,18 @@ def coverage_modes(coverage: Mapping[str, ModeCoverage]) -> list[dict[str, Any]]
     rows = []
     for m in _modes(coverage):
         known = bool(m.known)
-        rows.append({
-            "mode": f"PYTHON_GIL={m.mode}" if _int(m.mode) is not None else _s(m.mode),
-            "in_threads": _s(m.in_threads) if known else "unknown",
-            "single": _s(m.single) if known else "—",
-            "skipped_unsafe": _s(m.skipped_unsafe) if known else "—",
-            "skipped": _s(m.skipped),
-            "total": _s(m.total),
-            "source": _s(m.source),
-            "reasons": sorted((str(k), _s(v)) for k, v in m.reasons.items()),
-        })
+        rows.append(
+            {
+                "mode": f"PYTHON_GIL={m.mode}" if _int(m.mode) is not None else _s(m.mode),
+                "in_threads": _s(m.in_threads) if known else "unknown",
+                "single": _s(m.single) if known else "—",
+                "skipped_unsafe": _s(m.skipped_unsafe) if known else "—",
+                "skipped": _s(m.skipped),
+                "total": _s(m.total),
+                "source": _s(m.source),
+                "reasons": sorted((str(k), _s(v)) for k, v in m.reasons.items()),
+            }
+        )
     return rows
 
 
@@ -159,11 +161,13 @@ def wheel_summary(wheel: Wheel | None) -> str:
     if wheel.available:
         bits.append(WHEEL_AVAILABLE.get(wheel.available, wheel.available))
     if wheel.installed and wheel.installed != "local source":
-        bits.append(f"installed {wheel.installed}" if wheel.installed.startswith("wheel")
-                    else wheel.installed)
+        bits.append(f"installed {wheel.installed}" if wheel.installed.startswith("wheel") else wheel.installed)
     if wheel.fallback:  # a compiled project's pure wheel (harness.verdict.artifact)
-        bits.append(f"pure fallback {wheel.fallback} kept: its compiled modules untested"
-                    if wheel.installed_file == wheel.fallback else f"not its pure fallback {wheel.fallback}")
+        bits.append(
+            f"pure fallback {wheel.fallback} kept: its compiled modules untested"
+            if wheel.installed_file == wheel.fallback
+            else f"not its pure fallback {wheel.fallback}"
+        )
     if wheel.warning:
         bits.append("⚠ the wheel re-enables the GIL")
     return ", ".join(bits) or kv_line(wheel.to_dict())
@@ -203,7 +207,7 @@ def project_urls(metadata: ProjectMeta) -> list[tuple[str, str]]:
 
 
 def setup_summary(ts: TestSetup | None) -> str:
-    """"tests/ (inferred), 3 test deps (inferred: [dependency-groups] tests), pytest args
+    """ "tests/ (inferred), 3 test deps (inferred: [dependency-groups] tests), pytest args
     (matrix.yaml)" -- where a job's test setup came from."""
     if ts is None:
         return ""
@@ -213,8 +217,10 @@ def setup_summary(ts: TestSetup | None) -> str:
     why = next((s for s in ts.sources if "test deps" in s and not s.startswith("recipe")), "")
     if ts.requires_from == "recipe":
         why = "its install command"
-    parts = [f"{ts.tests or 'source root'} ({ts.tests_from or '?'})",
-             f"{len(ts.requires)} test dep(s) ({ts.requires_from or '?'}{': ' + why if why else ''})"]
+    parts = [
+        f"{ts.tests or 'source root'} ({ts.tests_from or '?'})",
+        f"{len(ts.requires)} test dep(s) ({ts.requires_from or '?'}{': ' + why if why else ''})",
+    ]
     if ts.pytest_args:
         parts.append(f"pytest args {' '.join(ts.pytest_args)} ({ts.pytest_args_from or '?'})")
     if reg:

@@ -26,10 +26,15 @@ from ..results.report import JobEntry
 
 MODES_TEXT = {(0,): "with the GIL off only", (1,): "with the GIL on only", (0, 1): "in both modes"}
 KIND_TEXT = {  # what the tests of a group do, after "N tests in FILE"
-    "thread-unsafe": "fail in threads", "ft-race": "fail in threads",
-    "baseline-failure": "fail without threads", "crash": "crash", "ft-crash": "crash",
-    "hang": "time out", "unconfirmed": "failed once but not again", "repeat-failure":
-    "fail when repeated single-threaded, not in threads", "slow-in-threads": "are too slow to run in threads",
+    "thread-unsafe": "fail in threads",
+    "ft-race": "fail in threads",
+    "baseline-failure": "fail without threads",
+    "crash": "crash",
+    "ft-crash": "crash",
+    "hang": "time out",
+    "unconfirmed": "failed once but not again",
+    "repeat-failure": "fail when repeated single-threaded, not in threads",
+    "slow-in-threads": "are too slow to run in threads",
 }
 
 
@@ -62,9 +67,17 @@ def groups(p: JobEntry) -> list[dict[str, Any]]:
     for (kind, where, modes), found in by_key.items():
         lead = first if first is not None and first in found else found[0]
         rest = [f for f in found if f is not lead]
-        out.append({"kind": kind, "count": len(found), "lead": lead, "rest": rest,
-                    "info": kind in INFO_KINDS, "deciding": lead is first,
-                    "sentence": _sentence(kind, modes, len(found), where if _file(lead.test_id) else "")})
+        out.append(
+            {
+                "kind": kind,
+                "count": len(found),
+                "lead": lead,
+                "rest": rest,
+                "info": kind in INFO_KINDS,
+                "deciding": lead is first,
+                "sentence": _sentence(kind, modes, len(found), where if _file(lead.test_id) else ""),
+            }
+        )
     out.sort(key=lambda g: (not g["deciding"], severity(str(g["kind"]))))
     return out
 
@@ -77,8 +90,10 @@ def _runs(p: JobEntry, gil: int) -> tuple[int, int]:
 
 
 def _count(plain: int, threads: int) -> str:
-    bits = [f"{plain} plain run{'s' if plain != 1 else ''}" if plain else "",
-            f"{threads} threaded run{'s' if threads != 1 else ''}" if threads else ""]
+    bits = [
+        f"{plain} plain run{'s' if plain != 1 else ''}" if plain else "",
+        f"{threads} threaded run{'s' if threads != 1 else ''}" if threads else "",
+    ]
     return " and ".join(b for b in bits if b)
 
 
@@ -94,16 +109,21 @@ def what_ran(p: JobEntry) -> str:
         parts.append(f"With the GIL off: {_count(*off)} of the suite.")
     if any(on):
         if g is not None and g.ran == "tests":
-            parts.append(f"With the GIL on: {_count(*on)} of only the {g.tests} test(s) that were "
-                         f"red with it off (settings.gil_on: targeted): {g.why}.")
+            parts.append(
+                f"With the GIL on: {_count(*on)} of only the {g.tests} test(s) that were "
+                f"red with it off (settings.gil_on: targeted): {g.why}."
+            )
         else:
             parts.append(f"With the GIL on: {_count(*on)} of the suite.")
     elif g is not None and g.ran == "none":
-        parts.append(f"No run with the GIL on: {g.why} (settings.gil_on: targeted; "
-                     "gil_on: full runs the suite in both modes).")
+        parts.append(
+            f"No run with the GIL on: {g.why} (settings.gil_on: targeted; gil_on: full runs the suite in both modes)."
+        )
     elif any(off):
-        parts.append("No run with the GIL on" + (" (settings.gil_modes asks for one mode)."
-                                                   if p.settings.get("gil_modes") == [0] else "."))
+        parts.append(
+            "No run with the GIL on"
+            + (" (settings.gil_modes asks for one mode)." if p.settings.get("gil_modes") == [0] else ".")
+        )
     if any(on) and any(off) and not p.findings and (g is None or g.ran == "suite"):
         parts.append("Every run behaved the same with the GIL on and off.")
     if p.rules_out:  # what a clean verdict's runs rule out (issue #47)
@@ -116,7 +136,7 @@ NARROWING = ("-k", "-m", "--deselect", "--ignore", "--ignore-glob")
 
 
 def recipe_narrowing(ts: TestSetup | None) -> str:
-    """"The recipe (laruche …) narrowed the tests: -k 'not test_proxy_functional'; the tests it
+    """ "The recipe (laruche …) narrowed the tests: -k 'not test_proxy_functional'; the tests it
     leaves out did not run." -- the recipe's options that leave tests out, when the job ran with
     the recipe's pytest args (matrix.yaml's replace them); "" when it has none."""
     if ts is None or "recipe" not in ts.pytest_args_from:
@@ -132,8 +152,7 @@ def recipe_narrowing(ts: TestSetup | None) -> str:
     if not kept:
         return ""
     registry = str(ts.recipe.get("registry") or "a registry")
-    return (f"The recipe ({registry}) narrowed the tests: {shlex.join(kept)}; "
-            "the tests it leaves out did not run.")
+    return f"The recipe ({registry}) narrowed the tests: {shlex.join(kept)}; the tests it leaves out did not run."
 
 
 def _exe(p: JobEntry) -> tuple[str, str]:
@@ -157,15 +176,20 @@ def laptop_recipe(p: JobEntry, f: Finding) -> str:
         spec = shlex.quote(p.requested)
     else:
         return ""
-    lines = [f"# needs a free-threaded CPython {version} on PATH as {exe}",
-             f"{exe} -m venv ft && . ft/bin/activate",
-             f"python -m pip install -v {spec}"]
+    lines = [
+        f"# needs a free-threaded CPython {version} on PATH as {exe}",
+        f"{exe} -m venv ft && . ft/bin/activate",
+        f"python -m pip install -v {spec}",
+    ]
     if f.kind == "gil-reenabled" and f.module:
         mod = f.module
-        lines.append("PYTHON_GIL=0 python -W default -c "
-                     + shlex.quote(f"import {mod}, sys; print('GIL enabled:', sys._is_gil_enabled())"))
+        lines.append(
+            "PYTHON_GIL=0 python -W default -c "
+            + shlex.quote(f"import {mod}, sys; print('GIL enabled:', sys._is_gil_enabled())")
+        )
     elif f.test_id and f.kind != "build-failure":
         gil = "0" if 0 in f.modes or not f.modes else "1"
-        lines.append(f"# then the sdist's tests, as the job ran them: PYTHON_GIL={gil} python -m pytest "
-                     f"{shlex.quote(f.test_id)}")
+        lines.append(
+            f"# then the sdist's tests, as the job ran them: PYTHON_GIL={gil} python -m pytest {shlex.quote(f.test_id)}"
+        )
     return "\n".join(lines)

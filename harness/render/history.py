@@ -34,8 +34,7 @@ def validate(history: Any) -> dict[str, Any]:
     return history
 
 
-def update(history: dict[str, Any] | None, report: CompatReport,
-           limit: int = LIMIT) -> dict[str, Any]:
+def update(history: dict[str, Any] | None, report: CompatReport, limit: int = LIMIT) -> dict[str, Any]:
     """A new history: the old one plus this report's run, at most ``limit`` runs kept.
 
     Re-rendering the same report (same run id) replaces its entry instead of
@@ -44,8 +43,7 @@ def update(history: dict[str, Any] | None, report: CompatReport,
     old = validate(history) if history is not None else {"runs": [], "packages": {}}
     rid = run_id(report)
     runs = [r for r in old["runs"] if r.get("id") != rid]
-    runs.append({"id": rid, "matrix_digest": report.meta.matrix_digest,
-                 "packages": len(report.packages)})
+    runs.append({"id": rid, "matrix_digest": report.meta.matrix_digest, "packages": len(report.packages)})
     runs = runs[-limit:]
     keep = {r["id"] for r in runs}
     packages: dict[str, list[dict[str, Any]]] = {}
@@ -54,9 +52,7 @@ def update(history: dict[str, Any] | None, report: CompatReport,
         if kept:
             packages[job] = kept
     for p in report.packages:
-        packages.setdefault(p.job_id, []).append(
-            {"run": rid, "verdict": p.verdict, "version": p.version})
+        packages.setdefault(p.job_id, []).append({"run": rid, "verdict": p.verdict, "version": p.version})
     for job in packages:
         packages[job] = packages[job][-limit:]
-    return {"schema": HISTORY_SCHEMA, "limit": limit, "runs": runs,
-            "packages": dict(sorted(packages.items()))}
+    return {"schema": HISTORY_SCHEMA, "limit": limit, "runs": runs, "packages": dict(sorted(packages.items()))}

@@ -48,13 +48,30 @@ from .findings import groups, laptop_recipe, recipe_narrowing, what_ran
 from .site import package_file
 
 HERE = Path(__file__).parent
-CHANGE_LABEL = {"flaky": "flaky (counts do not hold)", "newly-broken": "newly broken", "fixed": "fixed",
-                "verdict-changed": "verdict changed", "infra-error": "harness problem",
-                "new-package": "new", "removed": "removed"}
-CELL_CHANGE = {"flaky": "≈ flaky", "newly-broken": "▼ broke", "fixed": "▲ fixed", "verdict-changed": "↻ changed",
-               "infra-error": "⚙ harness", "new-package": "new", "removed": "gone"}  # short, in a cell
-WHEEL_KEYS = {"installed": "Installed", "installed_file": "File installed",
-              "available": "On the index", "warning": "Warning"}
+CHANGE_LABEL = {
+    "flaky": "flaky (counts do not hold)",
+    "newly-broken": "newly broken",
+    "fixed": "fixed",
+    "verdict-changed": "verdict changed",
+    "infra-error": "harness problem",
+    "new-package": "new",
+    "removed": "removed",
+}
+CELL_CHANGE = {
+    "flaky": "≈ flaky",
+    "newly-broken": "▼ broke",
+    "fixed": "▲ fixed",
+    "verdict-changed": "↻ changed",
+    "infra-error": "⚙ harness",
+    "new-package": "new",
+    "removed": "gone",
+}  # short, in a cell
+WHEEL_KEYS = {
+    "installed": "Installed",
+    "installed_file": "File installed",
+    "available": "On the index",
+    "warning": "Warning",
+}
 MAX_CHANGES = 8  # regressions shown on the index; the other changes fold under "N more"
 
 
@@ -91,13 +108,30 @@ def _env() -> jinja2.Environment:
         keep_trailing_newline=True,
         auto_reload=False,
     )
-    env.filters.update(duration=fmt_duration, modes=mode_list, counts=phase_summary,
-                       coverage=coverage_summary, coverage_modes=coverage_modes,
-                       wheel=wheel_summary, flatten=flatten,
-                       http_url=safe_url, urls=project_urls, setup=setup_summary,
-                       when=human_time, day=human_date, span=human_span)
-    env.globals.update(ANSWER_TEXT=ANSWER_TEXT, VERDICTS=VERDICTS, INFO_KINDS=INFO_KINDS, MARK=MARK,
-                       CHANGE_LABEL=CHANGE_LABEL, CELL_CHANGE=CELL_CHANGE, WHEEL_KEYS=WHEEL_KEYS)
+    env.filters.update(
+        duration=fmt_duration,
+        modes=mode_list,
+        counts=phase_summary,
+        coverage=coverage_summary,
+        coverage_modes=coverage_modes,
+        wheel=wheel_summary,
+        flatten=flatten,
+        http_url=safe_url,
+        urls=project_urls,
+        setup=setup_summary,
+        when=human_time,
+        day=human_date,
+        span=human_span,
+    )
+    env.globals.update(
+        ANSWER_TEXT=ANSWER_TEXT,
+        VERDICTS=VERDICTS,
+        INFO_KINDS=INFO_KINDS,
+        MARK=MARK,
+        CHANGE_LABEL=CHANGE_LABEL,
+        CELL_CHANGE=CELL_CHANGE,
+        WHEEL_KEYS=WHEEL_KEYS,
+    )
     return env
 
 
@@ -105,8 +139,10 @@ def _env() -> jinja2.Environment:
 def _common() -> dict[str, Any]:
     """Our inline CSS and JS and the CSP that allows exactly them, hashed once per process."""
     css, js = _asset("site.css"), _asset("site.js")
-    csp = (f"default-src 'none'; style-src '{_sha(css)}'; script-src '{_sha(js)}'; "
-           "img-src data:; base-uri 'none'; form-action 'none'")
+    csp = (
+        f"default-src 'none'; style-src '{_sha(css)}'; script-src '{_sha(js)}'; "
+        "img-src data:; base-uri 'none'; form-action 'none'"
+    )
     return {"css": Markup(css), "js": Markup(js), "csp": csp}
 
 
@@ -173,8 +209,7 @@ def _kinds(p: JobEntry) -> list[str]:
     return sorted({f.kind for f in p.findings}, key=severity)
 
 
-def index_rows(report: CompatReport,
-               history: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+def index_rows(report: CompatReport, history: dict[str, Any] | None = None) -> list[dict[str, Any]]:
     """One row per job, in report order, with what both the index's cell and its page show."""
     labels = report.labels()
     rows_of = {row.name: row for row in report.table}
@@ -182,32 +217,46 @@ def index_rows(report: CompatReport,
     rows = []
     for p in report.packages:
         row = rows_of.get(p.name)
-        siblings = [{"label": labels.get(name, name), "verdict": cell.verdict,
-                     "page": page_name(cell.job_id), "job_id": cell.job_id,
-                     "note": cell.caveat or cell.cause}
-                    for name, cell in (row.cells.items() if row else ())
-                    if cell.job_id != p.job_id]
-        rows.append({
-            "p": p,
-            "page": "pkg/" + page_name(p.job_id),
-            "severity": severity(p.verdict),
-            "coverage_pct": _coverage_pct(p),
-            "coverage": coverage_summary(p.coverage),
-            "wheel": wheel_summary(p.wheel),
-            "time": fmt_duration(p.duration),
-            "name_key": p.name.lower(),
-            "change": p.change,
-            "kinds": _kinds(p),
-            "history": _history_for(history, p.job_id),
-            "label": labels.get(p.interpreter.name, p.interpreter.name),
-            "several": report.several,
-            "siblings": siblings,
-            "decider": decider(p),
-            "reach": reach_text(*p.reach, p.settings),
-            "wheel_mark": wheel_mark(p.wheel.available if p.wheel else None),
-            "blocked": next(({"root": c.root, "text": c.text} for c in blocked.get(p.job_id, ())
-                             if c.root and c.root.lower() != p.name.lower()), None),
-        })
+        siblings = [
+            {
+                "label": labels.get(name, name),
+                "verdict": cell.verdict,
+                "page": page_name(cell.job_id),
+                "job_id": cell.job_id,
+                "note": cell.caveat or cell.cause,
+            }
+            for name, cell in (row.cells.items() if row else ())
+            if cell.job_id != p.job_id
+        ]
+        rows.append(
+            {
+                "p": p,
+                "page": "pkg/" + page_name(p.job_id),
+                "severity": severity(p.verdict),
+                "coverage_pct": _coverage_pct(p),
+                "coverage": coverage_summary(p.coverage),
+                "wheel": wheel_summary(p.wheel),
+                "time": fmt_duration(p.duration),
+                "name_key": p.name.lower(),
+                "change": p.change,
+                "kinds": _kinds(p),
+                "history": _history_for(history, p.job_id),
+                "label": labels.get(p.interpreter.name, p.interpreter.name),
+                "several": report.several,
+                "siblings": siblings,
+                "decider": decider(p),
+                "reach": reach_text(*p.reach, p.settings),
+                "wheel_mark": wheel_mark(p.wheel.available if p.wheel else None),
+                "blocked": next(
+                    (
+                        {"root": c.root, "text": c.text}
+                        for c in blocked.get(p.job_id, ())
+                        if c.root and c.root.lower() != p.name.lower()
+                    ),
+                    None,
+                ),
+            }
+        )
     return rows
 
 
@@ -217,12 +266,18 @@ def table_rows(report: CompatReport, rows: list[dict[str, Any]]) -> list[dict[st
     by_job = {r["p"].job_id: r for r in rows}
     out = []
     for t in report.table:
-        cells = [by_job.get(cell.job_id) if (cell := t.cell(c.name)) else None
-                 for c in report.interpreters]
+        cells = [by_job.get(cell.job_id) if (cell := t.cell(c.name)) else None for c in report.interpreters]
         first = min((c for c in cells if c is not None), key=lambda c: c["severity"])
-        out.append({"t": t, "cells": cells, "severity": severity(t.verdict),
-                    "name_key": t.name.lower(), "page": first["page"],
-                    "changed": any(c is not None and c["change"] for c in cells)})
+        out.append(
+            {
+                "t": t,
+                "cells": cells,
+                "severity": severity(t.verdict),
+                "name_key": t.name.lower(),
+                "page": first["page"],
+                "changed": any(c is not None and c["change"] for c in cells),
+            }
+        )
     return sorted(out, key=lambda r: r["severity"])  # stable: report order within a verdict
 
 
@@ -251,14 +306,27 @@ def render_index(report: CompatReport, rows: list[dict[str, Any]]) -> str:
     """index.html: per interpreter "N of M compatible" and a bar, then a row per package, a
     column per interpreter, most severe first; the causes that blocked several packages."""
     changes = _changes(report)
-    return _env().get_template("index.html").render(
-        table=table_rows(report, rows), columns=report.interpreters,
-        answers=column_summaries(report), causes=_cause_rows(report, rows),
-        blocked=len({m.package for c in report.causes for m in c.members}),
-        jobs=len(rows), changes=report.changes, shown_changes=changes[0] if changes else [],
-        more_changes=changes[1] if changes else [], missing=report.missing,
-        answer_counts=[(a, report.answers[a]) for a in ANSWER_ORDER if report.answers.get(a)],
-        root="", meta=report.meta, summary=report.summary, **_common())
+    return (
+        _env()
+        .get_template("index.html")
+        .render(
+            table=table_rows(report, rows),
+            columns=report.interpreters,
+            answers=column_summaries(report),
+            causes=_cause_rows(report, rows),
+            blocked=len({m.package for c in report.causes for m in c.members}),
+            jobs=len(rows),
+            changes=report.changes,
+            shown_changes=changes[0] if changes else [],
+            more_changes=changes[1] if changes else [],
+            missing=report.missing,
+            answer_counts=[(a, report.answers[a]) for a in ANSWER_ORDER if report.answers.get(a)],
+            root="",
+            meta=report.meta,
+            summary=report.summary,
+            **_common(),
+        )
+    )
 
 
 def causes_of(report: CompatReport) -> dict[str, list[Cause]]:
@@ -270,8 +338,13 @@ def causes_of(report: CompatReport) -> dict[str, list[Cause]]:
     return out
 
 
-def render_page(report: CompatReport, row: dict[str, Any], logs: dict[str, str],
-                change: Change | None, causes: list[Cause] | None = None) -> str:
+def render_page(
+    report: CompatReport,
+    row: dict[str, Any],
+    logs: dict[str, str],
+    change: Change | None,
+    causes: list[Cause] | None = None,
+) -> str:
     """One package page (site/<row["page"]>)."""
     p: JobEntry = row["p"]
 
@@ -279,20 +352,38 @@ def render_page(report: CompatReport, row: dict[str, Any], logs: dict[str, str],
         return {"f": f, "recipe": laptop_recipe(p, f), "runs": runs_label(f, runs_per_mode(p, f))}
 
     jobs = {q.job_id: q for q in report.packages} if row["siblings"] else {}
-    seen = {s["label"]: {(f.kind, f.test_id, f.module) for f in jobs[s["job_id"]].findings}
-            for s in row["siblings"] if s["job_id"] in jobs}
+    seen = {
+        s["label"]: {(f.kind, f.test_id, f.module) for f in jobs[s["job_id"]].findings}
+        for s in row["siblings"]
+        if s["job_id"] in jobs
+    }
 
     def also(f: Any) -> list[str]:  # the other interpreters where the same finding was made
         return [label for label, found in seen.items() if (f.kind, f.test_id, f.module) in found]
 
-    found = [{**g, "lead": view(g["lead"]), "rest": [view(f) for f in g["rest"]], "also": also(g["lead"])}
-             for g in groups(p)]
-    return _env().get_template("package.html").render(
-        row=row, p=p, phases=[_phase_row(ph, logs) for ph in p.phases], change=change,
-        groups=found, ran=what_ran(p), narrowed=recipe_narrowing(p.test_setup),
-        causes=causes or [],
-        api=package_file(p.name), wheel_warning=p.wheel.warning if p.wheel else "",
-        root="../", meta=report.meta, summary=report.summary, **_common())
+    found = [
+        {**g, "lead": view(g["lead"]), "rest": [view(f) for f in g["rest"]], "also": also(g["lead"])} for g in groups(p)
+    ]
+    return (
+        _env()
+        .get_template("package.html")
+        .render(
+            row=row,
+            p=p,
+            phases=[_phase_row(ph, logs) for ph in p.phases],
+            change=change,
+            groups=found,
+            ran=what_ran(p),
+            narrowed=recipe_narrowing(p.test_setup),
+            causes=causes or [],
+            api=package_file(p.name),
+            wheel_warning=p.wheel.warning if p.wheel else "",
+            root="../",
+            meta=report.meta,
+            summary=report.summary,
+            **_common(),
+        )
+    )
 
 
 def changes_by_job(report: CompatReport) -> dict[str, Change]:
@@ -302,8 +393,7 @@ def changes_by_job(report: CompatReport) -> dict[str, Change]:
     return out
 
 
-def iter_pages(report: CompatReport, logs: dict[str, str], rows: list[dict[str, Any]],
-               ) -> Iterator[tuple[str, str]]:
+def iter_pages(report: CompatReport, logs: dict[str, str], rows: list[dict[str, Any]]) -> Iterator[tuple[str, str]]:
     """(path under site/, html) of each row's package page, rendered one at a time; ``logs``
     maps a log's path under out/ to its copy under site/ (harness.render.site.publish_logs)."""
     by_job = changes_by_job(report)

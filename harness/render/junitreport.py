@@ -49,11 +49,11 @@ def _body(f: Finding) -> str:
 
 
 def _case(suite: ET.Element, p: JobEntry, name: str, time: float) -> ET.Element:
-    return ET.SubElement(suite, "testcase", {
-        "classname": clean(f"{p.interpreter.name}.{p.name}"),
-        "name": clean(name),
-        "time": f"{time:.3f}",
-    })
+    return ET.SubElement(
+        suite,
+        "testcase",
+        {"classname": clean(f"{p.interpreter.name}.{p.name}"), "name": clean(name), "time": f"{time:.3f}"},
+    )
 
 
 def render(report: CompatReport) -> str:
@@ -93,8 +93,7 @@ def render(report: CompatReport) -> str:
                 counts["tests"] += 1
                 tag = "error" if f.kind == "infra-error" else "failure"
                 counts["errors" if tag == "error" else "failures"] += 1
-                el = ET.SubElement(case, tag, {"message": clean(f.message or f.kind),
-                                               "type": f.kind})
+                el = ET.SubElement(case, tag, {"message": clean(f.message or f.kind), "type": f.kind})
                 el.text = _body(f)
             for f in info:
                 case = _case(suite, p, _case_name(f), 0.0)

@@ -54,8 +54,15 @@ ICON = {
     "slow-in-threads": "🐢",
     "repeat-failure": "🔁",
 }
-CHANGE_ICON = {"flaky": "≈", "newly-broken": "🔻", "fixed": "🔺", "verdict-changed": "🔁",
-               "infra-error": "🛠️", "new-package": "🆕", "removed": "➖"}
+CHANGE_ICON = {
+    "flaky": "≈",
+    "newly-broken": "🔻",
+    "fixed": "🔺",
+    "verdict-changed": "🔁",
+    "infra-error": "🛠️",
+    "new-package": "🆕",
+    "removed": "➖",
+}
 MAX_EXCERPT_LINES = 40
 MAX_LIST = 50  # rows of changes / missing jobs; the rest are counted
 MAX_JOB_ROWS = 200  # jobs table rows: above this the table is the site's alone
@@ -112,8 +119,14 @@ def answers_line(report: CompatReport) -> str:
     n = len(report.table or report.packages)
     parts = [f"{ANSWER_ICON[a]} {c} {ANSWER_TEXT[a]}" for a in ANSWER_ORDER if (c := report.answers.get(a))]
     works = report.answers.get("no-ft-problem", 0)
-    return (f"**Does it work without the GIL as with it?** {works} of {n} package{'s' if n != 1 else ''}"
-            f" show no free-threading problem: " + " · ".join(parts)) if parts else ""
+    return (
+        (
+            f"**Does it work without the GIL as with it?** {works} of {n} package{'s' if n != 1 else ''}"
+            f" show no free-threading problem: " + " · ".join(parts)
+        )
+        if parts
+        else ""
+    )
 
 
 def summary_line(report: CompatReport) -> str:
@@ -134,8 +147,7 @@ def _meta_line(report: CompatReport) -> str:
     m = report.meta
     bits = []
     for c in report.interpreters:
-        what = " ".join(x for x in (f"CPython {c.full_version or c.version}",
-                                    " ".join(c.configure), c.source) if x)
+        what = " ".join(x for x in (f"CPython {c.full_version or c.version}", " ".join(c.configure), c.source) if x)
         column = f"{text(c.label)} = " if c.label and c.label != c.name else ""  # the header's details
         bits.append(f"{column}{text(c.name)} ({text(what)})")
     if m.backends:
@@ -167,13 +179,14 @@ def _changes(report: CompatReport) -> list[str]:
 def _change(c: Change, several: bool) -> str:
     mark = "**regression**" if c.regression else ""
     where = f" [{text(c.interpreter)}]" if several and c.interpreter else ""
-    return (f"| {CHANGE_ICON[c.kind]} {mark} | {text(c.package)} {text(c.new_version or c.old_version)}"
-            f"{where} | {c.kind} | {text(c.old or '—')} | {text(c.new or '—')} |")
+    return (
+        f"| {CHANGE_ICON[c.kind]} {mark} | {text(c.package)} {text(c.new_version or c.old_version)}"
+        f"{where} | {c.kind} | {text(c.old or '—')} | {text(c.new or '—')} |"
+    )
 
 
 def _more(n: int, what: str) -> list[str]:
-    return ["", f"_… and {n} more {what}{'s' if n != 1 else ''}: see report.json or the site._"] \
-        if n > 0 else []
+    return ["", f"_… and {n} more {what}{'s' if n != 1 else ''}: see report.json or the site._"] if n > 0 else []
 
 
 def _cell(cell: Cell | None, version: str) -> str:
@@ -208,15 +221,13 @@ def packages_table(report: CompatReport, site: str = "") -> list[str]:
     cols = report.interpreters
     several = report.several  # with one interpreter nothing can differ: no "Across" column
     head = "| Package | Version | " + " | ".join(text(c.label) for c in cols) + " | Cause |"
-    out = [head + (" Across interpreters |" if several else ""),
-           "|---|---|" + "---|" * (len(cols) + 1 + several)]
+    out = [head + (" Across interpreters |" if several else ""), "|---|---|" + "---|" * (len(cols) + 1 + several)]
     jobs = {p.job_id: p for p in report.packages}
     for row in report.table:
         cells = " | ".join(_cell(row.cell(c.name), row.version) for c in cols)
         first = next(iter(row.cells.values()), None)
         name = _page_link(row.name, first.job_id, site) if first else text(row.name)
-        why = "; ".join(dict.fromkeys(c for cell in row.cells.values()
-                                      if (c := _cause(jobs.get(cell.job_id)))))
+        why = "; ".join(dict.fromkeys(c for cell in row.cells.values() if (c := _cause(jobs.get(cell.job_id)))))
         line = f"| {name} | {text(row.version) or 'differs'} | {cells} | {why} |"
         out.append(line + (f" {text(row.across)} |" if several else ""))
     return out
@@ -239,20 +250,26 @@ MAX_CAUSES = 20
 
 
 def causes_table(report: CompatReport, site: str = "") -> list[str]:
-    """"Blocked by": a row per root cause (report.causes) with the packages it decided."""
+    """ "Blocked by": a row per root cause (report.causes) with the packages it decided."""
     if not report.causes:
         return []
-    out = ["## Blocked by", "",
-           "What decided these packages' verdicts without being about the packages themselves: "
-           "fix the root once, and each package it lists can be tested again.", "",
-           "| Cause | Root | Packages | |", "|---|---|---|---|"]
+    out = [
+        "## Blocked by",
+        "",
+        "What decided these packages' verdicts without being about the packages themselves: "
+        "fix the root once, and each package it lists can be tested again.",
+        "",
+        "| Cause | Root | Packages | |",
+        "|---|---|---|---|",
+    ]
     for c in report.causes[:MAX_CAUSES]:
         seen: dict[str, tuple[str, str]] = {}  # package -> (a job of it, the test dep it came by)
         for m in c.members:
             job, via = seen.get(m.package, (m.job_id, ""))
             seen[m.package] = (job, via or m.via)
-        names = ", ".join(_page_link(name, job, site) + (f" (via {text(via)})" if via else "")
-                          for name, (job, via) in seen.items())
+        names = ", ".join(
+            _page_link(name, job, site) + (f" (via {text(via)})" if via else "") for name, (job, via) in seen.items()
+        )
         root = f"{text(c.root)} {text(c.root_version)}".strip() if c.root else "—"
         out.append(f"| {text(c.text)} | {root} | {names} | {c.count} |")
     return out + _more(len(report.causes) - MAX_CAUSES, "cause") + [""]
@@ -268,10 +285,12 @@ def _row(p: JobEntry) -> str:
     if p.qualifier:
         verdict += f" ({text(p.qualifier)})"
     change = f"{CHANGE_ICON[p.change]} {p.change}" if p.change else ""
-    return (f"| {text(p.name)} | {text(p.version)} | {text(p.interpreter.name)} "
-            f"| {verdict} | {findings} | {text(coverage_summary(p.coverage))} "
-            f"| {text(wheel_summary(p.wheel))} | {_setup_origin(p)} | {fmt_duration(p.duration)} "
-            f"| {change} |")
+    return (
+        f"| {text(p.name)} | {text(p.version)} | {text(p.interpreter.name)} "
+        f"| {verdict} | {findings} | {text(coverage_summary(p.coverage))} "
+        f"| {text(wheel_summary(p.wheel))} | {_setup_origin(p)} | {fmt_duration(p.duration)} "
+        f"| {change} |"
+    )
 
 
 def _setup_origin(p: JobEntry) -> str:
@@ -315,13 +334,18 @@ def _finding(f: Finding, p: JobEntry, brief: bool = False) -> list[str]:
     if recipe:  # first: what a reader can run; the runner's own command folded below
         out += ["", "  **Reproduce on your machine:**", "", _indent(block(recipe, "sh"))]
         if f.reproduce and not brief:
-            out += ["", "  <details><summary>The exact command on the machine that ran it</summary>",
-                    "", _indent(block(f.reproduce, "sh")), "", "  </details>"]
+            out += [
+                "",
+                "  <details><summary>The exact command on the machine that ran it</summary>",
+                "",
+                _indent(block(f.reproduce, "sh")),
+                "",
+                "  </details>",
+            ]
     elif f.reproduce:
         out += ["", "  Reproduce (on the machine that ran it):", "", _indent(block(f.reproduce, "sh"))]
     if f.excerpt and not brief:
-        out += ["", "  <details><summary>Evidence</summary>", "",
-                _indent(block(f.excerpt)), "", "  </details>"]
+        out += ["", "  <details><summary>Evidence</summary>", "", _indent(block(f.excerpt)), "", "  </details>"]
     return out + [""]
 
 
@@ -343,8 +367,7 @@ def _answer_line(p: JobEntry) -> str:
     return f"_{words[:1].upper() + words[1:]}{': ' + text(extra) if extra else ''}._" if words else ""
 
 
-def _details(p: JobEntry, labels: dict[str, str], brief: bool = False,
-             same: tuple[JobEntry, ...] = ()) -> list[str]:
+def _details(p: JobEntry, labels: dict[str, str], brief: bool = False, same: tuple[JobEntry, ...] = ()) -> list[str]:
     """A job: its answer, note, what ran, then its findings grouped by kind, file and modes,
     the deciding group first; ``brief``: the deciding finding alone (the repetitions and the
     other groups are on its page); ``same``: the package's jobs on other interpreters that
@@ -397,8 +420,10 @@ def _one_line(p: JobEntry, labels: dict[str, str], site: str) -> str:
     what = f": {code(f.test_id)}" if f is not None and f.test_id else ""
     n = len(p.findings)
     count = f" ({n} finding{'s' if n != 1 else ''})" if n else " (a note)"
-    return (f"- {ICON[p.verdict]} {_page_link(p.name, p.job_id, site)} "
-            f"{text(p.version)}{where} — **{p.verdict}**{what}{count}")
+    return (
+        f"- {ICON[p.verdict]} {_page_link(p.name, p.job_id, site)} "
+        f"{text(p.version)}{where} — **{p.verdict}**{what}{count}"
+    )
 
 
 def _findings(report: CompatReport, site: str) -> list[str]:
@@ -431,10 +456,15 @@ def _findings(report: CompatReport, site: str) -> list[str]:
     out = ["## Findings", "", *full]
     if short:
         where = "on the site" if site else "in report.json and on the site"
-        out += [f"### {len(short)} more job{'s' if len(short) != 1 else ''} with findings",
-                "", f"_Their evidence and reproduce commands are {where}._", "",
-                *(_one_line(p, labels, site) for p in short[:MAX_ONE_LINE]),
-                *_more(len(short) - MAX_ONE_LINE, "job"), ""]
+        out += [
+            f"### {len(short)} more job{'s' if len(short) != 1 else ''} with findings",
+            "",
+            f"_Their evidence and reproduce commands are {where}._",
+            "",
+            *(_one_line(p, labels, site) for p in short[:MAX_ONE_LINE]),
+            *_more(len(short) - MAX_ONE_LINE, "job"),
+            "",
+        ]
     return out
 
 
@@ -444,34 +474,49 @@ def _reused(report: CompatReport) -> list[str]:
     if not reused:
         return []
     n, total = len(reused), len(report.packages)
-    return [f"_{n} of {total} job{'s' if total != 1 else ''} not run again: same key and sdist as "
-            "in an earlier run, whose results were reused (verdicts decided again from their "
-            "phases): " + ", ".join(f"{code(p.job_id)} from {code(p.reused_from)}"
-                                    for p in reused[:MAX_LIST])
-            + (f" and {n - MAX_LIST} more" if n > MAX_LIST else "") + "._", ""]
+    return [
+        f"_{n} of {total} job{'s' if total != 1 else ''} not run again: same key and sdist as "
+        "in an earlier run, whose results were reused (verdicts decided again from their "
+        "phases): "
+        + ", ".join(f"{code(p.job_id)} from {code(p.reused_from)}" for p in reused[:MAX_LIST])
+        + (f" and {n - MAX_LIST} more" if n > MAX_LIST else "")
+        + "._",
+        "",
+    ]
 
 
 def _jobs(report: CompatReport) -> list[str]:
     n = len(report.packages)
     if n > MAX_JOB_ROWS:
-        return ["## Jobs", "", f"_{n} jobs: their thread coverage, wheel, test setup and "
-                "duration are on the site (one page per job) and in report.json._", ""]
-    return ["## Jobs", "",
-            "| Package | Version | Interpreter | Verdict | Findings | Tests in threads | Wheel "
-            "| Test setup | Duration | Change |",
-            "|---|---|---|---|---|---|---|---|---|---|",
-            *(_row(p) for p in report.packages), ""]
+        return [
+            "## Jobs",
+            "",
+            f"_{n} jobs: their thread coverage, wheel, test setup and "
+            "duration are on the site (one page per job) and in report.json._",
+            "",
+        ]
+    return [
+        "## Jobs",
+        "",
+        "| Package | Version | Interpreter | Verdict | Findings | Tests in threads | Wheel "
+        "| Test setup | Duration | Change |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+        *(_row(p) for p in report.packages),
+        "",
+    ]
 
 
-def render(report: CompatReport, *, title: str = "Free-threaded compatibility report",
-           site_url: str = "") -> str:
+def render(report: CompatReport, *, title: str = "Free-threaded compatibility report", site_url: str = "") -> str:
     """report.md; ``site_url`` (the published site, https) is linked at the top and from each
     package's name."""
     site = _site(site_url)
     lines = [f"# {title}", ""]
     if site:
-        lines += [f"**The published table: <{quote(site, safe=_URL_SAFE)}>** — every package's "
-                  "page with its phases, logs and JSON.", ""]
+        lines += [
+            f"**The published table: <{quote(site, safe=_URL_SAFE)}>** — every package's "
+            "page with its phases, logs and JSON.",
+            "",
+        ]
     lines += [x for x in (answers_line(report), "") if answers_line(report)]
     lines += [summary_line(report), "", _meta_line(report), ""]
     lines += _changes(report)

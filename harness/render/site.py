@@ -79,7 +79,7 @@ class _Dirs:
         got = self.ok.get(rel_dir)
         if got is None:
             want = os.path.join(self.out, rel_dir) if rel_dir else self.out
-            got = self.ok[rel_dir] = (os.path.realpath(want) == want and os.path.isdir(want))
+            got = self.ok[rel_dir] = os.path.realpath(want) == want and os.path.isdir(want)
         return got
 
 
@@ -88,13 +88,16 @@ def _excerpt(data: bytes, limit: int, rel: str) -> bytes:
     if len(data) <= limit:
         return data
     half = limit // 2
-    note = (f"\n[... the middle of this log is cut: the site keeps {limit // 1024} KiB of each "
-            f"log; the whole log is {rel} in the run's output]\n").encode()
-    return data[:half] + note + data[half + len(_CUT):]
+    note = (
+        f"\n[... the middle of this log is cut: the site keeps {limit // 1024} KiB of each "
+        f"log; the whole log is {rel} in the run's output]\n"
+    ).encode()
+    return data[:half] + note + data[half + len(_CUT) :]
 
 
-def publish_logs(report: CompatReport, out: Path, site: Path, *, limit: int = LOG_LIMIT,
-                 budget: int = LOGS_BUDGET) -> dict[str, str]:
+def publish_logs(
+    report: CompatReport, out: Path, site: Path, *, limit: int = LOG_LIMIT, budget: int = LOGS_BUDGET
+) -> dict[str, str]:
     """Copy the logs and JUnit files the report links into ``site/logs/`` (replaced whole);
     returns {path under out/: path under site/} of every file kept."""
 
@@ -140,8 +143,13 @@ def _json(data: Any) -> str:
     return _ENCODE(data) + "\n"
 
 
-def write_api(report: CompatReport, site: Path, rows: list[dict[str, Any]],
-              logs: dict[str, str], encoded: Sequence[str] | None = None) -> list[Path]:
+def write_api(
+    report: CompatReport,
+    site: Path,
+    rows: list[dict[str, Any]],
+    logs: dict[str, str],
+    encoded: Sequence[str] | None = None,
+) -> list[Path]:
     """site/packages.json and site/packages/<name>.json (the directory replaced whole).
 
     ``encoded``: report.packages already as JSON text, one string each (report.json's lines):
@@ -155,8 +163,12 @@ def write_api(report: CompatReport, site: Path, rows: list[dict[str, Any]],
         jobs.setdefault(p.name, []).append(p)
         texts.setdefault(p.name, []).append(text)
     m = report.meta
-    meta = {"harness_version": m.harness_version, "matrix_digest": m.matrix_digest,
-            "started": m.started, "finished": m.finished}
+    meta = {
+        "harness_version": m.harness_version,
+        "matrix_digest": m.matrix_digest,
+        "started": m.started,
+        "finished": m.finished,
+    }
     index = []
     files: dict[str, str] = {}
     for row in report.table:
@@ -166,21 +178,34 @@ def write_api(report: CompatReport, site: Path, rows: list[dict[str, Any]],
             f, n = package_file(f"{row.name}-{n}"), n + 1
         files[row.name] = f
         first = next(iter(row.cells.values()), None)
-        index.append({"name": row.name, "version": row.version, "verdict": row.verdict,
-                      "answer": row.answer, "file": f,
-                      "page": pages.get(first.job_id, "") if first else ""})
+        index.append(
+            {
+                "name": row.name,
+                "version": row.version,
+                "verdict": row.verdict,
+                "answer": row.answer,
+                "file": f,
+                "page": pages.get(first.job_id, "") if first else "",
+            }
+        )
 
     def fill(tmp: Path) -> list[Path]:
         written = []
         for row in report.table:
             name = files[row.name].removeprefix("packages/")
             doc = {
-                "schema": API_SCHEMA, "report_schema": report.schema, "report": meta,
-                "name": row.name, "row": row.to_dict(),
-                "site": {p.job_id: {"page": pages.get(p.job_id, ""),
-                                    "logs": {rel: logs[rel] for ph in p.phases
-                                             for rel in (ph.log, ph.junit) if rel in logs}}
-                         for p in jobs.get(row.name, [])},
+                "schema": API_SCHEMA,
+                "report_schema": report.schema,
+                "report": meta,
+                "name": row.name,
+                "row": row.to_dict(),
+                "site": {
+                    p.job_id: {
+                        "page": pages.get(p.job_id, ""),
+                        "logs": {rel: logs[rel] for ph in p.phases for rel in (ph.log, ph.junit) if rel in logs},
+                    }
+                    for p in jobs.get(row.name, [])
+                },
             }
             body = _ENCODE(doc)[:-1] + ', "jobs": [' + ", ".join(texts.get(row.name, [])) + "]}\n"
             (tmp / name).write_text(body, encoding="utf-8")
@@ -188,6 +213,7 @@ def write_api(report: CompatReport, site: Path, rows: list[dict[str, Any]],
         return written
 
     written = swap_dir(site, "packages", fill)
-    write_text_atomic(site / "packages.json", _json(
-        {"schema": API_SCHEMA, "report": "report.json", "meta": meta, "packages": index}))
+    write_text_atomic(
+        site / "packages.json", _json({"schema": API_SCHEMA, "report": "report.json", "meta": meta, "packages": index})
+    )
     return [site / "packages.json", *written]

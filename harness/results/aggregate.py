@@ -30,17 +30,7 @@ from . import flaky
 from .answer import ANSWERS, answer, worst
 from .causes import build_causes
 from .diff import diff_jobs
-from .report import (
-    Cell,
-    Column,
-    CompatReport,
-    JobEntry,
-    JobInterpreter,
-    Meta,
-    PackageRow,
-    PhaseRow,
-    ProjectMeta,
-)
+from .report import Cell, Column, CompatReport, JobEntry, JobInterpreter, Meta, PackageRow, PhaseRow, ProjectMeta
 
 
 def _phase_outcome(p: Phase) -> str:
@@ -61,8 +51,7 @@ def _safe_log(path: str) -> str:
     """A log path relative to the output dir, or "" if it is not one we may link to."""
     if not path or "\\" in path or ":" in path or path.startswith("/"):
         return ""
-    if (".." not in path and "//" not in path and "./" not in path
-            and not path.endswith(("/", "/."))):
+    if ".." not in path and "//" not in path and "./" not in path and not path.endswith(("/", "/.")):
         return path if path != "." else ""  # already plain (nearly always): no split/join
     parts = [x for x in path.split("/") if x not in ("", ".")]
     if ".." in parts:
@@ -72,11 +61,22 @@ def _safe_log(path: str) -> str:
 
 def _phase(p: Phase) -> PhaseRow:
     return PhaseRow(
-        name=p.name, kind=p.kind, gil=p.gil, rep=p.rep, outcome=_phase_outcome(p),
-        exit_code=p.exit_code, signal=p.signal, timed_out=p.timed_out, oom_killed=p.oom_killed,
-        infra=p.infra, duration=round(p.duration, 3),
-        counts={k: int(v) for k, v in sorted(p.counts.items())}, command=tuple(p.command),
-        env=dict(sorted(p.env.items())), log=_safe_log(p.log), junit=_safe_log(p.junit),
+        name=p.name,
+        kind=p.kind,
+        gil=p.gil,
+        rep=p.rep,
+        outcome=_phase_outcome(p),
+        exit_code=p.exit_code,
+        signal=p.signal,
+        timed_out=p.timed_out,
+        oom_killed=p.oom_killed,
+        infra=p.infra,
+        duration=round(p.duration, 3),
+        counts={k: int(v) for k, v in sorted(p.counts.items())},
+        command=tuple(p.command),
+        env=dict(sorted(p.env.items())),
+        log=_safe_log(p.log),
+        junit=_safe_log(p.junit),
         gil_modules=tuple(p.gil_modules),
     )
 
@@ -84,22 +84,42 @@ def _phase(p: Phase) -> PhaseRow:
 def _job(r: JobResult) -> JobEntry:
     it = r.interpreter
     return JobEntry(
-        job_id=r.job_id, key=r.key, name=r.package, version=r.version, requested=r.requested,
+        job_id=r.job_id,
+        key=r.key,
+        name=r.package,
+        version=r.version,
+        requested=r.requested,
         source=r.source,
         interpreter=JobInterpreter(
-            name=it.name, version=it.version, key=it.key, configure=tuple(it.configure),
-            free_threaded=it.free_threaded, sanitizer=it.sanitizer, source=it.source,
-            full_version=it.full_version),
-        settings=dict(sorted(r.settings.items())), backend=r.backend, started=r.started,
-        finished=r.finished, harness_version=r.harness_version,
+            name=it.name,
+            version=it.version,
+            key=it.key,
+            configure=tuple(it.configure),
+            free_threaded=it.free_threaded,
+            sanitizer=it.sanitizer,
+            source=it.source,
+            full_version=it.full_version,
+        ),
+        settings=dict(sorted(r.settings.items())),
+        backend=r.backend,
+        started=r.started,
+        finished=r.finished,
+        harness_version=r.harness_version,
         duration=round(sum(p.duration for p in r.phases), 3),
-        verdict=r.verdict, qualifier=r.qualifier,
+        verdict=r.verdict,
+        qualifier=r.qualifier,
         findings=tuple(sorted(r.findings, key=lambda f: severity(f.kind))),
         phases=tuple(_phase(p) for p in r.phases),
-        coverage=dict(r.coverage), wheel=r.wheel, metadata=ProjectMeta(raw=r.metadata),
-        notes=r.notes, links=tuple(r.links),
+        coverage=dict(r.coverage),
+        wheel=r.wheel,
+        metadata=ProjectMeta(raw=r.metadata),
+        notes=r.notes,
+        links=tuple(r.links),
         test_setup=r.test_setup if r.test_setup.recorded else None,
-        sdist_sha256=r.sdist_sha256, reused_from=r.reused_from, rules_out=r.rules_out, gil_on=r.gil_on,
+        sdist_sha256=r.sdist_sha256,
+        reused_from=r.reused_from,
+        rules_out=r.rules_out,
+        gil_on=r.gil_on,
     )
 
 
@@ -113,8 +133,7 @@ def _version_key(version: str) -> tuple[int, Version | str]:
 def _sort_key(p: JobEntry) -> tuple[Any, ...]:
     """By package name, then by interpreter in column order (oldest version first)."""
     it = p.interpreter
-    return (p.name.lower(), _version_key(it.full_version or it.version), it.sanitizer or "",
-            it.name, p.job_id)
+    return (p.name.lower(), _version_key(it.full_version or it.version), it.sanitizer or "", it.name, p.job_id)
 
 
 def _label(c: Column, minor: bool = False) -> str:
@@ -141,18 +160,28 @@ def interpreter_columns(packages: Sequence[JobEntry]) -> list[Column]:
     for p in packages:
         first.setdefault(p.interpreter.name, p.interpreter)
         jobs[p.interpreter.name] = jobs.get(p.interpreter.name, 0) + 1
-    cols = [Column(name=it.name, version=it.version, full_version=it.full_version,
-                   source=it.source, configure=it.configure, sanitizer=it.sanitizer,
-                   jobs=jobs[it.name]) for it in first.values()]
+    cols = [
+        Column(
+            name=it.name,
+            version=it.version,
+            full_version=it.full_version,
+            source=it.source,
+            configure=it.configure,
+            sanitizer=it.sanitizer,
+            jobs=jobs[it.name],
+        )
+        for it in first.values()
+    ]
     cols.sort(key=lambda c: (_version_key(c.full_version or c.version), c.sanitizer or "", c.name))
     minors = [_label(replace(c, sanitizer=None), minor=True) for c in cols]  # 3.13t for 3.13.5
     labels = [_label(c, minor=minors.count(m) == 1) for c, m in zip(cols, minors, strict=True)]
-    return [replace(c, label=c.name if labels.count(label) > 1 or not c.version else label)
-            for c, label in zip(cols, labels, strict=True)]
+    return [
+        replace(c, label=c.name if labels.count(label) > 1 or not c.version else label)
+        for c, label in zip(cols, labels, strict=True)
+    ]
 
 
-def across(cells: Mapping[str, Cell], columns: Sequence[Column],
-           jobs: Mapping[str, JobEntry] | None = None) -> str:
+def across(cells: Mapping[str, Cell], columns: Sequence[Column], jobs: Mapping[str, JobEntry] | None = None) -> str:
     """What differs between a package's interpreters, in column order, or "" when nothing does:
     ``build-failure on 3.13.5t, compatible on 3.13.15t``; a difference of two verdicts the counts
     do not hold (``harness.results.flaky``) is said as flaky, with both counts."""
@@ -180,21 +209,35 @@ def package_table(packages: Sequence[JobEntry], columns: Sequence[Column]) -> li
     rows: dict[str, dict[str, Cell]] = {}
     jobs = {p.job_id: p for p in packages}
     for p in packages:
-        rows.setdefault(p.name, {}).setdefault(p.interpreter.name, Cell(
-            verdict=p.verdict, qualifier=p.qualifier, version=p.version, job_id=p.job_id,
-            change=p.change, answer=p.answer, caveat=p.caveat, cause=p.cause,
-            checked=p.reach[0], tests=p.reach[1], wheel=p.wheel.available if p.wheel else ""))
+        rows.setdefault(p.name, {}).setdefault(
+            p.interpreter.name,
+            Cell(
+                verdict=p.verdict,
+                qualifier=p.qualifier,
+                version=p.version,
+                job_id=p.job_id,
+                change=p.change,
+                answer=p.answer,
+                caveat=p.caveat,
+                cause=p.cause,
+                checked=p.reach[0],
+                tests=p.reach[1],
+                wheel=p.wheel.available if p.wheel else "",
+            ),
+        )
     out = []
     for name, cells in rows.items():
         versions = sorted({c.version for c in cells.values()})
-        out.append(PackageRow(
-            name=name,
-            version=versions[0] if len(versions) == 1 else "",  # "": differs per interpreter
-            verdict=min((c.verdict for c in cells.values()), key=severity),
-            cells={c.name: cells[c.name] for c in columns if c.name in cells},
-            across=across(cells, columns, jobs),
-            answer=worst([c.answer for c in cells.values()]),
-        ))
+        out.append(
+            PackageRow(
+                name=name,
+                version=versions[0] if len(versions) == 1 else "",  # "": differs per interpreter
+                verdict=min((c.verdict for c in cells.values()), key=severity),
+                cells={c.name: cells[c.name] for c in columns if c.name in cells},
+                across=across(cells, columns, jobs),
+                answer=worst([c.answer for c in cells.values()]),
+            )
+        )
     return out
 
 
@@ -216,8 +259,7 @@ def run_times(results: Sequence[JobResult]) -> tuple[str, str]:
     as times (a shard writing ``Z`` and one writing ``+00:00`` still order right); "" when none."""
     starts = [r.started for r in results if _instant(r.started) != _EPOCH]
     ends = [r.finished for r in results if _instant(r.finished) != _EPOCH]
-    return (min(starts, key=_instant) if starts else "",
-            max(ends, key=_instant) if ends else "")
+    return (min(starts, key=_instant) if starts else "", max(ends, key=_instant) if ends else "")
 
 
 def build_report(
@@ -263,11 +305,9 @@ def build_report(
     if previous is not None:
         changes = tuple(diff_jobs(previous.packages, packages))
         by_job = {c.job_id: c.kind for c in changes}
-        packages = [replace(p, change=by_job[p.job_id]) if p.job_id in by_job else p
-                    for p in packages]
+        packages = [replace(p, change=by_job[p.job_id]) if p.job_id in by_job else p for p in packages]
     order = {p.job_id: i for i, p in enumerate(packages)}
-    causes = build_causes(sorted(results, key=lambda r: order.get(r.job_id, 0)),
-                          {c.name: c.label for c in columns})
+    causes = build_causes(sorted(results, key=lambda r: order.get(r.job_id, 0)), {c.name: c.label for c in columns})
     kinds: dict[str, list[str]] = {}
     for c in causes:
         for m in c.members:

@@ -59,8 +59,7 @@ class Answer:
 
 def worst(answers: Sequence[str]) -> str:
     """The most serious of ``answers`` (a package's row, over its interpreters)."""
-    return min(answers, key=lambda a: ANSWERS.index(a) if a in ANSWERS else len(ANSWERS),
-               default="not-judged")
+    return min(answers, key=lambda a: ANSWERS.index(a) if a in ANSWERS else len(ANSWERS), default="not-judged")
 
 
 def build_cause(f: Finding | None) -> str:

@@ -42,12 +42,14 @@ from ..core.model import Finding, JobResult, Phase
 from ..parse.buildenv import missing_piece
 from ..parse.install import classify_install
 
-CAUSE_KINDS = ("dependency", "test-dependency", "infrastructure", "no-tests", "gil-dependency",
-               "build-environment")
+CAUSE_KINDS = ("dependency", "test-dependency", "infrastructure", "no-tests", "gil-dependency", "build-environment")
 # what pip was working on: a requirement it collects, a wheel it builds (after the runtime
 # dependencies it collected: the package's own build fails below ``Collecting pluggy``)
-_WORKING_ON = re.compile(r"^\s*(?:Collecting|Building wheel for|Running setup\.py install for) "
-                         r"(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*)", re.M)
+_WORKING_ON = re.compile(
+    r"^\s*(?:Collecting|Building wheel for|Running setup\.py install for) "
+    r"(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*)",
+    re.M,
+)
 _ADDR = re.compile(r"0x[0-9a-f]+|/tmp/\S+|pip-[a-z-]+-[a-z0-9_]{6,}", re.I)
 INFRA_TEXT = {  # a pattern of harness.parse.install's INFRA_PATTERNS -> what a reader acts on
     "Could not resolve host": "a download during the build failed: its host was not reachable",
@@ -78,13 +80,17 @@ class CauseMember:
     via: str = ""  # the test dependency that did not install because of the root ("trustme")
 
     def to_dict(self) -> dict[str, Any]:
-        return {"package": self.package, "version": self.version, "interpreter": self.interpreter,
-                "job_id": self.job_id, "via": self.via}
+        return {
+            "package": self.package,
+            "version": self.version,
+            "interpreter": self.interpreter,
+            "job_id": self.job_id,
+            "via": self.via,
+        }
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> CauseMember:
-        return cls(**{k: str(d.get(k) or "") for k in ("package", "version", "interpreter",
-                                                       "job_id", "via")})
+        return cls(**{k: str(d.get(k) or "") for k in ("package", "version", "interpreter", "job_id", "via")})
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -108,18 +114,30 @@ class Cause:
         return len(self.packages)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"kind": self.kind, "text": self.text, "root": self.root,
-                "root_version": self.root_version, "detail": self.detail, "count": self.count,
-                "packages": self.packages, "members": [m.to_dict() for m in self.members]}
+        return {
+            "kind": self.kind,
+            "text": self.text,
+            "root": self.root,
+            "root_version": self.root_version,
+            "detail": self.detail,
+            "count": self.count,
+            "packages": self.packages,
+            "members": [m.to_dict() for m in self.members],
+        }
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> Cause:
         members = d.get("members")
-        return cls(kind=str(d.get("kind") or ""), text=str(d.get("text") or ""),
-                   root=str(d.get("root") or ""), root_version=str(d.get("root_version") or ""),
-                   detail=str(d.get("detail") or ""),
-                   members=tuple(CauseMember.from_dict(m) for m in members if isinstance(m, dict))
-                   if isinstance(members, list) else ())
+        return cls(
+            kind=str(d.get("kind") or ""),
+            text=str(d.get("text") or ""),
+            root=str(d.get("root") or ""),
+            root_version=str(d.get("root_version") or ""),
+            detail=str(d.get("detail") or ""),
+            members=tuple(CauseMember.from_dict(m) for m in members if isinstance(m, dict))
+            if isinstance(members, list)
+            else (),
+        )
 
 
 @dataclass(frozen=True)
@@ -144,8 +162,12 @@ def _root(excerpt: str, at: str) -> tuple[str, str]:
         return "", ""
     m = found[-1]
     name = m.group("name")
-    got = re.search(rf"(?:Downloading|Using cached) {re.escape(name)}-(\d[\w.+!]*?)"
-                    r"(?:\.tar\.gz|\.zip|-py|-cp)", excerpt[m.end():], re.I)
+    got = re.search(
+        rf"(?:Downloading|Using cached) {re.escape(name)}-(\d[\w.+!]*?)"
+        r"(?:\.tar\.gz|\.zip|-py|-cp)",
+        excerpt[m.end() :],
+        re.I,
+    )
     return name, got.group(1) if got else ""
 
 
@@ -160,15 +182,16 @@ def _minor(r: JobResult) -> str:
 def _install_cause(r: JobResult, phase: Phase, via: str = "") -> _Seen | None:
     env = None if phase.timed_out or phase.infra else missing_piece(phase.excerpt)
     if env is not None:  # the build machine's, whichever package's build it was
-        return _Seen(("env", env.cause), "build-environment", env.cause, detail=_clean(env.line),
-                     via=via)
-    kind, evidence, line = classify_install(phase.excerpt, timed_out=phase.timed_out,
-                                            infra=phase.infra)
+        return _Seen(("env", env.cause), "build-environment", env.cause, detail=_clean(env.line), via=via)
+    kind, evidence, line = classify_install(phase.excerpt, timed_out=phase.timed_out, infra=phase.infra)
     if kind == "infra-error":
         if evidence == "timeout" or phase.timed_out:
-            return _Seen(("infra", "timeout"), "infrastructure",
-                         "an install ran past its timeout (most often a long source build)",
-                         detail=line)
+            return _Seen(
+                ("infra", "timeout"),
+                "infrastructure",
+                "an install ran past its timeout (most often a long source build)",
+                detail=line,
+            )
         text = next((t for pat, t in INFRA_TEXT.items() if pat in line), "")
         if "crates.io" in line:  # cargo, from a Rust extension's build
             text = "a Rust crate could not be fetched: crates.io was not reachable"
@@ -182,8 +205,7 @@ def _install_cause(r: JobResult, phase: Phase, via: str = "") -> _Seen | None:
     what = "test-dependency" if via else "dependency"
     # by root and error line; a tail that no longer shows its ``Collecting`` line (a test
     # dependency's nested build) joins the group of the same error line (build_causes)
-    return _Seen(("build", detail, _minor(r), _norm(root)), what, "", root, version, detail, via,
-                 _minor(r))
+    return _Seen(("build", detail, _minor(r), _norm(root)), what, "", root, version, detail, via, _minor(r))
 
 
 def _dependency_text(root: str, version: str, minor: str, detail: str) -> str:
@@ -202,8 +224,7 @@ def _failed_roots(results: Sequence[JobResult]) -> set[tuple[str, str, str]]:
     own install failed ("dependency"), whose GIL its own module re-enabled ("gil-dependency")."""
     out: set[tuple[str, str, str]] = set()
     for r in results:
-        if r.verdict in ("build-failure", "infra-error") and any(
-                p.kind == "install" and not p.ok for p in r.phases):
+        if r.verdict in ("build-failure", "infra-error") and any(p.kind == "install" and not p.ok for p in r.phases):
             out.add(("dependency", _norm(r.package), _minor(r)))
         f = _deciding(r)
         top = f.module.split(".")[0] if f is not None and r.verdict == "gil-reenabled" else ""
@@ -252,14 +273,18 @@ def _cause_of(r: JobResult) -> _Seen | None:
     if r.verdict == "gil-reenabled" and f is not None:
         top = f.module.split(".")[0]
         if top and not _own_module(top, r.package):
-            return _Seen(("gil", top), "gil-dependency",
-                         f"the GIL is re-enabled by module {top} (another distribution)", root=top,
-                         detail=f.module, minor=_minor(r))
+            return _Seen(
+                ("gil", top),
+                "gil-dependency",
+                f"the GIL is re-enabled by module {top} (another distribution)",
+                root=top,
+                detail=f.module,
+                minor=_minor(r),
+            )
     return None
 
 
-def build_causes(results: Sequence[JobResult], labels: Mapping[str, str] | None = None,
-                 ) -> tuple[Cause, ...]:
+def build_causes(results: Sequence[JobResult], labels: Mapping[str, str] | None = None) -> tuple[Cause, ...]:
     """The root causes of ``results`` (in report order), the largest group first; a root only
     where it is a job of ``results`` that failed itself (the module docstring)."""
     labels = labels or {}
@@ -277,10 +302,16 @@ def build_causes(results: Sequence[JobResult], labels: Mapping[str, str] | None 
     for seen, jobs in groups.values():
         if seen.kind == "gil-dependency":  # only on a Python where the module's own job re-enabled it
             jobs = [(r, s) for r, s in jobs if ("gil-dependency", _norm(s.root), s.minor) in roots]
-        members = tuple(CauseMember(
-            package=r.package, version=r.version,
-            interpreter=labels.get(r.interpreter.name, r.interpreter.name), job_id=r.job_id,
-            via=s.via) for r, s in jobs)
+        members = tuple(
+            CauseMember(
+                package=r.package,
+                version=r.version,
+                interpreter=labels.get(r.interpreter.name, r.interpreter.name),
+                job_id=r.job_id,
+                via=s.via,
+            )
+            for r, s in jobs
+        )
         names = {_norm(m.package) for m in members}
         if seen.kind in ("dependency", "test-dependency"):
             root = next((s.root for _, s in jobs if s.root), "")
@@ -291,12 +322,20 @@ def build_causes(results: Sequence[JobResult], labels: Mapping[str, str] | None 
             kinds = {s.kind for _, s in jobs}
             kind = "dependency" if "dependency" in kinds else "test-dependency"
             version = next((s.root_version for _, s in jobs if s.root == root and s.root_version), "")
-            seen = _Seen(seen.key, kind, _dependency_text(root, version, seen.minor, seen.detail),
-                         root, version, seen.detail)
-            members = tuple(replace(m, via="" if _norm(m.via) == _norm(root) else m.via)
-                            for m in members)
+            seen = _Seen(
+                seen.key, kind, _dependency_text(root, version, seen.minor, seen.detail), root, version, seen.detail
+            )
+            members = tuple(replace(m, via="" if _norm(m.via) == _norm(root) else m.via) for m in members)
         if seen.kind == "gil-dependency" and len(names) < 2:
             continue  # one package: most likely its own module under another name (yaml)
-        out.append(Cause(kind=seen.kind, text=seen.text, root=seen.root,
-                         root_version=seen.root_version, detail=seen.detail, members=members))
+        out.append(
+            Cause(
+                kind=seen.kind,
+                text=seen.text,
+                root=seen.root,
+                root_version=seen.root_version,
+                detail=seen.detail,
+                members=members,
+            )
+        )
     return tuple(sorted(out, key=lambda c: -c.count))

@@ -89,14 +89,15 @@ def format_changes(changes: list[Change]) -> str:
         return "no changes"
     lines = []
     # regressions first, then what was not the package's doing, then the rest
-    order = sorted(changes, key=lambda c: (not c.regression, c.kind != "infra-error",
-                                           c.kind != "removed", c.job_id))
+    order = sorted(changes, key=lambda c: (not c.regression, c.kind != "infra-error", c.kind != "removed", c.job_id))
     for c in order:
         mark = "!" if c.regression else " "
         lines.append(f"{mark} {c.describe()}")
     n_reg = sum(c.regression for c in changes)
     n_infra = sum(c.kind == "infra-error" for c in changes)
     n_gone = sum(c.kind == "removed" for c in changes)
-    lines.append(f"{len(changes)} change(s), {n_reg} regression(s), {n_infra} infra-error(s) "
-                 f"(never a regression), {n_gone} removed")
+    lines.append(
+        f"{len(changes)} change(s), {n_reg} regression(s), {n_infra} infra-error(s) "
+        f"(never a regression), {n_gone} removed"
+    )
     return "\n".join(lines)

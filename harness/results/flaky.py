@@ -26,8 +26,15 @@ from .report import JobEntry
 
 COUNTED = ("ft-crash", "crash", "hang", "ft-race", "thread-unsafe", "baseline-failure", "compatible")
 # the kinds of one event: a finding on the other side counts only if it saw the same event
-FAMILY = {"ft-crash": "crash", "crash": "crash", "hang": "hang", "ft-race": "fail", "thread-unsafe": "fail",
-          "baseline-failure": "fail", "unconfirmed": "fail"}
+FAMILY = {
+    "ft-crash": "crash",
+    "crash": "crash",
+    "hang": "hang",
+    "ft-race": "fail",
+    "thread-unsafe": "fail",
+    "baseline-failure": "fail",
+    "unconfirmed": "fail",
+}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -43,10 +50,14 @@ class Flaky:
     def describe(self, severe: str, other: str) -> str:
         (k, n), (k2, n2) = self.severe, self.other
         if self.gil_on:
-            return (f"flaky: `{self.test_id}` with the GIL on {k}/{n} runs alone on {other}, {k2}/{n2} on "
-                    f"{severe} (one-sided Fisher p = {self.p:.2f} > {ALPHA}): not a difference the runs hold")
-        return (f"flaky: `{self.test_id}` {k}/{n} runs on {severe}, {k2}/{n2} on {other} "
-                f"(one-sided Fisher p = {self.p:.2f} > {ALPHA}): not a difference the runs hold")
+            return (
+                f"flaky: `{self.test_id}` with the GIL on {k}/{n} runs alone on {other}, {k2}/{n2} on "
+                f"{severe} (one-sided Fisher p = {self.p:.2f} > {ALPHA}): not a difference the runs hold"
+            )
+        return (
+            f"flaky: `{self.test_id}` {k}/{n} runs on {severe}, {k2}/{n2} on {other} "
+            f"(one-sided Fisher p = {self.p:.2f} > {ALPHA}): not a difference the runs hold"
+        )
 
 
 def _runs(f: Finding, modes: tuple[int, ...]) -> tuple[int, int]:

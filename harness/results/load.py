@@ -45,8 +45,7 @@ def _drop_tests(data: dict[str, Any]) -> dict[str, Any]:
     phases = data.get("phases")
     if not isinstance(phases, list):
         return data
-    slim = [{k: v for k, v in p.items() if k != "tests"} if isinstance(p, dict) else p
-            for p in phases]
+    slim = [{k: v for k, v in p.items() if k != "tests"} if isinstance(p, dict) else p for p in phases]
     return {**data, "phases": slim}
 
 
@@ -144,8 +143,9 @@ def read_one(path: Path, sha256: str = "") -> tuple[JobResult | None, str]:
     return res, why
 
 
-def load_results(dirs: Sequence[Path], *, tests: bool = False,
-                 sources: dict[str, tuple[Path, str]] | None = None) -> tuple[list[JobResult], list[str]]:
+def load_results(
+    dirs: Sequence[Path], *, tests: bool = False, sources: dict[str, tuple[Path, str]] | None = None
+) -> tuple[list[JobResult], list[str]]:
     """Read every result file under ``dirs``; return (results, problems).
 
     A file that is not valid JSON, or not a valid result, is named in
@@ -165,8 +165,7 @@ def load_results(dirs: Sequence[Path], *, tests: bool = False,
     for d in dirs:
         d = Path(d)
         if not d.is_dir():
-            raise ConfigError("not a directory (expected an output dir of `ft-harness run`)",
-                              file=str(d))
+            raise ConfigError("not a directory (expected an output dir of `ft-harness run`)", file=str(d))
         paths += _result_files(d)
     with frozen_heap():  # each file's objects are frozen as the next ones are parsed
         parsed = []
@@ -185,8 +184,7 @@ def load_results(dirs: Sequence[Path], *, tests: bool = False,
             other = seen[res.job_id]
             if _read_json(other) != _read_json(path):
                 raise ConfigError(
-                    f"job {res.job_id!r} also in {other} with different content "
-                    "(shards must be disjoint)",
+                    f"job {res.job_id!r} also in {other} with different content (shards must be disjoint)",
                     file=str(path),
                 )
             log.info("%s: same result as %s, merged", path, other)
@@ -242,6 +240,7 @@ def read_report(path: Path, which: str) -> CompatReport:
 def check_report(data: Any, which: str, *, file: str | None = None) -> CompatReport:
     """A report.json document, checked for what its readers need: a ConfigError naming the
     first thing wrong with it (and ``file``, when given)."""
+
     def bad(why: str) -> ConfigError:
         return ConfigError(f"{which} report {why}", file=file)
 
@@ -253,16 +252,23 @@ def check_report(data: Any, which: str, *, file: str | None = None) -> CompatRep
         if not isinstance(p["job_id"], str):
             raise bad(f"has a job_id that is not a string: {str(p['job_id'])[:80]!r}")
         if p["verdict"] not in VERDICTS:
-            raise ConfigError(f"{which} report: {p['job_id'][:80]!r} has verdict "
-                              f"{str(p['verdict'])[:40]!r}, not one of the harness's verdicts", file=file)
+            raise ConfigError(
+                f"{which} report: {p['job_id'][:80]!r} has verdict "
+                f"{str(p['verdict'])[:40]!r}, not one of the harness's verdicts",
+                file=file,
+            )
         interp = p.get("interpreter")
         wrong = next((k for k in ("name", "version") if not isinstance(p.get(k, ""), str)), None)
-        if wrong is None and not (interp is None or (isinstance(interp, dict)
-                                                     and isinstance(interp.get("name", ""), str))):
+        if wrong is None and not (
+            interp is None or (isinstance(interp, dict) and isinstance(interp.get("name", ""), str))
+        ):
             wrong = "interpreter"
         if wrong:
-            raise ConfigError(f"{which} report: {p['job_id'][:80]!r} has a {wrong} of the wrong type "
-                              f"({type(p[wrong]).__name__}; is it a report.json?)", file=file)
+            raise ConfigError(
+                f"{which} report: {p['job_id'][:80]!r} has a {wrong} of the wrong type "
+                f"({type(p[wrong]).__name__}; is it a report.json?)",
+                file=file,
+            )
     return CompatReport.from_dict(data)
 
 
@@ -286,8 +292,10 @@ def stray_results(dirs: Sequence[Path]) -> list[str]:
                     continue
                 fixed = (rel == Path("results")) or (rel == Path(".") and name == "manifest.json")
                 if not fixed and (name == "manifest.json" or "results" in rel.parts):
-                    out.append(f"{Path(root) / name}: refused: not at DIR/results/*.json "
-                               "(a file in a job's workspace or logs is never read as a result)")
+                    out.append(
+                        f"{Path(root) / name}: refused: not at DIR/results/*.json "
+                        "(a file in a job's workspace or logs is never read as a result)"
+                    )
             if seen > MAX_WALK:
                 out.append(f"{d}: more than {MAX_WALK} entries; the rest not looked at")
                 break

@@ -49,8 +49,10 @@ def read(d: Path) -> dict[str, str]:
 
     path = d / NAME
     if not path.exists() and not path.is_symlink():
-        raise BadManifest(f"{path}: no manifest (written by `ft-harness run` and by "
-                          "`ft-harness report --keep-results`); nothing is reused from this dir")
+        raise BadManifest(
+            f"{path}: no manifest (written by `ft-harness run` and by "
+            "`ft-harness report --keep-results`); nothing is reused from this dir"
+        )
     try:
         data = json.loads(read_raw(path, MAX_BYTES).decode("utf-8"))
     except (OSError, _Unusable, UnicodeDecodeError, ValueError, RecursionError, RuntimeError) as e:

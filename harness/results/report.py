@@ -20,15 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from ..core.evidence import (
-    ModeCoverage,
-    Wheel,
-    _is_int,
-    coverage_from_dict,
-    coverage_to_dict,
-    field_names,
-    known,
-)
+from ..core.evidence import ModeCoverage, Wheel, _is_int, coverage_from_dict, coverage_to_dict, field_names, known
 from ..core.gilonrecord import GilOn
 from ..core.model import Finding
 from ..core.suiterecord import TestSetup
@@ -70,8 +62,9 @@ def _flat_dict(obj: Any) -> dict[str, Any]:
     return out
 
 
-def _from_flat(cls: type, d: Mapping[str, Any], *, seqs: tuple[str, ...] = (),
-               objs: tuple[str, ...] = ()) -> dict[str, Any]:
+def _from_flat(
+    cls: type, d: Mapping[str, Any], *, seqs: tuple[str, ...] = (), objs: tuple[str, ...] = ()
+) -> dict[str, Any]:
     """``cls``'s known keys of ``d``, with ``seqs`` read as tuples and ``objs`` as dicts."""
     out = known(cls, d)
     out.update({k: _seq(out.get(k)) for k in seqs})
@@ -148,8 +141,7 @@ class PhaseRow:
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> PhaseRow:
-        return cls(**{"name": "", **_from_flat(cls, d, seqs=("command", "gil_modules"),
-                                               objs=("counts", "env"))})
+        return cls(**{"name": "", **_from_flat(cls, d, seqs=("command", "gil_modules"), objs=("counts", "env"))})
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -248,24 +240,38 @@ class JobEntry:
 
     def to_dict(self) -> dict[str, Any]:
         d = {
-            "job_id": self.job_id, "key": self.key, "name": self.name, "version": self.version,
-            "requested": self.requested, "source": self.source,
-            "interpreter": self.interpreter.to_dict(), "settings": self.settings,
-            "backend": self.backend, "started": self.started, "finished": self.finished,
-            "harness_version": self.harness_version, "duration": self.duration,
-            "verdict": self.verdict, "qualifier": self.qualifier,
+            "job_id": self.job_id,
+            "key": self.key,
+            "name": self.name,
+            "version": self.version,
+            "requested": self.requested,
+            "source": self.source,
+            "interpreter": self.interpreter.to_dict(),
+            "settings": self.settings,
+            "backend": self.backend,
+            "started": self.started,
+            "finished": self.finished,
+            "harness_version": self.harness_version,
+            "duration": self.duration,
+            "verdict": self.verdict,
+            "qualifier": self.qualifier,
             "verdict_label": self.verdict_label,
             "findings": [_finding_dict(f) for f in self.findings],
             "phases": [ph.to_dict() for ph in self.phases],
             "coverage": coverage_to_dict(self.coverage),
             "wheel": self.wheel.to_dict() if self.wheel else {},
-            "metadata": self.metadata.to_dict(), "notes": self.notes, "links": list(self.links),
+            "metadata": self.metadata.to_dict(),
+            "notes": self.notes,
+            "links": list(self.links),
             "test_setup": self.test_setup.to_report_dict() if self.test_setup else {},
             "logs": self.logs,
-            "sdist_sha256": self.sdist_sha256, "reused_from": self.reused_from,
+            "sdist_sha256": self.sdist_sha256,
+            "reused_from": self.reused_from,
             "rules_out": self.rules_out,
             "gil_on": self.gil_on.to_dict() if self.gil_on else None,
-            "answer": self.answer, "caveat": self.caveat, "cause": self.cause,
+            "answer": self.answer,
+            "caveat": self.caveat,
+            "cause": self.cause,
             "reach": {"checked": self.reach[0], "tests": self.reach[1]},
         }
         if self.change:
@@ -311,12 +317,21 @@ class Cell:
     wheel: str = ""  # what the index offers: "free-threaded" | "pure" | "gil-only" | "sdist-only" | ...
 
     def to_dict(self) -> dict[str, Any]:
-        d: dict[str, Any] = {"verdict": self.verdict, "qualifier": self.qualifier,
-                             "version": self.version, "job_id": self.job_id}
+        d: dict[str, Any] = {
+            "verdict": self.verdict,
+            "qualifier": self.qualifier,
+            "version": self.version,
+            "job_id": self.job_id,
+        }
         if self.change:
             d["change"] = self.change
-        d.update(answer=self.answer, caveat=self.caveat, cause=self.cause,
-                 reach={"checked": self.checked, "tests": self.tests}, wheel=self.wheel)
+        d.update(
+            answer=self.answer,
+            caveat=self.caveat,
+            cause=self.cause,
+            reach={"checked": self.checked, "tests": self.tests},
+            wheel=self.wheel,
+        )
         return d
 
     @classmethod
@@ -348,15 +363,19 @@ class PackageRow:
         return self.cells.get(interpreter)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "version": self.version, "verdict": self.verdict,
-                "cells": {k: c.to_dict() for k, c in self.cells.items()}, "across": self.across,
-                "answer": self.answer}
+        return {
+            "name": self.name,
+            "version": self.version,
+            "verdict": self.verdict,
+            "cells": {k: c.to_dict() for k, c in self.cells.items()},
+            "across": self.across,
+            "answer": self.answer,
+        }
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> PackageRow:
         d = {"name": "", **known(cls, d)}
-        d["cells"] = {str(k): Cell.from_dict(c) for k, c in _obj(d.get("cells")).items()
-                      if isinstance(c, dict)}
+        d["cells"] = {str(k): Cell.from_dict(c) for k, c in _obj(d.get("cells")).items() if isinstance(c, dict)}
         d["answer"] = d["answer"] if isinstance(d.get("answer"), str) else ""
         return cls(**d)
 
@@ -379,9 +398,15 @@ class Meta:
 
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {
-            "harness_version": self.harness_version, "matrix_digest": self.matrix_digest,
-            "started": self.started, "finished": self.finished, "backends": list(self.backends),
-            "interpreters": list(self.interpreters), "jobs": self.jobs, **self.extra}
+            "harness_version": self.harness_version,
+            "matrix_digest": self.matrix_digest,
+            "started": self.started,
+            "finished": self.finished,
+            "backends": list(self.backends),
+            "interpreters": list(self.interpreters),
+            "jobs": self.jobs,
+            **self.extra,
+        }
         if self.generated:
             d["generated"] = self.generated
         return d
@@ -423,9 +448,13 @@ class CompatReport:
 
     def to_dict(self, *, packages: bool = True) -> dict[str, Any]:
         """report.json; ``packages=False`` leaves the jobs out (a renderer encodes them one by one)."""
-        d: dict[str, Any] = {"schema": self.schema, "meta": self.meta.to_dict(),
-                             "summary": dict(self.summary), "answers": dict(self.answers),
-                             "interpreters": [c.to_dict() for c in self.interpreters]}
+        d: dict[str, Any] = {
+            "schema": self.schema,
+            "meta": self.meta.to_dict(),
+            "summary": dict(self.summary),
+            "answers": dict(self.answers),
+            "interpreters": [c.to_dict() for c in self.interpreters],
+        }
         if packages:
             d["packages"] = [p.to_dict() for p in self.packages]
         d["table"] = [r.to_dict() for r in self.table]
@@ -448,6 +477,7 @@ class CompatReport:
             table=tuple(PackageRow.from_dict(r) for r in _objs(d.get("table"))),
             missing=tuple(str(j) for j in _seq(d.get("missing"))),
             causes=tuple(Cause.from_dict(c) for c in _objs(d.get("causes"))),
-            changes=None if not isinstance(changes, list)
+            changes=None
+            if not isinstance(changes, list)
             else tuple(Change.from_dict(c) for c in changes if isinstance(c, dict)),
         )

@@ -28,9 +28,17 @@ def summary(results: Sequence[JobResult], before_jobs: Mapping[str, Any] | None 
     for r in results:
         for w in r.wheels_built:
             step = next((p for p in r.phases if p.name == _step(w.name, w.version)), None)
-            built.setdefault((r.interpreter.key, w.sdist_sha256), {
-                "name": w.name, "version": w.version, "wheel": w.wheel, "interpreter": r.interpreter.name,
-                "job_id": r.job_id, "seconds": round(step.duration, 1) if step else 0.0})
+            built.setdefault(
+                (r.interpreter.key, w.sdist_sha256),
+                {
+                    "name": w.name,
+                    "version": w.version,
+                    "wheel": w.wheel,
+                    "interpreter": r.interpreter.name,
+                    "job_id": r.job_id,
+                    "seconds": round(step.duration, 1) if step else 0.0,
+                },
+            )
     reused = Counter(f"{w.name} {w.version}" for r in results for w in r.wheels_reused)
     out: dict[str, Any] = {
         "built": list(built.values()),
@@ -51,6 +59,8 @@ def line(store: Mapping[str, Any]) -> str:
     text = f"wheel store: built {len(built)}{f' ({names}{more})' if built else ''}, reused {store.get('reused', 0)}"
     pre = store.get("before_jobs")
     if pre:
-        text += (f"; before the jobs: {len(pre.get('built') or [])} built, {len(pre.get('reused') or [])} "
-                 f"reused in {pre.get('seconds', 0):.0f} s")
+        text += (
+            f"; before the jobs: {len(pre.get('built') or [])} built, {len(pre.get('reused') or [])} "
+            f"reused in {pre.get('seconds', 0):.0f} s"
+        )
     return text

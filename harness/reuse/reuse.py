@@ -55,8 +55,9 @@ def _from_dir(d: Path, found: dict[str, tuple[JobResult, str]], conflicts: set[s
             continue
         old = found.get(job_id)
         if old is not None and old[0] != res:  # never picked by `finished`: neither is used
-            refused.append(f"{results / f'{job_id}.json'}: refused: {old[1]} holds another result "
-                           "for this job; neither is reused")
+            refused.append(
+                f"{results / f'{job_id}.json'}: refused: {old[1]} holds another result for this job; neither is reused"
+            )
             conflicts.add(job_id)
         elif old is None:
             found[job_id] = (res, str(d))
@@ -118,14 +119,24 @@ def redecided(prev: JobResult, job: Job, where: str) -> JobResult:
     if prev.verdict == "skipped" or not prev.phases:  # decided without phases (registry, no release)
         return replace(prev, reused_from=where)
     now = verdict.decide(prev.phases, settings=job.settings)
-    findings = tuple(next((replace(f, reproduce=o.reproduce, recipe=o.recipe)
-                           for o in prev.findings if _same(o, f)), f) for f in now.findings)
-    return replace(prev, reused_from=where, verdict=now.verdict, qualifier=now.qualifier,
-                   findings=findings, coverage=now.coverage, rules_out=now.rules_out)
+    findings = tuple(
+        next((replace(f, reproduce=o.reproduce, recipe=o.recipe) for o in prev.findings if _same(o, f)), f)
+        for f in now.findings
+    )
+    return replace(
+        prev,
+        reused_from=where,
+        verdict=now.verdict,
+        qualifier=now.qualifier,
+        findings=findings,
+        coverage=now.coverage,
+        rules_out=now.rules_out,
+    )
 
 
-def pick(todo: Sequence[tuple[Job, str]], earlier: dict[str, tuple[JobResult, str]],
-         sha256: Sha256) -> tuple[list[tuple[Job, str]], list[JobResult]]:
+def pick(
+    todo: Sequence[tuple[Job, str]], earlier: dict[str, tuple[JobResult, str]], sha256: Sha256
+) -> tuple[list[tuple[Job, str]], list[JobResult]]:
     """(jobs still to run, results reused for the others).  Each job's decision is its own: an
     earlier result that makes the check or the re-decision fail in any way is one log line, and
     that job runs afresh (the run never stops on an earlier result)."""
@@ -137,8 +148,13 @@ def pick(todo: Sequence[tuple[Job, str]], earlier: dict[str, tuple[JobResult, st
             why = "no earlier result" if hit is None else why_not(job, key, hit[0], sha256)
             again = None if why or hit is None else redecided(hit[0], job, hit[1])
         except Exception as e:  # noqa: BLE001 - an untrusted earlier result: this job runs
-            log.warning("%s: runs (its earlier result in %s is unusable: %s: %s)", job.job_id,
-                        hit[1] if hit else "?", type(e).__name__, str(e)[:200])
+            log.warning(
+                "%s: runs (its earlier result in %s is unusable: %s: %s)",
+                job.job_id,
+                hit[1] if hit else "?",
+                type(e).__name__,
+                str(e)[:200],
+            )
             run.append((job, key))
             continue
         if again is None:

@@ -42,8 +42,10 @@ from .wheelstore import KEY_RE, SHA256_RE, flocked
 log = logging.getLogger(__name__)
 
 STARTED = time.time()  # this run's start: an entry used since is not removed
-POLICY = ("past store_bytes the least recently used entries this run has not used are removed; "
-          "a new entry that still does not fit is not stored (the install builds it itself)")
+POLICY = (
+    "past store_bytes the least recently used entries this run has not used are removed; "
+    "a new entry that still does not fit is not stored (the install builds it itself)"
+)
 LOCKS = ".locks"  # <root>/.locks/store.lock; each entry's own lock: <root>/<key>/.locks/<name>.lock
 TOOLS = "tools"  # harness.store.toolslayer.SUBDIR
 LEFTOVERS = (".build-", ".tmp-", ".evict-")  # scratch dirs (wheelstore.scratch, publish), entries being removed
@@ -74,8 +76,7 @@ def tree_bytes(top: Path) -> int:
 
 def _dirs(top: Path, pattern: re.Pattern[str]) -> list[Path]:
     with contextlib.suppress(OSError):
-        return [Path(e.path) for e in os.scandir(top)
-                if pattern.fullmatch(e.name) and e.is_dir(follow_symlinks=False)]
+        return [Path(e.path) for e in os.scandir(top) if pattern.fullmatch(e.name) and e.is_dir(follow_symlinks=False)]
     return []
 
 
@@ -85,8 +86,11 @@ def entries(root: Path) -> list[Entry]:
     for key in _dirs(root, KEY_RE):
         for path in [*_dirs(key, SHA256_RE), *_dirs(key / TOOLS, SHA256_RE)]:
             with contextlib.suppress(OSError):
-                out.append(Entry(path=path, rel=str(path.relative_to(root)), size=tree_bytes(path),
-                                 used=os.lstat(path).st_mtime))
+                out.append(
+                    Entry(
+                        path=path, rel=str(path.relative_to(root)), size=tree_bytes(path), used=os.lstat(path).st_mtime
+                    )
+                )
     return out
 
 
@@ -144,8 +148,11 @@ def leftovers(root: Path, now: float | None = None) -> list[str]:
     for top in [root, *_dirs(root, KEY_RE)]:
         with contextlib.suppress(OSError), os.scandir(top) as it:
             for e in list(it):
-                if (e.name.startswith(LEFTOVERS) and e.is_dir(follow_symlinks=False)
-                        and now - e.stat(follow_symlinks=False).st_mtime > STALE):
+                if (
+                    e.name.startswith(LEFTOVERS)
+                    and e.is_dir(follow_symlinks=False)
+                    and now - e.stat(follow_symlinks=False).st_mtime > STALE
+                ):
                     size = tree_bytes(Path(e.path))
                     os.chmod(e.path, 0o755)
                     _rmtree(Path(e.path))
@@ -173,9 +180,14 @@ class Room:
             return ""
         old = sorted((e for e in held if e.used < self.since), key=lambda e: e.used)
         if sum(e.size for e in old) < over:
-            return limits.note("store_bytes", f"the store holds {total} bytes, this entry is {need}; the entries "
-                               f"this run has not used hold {sum(e.size for e in old)}") + \
-                "; not stored, the install builds it itself"
+            return (
+                limits.note(
+                    "store_bytes",
+                    f"the store holds {total} bytes, this entry is {need}; the entries "
+                    f"this run has not used hold {sum(e.size for e in old)}",
+                )
+                + "; not stored, the install builds it itself"
+            )
         for e in old:
             if over <= 0:
                 break
@@ -183,15 +195,23 @@ class Room:
                 over -= e.size
                 when = time.strftime("%Y-%m-%d %H:%M", time.gmtime(e.used))
                 self.removed.append(f"{e.rel} ({e.size} bytes, last used {when} UTC)")
-                log.info("wheel store: removed %s (%d bytes, least recently used): limit store_bytes (%d)",
-                         e.rel, e.size, cap)
+                log.info(
+                    "wheel store: removed %s (%d bytes, least recently used): limit store_bytes (%d)",
+                    e.rel,
+                    e.size,
+                    cap,
+                )
         if over > 0:
-            return limits.note("store_bytes", f"{over} bytes more than it holds; the entries left are in use") + \
-                "; not stored, the install builds it itself"
+            return (
+                limits.note("store_bytes", f"{over} bytes more than it holds; the entries left are in use")
+                + "; not stored, the install builds it itself"
+            )
         return ""
 
 
 def entry_cap_note(added: int) -> str:
     """Why a job stores nothing more: it added ``store_entries_per_job`` entries already."""
-    return limits.note("store_entries_per_job", f"this job added {added} entries to the store") + \
-        "; not stored, the install builds it itself"
+    return (
+        limits.note("store_entries_per_job", f"this job added {added} entries to the store")
+        + "; not stored, the install builds it itself"
+    )

@@ -62,12 +62,15 @@ def build_argv(python: str, out: str, tools: Sequence[str]) -> list[str]:
     the pins installed, no cache; the mark last."""
     layer = f"{out}/layer"
     mark = json.dumps({"format": FORMAT, "tools": list(tools)})
-    sh = " && ".join([
-        shlex.join([python, "-m", "venv", layer]),
-        shlex.join([f"{layer}/bin/python", "-m", "pip", "install", "--no-cache-dir",
-                    "--disable-pip-version-check", *tools]),
-        f"printf '%s\\n' {shlex.quote(mark)} > {shlex.quote(f'{layer}/{MARK}')}",
-    ])
+    sh = " && ".join(
+        [
+            shlex.join([python, "-m", "venv", layer]),
+            shlex.join(
+                [f"{layer}/bin/python", "-m", "pip", "install", "--no-cache-dir", "--disable-pip-version-check", *tools]
+            ),
+            f"printf '%s\\n' {shlex.quote(mark)} > {shlex.quote(f'{layer}/{MARK}')}",
+        ]
+    )
     return ["sh", "-c", sh]
 
 
@@ -129,5 +132,7 @@ def locked(store: Path, key: str, dig: str) -> contextlib.AbstractContextManager
 def seed_sh(python: str, venv: str, seeder: str, layer: str) -> str:
     """Shell that makes the venv from ``layer`` (as the backend sees it), else the ordinary way."""
     q = shlex.quote
-    return (f"{{ {q(python)} -m venv --without-pip {q(venv)} && {shlex.join([python, seeder, '--from', layer, venv])}; }}"
-            f" || {q(python)} -m venv --clear {q(venv)}")
+    return (
+        f"{{ {q(python)} -m venv --without-pip {q(venv)} && {shlex.join([python, seeder, '--from', layer, venv])}; }}"
+        f" || {q(python)} -m venv --clear {q(venv)}"
+    )

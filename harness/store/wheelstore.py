@@ -83,8 +83,9 @@ def to_build(report: PipReport | None, *, skip: str = "") -> list[Sdist]:
         parsed = urlparse(item.url)
         if parsed.scheme != "https" or not unquote(parsed.path).endswith(SDIST_SUFFIXES):
             continue
-        out.setdefault(item.sha256, Sdist(name=item.name, version=item.version, url=item.url.split("#", 1)[0],
-                                          sha256=item.sha256))
+        out.setdefault(
+            item.sha256, Sdist(name=item.name, version=item.version, url=item.url.split("#", 1)[0], sha256=item.sha256)
+        )
     return list(out.values())
 
 
@@ -98,7 +99,7 @@ def from_store(report: PipReport | None, store_seen: str, key: str) -> list[Stor
         if not url.startswith("file:"):
             continue
         path = unquote(urlparse(url).path)
-        sha, _, wheel = path[len(prefix):].partition("/") if path.startswith(prefix) else ("", "", "")
+        sha, _, wheel = path[len(prefix) :].partition("/") if path.startswith(prefix) else ("", "", "")
         if SHA256_RE.fullmatch(sha) and wheel.endswith(".whl") and "/" not in wheel:
             out.append(StoredWheel(name=name, version=version, sdist_sha256=sha, wheel=wheel))
     return out
@@ -131,8 +132,17 @@ def static_requirements(pkg_info: bytes | None, pyproject: Mapping[str, Any]) ->
 def build_argv(python: str, sdist: Sdist, out: str) -> list[str]:
     """The build of one sdist: the exact file (pip checks its sha256 before unpacking it), its
     project alone, no cache (nothing but ``out`` is writable)."""
-    return [python, "-m", "pip", "wheel", "--no-deps", "--no-cache-dir", "--wheel-dir", out,
-            f"{sdist.name} @ {sdist.url}#sha256={sdist.sha256}"]
+    return [
+        python,
+        "-m",
+        "pip",
+        "wheel",
+        "--no-deps",
+        "--no-cache-dir",
+        "--wheel-dir",
+        out,
+        f"{sdist.name} @ {sdist.url}#sha256={sdist.sha256}",
+    ]
 
 
 # ------------------------------------------------------------------ the store on the host
@@ -160,8 +170,11 @@ def complete(store: Path, key: str, most: int = 500) -> list[str]:
     """The sdist sha256s of the complete entries of ``key`` (``stored``), the most recently used
     first, at most ``most``."""
     try:
-        found = [(e.stat(follow_symlinks=False).st_mtime, e.name) for e in os.scandir(store / key)
-                 if SHA256_RE.fullmatch(e.name) and e.is_dir(follow_symlinks=False)]
+        found = [
+            (e.stat(follow_symlinks=False).st_mtime, e.name)
+            for e in os.scandir(store / key)
+            if SHA256_RE.fullmatch(e.name) and e.is_dir(follow_symlinks=False)
+        ]
     except OSError:
         return []
     return [sha for _, sha in sorted(found, reverse=True) if stored(store, key, sha)][:most]
@@ -213,8 +226,9 @@ def _the_wheel(out: Path, sdist: Sdist) -> tuple[Path | None, str]:
     return found[0], ""
 
 
-def publish(out: Path, store: Path, key: str, sdist: Sdist,
-            room: Callable[[int], str] = lambda size: "") -> tuple[StoredWheel | None, str]:
+def publish(
+    out: Path, store: Path, key: str, sdist: Sdist, room: Callable[[int], str] = lambda size: ""
+) -> tuple[StoredWheel | None, str]:
     """Copy the build's wheel into the store: a temp dir, then renamed into place (read-only).
     When another build got there first, its wheel is kept. (None, why) when nothing fit, or
     when ``room`` (called with the wheel's bytes right before the rename: harness.store.storecap)

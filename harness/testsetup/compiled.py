@@ -18,8 +18,22 @@ from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 from .sdistfiles import SdistFiles
 
 COMPILED_SUFFIXES = (".pyx", ".c", ".cc", ".cpp", ".cxx", ".rs")
-NOT_SOURCES = {"tests", "test", "testing", "docs", "doc", "examples", "example", "benchmarks",
-               "bench", "vendor", "third_party", "__pycache__", "build", "dist"}
+NOT_SOURCES = {
+    "tests",
+    "test",
+    "testing",
+    "docs",
+    "doc",
+    "examples",
+    "example",
+    "benchmarks",
+    "bench",
+    "vendor",
+    "third_party",
+    "__pycache__",
+    "build",
+    "dist",
+}
 WALK_DIRS = 2000  # directories looked at, at most
 
 

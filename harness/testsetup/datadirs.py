@@ -37,8 +37,10 @@ class DataDir:
 
     def note(self) -> str:
         at = "site-packages" if not self.up else "/".join(["site-packages", *[".."] * self.up])
-        return (f"{self.name}/ linked at {at}/{self.name}: {self.where} reads it relative to the "
-                "package, which the tests import from site-packages")
+        return (
+            f"{self.name}/ linked at {at}/{self.name}: {self.where} reads it relative to the "
+            "package, which the tests import from site-packages"
+        )
 
 
 def find(src: Path, dist_name: str, tests: str) -> tuple[DataDir, ...]:
@@ -51,8 +53,14 @@ def find(src: Path, dist_name: str, tests: str) -> tuple[DataDir, ...]:
     else:
         return ()
     tests_top = Path(tests).parts[0] if tests else ""
-    candidates = {d.name for d in _dirs(src) if d.name != tests_top and d.name != name
-                  and not (d / "__init__.py").is_file() and not d.name.startswith((".", "_"))}
+    candidates = {
+        d.name
+        for d in _dirs(src)
+        if d.name != tests_top
+        and d.name != name
+        and not (d / "__init__.py").is_file()
+        and not d.name.startswith((".", "_"))
+    }
     if not candidates:
         return ()
     found: dict[str, DataDir] = {}

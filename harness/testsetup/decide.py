@@ -47,8 +47,20 @@ from .datadirs import DataDir
 from .sdistfiles import SdistFiles
 
 # what job/ and cli/ use of the suite setup: the stage, its result types, the pre-fetch skip, the pins
-__all__ = ["APPEND", "TOOLS", "TOOLS_PYTEST9", "DataDir", "RunFrom", "SdistFiles", "SuiteSetup", "decide",
-           "minor", "planned_skips", "registry_skip", "tools"]
+__all__ = [
+    "APPEND",
+    "TOOLS",
+    "TOOLS_PYTEST9",
+    "DataDir",
+    "RunFrom",
+    "SdistFiles",
+    "SuiteSetup",
+    "decide",
+    "minor",
+    "planned_skips",
+    "registry_skip",
+    "tools",
+]
 
 # The test tools every job installs, pinned so two runs test with the same tools.
 TOOLS = ("pytest==8.4.2", "pytest-run-parallel==0.10.0", "pytest-xdist==3.8.0", "pytest-timeout==2.4.0")
@@ -117,15 +129,20 @@ def minor(interp: InterpreterInfo) -> str:
     return ".".join(interp.version.split(".")[:2])
 
 
-def decide(tree: Path, package: Package, settings: Settings, python: InterpreterInfo,
-           index_files: Sequence[str] | None = None) -> SuiteSetup:
+def decide(
+    tree: Path, package: Package, settings: Settings, python: InterpreterInfo, index_files: Sequence[str] | None = None
+) -> SuiteSetup:
     """The suite setup of ``package`` from its sdist ``tree`` on ``python``: read once, before
     any package code ran. ``index_files``: the release's files on the index (a compiled
     project's pure wheels are a fallback only when it lists a compiled CPython wheel)."""
     files = SdistFiles.read(tree)
     major_minor = minor(python)
-    env = {**infer.TARGET_ENV, "python_version": major_minor, "python_full_version": python.version,
-           "implementation_version": python.version}
+    env = {
+        **infer.TARGET_ENV,
+        "python_version": major_minor,
+        "python_full_version": python.version,
+        "implementation_version": python.version,
+    }
     inferred, found = infer.infer_with_config(tree, files, package.name, env)
     rec = _recipe(tree, files, package.name, settings, major_minor, env)
     tests, tests_from = _pick(package.tests, rec.tests if rec else "", inferred.tests)
@@ -135,22 +152,40 @@ def decide(tree: Path, package: Package, settings: Settings, python: Interpreter
     config = found if tests == inferred.tests else pytestcfg.pytest_config(tree, tests, [], files)  # found once
     pins = tools(pytestcfg.needs_pytest9(files, config))
     applied, notes = _recipe_notes(rec, settings)
-    notes = [*(f"not installed: {u} (a direct URL reference; list it in the package's test_requires "
-               "in matrix.yaml to install it)" for u in urls), *notes]  # fetched only when matrix.yaml asks
+    notes = [
+        *(
+            f"not installed: {u} (a direct URL reference; list it in the package's test_requires "
+            "in matrix.yaml to install it)"
+            for u in urls
+        ),
+        *notes,
+    ]  # fetched only when matrix.yaml asks
     if pins != TOOLS:
         notes.append(f"{pins[0]}: its config is pytest 9's [tool.pytest] table, which pytest 8 does not read")
-    record = TestSetup(tests=tests, tests_from=tests_from, requires=tuple(package.test_requires or deps),
-                       requires_from=requires_from, pytest_args=args, pytest_args_from=args_from,
-                       sources=(*inferred.sources, *notes), recipe=applied)
+    record = TestSetup(
+        tests=tests,
+        tests_from=tests_from,
+        requires=tuple(package.test_requires or deps),
+        requires_from=requires_from,
+        pytest_args=args,
+        pytest_args_from=args_from,
+        sources=(*inferred.sources, *notes),
+        recipe=applied,
+    )
     tox = package.runner == "tox"
     in_package = None if tox else where.tests_in_package(tree, tests)
     return SuiteSetup(
-        test_deps=tuple(deps), tools=pins, tox=tox, has_tests=where.has_tests(tree, tests),
+        test_deps=tuple(deps),
+        tools=pins,
+        tox=tox,
+        has_tests=where.has_tests(tree, tests),
         config=config[0] if config else "",
         compiled="" if package.is_local or tox else _compiled(tree, files, index_files),
         at_source=_at_source(tree, package, record, len(inferred.sources)),
         installed=_installed(in_package, record) if in_package else None,
-        data_dirs=() if tox else datadirs.find(tree, package.name, tests), files=files)
+        data_dirs=() if tox else datadirs.find(tree, package.name, tests),
+        files=files,
+    )
 
 
 def _pick(own: Any, from_recipe: Any, inferred: Any) -> tuple[Any, str]:
@@ -187,8 +222,10 @@ def _installed(rel: str, record: TestSetup) -> RunFrom:
     args = record.pytest_args
     if record.pytest_args_from != "matrix.yaml":
         args = tuple(a for a in args if a != APPEND)
-    why = (f"tests run from the installed copy: site-packages/{rel} (they sit inside the package, "
-           "which the install ships; from the source tree pytest would load the source's package)")
+    why = (
+        f"tests run from the installed copy: site-packages/{rel} (they sit inside the package, "
+        "which the install ships; from the source tree pytest would load the source's package)"
+    )
     return RunFrom(tests=rel, record=replace(record, tests=rel, pytest_args=args, sources=(*record.sources, why)))
 
 
@@ -213,8 +250,9 @@ def recipe_of(settings: Settings, name: str) -> tuple[registry.Registry, registr
     return (reg, rec) if rec is not None else None
 
 
-def _recipe(tree: Path, files: SdistFiles, name: str, settings: Settings, major_minor: str,
-            env: Mapping[str, str]) -> registry.Applied | None:
+def _recipe(
+    tree: Path, files: SdistFiles, name: str, settings: Settings, major_minor: str, env: Mapping[str, str]
+) -> registry.Applied | None:
     found = recipe_of(settings, name)
     if found is None:
         return None
@@ -228,8 +266,10 @@ def _recipe_notes(rec: registry.Applied | None, settings: Settings) -> tuple[dic
         return {}, []
     not_held = list(rec.not_held)
     if rec.timeout and rec.timeout > settings.job_timeout:
-        not_held.append(f"timeout {rec.timeout}s for the suite is past settings.job_timeout "
-                        f"({settings.job_timeout}s): the budget may end before every mode ran")
+        not_held.append(
+            f"timeout {rec.timeout}s for the suite is past settings.job_timeout "
+            f"({settings.job_timeout}s): the budget may end before every mode ran"
+        )
     notes = [f"recipe ({rec.registry}): {u}" for u in rec.used]
     notes += [f"recipe ({rec.registry}), not used: {n}" for n in not_held]
     return {**rec.to_dict(), "not_held": not_held}, notes
@@ -245,10 +285,8 @@ def registry_skip(pkg: Package, settings: Settings, major_minor: str) -> TestSet
     why = registry.skip_reason(rec, major_minor)
     if not why:
         return None
-    entry = registry.Applied(registry=reg.label, skip=why, timeout=rec.timeout,
-                             used=(f"skip on {major_minor}: {why}",))
-    return TestSetup(recipe=entry.to_dict(),
-                     sources=(f"recipe ({reg.label}): not run on {major_minor}: {why}",))
+    entry = registry.Applied(registry=reg.label, skip=why, timeout=rec.timeout, used=(f"skip on {major_minor}: {why}",))
+    return TestSetup(recipe=entry.to_dict(), sources=(f"recipe ({reg.label}): not run on {major_minor}: {why}",))
 
 
 def planned_skips(jobs: Iterable[PlannedJob]) -> list[str]:
@@ -264,8 +302,7 @@ def planned_skips(jobs: Iterable[PlannedJob]) -> list[str]:
     return out
 
 
-def _requires(own: Sequence[str], from_recipe: Sequence[str],
-              inferred: Sequence[str]) -> tuple[tuple[str, ...], str]:
+def _requires(own: Sequence[str], from_recipe: Sequence[str], inferred: Sequence[str]) -> tuple[tuple[str, ...], str]:
     """matrix.yaml's test deps, else the sdist's with the recipe's added (by name, once)."""
     if own:
         return tuple(own), "matrix.yaml"

@@ -71,16 +71,22 @@ TEST_NAMES = ("test", "tests", "testing")
 DEV_NAMES = ("dev",)
 HARNESS_PINS = {"pytest", "pytest-xdist", "pytest-timeout", "pytest-run-parallel"}
 COVERAGE = {"coverage", "pytest-cov", "covdefaults", "coverage-enable-subprocess"}
-REQ_PATTERNS = ("requirements-test*.txt", "test-requirements.txt", "requirements/test*.txt",
-                "tests/requirements*.txt")
+REQ_PATTERNS = ("requirements-test*.txt", "test-requirements.txt", "requirements/test*.txt", "tests/requirements*.txt")
 
 
 # The free-threaded interpreter the harness tests on, for evaluating markers.
 TARGET_ENV = {
-    "implementation_name": "cpython", "implementation_version": "3.13.5", "os_name": "posix",
-    "platform_machine": "x86_64", "platform_release": "", "platform_system": "Linux",
-    "platform_version": "", "python_full_version": "3.13.5",
-    "platform_python_implementation": "CPython", "python_version": "3.13", "sys_platform": "linux",
+    "implementation_name": "cpython",
+    "implementation_version": "3.13.5",
+    "os_name": "posix",
+    "platform_machine": "x86_64",
+    "platform_release": "",
+    "platform_system": "Linux",
+    "platform_version": "",
+    "python_full_version": "3.13.5",
+    "platform_python_implementation": "CPython",
+    "python_version": "3.13",
+    "sys_platform": "linux",
     "extra": "",
 }
 
@@ -102,15 +108,21 @@ class Inferred:
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> Inferred:
-        return cls(tests=str(d.get("tests", "")), requires=tuple(d.get("requires", ())),
-                   pytest_args=tuple(d.get("pytest_args", ())), sources=tuple(d.get("sources", ())))
+        return cls(
+            tests=str(d.get("tests", "")),
+            requires=tuple(d.get("requires", ())),
+            pytest_args=tuple(d.get("pytest_args", ())),
+            sources=tuple(d.get("sources", ())),
+        )
 
 
 def infer_test_setup(src: Path, dist_name: str, *, environment: Mapping[str, str] | None = None) -> Inferred:
     return infer_with_config(Path(src), SdistFiles(Path(src)), dist_name, environment)[0]
 
 
-def infer_with_config(src: Path, files: SdistFiles, dist_name: str, environment: Mapping[str, str] | None) -> tuple[Inferred, tuple[str, dict[str, Any]] | None]:
+def infer_with_config(
+    src: Path, files: SdistFiles, dist_name: str, environment: Mapping[str, str] | None
+) -> tuple[Inferred, tuple[str, dict[str, Any]] | None]:
     """Everything the harness needs to run ``src``'s tests that the sdist tells, and the pytest config found."""
     notes: list[str] = []
     env = {**TARGET_ENV, **(environment or {})}
@@ -160,8 +172,9 @@ def _cfg_list(value: str) -> list[str]:
 Lookup = Callable[[str], "tuple[str, list[str]] | None"]  # name -> (label, raw lines) or None
 
 
-def _requires(src: Path, files: SdistFiles, dist: str, env: Mapping[str, str],
-              notes: list[str]) -> tuple[tuple[str, ...], dict[str, tuple[str, str]]]:
+def _requires(
+    src: Path, files: SdistFiles, dist: str, env: Mapping[str, str], notes: list[str]
+) -> tuple[tuple[str, ...], dict[str, tuple[str, str]]]:
     """The test deps (step 2), and every requirement any group or extra declares: canonical
     name -> (where, the line), the first one seen (step 2b looks there)."""
     pyproject = files.toml("pyproject.toml", notes)
@@ -172,12 +185,16 @@ def _requires(src: Path, files: SdistFiles, dist: str, env: Mapping[str, str],
     project = table(pyproject, "project", notes)
     pyextras: dict[str, list[str]] = {
         canonicalize_name(k): strings(v, f"[project.optional-dependencies] {k}", notes)
-        for k, v in table(project, "optional-dependencies", notes, "project.").items()}
+        for k, v in table(project, "optional-dependencies", notes, "project.").items()
+    }
     declared = _declared(project, setup_cfg, groups, pyextras, extras, notes)
     lookups: list[Lookup] = [
-        _group_of(groups, notes), _extra_of(pyextras, "[project.optional-dependencies]"),
+        _group_of(groups, notes),
+        _extra_of(pyextras, "[project.optional-dependencies]"),
         _extra_of(extras, "setup.cfg extras_require"),
-        lambda name: _reqfiles(src, name, notes), lambda name: _toxdeps(src, dist, tox, name, notes)]
+        lambda name: _reqfiles(src, name, notes),
+        lambda name: _toxdeps(src, dist, tox, name, notes),
+    ]
     for names in (TEST_NAMES, DEV_NAMES):
         for look in lookups:
             for name in names:
@@ -198,8 +215,7 @@ def _groups(pyproject: Mapping[str, Any], notes: list[str]) -> dict[str, Any]:
         if isinstance(v, list):  # its items are checked where they are read (_group_lines)
             groups[canonicalize_name(k)] = v
         else:
-            notes.append(f"pyproject.toml [dependency-groups] {k}: not a list "
-                         f"({type(v).__name__}), ignored")
+            notes.append(f"pyproject.toml [dependency-groups] {k}: not a list ({type(v).__name__}), ignored")
     return groups
 
 
@@ -213,9 +229,14 @@ def _cfg_extras(setup_cfg: configparser.ConfigParser | None, notes: list[str]) -
     return extras
 
 
-def _declared(project: Mapping[str, Any], setup_cfg: configparser.ConfigParser | None,
-              groups: dict[str, Any], pyextras: dict[str, list[str]], extras: dict[str, list[str]],
-              notes: list[str]) -> dict[str, tuple[str, str]]:
+def _declared(
+    project: Mapping[str, Any],
+    setup_cfg: configparser.ConfigParser | None,
+    groups: dict[str, Any],
+    pyextras: dict[str, list[str]],
+    extras: dict[str, list[str]],
+    notes: list[str],
+) -> dict[str, tuple[str, str]]:
     """Every requirement the runtime deps, a group or an extra declares: canonical name ->
     (where, the line), the first one seen."""
     runtime = strings(project.get("dependencies", []), "[project] dependencies", notes)
@@ -240,6 +261,7 @@ def _group_of(groups: dict[str, Any], notes: list[str]) -> Lookup:
         if name not in groups:
             return None
         return f"[dependency-groups] {name}", _group_lines(groups, name, set(), notes)
+
     return group
 
 
@@ -258,14 +280,17 @@ def _reqfiles(src: Path, name: str, notes: list[str]) -> tuple[str, list[str]] |
                 ft = f.with_name(f"{f.stem}-ft{f.suffix}")  # aiohttp's test-ft.txt
                 if ft.is_file() and not ft.is_symlink():
                     f = ft
-                    notes.append(f"{f.relative_to(src)}: the free-threaded variant of "
-                                 f"{f.relative_to(src).parent / (f.stem[:-3] + f.suffix)}")
+                    notes.append(
+                        f"{f.relative_to(src)}: the free-threaded variant of "
+                        f"{f.relative_to(src).parent / (f.stem[:-3] + f.suffix)}"
+                    )
                 return f"{f.relative_to(src)}", _req_file(src, f, set(), notes)
     return None
 
 
-def _toxdeps(src: Path, dist: str, tox: configparser.ConfigParser | None, name: str,
-             notes: list[str]) -> tuple[str, list[str]] | None:
+def _toxdeps(
+    src: Path, dist: str, tox: configparser.ConfigParser | None, name: str, notes: list[str]
+) -> tuple[str, list[str]] | None:
     """tox.ini's [testenv] deps (``-r`` files read) and extras."""
     if name != TEST_NAMES[0] or tox is None or not tox.has_section("testenv"):
         return None
@@ -285,15 +310,32 @@ def _toxdeps(src: Path, dist: str, tox: configparser.ConfigParser | None, name: 
 
 RUNTIME = "[project] dependencies"  # installed with the package: never a test dep to add
 # a module a conftest imports -> the distribution that provides it, where the names differ
-MODULE_DISTS = {"yaml": "pyyaml", "dateutil": "python-dateutil", "OpenSSL": "pyopenssl",
-                "attr": "attrs", "PIL": "pillow", "jwt": "pyjwt", "dotenv": "python-dotenv",
-                "bs4": "beautifulsoup4", "zmq": "pyzmq", "serial": "pyserial",
-                "Crypto": "pycryptodome", "sklearn": "scikit-learn", "_pytest": "pytest"}
+MODULE_DISTS = {
+    "yaml": "pyyaml",
+    "dateutil": "python-dateutil",
+    "OpenSSL": "pyopenssl",
+    "attr": "attrs",
+    "PIL": "pillow",
+    "jwt": "pyjwt",
+    "dotenv": "python-dotenv",
+    "bs4": "beautifulsoup4",
+    "zmq": "pyzmq",
+    "serial": "pyserial",
+    "Crypto": "pycryptodome",
+    "sklearn": "scikit-learn",
+    "_pytest": "pytest",
+}
 
 
-def _conftest_deps(src: Path, tests: str, dist: str, reqs: tuple[str, ...],
-                   declared: Mapping[str, tuple[str, str]], env: Mapping[str, str],
-                   notes: list[str]) -> tuple[str, ...]:
+def _conftest_deps(
+    src: Path,
+    tests: str,
+    dist: str,
+    reqs: tuple[str, ...],
+    declared: Mapping[str, tuple[str, str]],
+    env: Mapping[str, str],
+    notes: list[str],
+) -> tuple[str, ...]:
     """Step 2b: a module a conftest imports unconditionally that the test deps leave out, when
     the sdist declares its distribution in another group or extra (urllib3's ``trustme``, in
     ``[dependency-groups] dev``). One not declared anywhere is left to the run, whose
@@ -330,8 +372,10 @@ def _group_lines(groups: dict[str, Any], name: str, seen: set[str], notes: list[
                 continue
             out += _group_lines(groups, inc, seen, notes)
         else:
-            notes.append(f"[dependency-groups] {name}: an item that is neither a requirement nor "
-                         f"an include-group ({type(item).__name__}), ignored")
+            notes.append(
+                f"[dependency-groups] {name}: an item that is neither a requirement nor "
+                f"an include-group ({type(item).__name__}), ignored"
+            )
     return out
 
 
@@ -396,8 +440,14 @@ def _req_file(src: Path, f: Path, seen: set[Path], notes: list[str], depth: int 
     return out
 
 
-def _tox_value(tox: configparser.ConfigParser, section: str, key: str, notes: list[str],
-               depth: int = 0, budget: list[int] | None = None) -> str:
+def _tox_value(
+    tox: configparser.ConfigParser,
+    section: str,
+    key: str,
+    notes: list[str],
+    depth: int = 0,
+    budget: list[int] | None = None,
+) -> str:
     """A tox.ini value with its ``{[section]key}`` substitutions made, at most 5 deep, at most
     ``tox_expansions`` of them and ``tox_value_bytes`` read in all (harness.core.limits: an 841-byte
     tox.ini that refers to itself took 84 s here before)."""
@@ -416,16 +466,26 @@ def _tox_value(tox: configparser.ConfigParser, section: str, key: str, notes: li
             return ""
         budget[0] -= 1
         if budget[0] < 0 or budget[1] < 0:
-            _note_once(notes, limits.note("tox_expansions", f"tox.ini [{section}] {key}")
-                       if budget[0] < 0 else limits.note("tox_value_bytes", f"tox.ini [{section}] {key}"))
+            _note_once(
+                notes,
+                limits.note("tox_expansions", f"tox.ini [{section}] {key}")
+                if budget[0] < 0
+                else limits.note("tox_value_bytes", f"tox.ini [{section}] {key}"),
+            )
             return ""
         return _tox_value(tox, sec, k, notes, depth + 1, budget)
 
     return re.sub(r"\{\[([^\]]+)\]([^}]+)\}", sub, value)
 
 
-def _cfg_value(cp: configparser.ConfigParser, section: str, key: str, notes: list[str],
-               depth: int = 0, budget: list[int] | None = None) -> str:
+def _cfg_value(
+    cp: configparser.ConfigParser,
+    section: str,
+    key: str,
+    notes: list[str],
+    depth: int = 0,
+    budget: list[int] | None = None,
+) -> str:
     """A setup.cfg value with the ``%(key)s`` interpolation setuptools' ConfigParser makes
     (geopy's ``dev = %(dev-test)s ...``): keys of the same section, 10 deep as ConfigParser,
     within the tox_expansions / tox_value_bytes budget (a value naming another many times)."""
@@ -440,17 +500,23 @@ def _cfg_value(cp: configparser.ConfigParser, section: str, key: str, notes: lis
         k = m.group(1).lower()
         budget[0] -= 1
         if depth >= 10 or k not in cp[section] or budget[0] < 0 or budget[1] < 0:
-            _note_once(notes, f"setup.cfg [{section}] {key}: {m.group(0)[:100]} not resolved" if budget[0] >= 0
-                       and budget[1] >= 0 else limits.note("tox_expansions" if budget[0] < 0 else "tox_value_bytes",
-                                                           f"setup.cfg [{section}] {key}"))
+            _note_once(
+                notes,
+                f"setup.cfg [{section}] {key}: {m.group(0)[:100]} not resolved"
+                if budget[0] >= 0 and budget[1] >= 0
+                else limits.note(
+                    "tox_expansions" if budget[0] < 0 else "tox_value_bytes", f"setup.cfg [{section}] {key}"
+                ),
+            )
             return ""
         return _cfg_value(cp, section, k, notes, depth + 1, budget)
 
     return re.sub(r"%%|%\(([^)]+)\)s", sub, value) if budget[1] >= 0 else ""
 
 
-def _filter(lines: Iterable[str], dist: str, extras: dict[str, list[str]],
-            env: Mapping[str, str], notes: list[str]) -> tuple[str, ...]:
+def _filter(
+    lines: Iterable[str], dist: str, extras: dict[str, list[str]], env: Mapping[str, str], notes: list[str]
+) -> tuple[str, ...]:
     me = canonicalize_name(dist)
     out: list[str] = []
     dropped: list[str] = []

@@ -45,23 +45,77 @@ reports runner setuponly setupplan skipping stepwise subtests terminal threadexc
 unittest unraisableexception warnings xdist xdist.plugin pytest_timeout timeout run_parallel
 pytest_run_parallel
 """)
-VALUE_OPTS = {"-p", "-m", "-k", "-n", "-c", "-W", "-o", "-r", "--numprocesses", "--dist",
-              "--maxprocesses", "--timeout", "--timeout-method", "--ignore", "--deselect",
-              "--ignore-glob", "--import-mode", "--basetemp", "--tb", "--junitxml", "--junit-xml",
-              "--rootdir", "--confcutdir", "--maxfail", "--durations", "--cov-report",
-              "--cov-config", "--cov-context", "--cov-fail-under", "--override-ini"}
-HARNESS_OPTS = {"-r", "-v", "-vv", "-q", "-qq", "--verbose", "--quiet", "--timeout",
-                "--timeout-method", "--junitxml", "--junit-xml", "--rootdir", "--confcutdir", "-c",
-                "-x", "--exitfirst", "--maxfail", "-n", "--numprocesses", "--dist", "--maxprocesses",
-                "-d", "--lf", "--last-failed", "--ff", "--failed-first", "--sw", "--stepwise"}
+VALUE_OPTS = {
+    "-p",
+    "-m",
+    "-k",
+    "-n",
+    "-c",
+    "-W",
+    "-o",
+    "-r",
+    "--numprocesses",
+    "--dist",
+    "--maxprocesses",
+    "--timeout",
+    "--timeout-method",
+    "--ignore",
+    "--deselect",
+    "--ignore-glob",
+    "--import-mode",
+    "--basetemp",
+    "--tb",
+    "--junitxml",
+    "--junit-xml",
+    "--rootdir",
+    "--confcutdir",
+    "--maxfail",
+    "--durations",
+    "--cov-report",
+    "--cov-config",
+    "--cov-context",
+    "--cov-fail-under",
+    "--override-ini",
+}
+HARNESS_OPTS = {
+    "-r",
+    "-v",
+    "-vv",
+    "-q",
+    "-qq",
+    "--verbose",
+    "--quiet",
+    "--timeout",
+    "--timeout-method",
+    "--junitxml",
+    "--junit-xml",
+    "--rootdir",
+    "--confcutdir",
+    "-c",
+    "-x",
+    "--exitfirst",
+    "--maxfail",
+    "-n",
+    "--numprocesses",
+    "--dist",
+    "--maxprocesses",
+    "-d",
+    "--lf",
+    "--last-failed",
+    "--ff",
+    "--failed-first",
+    "--sw",
+    "--stepwise",
+}
 PLUGINS_HARNESS_NEEDS = {"xdist", "timeout", "pytest_timeout", "run_parallel", "junitxml"}
 
 
 # --------------------------------------------------------------------------- pytest config
 
 
-def pytest_config(src: Path, tests: str, notes: list[str],
-                  files: SdistFiles | None = None) -> tuple[str, dict[str, Any]] | None:
+def pytest_config(
+    src: Path, tests: str, notes: list[str], files: SdistFiles | None = None
+) -> tuple[str, dict[str, Any]] | None:
     """(file name, ini options) of the config pytest picks, walking up from the tests (a dir
     or a file) to the top of the package's source, never above it; None when there is none.
     ``files``: the sdist's config files as read once (None: read them now)."""
@@ -71,9 +125,13 @@ def pytest_config(src: Path, tests: str, notes: list[str],
         start = start.parent
     root = src.resolve()
     for here in [start.resolve(), *start.resolve().parents]:
-        for name, section in (("pytest.ini", "pytest"), (".pytest.ini", "pytest"),
-                              ("pyproject.toml", ""), ("tox.ini", "pytest"),
-                              ("setup.cfg", "tool:pytest")):
+        for name, section in (
+            ("pytest.ini", "pytest"),
+            (".pytest.ini", "pytest"),
+            ("pyproject.toml", ""),
+            ("tox.ini", "pytest"),
+            ("setup.cfg", "tool:pytest"),
+        ):
             f = here / name
             if not f.is_file() or f.is_symlink():
                 continue
@@ -109,8 +167,9 @@ def own_packages(src: Path) -> list[str]:
     for base in (src, src / "lib", src / "src"):
         if base.is_symlink() or not base.is_dir():
             continue
-        out += sorted(d.name for d in base.iterdir()
-                      if d.is_dir() and not d.is_symlink() and (d / "__init__.py").is_file())
+        out += sorted(
+            d.name for d in base.iterdir() if d.is_dir() and not d.is_symlink() and (d / "__init__.py").is_file()
+        )
     return out
 
 
@@ -128,8 +187,7 @@ def _items(tokens: list[str]) -> list[tuple[str, ...]]:
     i = 0
     while i < len(tokens):
         t = tokens[i]
-        takes = t in VALUE_OPTS or (t == "--cov" and i + 1 < len(tokens)
-                                    and not tokens[i + 1].startswith("-"))
+        takes = t in VALUE_OPTS or (t == "--cov" and i + 1 < len(tokens) and not tokens[i + 1].startswith("-"))
         if takes and i + 1 < len(tokens):
             out.append((t, tokens[i + 1]))
             i += 2
@@ -139,8 +197,13 @@ def _items(tokens: list[str]) -> list[tuple[str, ...]]:
     return out
 
 
-def neutralized_addopts(found: tuple[str, dict[str, Any]] | None, reqs: tuple[str, ...], dist: str,
-                 notes: list[str], own: Iterable[str] = ()) -> tuple[str, ...]:
+def neutralized_addopts(
+    found: tuple[str, dict[str, Any]] | None,
+    reqs: tuple[str, ...],
+    dist: str,
+    notes: list[str],
+    own: Iterable[str] = (),
+) -> tuple[str, ...]:
     """``own``: the sdist's top-level import packages (``own_packages``): a plugin that is the
     package's own module (``-p Crypto.SelfTest.plugin``, pycryptodome) is installed with it."""
     if found is None or "addopts" not in found[1]:
@@ -161,14 +224,22 @@ def neutralized_addopts(found: tuple[str, dict[str, Any]] | None, reqs: tuple[st
         return ("-o", "addopts=")
     for item in items:
         opt = item[0].split("=", 1)[0]
-        plugin = item[1] if opt == "-p" and len(item) > 1 else (item[0][2:] if opt.startswith("-p") and len(opt) > 2 and not opt.startswith("--") else "")
+        plugin = (
+            item[1]
+            if opt == "-p" and len(item) > 1
+            else (item[0][2:] if opt.startswith("-p") and len(opt) > 2 and not opt.startswith("--") else "")
+        )
         text = " ".join(item)
         if opt.startswith(("--cov", "--no-cov")) or plugin in ("pytest_cov", "cov"):
             bad.append(f"{text} (coverage is not measured)")
         elif plugin.startswith("no:") and plugin[3:] in PLUGINS_HARNESS_NEEDS:
             bad.append(f"{text} (the harness needs it)")
-        elif plugin and not plugin.startswith("no:") and plugin not in BUILTIN_PLUGINS \
-                and canonicalize_name(plugin.split(".")[0]).replace("-", "_") not in installed:
+        elif (
+            plugin
+            and not plugin.startswith("no:")
+            and plugin not in BUILTIN_PLUGINS
+            and canonicalize_name(plugin.split(".")[0]).replace("-", "_") not in installed
+        ):
             bad.append(f"{text} ({plugin} not installed)")
         elif opt in ("-n", "--numprocesses") or (opt.startswith("-n") and opt[2:].isdigit()):
             bad.append(f"{text} (the harness picks workers per phase)")
@@ -178,8 +249,7 @@ def neutralized_addopts(found: tuple[str, dict[str, Any]] | None, reqs: tuple[st
                 bad.append(f"{text} (ini keys no installed plugin may know: {', '.join(unknown)})")
             else:
                 kept.append(item[0])
-        elif opt in HARNESS_OPTS or (opt.startswith("-r") and not opt.startswith("--")) \
-                or re.fullmatch(r"-[vq]+", opt):
+        elif opt in HARNESS_OPTS or (opt.startswith("-r") and not opt.startswith("--")) or re.fullmatch(r"-[vq]+", opt):
             continue  # the harness sets its own; dropped only if addopts is neutralized
         else:
             kept.extend(item)
@@ -196,8 +266,7 @@ def neutralized_addopts(found: tuple[str, dict[str, Any]] | None, reqs: tuple[st
     return ("-o", "addopts=", *kept)
 
 
-def named_by_filterwarnings(found: tuple[str, dict[str, Any]] | None,
-                             reqs: tuple[str, ...]) -> tuple[str, ...]:
+def named_by_filterwarnings(found: tuple[str, dict[str, Any]] | None, reqs: tuple[str, ...]) -> tuple[str, ...]:
     """``coverage`` when a ``filterwarnings`` entry names a category of it (aiohttp's
     ``ignore:...:coverage.exceptions.CoverageWarning``): pytest imports that module to read the
     entry, so the library dropped with the coverage tools is needed after all."""

@@ -54,22 +54,88 @@ OFF = None  # Settings.registry: no registry at all
 SHIPPED_NAME = "shipped"  # Settings.registry: the snapshot in harness/data (the default)
 
 # pytest options kept from a recipe: they neutralize or narrow the project's own config
-KEEP_VALUE = {"-o", "--override-ini", "-m", "-k", "-W", "--pythonwarnings", "--deselect",
-              "--ignore", "--ignore-glob", "-p"}
+KEEP_VALUE = {
+    "-o",
+    "--override-ini",
+    "-m",
+    "-k",
+    "-W",
+    "--pythonwarnings",
+    "--deselect",
+    "--ignore",
+    "--ignore-glob",
+    "-p",
+}
 # pytest options left out that take a value (so the value is not read as a test path)
-DROP_VALUE = {"-n", "--numprocesses", "--timeout", "--tb", "--durations", "--durations-min", "-c",
-              "--config-file", "--rootdir", "--confcutdir", "--maxfail", "--junitxml", "--junit-xml",
-              "--cov", "--cov-report", "--cov-config", "-r", "--log-level", "--log-cli-level",
-              "--basetemp", "--import-mode", "--dist", "--reruns", "--reruns-delay", "--color",
-              "--capture", "--randomly-seed", "--timeout-method", "--maxprocesses", "--max-worker-restart"}
+DROP_VALUE = {
+    "-n",
+    "--numprocesses",
+    "--timeout",
+    "--tb",
+    "--durations",
+    "--durations-min",
+    "-c",
+    "--config-file",
+    "--rootdir",
+    "--confcutdir",
+    "--maxfail",
+    "--junitxml",
+    "--junit-xml",
+    "--cov",
+    "--cov-report",
+    "--cov-config",
+    "-r",
+    "--log-level",
+    "--log-cli-level",
+    "--basetemp",
+    "--import-mode",
+    "--dist",
+    "--reruns",
+    "--reruns-delay",
+    "--color",
+    "--capture",
+    "--randomly-seed",
+    "--timeout-method",
+    "--maxprocesses",
+    "--max-worker-restart",
+}
 HARNESS_PLUGINS = {"no:xdist", "no:cacheprovider"}  # the harness decides these per phase
 # the harness's own plugins (threads, timeouts, its watchdog, JUnit, crash dumps): a recipe's
 # `-p no:<one of them>` would make the threaded runs fail or see nothing (#46; marisa-trie's)
-OWN_PLUGINS = {"run-parallel", "run_parallel", "pytest_run_parallel", "timeout", "pytest_timeout",
-               "ft_harness_watchdog", "tsan_marker", "junitxml", "faulthandler", "xdist"}
-PIP_VALUE = {"-c", "--constraint", "-i", "--index-url", "--extra-index-url", "-f", "--find-links",
-             "--config-settings", "-C", "--only-binary", "--no-binary", "--target", "-t", "--prefix",
-             "--root", "--src", "--upgrade-strategy", "--python-version", "--platform", "--global-option"}
+OWN_PLUGINS = {
+    "run-parallel",
+    "run_parallel",
+    "pytest_run_parallel",
+    "timeout",
+    "pytest_timeout",
+    "ft_harness_watchdog",
+    "tsan_marker",
+    "junitxml",
+    "faulthandler",
+    "xdist",
+}
+PIP_VALUE = {
+    "-c",
+    "--constraint",
+    "-i",
+    "--index-url",
+    "--extra-index-url",
+    "-f",
+    "--find-links",
+    "--config-settings",
+    "-C",
+    "--only-binary",
+    "--no-binary",
+    "--target",
+    "-t",
+    "--prefix",
+    "--root",
+    "--src",
+    "--upgrade-strategy",
+    "--python-version",
+    "--platform",
+    "--global-option",
+}
 _ENV_ASSIGN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 
 
@@ -106,12 +172,18 @@ class Recipe:
             raise RegistryError(f"{where}.timeout must be a positive integer or null, got {timeout!r}")
         sv = d.get("skip_versions") or {}
         if not isinstance(sv, Mapping) or not all(isinstance(v, (str, type(None))) for v in sv.values()):
-            raise RegistryError(f"{where}.skip_versions must map a version (\"3.15\") to a reason")
-        return cls(name=name, install_command=text("install_command"), test_command=text("test_command"),
-                   test_framework=text("test_framework") or "pytest", timeout=timeout,
-                   skip=bool(d.get("skip")), skip_reason=text("skip_reason"),
-                   skip_versions=tuple((str(k), v or "") for k, v in sv.items()),
-                   enriched=bool(d.get("enriched")))
+            raise RegistryError(f'{where}.skip_versions must map a version ("3.15") to a reason')
+        return cls(
+            name=name,
+            install_command=text("install_command"),
+            test_command=text("test_command"),
+            test_framework=text("test_framework") or "pytest",
+            timeout=timeout,
+            skip=bool(d.get("skip")),
+            skip_reason=text("skip_reason"),
+            skip_versions=tuple((str(k), v or "") for k, v in sv.items()),
+            enriched=bool(d.get("enriched")),
+        )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -138,8 +210,14 @@ def _from_packages(packages: Any, head: Mapping[str, Any], file: str) -> Registr
         raise RegistryError("no 'packages' mapping (project name -> recipe)")
     recipes: dict[str, Recipe] = {canonicalize_name(str(k)): Recipe.from_dict(str(k), v) for k, v in packages.items()}
     meta = {k: str(head.get(k) or "") for k in ("name", "source", "commit")}
-    return Registry(name=meta["name"] or "laruche", source=meta["source"], commit=meta["commit"],
-                    date=str(head.get("commit_date") or head.get("date") or ""), file=file, recipes=recipes)
+    return Registry(
+        name=meta["name"] or "laruche",
+        source=meta["source"],
+        commit=meta["commit"],
+        date=str(head.get("commit_date") or head.get("date") or ""),
+        file=file,
+        recipes=recipes,
+    )
 
 
 def _read(p: Path) -> bytes:
@@ -203,9 +281,16 @@ class Applied:
     not_held: tuple[str, ...] = ()  # what was not, each with why
 
     def to_dict(self) -> dict[str, Any]:
-        return {"registry": self.registry, "tests": self.tests, "requires": list(self.requires),
-                "pytest_args": list(self.pytest_args), "timeout": self.timeout, "skip": self.skip,
-                "used": list(self.used), "not_held": list(self.not_held)}
+        return {
+            "registry": self.registry,
+            "tests": self.tests,
+            "requires": list(self.requires),
+            "pytest_args": list(self.pytest_args),
+            "timeout": self.timeout,
+            "skip": self.skip,
+            "used": list(self.used),
+            "not_held": list(self.not_held),
+        }
 
 
 def skip_reason(recipe: Recipe, minor: str) -> str:
@@ -216,8 +301,16 @@ def skip_reason(recipe: Recipe, minor: str) -> str:
     return ""
 
 
-def apply(recipe: Recipe, src: Path, dist: str, minor: str, *, registry: str,
-          environment: Mapping[str, str] | None = None, files: SdistFiles | None = None) -> Applied:
+def apply(
+    recipe: Recipe,
+    src: Path,
+    dist: str,
+    minor: str,
+    *,
+    registry: str,
+    environment: Mapping[str, str] | None = None,
+    files: SdistFiles | None = None,
+) -> Applied:
     """What of ``recipe`` holds for the sdist tree ``src`` of ``dist`` on Python ``minor``."""
     used: list[str] = []
     not_held: list[str] = []
@@ -227,8 +320,10 @@ def apply(recipe: Recipe, src: Path, dist: str, minor: str, *, registry: str,
     if skip:
         used.append(f"skip on {minor}: {skip}")
     if recipe.skip:
-        not_held.append(f"skip on every version ({recipe.skip_reason or 'no reason given'}): not applied, "
-                        "the registry's skips are about git checkouts and its 3.14/3.15 builds")
+        not_held.append(
+            f"skip on every version ({recipe.skip_reason or 'no reason given'}): not applied, "
+            "the registry's skips are about git checkouts and its 3.14/3.15 builds"
+        )
     if recipe.timeout:
         used.append(f"timeout {recipe.timeout}s for the suite")
     tests, args, reqs = "", (), ()
@@ -237,9 +332,19 @@ def apply(recipe: Recipe, src: Path, dist: str, minor: str, *, registry: str,
         not_held.append(f"test framework {recipe.test_framework}: not pytest, its commands not used")
     elif recipe.test_command or recipe.install_command:
         tests, args = _test_command(recipe.test_command, Path(src), used, not_held)
-        reqs = _install_command(recipe.install_command, files or SdistFiles(Path(src)), dist, environment, used, not_held)
-    return Applied(registry=registry, tests=tests, requires=reqs, pytest_args=args, timeout=recipe.timeout,
-                   skip=skip, used=tuple(used), not_held=tuple(not_held))
+        reqs = _install_command(
+            recipe.install_command, files or SdistFiles(Path(src)), dist, environment, used, not_held
+        )
+    return Applied(
+        registry=registry,
+        tests=tests,
+        requires=reqs,
+        pytest_args=args,
+        timeout=recipe.timeout,
+        skip=skip,
+        used=tuple(used),
+        not_held=tuple(not_held),
+    )
 
 
 def _segments(command: str) -> list[list[str]]:
@@ -288,21 +393,24 @@ def _test_command(command: str, src: Path, used: list[str], not_held: list[str])
         if cwd and _inside(src, cwd) is None:
             not_held.append(f"test command's `cd {cwd}`: not a directory of the sdist")
             return "", ()
-        return _pytest_args(words[at + 1:], src, cwd, used, not_held)
+        return _pytest_args(words[at + 1 :], src, cwd, used, not_held)
     if command:
         not_held.append(f"test command {command!r}: no pytest in it, not used")
     return "", ()
 
 
-def _pytest_args(argv: list[str], src: Path, cwd: str, used: list[str],
-                 not_held: list[str]) -> tuple[str, tuple[str, ...]]:
+def _pytest_args(
+    argv: list[str], src: Path, cwd: str, used: list[str], not_held: list[str]
+) -> tuple[str, tuple[str, ...]]:
     keep: list[str] = []
     left_out: list[str] = []
     paths: list[str] = []
     pyargs = "--pyargs" in argv
     it = iter(argv)
     for a in it:
-        opt, eq, val = a.partition("=") if a.startswith("--") else (a[:2], "", a[2:]) if a.startswith("-") else (a, "", "")
+        opt, eq, val = (
+            a.partition("=") if a.startswith("--") else (a[:2], "", a[2:]) if a.startswith("-") else (a, "", "")
+        )
         if a.startswith("-") and opt in KEEP_VALUE:
             if not (eq or val):
                 val = next(it, "")
@@ -341,8 +449,14 @@ def _pytest_args(argv: list[str], src: Path, cwd: str, used: list[str],
     return tests, tuple(keep)
 
 
-def _install_command(command: str, files: SdistFiles, dist: str, environment: Mapping[str, str] | None,
-                     used: list[str], not_held: list[str]) -> tuple[str, ...]:
+def _install_command(
+    command: str,
+    files: SdistFiles,
+    dist: str,
+    environment: Mapping[str, str] | None,
+    used: list[str],
+    not_held: list[str],
+) -> tuple[str, ...]:
     src = files.tree
     me = canonicalize_name(dist)
     lines: list[str] = []
@@ -350,11 +464,14 @@ def _install_command(command: str, files: SdistFiles, dist: str, environment: Ma
     installed = False  # the project's own install seen: what follows is for the tests
     for seg in _segments(command):
         words = _command_words(seg)
-        head = 3 if words[:3] in (["python", "-m", "pip"], ["python3", "-m", "pip"]) else (
-            2 if words[:2] == ["uv", "pip"] else 1 if words[:1] in (["pip"], ["pip3"]) else 0)
-        if not head or words[head:head + 1] != ["install"]:
+        head = (
+            3
+            if words[:3] in (["python", "-m", "pip"], ["python3", "-m", "pip"])
+            else (2 if words[:2] == ["uv", "pip"] else 1 if words[:1] in (["pip"], ["pip3"]) else 0)
+        )
+        if not head or words[head : head + 1] != ["install"]:
             continue
-        got, own = _pip_args(words[head + 1:], src, me, not_held)
+        got, own = _pip_args(words[head + 1 :], src, me, not_held)
         if own:
             installed = True
             lines += got  # `.[test]` and whatever shares the line
@@ -417,7 +534,8 @@ def _extras(files: SdistFiles, notes: list[str]) -> dict[str, list[str]]:
     if cfg is not None and cfg.has_section("options.extras_require"):
         for k in cfg["options.extras_require"]:
             extras[canonicalize_name(k)] = infer._cfg_list(  # noqa: SLF001
-                infer._cfg_value(cfg, "options.extras_require", k, notes))  # noqa: SLF001
+                infer._cfg_value(cfg, "options.extras_require", k, notes)
+            )  # noqa: SLF001
     project = infer.table(files.toml("pyproject.toml", notes), "project", notes)
     for k, v in infer.table(project, "optional-dependencies", notes, "project.").items():
         extras[canonicalize_name(k)] = infer.strings(v, f"[project.optional-dependencies] {k}", notes)
@@ -442,7 +560,10 @@ def registry_setting(ctx: Any, node: Any, base: Path) -> str | None:
     try:
         load(path)
     except RegistryError as e:
-        raise ctx.fail(node, f"settings.registry names {text!r}, which is not a recipe registry: {e} "
-                             "(give a laruche JSON snapshot, gzipped or not, or a laruche checkout; "
-                             "false turns recipes off)") from None
+        raise ctx.fail(
+            node,
+            f"settings.registry names {text!r}, which is not a recipe registry: {e} "
+            "(give a laruche JSON snapshot, gzipped or not, or a laruche checkout; "
+            "false turns recipes off)",
+        ) from None
     return path

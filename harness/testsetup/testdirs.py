@@ -29,8 +29,19 @@ from packaging.utils import canonicalize_name
 TEST_DIR_NAMES = ("tests", "test", "testing")
 IN_PACKAGE_DEPTH = 3  # lib/pkg/tests: the tests dir at most 3 levels below the root
 VERSION_TREE_RE = re.compile(r"^py(?P<major>\d)\.(?P<minor>\d{1,2})$")  # py3.13; not pypy3.10
-SKIP_DIRS = {"build", "dist", "docs", "doc", "examples", "example", "benchmarks", "node_modules",
-             "site-packages", "venv", "__pycache__"}
+SKIP_DIRS = {
+    "build",
+    "dist",
+    "docs",
+    "doc",
+    "examples",
+    "example",
+    "benchmarks",
+    "node_modules",
+    "site-packages",
+    "venv",
+    "__pycache__",
+}
 WALK_DIRS = 2000  # directories looked at in (3), at most: an sdist is not a file system to crawl
 
 
@@ -47,17 +58,26 @@ def find(src: Path, dist_name: str, python_version: str) -> tuple[str, str]:
         if tree:
             inner = _known(src / tree, pkg) or in_package(src / tree)
             found = f"{tree}/{inner}" if inner else tree
-            which = (f"{tree}/ is Python {python_version}'s" if _version(python_version) == trees[tree] else
-                     f"none is Python {python_version}'s; {tree}/, the newest older one, as a setup.py of this "
-                     "layout picks it")
-            return found, (f"tests dir: {found}/ (one source tree per Python version, {listed}: {which}; "
-                           "the others are not collected)")
-        return "", (f"tests dir: none found (per-version source trees {listed}, none for Python "
-                    f"{python_version} or older; pytest searches the root)")
+            which = (
+                f"{tree}/ is Python {python_version}'s"
+                if _version(python_version) == trees[tree]
+                else f"none is Python {python_version}'s; {tree}/, the newest older one, as a setup.py of this "
+                "layout picks it"
+            )
+            return found, (
+                f"tests dir: {found}/ (one source tree per Python version, {listed}: {which}; "
+                "the others are not collected)"
+            )
+        return "", (
+            f"tests dir: none found (per-version source trees {listed}, none for Python "
+            f"{python_version} or older; pytest searches the root)"
+        )
     inside = in_package(src)
     if inside:
-        return inside, (f"tests dir: {inside}/ (inside the import package {Path(inside).parent}/, "
-                        "none of tests/, test/, testing/ at the root: the install ships it)")
+        return inside, (
+            f"tests dir: {inside}/ (inside the import package {Path(inside).parent}/, "
+            "none of tests/, test/, testing/ at the root: the install ships it)"
+        )
     return "", "tests dir: none found (pytest searches the root)"
 
 

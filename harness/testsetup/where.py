@@ -30,8 +30,10 @@ def shadowing(src: Path, tests: str, name: str) -> str:
     package (a tests dir that is a package, next to the package's own directory), or ""."""
     top = src / name.replace("-", "_").lower()
     if tests and (src / tests / "__init__.py").is_file() and (top / "__init__.py").is_file():
-        return (f"--import-mode=append: {tests}/ is a package and {top.name}/ sits beside it, so the "
-                "default mode would import the source tree, not the installed build")
+        return (
+            f"--import-mode=append: {tests}/ is a package and {top.name}/ sits beside it, so the "
+            "default mode would import the source tree, not the installed build"
+        )
     return ""
 
 

@@ -68,8 +68,9 @@ def _run(chunk: Any) -> Any:
     return fn(state, chunk)
 
 
-def start(fn: Callable[[Any, Any], Any], state: Any, parts: Sequence[Any], *,
-          items: int) -> Callable[..., list[Any]] | None:
+def start(
+    fn: Callable[[Any, Any], Any], state: Any, parts: Sequence[Any], *, items: int
+) -> Callable[..., list[Any]] | None:
     """Run ``fn(state, part)`` for every part in forked workers, in the background.
 
     Returns ``wait``: ``wait()`` gives the results in ``parts`` order
@@ -83,9 +84,14 @@ def start(fn: Callable[[Any, Any], Any], state: Any, parts: Sequence[Any], *,
     if items < PARALLEL_MIN or n < 2 or len(parts) < 2:
         return None
     if "fork" not in multiprocessing.get_all_start_methods() or threading.active_count() > 1:
-        log.info("%d items of %s in one process: %s", items, fn.__name__,
-                 "no fork here" if threading.active_count() == 1 else
-                 f"{threading.active_count() - 1} other threads alive, forking is unsafe")
+        log.info(
+            "%d items of %s in one process: %s",
+            items,
+            fn.__name__,
+            "no fork here"
+            if threading.active_count() == 1
+            else f"{threading.active_count() - 1} other threads alive, forking is unsafe",
+        )
         return None
     _TASK = (fn, state)
     with frozen_heap():  # workers' collections skip the inherited heap: no copy-on-write of it

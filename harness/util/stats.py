@@ -29,8 +29,7 @@ def fisher_greater(k0: int, n0: int, k1: int, n1: int) -> float:
     total, fails = n0 + n1, k0 + k1
     if n0 <= 0 or n1 <= 0 or fails == 0:
         return 1.0
-    return sum(comb(fails, x) * comb(total - fails, n0 - x)
-               for x in range(k0, min(fails, n0) + 1)) / comb(total, n0)
+    return sum(comb(fails, x) * comb(total - fails, n0 - x) for x in range(k0, min(fails, n0) + 1)) / comb(total, n0)
 
 
 def holm(pvalues: Sequence[float], alpha: float = ALPHA) -> list[bool]:
@@ -68,5 +67,6 @@ def bound_text(n: int, what: str = "runs") -> str:
     """'0 failures in 15 runs: a per-run failure rate above 18% would have shown (95%)'."""
     if n <= 0:
         return ""
-    return (f"0 failures in {n} {what}: a per-run failure rate above {rules_out(n):.0%} would have "
-            f"shown ({CONFIDENCE:.0%})")
+    return (
+        f"0 failures in {n} {what}: a per-run failure rate above {rules_out(n):.0%} would have shown ({CONFIDENCE:.0%})"
+    )

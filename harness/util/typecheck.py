@@ -45,7 +45,7 @@ def _check(value: Any, tp: Any, where: str, depth: int) -> str:
             return f"{where}: {type(value).__name__} where a {origin.__name__} is expected"
         item = args[0] if args else Any
         for i, x in enumerate(value):
-            if (p := _check(x, item, f"{where}[{i}]", depth + 1)):
+            if p := _check(x, item, f"{where}[{i}]", depth + 1):
                 return p
         return ""
     if origin is dict:
@@ -53,8 +53,9 @@ def _check(value: Any, tp: Any, where: str, depth: int) -> str:
             return f"{where}: {type(value).__name__} where an object is expected"
         kt, vt = args or (Any, Any)
         for k, v in value.items():
-            if (p := _check(k, kt, f"{where} key", depth + 1)) or \
-                    (p := _check(v, vt, f"{where}[{str(k)[:40]!r}]", depth + 1)):
+            if (p := _check(k, kt, f"{where} key", depth + 1)) or (
+                p := _check(v, vt, f"{where}[{str(k)[:40]!r}]", depth + 1)
+            ):
                 return p
         return ""
     if tp is type(None):
@@ -72,8 +73,7 @@ def _check(value: Any, tp: Any, where: str, depth: int) -> str:
     if tp is bool:
         return "" if isinstance(value, bool) else f"{where}: {type(value).__name__} where true/false is expected"
     if isinstance(tp, type):
-        return "" if isinstance(value, tp) else \
-            f"{where}: {type(value).__name__} where {tp.__name__} is expected"
+        return "" if isinstance(value, tp) else f"{where}: {type(value).__name__} where {tp.__name__} is expected"
     return ""  # an annotation this checker does not know: not checked
 
 
@@ -89,6 +89,6 @@ def problem(value: Any, where: str = "", depth: int = 0) -> str:
     hints = _hints(type(value))
     for f in fields(value):
         name = f"{where}.{f.name}" if where else f.name
-        if (p := _check(getattr(value, f.name), hints[f.name], name, depth)):
+        if p := _check(getattr(value, f.name), hints[f.name], name, depth):
             return p
     return ""

@@ -60,10 +60,15 @@ def problem(wheel: str, evidence: str, mode: str) -> SetupProblem:
     else:
         fix = f"built from its sdist (phase {REBUILD}); fallback_wheel: keep tests the fallback wheel"
     return SetupProblem(
-        kind=KIND, name=wheel, where=evidence,
-        excerpt=(f"pip installed {wheel}, the pure-Python fallback wheel of a compiled project "
-                 f"({evidence}): its compiled modules are not in it"),
-        fix=fix)
+        kind=KIND,
+        name=wheel,
+        where=evidence,
+        excerpt=(
+            f"pip installed {wheel}, the pure-Python fallback wheel of a compiled project "
+            f"({evidence}): its compiled modules are not in it"
+        ),
+        fix=fix,
+    )
 
 
 def fallback_of(phases: Sequence[Phase]) -> SetupProblem | None:

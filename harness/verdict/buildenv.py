@@ -25,5 +25,11 @@ def build_env_finding(phase: Phase) -> Finding | None:
     if found is None:
         return None
     excerpt = found.line if found.line in phase.excerpt else f"{found.line}\n{phase.excerpt[-1500:]}"
-    return Finding(kind="infra-error", evidence=EVIDENCE, excerpt=excerpt,
-                   message=found.message[:300], reproduce=reproduce(phase, None), phase=phase.name)
+    return Finding(
+        kind="infra-error",
+        evidence=EVIDENCE,
+        excerpt=excerpt,
+        message=found.message[:300],
+        reproduce=reproduce(phase, None),
+        phase=phase.name,
+    )

@@ -26,8 +26,10 @@ def rules_out(phases: Sequence[Phase], settings: Settings) -> str:
     if not runs:
         return ""
     each = f"{settings.threads} threads x {settings.iterations} iterations each"
-    return (f"each test that passed: {bound_text(len(runs), f'threaded runs with the GIL off ({each})')}; "
-            "rarer failures are not ruled out")
+    return (
+        f"each test that passed: {bound_text(len(runs), f'threaded runs with the GIL off ({each})')}; "
+        "rarer failures are not ruled out"
+    )
 
 
 def qualify(verdict: str, findings: Sequence[Finding], phases: Sequence[Phase], coverage: str) -> str:
@@ -36,13 +38,21 @@ def qualify(verdict: str, findings: Sequence[Finding], phases: Sequence[Phase], 
     taken from a run the job's budget cut says so."""
     parts: list[str] = []
     if verdict == "compatible":  # not a clean pass: what was seen once, with its rate
-        parts = [*(f"unconfirmed: `{f.test_id}` failed in {rate(f)}"
-                   for f in findings if f.kind == "unconfirmed" and f.test_id), coverage]
+        parts = [
+            *(
+                f"unconfirmed: `{f.test_id}` failed in {rate(f)}"
+                for f in findings
+                if f.kind == "unconfirmed" and f.test_id
+            ),
+            coverage,
+        ]
     elif verdict in ("ft-race", "ft-crash"):  # the package's own background, said beside it
         unsafe = sorted({f.test_id for f in findings if f.kind == "thread-unsafe" and 1 in f.modes})
         if unsafe:
-            parts = [f"also thread-unsafe with the GIL on: {len(unsafe)} test(s) fail in threads in both "
-                     f"modes; the {verdict} above holds against that background on its own runs alone"]
+            parts = [
+                f"also thread-unsafe with the GIL on: {len(unsafe)} test(s) fail in threads in both "
+                f"modes; the {verdict} above holds against that background on its own runs alone"
+            ]
     deciding = next((f for f in findings if f.kind == verdict), None)
     cut = {p.name for p in phases if p.timed_out and p.kind in ("plain", "threads")}
     if deciding is not None and deciding.phase in cut:

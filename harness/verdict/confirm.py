@@ -145,8 +145,7 @@ def event(p: Phase, test_id: str) -> str:
     return "passed" if p.exit_code in (0, 5) else "no result"
 
 
-SAME_EVENT = {"ft-crash": "crashed", "crash": "crashed", "hang": "hung", "ft-race": "failed",
-              "thread-unsafe": "failed"}
+SAME_EVENT = {"ft-crash": "crashed", "crash": "crashed", "hang": "hung", "ft-race": "failed", "thread-unsafe": "failed"}
 
 
 def _dump(p: Phase) -> str:
@@ -162,8 +161,7 @@ def mode_words(m: int) -> str:
 def _otherwise(runs: Sequence[Phase], test_id: str, same: str) -> str:
     """The runs alone that ended in another event than the finding's, said per mode: 'failed
     without crashing 2/2 with the GIL off, 2/2 with the GIL on'."""
-    words = {"crashed": "crashed", "hung": "timed out", "failed": "failed",
-             "no result": "gave no result"}
+    words = {"crashed": "crashed", "hung": "timed out", "failed": "failed", "no result": "gave no result"}
     parts = []
     for what in ("crashed", "hung", "failed", "no result"):
         if what == same:
@@ -206,10 +204,13 @@ def _crash_details(g: Finding, f: Finding, hit: dict[int, list[Phase]], modes: S
     alone = max(reversed(crashed), key=lambda p: (bool(p.crash and p.crash.stack_top), bool(p.crash and p.crash.fatal)))
     c = alone.crash or Crash()
     sig = c.signal or alone.signal
-    return replace(g, signal=sig if sig is not None else f.signal, stack_top=c.stack_top or c.test_frame or f.stack_top,
-                   excerpt=_dump(alone) or f.excerpt,
-                   message=f"{f.message.replace('(signal None)', f'(signal {sig})')}; alone: "
-                           f"{c.fatal or 'killed'}, signal {sig}")
+    return replace(
+        g,
+        signal=sig if sig is not None else f.signal,
+        stack_top=c.stack_top or c.test_frame or f.stack_top,
+        excerpt=_dump(alone) or f.excerpt,
+        message=f"{f.message.replace('(signal None)', f'(signal {sig})')}; alone: {c.fatal or 'killed'}, signal {sig}",
+    )
 
 
 def _plain_nominated(f: Finding) -> bool:
@@ -247,14 +248,25 @@ def apply(findings: Sequence[Finding], phases: Sequence[Phase]) -> list[Finding]
             elif _plain_nominated(f):
                 kind, what = "baseline-failure", "fails in a plain run with the GIL on too: not thread-related"
             else:
-                kind, what = "thread-unsafe", "fails in threads with the GIL on too: not thread-safe regardless of the GIL"
-            g = replace(g, kind=kind, modes=(0, 1), message=(
-                f"{f.test_id} {what}: alone {said} (its suite runs had shown it with the GIL off only, "
-                f"{f.ratio})"))
+                kind, what = (
+                    "thread-unsafe",
+                    "fails in threads with the GIL on too: not thread-safe regardless of the GIL",
+                )
+            g = replace(
+                g,
+                kind=kind,
+                modes=(0, 1),
+                message=(
+                    f"{f.test_id} {what}: alone {said} (its suite runs had shown it with the GIL off only, {f.ratio})"
+                ),
+            )
         elif k == 0 and f.count <= 1 and same != "crashed":
-            g = replace(g, kind="unconfirmed",
-                        message=f"{f.kind} seen once ({f.ratio} suite runs) and not again alone ({said}; "
-                                f"{bound_text(total, 'runs alone')}): {f.message}")
+            g = replace(
+                g,
+                kind="unconfirmed",
+                message=f"{f.kind} seen once ({f.ratio} suite runs) and not again alone ({said}; "
+                f"{bound_text(total, 'runs alone')}): {f.message}",
+            )
         elif k == 0:
             g = replace(g, message=f"{g.message}; did not recur alone ({said}; {bound_text(total, 'runs alone')})")
         else:

@@ -109,7 +109,7 @@ def compute(phases: Sequence[Phase]) -> dict[str, ModeCoverage]:
 
 
 def qualifier(cov: dict[str, ModeCoverage], settings: Settings) -> str:
-    """"low thread coverage: k/n tests in threads" below settings.min_parallel_fraction."""
+    """ "low thread coverage: k/n tests in threads" below settings.min_parallel_fraction."""
     if not cov:
         return ""
     low = least_covered(cov)

@@ -34,22 +34,30 @@ def own_missing(message: str, own: frozenset[str]) -> str:
     return ""
 
 
-def finding(fb: SetupProblem, tests: Mapping[str, Phase], modules: Sequence[str], phases: Sequence[Phase],
-            *, ran: bool) -> Finding:
+def finding(
+    fb: SetupProblem, tests: Mapping[str, Phase], modules: Sequence[str], phases: Sequence[Phase], *, ran: bool
+) -> Finding:
     """The tests that need a compiled module the tested artifact lacks: ``setup-error`` (shown)
     when other tests ran, ``infra-error`` when none did; the cause names the wheel."""
     first = next(iter(tests.values()))
     ids = sorted(tests)
     mods = ", ".join(sorted(set(modules))[:5])
     if rebuilt(phases):
-        why = (f"built from its sdist after pip chose {fb.name}, and the build did not make {mods} "
-               "(see the install-sdist log)")
+        why = (
+            f"built from its sdist after pip chose {fb.name}, and the build did not make {mods} "
+            "(see the install-sdist log)"
+        )
     else:
         why = f"the installed {fb.name} is the pure-Python fallback of a compiled project: {mods} is not in it"
     listed = ", ".join(ids[:10]) + (f" and {len(ids) - 10} more" if len(ids) > 10 else "")
-    return Finding(kind="setup-error" if ran else "infra-error", test_id=ids[0] if len(ids) == 1 else "",
-                   modes=(first.gil,) if first.gil is not None else (), count=len(ids), evidence="setup",
-                   excerpt=f"{fb.excerpt}\n  fix: {fb.fix}\ntests that could not run: {listed}",
-                   message=f"setup: {len(ids)} test(s) of its compiled modules could not run: {why}; "
-                           f"fix: {fb.fix}"[:400],
-                   reproduce=reproduce(first, None), phase=first.name)
+    return Finding(
+        kind="setup-error" if ran else "infra-error",
+        test_id=ids[0] if len(ids) == 1 else "",
+        modes=(first.gil,) if first.gil is not None else (),
+        count=len(ids),
+        evidence="setup",
+        excerpt=f"{fb.excerpt}\n  fix: {fb.fix}\ntests that could not run: {listed}",
+        message=f"setup: {len(ids)} test(s) of its compiled modules could not run: {why}; fix: {fb.fix}"[:400],
+        reproduce=reproduce(first, None),
+        phase=first.name,
+    )

@@ -98,10 +98,14 @@ def select(phases: Sequence[Phase], settings: Settings) -> Selection:
     red = red_tests(off)
     runs = f"the {len(off)} GIL-off run{'s' if len(off) != 1 else ''}"
     if not red:
-        return Selection(ran="none", why=f"nothing failed, crashed or hung in {runs}: no GIL-on run "
-                                          "would decide anything")
-    return Selection(ran="tests", tests=tuple(sorted(red)),
-                     why=f"{len(red)} test(s) failed, crashed or hung in {runs}; only they decide a mode")
+        return Selection(
+            ran="none", why=f"nothing failed, crashed or hung in {runs}: no GIL-on run would decide anything"
+        )
+    return Selection(
+        ran="tests",
+        tests=tuple(sorted(red)),
+        why=f"{len(red)} test(s) failed, crashed or hung in {runs}; only they decide a mode",
+    )
 
 
 def skipped_modes(phases: Sequence[Phase], settings: Settings) -> set[int]:

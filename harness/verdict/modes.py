@@ -67,14 +67,21 @@ def counts(f: Finding, phases: Sequence[Phase], m: int) -> tuple[int, int]:
         n = sum(1 for p in phases if p.kind == "tsan" and p.gil == m)
         return (f.count if f.modes == (m,) else 0), n
     kinds = _kinds(f)
-    runs = [p for p in phases if p.kind in kinds and p.gil == m
-            and (f.test_id in p.tests or any(c.test_id == f.test_id for c in p.crashes)
-                 or (not f.test_id and (p.tests or p.crashes)))]
+    runs = [
+        p
+        for p in phases
+        if p.kind in kinds
+        and p.gil == m
+        and (
+            f.test_id in p.tests
+            or any(c.test_id == f.test_id for c in p.crashes)
+            or (not f.test_id and (p.tests or p.crashes))
+        )
+    ]
     if f.kind in ("ft-crash", "crash"):
         bad = [p for p in runs if any(c.test_id == f.test_id for c in p.crashes)]
     else:
-        bad = [p for p in runs if p.tests.get(f.test_id) is not None
-               and p.tests[f.test_id].outcome in BAD]
+        bad = [p for p in runs if p.tests.get(f.test_id) is not None and p.tests[f.test_id].outcome in BAD]
     k, n = _alone(f, m)
     return len(bad) + k, len(runs) + n
 
@@ -97,12 +104,18 @@ def check(findings: Sequence[Finding], phases: Sequence[Phase], settings: Settin
         per = {m: counts(f, phases, m) for m in planned}
         missing = [m for m in planned if per[m][1] == 0]
         if missing:
-            why = ("the job's budget ran out before" if spent
-                   else "no run in that mode reached it")
+            why = "the job's budget ran out before" if spent else "no run in that mode reached it"
             absent = " or ".join(mode_words(m) for m in missing)
-            out.append(replace(f, kind="unconfirmed", message=(
-                f"{f.kind} not claimed: no run of it {absent} ({why}), so nothing is said of the "
-                f"GIL's part; seen: {f.message}")[:600]))
+            out.append(
+                replace(
+                    f,
+                    kind="unconfirmed",
+                    message=(
+                        f"{f.kind} not claimed: no run of it {absent} ({why}), so nothing is said of the "
+                        f"GIL's part; seen: {f.message}"
+                    )[:600],
+                )
+            )
             continue
         if f.kind == "thread-unsafe" and f.evidence != "tsan":
             out.append(_rate_holds(f, phases, planned, settings))
@@ -110,10 +123,17 @@ def check(findings: Sequence[Finding], phases: Sequence[Phase], settings: Settin
         if f.kind in ("ft-race", "ft-crash") and 1 in per:
             if f.evidence == "tsan":  # a TSan report is no flakiness: its counts, as they are
                 (k0, n0), (k1, n1) = per[0], per[1]
-                f = replace(f, message=f"{f.message}; reported in {k0}/{n0} runs with the GIL off, {k1}/{n1} with it on")
+                f = replace(
+                    f, message=f"{f.message}; reported in {k0}/{n0} runs with the GIL off, {k1}/{n1} with it on"
+                )
             elif _alone(f, 0)[1] == 0 or _alone(f, 1)[1] == 0:
-                out.append(_not_held(f, "it was not re-run alone (settings.confirm, or its budget), and the "
-                                        "suite runs that nominated it are no evidence for it"))
+                out.append(
+                    _not_held(
+                        f,
+                        "it was not re-run alone (settings.confirm, or its budget), and the "
+                        "suite runs that nominated it are no evidence for it",
+                    )
+                )
                 continue
             else:
                 (k0, n0), (k1, n1) = _alone(f, 0), _alone(f, 1)
@@ -125,13 +145,16 @@ def check(findings: Sequence[Finding], phases: Sequence[Phase], settings: Settin
     for rank, i in enumerate(order):
         at, f, p = family[i], out[family[i]], pvalues[i]
         level = holm_level(rank, len(pvalues))
-        test = (f"one-sided Fisher p = {p:.3g}, Holm level {level:.3g} over the job's {len(pvalues)} "
-                f"candidate(s)")
+        test = f"one-sided Fisher p = {p:.3g}, Holm level {level:.3g} over the job's {len(pvalues)} candidate(s)"
         if held[i] and f.kind == "ft-race":  # one sentence: the claim, its runs alone, what nominated it
             where = "in a plain run" if f.phase.startswith("plain-") else "in threads"
-            out[at] = replace(f, message=(
-                f"{f.test_id} fails {where} with the GIL off only: holds on fresh runs alone, interleaved: "
-                f"{_fresh(f)} ({test}); nominated by {f.ratio} suite runs with the GIL off"))
+            out[at] = replace(
+                f,
+                message=(
+                    f"{f.test_id} fails {where} with the GIL off only: holds on fresh runs alone, interleaved: "
+                    f"{_fresh(f)} ({test}); nominated by {f.ratio} suite runs with the GIL off"
+                ),
+            )
         elif held[i]:
             out[at] = replace(f, message=f"{f.message}; holds on fresh runs alone, interleaved: {_fresh(f)} ({test})")
         else:
@@ -143,8 +166,9 @@ def _not_held(f: Finding, why: str) -> Finding:
     """An "only without the GIL" claim the fresh runs do not hold: a race is ``unconfirmed``, a
     crash stays a ``crash`` (a signal is no flakiness) with its GIL-off-only part not claimed."""
     if f.kind == "ft-crash":
-        return replace(f, kind="crash", message=(
-            f"{f.message}; whether only without the GIL is not established: {why}")[:900])
+        return replace(
+            f, kind="crash", message=(f"{f.message}; whether only without the GIL is not established: {why}")[:900]
+        )
     return replace(f, kind="unconfirmed", message=f"{f.kind} not claimed: {why}; {f.message}"[:900])
 
 
@@ -155,15 +179,27 @@ def _rate_holds(f: Finding, phases: Sequence[Phase], planned: Sequence[int], set
     alone = [_alone(f, m) for m in planned]
     k, runs = sum(a[0] for a in alone), sum(a[1] for a in alone)
     rate, suite = floor(phases, f.test_id)
-    bar = (f"{need} failures in up to {total} runs alone would show a rate of {rate:.0%}, the rate its "
-           f"{suite} threaded suite runs are sure (95%) to show")
+    bar = (
+        f"{need} failures in up to {total} runs alone would show a rate of {rate:.0%}, the rate its "
+        f"{suite} threaded suite runs are sure (95%) to show"
+    )
     if runs == 0:
-        return replace(f, kind="unconfirmed", message=(
-            f"thread-unsafe not claimed: not re-run alone (settings.confirm, its budget, or past the "
-            f"{MAX_UNSAFE} highest rates), and the suite runs that nominated it are no evidence for it; "
-            f"seen: {f.message}")[:900])
+        return replace(
+            f,
+            kind="unconfirmed",
+            message=(
+                f"thread-unsafe not claimed: not re-run alone (settings.confirm, its budget, or past the "
+                f"{MAX_UNSAFE} highest rates), and the suite runs that nominated it are no evidence for it; "
+                f"seen: {f.message}"
+            )[:900],
+        )
     if k >= need:
         return replace(f, message=f"{f.message}; its rate holds: {k} failures alone, where {bar}"[:900])
-    return replace(f, kind="unconfirmed", message=(
-        f"thread-unsafe not claimed: it fails in threads, but more rarely than this job can show every "
-        f"time: alone {_fresh(f)}, where {bar}; the next run would likely pass it; seen: {f.message}")[:900])
+    return replace(
+        f,
+        kind="unconfirmed",
+        message=(
+            f"thread-unsafe not claimed: it fails in threads, but more rarely than this job can show every "
+            f"time: alone {_fresh(f)}, where {bar}; the next run would likely pass it; seen: {f.message}"
+        )[:900],
+    )

@@ -21,10 +21,15 @@ def outside_config(phase: Phase) -> Finding | None:
     outside = next((s for s in phase.setup if s.kind == "config-outside"), None)
     if outside is None:
         return None
-    return Finding(kind="infra-error", modes=(phase.gil,) if phase.gil is not None else (),
-                   evidence="setup", excerpt=f"{outside.excerpt}\n{phase.excerpt[-1500:]}",
-                   message=f"{phase.name}: setup: {outside.excerpt}; {outside.fix}"[:400],
-                   reproduce=reproduce(phase, None), phase=phase.name)
+    return Finding(
+        kind="infra-error",
+        modes=(phase.gil,) if phase.gil is not None else (),
+        evidence="setup",
+        excerpt=f"{outside.excerpt}\n{phase.excerpt[-1500:]}",
+        message=f"{phase.name}: setup: {outside.excerpt}; {outside.fix}"[:400],
+        reproduce=reproduce(phase, None),
+        phase=phase.name,
+    )
 
 
 MOSTLY_ERRORS = (0.5, 20)  # a plain run whose errors are over half its items, and at least 20
@@ -44,12 +49,20 @@ def mostly_errors(phase: Phase) -> Finding | None:
     if len(errors) < least or len(errors) <= share * len(ran):
         return None
     first = phase.tests[errors[0]]
-    return Finding(kind="infra-error", modes=(phase.gil,) if phase.gil is not None else (),
-                   count=len(errors), runs=len(ran), evidence="setup",
-                   excerpt=f"{errors[0]}: {first.message}"[:1500],
-                   message=(f"{phase.name}: setup: the suite mostly did not run: {len(errors)} of "
-                            f"{len(ran)} items errored (first: {errors[0]}: {first.message})")[:400],
-                   reproduce=reproduce(phase, None), phase=phase.name)
+    return Finding(
+        kind="infra-error",
+        modes=(phase.gil,) if phase.gil is not None else (),
+        count=len(errors),
+        runs=len(ran),
+        evidence="setup",
+        excerpt=f"{errors[0]}: {first.message}"[:1500],
+        message=(
+            f"{phase.name}: setup: the suite mostly did not run: {len(errors)} of "
+            f"{len(ran)} items errored (first: {errors[0]}: {first.message})"
+        )[:400],
+        reproduce=reproduce(phase, None),
+        phase=phase.name,
+    )
 
 
 USAGE_ERROR = 4  # pytest's exit code for arguments it cannot use
@@ -65,10 +78,17 @@ def refused_arguments(collect: Phase, runs: list[Phase]) -> Finding | None:
         return None
     said = [ln.strip() for ln in collect.excerpt.splitlines() if ln.strip().startswith("ERROR:")]
     why = said[-1] if said else f"pytest stopped with a usage error (exit code {USAGE_ERROR})"
-    return Finding(kind="infra-error", evidence="setup", excerpt=collect.excerpt[-1500:],
-                   message=(f"{collect.name}: setup: pytest refused the harness's arguments ({why}); "
-                            "the runs collected nothing, so the suite decided nothing")[:400],
-                   reproduce=reproduce(collect, None), phase=collect.name)
+    return Finding(
+        kind="infra-error",
+        evidence="setup",
+        excerpt=collect.excerpt[-1500:],
+        message=(
+            f"{collect.name}: setup: pytest refused the harness's arguments ({why}); "
+            "the runs collected nothing, so the suite decided nothing"
+        )[:400],
+        reproduce=reproduce(collect, None),
+        phase=collect.name,
+    )
 
 
 def never_started(phase: Phase, hung: HungTest, modes: tuple[int, ...]) -> Finding:
@@ -77,8 +97,16 @@ def never_started(phase: Phase, hung: HungTest, modes: tuple[int, ...]) -> Findi
     test modules look the same from outside, and no test is named: the harness's setup finding,
     not a ``hang`` of the package (pycryptodome 4.5.0 collects Crypto.SelfTest's test vectors for
     minutes on a loaded machine; its import, the probe, takes a second)."""
-    return Finding(kind="infra-error", modes=modes, evidence="setup", excerpt=hung.excerpt,
-                   message=(f"{phase.name}: setup: no test started: {hung.excerpt or 'the run was silent'}"
-                            " while pytest collected the suite; raise settings.test_timeout (the silence "
-                            "allowed grows with it) or narrow the package's `tests`")[:400],
-                   reproduce=reproduce(phase, None), phase=phase.name)
+    return Finding(
+        kind="infra-error",
+        modes=modes,
+        evidence="setup",
+        excerpt=hung.excerpt,
+        message=(
+            f"{phase.name}: setup: no test started: {hung.excerpt or 'the run was silent'}"
+            " while pytest collected the suite; raise settings.test_timeout (the silence "
+            "allowed grows with it) or narrow the package's `tests`"
+        )[:400],
+        reproduce=reproduce(phase, None),
+        phase=phase.name,
+    )

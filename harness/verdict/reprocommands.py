@@ -49,5 +49,3 @@ def probe_command(probe_phase: Phase | None, phases: Sequence[Phase], module: st
     code = f"import sys, {module}; print(sys._is_gil_enabled())"
     py = shlex.quote(python or "python")
     return f"env -u PYTHON_GIL {py} -P -W default -c {shlex.quote(code)}"
-
-

@@ -91,13 +91,13 @@ def _install_findings(phase: Phase, settings: Settings) -> list[Finding]:
     env = build_env_finding(phase)  # the build machine lacked something: not the package (#43)
     if env is not None:
         return [env]
-    kind, evidence, excerpt = classify_install(
-        phase.excerpt, timed_out=phase.timed_out, infra=phase.infra
-    )
+    kind, evidence, excerpt = classify_install(phase.excerpt, timed_out=phase.timed_out, infra=phase.infra)
     if evidence == "timeout":  # most often a source build longer than the budget: say which knob
-        message = (f"harness problem during install: the {phase.name} timed out after "
-                   f"{phase.duration:.0f} s (settings.install_timeout {settings.install_timeout} s, "
-                   f"job_timeout {settings.job_timeout} s); a long source build needs them raised")
+        message = (
+            f"harness problem during install: the {phase.name} timed out after "
+            f"{phase.duration:.0f} s (settings.install_timeout {settings.install_timeout} s, "
+            f"job_timeout {settings.job_timeout} s); a long source build needs them raised"
+        )
     elif kind == "build-failure" and evidence != "compiler":
         message = f"install failed: {excerpt}"
     elif kind == "build-failure":
@@ -125,8 +125,12 @@ def _broken_run(phase: Phase) -> Finding | None:
         why = "out of memory: the run hit its memory limit and was killed"
     elif cut:
         why = f"its results are incomplete: {cut}"
-    elif phase.exit_code in PYTEST_BROKE and not phase.crash and not phase.timed_out \
-            and not timed_out_inside_pytest(phase.tests):
+    elif (
+        phase.exit_code in PYTEST_BROKE
+        and not phase.crash
+        and not phase.timed_out
+        and not timed_out_inside_pytest(phase.tests)
+    ):
         what = "an internal error" if phase.exit_code == 3 else "a usage error"
         why = f"pytest stopped with {what} (exit code {phase.exit_code})"
     elif phase.tests or phase.crash or phase.hang:
@@ -202,12 +206,17 @@ def _crash_findings(phases: Sequence[Phase], ran_modes: set[int]) -> list[Findin
 
 def _plain_seconds(phases: Sequence[Phase], tid: str) -> float:
     """The longest time ``tid`` took where it passed in a plain run (0: none known)."""
-    return max((p.tests[tid].seconds for p in phases
-                if p.kind == "plain" and tid in p.tests and p.tests[tid].outcome == "passed"), default=0.0)
+    return max(
+        (
+            p.tests[tid].seconds
+            for p in phases
+            if p.kind == "plain" and tid in p.tests and p.tests[tid].outcome == "passed"
+        ),
+        default=0.0,
+    )
 
 
-def _too_slow(phases: Sequence[Phase], tid: str, kinds: Sequence[str],
-              settings: Settings) -> tuple[float, float]:
+def _too_slow(phases: Sequence[Phase], tid: str, kinds: Sequence[str], settings: Settings) -> tuple[float, float]:
     """(its time alone, its serial cost: that x threads x iterations) for a test that timed out
     only in threaded runs, when the cost is at least test_timeout; else (0, 0)."""
     if not tid or list(kinds) != ["threads"]:
@@ -225,8 +234,7 @@ def _hang_findings(phases: Sequence[Phase], settings: Settings) -> list[Finding]
         for t in p.hang.tests:
             seen.setdefault(t.test_id, []).append((p, t))
         if p.hang.job_timeout and not p.hang.tests and not p.hang.spent:
-            seen.setdefault(p.hang.running, []).append(
-                (p, HungTest(test_id=p.hang.running, excerpt=p.hang.why)))
+            seen.setdefault(p.hang.running, []).append((p, HungTest(test_id=p.hang.running, excerpt=p.hang.why)))
     out = []
     for tid, hits in seen.items():
         modes = tuple(sorted({p.gil for p, _ in hits if p.gil is not None}))
@@ -237,14 +245,25 @@ def _hang_findings(phases: Sequence[Phase], settings: Settings) -> list[Finding]
             continue
         alone, cost = _too_slow(phases, tid, kinds, settings)
         if cost:
-            out.append(Finding(
-                kind="slow-in-threads", test_id=tid, modes=modes, count=len(hits), evidence="timeout",
-                excerpt=first.excerpt, phase=first_p.name, reproduce=reproduce(first_p, tid),
-                message=(f"{tid} timed out in threaded runs, modes {list(modes)}, but it takes "
-                         f"{alone:.1f} s alone: {settings.threads} threads x "
-                         f"{settings.iterations} iterations is {cost:.0f} s one after another, past "
-                         f"test_timeout {settings.test_timeout} s; too slow to tell, not a hang. "
-                         f"Raise `settings.test_timeout` past {cost:.0f} s to test it in threads")))
+            out.append(
+                Finding(
+                    kind="slow-in-threads",
+                    test_id=tid,
+                    modes=modes,
+                    count=len(hits),
+                    evidence="timeout",
+                    excerpt=first.excerpt,
+                    phase=first_p.name,
+                    reproduce=reproduce(first_p, tid),
+                    message=(
+                        f"{tid} timed out in threaded runs, modes {list(modes)}, but it takes "
+                        f"{alone:.1f} s alone: {settings.threads} threads x "
+                        f"{settings.iterations} iterations is {cost:.0f} s one after another, past "
+                        f"test_timeout {settings.test_timeout} s; too slow to tell, not a hang. "
+                        f"Raise `settings.test_timeout` past {cost:.0f} s to test it in threads"
+                    ),
+                )
+            )
             continue
         out.append(
             Finding(
@@ -257,8 +276,11 @@ def _hang_findings(phases: Sequence[Phase], settings: Settings) -> list[Finding]
                 excerpt=first.excerpt,
                 stack_top=first.stack_top,
                 message=f"{tid or 'a test'} timed out in {'/'.join(kinds)} runs, modes {list(modes)}"
-                        + ("; the job's budget (job_timeout) ended that run while the test was still "
-                           "running past test_timeout" if first_p.hang and first_p.hang.job_timeout else ""),
+                + (
+                    "; the job's budget (job_timeout) ended that run while the test was still running past test_timeout"
+                    if first_p.hang and first_p.hang.job_timeout
+                    else ""
+                ),
                 reproduce=reproduce(first_p, tid or None),
                 phase=first_p.name,
             )
@@ -272,24 +294,40 @@ def _budget_findings(phases: Sequence[Phase], settings: Settings) -> list[Findin
     packaging 26.4's 64,207 tests took the budget before the first threaded run): the runs are
     not whole. Shown; the verdict (infra-error) only when nothing that ran is red."""
     cut = [(p, p.hang.why) for p in phases if p.hang and p.hang.spent]
-    missing = [m for m in settings.gil_modes
-               if not any(p.kind == "threads" and p.gil == m for p in phases)]
+    missing = [m for m in settings.gil_modes if not any(p.kind == "threads" and p.gil == m for p in phases)]
     last = next((p for p in phases if p.timed_out and p.kind in RUN_KINDS), None) or (
-        next((p for p in phases if p.timed_out and p.kind == "collect"), None) if missing else None)
+        next((p for p in phases if p.timed_out and p.kind == "collect"), None) if missing else None
+    )
     if not cut and settings.repeat and last is not None:  # cut by the budget (whatever else it showed)
         modes = " or ".join(f"with the GIL {'off' if m == 0 else 'on'}" for m in missing)
-        cut = [(last, f"{last.name} timed out after {last.duration:.0f} s"
-                      + (f": no threaded run {modes} happened" if missing else
-                         ": the runs after it, and the runs alone that confirm findings, did not"))]
+        cut = [
+            (
+                last,
+                f"{last.name} timed out after {last.duration:.0f} s"
+                + (
+                    f": no threaded run {modes} happened"
+                    if missing
+                    else ": the runs after it, and the runs alone that confirm findings, did not"
+                ),
+            )
+        ]
     if not cut:
         return []
     p, why = cut[0]
-    return [Finding(
-        kind="budget-spent", evidence="timeout", excerpt=why, phase=p.name,
-        message=(f"the job's budget (job_timeout {settings.job_timeout} s) ran out during {p.name} "
-                 "with the suite still running; later runs did not start. Raise `settings.job_timeout` "
-                 "in matrix.yaml or narrow the package's `tests`"),
-        reproduce=reproduce(p, None))]
+    return [
+        Finding(
+            kind="budget-spent",
+            evidence="timeout",
+            excerpt=why,
+            phase=p.name,
+            message=(
+                f"the job's budget (job_timeout {settings.job_timeout} s) ran out during {p.name} "
+                "with the suite still running; later runs did not start. Raise `settings.job_timeout` "
+                "in matrix.yaml or narrow the package's `tests`"
+            ),
+            reproduce=reproduce(p, None),
+        )
+    ]
 
 
 def _plain_failure(tid: str, plain: Sequence[Phase], bad: Sequence[Phase], asked: Sequence[int]) -> Finding:
@@ -301,20 +339,45 @@ def _plain_failure(tid: str, plain: Sequence[Phase], bad: Sequence[Phase], asked
     first = next((p for p in bad if p.gil == 1), bad[0])
     if 1 in modes or 1 not in asked:
         only = "" if 1 in modes else " with the GIL off (the only mode asked)"
-        return _junit_finding("baseline-failure", tid, modes, first, len(bad), len(plain),
-                              f"{tid} fails in a plain run{only}: not thread-related")
+        return _junit_finding(
+            "baseline-failure",
+            tid,
+            modes,
+            first,
+            len(bad),
+            len(plain),
+            f"{tid} fails in a plain run{only}: not thread-related",
+        )
     on = [p for p in plain if p.gil == 1 and tid in p.tests]
     if on:
-        return _junit_finding("ft-race", tid, modes, first, len(bad), len([p for p in plain if p.gil == 0]),
-                              f"{tid} fails in a plain run with the GIL off and passes in "
-                              f"{len(on)}/{len(on)} with it on")
-    return _junit_finding("unconfirmed", tid, modes, first, len(bad), len(plain), (
-        f"{tid} fails in a plain run with the GIL off; no plain run with the GIL on reached it, so "
-        "neither a baseline failure (which needs one) nor a free-threading one is established"))
+        return _junit_finding(
+            "ft-race",
+            tid,
+            modes,
+            first,
+            len(bad),
+            len([p for p in plain if p.gil == 0]),
+            f"{tid} fails in a plain run with the GIL off and passes in {len(on)}/{len(on)} with it on",
+        )
+    return _junit_finding(
+        "unconfirmed",
+        tid,
+        modes,
+        first,
+        len(bad),
+        len(plain),
+        (
+            f"{tid} fails in a plain run with the GIL off; no plain run with the GIL on reached it, so "
+            "neither a baseline failure (which needs one) nor a free-threading one is established"
+        ),
+    )
 
 
 def _failure_findings(
-    phases: Sequence[Phase], ran_modes: set[int], blamed: set[str], own: frozenset[str] = frozenset(),
+    phases: Sequence[Phase],
+    ran_modes: set[int],
+    blamed: set[str],
+    own: frozenset[str] = frozenset(),
     asked: Sequence[int] = (0, 1),
 ) -> tuple[list[Finding], set[str]]:
     """baseline-failure, ft-race, thread-unsafe; returns them and the baseline test ids.
@@ -332,7 +395,10 @@ def _failure_findings(
     for tid, row in table.items():
         plain_bad = [p for p in plain if row.get(p.name) in BAD]
         if plain_bad and fb and all(fallback.own_missing(p.tests[tid].message, own) for p in plain_bad):
-            fb_tests[tid], fb_mods = plain_bad[0], [*fb_mods, fallback.own_missing(plain_bad[0].tests[tid].message, own)]
+            fb_tests[tid], fb_mods = (
+                plain_bad[0],
+                [*fb_mods, fallback.own_missing(plain_bad[0].tests[tid].message, own)],
+            )
             continue
         if plain_bad and all(parse_setup.is_setup_message(p.tests[tid].message, own) for p in plain_bad):
             setup_tests.setdefault(tid, plain_bad[0])  # its fixture or import is missing
@@ -344,9 +410,7 @@ def _failure_findings(
             continue
         if tid in blamed:
             continue
-        bad_by_mode = {
-            m: [p for p in threads if p.gil == m and row.get(p.name) in BAD] for m in ran_modes
-        }
+        bad_by_mode = {m: [p for p in threads if p.gil == m and row.get(p.name) in BAD] for m in ran_modes}
         fail_modes = tuple(sorted(m for m, ps in bad_by_mode.items() if ps))
         if not fail_modes:
             continue
@@ -356,31 +420,51 @@ def _failure_findings(
             why = "fails in threaded runs with the GIL off only; passes in plain runs"
         elif fail_modes == (1,) and 0 in ran_modes:
             kind = "thread-unsafe"
-            why = ("fails in threaded runs with the GIL on, not in its GIL-off ones: not "
-                   "thread-safe regardless of the GIL")
+            why = (
+                "fails in threaded runs with the GIL on, not in its GIL-off ones: not thread-safe regardless of the GIL"
+            )
         else:
             kind = "thread-unsafe"
             why = "fails in threaded runs with the GIL on too: not thread-safe regardless of the GIL"
         hits = [p for m in modes for p in bad_by_mode[m]]
         runs = [p for p in threads if p.gil in modes and p.name in row]
         if tid in single:  # pytest-run-parallel never ran it in threads: not a thread finding
-            kind, why = "repeat-failure", (
-                f"fails in the threaded runs, which ran it single-threaded ({single[tid]}), and passes "
-                "in plain runs: its repetition there (--iterations on one fixture instance) or an "
-                "earlier test's state, not threads")
-        out.append(_junit_finding(kind, tid, modes, hits[0], len(hits), len(runs),
-                                  f"{tid} {why} ({len(hits)}/{len(runs)} threaded runs "
-                                  f"{'with the GIL off' if modes == (0,) else 'with the GIL on' if modes == (1,) else 'of both modes'})"))
+            kind, why = (
+                "repeat-failure",
+                (
+                    f"fails in the threaded runs, which ran it single-threaded ({single[tid]}), and passes "
+                    "in plain runs: its repetition there (--iterations on one fixture instance) or an "
+                    "earlier test's state, not threads"
+                ),
+            )
+        out.append(
+            _junit_finding(
+                kind,
+                tid,
+                modes,
+                hits[0],
+                len(hits),
+                len(runs),
+                f"{tid} {why} ({len(hits)}/{len(runs)} threaded runs "
+                f"{'with the GIL off' if modes == (0,) else 'with the GIL on' if modes == (1,) else 'of both modes'})",
+            )
+        )
     ran = any(tc.outcome == "passed" for p in plain for tc in p.tests.values())
     if fb and fb_tests:  # its compiled modules were never installed: a setup fact (verdict.fallback)
         out.append(fallback.finding(fb, fb_tests, fb_mods, phases, ran=ran))
     if setup_tests:
         first = next(iter(setup_tests.values()))
         kind = "setup-error" if ran else "infra-error"  # shown; the verdict only if nothing ran
-        missing = frozenset(canonicalize_name(s.name) for p in phases if p.kind == "setup"
-                            for s in p.setup if s.kind == NOT_INSTALLED_KIND)
-        out.append(setup_finding(kind, first, sorted(setup_tests),
-                                  f"{len(setup_tests)} test(s) could not run", missing))
+        missing = frozenset(
+            canonicalize_name(s.name)
+            for p in phases
+            if p.kind == "setup"
+            for s in p.setup
+            if s.kind == NOT_INSTALLED_KIND
+        )
+        out.append(
+            setup_finding(kind, first, sorted(setup_tests), f"{len(setup_tests)} test(s) could not run", missing)
+        )
     return out, baseline
 
 
@@ -394,12 +478,22 @@ def _single_threaded(phases: Sequence[Phase]) -> dict[str, str]:
     return out
 
 
-def _junit_finding(kind: str, tid: str, modes: tuple[int, ...], first: Phase, count: int, runs: int,
-                   message: str) -> Finding:
+def _junit_finding(
+    kind: str, tid: str, modes: tuple[int, ...], first: Phase, count: int, runs: int, message: str
+) -> Finding:
     """A test's failure seen in JUnit: evidence and the reproduce command from its first bad run."""
-    return Finding(kind=kind, test_id=tid, modes=modes, count=count, runs=runs, evidence="junit",
-                   excerpt=_excerpt_for(first, tid), message=message, reproduce=reproduce(first, tid),
-                   phase=first.name)
+    return Finding(
+        kind=kind,
+        test_id=tid,
+        modes=modes,
+        count=count,
+        runs=runs,
+        evidence="junit",
+        excerpt=_excerpt_for(first, tid),
+        message=message,
+        reproduce=reproduce(first, tid),
+        phase=first.name,
+    )
 
 
 def _own_module(mod: str, own: Sequence[str]) -> bool:
@@ -432,9 +526,15 @@ def _gil_findings(phases: Sequence[Phase], probe: Probe) -> list[Finding]:
             module=mod,
             evidence="warning",
             excerpt="\n".join(warning_lines(text, mod)) or f"module '{mod}'",
-            message=f"GIL re-enabled by `{mod}`" + ("" if _own_module(mod, probe.imported) else (
-                f", not a module of the package: another distribution's, which importing "
-                f"{', '.join(probe.imported)} loads (a dependency, or a test dependency installed beside it)")),
+            message=f"GIL re-enabled by `{mod}`"
+            + (
+                ""
+                if _own_module(mod, probe.imported)
+                else (
+                    f", not a module of the package: another distribution's, which importing "
+                    f"{', '.join(probe.imported)} loads (a dependency, or a test dependency installed beside it)"
+                )
+            ),
             reproduce=probe_command(probe_phase, phases, mod),
             phase=probe_phase.name if probe_phase else "probe",
         )
@@ -459,17 +559,23 @@ def decide(phases: Sequence[Phase], *, settings: Settings, claims: bool = True) 
         phases = [p for p in phases if p.name not in gone]
     runs = [p for p in phases if p.kind in RUN_KINDS]
     ran_modes = {p.gil for p in runs if p.gil is not None}
-    findings: list[Finding] = [*outside, *(f for p in runs if (f := _broken_run(p)) is not None),
-                               *(f for p in runs if (f := mostly_errors(p)) is not None),
-                               *(f for p in phases if (f := refused_arguments(p, runs)) is not None)]
+    findings: list[Finding] = [
+        *outside,
+        *(f for p in runs if (f := _broken_run(p)) is not None),
+        *(f for p in runs if (f := mostly_errors(p)) is not None),
+        *(f for p in phases if (f := refused_arguments(p, runs)) is not None),
+    ]
     crashes = _crash_findings(phases, ran_modes)
     hangs = _hang_findings(phases, settings)
     blamed = {f.test_id for f in crashes + hangs if f.test_id}
     own = frozenset(probe.imported)
     failures, _baseline = _failure_findings(phases, ran_modes, blamed, own, settings.gil_modes)
     findings += crashes + hangs + failures + _gil_findings(phases, probe) + tsan_findings(phases)
-    findings += [deps_finding(p) if p.name == "test-deps" else setup_step_finding(p)
-                 for p in phases if p.kind == "setup" and not p.ok]
+    findings += [
+        deps_finding(p) if p.name == "test-deps" else setup_step_finding(p)
+        for p in phases
+        if p.kind == "setup" and not p.ok
+    ]
     findings += _budget_findings(phases, settings)
     cov = compute_coverage(phases)
     findings += coverage_findings(cov, phases)
@@ -477,9 +583,7 @@ def decide(phases: Sequence[Phase], *, settings: Settings, claims: bool = True) 
     if claims:
         findings = check_modes(findings, phases, settings)
     findings.sort(key=lambda f: (severity(f.kind), f.test_id))
-    ran_any = any(
-        tc.outcome != "skipped" for p in runs for tc in p.tests.values()
-    ) or any(p.crash for p in runs)
+    ran_any = any(tc.outcome != "skipped" for p in runs for tc in p.tests.values()) or any(p.crash for p in runs)
     deciding = [f for f in findings if f.kind not in INFO_KINDS]
     if deciding:
         verdict = deciding[0].kind
@@ -490,5 +594,10 @@ def decide(phases: Sequence[Phase], *, settings: Settings, claims: bool = True) 
     else:
         verdict = "compatible"
     qualifier = qualify(verdict, findings, phases, coverage_qualifier(cov, settings))
-    return Decision(verdict=verdict, qualifier=qualifier, findings=tuple(findings), coverage=cov,
-                    rules_out=rules_out(phases, settings) if verdict in CLEAN else "")
+    return Decision(
+        verdict=verdict,
+        qualifier=qualifier,
+        findings=tuple(findings),
+        coverage=cov,
+        rules_out=rules_out(phases, settings) if verdict in CLEAN else "",
+    )

@@ -19,7 +19,7 @@ log = logging.getLogger(__name__)
 
 # TSan report kind -> finding kind; anything else is a race.
 _KIND = {
-    "lock-order-inversion": "hang",  # TSan: "potential deadlock"
+    "lock-order-inversion": "hang"  # TSan: "potential deadlock"
 }
 
 
@@ -42,8 +42,7 @@ def tsan_findings(phases: Sequence[Phase]) -> list[Finding]:
         for r in dedup(ph.tsan):
             sig = r.signature
             if not r.in_package and not r.deadly:
-                log.info("%s: TSan %s with no package frame (%s) not counted", ph.name,
-                         r.kind, r.summary[:120])
+                log.info("%s: TSan %s with no package frame (%s) not counted", ph.name, r.kind, r.summary[:120])
                 continue
             first.setdefault(sig, r)
             seen_in.setdefault(sig, []).append(ph)
@@ -56,18 +55,20 @@ def tsan_findings(phases: Sequence[Phase]) -> list[Finding]:
         test_id = next((t for t, _ in tests[sig].most_common() if t), "")
         top = r.top_package_frame or (r.location.func if r.location else "")
         func = (r.package_frames[0].func if r.package_frames else "") or top
-        out.append(Finding(
-            kind=_finding_kind(r, modes),
-            evidence="tsan",
-            test_id=test_id,
-            modes=tuple(sorted(modes)),
-            count=len(phs),
-            runs=len(runs),
-            stack_top=top,
-            excerpt=excerpt(r),
-            message=f"ThreadSanitizer: {r.kind} in `{func}`"
-                    + (f" ({occurrences[sig]} reports)" if occurrences[sig] > 1 else ""),
-            phase=phs[0].name,
-            reproduce=reproduce(phs[0], test_id or None),
-        ))
+        out.append(
+            Finding(
+                kind=_finding_kind(r, modes),
+                evidence="tsan",
+                test_id=test_id,
+                modes=tuple(sorted(modes)),
+                count=len(phs),
+                runs=len(runs),
+                stack_top=top,
+                excerpt=excerpt(r),
+                message=f"ThreadSanitizer: {r.kind} in `{func}`"
+                + (f" ({occurrences[sig]} reports)" if occurrences[sig] > 1 else ""),
+                phase=phs[0].name,
+                reproduce=reproduce(phs[0], test_id or None),
+            )
+        )
     return out

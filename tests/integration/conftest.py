@@ -10,8 +10,11 @@ from tests.conftest import INTERP_YAML
 
 DOCKER_OK, DOCKER_WHY = docker_available()
 # every docker test module: pytestmark = [*DOCKER, ...]
-DOCKER = [pytest.mark.docker, pytest.mark.integration,
-          pytest.mark.skipif(not DOCKER_OK, reason=f"no docker engine: {DOCKER_WHY}")]
+DOCKER = [
+    pytest.mark.docker,
+    pytest.mark.integration,
+    pytest.mark.skipif(not DOCKER_OK, reason=f"no docker engine: {DOCKER_WHY}"),
+]
 
 
 @pytest.fixture(scope="module")

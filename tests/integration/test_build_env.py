@@ -30,10 +30,12 @@ def _crates_io_reachable() -> bool:
 def run(tmp_path_factory) -> tuple[dict[str, dict], dict]:
     tmp = tmp_path_factory.mktemp("buildenv")
     m = tmp / "matrix.yaml"
-    m.write_text(INTERP_YAML + "settings: {threads: 2, iterations: 1, repeat: 1, confirm: 0, gil_modes: [0]}\n"
-                 f"packages:\n  - {{name: ft_fortran, path: {FIXTURES / 'ft_fortran'}}}\n"
-                 f"  - {{name: ft_rustext, path: {FIXTURES / 'ft_rustext'}}}\n"
-                 '  - {name: rpds-py, version: "==2026.9.1"}\n')
+    m.write_text(
+        INTERP_YAML + "settings: {threads: 2, iterations: 1, repeat: 1, confirm: 0, gil_modes: [0]}\n"
+        f"packages:\n  - {{name: ft_fortran, path: {FIXTURES / 'ft_fortran'}}}\n"
+        f"  - {{name: ft_rustext, path: {FIXTURES / 'ft_rustext'}}}\n"
+        '  - {name: rpds-py, version: "==2026.9.1"}\n'
+    )
     r = cli("run", "--matrix", str(m), "--out", str(tmp / "out"), "--backend", "docker")
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     return results(tmp / "out"), json.loads((tmp / "out" / "report.json").read_text())

@@ -22,8 +22,9 @@ def test_docker_runs_the_rebuilt_recipe_in_a_container_and_nothing_on_the_host(t
     from benchmarks.crosscheck import main
     from harness.interpreters import images
 
-    interp = subprocess.run(["docker", "images", images.INTERP_REPO, "--format", "{{.Repository}}:{{.Tag}}"],
-                            capture_output=True, text=True).stdout.split()
+    interp = subprocess.run(
+        ["docker", "images", images.INTERP_REPO, "--format", "{{.Repository}}:{{.Tag}}"], capture_output=True, text=True
+    ).stdout.split()
     tag = interp[0] if interp else images.base_tag(images.base_inputs())
     if subprocess.run(["docker", "image", "inspect", tag], capture_output=True).returncode:
         pytest.skip(f"no image {tag} (ft-harness image)")
@@ -31,8 +32,24 @@ def test_docker_runs_the_rebuilt_recipe_in_a_container_and_nothing_on_the_host(t
     _planted(tmp_path, marker)
     rows = tmp_path / "rows.json"
     python = f"{images.PREFIX}/bin/python3.13t" if interp else "/usr/bin/python3"
-    assert main([str(tmp_path / "out"), "--backend", "docker", "--image", tag, "--python", python,
-                 "--runs", "1", "--json", str(rows)]) == 0
+    assert (
+        main(
+            [
+                str(tmp_path / "out"),
+                "--backend",
+                "docker",
+                "--image",
+                tag,
+                "--python",
+                python,
+                "--runs",
+                "1",
+                "--json",
+                str(rows),
+            ]
+        )
+        == 0
+    )
     (row,) = json.loads(rows.read_text())
     assert not marker.exists()
     if not interp:  # the base image's Debian python has no ensurepip: proof the step ran in it

@@ -13,8 +13,7 @@ import pytest
 from tests.conftest import run_fixture
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
-SETTINGS = ("settings: {threads: 4, iterations: 2, repeat: 1, test_timeout: 5, job_timeout: 600, "
-            "confirm: 1}")
+SETTINGS = "settings: {threads: 4, iterations: 2, repeat: 1, test_timeout: 5, job_timeout: 600, confirm: 1}"
 TEST = "tests/test_gate.py::test_ready_after_setup"
 
 

@@ -34,10 +34,12 @@ SLACK = 2048 * MIB  # what one watch interval (0.25 s) and the kill let through 
 
 def _matrix(tmp: Path, what: str) -> Path:
     path = tmp / "matrix.yaml"
-    path.write_text(INTERP_YAML + SETTINGS + "packages:\n"
-                    f"  - {{name: ft_diskfill, path: {FIXTURES / 'ft_diskfill'}, "
-                    f"env: {{FT_DISKFILL: {what}}}}}\n"
-                    f"  - {{name: ft_clean, path: {FIXTURES / 'ft_clean'}}}\n")
+    path.write_text(
+        INTERP_YAML + SETTINGS + "packages:\n"
+        f"  - {{name: ft_diskfill, path: {FIXTURES / 'ft_diskfill'}, "
+        f"env: {{FT_DISKFILL: {what}}}}}\n"
+        f"  - {{name: ft_clean, path: {FIXTURES / 'ft_clean'}}}\n"
+    )
     return path
 
 
@@ -51,16 +53,32 @@ class _Peak(threading.Thread):
             self.peak = max(self.peak, disk_use(self.root) if self.root.exists() else 0)
 
 
-@pytest.mark.parametrize("backend", ["local", pytest.param("docker", marks=[
-    pytest.mark.docker, pytest.mark.skipif(not DOCKER_OK, reason=f"no docker engine: {DOCKER_WHY}")])])
+@pytest.mark.parametrize(
+    "backend",
+    [
+        "local",
+        pytest.param(
+            "docker",
+            marks=[pytest.mark.docker, pytest.mark.skipif(not DOCKER_OK, reason=f"no docker engine: {DOCKER_WHY}")],
+        ),
+    ],
+)
 @pytest.mark.parametrize(("what", "limit"), [("log", "file_bytes"), ("files", "workspace_bytes")])
 def test_a_package_filling_the_disk_is_stopped_at_a_named_limit(tmp_path, ft_interpreter, backend, what, limit):
     out = tmp_path / "out"
     peak = _Peak(out)
     peak.start()
-    r = cli("run", "--matrix", str(_matrix(tmp_path, what)), "--out", str(out), "--backend", backend,
-            env={"FT_HARNESS_LIMIT_WORKSPACE_BYTES": str(WORKSPACE),
-                 "FT_HARNESS_LIMIT_FILE_BYTES": str(FILE)}, timeout=1800)
+    r = cli(
+        "run",
+        "--matrix",
+        str(_matrix(tmp_path, what)),
+        "--out",
+        str(out),
+        "--backend",
+        backend,
+        env={"FT_HARNESS_LIMIT_WORKSPACE_BYTES": str(WORKSPACE), "FT_HARNESS_LIMIT_FILE_BYTES": str(FILE)},
+        timeout=1800,
+    )
     peak.done.set()
     peak.join()
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]

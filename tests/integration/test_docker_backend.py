@@ -38,8 +38,9 @@ def image(client, interp) -> str:
 
 def _leftovers(client, run_id: str) -> list[str]:
     flt = {"label": f"ft-harness.run={run_id}"}
-    return ([c.name for c in client.containers.list(all=True, filters=flt)]
-            + [v.name for v in client.volumes.list(filters=flt)])
+    return [c.name for c in client.containers.list(all=True, filters=flt)] + [
+        v.name for v in client.volumes.list(filters=flt)
+    ]
 
 
 @pytest.fixture
@@ -57,17 +58,28 @@ def ws(backend, tmp_path):
     backend.close(w)
 
 
-def run_py(backend, ws, code: str, *, timeout: float = 60, network: bool = False,
-           name: str = "step", idle: float = 0):
+def run_py(backend, ws, code: str, *, timeout: float = 60, network: bool = False, name: str = "step", idle: float = 0):
     log = ws.host("logs", f"{name}.log")
-    res = backend.run(ws, [PY, "-c", code], env={"PYTHONUNBUFFERED": "1"}, cwd="/work",
-                      timeout=timeout, log=log, network=network, idle=idle)
+    res = backend.run(
+        ws,
+        [PY, "-c", code],
+        env={"PYTHONUNBUFFERED": "1"},
+        cwd="/work",
+        timeout=timeout,
+        log=log,
+        network=network,
+        idle=idle,
+    )
     return res, log.read_text() if log.exists() else ""
 
 
 def test_command_output_exit_code_and_files_come_back(backend, ws):
-    res, out = run_py(backend, ws, "import sys, os\nprint('out'); print('err', file=sys.stderr)\n"
-                      "open('/work/made-inside.txt', 'w').write(str(os.getuid()))\nsys.exit(3)")
+    res, out = run_py(
+        backend,
+        ws,
+        "import sys, os\nprint('out'); print('err', file=sys.stderr)\n"
+        "open('/work/made-inside.txt', 'w').write(str(os.getuid()))\nsys.exit(3)",
+    )
     assert res.exit_code == 3 and res.signal is None and not res.timed_out and not res.oom_killed
     assert out.splitlines() == ["out", "err"]
     assert ws.host("made-inside.txt").read_text() == "1000"
@@ -105,8 +117,7 @@ print(repr(r))
     res, out = run_py(backend, ws, code)
     assert res.exit_code == 0, out
     r = eval(out.strip().splitlines()[-1])  # our own repr, printed above
-    assert r["connect"] in ("OSError", "ConnectionRefusedError", "TimeoutError") or \
-        r["connect"].endswith("Error"), r
+    assert r["connect"] in ("OSError", "ConnectionRefusedError", "TimeoutError") or r["connect"].endswith("Error"), r
     assert r["connect"] != "connected" and r["dns"] != "resolved"
     assert r["ifaces"] == ["lo"]
     assert r["uid"] != 0 and r["uid"] == 1000
@@ -117,17 +128,22 @@ print(repr(r))
 
 @pytest.mark.network
 def test_install_step_has_network_ca_and_the_jobs_pip_cache(backend, ws, client):
-    code = ("import os, urllib.request\n"
-            "print(urllib.request.urlopen('https://pypi.org/simple/six/', timeout=30).status)\n"
-            "print(os.environ['PIP_CERT'] == os.environ['SSL_CERT_FILE'])\n"
-            "open(os.environ['PIP_CACHE_DIR'] + '/.ft-harness-probe', 'w').write('x')\n")
+    code = (
+        "import os, urllib.request\n"
+        "print(urllib.request.urlopen('https://pypi.org/simple/six/', timeout=30).status)\n"
+        "print(os.environ['PIP_CERT'] == os.environ['SSL_CERT_FILE'])\n"
+        "open(os.environ['PIP_CACHE_DIR'] + '/.ft-harness-probe', 'w').write('x')\n"
+    )
     res, out = run_py(backend, ws, code, network=True)
     assert res.exit_code == 0, out
     assert out.split() == ["200", "True"]
     job_id = ws.host_root.name
     vol = client.volumes.get(pip_cache_volume(job_id, "1.0"))  # the release's own (tests/integration/test_hostile.py)
-    assert vol.attrs["Labels"] == {"ft-harness.cache": "pip", "ft-harness.cache.job": job_id,
-                                   "ft-harness.cache.release": "1.0"}
+    assert vol.attrs["Labels"] == {
+        "ft-harness.cache": "pip",
+        "ft-harness.cache.job": job_id,
+        "ft-harness.cache.release": "1.0",
+    }
 
 
 def test_fork_bomb_is_stopped_by_the_pids_limit(backend, ws):
@@ -172,15 +188,17 @@ def test_memory_hog_is_stopped_by_the_memory_limit(backend, ws):
 
 def test_container_killed_from_outside_gives_a_signal(backend, ws, client):
     box = {}
-    t = threading.Thread(target=lambda: box.update(r=run_py(backend, ws, "import time; "
-                         "print('up', flush=True); time.sleep(120)", name="victim")))
+    t = threading.Thread(
+        target=lambda: box.update(
+            r=run_py(backend, ws, "import time; print('up', flush=True); time.sleep(120)", name="victim")
+        )
+    )
     t.start()
     flt = {"label": [f"ft-harness.run={backend.run_id}", "ft-harness.job=job1"]}
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         running = client.containers.list(filters=flt)
-        if running and ws.host("logs", "victim.log").exists() and \
-                "up" in ws.host("logs", "victim.log").read_text():
+        if running and ws.host("logs", "victim.log").exists() and "up" in ws.host("logs", "victim.log").read_text():
             break
         time.sleep(0.2)
     running[0].kill(signal="SIGKILL")
@@ -193,8 +211,7 @@ def test_container_killed_from_outside_gives_a_signal(backend, ws, client):
 
 def test_timeout_kills_the_container(backend, ws):
     started = time.monotonic()
-    res, out = run_py(backend, ws, "import time; print('start', flush=True); time.sleep(300)",
-                      timeout=3, name="hang")
+    res, out = run_py(backend, ws, "import time; print('start', flush=True); time.sleep(300)", timeout=3, name="hang")
     took = time.monotonic() - started
     assert res.timed_out is True and res.exit_code is None
     assert 3 <= res.duration < 15 and took < 45
@@ -204,16 +221,21 @@ def test_timeout_kills_the_container(backend, ws):
 def test_a_container_whose_log_stays_silent_is_ended_at_idle(backend, ws):
     # prints for 4 s (not idle), then goes silent: ended 3 s later, long before its timeout
     started = time.monotonic()
-    res, out = run_py(backend, ws, "import time\nfor i in range(8):\n    print(i, flush=True); time.sleep(0.5)\n"
-                      "time.sleep(300)", timeout=120, name="silent", idle=3)
+    res, out = run_py(
+        backend,
+        ws,
+        "import time\nfor i in range(8):\n    print(i, flush=True); time.sleep(0.5)\ntime.sleep(300)",
+        timeout=120,
+        name="silent",
+        idle=3,
+    )
     assert res.timed_out is True and time.monotonic() - started < 45
     assert out.splitlines()[-1].endswith("no output for 3s (stalled)") and "7" in out.splitlines()
 
 
 def test_close_mid_run_removes_the_container_and_is_idempotent(backend, ws, client):
     box = {}
-    t = threading.Thread(target=lambda: box.update(r=run_py(
-        backend, ws, "import time; time.sleep(120)", name="long")))
+    t = threading.Thread(target=lambda: box.update(r=run_py(backend, ws, "import time; time.sleep(120)", name="long")))
     t.start()
     flt = {"label": [f"ft-harness.run={backend.run_id}"]}
     deadline = time.monotonic() + 60
@@ -289,8 +311,15 @@ def test_daemon_going_away_mid_run_is_one_clear_infra_error(client, image, tmp_p
     timer.start()
     try:
         with pytest.raises(InfraError) as err:
-            b.run(ws, [PY, "-c", "import time; time.sleep(60)"], env={}, cwd="/work",
-                  timeout=120, log=ws.host("logs", "x.log"), network=False)
+            b.run(
+                ws,
+                [PY, "-c", "import time; time.sleep(60)"],
+                env={},
+                cwd="/work",
+                timeout=120,
+                log=ws.host("logs", "x.log"),
+                network=False,
+            )
         msg = str(err.value)
         assert msg.startswith("docker daemon is not answering: ") and "\n" not in msg
         assert err.value.return_code == 4
@@ -307,9 +336,15 @@ def test_local_source_outside_the_workspace_is_mounted_read_only(backend, tmp_pa
     w = backend.open("job2", tmp_path / "work" / "job2", PY, str(src))
     try:
         assert w.source == "/source"
-        res = backend.run(w, [PY, "-c", "import pkg; print(pkg.X); open('/source/y', 'w')"],
-                          env={"PYTHONPATH": w.source}, cwd="/work", timeout=60,
-                          log=w.host("logs", "src.log"), network=False)
+        res = backend.run(
+            w,
+            [PY, "-c", "import pkg; print(pkg.X); open('/source/y', 'w')"],
+            env={"PYTHONPATH": w.source},
+            cwd="/work",
+            timeout=60,
+            log=w.host("logs", "src.log"),
+            network=False,
+        )
         out = w.host("logs", "src.log").read_text()
         assert res.exit_code == 1 and "42\n" in out and "Read-only file system" in out
     finally:
@@ -320,10 +355,10 @@ def test_local_source_outside_the_workspace_is_mounted_read_only(backend, tmp_pa
 def test_reproduce_commands_run_by_hand_with_the_network_only_for_install_steps(backend, ws):
     """A finding's reproduce line is pasted into a shell as is: a fetch/install one needs the
     network, the CA bundle and the cache volume the job had; a test step must not get a network."""
-    cmd = (f"PIP_CACHE_DIR=/cache/pip/x {PY} -m pip download --no-deps --dest /tmp/d six==1.17.0 "
-           "&& echo fetched")
-    online = subprocess.run(backend.reproduce_command(ws, cmd, network=True), shell=True,
-                            capture_output=True, text=True, timeout=300)
+    cmd = f"PIP_CACHE_DIR=/cache/pip/x {PY} -m pip download --no-deps --dest /tmp/d six==1.17.0 && echo fetched"
+    online = subprocess.run(
+        backend.reproduce_command(ws, cmd, network=True), shell=True, capture_output=True, text=True, timeout=300
+    )
     assert online.returncode == 0 and "fetched" in online.stdout, online.stdout + online.stderr
     offline_cmd = backend.reproduce_command(ws, cmd, network=False)
     assert "--network none" in offline_cmd
@@ -334,8 +369,10 @@ def test_reproduce_commands_run_by_hand_with_the_network_only_for_install_steps(
 def test_a_reproduce_line_carries_the_jobs_isolation(backend, ws):
     """Pasted by hand, a test step gets what the job had (#16): not root, no capabilities, no
     new privileges, a read-only root with a writable /tmp, the pids limit."""
-    probe = ("id -u; grep -E '^(CapEff|NoNewPrivs)' /proc/self/status; "
-             "touch /x 2>/dev/null && echo root-writable; touch /tmp/y && echo tmp-writable")
+    probe = (
+        "id -u; grep -E '^(CapEff|NoNewPrivs)' /proc/self/status; "
+        "touch /x 2>/dev/null && echo root-writable; touch /tmp/y && echo tmp-writable"
+    )
     line = backend.reproduce_command(ws, probe, network=False)
     assert f"--pids-limit {backend.pids_limit} --memory {backend.mem_limit}" in line and " --init " in line
     r = subprocess.run(line, shell=True, capture_output=True, text=True, timeout=120)

@@ -28,26 +28,37 @@ def _ours(run_suffix: str) -> list[str]:
     import docker
 
     c = docker.from_env()
-    names = [x.name for x in c.containers.list(all=True, filters={"label": "ft-harness.run"})
-             if x.labels["ft-harness.run"].endswith(run_suffix)]
-    names += [v.name for v in c.volumes.list(filters={"label": "ft-harness.run"})
-              if v.attrs["Labels"]["ft-harness.run"].endswith(run_suffix)]
+    names = [
+        x.name
+        for x in c.containers.list(all=True, filters={"label": "ft-harness.run"})
+        if x.labels["ft-harness.run"].endswith(run_suffix)
+    ]
+    names += [
+        v.name
+        for v in c.volumes.list(filters={"label": "ft-harness.run"})
+        if v.attrs["Labels"]["ft-harness.run"].endswith(run_suffix)
+    ]
     return names
 
 
 def _run(out: Path, backend: str, packages=PACKAGES, **kw) -> subprocess.Popen:
     out.mkdir(parents=True, exist_ok=True)
     matrix = fixture_matrix(out.parent, list(packages), SETTINGS)
-    argv = [*HARNESS, "run", "--matrix", str(matrix), "--out", str(out),
-            "--backend", backend, "--jobs", "2"]
-    return subprocess.Popen(argv, cwd=REPO, env={**os.environ, **SOURCE_PATH, "CI": "true"},
-                            text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, **kw)
+    argv = [*HARNESS, "run", "--matrix", str(matrix), "--out", str(out), "--backend", backend, "--jobs", "2"]
+    return subprocess.Popen(
+        argv,
+        cwd=REPO,
+        env={**os.environ, **SOURCE_PATH, "CI": "true"},
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        **kw,
+    )
 
 
 def _verdicts(out: Path) -> dict[str, tuple[str, tuple[str, ...]]]:
     report = json.loads((out / "report.json").read_text())
-    return {p["name"]: (p["verdict"], tuple(sorted({f["kind"] for f in p["findings"]})))
-            for p in report["packages"]}
+    return {p["name"]: (p["verdict"], tuple(sorted({f["kind"] for f in p["findings"]}))) for p in report["packages"]}
 
 
 def test_docker_gives_the_same_verdicts_as_local(tmp_path):
@@ -74,8 +85,11 @@ def test_sigint_mid_run_leaves_no_containers(tmp_path):
     c = docker.from_env()
     deadline = time.monotonic() + 600
     while time.monotonic() < deadline and proc.poll() is None:
-        running = [x for x in c.containers.list(filters={"label": "ft-harness.run"})
-                   if x.labels["ft-harness.run"].endswith(f"-{proc.pid}")]
+        running = [
+            x
+            for x in c.containers.list(filters={"label": "ft-harness.run"})
+            if x.labels["ft-harness.run"].endswith(f"-{proc.pid}")
+        ]
         if running:
             break
         time.sleep(0.5)
@@ -85,4 +99,5 @@ def test_sigint_mid_run_leaves_no_containers(tmp_path):
     assert proc.returncode == 130, out[-2000:]
     assert _ours(f"-{proc.pid}") == []
     assert not list((tmp_path / "out" / "results").glob("*.json")) or all(
-        json.loads(p.read_text())["job_id"] for p in (tmp_path / "out" / "results").glob("*.json"))
+        json.loads(p.read_text())["job_id"] for p in (tmp_path / "out" / "results").glob("*.json")
+    )

@@ -21,9 +21,11 @@ from tests.integration.conftest import DOCKER
 
 pytestmark = DOCKER
 
-CONFIG = ("import json, sys, sysconfig; print(json.dumps({'args': sysconfig.get_config_var("
-          "'CONFIG_ARGS'), 'gil': sysconfig.get_config_var('Py_GIL_DISABLED'), "
-          "'version': sys.version.split()[0]}))")
+CONFIG = (
+    "import json, sys, sysconfig; print(json.dumps({'args': sysconfig.get_config_var("
+    "'CONFIG_ARGS'), 'gil': sysconfig.get_config_var('Py_GIL_DISABLED'), "
+    "'version': sys.version.split()[0]}))"
+)
 
 
 @pytest.fixture(scope="module")
@@ -65,14 +67,12 @@ def test_interpreter_image_is_built_once_then_reused(client, interp, cache, capl
 def test_image_interpreter_matches_the_local_build(client, interp, cache):
     """Same tarball, same configure flags: the docker and local interpreters agree."""
     ref = images.ensure_interpreter_image(client, interp, cache)
-    out = client.containers.run(ref.tag, [ref.python, "-c", CONFIG], network_mode="none",
-                                remove=True)
+    out = client.containers.run(ref.tag, [ref.python, "-c", CONFIG], network_mode="none", remove=True)
     inside = json.loads(out)
     local = cache / "interpreters" / ref.key / "bin" / "python3.13t"
     if not (local / ".." / ".." / "ft-harness.json").resolve().exists():
         pytest.skip(f"no local build of {ref.key} in {cache} to compare with")
-    here = json.loads(subprocess.run([str(local), "-c", CONFIG], capture_output=True,
-                                     text=True, check=True).stdout)
+    here = json.loads(subprocess.run([str(local), "-c", CONFIG], capture_output=True, text=True, check=True).stdout)
     assert inside["version"] == here["version"] == interp.version
     assert inside["gil"] == here["gil"] == 1
     strip = lambda args: [a for a in args.split() if not a.strip("'").startswith("--prefix=")]  # noqa: E731
@@ -81,8 +81,13 @@ def test_image_interpreter_matches_the_local_build(client, interp, cache):
 
 def test_runtime_user_and_workdir(client, interp, cache):
     ref = images.ensure_interpreter_image(client, interp, cache)
-    out = client.containers.run(ref.tag, ["sh", "-c", "id -u; id -g; pwd; test -w /work && echo w"],
-                                network_mode="none", remove=True).decode().split()
+    out = (
+        client.containers.run(
+            ref.tag, ["sh", "-c", "id -u; id -g; pwd; test -w /work && echo w"], network_mode="none", remove=True
+        )
+        .decode()
+        .split()
+    )
     assert out == ["1000", "1000", "/work", "w"]
 
 
@@ -91,8 +96,7 @@ def test_clean_removes_only_the_given_run(client, interp, cache):
     mine, other = f"t-{uuid.uuid4().hex[:8]}", f"t-{uuid.uuid4().hex[:8]}"
     made = []
     for run in (mine, other):
-        made.append(client.containers.create(ref.tag, ["true"], labels={
-            "ft-harness.run": run, "ft-harness.job": "j1"}))
+        made.append(client.containers.create(ref.tag, ["true"], labels={"ft-harness.run": run, "ft-harness.job": "j1"}))
         made.append(client.volumes.create(f"ft-harness-test-{run}", labels={"ft-harness.run": run}))
     try:
         removed = images.clean(client, mine)
@@ -112,12 +116,15 @@ def test_the_image_builds_what_the_top_compiled_projects_need(client, interp, ca
     """#43: the package layer (images.PACKAGE_BUILD_DEPS) is in the image: gfortran, Debian's
     rustc/cargo, cmake, ninja, and the libraries pkg-config finds (libjpeg, libyaml, GEOS, ...)."""
     tag = images.ensure_interpreter_image(client, interp, cache).tag
-    script = ("gfortran --version | head -1 && cargo --version && rustc --version && cmake --version | head -1 "
-              "&& ninja --version && patchelf --version && pkg-config --modversion libjpeg yaml-0.1 geos libpng "
-              "libtiff-4 libwebp freetype2 lcms2 libopenjp2 libxml-2.0 libxslt openblas libsodium libpq "
-              "libzstd liblz4 libbrotlienc libffi openssl zlib && test -f /usr/include/snappy-c.h && echo OK")
-    out = client.containers.run(tag, ["sh", "-c", script], network_mode="none", remove=True,
-                                labels={"ft-harness.kind": "check"}).decode()
+    script = (
+        "gfortran --version | head -1 && cargo --version && rustc --version && cmake --version | head -1 "
+        "&& ninja --version && patchelf --version && pkg-config --modversion libjpeg yaml-0.1 geos libpng "
+        "libtiff-4 libwebp freetype2 lcms2 libopenjp2 libxml-2.0 libxslt openblas libsodium libpq "
+        "libzstd liblz4 libbrotlienc libffi openssl zlib && test -f /usr/include/snappy-c.h && echo OK"
+    )
+    out = client.containers.run(
+        tag, ["sh", "-c", script], network_mode="none", remove=True, labels={"ft-harness.kind": "check"}
+    ).decode()
     lines = out.strip().splitlines()
     assert lines[-1] == "OK", out
     assert lines[0].startswith("GNU Fortran") and lines[1].startswith("cargo ") and lines[2].startswith("rustc ")

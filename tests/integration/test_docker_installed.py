@@ -31,14 +31,19 @@ def _matrix(tmp: Path, python: str | Path, packages=PACKAGES) -> Path:
 
 
 def _cli(*args: str, timeout: float = 3000) -> subprocess.CompletedProcess:
-    return subprocess.run([*HARNESS, *args], cwd=ROOT, env={**os.environ, **SOURCE_PATH, "CI": "true"},
-                          capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        [*HARNESS, *args],
+        cwd=ROOT,
+        env={**os.environ, **SOURCE_PATH, "CI": "true"},
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 def _verdicts(out: Path) -> dict[str, tuple[str, tuple[str, ...]]]:
     report = json.loads((out / "report.json").read_text())
-    return {p["name"]: (p["verdict"], tuple(sorted({f["kind"] for f in p["findings"]})))
-            for p in report["packages"]}
+    return {p["name"]: (p["verdict"], tuple(sorted({f["kind"] for f in p["findings"]}))) for p in report["packages"]}
 
 
 def test_an_installed_interpreter_runs_on_docker_with_the_verdicts_of_local(tmp_path, ft_interpreter):
@@ -60,15 +65,25 @@ def test_an_installed_interpreter_runs_on_docker_with_the_verdicts_of_local(tmp_
     docker, local = _verdicts(runs["docker"]), _verdicts(runs["local"])
     assert docker == local
     assert {n: v for n, (v, _) in docker.items()} == {
-        "ft_clean": "compatible", "ft_gilslot": "gil-reenabled", "ft_sharedbuf": "ft-race"}
+        "ft_clean": "compatible",
+        "ft_gilslot": "gil-reenabled",
+        "ft_sharedbuf": "ft-race",
+    }
 
 
 def test_auto_picks_docker_for_an_installed_interpreter(tmp_path, ft_interpreter):
     """No fallback to the unisolated backend because of the interpreter: `--backend auto` with a
     daemon answering runs the installed interpreter in a container."""
     out = tmp_path / "out"
-    r = _cli("run", "--matrix", str(_matrix(tmp_path, ft_interpreter.python, ["ft_clean"])),
-             "--out", str(out), "--backend", "auto")
+    r = _cli(
+        "run",
+        "--matrix",
+        str(_matrix(tmp_path, ft_interpreter.python, ["ft_clean"])),
+        "--out",
+        str(out),
+        "--backend",
+        "auto",
+    )
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     assert "--backend local" not in r.stderr and "no isolation" not in r.stderr, r.stderr
     result = json.loads((out / "results" / "installed3.13t--ft_clean.json").read_text())
@@ -77,8 +92,16 @@ def test_auto_picks_docker_for_an_installed_interpreter(tmp_path, ft_interpreter
 
 def test_a_gil_build_is_one_line_and_exit_2(tmp_path):
     """The host's /usr/bin/python3 (Debian's 3.11, a GIL build)."""
-    r = _cli("run", "--matrix", str(_matrix(tmp_path, "/usr/bin/python3", ["ft_clean"])),
-             "--out", str(tmp_path / "out"), "--backend", "docker", timeout=300)
+    r = _cli(
+        "run",
+        "--matrix",
+        str(_matrix(tmp_path, "/usr/bin/python3", ["ft_clean"])),
+        "--out",
+        str(tmp_path / "out"),
+        "--backend",
+        "docker",
+        timeout=300,
+    )
     assert r.returncode == 2, r.stdout + r.stderr
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and "is not a free-threaded build" in lines[0], r.stderr
@@ -101,12 +124,30 @@ def test_a_missing_shared_library_is_named(tmp_path, ft_interpreter):
     prefix.mkdir(parents=True)
     (lib / "missing.c").write_text("int ft_missing(void) { return 0; }\n")
     (lib / "wrapper.c").write_text(WRAPPER)
-    subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(lib / "libftmissing.so"), str(lib / "missing.c")],
-                   check=True)
-    subprocess.run(["gcc", f'-DREAL="{ft_interpreter.python}"', "-o", str(prefix / "python3.13t"),
-                    str(lib / "wrapper.c"), f"-L{lib}", "-lftmissing", f"-Wl,-rpath,{lib}"], check=True)
-    r = _cli("run", "--matrix", str(_matrix(tmp_path, prefix / "python3.13t", ["ft_clean"])),
-             "--out", str(tmp_path / "out"), "--backend", "docker", timeout=900)
+    subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(lib / "libftmissing.so"), str(lib / "missing.c")], check=True)
+    subprocess.run(
+        [
+            "gcc",
+            f'-DREAL="{ft_interpreter.python}"',
+            "-o",
+            str(prefix / "python3.13t"),
+            str(lib / "wrapper.c"),
+            f"-L{lib}",
+            "-lftmissing",
+            f"-Wl,-rpath,{lib}",
+        ],
+        check=True,
+    )
+    r = _cli(
+        "run",
+        "--matrix",
+        str(_matrix(tmp_path, prefix / "python3.13t", ["ft_clean"])),
+        "--out",
+        str(tmp_path / "out"),
+        "--backend",
+        "docker",
+        timeout=900,
+    )
     assert r.returncode == 2, r.stdout + r.stderr
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1, r.stderr

@@ -13,8 +13,10 @@ pytestmark = DOCKER
 
 def test_a_flood_on_pid1s_stdout_is_cut_at_the_limit(backend, ws, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: F811
     monkeypatch.setenv("FT_HARNESS_LIMIT_LOG_BYTES", str(1 << 20))
-    code = ("import os\nfd = os.open('/proc/1/fd/1', os.O_WRONLY)\n"
-            "for _ in range(4 * 1024):\n    os.write(fd, b'z' * 1023 + b'\\n')\nprint('own output')")
+    code = (
+        "import os\nfd = os.open('/proc/1/fd/1', os.O_WRONLY)\n"
+        "for _ in range(4 * 1024):\n    os.write(fd, b'z' * 1023 + b'\\n')\nprint('own output')"
+    )
     ws.host("logs").mkdir(exist_ok=True)  # as job._run makes them before the command
     ws.host("logs", "step.log").write_text("")
     res, out = run_py(backend, ws, code, timeout=120)

@@ -39,8 +39,10 @@ def test_a_gil_off_only_race_holds_on_its_runs_alone(tmp_path, ft_interpreter) -
     assert f["test_id"] == RACE and f["modes"] == [0]
     k0, n0 = map(int, f["confirmed"]["gil0"].split("/"))
     assert f["confirmed"]["gil1"] == f"0/{n0}" and k0 >= 5, f["confirmed"]
-    assert "holds on fresh runs alone, interleaved" in f["message"] and "Holm level 0.05 over the job's 1 " \
-        "candidate(s)" in f["message"], f["message"]
+    assert (
+        "holds on fresh runs alone, interleaved" in f["message"]
+        and "Holm level 0.05 over the job's 1 candidate(s)" in f["message"]
+    ), f["message"]
     # the runs alone alternate the modes: off, on, off, on...
     alone = [p["gil"] for p in d["phases"] if p["kind"] == "confirm"]
     assert alone == [0, 1] * (len(alone) // 2)

@@ -20,8 +20,10 @@ pytestmark = [*DOCKER, pytest.mark.network]
 
 def _run(tmp_path, settings: str) -> dict:
     m = tmp_path / "matrix.yaml"
-    m.write_text(INTERP_YAML + f"settings: {{repeat: 1, iterations: 2, confirm: 0{settings}}}\n"
-                 'packages: [{name: propcache, version: "==0.5.4"}]\n')
+    m.write_text(
+        INTERP_YAML + f"settings: {{repeat: 1, iterations: 2, confirm: 0{settings}}}\n"
+        'packages: [{name: propcache, version: "==0.5.4"}]\n'
+    )
     r = cli("run", "--matrix", str(m), "--out", str(tmp_path / "out"), "--backend", "docker")
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     (d,) = results(tmp_path / "out").values()

@@ -31,13 +31,41 @@ from tests.integration.conftest import DOCKER
 SETTINGS = "settings: {threads: 2, iterations: 2, repeat: 1, test_timeout: 60, job_timeout: 900, confirm: 0}"
 ORIGINAL = "the host file the package wants to overwrite: unchanged\n"
 # every place the fixture plants a link (hostile-planted.txt); each must be listed
-PLACES = ("logs/install.log", "logs/probe.log", "logs/probe.json", "logs/install-report.json",
-          "logs/plain-gil0.log", "logs/collect.log", "junit/plain-gil0.xml", "junit/threads-gil1-r1.xml",
-          # the harness's own files and the directories on the way (#30)
-          "probe.py", "inner/watchdog", "logs/tsan", "inner", "logs", "junit")
-READ_NAMES = ("probe.json", "install-report.json", *(f"{p}.{ext}" for p in (
-    "install", "test-deps", "probe", "plain-gil0", "plain-gil1", "collect", "threads-gil0-r1", "threads-gil1-r1")
-    for ext in ("log", "xml")))
+PLACES = (
+    "logs/install.log",
+    "logs/probe.log",
+    "logs/probe.json",
+    "logs/install-report.json",
+    "logs/plain-gil0.log",
+    "logs/collect.log",
+    "junit/plain-gil0.xml",
+    "junit/threads-gil1-r1.xml",
+    # the harness's own files and the directories on the way (#30)
+    "probe.py",
+    "inner/watchdog",
+    "logs/tsan",
+    "inner",
+    "logs",
+    "junit",
+)
+READ_NAMES = (
+    "probe.json",
+    "install-report.json",
+    *(
+        f"{p}.{ext}"
+        for p in (
+            "install",
+            "test-deps",
+            "probe",
+            "plain-gil0",
+            "plain-gil1",
+            "collect",
+            "threads-gil0-r1",
+            "threads-gil1-r1",
+        )
+        for ext in ("log", "xml")
+    ),
+)
 
 
 def _host_files(tmp: Path) -> tuple[Path, Path, str]:
@@ -55,9 +83,11 @@ def _host_files(tmp: Path) -> tuple[Path, Path, str]:
 
 def _matrix(tmp: Path, read: Path, write: Path, others: tuple[str, ...] = ()) -> Path:
     host = read.parent
-    rows = [f"  - {{name: ft_hostile, path: {FIXTURES / 'ft_hostile'}, "
-            f"env: {{FT_HOSTILE_READ: '{read}', FT_HOSTILE_WRITE: '{write}', "
-            f"FT_HOSTILE_DIR: '{host / 'empty'}', FT_HOSTILE_READDIR: '{host / 'readdir'}'}}}}"]
+    rows = [
+        f"  - {{name: ft_hostile, path: {FIXTURES / 'ft_hostile'}, "
+        f"env: {{FT_HOSTILE_READ: '{read}', FT_HOSTILE_WRITE: '{write}', "
+        f"FT_HOSTILE_DIR: '{host / 'empty'}', FT_HOSTILE_READDIR: '{host / 'readdir'}'}}}}"
+    ]
     rows += [f"  - {{name: {n}, path: {FIXTURES / n}}}" for n in others]
     m = tmp / "matrix.yaml"
     m.write_text(INTERP_YAML + SETTINGS + "\npackages:\n" + "\n".join(rows) + "\n")
@@ -76,16 +106,24 @@ def _files_with(root: Path, marker: str) -> list[str]:
 
 
 def _links(root: Path) -> list[str]:
-    return sorted(str(p.relative_to(root)) for d in ("logs", "junit") for p in (root / d).rglob("*")
-                  if p.is_symlink())
+    return sorted(str(p.relative_to(root)) for d in ("logs", "junit") for p in (root / d).rglob("*") if p.is_symlink())
 
 
 def _check(tmp: Path, backend: str, others: tuple[str, ...] = ()) -> tuple[Path, dict]:
     read, write, marker = _host_files(tmp)
     mtime = write.stat().st_mtime_ns
     out = tmp / "out"
-    r = cli("run", "--matrix", str(_matrix(tmp, read, write, others)), "--out", str(out),
-            "--backend", backend, "--jobs", "2")
+    r = cli(
+        "run",
+        "--matrix",
+        str(_matrix(tmp, read, write, others)),
+        "--out",
+        str(out),
+        "--backend",
+        backend,
+        "--jobs",
+        "2",
+    )
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     ws = out / "work" / "cpython3.13t--ft_hostile"
     # the host wrote nothing through a link: the host file as it was, nothing in the host dir
@@ -130,9 +168,12 @@ def test_docker_no_host_file_read_or_written_and_no_cache_shared(tmp_path, clien
 
     def in_cache(job_id: str) -> str:
         return client.containers.run(
-            client.images.list(name="ft-harness/base")[0].tags[0], ["sh", "-c", find],
+            client.images.list(name="ft-harness/base")[0].tags[0],
+            ["sh", "-c", find],
             volumes={pip_cache_volume(job_id, "local"): {"bind": "/cache/pip", "mode": "ro"}},
-            network_mode="none", remove=True).decode()
+            network_mode="none",
+            remove=True,
+        ).decode()
 
     assert "ft-hostile-poison.txt" in in_cache("cpython3.13t--ft_hostile")  # it did plant it
     assert in_cache("cpython3.13t--ft_noconfig") == ""
@@ -153,7 +194,6 @@ def test_local_the_host_follows_no_planted_link(tmp_path, ft_interpreter):
     _check(tmp_path, "local")
 
 
-
 @DOCKER[2]
 @pytest.mark.docker
 @pytest.mark.integration
@@ -167,19 +207,22 @@ def test_a_releases_pip_cache_is_its_own_volume_and_clean_removes_it(tmp_path, c
     from harness.interpreters import images, interpreters
 
     job_id = f"cpython3.13t--cache-{uuid.uuid4().hex[:8]}"
-    image = images.ensure_interpreter_image(client, interp, interpreters.cache_root()).tag  # its /cache/pip the job user's
+    image = images.ensure_interpreter_image(
+        client, interp, interpreters.cache_root()
+    ).tag  # its /cache/pip the job user's
     backend = DockerBackend(image=image, run_id="test-cache", cpus=1, client=client)
     py = "/opt/python/bin/python3.13t"
     ws = backend.open(job_id, tmp_path / job_id, py, "")
     plant = "import os; open(os.environ['PIP_CACHE_DIR'] + '/poison.whl', 'w').write('x')"
-    look = ("import os; d = os.environ.get('PIP_CACHE_DIR', '');"
-            "print(os.path.exists(d + '/poison.whl'), os.environ.get('PIP_NO_CACHE_DIR'))")
+    look = (
+        "import os; d = os.environ.get('PIP_CACHE_DIR', '');"
+        "print(os.path.exists(d + '/poison.whl'), os.environ.get('PIP_NO_CACHE_DIR'))"
+    )
 
     def run(release: str, code: str, name: str) -> str:
         w = replace(ws, release=release)
         log = w.host("logs", f"{name}.log")
-        res = backend.run(w, [py, "-c", code], env={}, cwd="/work", timeout=120,
-                          log=log, network=True)
+        res = backend.run(w, [py, "-c", code], env={}, cwd="/work", timeout=120, log=log, network=True)
         assert res.exit_code == 0, log.read_text()
         return log.read_text().split()[-2:] if name != "plant" else []
 
@@ -188,9 +231,17 @@ def test_a_releases_pip_cache_is_its_own_volume_and_clean_removes_it(tmp_path, c
         assert run("1.0", look, "same") == ["True", "None"]  # its own later steps see it
         assert run("2.0", look, "other") == ["False", "None"]  # another release's never
         assert run("", look, "unknown") == ["False", "1"]  # no release yet: no cache at all
-        vols = {v.name: v.attrs["Labels"] for v in client.volumes.list(filters={"label": f"ft-harness.cache.job={job_id}"})}
-        assert vols == {pip_cache_volume(job_id, r): {"ft-harness.cache": "pip", "ft-harness.cache.job": job_id,
-                                                      "ft-harness.cache.release": r} for r in ("1.0", "2.0")}
+        vols = {
+            v.name: v.attrs["Labels"] for v in client.volumes.list(filters={"label": f"ft-harness.cache.job={job_id}"})
+        }
+        assert vols == {
+            pip_cache_volume(job_id, r): {
+                "ft-harness.cache": "pip",
+                "ft-harness.cache.job": job_id,
+                "ft-harness.cache.release": r,
+            }
+            for r in ("1.0", "2.0")
+        }
         line = backend.reproduce_command(replace(ws, release="2.0"), "true", network=True)
         assert f"-v {pip_cache_volume(job_id, '2.0')}:/cache/pip" in line
         assert "/cache/pip" not in backend.reproduce_command(ws, "true", network=False)

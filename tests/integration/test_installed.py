@@ -25,10 +25,12 @@ SUBCOMMANDS = {"run", "build", "report", "diff", "plan", "image", "clean", "repr
 
 
 def _run(argv: list[str], cwd: Path, timeout: float = 120) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "FT_HARNESS_INSTALLED")}
-    return subprocess.run(argv, cwd=cwd, env={**env, "CI": "true"}, capture_output=True,
-                          text=True, timeout=timeout)
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "FT_HARNESS_INSTALLED")
+    }
+    return subprocess.run(argv, cwd=cwd, env={**env, "CI": "true"}, capture_output=True, text=True, timeout=timeout)
 
 
 @pytest.fixture(scope="module")
@@ -36,8 +38,9 @@ def venv(dist, tmp_path_factory) -> Path:
     """A fresh venv with nothing but `pip install <the wheel>` (its dependencies from the index)."""
     root = tmp_path_factory.mktemp("installed") / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(root)], check=True, timeout=300)
-    r = _run([str(root / "bin" / "python"), "-m", "pip", "install", "-q", str(dist["wheel"])],
-             cwd=root.parent, timeout=900)
+    r = _run(
+        [str(root / "bin" / "python"), "-m", "pip", "install", "-q", str(dist["wheel"])], cwd=root.parent, timeout=900
+    )
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     return root
 
@@ -95,8 +98,7 @@ def test_image_and_a_docker_run_from_the_wheel(venv, tmp_path, interp):
     assert f"interpreter image {images.interpreter_tag(key)}: " in img.stdout, img.stdout
 
     out = tmp_path / "out"
-    r = _run([ft, "run", "--backend", "docker", "--matrix", str(m), "--out", str(out)],
-             cwd=tmp_path, timeout=1800)
+    r = _run([ft, "run", "--backend", "docker", "--matrix", str(m), "--out", str(out)], cwd=tmp_path, timeout=1800)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     result = json.loads((out / "results" / "cpython3.13t--ft_clean.json").read_text())
     assert (result["backend"], result["verdict"]) == ("docker", "compatible"), result["findings"]

@@ -33,10 +33,13 @@ def write_matrix(tmp: Path, packages: str) -> Path:
 @pytest.fixture(scope="module")
 def first_run(tmp_path_factory, ft_interpreter):
     tmp = tmp_path_factory.mktemp("pipeline")
-    m = write_matrix(tmp, f"  - {{name: iniconfig, version: '==2.3.1', tests: testing}}\n"
-                          f"  - name: ft_clean\n    path: {FIXTURES / 'ft_clean'}\n"
-                          f"    notes: 'Curator note <b>bold?</b>'\n"
-                          f"    links: ['https://example.org/issues/42?a=1&b=<x>']\n")
+    m = write_matrix(
+        tmp,
+        f"  - {{name: iniconfig, version: '==2.3.1', tests: testing}}\n"
+        f"  - name: ft_clean\n    path: {FIXTURES / 'ft_clean'}\n"
+        f"    notes: 'Curator note <b>bold?</b>'\n"
+        f"    links: ['https://example.org/issues/42?a=1&b=<x>']\n",
+    )
     r = cli("run", "--matrix", str(m), "--out", str(tmp / "out"), "--backend", "docker", "--jobs", "2")
     return tmp, m, r
 
@@ -87,12 +90,12 @@ def test_second_run_reuses_everything_and_force_reruns(first_run) -> None:
     before = {p.name: p.read_bytes() for p in (out / "results").iterdir()}
     r = cli("run", "--matrix", str(m), "--out", str(out), "--backend", "docker", "-v")
     assert r.returncode == 0, r.stderr
-    assert any(line.startswith("image ft-harness/interp:") and line.endswith(": reused")
-               for line in r.stdout.splitlines()), r.stdout  # the interpreter's image, not rebuilt
+    assert any(
+        line.startswith("image ft-harness/interp:") and line.endswith(": reused") for line in r.stdout.splitlines()
+    ), r.stdout  # the interpreter's image, not rebuilt
     assert "0 jobs ran, 2 reused" in r.stdout
     assert {p.name: p.read_bytes() for p in (out / "results").iterdir()} == before
-    r = cli("run", "--matrix", str(m), "--out", str(out), "--backend", "docker", "--force",
-            "--package", "ft_clean")
+    r = cli("run", "--matrix", str(m), "--out", str(out), "--backend", "docker", "--force", "--package", "ft_clean")
     assert r.returncode == 0 and "1 jobs ran" in r.stdout, r.stdout + r.stderr
 
 
@@ -101,9 +104,14 @@ def test_sigint_keeps_finished_results_and_resume_runs_the_rest(tmp_path: Path, 
     m = write_matrix(tmp_path, "".join(f"  - {{name: {n}, path: {FIXTURES / n}}}\n" for n in names))
     out = tmp_path / "out"
     env = {**os.environ, **SOURCE_PATH, "CI": "true"}
-    proc = subprocess.Popen([*HARNESS, "run", "--matrix", str(m), "--out", str(out),
-                             "--backend", "local", "--jobs", "1"], env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    proc = subprocess.Popen(
+        [*HARNESS, "run", "--matrix", str(m), "--out", str(out), "--backend", "local", "--jobs", "1"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
     deadline = time.monotonic() + 600
     while time.monotonic() < deadline and not list((out / "results").glob("*.json")):
         time.sleep(0.5)
@@ -147,8 +155,11 @@ def test_once_the_job_timeout_is_spent_no_test_phase_starts(tmp_path: Path, ft_i
     # kills the first test phase; the phases after it must not run for 1 s each and read as
     # hangs in a mode whose tests never ran (the hang said "modes [0, 1]" before)
     m = tmp_path / "matrix.yaml"
-    m.write_text("settings: {repeat: 1, iterations: 2, test_timeout: 900, job_timeout: 60, confirm: 0}\n"
-                 + INTERP_YAML + f"packages:\n  - {{name: ft_deadlock, path: {FIXTURES / 'ft_deadlock'}}}\n")
+    m.write_text(
+        "settings: {repeat: 1, iterations: 2, test_timeout: 900, job_timeout: 60, confirm: 0}\n"
+        + INTERP_YAML
+        + f"packages:\n  - {{name: ft_deadlock, path: {FIXTURES / 'ft_deadlock'}}}\n"
+    )
     r = cli("run", "--matrix", str(m), "--out", str(tmp_path / "out"), "--backend", "local")
     assert r.returncode == 0, r.stdout + r.stderr
     (d,) = results(tmp_path / "out").values()

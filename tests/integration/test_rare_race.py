@@ -15,8 +15,7 @@ import pytest
 from tests.conftest import run_fixture
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
-SETTINGS = ("settings: {threads: 4, iterations: 5, repeat: 20, test_timeout: 20, job_timeout: 900, "
-            "confirm: 5}")
+SETTINGS = "settings: {threads: 4, iterations: 5, repeat: 20, test_timeout: 20, job_timeout: 900, confirm: 5}"
 TEST = "tests/test_tally.py::test_tally_counts_every_add"
 
 
@@ -27,12 +26,18 @@ def test_a_one_in_twenty_race_is_reported_with_its_rate(tmp_path, ft_interpreter
     assert f["kind"] == "unconfirmed" and f["modes"] == [0]
     assert (f["count"], f["runs"]) == (1, 20)  # the suite: 1 of its 20 GIL-off threaded runs
     assert f["confirmed"] == {"gil0": "0/2", "gil1": "0/2"}
-    assert f["message"].startswith("ft-race seen once (1/20 suite runs) and not again alone (0/2 with the "
-                                   "GIL off, 0/2 with the GIL on; 0 failures in 4 runs alone: ")
-    assert d["qualifier"].startswith(f"unconfirmed: `{TEST}` failed in 1/20 suite runs with the GIL off, "
-                                     "0/2 runs alone with the GIL off")
+    assert f["message"].startswith(
+        "ft-race seen once (1/20 suite runs) and not again alone (0/2 with the "
+        "GIL off, 0/2 with the GIL on; 0 failures in 4 runs alone: "
+    )
+    assert d["qualifier"].startswith(
+        f"unconfirmed: `{TEST}` failed in 1/20 suite runs with the GIL off, 0/2 runs alone with the GIL off"
+    )
     phases = {p["name"]: p for p in d["phases"]}
     assert phases["threads-gil0-r13"]["tests"][TEST]["outcome"] == "failed"
-    assert all(p["tests"][TEST]["outcome"] == "passed" for n, p in phases.items()
-               if n.startswith("threads-") and n != "threads-gil0-r13")
+    assert all(
+        p["tests"][TEST]["outcome"] == "passed"
+        for n, p in phases.items()
+        if n.startswith("threads-") and n != "threads-gil0-r13"
+    )
     assert not [x for x in d["findings"] if x["test_id"] == "tests/test_tally.py::test_tally_starts_at_zero"]

@@ -67,10 +67,22 @@ def venv(dist: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> Pat
     (site / "zz_deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
     # --force-reinstall: under `nox -s tests` the .pth's environment already has ft-harness, and
     # pip would call it satisfied and write no console script into this venv
-    r = subprocess.run([str(root / "bin" / "python"), "-m", "pip", "install", "-q", "--no-deps",
-                        "--force-reinstall", "--no-index", str(dist["wheel"])],
-                       capture_output=True, text=True,
-                       timeout=300)
+    r = subprocess.run(
+        [
+            str(root / "bin" / "python"),
+            "-m",
+            "pip",
+            "install",
+            "-q",
+            "--no-deps",
+            "--force-reinstall",
+            "--no-index",
+            str(dist["wheel"]),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
     return root
 
@@ -80,12 +92,15 @@ def venv(dist: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> Pat
 def test_each_offline_quick_start_command_runs(venv: Path, tmp_path: Path, command: str) -> None:
     shutil.copy(ROOT / "matrix.yaml", tmp_path / "matrix.yaml")  # a clone's top level, as used
     shutil.copytree(RUN1 / "results", tmp_path / "out" / "results")  # what `run` would leave
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "FT_HARNESS_INSTALLED")}
-    env.update(PATH=f"{venv / 'bin'}{os.pathsep}{env.get('PATH', '')}", CI="true",
-               FT_HARNESS_CACHE=str(tmp_path / "cache"))
-    r = subprocess.run(["bash", "-c", command], cwd=tmp_path, env=env, capture_output=True,
-                       text=True, timeout=120)
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "FT_HARNESS_INSTALLED")
+    }
+    env.update(
+        PATH=f"{venv / 'bin'}{os.pathsep}{env.get('PATH', '')}", CI="true", FT_HARNESS_CACHE=str(tmp_path / "cache")
+    )
+    r = subprocess.run(["bash", "-c", command], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, f"{command}\n{r.stdout[-2000:]}\n{r.stderr[-2000:]}"
     assert shutil.which("ft-harness", path=env["PATH"]) == str(venv / "bin" / "ft-harness")
     assert "Traceback" not in r.stderr

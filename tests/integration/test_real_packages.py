@@ -55,8 +55,15 @@ def in_container(backend, tmp: Path, steps: list[tuple[str, bool]]) -> tuple[Pat
     try:
         for i, (line, network) in enumerate(steps):
             log = ws.host("logs", f"step{i}.log")
-            res = backend.run(ws, ["sh", "-c", line], env={"PYTHONUNBUFFERED": "1"}, cwd="/work",
-                              timeout=900, log=log, network=network)
+            res = backend.run(
+                ws,
+                ["sh", "-c", line],
+                env={"PYTHONUNBUFFERED": "1"},
+                cwd="/work",
+                timeout=900,
+                log=log,
+                network=network,
+            )
             out += log.read_text()
             assert res.exit_code == 0, out[-3000:]
     finally:
@@ -69,12 +76,16 @@ VENV = f"{PY} -m venv /work/venv && /work/venv/bin/python -m pip install -q"
 
 @pytest.mark.docker
 @DOCKER[2]
-@pytest.mark.parametrize("version, modules, gil", [("2.1.5", ["markupsafe._speedups"], True),
-                                                   ("3.0.4", [], False)])
+@pytest.mark.parametrize("version, modules, gil", [("2.1.5", ["markupsafe._speedups"], True), ("3.0.4", [], False)])
 def test_markupsafe_gil_probe(tmp_path: Path, backend, version, modules, gil) -> None:
-    root, out = in_container(backend, tmp_path, [
-        (f"{VENV} --no-binary markupsafe markupsafe=={version}", True),
-        ("/work/venv/bin/python -W default /work/probe.py markupsafe /work/probe.json", False)])
+    root, out = in_container(
+        backend,
+        tmp_path,
+        [
+            (f"{VENV} --no-binary markupsafe markupsafe=={version}", True),
+            ("/work/venv/bin/python -W default /work/probe.py markupsafe /work/probe.json", False),
+        ],
+    )
     d = json.loads((root / "probe.json").read_text())
     assert d["modules"] == modules
     assert d["gil_enabled"] is gil
@@ -85,20 +96,30 @@ def test_markupsafe_gil_probe(tmp_path: Path, backend, version, modules, gil) ->
 @pytest.mark.docker
 @DOCKER[2]
 @pytest.mark.skipif(platform.machine() != "x86_64", reason="the captured wheel lists are x86_64 facts")
-@pytest.mark.parametrize("name, version, available, installed", [
-    ("frozenlist", "1.8.0", "free-threaded", "wheel (free-threaded)"),
-    ("msgpack", "1.2.4", "gil-only", "built from sdist"),
-])
+@pytest.mark.parametrize(
+    "name, version, available, installed",
+    [
+        ("frozenlist", "1.8.0", "free-threaded", "wheel (free-threaded)"),
+        ("msgpack", "1.2.4", "gil-only", "built from sdist"),
+    ],
+)
 def test_wheel_column(tmp_path: Path, backend, name, version, available, installed) -> None:
     files = indexclient.index_files(name, version)
     assert files, "the index answered with no files"
     assert wheels.availability(files, "3.13.5") == available
     captured = json.loads(CAPTURED.read_text())[f"{name}=={version}"]
     assert wheels.availability(captured, "3.13.5") == available
-    root, _ = in_container(backend, tmp_path, [
-        (f"{VENV} --no-deps --report /work/report.json {name}=={version}", True)])
-    info = wheels.wheel_info(name, local=False, version=version, install_report=parse_pip_report((root / "report.json").read_bytes()),
-                             interp=InterpreterInfo(name="ft", version="3.13.5", key="k"), index_files=files)
+    root, _ = in_container(
+        backend, tmp_path, [(f"{VENV} --no-deps --report /work/report.json {name}=={version}", True)]
+    )
+    info = wheels.wheel_info(
+        name,
+        local=False,
+        version=version,
+        install_report=parse_pip_report((root / "report.json").read_bytes()),
+        interp=InterpreterInfo(name="ft", version="3.13.5", key="k"),
+        index_files=files,
+    )
     assert info is not None and info.available == available
     assert info.installed == installed
 
@@ -115,15 +136,19 @@ def test_a_release_that_downloads_but_does_not_compile_is_build_failure(tmp_path
         pytest.skip(f"no docker engine: {DOCKER_WHY}")
 
     m = tmp_path / "matrix.yaml"
-    m.write_text("settings: {repeat: 1, job_timeout: 900}\n" + INTERP_YAML
-                 + "packages: [{name: msgpack, version: '==1.0.8'}]\n")
+    m.write_text(
+        "settings: {repeat: 1, job_timeout: 900}\n" + INTERP_YAML + "packages: [{name: msgpack, version: '==1.0.8'}]\n"
+    )
     r = cli("run", "--matrix", str(m), "--out", str(tmp_path / "out"), "--backend", "docker")
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
     (d,) = results(tmp_path / "out").values()
     # the wheel store's dry run plans (the package's own sdist is the install's to build, not
     # the store's: nothing built there); the install is what fails
     assert [(p["name"], p["exit_code"]) for p in d["phases"] if p["name"] != "tools-layer"] == [
-        ("fetch", 0), ("wheel-plan", 0), ("install", 1)]  # tools-layer: once per store and interpreter
+        ("fetch", 0),
+        ("wheel-plan", 0),
+        ("install", 1),
+    ]  # tools-layer: once per store and interpreter
     assert d["wheels_built"] == [] and d["wheels_reused"] == []
     assert d["verdict"] == "build-failure" and d["version"] == "1.0.8"
     (f,) = d["findings"]

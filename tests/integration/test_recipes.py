@@ -53,17 +53,30 @@ def test_a_package_runs_with_its_recipes_test_path_and_the_report_says_so(tmp_pa
 @DOCKER[2]
 def test_a_registry_skip_for_this_python_is_not_run_and_says_why(tmp_path: Path) -> None:
     reg = tmp_path / "mine.json"
-    reg.write_text(json.dumps({"name": "mine", "commit_date": "2027-01-02", "packages": {
-        "six": {"test_command": "python -m pytest", "skip_versions": {"3.13": "no 3.13 for this test"}}}}))
+    reg.write_text(
+        json.dumps(
+            {
+                "name": "mine",
+                "commit_date": "2027-01-02",
+                "packages": {
+                    "six": {"test_command": "python -m pytest", "skip_versions": {"3.13": "no 3.13 for this test"}}
+                },
+            }
+        )
+    )
     m = tmp_path / "matrix.yaml"
-    m.write_text(SETTINGS.replace("}", f", registry: {reg}}}") + INTERP_YAML
-                 + "packages: [{name: six, version: '==1.17.0'}]\n")
+    m.write_text(
+        SETTINGS.replace("}", f", registry: {reg}}}") + INTERP_YAML + "packages: [{name: six, version: '==1.17.0'}]\n"
+    )
     r = cli("run", "--matrix", str(m), "--out", str(tmp_path / "out"), "--backend", "docker")
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     (d,) = results(tmp_path / "out").values()
     assert (d["verdict"], d["phases"], d["version"]) == ("skipped", [], "1.17.0")
     (f,) = d["findings"]
-    assert f["kind"] == "skipped" and f["message"] == "not run: recipe (mine 2027-01-02): not run on 3.13: no 3.13 for this test"
+    assert (
+        f["kind"] == "skipped"
+        and f["message"] == "not run: recipe (mine 2027-01-02): not run on 3.13: no 3.13 for this test"
+    )
     assert d["test_setup"]["recipe"]["skip"] == "no 3.13 for this test"
     md = (tmp_path / "out" / "report.md").read_text()
     assert "⏭️ **skipped**" in md and "no 3.13 for this test" in md

@@ -17,9 +17,12 @@ pytestmark = [pytest.mark.integration, pytest.mark.network]
 def run(tmp_path_factory, ft_interpreter):
     tmp = tmp_path_factory.mktemp("reproduce")
     m = tmp / "matrix.yaml"
-    m.write_text("settings: {repeat: 2, iterations: 5, test_timeout: 20, job_timeout: 900, confirm: 8}\n"
-                 + INTERP_YAML + "packages:\n"
-                 + "".join(f"  - {{name: {n}, path: {FIXTURES / n}}}\n" for n in ("ft_realloc", "ft_sharedbuf")))
+    m.write_text(
+        "settings: {repeat: 2, iterations: 5, test_timeout: 20, job_timeout: 900, confirm: 8}\n"
+        + INTERP_YAML
+        + "packages:\n"
+        + "".join(f"  - {{name: {n}, path: {FIXTURES / n}}}\n" for n in ("ft_realloc", "ft_sharedbuf"))
+    )
     r = cli("run", "--matrix", str(m), "--out", str(tmp / "out"), "--backend", "local", "--jobs", "2")
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     return tmp / "out", ft_interpreter
@@ -40,8 +43,16 @@ def test_the_recipe_runs_in_a_fresh_dir_with_only_the_interpreter_and_brings_the
     (job,) = [j for j in report["packages"] if j["name"] == "ft_sharedbuf"]
     (f,) = [f for f in job["findings"] if f["kind"] == "ft-race"]
     assert str(out) not in f["recipe"] and "/venv/" not in f["recipe"]
-    r = cli("reproduce", str(out / "report.json"), "ft_sharedbuf", "--recipe",
-            "--python", str(Path(interp.python)), "--yes", timeout=600)
+    r = cli(
+        "reproduce",
+        str(out / "report.json"),
+        "ft_sharedbuf",
+        "--recipe",
+        "--python",
+        str(Path(interp.python)),
+        "--yes",
+        timeout=600,
+    )
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     assert "AssertionError" in r.stdout and "PARALLEL FAILED tests/test_label.py::test_label_roundtrip" in r.stdout
     assert "# in " in r.stdout and str(out) not in r.stdout.split("# in ", 1)[1].splitlines()[0]

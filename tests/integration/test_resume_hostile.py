@@ -43,8 +43,13 @@ class Index(http.server.BaseHTTPRequestHandler):
         name = self.path.strip("/").split("/")[-1]
         if self.path.startswith("/simple/"):
             fn = f"{name.replace('-', '_')}-1.0.tar.gz"
-            body = json.dumps({"files": [{"filename": fn, "url": f"/files/{fn}",
-                                          "hashes": {"sha256": hashlib.sha256(BOMB).hexdigest()}}]}).encode()
+            body = json.dumps(
+                {
+                    "files": [
+                        {"filename": fn, "url": f"/files/{fn}", "hashes": {"sha256": hashlib.sha256(BOMB).hexdigest()}}
+                    ]
+                }
+            ).encode()
         else:
             body = BOMB
         self.send_response(200)
@@ -58,8 +63,10 @@ class Index(http.server.BaseHTTPRequestHandler):
 def test_resume_over_a_fifo_a_dev_zero_link_and_deep_json(tmp_path: Path, ft_interpreter) -> None:
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Index)
     threading.Thread(target=server.serve_forever, daemon=True).start()
-    env = {"FT_HARNESS_INDEX_URL": f"http://127.0.0.1:{server.server_port}/simple/",
-           "FT_HARNESS_LIMIT_EXTRACT_BYTES": str(1 << 20)}
+    env = {
+        "FT_HARNESS_INDEX_URL": f"http://127.0.0.1:{server.server_port}/simple/",
+        "FT_HARNESS_LIMIT_EXTRACT_BYTES": str(1 << 20),
+    }
     m = tmp_path / "matrix.yaml"
     m.write_text(INTERP_YAML + "packages:\n" + "".join(f"  - {{name: {n}}}\n" for n in NAMES))
     out = tmp_path / "out"

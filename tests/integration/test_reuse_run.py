@@ -22,9 +22,11 @@ SETTINGS = "settings: {threads: 2, iterations: 2, repeat: 1, confirm: 0, job_tim
 
 def _matrix(tmp: Path, name: str, iniconfig: str) -> Path:
     path = tmp / name
-    path.write_text(INTERP_YAML + SETTINGS + "packages:\n"
-                    f'  - {{name: iniconfig, version: "=={iniconfig}"}}\n'
-                    '  - {name: six, version: "==1.17.0"}\n')
+    path.write_text(
+        INTERP_YAML + SETTINGS + "packages:\n"
+        f'  - {{name: iniconfig, version: "=={iniconfig}"}}\n'
+        '  - {name: six, version: "==1.17.0"}\n'
+    )
     return path
 
 
@@ -48,6 +50,7 @@ def test_second_run_reruns_only_the_changed_package(tmp_path: Path) -> None:
     md = (tmp_path / "week2" / "report.md").read_text()
     assert "1 of 2 jobs not run again" in md and "cpython3.13t--six" in md
     full = _run(tmp_path, week2, "full")
-    assert {j: p["verdict"] for j, p in second.items() if j != "_stdout"} == \
-        {j: p["verdict"] for j, p in full.items() if j != "_stdout"}
+    assert {j: p["verdict"] for j, p in second.items() if j != "_stdout"} == {
+        j: p["verdict"] for j, p in full.items() if j != "_stdout"
+    }
     assert all(p["reused_from"] == "" for j, p in full.items() if j != "_stdout")

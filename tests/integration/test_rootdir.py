@@ -51,11 +51,16 @@ def _ids(res: dict) -> dict[str, set[str]]:
     return out
 
 
-@pytest.mark.parametrize("backend", [
-    "local",
-    pytest.param("docker", marks=[pytest.mark.docker,
-                                  pytest.mark.skipif(not DOCKER_OK, reason=f"no docker engine: {DOCKER_WHY}")]),
-])
+@pytest.mark.parametrize(
+    "backend",
+    [
+        "local",
+        pytest.param(
+            "docker",
+            marks=[pytest.mark.docker, pytest.mark.skipif(not DOCKER_OK, reason=f"no docker engine: {DOCKER_WHY}")],
+        ),
+    ],
+)
 def test_config_above_out_changes_nothing(tmp_path: Path, backend: str, ft_interpreter) -> None:
     expected = json.loads((FIXTURES / "ft_noconfig" / "EXPECTED.json").read_text())
     hostile = _run(tmp_path, backend, hostile=True)

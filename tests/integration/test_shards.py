@@ -18,13 +18,20 @@ def normalised(report: dict) -> list[dict]:
     """A report without what legitimately differs between two runs: times and log text."""
     out = []
     for p in report["packages"]:
-        out.append({
-            "job_id": p["job_id"], "name": p["name"], "version": p["version"], "verdict": p["verdict"],
-            "qualifier": p.get("qualifier", ""),
-            "findings": sorted((f["kind"], f.get("test_id", ""), tuple(f.get("modes", ())), f.get("ratio", ""))
-                               for f in p["findings"]),
-            "phases": [(ph["name"], ph.get("exit_code")) for ph in p["phases"]],
-        })
+        out.append(
+            {
+                "job_id": p["job_id"],
+                "name": p["name"],
+                "version": p["version"],
+                "verdict": p["verdict"],
+                "qualifier": p.get("qualifier", ""),
+                "findings": sorted(
+                    (f["kind"], f.get("test_id", ""), tuple(f.get("modes", ())), f.get("ratio", ""))
+                    for f in p["findings"]
+                ),
+                "phases": [(ph["name"], ph.get("exit_code")) for ph in p["phases"]],
+            }
+        )
     return out
 
 
@@ -82,16 +89,23 @@ def local_index(tmp_path: Path):
     files = root / "files"
     files.mkdir(parents=True)
     for name in TOP:
-        r = subprocess.run([sys.executable, "-m", "build", "-q", "--sdist", "--outdir", str(files),
-                            str(FIXTURES / name)], capture_output=True, text=True, timeout=600)
+        r = subprocess.run(
+            [sys.executable, "-m", "build", "-q", "--sdist", "--outdir", str(files), str(FIXTURES / name)],
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
         assert r.returncode == 0, r.stderr[-2000:]
     pages: dict[str, tuple[str, str]] = {}  # /simple/<project>/ -> (PEP 691 JSON, PEP 503 HTML)
     for sd in files.glob("*.tar.gz"):
         project = sd.name.split("-", 1)[0].replace("_", "-")
         digest = hashlib.sha256(sd.read_bytes()).hexdigest()
         url = f"../../files/{sd.name}"
-        page = {"meta": {"api-version": "1.1"}, "name": project,
-                "files": [{"filename": sd.name, "url": url, "hashes": {"sha256": digest}}]}
+        page = {
+            "meta": {"api-version": "1.1"},
+            "name": project,
+            "files": [{"filename": sd.name, "url": url, "hashes": {"sha256": digest}}],
+        }
         html = f'<html><body><a href="{url}#sha256={digest}">{sd.name}</a></body></html>'
         pages[f"/simple/{project}/"] = (json.dumps(page), html)
 
@@ -136,26 +150,65 @@ def test_a_top_n_selector_sharded_and_merged_equals_one_run(tmp_path: Path, ft_i
     shards = [e["shard"] for e in json.loads(r.stdout)["include"]]
     resolved = json.loads(record.read_text())
     assert sorted((x["name"], x["version"]) for x in resolved) == [  # the top 3 of the list, not ft_gilslot
-        ("ft-baseline", "1.0.0"), ("ft-clean", "1.0.0"), ("ft-notests", "1.0.0")]
-    r = cli("run", "--matrix", str(m), "--out", str(tmp_path / "whole"), "--backend", "local", "--jobs", "2",
-            "--resolved", str(record), env=env)
+        ("ft-baseline", "1.0.0"),
+        ("ft-clean", "1.0.0"),
+        ("ft-notests", "1.0.0"),
+    ]
+    r = cli(
+        "run",
+        "--matrix",
+        str(m),
+        "--out",
+        str(tmp_path / "whole"),
+        "--backend",
+        "local",
+        "--jobs",
+        "2",
+        "--resolved",
+        str(record),
+        env=env,
+    )
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     dirs = []
     for s in shards:
         d = tmp_path / f"shard-{s.split('/')[0]}"
-        r = cli("run", "--matrix", str(m), "--out", str(d), "--backend", "local", "--shard", s,
-                "--resolved", str(record), env=env)
+        r = cli(
+            "run",
+            "--matrix",
+            str(m),
+            "--out",
+            str(d),
+            "--backend",
+            "local",
+            "--shard",
+            s,
+            "--resolved",
+            str(record),
+            env=env,
+        )
         assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
         dirs.append(d)
-    r = cli("report", *map(str, dirs), "--out", str(tmp_path / "merged"), "--matrix", str(m),
-            "--resolved", str(record), env=env)
+    r = cli(
+        "report",
+        *map(str, dirs),
+        "--out",
+        str(tmp_path / "merged"),
+        "--matrix",
+        str(m),
+        "--resolved",
+        str(record),
+        env=env,
+    )
     assert r.returncode == 0, r.stdout + r.stderr
     merged = json.loads((tmp_path / "merged" / "report.json").read_text())
     whole = json.loads((tmp_path / "whole" / "report.json").read_text())
     assert merged["missing"] == [] and len(merged["packages"]) == 3
     assert normalised(merged) == normalised(whole)
     got = {p["name"]: (p["version"], p["verdict"]) for p in whole["packages"]}
-    assert got == {"ft-notests": ("1.0.0", "no-tests"), "ft-clean": ("1.0.0", "compatible"),
-                   "ft-baseline": ("1.0.0", "baseline-failure")}
+    assert got == {
+        "ft-notests": ("1.0.0", "no-tests"),
+        "ft-clean": ("1.0.0", "compatible"),
+        "ft-baseline": ("1.0.0", "baseline-failure"),
+    }
     fetch = next(ph for ph in whole["packages"][0]["phases"] if ph["name"] == "fetch")
     assert fetch["exit_code"] == 0

@@ -30,13 +30,25 @@ CHROMIUM = Path(os.environ.get("FT_HARNESS_CHROMIUM", "/usr/bin/chromium"))
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 DESKTOP, PHONE = {"width": 1400, "height": 1000}, {"width": 420, "height": 900}
 # one result each of the fixtures' verdicts on one interpreter (tests/data/report/run1)
-FOUR = {"cp313t--attrs": "compatible", "cp313t--fx-race": "ft-race",
-        "cp313t--msgpack": "gil-reenabled", "cp313t--fx-refuses-ft": "build-failure"}
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync", "--no-first-run"]
+FOUR = {
+    "cp313t--attrs": "compatible",
+    "cp313t--fx-race": "ft-race",
+    "cp313t--msgpack": "gil-reenabled",
+    "cp313t--fx-refuses-ft": "build-failure",
+}
+ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
 
-sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed "
-                               "(pip install playwright; never `playwright install`)")
+sync_api = pytest.importorskip(
+    "playwright.sync_api", reason="playwright is not installed (pip install playwright; never `playwright install`)"
+)
 if not CHROMIUM.exists():
     pytest.skip(f"no Chromium at {CHROMIUM} (apt-get install chromium)", allow_module_level=True)
 
@@ -99,13 +111,14 @@ def shoot(pg, tmp_path: Path, name: str, *, full_page: bool = True, docs: str = 
 
 def visible_packages(pg) -> list[str]:
     return pg.eval_on_selector_all(
-        "#packages tbody tr", "rows => rows.filter(r => !r.hidden).map(r => r.dataset.package)")
+        "#packages tbody tr", "rows => rows.filter(r => !r.hidden).map(r => r.dataset.package)"
+    )
 
 
 def visible_columns(pg) -> list[str]:
     return pg.eval_on_selector_all(
-        "#packages thead th[data-interp]",
-        "ths => ths.filter(t => t.offsetParent !== null).map(t => t.dataset.interp)")
+        "#packages thead th[data-interp]", "ths => ths.filter(t => t.offsetParent !== null).map(t => t.dataset.interp)"
+    )
 
 
 def test_the_site_stands_alone_and_loads_nothing_from_outside_it(site, browser, tmp_path):
@@ -189,13 +202,14 @@ def test_the_first_screen_answers_which_packages_are_safe_where(four, page, tmp_
     assert answer.locator(".ready").inner_text() == "1 of 4 work without the GIL as with it"
     bar = answer.locator("svg.bar")
     assert bar.is_visible() and bar.get_attribute("role") == "img"
-    assert bar.get_attribute("aria-label") == ("3.13t: 1 no free-threading problem found, "
-                                               "3 free-threading problem")
+    assert bar.get_attribute("aria-label") == ("3.13t: 1 no free-threading problem found, 3 free-threading problem")
     assert bar.locator("rect").count() == 2  # a segment per answer, each with its mark and count
     assert bar.locator("text").all_text_contents() == ["✔\ufe0e 1", "✖ 3"]
     legend = answer.locator(".bar-legend li").all_inner_texts()
-    assert legend == ["✔\ufe0e no free-threading problem found 1 (compatible 1)",
-                      "✖ free-threading problem 3 (build-failure 1, ft-race 1, gil-reenabled 1)"]
+    assert legend == [
+        "✔\ufe0e no free-threading problem found 1 (compatible 1)",
+        "✖ free-threading problem 3 (build-failure 1, ft-race 1, gil-reenabled 1)",
+    ]
     table = page.locator("#packages").bounding_box()
     last = page.locator("#packages tbody tr").last.bounding_box()
     assert table["y"] < DESKTOP["height"] and last["y"] + last["height"] <= DESKTOP["height"], (table, last)
@@ -232,8 +246,7 @@ def test_the_headline_counts_thread_unsafe_in_both_modes_as_working_with_a_neutr
     works = [c for c in cells if c["answer"] == "no-ft-problem"]
     assert first.locator(".ready strong").inner_text() == f"{len(works)} of {len(cells)}" == "4 of 13"
     assert "work without the GIL as with it" in first.locator(".ready").inner_text()
-    legend = {li.get_attribute("data-answer"): li.inner_text()
-              for li in first.locator(".bar-legend li").all()}
+    legend = {li.get_attribute("data-answer"): li.inner_text() for li in first.locator(".bar-legend li").all()}
     assert "thread-unsafe 1" in legend["no-ft-problem"] and "thread-unsafe" not in legend["ft-problem"]
     assert "ft-race 2" in legend["ft-problem"] and "crash 1, hang 1" in legend["both-modes"]
 
@@ -271,8 +284,11 @@ def test_the_headline_counts_thread_unsafe_in_both_modes_as_working_with_a_neutr
     assert set(visible_packages(page)) == problems
     page.click('.chip[data-answer-filter="ft-problem"]')
     page.click('.chip[data-answer-filter="no-ft-problem"]')
-    assert set(visible_packages(page)) == {t["name"] for t in rep["table"] if t["answer"] == "no-ft-problem"} \
+    assert (
+        set(visible_packages(page))
+        == {t["name"] for t in rep["table"] if t["answer"] == "no-ft-problem"}
         == {"attrs", "fx-all-unsafe", "fx-baseline", "fx-thread-unsafe"}
+    )
 
 
 def test_filter_by_verdict_with_the_select_and_the_chips(site, page):

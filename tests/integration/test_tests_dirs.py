@@ -36,9 +36,14 @@ def test_per_version_trees_run_the_interpreters_tree(tmp_path, ft_interpreter) -
     assert ts["tests"] == "ft_pertree/tests", ts
     assert ts["sources"][0].startswith("tests dir: py3.13/ft_pertree/tests/ (one source tree per Python version")
     assert ts["sources"][-1].startswith("tests run from the installed copy: site-packages/ft_pertree/tests")
-    _runs_from_site_packages(d, "ft_pertree/tests", {
-        "ft_pertree/tests/test_tree.py::test_the_installed_tree_is_py313",
-        "ft_pertree/tests/test_tree.py::test_scale"})
+    _runs_from_site_packages(
+        d,
+        "ft_pertree/tests",
+        {
+            "ft_pertree/tests/test_tree.py::test_the_installed_tree_is_py313",
+            "ft_pertree/tests/test_tree.py::test_scale",
+        },
+    )
 
 
 def test_tests_only_inside_the_package(tmp_path, ft_interpreter) -> None:
@@ -46,9 +51,11 @@ def test_tests_only_inside_the_package(tmp_path, ft_interpreter) -> None:
     ts = d["test_setup"]
     assert ts["tests"] == "inpkg/tests", ts
     assert ts["sources"][0].startswith("tests dir: lib/inpkg/tests/ (inside the import package lib/inpkg/")
-    _runs_from_site_packages(d, "inpkg/tests", {
-        "inpkg/tests/test_counter.py::test_bump_counts_up",
-        "inpkg/tests/test_counter.py::test_installed_copy"})
+    _runs_from_site_packages(
+        d,
+        "inpkg/tests",
+        {"inpkg/tests/test_counter.py::test_bump_counts_up", "inpkg/tests/test_counter.py::test_installed_copy"},
+    )
 
 
 def test_sdist_data_the_package_reads_beside_itself_is_linked(tmp_path, ft_interpreter) -> None:
@@ -58,7 +65,9 @@ def test_sdist_data_the_package_reads_beside_itself_is_linked(tmp_path, ft_inter
     assert d["verdict"] == "compatible", d["findings"]
     link = next(p for p in d["phases"] if p["name"] == "data-links")
     assert link["exit_code"] == 0 and link["kind"] == "setup", link
-    assert any(s.startswith("testdata/ linked at site-packages/testdata: ft_datadir/__init__.py")
-               for s in d["test_setup"]["sources"]), d["test_setup"]
+    assert any(
+        s.startswith("testdata/ linked at site-packages/testdata: ft_datadir/__init__.py")
+        for s in d["test_setup"]["sources"]
+    ), d["test_setup"]
     for p in (p for p in d["phases"] if p["kind"] in ("plain", "threads")):
         assert p["counts"] == {"passed": 2}, (p["name"], p["counts"])

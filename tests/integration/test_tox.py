@@ -26,8 +26,11 @@ def test_tox_runner_runs_every_phase_through_tox(tmp_path: Path, ft_interpreter)
     shutil.copytree(FIXTURES / "ft_clean", pkg, ignore=shutil.ignore_patterns("build", "*.egg-info"))
     (pkg / "tox.ini").write_text(TOX_INI)
     m = tmp_path / "matrix.yaml"
-    m.write_text("settings: {repeat: 1, iterations: 2, gil_modes: [0]}\n" + INTERP_YAML
-                 + f"packages:\n  - {{name: ft_clean, path: {pkg}, runner: tox, tox_env: tests}}\n")
+    m.write_text(
+        "settings: {repeat: 1, iterations: 2, gil_modes: [0]}\n"
+        + INTERP_YAML
+        + f"packages:\n  - {{name: ft_clean, path: {pkg}, runner: tox, tox_env: tests}}\n"
+    )
     r = cli("run", "--matrix", str(m), "--out", str(tmp_path / "out"), "--backend", "local")
     assert r.returncode == 0, r.stdout + r.stderr
     d = results(tmp_path / "out")["cpython3.13t--ft_clean"]

@@ -64,8 +64,7 @@ class Env:
 
 def _base_env() -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "TSAN", "PIP_"))}
-    env.update({"PYTHONDONTWRITEBYTECODE": "1", "PIP_DISABLE_PIP_VERSION_CHECK": "1",
-                "PYTHONFAULTHANDLER": "1"})
+    env.update({"PYTHONDONTWRITEBYTECODE": "1", "PIP_DISABLE_PIP_VERSION_CHECK": "1", "PYTHONFAULTHANDLER": "1"})
     return env
 
 
@@ -74,11 +73,12 @@ def venv(tmp_path_factory) -> Env:
     interp = matrix.load(MATRIX).interpreters[0]
     cache = interpreters.cache_root()
     key = interpreters.build_key(interp, interpreters.fetch_source(interp, cache))
-    if not (cache / "interpreters" / key / "ft-harness.json").exists() and not os.environ.get(
-            "FT_HARNESS_BUILD_TSAN"):
-        pytest.skip(f"the TSan interpreter {key} is not built yet (about 14 min on 2 cores; "
-                    ".ci/run builds it first): `ft-harness build --matrix examples/tsan.yaml`, "
-                    "or set FT_HARNESS_BUILD_TSAN=1")
+    if not (cache / "interpreters" / key / "ft-harness.json").exists() and not os.environ.get("FT_HARNESS_BUILD_TSAN"):
+        pytest.skip(
+            f"the TSan interpreter {key} is not built yet (about 14 min on 2 cores; "
+            ".ci/run builds it first): `ft-harness build --matrix examples/tsan.yaml`, "
+            "or set FT_HARNESS_BUILD_TSAN=1"
+        )
     built = interpreters.ensure_built(interp, cache)
     root = tmp_path_factory.mktemp("tsan")
     supp = tsan.write_suppressions(built.source_tarball, None, root / "tsan.supp")
@@ -99,16 +99,26 @@ def venv(tmp_path_factory) -> Env:
         dst = root / "pkgsrc" / name
         shutil.copytree(src, dst, ignore=shutil.ignore_patterns("build", "*.egg-info", "*.so"))
         copies.append(str(dst))
-    script = " && ".join([
-        tsan.build_flags_sh(str(built.python)),
-        tsan.venv_sh(str(built.python), str(vdir), str(SEEDER), str(layers), TOOLS),
-        shlex.join([str(py), "-m", "pip", "install", "-q", *TOOLS, *copies]),
-    ])
+    script = " && ".join(
+        [
+            tsan.build_flags_sh(str(built.python)),
+            tsan.venv_sh(str(built.python), str(vdir), str(SEEDER), str(layers), TOOLS),
+            shlex.join([str(py), "-m", "pip", "install", "-q", *TOOLS, *copies]),
+        ]
+    )
     r = subprocess.run(["sh", "-c", script], env=env, capture_output=True, text=True, timeout=1800)
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
     assert "ThreadSanitizer" not in r.stderr  # quiet: reports went to the install log dir
-    return Env(python=py, supp=supp, root=root, base=base, install_reports=parse_tsan_dir(inst_logs),
-               install_log=r.stderr, layers=layers, interpreter=built.python)
+    return Env(
+        python=py,
+        supp=supp,
+        root=root,
+        base=base,
+        install_reports=parse_tsan_dir(inst_logs),
+        install_log=r.stderr,
+        layers=layers,
+        interpreter=built.python,
+    )
 
 
 def _run(e: Env, pkg: str, rep: int, gil: int = 0) -> Phase:
@@ -118,17 +128,37 @@ def _run(e: Env, pkg: str, rep: int, gil: int = 0) -> Phase:
     name = f"tsan-{pkg}-gil{gil}-r{rep}"
     logs = e.root / "logs" / name
     logs.mkdir(parents=True)
-    env = {**e.base, "PYTHON_GIL": str(gil), "PYTHONPATH": str(tsan.marker_dir()),
-           **tsan.tsan_env(str(logs), [str(e.supp)], source_dir=str(e.root / "pkgsrc" / pkg))}
-    argv = [str(e.python), "-P", "-m", "pytest", "-p", "no:cacheprovider", "-p", tsan.MARKER_PLUGIN,
-            "-n", "auto", f"--parallel-threads={THREADS}", f"--iterations={ITERATIONS}",
-            "--timeout=600", "-rfE", "-v", "tests"]
+    env = {
+        **e.base,
+        "PYTHON_GIL": str(gil),
+        "PYTHONPATH": str(tsan.marker_dir()),
+        **tsan.tsan_env(str(logs), [str(e.supp)], source_dir=str(e.root / "pkgsrc" / pkg)),
+    }
+    argv = [
+        str(e.python),
+        "-P",
+        "-m",
+        "pytest",
+        "-p",
+        "no:cacheprovider",
+        "-p",
+        tsan.MARKER_PLUGIN,
+        "-n",
+        "auto",
+        f"--parallel-threads={THREADS}",
+        f"--iterations={ITERATIONS}",
+        "--timeout=600",
+        "-rfE",
+        "-v",
+        "tests",
+    ]
     r = subprocess.run(argv, cwd=tree, env=env, capture_output=True, text=True, timeout=1200)
     (logs.parent / f"{name}.log").write_text(r.stdout + r.stderr)
     assert r.returncode == 0, r.stdout[-3000:]  # the tests pass: only TSan can tell
     assert "ThreadSanitizer" not in r.stdout + r.stderr  # reports go to the log files only
-    return Phase(name=name, kind="tsan", gil=gil, rep=rep, exit_code=r.returncode,
-                 tsan=tuple(dedup(parse_tsan_dir(logs))))
+    return Phase(
+        name=name, kind="tsan", gil=gil, rep=rep, exit_code=r.returncode, tsan=tuple(dedup(parse_tsan_dir(logs)))
+    )
 
 
 def test_extensions_are_instrumented_with_line_info(venv):
@@ -144,21 +174,30 @@ def test_extensions_are_instrumented_with_line_info(venv):
 def test_venv_is_seeded_from_the_layer(venv, tmp_path):
     """pip and the tools came from the layer; a second venv reuses it and is the same venv."""
     assert "venv_layer: seeded" in venv.install_log
-    listed = subprocess.run([str(venv.python), "-m", "pip", "list", "--format=freeze"], env=venv.base,
-                            capture_output=True, text=True, check=True).stdout.splitlines()
+    listed = subprocess.run(
+        [str(venv.python), "-m", "pip", "list", "--format=freeze"],
+        env=venv.base,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.splitlines()
     for tool in TOOLS:
         assert tool in listed
     assert any(line.startswith("pip==") for line in listed)
     script = (venv.python.parent / "pytest").read_text().splitlines()
     assert script[0] in (f"#!{venv.python}", "#!/bin/sh")  # pointed at this venv, not the layer's
     again = tmp_path / "venv2"
-    r = subprocess.run(["sh", "-c", tsan.venv_sh(str(venv.interpreter), str(again), str(SEEDER),
-                                                 str(venv.layers), TOOLS)],
-                       env={**venv.base, "TSAN_OPTIONS": "exitcode=0 report_bugs=0"},
-                       capture_output=True, text=True, timeout=600)
+    r = subprocess.run(
+        ["sh", "-c", tsan.venv_sh(str(venv.interpreter), str(again), str(SEEDER), str(venv.layers), TOOLS)],
+        env={**venv.base, "TSAN_OPTIONS": "exitcode=0 report_bugs=0"},
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert r.returncode == 0 and "built layer" not in r.stderr and "seeded" in r.stderr, r.stderr
-    v = subprocess.run([str(again / "bin" / "python"), "-m", "pytest", "--version"], env=venv.base,
-                       capture_output=True, text=True)
+    v = subprocess.run(
+        [str(again / "bin" / "python"), "-m", "pytest", "--version"], env=venv.base, capture_output=True, text=True
+    )
     assert v.returncode == 0 and "8.4.2" in v.stdout + v.stderr
 
 
@@ -208,8 +247,9 @@ def test_tsan_options_quoting_is_read_by_the_runtime(tmp_path):
     if not shutil.which("gcc"):
         pytest.skip("gcc not found")
     exe = tmp_path / "uaf"
-    subprocess.run(["gcc", "-g", "-fsanitize=thread", str(DATA / "c" / "uaf_lockorder.c"), "-o",
-                    str(exe), "-lpthread"], check=True)
+    subprocess.run(
+        ["gcc", "-g", "-fsanitize=thread", str(DATA / "c" / "uaf_lockorder.c"), "-o", str(exe), "-lpthread"], check=True
+    )
     logs = tmp_path / "a dir,with:seps"
     logs.mkdir()
     env = {**_base_env(), **tsan.tsan_env(str(logs), [])}

@@ -21,11 +21,24 @@ ROUNDS = int(os.environ.get("FT_HARNESS_ROUNDS", "1"))
 # confirm: 8 (the default is 16): enough for a frequent race or crash to hold on its runs alone (4 of 8
 # against 0: p = 0.04); the deadlock stops at its first timeout alone, whose re-runs cost
 # test_timeout each
-SETTINGS = ("settings: {threads: 4, iterations: 5, repeat: 3, test_timeout: 20, job_timeout: 600, "
-            "confirm: 8}")
-VERDICT_FIXTURES = ["ft_allunsafe", "ft_baseline", "ft_clean", "ft_deadlock", "ft_gilslot", "ft_mixed",
-                    "ft_nobuild", "ft_notests", "ft_realloc", "ft_crashfail", "ft_sharedbuf", "ft_threadunsafe", "ft_xss",
-                    "ft_setupfail", "ft_nofixture"]
+SETTINGS = "settings: {threads: 4, iterations: 5, repeat: 3, test_timeout: 20, job_timeout: 600, confirm: 8}"
+VERDICT_FIXTURES = [
+    "ft_allunsafe",
+    "ft_baseline",
+    "ft_clean",
+    "ft_deadlock",
+    "ft_gilslot",
+    "ft_mixed",
+    "ft_nobuild",
+    "ft_notests",
+    "ft_realloc",
+    "ft_crashfail",
+    "ft_sharedbuf",
+    "ft_threadunsafe",
+    "ft_xss",
+    "ft_setupfail",
+    "ft_nofixture",
+]
 
 
 @pytest.fixture(scope="session", params=range(ROUNDS), ids=lambda i: f"round{i + 1}")
@@ -97,7 +110,7 @@ def test_realloc_race_crashes_only_without_the_gil(fixture_run) -> None:
     assert 4 <= k <= n <= 8 and f["confirmed"]["gil1"] == f"0/{n}", f["confirmed"]
     assert "holds on fresh runs alone, interleaved" in f["message"], f["message"]
     # the test's frame in the dump, even when two threads crashing at once interleaved it
-    assert "test_fill.py" in f["stack_top"] and "test_fill.py\", line" in f["excerpt"], f
+    assert "test_fill.py" in f["stack_top"] and 'test_fill.py", line' in f["excerpt"], f
 
 
 def test_lock_order_deadlock_is_a_hang(fixture_run) -> None:

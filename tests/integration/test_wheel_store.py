@@ -24,15 +24,29 @@ pytestmark = [*DOCKER, pytest.mark.network, pytest.mark.slow]
 
 SETTINGS = "settings: {threads: 2, iterations: 2, repeat: 1, confirm: 0, gil_modes: [0], test_timeout: 60}"
 DOCOPT_SHA256 = "49b3a825280bd66b3aa83585ef59c4a8c82f2c8a522dbe754a8bc8d08c85c491"  # docopt-0.6.2.tar.gz on PyPI
-DOCOPT = {"name": "docopt", "version": "0.6.2", "sdist_sha256": DOCOPT_SHA256,
-          "wheel": "docopt-0.6.2-py2.py3-none-any.whl"}
+DOCOPT = {
+    "name": "docopt",
+    "version": "0.6.2",
+    "sdist_sha256": DOCOPT_SHA256,
+    "wheel": "docopt-0.6.2-py2.py3-none-any.whl",
+}
 
 
 def _run(tmp: Path, name: str, packages: list[str], store: Path) -> dict[str, dict]:
     (tmp / name).mkdir()
     m = fixture_matrix(tmp / name, packages, SETTINGS)
-    r = cli("run", "--matrix", str(m), "--out", str(tmp / name / "out"), "--backend", "docker",
-            "--jobs", "1", env={"FT_HARNESS_WHEEL_STORE": str(store)})
+    r = cli(
+        "run",
+        "--matrix",
+        str(m),
+        "--out",
+        str(tmp / name / "out"),
+        "--backend",
+        "docker",
+        "--jobs",
+        "1",
+        env={"FT_HARNESS_WHEEL_STORE": str(store)},
+    )
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     return {d["package"]: d for d in results(tmp / name / "out").values()}
 

@@ -54,38 +54,69 @@ def _forged(spec: matrix.MatrixSpec, interp_key: str, victim_sha: str, marker: P
     out = {}
     for name, verdict in ((VICTIM[0], d.verdict), ("ft_plant", "compatible")):
         job, victim = jobs[name], name == VICTIM[0]
-        res = replace(template, job_id=job.job_id, key=job.key(interp_key), package=name,
-                      version=VICTIM[1] if victim else "1.0.0", source="pypi" if victim else "local",
-                      interpreter=replace(template.interpreter, name="cpython3.13t", key=interp_key),
-                      sdist_sha256=victim_sha if victim else "0" * 64, phases=phases if victim else (),
-                      verdict=verdict, findings=tuple(replace(f, recipe=recipe) for f in d.findings) if victim else (),
-                      finished="2099-01-01T00:00:00Z")
+        res = replace(
+            template,
+            job_id=job.job_id,
+            key=job.key(interp_key),
+            package=name,
+            version=VICTIM[1] if victim else "1.0.0",
+            source="pypi" if victim else "local",
+            interpreter=replace(template.interpreter, name="cpython3.13t", key=interp_key),
+            sdist_sha256=victim_sha if victim else "0" * 64,
+            phases=phases if victim else (),
+            verdict=verdict,
+            findings=tuple(replace(f, recipe=recipe) for f in d.findings) if victim else (),
+            finished="2099-01-01T00:00:00Z",
+        )
         out[f"{job.job_id}.json"] = res.to_dict()
     return {"results": out, "recipe": f"#!/bin/sh\ntouch {marker}\n"}
 
 
 def _week(state: Path, run_id: str, m: Path) -> dict:
-    r = subprocess.run([sys.executable, str(ROOT / "tools" / "run_workflow.py"), "--state", str(state),
-                        "--run-id", run_id, "--input", f"matrix={m}", "--input", "shards=2"],
-                       capture_output=True, text=True, timeout=5400)
+    r = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "tools" / "run_workflow.py"),
+            "--state",
+            str(state),
+            "--run-id",
+            run_id,
+            "--input",
+            f"matrix={m}",
+            "--input",
+            "shards=2",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=5400,
+    )
     assert (state / "runs" / run_id / "summary.json").is_file(), r.stdout[-4000:] + r.stderr[-4000:]
     summary = json.loads((state / "runs" / run_id / "summary.json").read_text())
     assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-2000:]
     report = json.loads((state / "artifacts" / run_id / "report" / "report.json").read_text())
     merge = next(s for s in summary["steps"] if s.get("job") == "report" and s.get("name") == "Merge the shards")
-    shard_logs = [Path(s["log"]).read_text() for s in summary["steps"]
-                  if str(s.get("job", "")).startswith("run-") and s.get("name") == "Run the shard"]
-    return {"verdicts": {p["job_id"]: p["verdict"] for p in report["packages"]},
-            "reused": {p["job_id"]: p["reused_from"] for p in report["packages"]},
-            "merge_log": Path(merge["log"]).read_text(), "shard_logs": "\n".join(shard_logs)}
+    shard_logs = [
+        Path(s["log"]).read_text()
+        for s in summary["steps"]
+        if str(s.get("job", "")).startswith("run-") and s.get("name") == "Run the shard"
+    ]
+    return {
+        "verdicts": {p["job_id"]: p["verdict"] for p in report["packages"]},
+        "reused": {p["job_id"]: p["reused_from"] for p in report["packages"]},
+        "merge_log": Path(merge["log"]).read_text(),
+        "shard_logs": "\n".join(shard_logs),
+    }
 
 
 def _matrix(tmp: Path, tarball: Path, plant: Path) -> Path:
     m = tmp / "matrix.yaml"  # the source as a tarball: the same key, the same image as debian:trixie's
-    m.write_text(f'interpreters: [{{name: cpython3.13t, version: "3.13.5", source: "tarball:{tarball}"}}]\n'
-                 + SETTINGS + "packages:\n"
-                 f'  - {{name: {VICTIM[0]}, version: "=={VICTIM[1]}", tests: testing}}\n'
-                 f'  - {{name: ft_plant, path: {plant}}}\n')
+    m.write_text(
+        f'interpreters: [{{name: cpython3.13t, version: "3.13.5", source: "tarball:{tarball}"}}]\n'
+        + SETTINGS
+        + "packages:\n"
+        f'  - {{name: {VICTIM[0]}, version: "=={VICTIM[1]}", tests: testing}}\n'
+        f"  - {{name: ft_plant, path: {plant}}}\n"
+    )
     return m
 
 
@@ -116,8 +147,11 @@ def test_two_weekly_runs_of_the_workflow_with_a_hostile_package(tmp_path: Path) 
     assert week1["verdicts"] == baseline["verdicts"] == week2["verdicts"]
     planted = list((state / "artifacts" / "1").glob(f"shard-*/work/{plant}/logs/planted.txt"))
     assert planted and f"logs/results/{victim}.json" in planted[0].read_text()
-    for where in (f"work/{plant}/logs/results/{victim}.json", f"work/{plant}/logs/manifest.json",
-                  f"work/{plant}/junit/results/{victim}.json"):
+    for where in (
+        f"work/{plant}/logs/results/{victim}.json",
+        f"work/{plant}/logs/manifest.json",
+        f"work/{plant}/junit/results/{victim}.json",
+    ):
         assert f"{where}: refused: not at DIR/results/*.json" in week1["merge_log"], where
     assert week1["reused"] == {victim: "", plant: ""}
     assert week2["reused"] == {victim: "previous-results", plant: ""}  # a local package always runs

@@ -55,8 +55,10 @@ def counts(faults: dict | None = None) -> dict[str, int]:
 
 def counts_line(c: dict[str, int]) -> str:
     bad = c["matrices"] + c["result files"] + c["json arguments"]
-    return (f"{bad} bad inputs ({c['matrices']} malformed matrices, {c['result files']} hostile "
-            f"result files, {c['json arguments']} bad JSON arguments) and {c['faults']} faults")
+    return (
+        f"{bad} bad inputs ({c['matrices']} malformed matrices, {c['result files']} hostile "
+        f"result files, {c['json arguments']} bad JSON arguments) and {c['faults']} faults"
+    )
 
 
 def table_path(config: pytest.Config) -> Path:
@@ -82,5 +84,9 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):  # noqa: ANN0
     if "written" in _WHERE:
         terminalreporter.write_line(
             f"fault table with this run's {len(ROWS)} row(s): {_WHERE['written']}"
-            + ("" if _WHERE["written"] == TABLE else
-               " (docs/reliability.md is rewritten only by nox -s reliability-doc)"))
+            + (
+                ""
+                if _WHERE["written"] == TABLE
+                else " (docs/reliability.md is rewritten only by nox -s reliability-doc)"
+            )
+        )

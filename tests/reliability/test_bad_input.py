@@ -17,15 +17,21 @@ OTHER_INPUTS = ("a 10 MB matrix", "a missing file", "a directory")  # the last t
 
 
 def run_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([*HARNESS, *args], cwd=cwd, capture_output=True,
-                          text=True, timeout=60, env={"PATH": "/usr/bin:/bin", **SOURCE_PATH})
+    return subprocess.run(
+        [*HARNESS, *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={"PATH": "/usr/bin:/bin", **SOURCE_PATH},
+    )
 
 
 def expected(path: Path) -> tuple[int, str]:
     first = path.read_bytes().split(b"\n", 1)[0].decode()
     if not first.startswith("# expect: "):
         return 1, "the file is empty"
-    line, _, msg = first[len("# expect: "):].partition(": ")
+    line, _, msg = first[len("# expect: ") :].partition(": ")
     return int(line), msg
 
 

@@ -26,8 +26,9 @@ FAULTS = Path(__file__).resolve().parents[1] / "fixtures" / "faults"
 
 def matrix(tmp: Path, pkgs: list[str], settings: str, extra: str = "") -> Path:
     m = tmp / "matrix.yaml"
-    rows = "".join(f"  - {{name: {n}, path: {FAULTS / n if (FAULTS / n).exists() else FIXTURES / n}{extra}}}\n"
-                   for n in pkgs)
+    rows = "".join(
+        f"  - {{name: {n}, path: {FAULTS / n if (FAULTS / n).exists() else FIXTURES / n}{extra}}}\n" for n in pkgs
+    )
     m.write_text(f"settings: {settings}\n" + INTERP_YAML + "packages:\n" + rows)
     return m
 
@@ -48,8 +49,11 @@ def finding_kinds(d: dict) -> set[str]:
 @pytest.fixture(scope="module")
 def crash_hang_memhog(tmp_path_factory, ft_interpreter):
     tmp = tmp_path_factory.mktemp("faults")
-    m = matrix(tmp, ["fault_segv", "fault_hang", "fault_memhog"],
-               "{repeat: 1, iterations: 2, test_timeout: 15, job_timeout: 600, confirm: 2}")
+    m = matrix(
+        tmp,
+        ["fault_segv", "fault_hang", "fault_memhog"],
+        "{repeat: 1, iterations: 2, test_timeout: 15, job_timeout: 600, confirm: 2}",
+    )
     r = cli("run", "--matrix", str(m), "--out", str(tmp / "out"), "--backend", "local", "--jobs", "2")
     assert r.returncode == 0, r.stdout + r.stderr
     return tmp / "out", results(tmp / "out")
@@ -62,8 +66,11 @@ def test_segfault_is_a_crash(crash_hang_memhog, record) -> None:
     assert d["verdict"] == "crash", d["findings"]
     assert crash[0]["test_id"].endswith("test_segfault")
     assert all_results_valid(out)
-    record("a test segfaults", f"verdict `{d['verdict']}` on `{crash[0]['test_id']}`; other jobs went on",
-           all_results_valid(out))
+    record(
+        "a test segfaults",
+        f"verdict `{d['verdict']}` on `{crash[0]['test_id']}`; other jobs went on",
+        all_results_valid(out),
+    )
 
 
 def test_hang_past_the_test_timeout(crash_hang_memhog, record) -> None:
@@ -82,13 +89,17 @@ def test_unbounded_allocation(crash_hang_memhog, record) -> None:
     assert bad, d["findings"]
     assert d["verdict"] in ("baseline-failure", "crash"), d["verdict"]
     assert any("MemoryError" in f["excerpt"] or f.get("signal") for f in bad)
-    record("a test allocates without bound", f"stopped by the memory cap: verdict `{d['verdict']}`",
-           all_results_valid(out))
+    record(
+        "a test allocates without bound", f"stopped by the memory cap: verdict `{d['verdict']}`", all_results_valid(out)
+    )
 
 
 def test_job_timeout_kills_the_group(tmp_path: Path, ft_interpreter, record) -> None:
-    m = matrix(tmp_path, ["fault_hang", "ft_baseline"],
-               "{repeat: 1, iterations: 1, test_timeout: 3000, job_timeout: 150, gil_modes: [0]}")
+    m = matrix(
+        tmp_path,
+        ["fault_hang", "ft_baseline"],
+        "{repeat: 1, iterations: 1, test_timeout: 3000, job_timeout: 150, gil_modes: [0]}",
+    )
     t0 = time.monotonic()
     r = cli("run", "--matrix", str(m), "--out", str(tmp_path / "out"), "--backend", "local", "--jobs", "2")
     assert r.returncode == 0, r.stdout + r.stderr
@@ -103,21 +114,31 @@ def test_job_timeout_kills_the_group(tmp_path: Path, ft_interpreter, record) -> 
     assert time.monotonic() - t0 < 600
     ps = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
     assert str(tmp_path) not in ps  # the killed process group left nothing running
-    record("a job runs past job_timeout", "process group killed; `budget-spent`; the other job finished",
-           all_results_valid(tmp_path / "out"))
+    record(
+        "a job runs past job_timeout",
+        "process group killed; `budget-spent`; the other job finished",
+        all_results_valid(tmp_path / "out"),
+    )
 
 
 def test_child_killed_from_outside(tmp_path: Path, ft_interpreter, record) -> None:
     marker = tmp_path / "pid"
     # confirm: 0: re-running the killed test alone would sleep to its timeout, and the kill is
     # the fault under test, not something to confirm
-    m = matrix(tmp_path, ["fault_sleeper"],
-               "{repeat: 1, iterations: 1, test_timeout: 300, gil_modes: [0], confirm: 0}",
-               extra=f", env: {{FT_FAULT_MARKER: '{marker}'}}")
+    m = matrix(
+        tmp_path,
+        ["fault_sleeper"],
+        "{repeat: 1, iterations: 1, test_timeout: 300, gil_modes: [0], confirm: 0}",
+        extra=f", env: {{FT_FAULT_MARKER: '{marker}'}}",
+    )
     env = {**os.environ, **SOURCE_PATH, "CI": "true"}
-    proc = subprocess.Popen([*HARNESS, "run", "--matrix", str(m), "--out",
-                             str(tmp_path / "out"), "--backend", "local"], env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    proc = subprocess.Popen(
+        [*HARNESS, "run", "--matrix", str(m), "--out", str(tmp_path / "out"), "--backend", "local"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     deadline = time.monotonic() + 600
     while not marker.exists() and time.monotonic() < deadline:
         time.sleep(0.5)
@@ -127,8 +148,11 @@ def test_child_killed_from_outside(tmp_path: Path, ft_interpreter, record) -> No
     assert proc.returncode == 0, out
     d = results(tmp_path / "out")["cpython3.13t--fault_sleeper"]
     assert d["verdict"] in ("crash", "ft-crash"), d["findings"]
-    record("a test process is SIGKILLed from outside", f"verdict `{d['verdict']}`; the run went on",
-           all_results_valid(tmp_path / "out"))
+    record(
+        "a test process is SIGKILLed from outside",
+        f"verdict `{d['verdict']}`; the run went on",
+        all_results_valid(tmp_path / "out"),
+    )
 
 
 def test_no_network_during_install(tmp_path: Path, ft_interpreter, record) -> None:
@@ -138,14 +162,20 @@ def test_no_network_during_install(tmp_path: Path, ft_interpreter, record) -> No
     # mirror, serves ft_clean's one build dependency, setuptools, offline; the test tools come from
     # the wheel store's layer): the install must reach the network
     (tmp_path / "no-links").mkdir()
-    pypi_only = (f"PIP_CONFIG_FILE: '{os.devnull}', PIP_FIND_LINKS: '{tmp_path / 'no-links'}', "
-                 "PIP_NO_CACHE_DIR: '1', PIP_RETRIES: '0', PIP_DEFAULT_TIMEOUT: '5'")
+    pypi_only = (
+        f"PIP_CONFIG_FILE: '{os.devnull}', PIP_FIND_LINKS: '{tmp_path / 'no-links'}', "
+        "PIP_NO_CACHE_DIR: '1', PIP_RETRIES: '0', PIP_DEFAULT_TIMEOUT: '5'"
+    )
     m = matrix(tmp_path, ["ft_clean"], "{repeat: 1, iterations: 1, gil_modes: [0]}", extra=f", env: {{{pypi_only}}}")
     out = tmp_path / "out"
     env = {**os.environ, **SOURCE_PATH, "CI": "true"}
-    r = subprocess.run(["unshare", "--net", *HARNESS, "run", "--matrix", str(m),
-                        "--out", str(out), "--backend", "local"], env=env, capture_output=True, text=True,
-                       timeout=900)
+    r = subprocess.run(
+        ["unshare", "--net", *HARNESS, "run", "--matrix", str(m), "--out", str(out), "--backend", "local"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert r.returncode == 0, r.stdout + r.stderr
     d = results(out)["cpython3.13t--ft_clean"]
     assert d["verdict"] == "infra-error", d["findings"]
@@ -153,8 +183,11 @@ def test_no_network_during_install(tmp_path: Path, ft_interpreter, record) -> No
     r = cli("run", "--matrix", str(m), "--out", str(out), "--backend", "local")
     assert r.returncode == 0 and "1 jobs ran" in r.stdout, r.stdout + r.stderr
     assert results(out)["cpython3.13t--ft_clean"]["verdict"] == "compatible"
-    record("no network during install", "verdict `infra-error` (not `build-failure`); rerun completed it",
-           all_results_valid(out))
+    record(
+        "no network during install",
+        "verdict `infra-error` (not `build-failure`); rerun completed it",
+        all_results_valid(out),
+    )
 
 
 def test_disk_full_in_the_output_dir(tmp_path: Path, ft_interpreter, record) -> None:
@@ -175,8 +208,11 @@ def test_disk_full_in_the_output_dir(tmp_path: Path, ft_interpreter, record) -> 
         r = cli("run", "--matrix", str(m), "--out", str(out), "--backend", "local")
         assert r.returncode == 0, r.stdout + r.stderr
         assert results(out)["cpython3.13t--ft_clean"]["verdict"] == "compatible"
-        record("the output disk fills up", "job recorded as `infra-error` (or exit 4); rerun completed it",
-               all_results_valid(out))
+        record(
+            "the output disk fills up",
+            "job recorded as `infra-error` (or exit 4); rerun completed it",
+            all_results_valid(out),
+        )
     finally:
         subprocess.run(["umount", "-l", str(out)], check=False)
 
@@ -186,9 +222,13 @@ def test_signal_mid_run_then_resume(tmp_path: Path, ft_interpreter, record, sig)
     m = matrix(tmp_path, ["ft_baseline", "ft_notests", "ft_clean"], "{repeat: 1, iterations: 1, gil_modes: [0]}")
     out = tmp_path / "out"
     env = {**os.environ, **SOURCE_PATH, "CI": "true"}
-    proc = subprocess.Popen([*HARNESS, "run", "--matrix", str(m), "--out", str(out),
-                             "--backend", "local"], env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True)
+    proc = subprocess.Popen(
+        [*HARNESS, "run", "--matrix", str(m), "--out", str(out), "--backend", "local"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     deadline = time.monotonic() + 600
     while time.monotonic() < deadline and not list((out / "results").glob("*.json")):
         time.sleep(0.3)
@@ -203,5 +243,8 @@ def test_signal_mid_run_then_resume(tmp_path: Path, ft_interpreter, record, sig)
     assert f"{3 - len(kept)} jobs ran, {len(kept)} reused" in r.stdout
     assert all((out / "results" / n).read_bytes() == b for n, b in kept.items())
     json.loads((out / "report.json").read_text())
-    record(f"{sig.name} mid-run, then rerun", f"exit 130, {len(kept)} result(s) kept byte-identical; "
-           "the rerun ran only the rest", True)
+    record(
+        f"{sig.name} mid-run, then rerun",
+        f"exit 130, {len(kept)} result(s) kept byte-identical; the rerun ran only the rest",
+        True,
+    )

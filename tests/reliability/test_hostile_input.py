@@ -28,8 +28,15 @@ COMMAND = re.compile(r"^\s*(::|##\[)", re.MULTILINE)
 
 
 def run_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([*HARNESS, *args], cwd=cwd, capture_output=True, text=True, timeout=60,
-                          errors="replace", env={"PATH": "/usr/bin:/bin", **SOURCE_PATH})
+    return subprocess.run(
+        [*HARNESS, *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        errors="replace",
+        env={"PATH": "/usr/bin:/bin", **SOURCE_PATH},
+    )
 
 
 def inert(text: str) -> bool:
@@ -43,6 +50,7 @@ def _variant(change: Callable[[dict], None]) -> Callable[[Path], None]:
         if isinstance(d.get("job_id"), str):
             d["job_id"] += "-bad"
         path.write_text(json.dumps(d))
+
     return write
 
 
@@ -60,7 +68,7 @@ RESULT_CASES: dict[str, Callable[[Path], None]] = {
     "unknown-verdict": _variant(lambda d: d.update(verdict="pwned")),
     "phases-not-a-list": _variant(lambda d: d.update(phases={"a": 1})),
     "deep-nesting": lambda p: p.write_text("[" * 200_000 + "]" * 200_000),
-    "not-json": lambda p: p.write_text("{\"job_id\": "),
+    "not-json": lambda p: p.write_text('{"job_id": '),
     "not-utf8": lambda p: p.write_bytes(b"\xff\xfe{}"),
     "empty": lambda p: p.write_bytes(b""),
     "fifo": lambda p: os.mkfifo(p),
@@ -121,10 +129,20 @@ def test_package_text_in_a_valid_result_reaches_no_terminal_log_or_markdown_raw(
 # JSON files named on the command line: one line naming the file (or the report), exit 2
 def _report(change: Callable[[dict], None]) -> Callable[[Path], None]:
     def write(path: Path) -> None:
-        d = {"packages": [{"job_id": "cp313t--x", "verdict": "compatible", "name": "x", "version": "1",
-                           "interpreter": {"name": "cp313t"}}]}
+        d = {
+            "packages": [
+                {
+                    "job_id": "cp313t--x",
+                    "verdict": "compatible",
+                    "name": "x",
+                    "version": "1",
+                    "interpreter": {"name": "cp313t"},
+                }
+            ]
+        }
         change(d)
         path.write_text(json.dumps(d))
+
     return write
 
 
@@ -173,7 +191,8 @@ def test_a_hostile_history_file_is_one_line_exit_2(tmp_path: Path) -> None:
     for case in ("deep-nesting", "fifo", "not-utf8"):
         bad = tmp_path / f"{case}.json"
         JSON_CASES[case](bad)
-        r = run_cli("report", str(tmp_path / "run"), "--out", str(tmp_path / "out"), "--history", str(bad),
-                    cwd=tmp_path)
+        r = run_cli(
+            "report", str(tmp_path / "run"), "--out", str(tmp_path / "out"), "--history", str(bad), cwd=tmp_path
+        )
         assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1, r.stderr
         assert "Traceback" not in r.stderr and str(bad) in r.stderr

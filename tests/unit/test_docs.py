@@ -67,8 +67,11 @@ def anchors(path: Path) -> set[str]:
 
 
 def links(path: Path) -> list[tuple[int, str]]:
-    return [(n, m.group(1)) for n, line in _prose(path.read_text(encoding="utf-8"))
-            for m in _LINK.finditer(re.sub(r"`[^`]*`", "", line))]  # not inside `code`
+    return [
+        (n, m.group(1))
+        for n, line in _prose(path.read_text(encoding="utf-8"))
+        for m in _LINK.finditer(re.sub(r"`[^`]*`", "", line))
+    ]  # not inside `code`
 
 
 def broken(path: Path, root: Path = ROOT) -> list[str]:
@@ -120,13 +123,16 @@ def test_every_page_is_reachable_from_the_readme() -> None:
     assert not missing, f"not linked from README.md or a page it links: {missing}"
 
 
-@pytest.mark.parametrize("text, expected", [
-    ("Selecting packages: `{top: N}`", "selecting-packages-top-n"),
-    ("Test setup inferred from the sdist", "test-setup-inferred-from-the-sdist"),
-    ("Publish the table from a fork, click by click", "publish-the-table-from-a-fork-click-by-click"),
-    ("ft-harness run", "ft-harness-run"),
-    ("report.json, the site and its JSON API", "reportjson-the-site-and-its-json-api"),
-])
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("Selecting packages: `{top: N}`", "selecting-packages-top-n"),
+        ("Test setup inferred from the sdist", "test-setup-inferred-from-the-sdist"),
+        ("Publish the table from a fork, click by click", "publish-the-table-from-a-fork-click-by-click"),
+        ("ft-harness run", "ft-harness-run"),
+        ("report.json, the site and its JSON API", "reportjson-the-site-and-its-json-api"),
+    ],
+)
 def test_anchors_are_githubs(text: str, expected: str) -> None:
     assert slug(text) == expected
 
@@ -135,14 +141,17 @@ def test_the_link_check_finds_a_broken_link_and_anchor(tmp_path: Path) -> None:
     (tmp_path / "docs").mkdir()
     (tmp_path / "docs" / "tutorial.md").write_text("# Tutorial\n\n## A step: `one`\n")
     page = tmp_path / "docs" / "probe.md"
-    page.write_text("# Probe\n\n[a](nope.md) [b](tutorial.md#no-such) [c](#probe) "
-                    "[d](https://example.com/x) `[e](in-code.md)` [g](tutorial.md#a-step-one) "
-                    "[h](../../outside.md)\n\n```\n[f](fenced.md)\n```\n")
+    page.write_text(
+        "# Probe\n\n[a](nope.md) [b](tutorial.md#no-such) [c](#probe) "
+        "[d](https://example.com/x) `[e](in-code.md)` [g](tutorial.md#a-step-one) "
+        "[h](../../outside.md)\n\n```\n[f](fenced.md)\n```\n"
+    )
     found = broken(page, root=tmp_path)
     assert [f.split(": ", 1)[1] for f in found] == [
         "nope.md does not exist",
         "tutorial.md#no-such: no heading with anchor #no-such in docs/tutorial.md",
-        "../../outside.md leaves the repository"], found
+        "../../outside.md leaves the repository",
+    ], found
 
 
 # ----------------------------------------------------------------------------- the references

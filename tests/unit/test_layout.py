@@ -150,8 +150,12 @@ def _tree(tmp_path: Path, files: dict[str, str]) -> Path:
 
 
 def test_a_package_reexport_is_a_cycle_only_when_a_submodule_needs_the_init(tmp_path):
-    files = {"pkg/__init__.py": "from .b import f\nhelper = 1\n", "pkg/b.py": "from . import c\n",
-             "pkg/sub/__init__.py": "", "pkg/sub/d.py": "from .. import c\nfrom ..b import f\n"}
+    files = {
+        "pkg/__init__.py": "from .b import f\nhelper = 1\n",
+        "pkg/b.py": "from . import c\n",
+        "pkg/sub/__init__.py": "",
+        "pkg/sub/d.py": "from .. import c\nfrom ..b import f\n",
+    }
     mutual = _graph(_tree(tmp_path / "mutual", {**files, "pkg/c.py": "from .b import f\n"}))
     assert mutual["pkg"] == {"pkg.b"} and mutual["pkg.b"] == {"pkg.c"}
     assert mutual["pkg.sub.d"] == {"pkg.c", "pkg.b"}
@@ -208,8 +212,7 @@ def test_main_is_only_the_parser_and_the_exit_codes():
 
 
 def test_no_module_over_500_lines():
-    sizes = {name: len(path.read_text(encoding="utf-8").splitlines())
-             for name, path in _modules().items()}
+    sizes = {name: len(path.read_text(encoding="utf-8").splitlines()) for name, path in _modules().items()}
     big = {name: n for name, n in sizes.items() if n > MAX_LINES}
     assert not big, f"modules over {MAX_LINES} lines (split along a seam): {big}"
 
@@ -249,8 +252,22 @@ def test_no_function_over_80_lines():
 # ------------------------------------------------------------------ the folders (#31)
 
 MAX_TOP_MODULES = 5  # .py files directly in harness/, __init__.py and __main__.py included
-_ALL = {"core", "parse", "testsetup", "results", "config", "verdict", "render", "interpreters",
-        "backends", "store", "reuse", "job", "cli", "util"}
+_ALL = {
+    "core",
+    "parse",
+    "testsetup",
+    "results",
+    "config",
+    "verdict",
+    "render",
+    "interpreters",
+    "backends",
+    "store",
+    "reuse",
+    "job",
+    "cli",
+    "util",
+}
 # Which folder of harness/ may import which, besides itself and the package's __init__ (which
 # holds __version__ only).  Bottom up, in the pipeline's order: each folder imports only folders
 # listed above it, so these rules leave no room for a cycle between folders.
@@ -268,8 +285,7 @@ LAYERS: dict[str, set[str]] = {
     "backends": {"core", "config", "interpreters"},
     "store": {"core"},  # the shared wheel store and tools layer: a cache with its own trust rules
     "reuse": {"core", "results", "config", "verdict"},  # earlier runs' results -> jobs not run again
-    "job": {"core", "parse", "testsetup", "results", "config", "verdict", "interpreters",
-            "backends", "store", "reuse"},
+    "job": {"core", "parse", "testsetup", "results", "config", "verdict", "interpreters", "backends", "store", "reuse"},
     "cli": _ALL,
     "__main__": _ALL,
 }
@@ -310,9 +326,12 @@ def test_the_rules_leave_no_cycle_between_folders():
 
 def test_imports_between_folders_follow_the_rules():
     g = _graph()
-    bad = sorted(f"{m} -> {t}" for m, targets in g.items() for t in targets
-                 if _folder(m) != _folder(t) and _folder(t) != "harness"
-                 and _folder(t) not in LAYERS[_folder(m)])
+    bad = sorted(
+        f"{m} -> {t}"
+        for m, targets in g.items()
+        for t in targets
+        if _folder(m) != _folder(t) and _folder(t) != "harness" and _folder(t) not in LAYERS[_folder(m)]
+    )
     assert not bad, "imports the folder rules (LAYERS) do not allow: " + "; ".join(bad)
 
 
@@ -366,9 +385,18 @@ def _names(root: Path = ROOT) -> dict[str, set[str]]:
 
 
 def test_names_are_read_with_packages_and_own_folder_names(tmp_path):
-    pkg = _tree(tmp_path, {"pkg/__init__.py": "", "pkg/a/__init__.py": "", "pkg/a/x.py": "",
-                           "pkg/a/a.py": "", "pkg/b/__init__.py": "", "pkg/b/x.py": "",
-                           "pkg/b/a.py": ""})
+    pkg = _tree(
+        tmp_path,
+        {
+            "pkg/__init__.py": "",
+            "pkg/a/__init__.py": "",
+            "pkg/a/x.py": "",
+            "pkg/a/a.py": "",
+            "pkg/b/__init__.py": "",
+            "pkg/b/x.py": "",
+            "pkg/b/a.py": "",
+        },
+    )
     assert _names(pkg) == {"a": {"", "b"}, "b": {""}, "x": {"a", "b"}}
 
 
@@ -383,11 +411,42 @@ def test_no_module_name_in_two_folders():
 # verdict/ decides from facts: it reads no file and runs nothing.  What is checkable from the
 # source: no module of verdict/ imports one of these, and none calls one of these names (a file
 # opened, read, written, walked or tested for existence).  The exceptions, each with its reason:
-VERDICT_MUST_NOT_IMPORT = ("os", "subprocess", "shutil", "tempfile", "glob", "io", "tarfile",
-                           "zipfile", "pathlib", "urllib", "socket")
-VERDICT_IO_CALLS = ("open", "read_text", "read_bytes", "write_text", "write_bytes", "glob", "rglob",
-                    "iterdir", "walk", "exists", "is_file", "is_dir", "stat", "scandir", "listdir",
-                    "mkdir", "unlink", "rename", "run", "Popen", "system")
+VERDICT_MUST_NOT_IMPORT = (
+    "os",
+    "subprocess",
+    "shutil",
+    "tempfile",
+    "glob",
+    "io",
+    "tarfile",
+    "zipfile",
+    "pathlib",
+    "urllib",
+    "socket",
+)
+VERDICT_IO_CALLS = (
+    "open",
+    "read_text",
+    "read_bytes",
+    "write_text",
+    "write_bytes",
+    "glob",
+    "rglob",
+    "iterdir",
+    "walk",
+    "exists",
+    "is_file",
+    "is_dir",
+    "stat",
+    "scandir",
+    "listdir",
+    "mkdir",
+    "unlink",
+    "rename",
+    "run",
+    "Popen",
+    "system",
+)
 # No exception: artifact.compiled_evidence (it walks the sdist) is testsetup/compiled's now.
 VERDICT_IO_ALLOWED: set[tuple[str, str]] = set()
 
@@ -415,7 +474,8 @@ def _io_uses(name: str, path: Path) -> list[str]:
                 f = child.func
                 called = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
                 if called in VERDICT_IO_CALLS and not any(
-                        (at == w or at.startswith(w + ".")) and not n for w, n in VERDICT_IO_ALLOWED):
+                    (at == w or at.startswith(w + ".")) and not n for w, n in VERDICT_IO_ALLOWED
+                ):
                     out.append(f"{at}: {called}(...)")
             visit(child, at)
 
@@ -424,11 +484,17 @@ def _io_uses(name: str, path: Path) -> list[str]:
 
 
 def test_io_uses_are_found(tmp_path):
-    text = ("import os\nfrom pathlib import Path\nimport json\n\n\ndef f(p):\n"
-            "    return Path(p).read_text() + json.dumps(open(p).read())\n")
+    text = (
+        "import os\nfrom pathlib import Path\nimport json\n\n\ndef f(p):\n"
+        "    return Path(p).read_text() + json.dumps(open(p).read())\n"
+    )
     pkg = _tree(tmp_path, {"pkg/__init__.py": "", "pkg/a.py": text})
-    assert _io_uses("pkg.a", pkg / "a.py") == ["pkg.a: import os", "pkg.a: import pathlib",
-                                               "pkg.a.f: read_text(...)", "pkg.a.f: open(...)"]
+    assert _io_uses("pkg.a", pkg / "a.py") == [
+        "pkg.a: import os",
+        "pkg.a: import pathlib",
+        "pkg.a.f: read_text(...)",
+        "pkg.a.f: open(...)",
+    ]
 
 
 def test_verdict_does_no_io():
@@ -445,8 +511,12 @@ SETUP_ENTRY = "harness.testsetup.decide"
 
 def test_the_job_reaches_the_suite_setup_through_its_entry_point_only():
     g = _graph()
-    bad = sorted(f"{m} -> {t}" for m, targets in g.items() for t in targets
-                 if _folder(m) in ("job", "cli", "__main__") and _folder(t) == "testsetup" and t != SETUP_ENTRY)
+    bad = sorted(
+        f"{m} -> {t}"
+        for m, targets in g.items()
+        for t in targets
+        if _folder(m) in ("job", "cli", "__main__") and _folder(t) == "testsetup" and t != SETUP_ENTRY
+    )
     assert not bad, f"import the suite setup from {SETUP_ENTRY} only: " + "; ".join(bad)
 
 
@@ -464,8 +534,12 @@ def test_a_job_calls_into_the_suite_setup_once():
             if isinstance(node, ast.ImportFrom) and (node.module or "").endswith("testsetup.decide"):
                 taken[n] = {a.name for a in node.names}
     assert taken and all(names <= JOB_TAKES_FROM_SETUP for names in taken.values()), taken
-    calls = [n for n, p in mods.items() for node in ast.walk(ast.parse(p.read_text(encoding="utf-8")))
-             if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "decide"]
+    calls = [
+        n
+        for n, p in mods.items()
+        for node in ast.walk(ast.parse(p.read_text(encoding="utf-8")))
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "decide"
+    ]
     assert calls == ["harness.job.stages"], calls  # one call site: the suite-setup stage
 
 

@@ -34,12 +34,14 @@ RUNTIME_FILES = [
 
 def _source_files(top: str) -> list[str]:
     """The files of ``top`` in the checkout: git's list when there is one, else a walk."""
-    r = subprocess.run(["git", "-C", str(ROOT), "ls-files", "--", top],
-                       capture_output=True, text=True)
+    r = subprocess.run(["git", "-C", str(ROOT), "ls-files", "--", top], capture_output=True, text=True)
     if r.returncode == 0 and r.stdout.strip():
         return [f for f in r.stdout.splitlines() if (ROOT / f).is_file()]
-    return [str(p.relative_to(ROOT)) for p in (ROOT / top).rglob("*")
-            if p.is_file() and "__pycache__" not in p.parts and not p.name.startswith(".")]
+    return [
+        str(p.relative_to(ROOT))
+        for p in (ROOT / top).rglob("*")
+        if p.is_file() and "__pycache__" not in p.parts and not p.name.startswith(".")
+    ]
 
 
 def test_the_wheel_carries_every_runtime_file(dist):
@@ -57,8 +59,13 @@ def test_the_sdist_can_rebuild_the_wheel(dist):
     """`python -m build` makes the wheel from the sdist, so the sdist needs containers/ and setup.py."""
     with tarfile.open(dist["sdist"]) as tf:
         names = {n.split("/", 1)[1] for n in tf.getnames() if "/" in n}
-    assert {"setup.py", "pyproject.toml", "containers/bootstrap-base.sh",
-            "containers/interpreter.Dockerfile", "harness/schema/report.schema.json"} <= names
+    assert {
+        "setup.py",
+        "pyproject.toml",
+        "containers/bootstrap-base.sh",
+        "containers/interpreter.Dockerfile",
+        "harness/schema/report.schema.json",
+    } <= names
 
 
 def test_containers_are_read_from_the_installed_package():
@@ -75,7 +82,12 @@ def test_containers_are_read_from_the_installed_package():
 @pytest.mark.skipif(not INSTALLED, reason="only under `nox -s tests` (FT_HARNESS_INSTALLED=1)")
 def test_tests_and_their_cli_children_use_the_installed_copy():
     assert not Path(harness.__file__).resolve().is_relative_to(ROOT / "harness"), harness.__file__
-    r = subprocess.run([sys.executable, "-P", "-c", "import harness; print(harness.__file__)"],
-                       cwd=ROOT, env={**os.environ, **SOURCE_PATH}, capture_output=True, text=True)
+    r = subprocess.run(
+        [sys.executable, "-P", "-c", "import harness; print(harness.__file__)"],
+        cwd=ROOT,
+        env={**os.environ, **SOURCE_PATH},
+        capture_output=True,
+        text=True,
+    )
     assert r.returncode == 0, r.stderr
     assert Path(r.stdout.strip()).resolve() == Path(harness.__file__).resolve()

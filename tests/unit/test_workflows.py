@@ -37,8 +37,10 @@ def unpinned(text: str) -> list[str]:
     bad = []
     for n, line in enumerate(text.splitlines(), 1):
         m = USES.match(line)
-        if m and not m.group(1).startswith("./") and not (
-            PINNED.match(m.group(1)) and VERSION_COMMENT.match(m.group(2))
+        if (
+            m
+            and not m.group(1).startswith("./")
+            and not (PINNED.match(m.group(1)) and VERSION_COMMENT.match(m.group(2)))
         ):
             bad.append(f"{n}: {line.strip()}")
     return bad
@@ -135,8 +137,11 @@ def _gha(expr: str, **github: str) -> bool:
     """A GitHub Actions `if:` of ==, &&, || and parentheses over github.* values, evaluated."""
     import re as _re
 
-    ctx = {"event_name": github["event_name"], "ref_name": github["ref_name"],
-           "event.repository.default_branch": github["default_branch"]}
+    ctx = {
+        "event_name": github["event_name"],
+        "ref_name": github["ref_name"],
+        "event.repository.default_branch": github["default_branch"],
+    }
     py = expr.replace("&&", " and ").replace("||", " or ")
     py = _re.sub(r"github\.([\w.]+)", lambda m: repr(ctx[m.group(1)]), py)
     return bool(eval(py, {"__builtins__": {}}))  # noqa: S307 - our own workflow's expression
@@ -149,8 +154,14 @@ def test_matrix_workflow_shape():
     assert set(on["workflow_dispatch"]["inputs"]) == {"matrix", "shards"}
     assert {"harness/**", "matrix.yaml", "containers/**"} <= set(on["pull_request"]["paths"])
     needs = {k: set([v["needs"]] if isinstance(v.get("needs"), str) else v.get("needs", [])) for k, v in jobs.items()}
-    assert needs == {"plan": set(), "image": set(), "store": {"plan", "image"}, "run": {"plan", "image", "store"},
-                     "report": {"plan", "run"}, "publish": {"report"}}
+    assert needs == {
+        "plan": set(),
+        "image": set(),
+        "store": {"plan", "image"},
+        "run": {"plan", "image", "store"},
+        "report": {"plan", "run"},
+        "publish": {"report"},
+    }
     run = jobs["run"]
     assert run["strategy"]["fail-fast"] is False
     assert run["strategy"]["matrix"] == "${{ fromJSON(needs.plan.outputs.shards) }}"
@@ -168,8 +179,9 @@ def test_matrix_workflow_shape():
     assert not _gha(cond, event_name="workflow_dispatch", ref_name="topic", default_branch="main")
     merge = next(s for s in jobs["report"]["steps"] if "ft-harness report" in str(s.get("run", "")))
     assert '--matrix "$MATRIX"' in merge["run"] and "--site-url" in merge["run"]  # missing jobs listed
-    assert "GITHUB_STEP_SUMMARY" not in "".join(str(s.get("run", "")) for j in jobs.values()
-                                                 for s in j.get("steps", []))  # one summary: the harness's
+    assert "GITHUB_STEP_SUMMARY" not in "".join(
+        str(s.get("run", "")) for j in jobs.values() for s in j.get("steps", [])
+    )  # one summary: the harness's
     assert "--resolved plan/resolved.json" in str(jobs["plan"]["steps"]) + str(run["steps"])
     assert any("deploy-pages@" in str(s.get("uses")) for s in jobs["publish"]["steps"])
     # the previous report and the history come from the published site, after the cache
@@ -258,7 +270,7 @@ def test_rules_catch_a_bad_workflow(capsys):
     assert len(expressions_in_run(data)) == 1
     assert credential_checkouts(data) == ["build"]
     assert permission_problems(data) == ["top-level permissions 'write-all'", "build: contents: write"]
-    assert unknown_harness_args(data) == ['build: ft-harness plan --shards 4 --formt github']
+    assert unknown_harness_args(data) == ["build: ft-harness plan --shards 4 --formt github"]
     capsys.readouterr()
 
 
@@ -269,10 +281,14 @@ def test_the_wheel_store_is_built_once_saved_by_the_default_branch_and_restored_
     jobs = _load((WORKFLOWS / "matrix.yml").read_text())["jobs"]
     store = jobs["store"]
     build = next(s for s in store["steps"] if s.get("id") == "build")
-    assert "python tools/wheel-store build --matrix \"$MATRIX\" --resolved plan/resolved.json" in build["run"]
+    assert 'python tools/wheel-store build --matrix "$MATRIX" --resolved plan/resolved.json' in build["run"]
     assert store["outputs"]["key"] == "${{ steps.build.outputs.key }}"
-    saves = [s for j in jobs.values() for s in j.get("steps", [])
-             if "cache/save@" in str(s.get("uses")) and "wheels" in str(s.get("with", {}).get("path"))]
+    saves = [
+        s
+        for j in jobs.values()
+        for s in j.get("steps", [])
+        if "cache/save@" in str(s.get("uses")) and "wheels" in str(s.get("with", {}).get("path"))
+    ]
     assert saves == [next(s for s in store["steps"] if "cache/save@" in str(s.get("uses")))]
     (save,) = saves
     assert save["with"]["key"] == "${{ steps.build.outputs.key }}"
@@ -281,8 +297,11 @@ def test_the_wheel_store_is_built_once_saved_by_the_default_branch_and_restored_
     assert _gha(cond, event_name="workflow_dispatch", ref_name="main", default_branch="main")
     assert not _gha(cond, event_name="workflow_dispatch", ref_name="topic", default_branch="main")
     assert not _gha(cond, event_name="pull_request", ref_name="main", default_branch="main")
-    restore = [s for s in jobs["run"]["steps"] if "cache/restore@" in str(s.get("uses"))
-               and "wheels" in str(s.get("with", {}).get("path"))]
+    restore = [
+        s
+        for s in jobs["run"]["steps"]
+        if "cache/restore@" in str(s.get("uses")) and "wheels" in str(s.get("with", {}).get("path"))
+    ]
     assert len(restore) == 1 and restore[0]["with"]["key"] == "${{ needs.store.outputs.key }}"
     names = [s.get("name", "") for s in jobs["run"]["steps"]]
     assert names.index(restore[0]["name"]) < next(i for i, n in enumerate(names) if n == "Run the shard")
@@ -292,7 +311,11 @@ def test_the_wheel_store_is_built_once_saved_by_the_default_branch_and_restored_
     # a local run's (wheels/local) and the layout before it never travel in the cache
     assert build["run"].rstrip().endswith("--backend docker")
     assert "--backend docker" in next(s for s in jobs["run"]["steps"] if s.get("name") == "Run the shard")["run"]
-    cached = [s["with"] for j in jobs.values() for s in j.get("steps", [])
-              if "actions/cache/" in str(s.get("uses")) and "wheels" in str(s.get("with", {}).get("path"))]
+    cached = [
+        s["with"]
+        for j in jobs.values()
+        for s in j.get("steps", [])
+        if "actions/cache/" in str(s.get("uses")) and "wheels" in str(s.get("with", {}).get("path"))
+    ]
     assert len(cached) == 3 and all(c["path"] == "${{ env.FT_HARNESS_CACHE }}/wheels/docker" for c in cached)
     assert all(c.get("restore-keys", "ft-wheels-docker-") == "ft-wheels-docker-" for c in cached)

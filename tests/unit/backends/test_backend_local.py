@@ -22,13 +22,20 @@ from harness.core.model import Exec
 PY = sys.executable
 
 
-def run(backend: LocalBackend, tmp: Path, argv: list[str], *, timeout: float = 60,
-        env: dict[str, str] | None = None, cwd: Path | None = None, idle: float = 0) -> tuple[Exec, str]:
+def run(
+    backend: LocalBackend,
+    tmp: Path,
+    argv: list[str],
+    *,
+    timeout: float = 60,
+    env: dict[str, str] | None = None,
+    cwd: Path | None = None,
+    idle: float = 0,
+) -> tuple[Exec, str]:
     ws = backend.open("job", tmp, PY, "")
     log = tmp / "logs" / "step.log"
     log.parent.mkdir(exist_ok=True)
-    ex = backend.run(ws, argv, env=env or {}, cwd=str(cwd or tmp), timeout=timeout, log=log,
-                     network=False, idle=idle)
+    ex = backend.run(ws, argv, env=env or {}, cwd=str(cwd or tmp), timeout=timeout, log=log, network=False, idle=idle)
     return ex, log.read_text() if log.exists() else ""
 
 
@@ -58,8 +65,7 @@ def test_exit_code_and_both_streams_in_the_log(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("sig", [signal.SIGSEGV, signal.SIGABRT, signal.SIGKILL])
 def test_a_signal_is_reported_as_the_signal(tmp_path: Path, sig: signal.Signals) -> None:
-    ex, _ = run(LocalBackend(), tmp_path,
-                [PY, "-c", f"import os; os.kill(os.getpid(), {int(sig)})"])
+    ex, _ = run(LocalBackend(), tmp_path, [PY, "-c", f"import os; os.kill(os.getpid(), {int(sig)})"])
     assert ex.signal == sig
     assert ex.exit_code == -sig
     assert not ex.timed_out
@@ -121,8 +127,7 @@ def test_no_cap_leaves_the_limit_as_it_was(tmp_path: Path) -> None:
     assert tuple(map(int, text.split())) == resource.getrlimit(resource.RLIMIT_DATA)
 
 
-def test_the_harness_environment_does_not_leak_into_a_job(tmp_path: Path,
-                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_harness_environment_does_not_leak_into_a_job(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PYTHONPATH", "/harness/own/path")
     monkeypatch.setenv("VIRTUAL_ENV", "/harness/venv")
     monkeypatch.setenv("PIP_NO_CACHE_DIR", "1")
@@ -130,8 +135,7 @@ def test_the_harness_environment_does_not_leak_into_a_job(tmp_path: Path,
     monkeypatch.setenv("PIP_INDEX_URL", "https://mirror.invalid/simple")  # the user's index stays
     monkeypatch.setenv("FT_UNRELATED", "kept")
     code = "import json, os; print(json.dumps(dict(os.environ)))"
-    ex, text = run(LocalBackend(), tmp_path, [PY, "-c", code],
-                   env={"PYTHON_GIL": "0", "FT_UNRELATED": "the job's own"})
+    ex, text = run(LocalBackend(), tmp_path, [PY, "-c", code], env={"PYTHON_GIL": "0", "FT_UNRELATED": "the job's own"})
     assert ex.exit_code == 0
     env = json.loads(text)
     for leaked in ("PYTHONPATH", "VIRTUAL_ENV", "PIP_NO_CACHE_DIR", "PYTEST_ADDOPTS"):
@@ -147,8 +151,7 @@ def test_cwd_and_an_empty_stdin(tmp_path: Path) -> None:
     saved, (r, w) = os.dup(0), os.pipe()
     os.dup2(r, 0)  # the harness's own stdin is a pipe nobody closes (as under a CI runner)
     try:
-        ex, text = run(LocalBackend(), tmp_path, [PY, "-c", code], cwd=tmp_path / "src",
-                       timeout=10)
+        ex, text = run(LocalBackend(), tmp_path, [PY, "-c", code], cwd=tmp_path / "src", timeout=10)
     finally:
         os.dup2(saved, 0)
         for fd in (saved, r, w):
@@ -167,8 +170,7 @@ def test_cancel_ends_a_running_command_and_starts_no_new_one(tmp_path: Path) -> 
     backend = LocalBackend()
     got: list[Exec] = []
     script = "echo started > started; exec sleep 300"
-    t = threading.Thread(target=lambda: got.append(
-        run(backend, tmp_path, ["sh", "-c", script], timeout=120)[0]))
+    t = threading.Thread(target=lambda: got.append(run(backend, tmp_path, ["sh", "-c", script], timeout=120)[0]))
     t.start()
     deadline = time.monotonic() + 20
     while not (tmp_path / "started").exists():
@@ -187,9 +189,13 @@ def test_cancel_ends_a_running_command_and_starts_no_new_one(tmp_path: Path) -> 
 def test_workspace_and_the_rest_of_the_protocol(tmp_path: Path) -> None:
     backend = LocalBackend(pip_cache=tmp_path / "pip")
     ws = backend.open("job", tmp_path / "work" / "job", "/opt/py/bin/python3.13t", "/src/pkg")
-    assert ws == Workspace(host_root=tmp_path / "work" / "job", root=str(tmp_path / "work" / "job"),
-                           python="/opt/py/bin/python3.13t", source="/src/pkg",
-                           pip_cache=str(tmp_path / "pip"))
+    assert ws == Workspace(
+        host_root=tmp_path / "work" / "job",
+        root=str(tmp_path / "work" / "job"),
+        python="/opt/py/bin/python3.13t",
+        source="/src/pkg",
+        pip_cache=str(tmp_path / "pip"),
+    )
     assert ws.path("logs", "x.log") == f"{tmp_path}/work/job/logs/x.log"
     assert LocalBackend().open("job", tmp_path, PY, "").pip_cache == ""
     assert backend.reproduce_command(ws, "python -m pytest -x", network=True) == "python -m pytest -x"
@@ -211,8 +217,15 @@ def test_a_log_planted_as_a_link_is_never_written_through(tmp_path: Path) -> Non
     assert ex.infra.startswith("cannot open the log step.log") and host.read_text() == "host file\n"
     log.unlink()
     log.write_text("")  # the timeout note is appended without following a link either
-    ex = b.run(ws, ["sh", "-c", f"ln -sf {host} {log}.tmp && mv {log}.tmp {log}; sleep 30"], env={},
-               cwd=str(tmp_path), timeout=1, log=log, network=False)
+    ex = b.run(
+        ws,
+        ["sh", "-c", f"ln -sf {host} {log}.tmp && mv {log}.tmp {log}; sleep 30"],
+        env={},
+        cwd=str(tmp_path),
+        timeout=1,
+        log=log,
+        network=False,
+    )
     assert ex.timed_out and host.read_text() == "host file\n"
 
 
@@ -220,14 +233,23 @@ def test_a_command_whose_log_stays_silent_is_ended_at_idle_not_the_timeout(tmp_p
     # a real pytest whose test sleeps past `idle`, no pytest-timeout: frozen as far as the log
     # shows; the note is what harness.parse.hang reads as a stall, and the phase parses as a hang
     (tmp_path / "test_freeze.py").write_text(
-        "import time\n\ndef test_quick():\n    pass\n\ndef test_freezes():\n    time.sleep(60)\n")
+        "import time\n\ndef test_quick():\n    pass\n\ndef test_freezes():\n    time.sleep(60)\n"
+    )
     ws = LocalBackend().open("job", tmp_path, PY, "")
     log = tmp_path / "logs" / "plain-gil0.log"
     log.parent.mkdir()
     log.write_text("$ pytest\n")
     t0 = time.monotonic()
-    ex = LocalBackend().run(ws, [PY, "-m", "pytest", "-p", "no:cacheprovider", "-v", "test_freeze.py"],
-                            env={}, cwd=str(tmp_path), timeout=120, log=log, network=False, idle=3)
+    ex = LocalBackend().run(
+        ws,
+        [PY, "-m", "pytest", "-p", "no:cacheprovider", "-v", "test_freeze.py"],
+        env={},
+        cwd=str(tmp_path),
+        timeout=120,
+        log=log,
+        network=False,
+        idle=3,
+    )
     assert ex.timed_out and ex.exit_code is None and time.monotonic() - t0 < 30
     text = log.read_text()
     assert "test_freeze.py::test_quick PASSED" in text
@@ -236,17 +258,27 @@ def test_a_command_whose_log_stays_silent_is_ended_at_idle_not_the_timeout(tmp_p
     from harness.core.model import Phase
     from harness.parse import parse_phase
 
-    p = parse_phase(Phase(name="plain-gil0", kind="plain", gil=0, exit_code=None, timed_out=True,
-                          duration=ex.duration, log="logs/plain-gil0.log",
-                          env={"FT_HARNESS_WATCHDOG": "1"}), tmp_path)
+    p = parse_phase(
+        Phase(
+            name="plain-gil0",
+            kind="plain",
+            gil=0,
+            exit_code=None,
+            timed_out=True,
+            duration=ex.duration,
+            log="logs/plain-gil0.log",
+            env={"FT_HARNESS_WATCHDOG": "1"},
+        ),
+        tmp_path,
+    )
     assert p.hang is not None and not p.hang.spent and p.hang.running == "test_freeze.py::test_freezes"
-    assert p.hang.why == ("no output for 3 s, then ended by ft-harness while running "
-                          "test_freeze.py::test_freezes: the process froze so that neither "
-                          "pytest-timeout nor the watchdog could end it")
+    assert p.hang.why == (
+        "no output for 3 s, then ended by ft-harness while running "
+        "test_freeze.py::test_freezes: the process froze so that neither "
+        "pytest-timeout nor the watchdog could end it"
+    )
 
 
 def test_a_command_that_keeps_printing_is_not_idle(tmp_path: Path) -> None:
-    ex, text = run(LocalBackend(), tmp_path, ["sh", "-c", "for i in 1 2 3 4 5 6; do echo $i; sleep 0.5; done"],
-                   idle=2)
+    ex, text = run(LocalBackend(), tmp_path, ["sh", "-c", "for i in 1 2 3 4 5 6; do echo $i; sleep 0.5; done"], idle=2)
     assert (ex.exit_code, ex.timed_out) == (0, False) and "stalled" not in text
-

@@ -19,8 +19,7 @@ from tests.unit.backends.test_backend_local import run
 
 MIB = 1 << 20
 FLOOD = "import os\nwhile True: os.write(1, b'x' * 65536)\n"
-FILL = ("import os, itertools\nb = os.urandom(1 << 20)\nfor i in itertools.count():\n"
-        "    open(f'f{i}', 'wb').write(b)\n")
+FILL = "import os, itertools\nb = os.urandom(1 << 20)\nfor i in itertools.count():\n    open(f'f{i}', 'wb').write(b)\n"
 
 
 def test_a_log_flood_is_cut_at_write_time_and_named(tmp_path: Path, monkeypatch) -> None:

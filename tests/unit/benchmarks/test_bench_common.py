@@ -39,12 +39,15 @@ def test_ratio_guards_zero() -> None:
     assert ratio(1.0, 0.0) is None
 
 
-@pytest.mark.parametrize(("times", "workers", "bound"), [
-    ([10, 10, 10, 10], 2, 20),  # sum / workers
-    ([30, 5, 5], 2, 30),  # the longest job
-    ([30, 5, 5], 1, 40),
-    ([], 2, 0),
-])
+@pytest.mark.parametrize(
+    ("times", "workers", "bound"),
+    [
+        ([10, 10, 10, 10], 2, 20),  # sum / workers
+        ([30, 5, 5], 2, 30),  # the longest job
+        ([30, 5, 5], 1, 40),
+        ([], 2, 0),
+    ],
+)
 def test_lower_bound(times: list[float], workers: int, bound: float) -> None:
     assert lower_bound(times, workers) == bound
 
@@ -56,8 +59,7 @@ def test_lower_bound_needs_a_worker() -> None:
 
 def test_parse_cli_first_and_second_run() -> None:
     first = parse_cli(CLI_FIRST)
-    assert first == {"interpreter_cache_hits": 1, "interpreter_builds": 0, "jobs_ran": 3,
-                     "jobs_reused": 0}
+    assert first == {"interpreter_cache_hits": 1, "interpreter_builds": 0, "jobs_ran": 3, "jobs_reused": 0}
     second = parse_cli("interpreter cpython3.13t: built (k)\n0 jobs ran, 3 reused from x\n")
     assert second["interpreter_builds"] == 1 and second["jobs_ran"] == 0
     assert second["jobs_reused"] == 3
@@ -65,8 +67,10 @@ def test_parse_cli_first_and_second_run() -> None:
 
 
 def test_count_downloads_only_network_fetches() -> None:
-    assert count_downloads(PIP_LOG) == ["pytest_run_parallel-0.10.0-py3-none-any.whl",
-                                        "iniconfig-2.3.1-py3-none-any.whl"]
+    assert count_downloads(PIP_LOG) == [
+        "pytest_run_parallel-0.10.0-py3-none-any.whl",
+        "iniconfig-2.3.1-py3-none-any.whl",
+    ]
 
 
 def test_iso_epoch_difference() -> None:
@@ -75,28 +79,68 @@ def test_iso_epoch_difference() -> None:
 
 def _doc() -> dict:
     band = summarize([1.01, 1.02, 1.20])
-    pkg = {"verdict": "compatible", "test_phases": band, "whole_job": summarize([1.1, 1.2, 1.3]),
-           "harness_wall": summarize([50.0]), "bare_total": summarize([45.0]),
-           "own_seconds": summarize([2.5])}
-    run = {"jobs": 1, "n_jobs": 3, "sum_job_seconds": 90.0, "longest_job": 40.0, "lower_bound": 90.0,
-           "span": 92.0, "ratio_span": 1.0222, "wall": 95.0, "ratio_wall": 1.0556}
-    row = {"packages": 10, "matrix_load": 0.01, "plan": 0.002, "plan_ms_per_package": 0.2,
-           "report": 0.4, "report_cpu": 0.1, "report_ms_per_package": 40.0, "load_results": 0.03,
-           "build_report": 0.001, "write_all": 0.37}
+    pkg = {
+        "verdict": "compatible",
+        "test_phases": band,
+        "whole_job": summarize([1.1, 1.2, 1.3]),
+        "harness_wall": summarize([50.0]),
+        "bare_total": summarize([45.0]),
+        "own_seconds": summarize([2.5]),
+    }
+    run = {
+        "jobs": 1,
+        "n_jobs": 3,
+        "sum_job_seconds": 90.0,
+        "longest_job": 40.0,
+        "lower_bound": 90.0,
+        "span": 92.0,
+        "ratio_span": 1.0222,
+        "wall": 95.0,
+        "ratio_wall": 1.0556,
+    }
+    row = {
+        "packages": 10,
+        "matrix_load": 0.01,
+        "plan": 0.002,
+        "plan_ms_per_package": 0.2,
+        "report": 0.4,
+        "report_cpu": 0.1,
+        "report_ms_per_package": 40.0,
+        "load_results": 0.03,
+        "build_report": 0.001,
+        "write_all": 0.37,
+    }
     return {
         "meta": {"date": "d", "cpus": 2, "load_start": "1.0", "command": "python benchmarks/run.py"},
         "sections": {
-            "overhead": {"rounds": 3, "target": 1.05, "packages": {"ft_clean": pkg},
-                         "all_test_phases": band, "all_whole_job": summarize([1.2])},
-            "schedule": {"target": 1.1, "skipped": ["the default matrix does not fit"],
-                         "matrices": [{"matrix": "fixtures", "j1": run, "j2": {**run, "jobs": 2},
-                                       "speedup_wall": 1.6}]},
-            "cache": {"first_wall": 95.0, "second_wall": 1.5, "ratio": 0.0158,
-                      "first_cli": parse_cli(CLI_FIRST),
-                      "second_cli": parse_cli("interpreter a: cache hit (k)\n0 jobs ran, 3 reused\n"),
-                      "first_run_downloads": {"a": ["x.whl", "y.whl"]}, "results_rewritten": []},
-            "scale": {"rows": [row], "largest": 10, "target_report_seconds": 10.0,
-                      "largest_report_seconds": 12.5, "largest_report_cpu_seconds": 3.0},
+            "overhead": {
+                "rounds": 3,
+                "target": 1.05,
+                "packages": {"ft_clean": pkg},
+                "all_test_phases": band,
+                "all_whole_job": summarize([1.2]),
+            },
+            "schedule": {
+                "target": 1.1,
+                "skipped": ["the default matrix does not fit"],
+                "matrices": [{"matrix": "fixtures", "j1": run, "j2": {**run, "jobs": 2}, "speedup_wall": 1.6}],
+            },
+            "cache": {
+                "first_wall": 95.0,
+                "second_wall": 1.5,
+                "ratio": 0.0158,
+                "first_cli": parse_cli(CLI_FIRST),
+                "second_cli": parse_cli("interpreter a: cache hit (k)\n0 jobs ran, 3 reused\n"),
+                "first_run_downloads": {"a": ["x.whl", "y.whl"]},
+                "results_rewritten": [],
+            },
+            "scale": {
+                "rows": [row],
+                "largest": 10,
+                "target_report_seconds": 10.0,
+                "largest_report_seconds": 12.5,
+                "largest_report_cpu_seconds": 3.0,
+            },
         },
     }
 
@@ -120,12 +164,15 @@ def test_a_failed_section_is_shown_not_dropped() -> None:
     assert "## cache: failed" in md and "RuntimeError: run exited 4" in md
 
 
-@pytest.mark.parametrize(("times", "workers", "best"), [
-    ([100, 100, 100], 2, 200),  # whole jobs: the relaxed bound says 150
-    ([30, 5, 5], 2, 30),
-    ([7, 5, 4, 4], 2, 11),  # 7+4 | 5+4; the relaxed bound says 10
-    ([], 3, 0),
-])
+@pytest.mark.parametrize(
+    ("times", "workers", "best"),
+    [
+        ([100, 100, 100], 2, 200),  # whole jobs: the relaxed bound says 150
+        ([30, 5, 5], 2, 30),
+        ([7, 5, 4, 4], 2, 11),  # 7+4 | 5+4; the relaxed bound says 10
+        ([], 3, 0),
+    ],
+)
 def test_best_makespan_exact(times: list[float], workers: int, best: float) -> None:
     from benchmarks.common import best_makespan
 

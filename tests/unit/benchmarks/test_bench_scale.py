@@ -12,8 +12,7 @@ from harness.core.model import VERDICTS, InterpreterInfo, JobResult
 
 def test_synthetic_results_round_trip_and_cycle_verdicts(tmp_path) -> None:
     n = len(VERDICTS) + 2
-    spec = matrix.load(str(write_matrix(tmp_path / "m.yaml",
-                                        [scale._package_entry(i) for i in range(n)])))
+    spec = matrix.load(str(write_matrix(tmp_path / "m.yaml", [scale._package_entry(i) for i in range(n)])))
     jobs = plan.make_plan(spec)
     assert len(jobs) == n
     interp = InterpreterInfo(name="cpython3.13t", version="3.13.5", key="k", python="/x")
@@ -43,8 +42,10 @@ def test_bare_steps_are_the_commands_a_person_runs() -> None:
     from benchmarks.overhead import bare_steps
 
     interp = InterpreterInfo(name="cpython3.13t", version="3.13.5", key="k", python="/x")
-    spec = matrix.loads('interpreters: [{name: cpython3.13t, version: "3.13.5", source: "debian:trixie"}]\n'
-                        "packages: [{name: six, version: '==1.17.0'}]\n")
+    spec = matrix.loads(
+        'interpreters: [{name: cpython3.13t, version: "3.13.5", source: "debian:trixie"}]\n'
+        "packages: [{name: six, version: '==1.17.0'}]\n"
+    )
     res = scale.synthetic_result(plan.make_plan(spec)[0], 9, interp).to_dict()
     names = [p["name"] for p in bare_steps(res)]
     assert names == ["fetch", "install", "plain-gil0", "threads-gil0-r1", "plain-gil1", "threads-gil1-r1"]
@@ -53,8 +54,7 @@ def test_bare_steps_are_the_commands_a_person_runs() -> None:
 def test_written_results_name_their_own_job(tmp_path) -> None:
     from harness.core.model import read_result
 
-    spec = matrix.load(str(write_matrix(tmp_path / "m.yaml",
-                                        [scale._package_entry(i) for i in range(13)])))
+    spec = matrix.load(str(write_matrix(tmp_path / "m.yaml", [scale._package_entry(i) for i in range(13)])))
     jobs = plan.make_plan(spec)
     interp = InterpreterInfo(name="cpython3.13t", version="3.13.5", key="k", python="/x")
     scale.write_results(jobs, interp, tmp_path)

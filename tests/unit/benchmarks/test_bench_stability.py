@@ -8,9 +8,11 @@ def facts(verdict, ft_race=()):
 
 
 def test_a_false_claim_is_any_ft_race_of_the_null_fixture_verdict_or_finding():
-    rounds = [{NULL: facts("thread-unsafe"), PLANTED: facts("ft-race", ["t"])},
-              {NULL: facts("thread-unsafe", ["tests/test_tally.py::x[3]"]), PLANTED: facts("ft-race", ["t"])},
-              {NULL: facts("ft-race", ["y"]), PLANTED: facts("compatible")}]
+    rounds = [
+        {NULL: facts("thread-unsafe"), PLANTED: facts("ft-race", ["t"])},
+        {NULL: facts("thread-unsafe", ["tests/test_tally.py::x[3]"]), PLANTED: facts("ft-race", ["t"])},
+        {NULL: facts("ft-race", ["y"]), PLANTED: facts("compatible")},
+    ]
     t = tally(rounds)
     assert t["false_claim_rate"]["said"] == "2/3"
     assert t["detection_rate"]["said"] == "2/3"
@@ -19,9 +21,15 @@ def test_a_false_claim_is_any_ft_race_of_the_null_fixture_verdict_or_finding():
 
 
 def test_round_facts_read_a_result_file_shape():
-    res = {"verdict": "ft-race", "findings": [{"kind": "ft-race", "test_id": "a"}, {"kind": "unconfirmed"}],
-           "phases": [{"kind": "confirm", "duration": 1.5}, {"kind": "threads", "duration": 2.0},
-                      {"kind": "confirm", "duration": 0.5}]}
+    res = {
+        "verdict": "ft-race",
+        "findings": [{"kind": "ft-race", "test_id": "a"}, {"kind": "unconfirmed"}],
+        "phases": [
+            {"kind": "confirm", "duration": 1.5},
+            {"kind": "threads", "duration": 2.0},
+            {"kind": "confirm", "duration": 0.5},
+        ],
+    }
     f = _round_facts(res)
     assert f["ft_race"] == ["a"] and f["unconfirmed"] == 1 and f["runs_alone"] == 2
     assert f["confirm_seconds"] == 2.0 and f["seconds"] == 4.0

@@ -21,15 +21,22 @@ def _sdist(path: Path, files: dict[str, str]) -> Path:
 
 def test_host_steps_of_one_sdist(tmp_path: Path) -> None:
     (tmp_path / "cache").mkdir()
-    a = _sdist(tmp_path / "cache" / "pkg-1.0.tar.gz", {
-        "pyproject.toml": '[project]\nname = "pkg"\n[dependency-groups]\ntest = "pytest"\n'
-                          '[tool.pytest.ini_options]\naddopts = "--cov=pkg"\n',
-        "tests/test_a.py": "def test(): pass\n"})
+    a = _sdist(
+        tmp_path / "cache" / "pkg-1.0.tar.gz",
+        {
+            "pyproject.toml": '[project]\nname = "pkg"\n[dependency-groups]\ntest = "pytest"\n'
+            '[tool.pytest.ini_options]\naddopts = "--cov=pkg"\n',
+            "tests/test_a.py": "def test(): pass\n",
+        },
+    )
     row = host_steps("pkg", a, tmp_path)
     assert "exception" not in row and "fetch_error" not in row
     assert row["setup"]["tests"] == "tests" and row["has_tests"] and row["own_config"]
-    assert set(_found(row["setup"])) == {"tests dir found", "pytest addopts neutralized",
-                                         "a value of the wrong type (noted)"}
+    assert set(_found(row["setup"])) == {
+        "tests dir found",
+        "pytest addopts neutralized",
+        "a value of the wrong type (noted)",
+    }
     broken = tmp_path / "cache" / "bad-1.0.tar.gz"
     broken.write_bytes(b"\x1f\x8b not gzip")
     bad = host_steps("bad", broken, tmp_path)

@@ -10,12 +10,15 @@ from benchmarks.crosscheck import event, reproduced
 from tests.unit.verdict.test_verdict import DATA
 
 
-@pytest.mark.parametrize(("case", "phase", "want"), [
-    ("confirm-realloc", "confirm1-gil0-r1", "crashed"),  # SIGABRT, faulthandler's dump
-    ("confirm-deadlock", "confirm1-gil0-r1", "hung"),  # pytest-timeout's thread method
-    ("confirm-sharedbuf", "confirm1-gil0-r1", "failed"),  # the race, by assertion
-    ("confirm-sharedbuf", "confirm1-gil1-r1", "passed"),
-])
+@pytest.mark.parametrize(
+    ("case", "phase", "want"),
+    [
+        ("confirm-realloc", "confirm1-gil0-r1", "crashed"),  # SIGABRT, faulthandler's dump
+        ("confirm-deadlock", "confirm1-gil0-r1", "hung"),  # pytest-timeout's thread method
+        ("confirm-sharedbuf", "confirm1-gil0-r1", "failed"),  # the race, by assertion
+        ("confirm-sharedbuf", "confirm1-gil1-r1", "passed"),
+    ],
+)
 def test_the_event_of_a_captured_run_alone(case: str, phase: str, want: str) -> None:
     p = json.loads((DATA / case / "phases" / f"{phase}.json").read_text())
     text = (DATA / case / p["log"]).read_text()
@@ -55,11 +58,17 @@ def _planted(tmp_path, marker):
     evil = f"# the recipe\npython3.13t -m venv ft\nid > {marker}\ntouch {marker}"
     from harness.core.suiterecord import TestSetup
 
-    res = replace(read_result(RUN0 / "cp313t--attrs.json"), job_id="cp313t--six", package="six",
-                  test_setup=TestSetup(requires=("pytest-mock; python_version >= '3'",)),
-                  version="1.17.0", phases=phases, verdict=d.verdict, source="pypi",
-                  findings=tuple(replace(f, recipe=evil, test_id=f"{f.test_id}; touch {marker}")
-                                 for f in d.findings))
+    res = replace(
+        read_result(RUN0 / "cp313t--attrs.json"),
+        job_id="cp313t--six",
+        package="six",
+        test_setup=TestSetup(requires=("pytest-mock; python_version >= '3'",)),
+        version="1.17.0",
+        phases=phases,
+        verdict=d.verdict,
+        source="pypi",
+        findings=tuple(replace(f, recipe=evil, test_id=f"{f.test_id}; touch {marker}") for f in d.findings),
+    )
     write_json_atomic(tmp_path / "out" / "results" / "cp313t--six.json", res.to_dict())
     return res
 

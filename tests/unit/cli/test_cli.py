@@ -20,14 +20,7 @@ from harness import backends
 from harness.backends import Opened, Prepared
 from harness.cli import commands, progress
 from harness.config import matrix, plan, sharding
-from harness.core.errors import (
-    BuildError,
-    ConfigError,
-    HarnessError,
-    InfraError,
-    Interrupted,
-    RegressionError,
-)
+from harness.core.errors import BuildError, ConfigError, HarnessError, InfraError, Interrupted, RegressionError
 from harness.job import runner
 from tests.conftest import HARNESS, ROOT, SOURCE_PATH, cli
 from tests.unit.job.test_runner import INFO, FakeBackend, FakeSteps
@@ -58,11 +51,16 @@ def test_help_describes_the_tool_and_lists_the_exit_codes() -> None:
     assert "Tell which Python packages are safe on free-threaded CPython" in r.stdout
     assert "HarnessError" not in r.stdout and "harness.cli.commands" not in r.stdout
     codes = r.stdout.split("exit codes:", 1)[1]
-    for code, meaning in [("0", "the harness worked"), ("1", "a gate failed"), ("2", "bad input"),
-                          ("3", "could not be fetched or built"), ("4", "infrastructure"),
-                          ("130", "interrupted"), ("141", "stdout was closed")]:
-        assert any(line.split()[:1] == [code] and meaning in line for line in codes.splitlines()), \
-            (code, codes)
+    for code, meaning in [
+        ("0", "the harness worked"),
+        ("1", "a gate failed"),
+        ("2", "bad input"),
+        ("3", "could not be fetched or built"),
+        ("4", "infrastructure"),
+        ("130", "interrupted"),
+        ("141", "stdout was closed"),
+    ]:
+        assert any(line.split()[:1] == [code] and meaning in line for line in codes.splitlines()), (code, codes)
     for name in ("run", "build", "report", "diff", "plan", "image", "clean", "reproduce"):
         assert f"    {name} " in r.stdout
 
@@ -91,8 +89,15 @@ def test_every_option_has_help_and_every_value_a_metavar() -> None:
 def test_subcommand_help_shows_metavars(tmp_path: Path) -> None:
     r = cli("run", "--help")
     assert r.returncode == 0
-    for shown in ("--matrix FILE", "--out DIR", "--jobs N", "--shard I/N", "--package NAME",
-                  "--fail-on VERDICTS", "--backend {auto,local,docker}"):
+    for shown in (
+        "--matrix FILE",
+        "--out DIR",
+        "--jobs N",
+        "--shard I/N",
+        "--package NAME",
+        "--fail-on VERDICTS",
+        "--backend {auto,local,docker}",
+    ):
         assert shown in r.stdout, shown
     assert "exit codes:" in r.stdout
 
@@ -102,8 +107,7 @@ def test_version() -> None:
     assert (r.returncode, r.stdout.strip()) == (0, f"ft-harness {cli_main.__version__}")
 
 
-@pytest.mark.parametrize("argv, verbose", [(["plan"], False), (["plan", "-v"], True),
-                                           (["-v", "plan"], True)])
+@pytest.mark.parametrize("argv, verbose", [(["plan"], False), (["plan", "-v"], True), (["-v", "plan"], True)])
 def test_verbose_before_or_after_the_command(argv: list[str], verbose: bool) -> None:
     assert cli_main.build_parser().parse_args(argv).verbose is verbose
 
@@ -118,8 +122,9 @@ def test_plan_into_head_exits_quietly_through_a_real_pipe(tmp_path: Path) -> Non
     full = cli("plan", "--matrix", str(m))
     assert full.returncode == 0 and len(full.stdout) > 4 * 65536  # pipes hold 64 KiB
     env = {**SOURCE_PATH, "PATH": "/usr/bin:/bin"}
-    producer = subprocess.Popen([*HARNESS, "plan", "--matrix", str(m)], stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, env=env, cwd=tmp_path)
+    producer = subprocess.Popen(
+        [*HARNESS, "plan", "--matrix", str(m)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=tmp_path
+    )
     head = subprocess.Popen(["head", "-1"], stdin=producer.stdout, stdout=subprocess.PIPE)
     assert producer.stdout is not None and producer.stderr is not None
     producer.stdout.close()  # head holds the only read end now
@@ -138,9 +143,14 @@ def test_a_stdout_closed_before_the_first_write(tmp_path: Path) -> None:
     r_fd, w_fd = os.pipe()
     os.close(r_fd)
     try:
-        p = subprocess.run([*HARNESS, "plan", "--matrix", str(m)], stdout=w_fd,
-                           stderr=subprocess.PIPE, text=True, timeout=60,
-                           env={**SOURCE_PATH, "PATH": "/usr/bin:/bin"})
+        p = subprocess.run(
+            [*HARNESS, "plan", "--matrix", str(m)],
+            stdout=w_fd,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=60,
+            env={**SOURCE_PATH, "PATH": "/usr/bin:/bin"},
+        )
     finally:
         os.close(w_fd)
     assert (p.returncode, p.stderr) == (141, "")
@@ -174,14 +184,16 @@ def test_report_merges_and_the_gate_fails_on_a_verdict(tmp_path: Path) -> None:
     r = cli("report", str(tmp_path / "run1"), "--fail-on", "no-such-verdict")
     assert r.returncode == 2
     assert one_line(r.stderr).startswith(
-        "ft-harness report: argument --fail-on: unknown verdict 'no-such-verdict'; one of: ")
+        "ft-harness report: argument --fail-on: unknown verdict 'no-such-verdict'; one of: "
+    )
 
 
 def test_gates_tell_the_truth_before_any_work(tmp_path: Path) -> None:
     # issue #16: a typo in --fail-on is told at once (nothing built), an empty dir is not a report
     t0 = time.monotonic()
-    r = cli("run", "--matrix", str(tmp_path / "absent.yaml"), "--fail-on", "ft-crash,typo",
-            "--out", str(tmp_path / "out"))
+    r = cli(
+        "run", "--matrix", str(tmp_path / "absent.yaml"), "--fail-on", "ft-crash,typo", "--out", str(tmp_path / "out")
+    )
     assert r.returncode == 2 and time.monotonic() - t0 < 5
     assert "unknown verdict 'typo'" in one_line(r.stderr) and not (tmp_path / "out").exists()
     (tmp_path / "empty").mkdir()
@@ -192,8 +204,9 @@ def test_gates_tell_the_truth_before_any_work(tmp_path: Path) -> None:
 
 
 def test_diff_exits_1_on_a_regression_only(tmp_path: Path) -> None:
-    old = json.loads(cli("report", str(RUN1), "--out", str(tmp_path / "a")).stdout and
-                     (tmp_path / "a" / "report.json").read_text())
+    old = json.loads(
+        cli("report", str(RUN1), "--out", str(tmp_path / "a")).stdout and (tmp_path / "a" / "report.json").read_text()
+    )
     new = json.loads(json.dumps(old))
     pkg = next(p for p in new["packages"] if p["verdict"] == "compatible")
     pkg["verdict"] = "ft-crash"
@@ -218,9 +231,11 @@ def test_a_docker_engine_that_does_not_answer_is_infra(tmp_path: Path, argv: lis
     line = one_line(r.stderr)
     assert line.startswith("ft-harness: docker daemon is not answering"), line
     if argv == ["clean"]:  # says so without the SDK's exception text
-        assert line == (f"ft-harness: docker daemon is not answering at {NO_DOCKER['DOCKER_HOST']}: "
-                        "nothing to clean (containers and volumes live in the engine; start it "
-                        "and rerun)")
+        assert line == (
+            f"ft-harness: docker daemon is not answering at {NO_DOCKER['DOCKER_HOST']}: "
+            "nothing to clean (containers and volumes live in the engine; start it "
+            "and rerun)"
+        )
 
 
 def test_auto_falls_back_to_local_with_a_note(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -238,14 +253,20 @@ def test_an_unknown_backend_is_bad_input(tmp_path: Path) -> None:
         backends.open_backend("vm", [], cache=tmp_path, run_id="r")
 
 
-@pytest.mark.parametrize("error, code", [
-    (RegressionError("--fail-on matched: x"), 1), (ConfigError("bad", file="m.yaml", line=3), 2),
-    (BuildError("configure failed"), 3), (InfraError("disk full"), 4),
-    (Interrupted("interrupted: 1 of 2 results kept"), 130), (KeyboardInterrupt(), 130),
-])
-def test_each_error_class_has_its_exit_code(monkeypatch: pytest.MonkeyPatch,
-                                            capsys: pytest.CaptureFixture[str],
-                                            error: BaseException, code: int) -> None:
+@pytest.mark.parametrize(
+    "error, code",
+    [
+        (RegressionError("--fail-on matched: x"), 1),
+        (ConfigError("bad", file="m.yaml", line=3), 2),
+        (BuildError("configure failed"), 3),
+        (InfraError("disk full"), 4),
+        (Interrupted("interrupted: 1 of 2 results kept"), 130),
+        (KeyboardInterrupt(), 130),
+    ],
+)
+def test_each_error_class_has_its_exit_code(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], error: BaseException, code: int
+) -> None:
     def fail(args: argparse.Namespace) -> int:
         print("partial output")
         raise error
@@ -265,9 +286,9 @@ def test_each_error_class_has_its_exit_code(monkeypatch: pytest.MonkeyPatch,
 # ----------------------------------------------------------------------------- run, in-process
 
 
-def test_run_goes_through_the_registry_and_resumes(tmp_path: Path,
-                                                   monkeypatch: pytest.MonkeyPatch,
-                                                   capsys: pytest.CaptureFixture[str]) -> None:
+def test_run_goes_through_the_registry_and_resumes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     m = write_matrix(tmp_path, ["alpha", "beta"])
     opened: list[tuple[list[str], int, str]] = []
 
@@ -275,17 +296,29 @@ def test_run_goes_through_the_registry_and_resumes(tmp_path: Path,
         opened.append(([j.interpreter.name for j in jobs], workers, str(cache)))
         say("interpreter cpython3.13t: cache hit (interp-key-1)")
         assert heartbeat is progress.heartbeat  # the CLI's, passed in (interpreters/ import no CLI)
-        return Opened(backend=FakeBackend(),
-                      prepared={j.interpreter.name: Prepared(info=INFO, python="/fake/python",
-                                                             cache_hit=True) for j in jobs})
+        return Opened(
+            backend=FakeBackend(),
+            prepared={j.interpreter.name: Prepared(info=INFO, python="/fake/python", cache_hit=True) for j in jobs},
+        )
 
     steps = FakeSteps({"cpython3.13t--beta": lambda job, backend: "ft-crash"})
     monkeypatch.setitem(backends.BACKENDS, "fake", open_fake)
     monkeypatch.setattr(runner, "run_job", steps)
     monkeypatch.setenv("CI", "true")
     out = tmp_path / "out"
-    argv = ["run", "--matrix", str(m), "--out", str(out), "--backend", "fake", "--jobs", "2",
-            "--cache", str(tmp_path / "cache")]
+    argv = [
+        "run",
+        "--matrix",
+        str(m),
+        "--out",
+        str(out),
+        "--backend",
+        "fake",
+        "--jobs",
+        "2",
+        "--cache",
+        str(tmp_path / "cache"),
+    ]
     assert cli_main.main(argv) == 0
     lines = capsys.readouterr().out.splitlines()
     assert opened == [(["cpython3.13t", "cpython3.13t"], 2, str(tmp_path / "cache"))]
@@ -296,8 +329,7 @@ def test_run_goes_through_the_registry_and_resumes(tmp_path: Path,
     assert "summary: 1 ft-crash, 1 compatible" in lines
     report = json.loads((out / "report.json").read_text())
     assert report["meta"]["backend"] == "fake"
-    assert {p["name"]: p["verdict"] for p in report["packages"]} == {"alpha": "compatible",
-                                                                     "beta": "ft-crash"}
+    assert {p["name"]: p["verdict"] for p in report["packages"]} == {"alpha": "compatible", "beta": "ft-crash"}
     assert sorted(steps.ran) == ["cpython3.13t--alpha", "cpython3.13t--beta"]
 
     assert cli_main.main([*argv, "--fail-on", "ft-crash"]) == 1  # the rerun resumes, then gates
@@ -307,16 +339,17 @@ def test_run_goes_through_the_registry_and_resumes(tmp_path: Path,
     assert len(steps.calls) == 2
 
 
-def test_the_local_backend_says_once_that_it_does_not_isolate(tmp_path: Path,
-                                                               monkeypatch: pytest.MonkeyPatch,
-                                                               capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_local_backend_says_once_that_it_does_not_isolate(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     # issue #17: running untrusted package code without isolation is said at the start
     m = write_matrix(tmp_path, ["alpha"])
 
     def open_fake(jobs, *, cache, run_id, workers, say, heartbeat) -> Opened:
-        return Opened(backend=FakeBackend(),
-                      prepared={j.interpreter.name: Prepared(info=INFO, python="/fake/python",
-                                                             cache_hit=True) for j in jobs})
+        return Opened(
+            backend=FakeBackend(),
+            prepared={j.interpreter.name: Prepared(info=INFO, python="/fake/python", cache_hit=True) for j in jobs},
+        )
 
     monkeypatch.setitem(backends.BACKENDS, "local", open_fake)
     monkeypatch.setattr(runner, "run_job", FakeSteps({}))
@@ -327,8 +360,7 @@ def test_the_local_backend_says_once_that_it_does_not_isolate(tmp_path: Path,
 
 
 def _args(**kw) -> argparse.Namespace:
-    base = {"shard": None, "durations": None, "interpreter": None, "package": None,
-            "matrix": "m.yaml"}
+    base = {"shard": None, "durations": None, "interpreter": None, "package": None, "matrix": "m.yaml"}
     return argparse.Namespace(**{**base, **kw})
 
 
@@ -336,15 +368,16 @@ def test_select_jobs_shards_the_whole_plan_then_filters() -> None:
     spec = matrix.loads(
         'interpreters: [{name: a, version: "3.13.5", source: "debian:trixie"},'
         ' {name: b, version: "3.13.5", source: "debian:trixie", sanitizer: thread}]\n'
-        "packages: [{name: p1}, {name: p2}, {name: p3}]\n")
+        "packages: [{name: p1}, {name: p2}, {name: p3}]\n"
+    )
     everything = plan.make_plan(spec)
     assert commands.select_jobs(spec, _args()) == everything
     second = sharding.shard(everything, 2, 2, None)
     assert 0 < len(second) < len(everything)
     assert commands.select_jobs(spec, _args(shard="2/2")) == second
     assert commands.select_jobs(spec, _args(shard="2/2", package=["p1"])) == [
-        j for j in second if j.package.name == "p1"]
-    assert {j.interpreter.name for j in commands.select_jobs(spec, _args(interpreter=["b"]))} \
-        == {"b"}
+        j for j in second if j.package.name == "p1"
+    ]
+    assert {j.interpreter.name for j in commands.select_jobs(spec, _args(interpreter=["b"]))} == {"b"}
     with pytest.raises(ConfigError, match=r"--package 'zz' is not in m.yaml"):
         commands.select_jobs(spec, _args(package=["p1", "zz"]))

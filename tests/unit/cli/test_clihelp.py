@@ -29,8 +29,11 @@ def test_every_command_has_an_example_and_its_own_exit_codes() -> None:
         text = p.format_help()
         examples = text.split("example", 1)[1].split("exit codes:", 1)[0]
         assert f"ft-harness {name} " in examples or examples.strip().endswith(f"ft-harness {name}"), name
-        codes = [line.split()[0] for line in text.split("exit codes:", 1)[1].splitlines()
-                 if line.strip() and line.split()[0].isdigit()]
+        codes = [
+            line.split()[0]
+            for line in text.split("exit codes:", 1)[1].splitlines()
+            if line.strip() and line.split()[0].isdigit()
+        ]
         assert codes[0] == "0" and len(codes) == len(set(codes)), (name, codes)
     # said where they differ: diff's 1 is a regression, reproduce's 1 is "it passed this time"
     assert "1    a regression" in subs["diff"].format_help()
@@ -48,19 +51,20 @@ def test_run_help_shows_an_example() -> None:
     assert "example" in r.stdout and "  ft-harness run --matrix matrix.yaml --out out" in r.stdout
 
 
-@pytest.mark.parametrize("typed, suggested", [("rnu", "run"), ("plna", "plan"), ("dif", "diff"),
-                                              ("reprodce", "reproduce")])
+@pytest.mark.parametrize(
+    "typed, suggested", [("rnu", "run"), ("plna", "plan"), ("dif", "diff"), ("reprodce", "reproduce")]
+)
 def test_a_mistyped_command_gets_did_you_mean(typed: str, suggested: str) -> None:
     msg = f"argument COMMAND: invalid choice: '{typed}' (choose from 'run', 'build')"
-    assert clihelp.did_you_mean(msg, list(clihelp.COMMANDS)) == \
-        f"unknown command '{typed}'; did you mean '{suggested}'?"
+    assert (
+        clihelp.did_you_mean(msg, list(clihelp.COMMANDS)) == f"unknown command '{typed}'; did you mean '{suggested}'?"
+    )
 
 
 def test_rnu_suggests_run_in_one_line() -> None:
     r = cli("rnu")
     assert r.returncode == 2 and "Traceback" not in r.stderr
-    assert r.stderr.strip() == ("ft-harness: unknown command 'rnu'; did you mean 'run'? "
-                                "(see ft-harness --help)")
+    assert r.stderr.strip() == ("ft-harness: unknown command 'rnu'; did you mean 'run'? (see ft-harness --help)")
     r = cli("zzzzzz")
     assert r.returncode == 2 and "one of: run, build, report" in r.stderr
 
@@ -95,8 +99,9 @@ def test_the_reference_goes_stale_when_the_parser_changes() -> None:
 
 
 def test_the_generator_script_checks_the_page() -> None:
-    r = subprocess.run([sys.executable, "tools/cli_reference.py", "--check"], cwd=ROOT,
-                       capture_output=True, text=True, timeout=60)
+    r = subprocess.run(
+        [sys.executable, "tools/cli_reference.py", "--check"], cwd=ROOT, capture_output=True, text=True, timeout=60
+    )
     assert r.returncode == 0, r.stderr
 
 
@@ -107,14 +112,23 @@ def _plan(tmp_path: Path, *argv: str) -> subprocess.CompletedProcess:
     (tmp_path / "names.txt").write_text("six\nidna\n")
     (tmp_path / "m.yaml").write_text(
         'interpreters: [{name: cpython3.13t, version: "3.13.5", source: "debian:trixie"}]\n'
-        "packages:\n  - {top: 2, from: names.txt}\n")
+        "packages:\n  - {top: 2, from: names.txt}\n"
+    )
     # the versions are already resolved: planning asks no index
-    record = [{"name": "six", "version": "1.17.0", "error": "", "note": "", "extension": False},
-              {"name": "idna", "version": "3.20", "error": "", "note": "", "extension": False}]
+    record = [
+        {"name": "six", "version": "1.17.0", "error": "", "note": "", "extension": False},
+        {"name": "idna", "version": "3.20", "error": "", "note": "", "extension": False},
+    ]
     (tmp_path / "resolved.json").write_text(json.dumps(record))
-    return cli("plan", "--matrix", str(tmp_path / "m.yaml"), "--resolved",
-               str(tmp_path / "resolved.json"), *argv,
-               env={"FT_HARNESS_INDEX_URL": "http://127.0.0.1:9/simple/"})
+    return cli(
+        "plan",
+        "--matrix",
+        str(tmp_path / "m.yaml"),
+        "--resolved",
+        str(tmp_path / "resolved.json"),
+        *argv,
+        env={"FT_HARNESS_INDEX_URL": "http://127.0.0.1:9/simple/"},
+    )
 
 
 def test_plan_table_gives_the_wall_time_at_jobs_n_and_the_resolved_versions(tmp_path: Path) -> None:

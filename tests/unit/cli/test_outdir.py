@@ -24,8 +24,10 @@ def test_a_second_run_on_the_same_out_refuses_in_one_line(tmp_path: Path) -> Non
         r = cli("run", "--matrix", str(matrix), "--out", str(out), "--backend", "local", timeout=120)
     assert r.returncode == 2, r.stdout + r.stderr
     (line,) = r.stderr.strip().splitlines()[-1:]
-    assert line == (f"{out}: another ft-harness run is using this output directory (pid {os.getpid()}); "
-                    "wait for it to finish or give another --out"), r.stderr
+    assert line == (
+        f"{out}: another ft-harness run is using this output directory (pid {os.getpid()}); "
+        "wait for it to finish or give another --out"
+    ), r.stderr
     assert "Traceback" not in r.stderr
     assert not (out / "work").exists()  # nothing of the first run's touched
 
@@ -45,8 +47,9 @@ def test_the_lock_is_released_when_the_run_ends(tmp_path: Path) -> None:
 @contextlib.contextmanager
 def _small_disk(where: Path, size: str):
     where.mkdir()
-    r = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(where)],
-                       capture_output=True, text=True)
+    r = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(where)], capture_output=True, text=True
+    )
     if r.returncode != 0:
         pytest.skip(f"cannot mount a small tmpfs here: {r.stderr.strip()}")
     try:

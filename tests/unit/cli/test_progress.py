@@ -16,8 +16,7 @@ INFO = InterpreterInfo(name="cpython3.13t", version="3.13.5", key="k")
 
 
 def result(job_id: str, verdict: str, qualifier: str = "") -> JobResult:
-    return JobResult(job_id=job_id, key="x", package=job_id, interpreter=INFO, verdict=verdict,
-                     qualifier=qualifier)
+    return JobResult(job_id=job_id, key="x", package=job_id, interpreter=INFO, verdict=verdict, qualifier=qualifier)
 
 
 def test_plain_lines_count_done_over_total() -> None:
@@ -45,9 +44,11 @@ def test_the_eta_is_what_the_pending_jobs_are_expected_to_take_over_the_workers(
     r.done(result("cp--a", "compatible"), 590)
     r.done(result("cp--b", "compatible"), 280)
     lines = [re.sub(r"^\[ *\d+\.\ds\] ", "", line) for line in out.getvalue().splitlines()]
-    assert lines == ["3 jobs: 1 already done, 2 to run (ETA ~8 min)",  # (600 + 300) / 2 s
-                     "[2/3] cp--a: compatible in 590s; ETA ~2 min",  # 300 / 2 s
-                     "[3/3] cp--b: compatible in 280s"]
+    assert lines == [
+        "3 jobs: 1 already done, 2 to run (ETA ~8 min)",  # (600 + 300) / 2 s
+        "[2/3] cp--a: compatible in 590s; ETA ~2 min",  # 300 / 2 s
+        "[3/3] cp--b: compatible in 280s",
+    ]
 
 
 def test_a_closed_stdout_silences_the_reporter_without_an_error() -> None:
@@ -102,8 +103,7 @@ def test_in_ci_the_heartbeat_is_a_folded_group_and_says_a_failure(monkeypatch) -
     out = io.StringIO()
     with pytest.raises(RuntimeError), progress.heartbeat("::error::x", every=10, stream=out):
         raise RuntimeError("the build failed")
-    assert _lines(out.getvalue()) == ["::group::\\::error::x", "::endgroup::",
-                                      "\\::error::x: stopped after 0 s"]
+    assert _lines(out.getvalue()) == ["::group::\\::error::x", "::endgroup::", "\\::error::x: stopped after 0 s"]
 
 
 def test_an_interpreter_build_says_its_steps_and_its_time(tmp_path, monkeypatch, capsys) -> None:
@@ -120,23 +120,29 @@ def test_an_interpreter_build_says_its_steps_and_its_time(tmp_path, monkeypatch,
     src.mkdir()
     (src / "configure").write_text(
         "#!/bin/sh\nsleep 0.35\nprefix=${1#--prefix=}\n"
-        "printf 'all:\\n\\tsleep 0.35\\ninstall:\\n\\tmkdir -p $(DESTDIR)%s/bin\\n' \"$prefix\" > Makefile\n")
+        "printf 'all:\\n\\tsleep 0.35\\ninstall:\\n\\tmkdir -p $(DESTDIR)%s/bin\\n' \"$prefix\" > Makefile\n"
+    )
     (src / "configure").chmod(0o755)
     tarball = tmp_path / "Python-3.13.5.tar.xz"
     with tarfile.open(tarball, "w:xz") as tf:
         tf.add(src, arcname=src.name)
-    spec = matrix.loads('interpreters: [{name: cpython3.13t, version: "3.13.5", '
-                        'source: "debian:trixie"}]\npackages: [{name: six}]\n')
+    spec = matrix.loads(
+        'interpreters: [{name: cpython3.13t, version: "3.13.5", source: "debian:trixie"}]\npackages: [{name: six}]\n'
+    )
     prefix = tmp_path / "cache" / "cpython-3.13.5-ft-x"
     prefix.parent.mkdir()
-    interpreters._build(spec.interpreters[0], tarball, prefix, tmp_path / "build.log", 1,
-                        progress.heartbeat)  # the CLI's, passed in: interpreters/ imports no CLI
+    interpreters._build(
+        spec.interpreters[0], tarball, prefix, tmp_path / "build.log", 1, progress.heartbeat
+    )  # the CLI's, passed in: interpreters/ imports no CLI
     assert (prefix / "bin").is_dir()
     lines = _lines(capsys.readouterr().out)
     what = f"building CPython 3.13.5 for cpython3.13t (log {tmp_path / 'build.log'})"
     assert lines[0] == f"{what} ..."
-    steps = [ln.removeprefix(f"{what}: ") for ln in lines if ln.startswith(f"{what}: ")
-             and not ln.endswith("so far") and "after" not in ln]
+    steps = [
+        ln.removeprefix(f"{what}: ")
+        for ln in lines
+        if ln.startswith(f"{what}: ") and not ln.endswith("so far") and "after" not in ln
+    ]
     assert steps == ["configure", "make -j1", "make install"]
     assert any(ln.startswith(f"{what} (configure): ") and ln.endswith("so far") for ln in lines)
     assert any(ln.startswith(f"{what} (make -j1): ") for ln in lines)

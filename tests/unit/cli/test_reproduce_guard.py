@@ -37,7 +37,9 @@ def test_without_a_terminal_and_without_yes_nothing_runs(forged) -> None:
     r = cli("reproduce", str(out), "fx-crash", timeout=60)
     assert r.returncode == 2, r.stdout + r.stderr
     assert f"touch {marker}; false" in r.stdout  # shown
-    assert r.stderr.strip().splitlines()[-1].startswith("ft-harness reproduce: not run: the command comes from the report")
+    assert (
+        r.stderr.strip().splitlines()[-1].startswith("ft-harness reproduce: not run: the command comes from the report")
+    )
     assert not marker.exists()
     r = cli("reproduce", str(out), "fx-crash", "--yes", timeout=60)
     assert marker.exists() and r.returncode == 0  # it failed (false) again: "came back"
@@ -49,8 +51,14 @@ def test_at_a_terminal_it_asks(forged, answer: str, runs: bool) -> None:
     out, marker = forged
     master, slave = pty.openpty()
     env = {**os.environ, **SOURCE_PATH}
-    p = subprocess.Popen([*HARNESS, "reproduce", str(out), "fx-crash"], cwd=ROOT, stdin=slave,
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    p = subprocess.Popen(
+        [*HARNESS, "reproduce", str(out), "fx-crash"],
+        cwd=ROOT,
+        stdin=slave,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+    )
     os.close(slave)
     os.write(master, f"{answer}\n".encode())
     stdout, stderr = p.communicate(timeout=60)

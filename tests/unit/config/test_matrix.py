@@ -74,8 +74,9 @@ def test_digest_changes_with_content(tmp_path: Path) -> None:
 
 
 def test_defaults() -> None:
-    spec = matrix.loads('interpreters: [{name: a, version: "3.13.5", source: "debian:trixie"}]\n'
-                        "packages: [{name: six}]\n")
+    spec = matrix.loads(
+        'interpreters: [{name: a, version: "3.13.5", source: "debian:trixie"}]\npackages: [{name: six}]\n'
+    )
     assert spec.settings == matrix.Settings()
     assert spec.settings.gil_modes == (0, 1) and spec.settings.repeat == 4 and spec.settings.confirm == 20
 
@@ -84,30 +85,63 @@ def test_defaults() -> None:
     "text, line, message",
     [
         ("interpreters: []\npackages: [{name: a}]\n", 1, "interpreters must list at least one entry"),
-        ('interpreters: [{name: a, version: "3.13.5"}]\npackages: [{name: a}]\n', 1,
-         "interpreters[0] needs 'source'"),
-        ('interpreters: [{name: a, version: "three", source: "debian:trixie"}]\npackages: [{name: a}]\n',
-         1, "interpreters[0].version must be a CPython version"),
-        ('interpreters: [{name: a, version: "3.13.5", source: "debian:Trixie 13"}]\npackages: [{name: a}]\n',
-         1, "interpreters[0].source debian suite 'Trixie 13' is not a Debian suite name"),
-        ('interpreters:\n  - {name: a, version: "3.14", source: {url: "https://x.org/P.tgz", sha256: "'
-         + "a" * 64 + '"}}\npackages: [{name: a}]\n', 2,
-         "interpreters[0].version must name a release to build, like 3.14.0, got '3.14'"),
-        ('interpreters:\n  - name: a\n    source: "debian:forky"\npackages: [{name: a}]\n', 2,
-         "interpreters[0] needs 'version' (the CPython version debian:forky builds)"),
-        ('interpreters:\n  - name: a\n    source: "python:python3.14t"\n    sanitizer: thread\n'
-         'packages: [{name: a}]\n', 4, "interpreters[0].sanitizer needs a source the harness builds"),
-        ('interpreters:\n  - name: a\n    source: "python:./nope/python3.14t"\npackages: [{name: a}]\n',
-         3, "interpreters[0].source names './nope/python3.14t', which does not exist"),
-        ('interpreters:\n  - name: a\n    source: "pyhton:python3.14t"\npackages: [{name: a}]\n',
-         3, "interpreters[0].source must be 'debian:SUITE', 'tarball:PATH', 'python:PATH_OR_NAME'"),
-        ('interpreters:\n  - {name: a, version: "3.13.5", source: "debian:trixie"}\n'
-         '  - {name: a, version: "3.13.5", source: "debian:trixie"}\npackages: [{name: a}]\n',
-         3, "interpreters[1].name 'a' repeats interpreters[0]"),
-        ('settings:\n  repeat: true\ninterpreters: [{name: a, version: "3.13.5", source: "debian:trixie"}]\n'
-         "packages: [{name: a}]\n", 2, "settings.repeat must be a positive integer, got True"),
-        ('settings:\n  install_timeout: 0\ninterpreters: [{name: a, version: "3.13.5", source: "debian:trixie"}]\n'
-         "packages: [{name: a}]\n", 2, "settings.install_timeout must be a positive integer, got 0"),
+        ('interpreters: [{name: a, version: "3.13.5"}]\npackages: [{name: a}]\n', 1, "interpreters[0] needs 'source'"),
+        (
+            'interpreters: [{name: a, version: "three", source: "debian:trixie"}]\npackages: [{name: a}]\n',
+            1,
+            "interpreters[0].version must be a CPython version",
+        ),
+        (
+            'interpreters: [{name: a, version: "3.13.5", source: "debian:Trixie 13"}]\npackages: [{name: a}]\n',
+            1,
+            "interpreters[0].source debian suite 'Trixie 13' is not a Debian suite name",
+        ),
+        (
+            'interpreters:\n  - {name: a, version: "3.14", source: {url: "https://x.org/P.tgz", sha256: "'
+            + "a" * 64
+            + '"}}\npackages: [{name: a}]\n',
+            2,
+            "interpreters[0].version must name a release to build, like 3.14.0, got '3.14'",
+        ),
+        (
+            'interpreters:\n  - name: a\n    source: "debian:forky"\npackages: [{name: a}]\n',
+            2,
+            "interpreters[0] needs 'version' (the CPython version debian:forky builds)",
+        ),
+        (
+            'interpreters:\n  - name: a\n    source: "python:python3.14t"\n    sanitizer: thread\n'
+            "packages: [{name: a}]\n",
+            4,
+            "interpreters[0].sanitizer needs a source the harness builds",
+        ),
+        (
+            'interpreters:\n  - name: a\n    source: "python:./nope/python3.14t"\npackages: [{name: a}]\n',
+            3,
+            "interpreters[0].source names './nope/python3.14t', which does not exist",
+        ),
+        (
+            'interpreters:\n  - name: a\n    source: "pyhton:python3.14t"\npackages: [{name: a}]\n',
+            3,
+            "interpreters[0].source must be 'debian:SUITE', 'tarball:PATH', 'python:PATH_OR_NAME'",
+        ),
+        (
+            'interpreters:\n  - {name: a, version: "3.13.5", source: "debian:trixie"}\n'
+            '  - {name: a, version: "3.13.5", source: "debian:trixie"}\npackages: [{name: a}]\n',
+            3,
+            "interpreters[1].name 'a' repeats interpreters[0]",
+        ),
+        (
+            'settings:\n  repeat: true\ninterpreters: [{name: a, version: "3.13.5", source: "debian:trixie"}]\n'
+            "packages: [{name: a}]\n",
+            2,
+            "settings.repeat must be a positive integer, got True",
+        ),
+        (
+            'settings:\n  install_timeout: 0\ninterpreters: [{name: a, version: "3.13.5", source: "debian:trixie"}]\n'
+            "packages: [{name: a}]\n",
+            2,
+            "settings.install_timeout must be a positive integer, got 0",
+        ),
     ],
 )
 def test_errors_carry_line(text: str, line: int, message: str) -> None:
@@ -118,8 +152,10 @@ def test_errors_carry_line(text: str, line: int, message: str) -> None:
 
 
 def test_url_source_needs_hex_sha(tmp_path: Path) -> None:
-    text = ('interpreters:\n  - name: a\n    version: "3.14.0"\n    source:\n'
-            '      url: https://example.org/Python-3.14.0.tar.xz\n      sha256: "abc"\npackages: [{name: a}]\n')
+    text = (
+        'interpreters:\n  - name: a\n    version: "3.14.0"\n    source:\n'
+        '      url: https://example.org/Python-3.14.0.tar.xz\n      sha256: "abc"\npackages: [{name: a}]\n'
+    )
     with pytest.raises(ConfigError, match=r"^m.yaml:6: interpreters\[0\].source.sha256 must be 64 hex"):
         matrix.loads(text, file="m.yaml")
     good = text.replace('"abc"', '"' + "a" * 64 + '"')
@@ -134,7 +170,8 @@ def test_fallback_wheel_setting() -> None:
     assert kept.settings.fallback_wheel == "keep"
     with pytest.raises(ConfigError) as e:
         matrix.loads(head + "settings:\n  fallback_wheel: kept\npackages: [{name: a}]\n", file="m.yaml")
-    assert str(e.value) == ("m.yaml:3: settings.fallback_wheel must be one of build, keep, got 'kept' "
-                            "(did you mean 'keep'?)")
+    assert str(e.value) == (
+        "m.yaml:3: settings.fallback_wheel must be one of build, keep, got 'kept' (did you mean 'keep'?)"
+    )
     with pytest.raises(ConfigError, match=r"^m.yaml:3: packages\[0\].runner must be one of pytest, tox, got 'tx'"):
         matrix.loads(head + "packages:\n  - {name: a, runner: tx, tox_env: py}\n", file="m.yaml")

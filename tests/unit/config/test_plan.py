@@ -83,10 +83,7 @@ def test_shards_are_disjoint_and_cover_the_plan(jobs, count, with_durations):
 @pytest.mark.parametrize("count", range(1, 9))
 def test_balance_with_recorded_durations(jobs, count):
     durations = _durations(jobs)
-    totals = [
-        sum(durations[j.job_id] for j in sharding.shard(jobs, i, count, durations))
-        for i in range(1, count + 1)
-    ]
+    totals = [sum(durations[j.job_id] for j in sharding.shard(jobs, i, count, durations)) for i in range(1, count + 1)]
     total = sum(durations.values())
     bound = 1.15 * max(total / count, max(durations.values()))
     assert max(totals) <= bound, (count, totals, bound)
@@ -96,9 +93,7 @@ def test_balance_check_can_fail(jobs):
     """Round-robin on the same skewed durations breaks the bound: the check above has teeth."""
     durations = _durations(jobs)
     count = 5
-    totals = [
-        sum(durations[j.job_id] for j in jobs[i::count]) for i in range(count)
-    ]
+    totals = [sum(durations[j.job_id] for j in jobs[i::count]) for i in range(count)]
     bound = 1.15 * max(sum(durations.values()) / count, max(durations.values()))
     assert max(totals) > bound
 
@@ -155,18 +150,16 @@ def test_split_is_identical_across_processes(matrix_file, jobs):
     procs = [
         subprocess.Popen(
             [sys.executable, "-P", "-c", _CHILD, str(matrix_file), arg],
-            stdout=subprocess.PIPE, text=True, cwd=ROOT,
+            stdout=subprocess.PIPE,
+            text=True,
+            cwd=ROOT,
             env={**os.environ, "PYTHONHASHSEED": seed, **SOURCE_PATH},
         )
         for seed in ("1", "31337")
     ]
     outs = [json.loads(p.communicate(timeout=60)[0]) for p in procs]
     assert [p.returncode for p in procs] == [0, 0]
-    here = {
-        f"{n}{k}": sharding.assign(jobs, n, dur)
-        for n in range(1, 9)
-        for k, dur in (("h", None), ("d", durations))
-    }
+    here = {f"{n}{k}": sharding.assign(jobs, n, dur) for n in range(1, 9) for k, dur in (("h", None), ("d", durations))}
     assert outs[0] == outs[1] == here
     assert here["3h"] != here["3d"]  # the durations did change the split
 
@@ -174,13 +167,17 @@ def test_split_is_identical_across_processes(matrix_file, jobs):
 def test_cli_plan_shards_identical_across_processes(matrix_file):
     """`ft-harness plan --shards N --format json` for N in 1..8, two hash seeds, in parallel."""
     base = [*HARNESS, "plan", "--matrix", str(matrix_file)]
-    if subprocess.run([*base, "--help"], capture_output=True, cwd=ROOT,
-                      env={**os.environ, **SOURCE_PATH}).returncode != 0:
+    if (
+        subprocess.run([*base, "--help"], capture_output=True, cwd=ROOT, env={**os.environ, **SOURCE_PATH}).returncode
+        != 0
+    ):
         pytest.skip("the `plan` subcommand is not wired into harness/__main__.py yet")
     runs = {
         (n, seed): subprocess.Popen(
             [*base, "--shards", str(n), "--format", "json"],
-            stdout=subprocess.PIPE, text=True, cwd=ROOT,
+            stdout=subprocess.PIPE,
+            text=True,
+            cwd=ROOT,
             env={**os.environ, "PYTHONHASHSEED": seed, **SOURCE_PATH},
         )
         for n in range(1, 9)
@@ -196,9 +193,7 @@ def test_cli_plan_shards_identical_across_processes(matrix_file):
         assert set(shard_of.values()) == set(range(1, n + 1))
 
 
-@pytest.mark.parametrize(
-    "text", ["0/3", "4/3", "3/0", "1", "a/b", "-1/3", "1/3/4", "", "1.5/3"]
-)
+@pytest.mark.parametrize("text", ["0/3", "4/3", "3/0", "1", "a/b", "-1/3", "1/3/4", "", "1.5/3"])
 def test_parse_shard_rejects(text):
     with pytest.raises(ConfigError, match=r"--shard must be I/N with 1 <= I <= N, got"):
         sharding.parse_shard(text)
@@ -249,8 +244,11 @@ def test_durations_from_report_json(tmp_path):
     report = {
         "schema": 1,
         "packages": [
-            {"job_id": "ft313--a", "verdict": "compatible",
-             "phases": [{"name": "install", "duration": 10.5}, {"name": "plain-gil0", "duration": 4.5}]},
+            {
+                "job_id": "ft313--a",
+                "verdict": "compatible",
+                "phases": [{"name": "install", "duration": 10.5}, {"name": "plain-gil0", "duration": 4.5}],
+            },
             {"job_id": "ft313--b", "verdict": "compatible", "phases": [{"name": "install", "duration": 2}]},
             {"job_id": "ft313--c", "verdict": "compatible", "phases": []},  # nothing recorded: left to the heuristic
         ],
@@ -286,9 +284,7 @@ def test_durations_from_result_files(tmp_path):
     assert _measured(estimate.durations_from_report(out / "results")) == {"ft313--a": 64.0, "ft313--b": 6.0}
 
 
-@pytest.mark.parametrize(
-    "content", ["{not json", "[1, 2]", '{"packages": 3}', "\xff\xfe".encode("latin-1")]
-)
+@pytest.mark.parametrize("content", ["{not json", "[1, 2]", '{"packages": 3}', "\xff\xfe".encode("latin-1")])
 def test_durations_bad_report_names_file(tmp_path, content):
     p = tmp_path / "old-report.json"
     if isinstance(content, bytes):
@@ -337,14 +333,15 @@ def test_every_interpreter_package_pair_is_one_job_in_exactly_one_shard(tmp_path
     exe.parent.mkdir()
     exe.write_text("")
     f = tmp_path / "m.yaml"
-    f.write_text("interpreters:\n"
-                 "  - {name: cp313-trixie, version: 3.13.5, source: 'debian:trixie'}\n"
-                 "  - {name: cp313-forky, version: 3.13.15, source: 'debian:forky'}\n"
-                 "  - {name: cp314t, source: 'python:bin/python3.14t'}\n"
-                 "packages: [{name: a}, {name: b}, {name: c, version: '1.0'}]\n")
+    f.write_text(
+        "interpreters:\n"
+        "  - {name: cp313-trixie, version: 3.13.5, source: 'debian:trixie'}\n"
+        "  - {name: cp313-forky, version: 3.13.15, source: 'debian:forky'}\n"
+        "  - {name: cp314t, source: 'python:bin/python3.14t'}\n"
+        "packages: [{name: a}, {name: b}, {name: c, version: '1.0'}]\n"
+    )
     jobs = plan.make_plan(matrix.load(f))
-    assert [j.job_id for j in jobs] == [f"{i}--{p}" for i in ("cp313-trixie", "cp313-forky", "cp314t")
-                                        for p in "abc"]
+    assert [j.job_id for j in jobs] == [f"{i}--{p}" for i in ("cp313-trixie", "cp313-forky", "cp314t") for p in "abc"]
     doc = json.loads(plantext.render_plan(jobs, fmt="json", shards=4))
     by_id = {j["job_id"]: j for j in doc["jobs"]}
     assert by_id["cp313-forky--a"]["interpreter_version"] == "3.13.15"
@@ -387,11 +384,16 @@ def test_the_table_is_a_line_a_shard_then_a_line_a_job(jobs):
     assert [ln.split()[0] for ln in lines[2:5]] == ["1/3", "2/3", "3/3"]
     rows = lines[7:]
     assert len(rows) == len(jobs) and {r.split()[-1] for r in rows} == {j.job_id for j in jobs}
-    gh = {e["shard"]: e for e in json.loads(plantext.render_plan(jobs, fmt="github", shards=3, durations=durations))["include"]}
+    gh = {
+        e["shard"]: e
+        for e in json.loads(plantext.render_plan(jobs, fmt="github", shards=3, durations=durations))["include"]
+    }
     for ln in lines[2:5]:  # the same split and sums as the workflow's matrix
         shard, n, minutes = ln.split()[:3]
         assert int(n) == gh[shard]["jobs"] and float(minutes) == round(gh[shard]["expected_seconds"] / 60, 1)
-    assert f"({len(jobs)} guessed from the settings)" in plantext.render_plan(jobs, fmt="table", shards=2).splitlines()[0]
+    assert (
+        f"({len(jobs)} guessed from the settings)" in plantext.render_plan(jobs, fmt="table", shards=2).splitlines()[0]
+    )
     assert f"({len(jobs)} from --durations)" in lines[0]
 
 
@@ -448,8 +450,10 @@ def test_plan_checks_that_installed_interpreters_exist_before_it_plans(tmp_path,
 
     monkeypatch.setenv("PATH", str(tmp_path / "empty-bin"))
     m = tmp_path / "m.yaml"
-    m.write_text("interpreters:\n  - name: py314t\n    source: python:python3.14t\n"
-                 "packages:\n  - name: six\n    version: '1.17.0'\n")
+    m.write_text(
+        "interpreters:\n  - name: py314t\n    source: python:python3.14t\n"
+        "packages:\n  - name: six\n    version: '1.17.0'\n"
+    )
     assert cli_main.main(["plan", "--matrix", str(m)]) == 2
     err = capsys.readouterr().err
     assert f"{m}:3: " in err and "no 'python3.14t' on PATH" in err and "--installed-elsewhere" in err

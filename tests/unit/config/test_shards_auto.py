@@ -42,12 +42,24 @@ def test_plan_shards_auto_from_a_previous_report(tmp_path: Path):
     names = "".join(f"  - {{name: pkg{i}, version: '==1.0'}}\n" for i in range(6))
     m = tmp_path / "m.yaml"
     m.write_text(INTERP + "packages:\n" + names)
-    report = {"packages": [{"job_id": f"cpython3.13t--pkg{i}", "verdict": "compatible",
-                            "phases": [{"duration": 7200}]}
-                           for i in range(6)]}  # two hours each: one job a 288-min shard
+    report = {
+        "packages": [
+            {"job_id": f"cpython3.13t--pkg{i}", "verdict": "compatible", "phases": [{"duration": 7200}]}
+            for i in range(6)
+        ]
+    }  # two hours each: one job a 288-min shard
     (tmp_path / "report.json").write_text(json.dumps(report))
-    r = cli("plan", "--matrix", str(m), "--shards", "auto", "--format", "github",
-            "--durations", str(tmp_path / "report.json"))
+    r = cli(
+        "plan",
+        "--matrix",
+        str(m),
+        "--shards",
+        "auto",
+        "--format",
+        "github",
+        "--durations",
+        str(tmp_path / "report.json"),
+    )
     assert r.returncode == 0, r.stderr
     assert len(json.loads(r.stdout)["include"]) == 3
     assert "--shards auto: 3 shard(s), each expected under 80% of 360 min (6 from --durations)" in r.stderr
@@ -57,11 +69,9 @@ def test_plan_refuses_a_top_that_resolved_nothing(tmp_path: Path):
     m = tmp_path / "m.yaml"
     m.write_text(INTERP + "packages:\n  - {top: 2}\n")
     record = tmp_path / "resolved.json"  # what the plan recorded when the index did not answer
-    record.write_text(json.dumps([{"name": n, "error": "index: <urlopen error timed out>"}
-                                  for n in read_names()[:2]]))
+    record.write_text(json.dumps([{"name": n, "error": "index: <urlopen error timed out>"} for n in read_names()[:2]]))
     r = cli("plan", "--matrix", str(m), "--resolved", str(record))
     assert r.returncode == 2, r.stdout + r.stderr
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1, r.stderr
-    assert lines[0] == (f"{m}: no `top:` entry could be resolved (2 tried; "
-                        "index: <urlopen error timed out>)")
+    assert lines[0] == (f"{m}: no `top:` entry could be resolved (2 tried; index: <urlopen error timed out>)")

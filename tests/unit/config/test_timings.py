@@ -27,14 +27,14 @@ def _profile(name: str) -> timings.Profile:
 
 def _settings(**kw) -> matrix.Settings:
     """The default matrix's settings (matrix.yaml), with ``kw`` changed."""
-    base = dict(threads=4, iterations=5, repeat=3, test_timeout=120, job_timeout=1200, confirm=5,
-                gil_on="full")
+    base = dict(threads=4, iterations=5, repeat=3, test_timeout=120, job_timeout=1200, confirm=5, gil_on="full")
     return matrix.Settings(**{**base, **kw})
 
 
 def _phases(name: str, *kinds: str, gil: int | None = None) -> float:
-    return sum(p.duration for p in _result(name).phases
-               if (not kinds or p.kind in kinds) and (gil is None or p.gil == gil))
+    return sum(
+        p.duration for p in _result(name).phases if (not kinds or p.kind in kinds) and (gil is None or p.gil == gil)
+    )
 
 
 @pytest.mark.parametrize("name", ["idna", "iniconfig", "pyyaml", "cffi", "six"])
@@ -48,8 +48,10 @@ def test_the_measured_settings_give_the_measured_time(name):
 def test_a_profile_is_per_kind_of_phase():
     prof = _profile("iniconfig")
     assert prof.install == pytest.approx(_phases("iniconfig", "install", "setup"), abs=0.01)
-    assert prof.plain == {0: pytest.approx(_phases("iniconfig", "plain", gil=0), abs=0.01),
-                          1: pytest.approx(_phases("iniconfig", "plain", gil=1), abs=0.01)}
+    assert prof.plain == {
+        0: pytest.approx(_phases("iniconfig", "plain", gil=0), abs=0.01),
+        1: pytest.approx(_phases("iniconfig", "plain", gil=1), abs=0.01),
+    }
     assert prof.threads[0] == pytest.approx(_phases("iniconfig", "threads", gil=0) / 3, abs=0.01)
     assert prof.off_failed == 0.0 and prof.confirm == 0.0  # compatible: nothing red with the GIL off
 
@@ -133,7 +135,7 @@ def test_a_report_row_without_test_ids_keeps_the_confirmation():
     from harness.results import aggregate
 
     rep = aggregate.build_report([_result("idna")], meta={})
-    entry, = rep.packages
+    (entry,) = rep.packages
     prof = timings.from_phases(entry.phases, entry.settings)
     assert prof.confirm_off == prof.confirm > 500 and prof.off_failed and prof.off_failed > 0
 
@@ -143,9 +145,12 @@ def test_a_report_row_without_test_ids_keeps_the_confirmation():
 
 def _jobs(settings: str, *pkgs: str, sanitizer: str = "") -> list[plan.Job]:
     san = ", sanitizer: thread" if sanitizer else ""
-    return plan.make_plan(matrix.loads(
-        f'interpreters: [{{name: cpython3.13t, version: "3.13.5", source: "debian:trixie"{san}}}]\n'
-        f"settings: {settings}\npackages: [" + ", ".join(f"{{name: {p}}}" for p in pkgs) + "]\n"))
+    return plan.make_plan(
+        matrix.loads(
+            f'interpreters: [{{name: cpython3.13t, version: "3.13.5", source: "debian:trixie"{san}}}]\n'
+            f"settings: {settings}\npackages: [" + ", ".join(f"{{name: {p}}}" for p in pkgs) + "]\n"
+        )
+    )
 
 
 def _table(tmp_path, scale=None, **rows):
@@ -167,7 +172,7 @@ def test_a_table_row_is_the_profile_and_its_scale_is_applied(tmp_path):
     path = _table(tmp_path, scale={"factor": 0.5, "note": "halved"}, six=_row("six"))
     half = timings.table(path)["six"]
     assert half.plain[0] == pytest.approx(six.plain[0] / 2, abs=0.001) and half.off_failed == six.off_failed
-    job, = _jobs("{gil_on: full}", "six")
+    (job,) = _jobs("{gil_on: full}", "six")
     assert timings.seconds(job.settings, half) == pytest.approx(timings.seconds(job.settings, six) / 2, rel=0.01)
 
 
@@ -175,7 +180,7 @@ def test_not_for_tsan_local_or_unknown_packages_and_old_rows_are_skipped(tmp_pat
     path = _table(tmp_path, six=_row("six"), idna={"seconds": 900.0, "settings": {}})  # an old row
     job, other = _jobs("{}", "six", "idna")
     assert set(timings.measured([job, other], path)) == {job.job_id}
-    tsan, = _jobs("{}", "six", sanitizer="thread")
+    (tsan,) = _jobs("{}", "six", sanitizer="thread")
     assert timings.measured([tsan], path) == {}
 
 
@@ -205,8 +210,19 @@ def test_the_durations_tool_writes_rows_from_result_dirs(tmp_path):
     import sys
 
     out = tmp_path / "t.json"
-    subprocess.run([sys.executable, str(ROOT / "tools" / "durations_table.py"), str(DEFMAT),
-                    "--note", "captured, load ~15", "--out", str(out)], check=True, capture_output=True)
+    subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "tools" / "durations_table.py"),
+            str(DEFMAT),
+            "--note",
+            "captured, load ~15",
+            "--out",
+            str(out),
+        ],
+        check=True,
+        capture_output=True,
+    )
     timings.table.cache_clear()
     rows = timings.table(out)
     assert set(rows) == {"idna", "iniconfig", "pyyaml", "cffi", "six"}

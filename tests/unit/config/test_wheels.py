@@ -14,10 +14,13 @@ REAL = Path(__file__).resolve().parents[2] / "data" / "real"
 INTERP = InterpreterInfo(name="cpython3.13t", version="3.13.5", key="k")
 
 
-@pytest.mark.parametrize(("pkg", "file"), [
-    ("msgpack", "msgpack-1.2.4.tar.gz"),  # no cp313t wheel: pip built it from the sdist
-    ("six", "six-1.17.0-py2.py3-none-any.whl"),
-])
+@pytest.mark.parametrize(
+    ("pkg", "file"),
+    [
+        ("msgpack", "msgpack-1.2.4.tar.gz"),  # no cp313t wheel: pip built it from the sdist
+        ("six", "six-1.17.0-py2.py3-none-any.whl"),
+    ],
+)
 def test_installed_from_real_reports(pkg, file):
     report = parse_pip_report((REAL / pkg / "install-report.json").read_bytes())
     assert wheels.installed_from(report, pkg) == file
@@ -25,8 +28,9 @@ def test_installed_from_real_reports(pkg, file):
 
 
 def test_classify_wheel_tags():
-    fl = wheels.installed_from(parse_pip_report((REAL / "frozenlist" / "install-report.json").read_bytes()),
-                               "frozenlist")
+    fl = wheels.installed_from(
+        parse_pip_report((REAL / "frozenlist" / "install-report.json").read_bytes()), "frozenlist"
+    )
     assert wheels.classify_wheel(fl, "3.13.5", "x86_64") == "free-threaded"
     assert wheels.classify_wheel(fl, "3.13.5", "aarch64") == "other-platform"
     assert wheels.classify_wheel("six-1.17.0-py2.py3-none-any.whl", "3.13.5") == "pure"
@@ -39,6 +43,7 @@ def test_classify_wheel_tags():
 def test_a_failed_install_is_not_installed(ok, how):
     # a local package (no index lookup); pip may leave a report behind and still fail the build
     report = parse_pip_report((REAL / "msgpack" / "install-report.json").read_bytes())
-    info = wheels.wheel_info("msgpack", local=True, version="1.2.4", install_report=report,
-                             interp=INTERP, installed_ok=ok)
+    info = wheels.wheel_info(
+        "msgpack", local=True, version="1.2.4", install_report=report, interp=INTERP, installed_ok=ok
+    )
     assert info.installed == how and info.available == "n/a"

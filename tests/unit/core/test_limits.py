@@ -81,7 +81,9 @@ def test_extract_bytes_of_a_zip(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
         extract.extract(tmp_path / "z-1.0.zip", tmp_path / "src")
 
 
-@pytest.mark.parametrize("data", [b"", b"\x1f\x8b\x08\x00garbage", b"BZh91AY&SY" + bytes(40), b"PK\x03\x04" + bytes(60)])
+@pytest.mark.parametrize(
+    "data", [b"", b"\x1f\x8b\x08\x00garbage", b"BZh91AY&SY" + bytes(40), b"PK\x03\x04" + bytes(60)]
+)
 def test_a_broken_archive_is_an_unsafe_error_not_a_bug(tmp_path: Path, data: bytes) -> None:
     archive = tmp_path / "broken-1.0.tar.gz"
     archive.write_bytes(data)
@@ -151,8 +153,7 @@ def test_nesting_counts_brackets_outside_strings_and_comments() -> None:
     assert nesting('s = "a \\" [[ "') == 0
 
 
-def test_a_toml_just_under_the_parsers_recursion_is_a_note_too(tmp_path: Path,
-                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_toml_just_under_the_parsers_recursion_is_a_note_too(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("FT_HARNESS_LIMIT_NESTING", "100000")  # the limit out of the way: tomllib's own
     notes: list[str] = []
     _tree(tmp_path, {"p.toml": "a = " + "[" * 3000 + "]" * 3000})
@@ -168,12 +169,15 @@ def test_conftest_bytes(tmp_path: Path) -> None:
     assert _named(notes, "conftest_bytes")
 
 
-@pytest.mark.parametrize(("body", "raised"), [
-    ("x = " + "(" * 300 + ")" * 300, ""),  # SyntaxError: too many nested parentheses
-    ("".join(" " * i + "if x:\n" for i in range(120)) + " " * 120 + "pass\n", ""),  # IndentationError
-    ("x = " + "-" * 200_000 + "1", "MemoryError"),  # the parser's stack
-    ("x = " + "+".join(["1"] * 300_000), "RecursionError"),  # during ast construction
-])
+@pytest.mark.parametrize(
+    ("body", "raised"),
+    [
+        ("x = " + "(" * 300 + ")" * 300, ""),  # SyntaxError: too many nested parentheses
+        ("".join(" " * i + "if x:\n" for i in range(120)) + " " * 120 + "pass\n", ""),  # IndentationError
+        ("x = " + "-" * 200_000 + "1", "MemoryError"),  # the parser's stack
+        ("x = " + "+".join(["1"] * 300_000), "RecursionError"),  # during ast construction
+    ],
+)
 def test_a_conftest_ast_cannot_parse_is_no_exception(tmp_path: Path, body: str, raised: str) -> None:
     src = _tree(tmp_path, {"conftest.py": "import trustme\n" + body + "\n"})
     notes: list[str] = []
@@ -184,21 +188,24 @@ def test_a_conftest_ast_cannot_parse_is_no_exception(tmp_path: Path, body: str, 
 # ----------------------------------------------------------------------------- wrong types
 
 
-@pytest.mark.parametrize("pyproject", [
-    'dependency-groups = "pytest"',
-    '[dependency-groups]\ntest = "pytest"',
-    '[dependency-groups]\ntest = ["pytest", 3, {include-group = 4}, ["x"]]',
-    'project = 1',
-    '[project]\ndependencies = "requests"\noptional-dependencies = ["x"]',
-    '[project.optional-dependencies]\ntest = "pytest"',
-    '[project.optional-dependencies]\ntest = [1, 2]',
-    'tool = "x"',
-    '[tool]\npytest = 3',
-    '[tool.pytest.ini_options]\naddopts = 3',
-    '[tool.pytest.ini_options]\naddopts = {a = 1}',
-    '[tool.pytest.ini_options]\naddopts = "--cov \'unclosed"',
-    '[tool.pytest.ini_options]\naddopts = ["-p", 3]\nfilterwarnings = 5',
-])
+@pytest.mark.parametrize(
+    "pyproject",
+    [
+        'dependency-groups = "pytest"',
+        '[dependency-groups]\ntest = "pytest"',
+        '[dependency-groups]\ntest = ["pytest", 3, {include-group = 4}, ["x"]]',
+        "project = 1",
+        '[project]\ndependencies = "requests"\noptional-dependencies = ["x"]',
+        '[project.optional-dependencies]\ntest = "pytest"',
+        "[project.optional-dependencies]\ntest = [1, 2]",
+        'tool = "x"',
+        "[tool]\npytest = 3",
+        "[tool.pytest.ini_options]\naddopts = 3",
+        "[tool.pytest.ini_options]\naddopts = {a = 1}",
+        '[tool.pytest.ini_options]\naddopts = "--cov \'unclosed"',
+        '[tool.pytest.ini_options]\naddopts = ["-p", 3]\nfilterwarnings = 5',
+    ],
+)
 def test_a_wrong_type_is_a_note(tmp_path: Path, pyproject: str) -> None:
     src = _tree(tmp_path, {"pyproject.toml": pyproject + "\n", "tests/test_a.py": ""})
     setup = infer_test_setup(src, "pkg")
@@ -207,8 +214,13 @@ def test_a_wrong_type_is_a_note(tmp_path: Path, pyproject: str) -> None:
 
 
 def test_unclosed_quote_in_addopts_is_neutralized_and_named(tmp_path: Path) -> None:
-    src = _tree(tmp_path, {"pyproject.toml": "[tool.pytest.ini_options]\naddopts = \"-ra 'unclosed\"\n"
-                           "[dependency-groups]\ntest = \"pytest\"\n"})
+    src = _tree(
+        tmp_path,
+        {
+            "pyproject.toml": '[tool.pytest.ini_options]\naddopts = "-ra \'unclosed"\n'
+            '[dependency-groups]\ntest = "pytest"\n'
+        },
+    )
     setup = infer_test_setup(src, "pkg")
     assert setup.pytest_args == ("-o", "addopts=")
     assert any("cannot be read (No closing quotation)" in s for s in setup.sources)
@@ -254,9 +266,12 @@ def test_log_bytes_a_flooding_command_keeps_head_and_tail(tmp_path: Path, monkey
     log = tmp_path / "logs" / "plain-gil0.log"
     log.write_text("$ the command\n")
     ws = Workspace(host_root=tmp_path, root=str(tmp_path), python=sys.executable)
-    code = "import sys\nfor i in range(3 * 1024):\n    print(f'{i:07d} ' + 'p' * 1015)\nprint('=== 9 passed in 1.00s ===')"
-    ex = LocalBackend().run(ws, [sys.executable, "-c", code], env={}, cwd=str(tmp_path), timeout=60, log=log,
-                            network=False)
+    code = (
+        "import sys\nfor i in range(3 * 1024):\n    print(f'{i:07d} ' + 'p' * 1015)\nprint('=== 9 passed in 1.00s ===')"
+    )
+    ex = LocalBackend().run(
+        ws, [sys.executable, "-c", code], env={}, cwd=str(tmp_path), timeout=60, log=log, network=False
+    )
     assert ex.exit_code == 0 and log.stat().st_size > 3 << 20
     with JobDir(tmp_path) as fs:
         line = logcap.cap_log(fs.fd, "logs/plain-gil0.log")
@@ -289,13 +304,20 @@ def test_log_bytes_of_a_stream(monkeypatch: pytest.MonkeyPatch) -> None:
 # ----------------------------------------------------------------------------- a job's own files
 
 
-@pytest.mark.parametrize(("raw", "kept", "dropped"), [
-    ({"version": "1.0", "modules": ["a._x"], "gil_enabled": True}, {"version", "modules", "gil_enabled"}, []),
-    ({"version": ["1"], "modules": 5, "imported": [1], "gil_enabled": "yes"}, set(), ["version", "modules", "imported", "gil_enabled"]),
-    ({"imported": 3, "modules": []}, {"modules"}, ["imported"]),  # decide raised TypeError on it
-    ({"metadata": "x", "errors": {"a": 1}, "warnings": "w"}, set(), ["errors", "metadata", "warnings"]),
-    ({"metadata": {"summary": 3, "project_urls": {"a": "https://x", "b": 2}}}, {"metadata"}, []),
-])
+@pytest.mark.parametrize(
+    ("raw", "kept", "dropped"),
+    [
+        ({"version": "1.0", "modules": ["a._x"], "gil_enabled": True}, {"version", "modules", "gil_enabled"}, []),
+        (
+            {"version": ["1"], "modules": 5, "imported": [1], "gil_enabled": "yes"},
+            set(),
+            ["version", "modules", "imported", "gil_enabled"],
+        ),
+        ({"imported": 3, "modules": []}, {"modules"}, ["imported"]),  # decide raised TypeError on it
+        ({"metadata": "x", "errors": {"a": 1}, "warnings": "w"}, set(), ["errors", "metadata", "warnings"]),
+        ({"metadata": {"summary": 3, "project_urls": {"a": "https://x", "b": 2}}}, {"metadata"}, []),
+    ],
+)
 def test_probe_json_fields_of_the_wrong_type_are_dropped(raw: dict, kept: set, dropped: list) -> None:
     from harness.core.evidence import Probe
     from harness.core.jobspec import Settings
@@ -330,7 +352,8 @@ def test_probe_read_back_from_a_result_keeps_what_it_told() -> None:
 
 
 def test_a_job_whose_sdist_is_a_bomb_gets_a_result_naming_the_limit(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The real job steps (harness.job.job.run_job) on the real scheduler and local backend: the host
     fetches a 500-byte bz2 bomb from an index on loopback, extraction stops at extract_bytes, and
     the job's result file names the limit; the next job in the run still gets its result."""
@@ -353,8 +376,19 @@ def test_a_job_whose_sdist_is_a_bomb_gets_a_result_naming_the_limit(
             name = self.path.strip("/").split("/")[-1]
             if self.path.startswith("/simple/"):
                 fn = f"{name}-1.0.tar.gz"
-                body = json.dumps({"files": [{"filename": fn, "url": f"/files/{fn}", "hashes": {
-                    "sha256": hashlib.sha256(files[fn]).hexdigest()}}]} if fn in files else {"files": []}).encode()
+                body = json.dumps(
+                    {
+                        "files": [
+                            {
+                                "filename": fn,
+                                "url": f"/files/{fn}",
+                                "hashes": {"sha256": hashlib.sha256(files[fn]).hexdigest()},
+                            }
+                        ]
+                    }
+                    if fn in files
+                    else {"files": []}
+                ).encode()
             else:
                 body = files[name]
             self.send_response(200)
@@ -369,13 +403,19 @@ def test_a_job_whose_sdist_is_a_bomb_gets_a_result_naming_the_limit(
     monkeypatch.setenv(indexclient.INDEX_ENV, f"http://127.0.0.1:{server.server_port}/simple/")
     monkeypatch.setenv("FT_HARNESS_LIMIT_EXTRACT_BYTES", str(1 << 20))
     try:
-        spec = matrix.loads('interpreters: [{name: cp313t, version: "3.13.5", source: "debian:trixie"}]\n'
-                            "packages: [{name: bomb}, {name: nothing-here}]\n")
+        spec = matrix.loads(
+            'interpreters: [{name: cp313t, version: "3.13.5", source: "debian:trixie"}]\n'
+            "packages: [{name: bomb}, {name: nothing-here}]\n"
+        )
         jobs = plan.make_plan(spec)
         info = InterpreterInfo(name="cp313t", version="3.13.5", key="k")
         out = tmp_path / "out"
-        summary = run_plan(jobs, out=out, backend=LocalBackend(),
-                           prepared={"cp313t": Prepared(info=info, python=sys.executable, cache_hit=True)})
+        summary = run_plan(
+            jobs,
+            out=out,
+            backend=LocalBackend(),
+            prepared={"cp313t": Prepared(info=info, python=sys.executable, cache_hit=True)},
+        )
     finally:
         server.shutdown()
     assert len(summary.ran) == 2
@@ -388,11 +428,17 @@ def test_a_job_whose_sdist_is_a_bomb_gets_a_result_naming_the_limit(
     assert sum(p.stat().st_size for p in (out / "work").rglob("*") if p.is_file()) < 2 << 20
 
 
-@pytest.mark.parametrize("report", [
-    {"install": "x"}, {"install": [1, "a", None]}, {"install": [{"metadata": "m"}]},
-    {"install": [{"metadata": {"name": 3}}]}, {"install": [{"metadata": {"name": "pkg"}, "download_info": 5}]},
-    {"install": [{"metadata": {"name": "pkg"}, "download_info": {"url": ["x"]}}]},
-])
+@pytest.mark.parametrize(
+    "report",
+    [
+        {"install": "x"},
+        {"install": [1, "a", None]},
+        {"install": [{"metadata": "m"}]},
+        {"install": [{"metadata": {"name": 3}}]},
+        {"install": [{"metadata": {"name": "pkg"}, "download_info": 5}]},
+        {"install": [{"metadata": {"name": "pkg"}, "download_info": {"url": ["x"]}}]},
+    ],
+)
 def test_an_install_report_of_the_wrong_shape_names_no_file(report: dict) -> None:
     from harness.config import wheels
     from harness.core.pipinstalled import PipReport
@@ -426,8 +472,13 @@ def test_result_tests_keeps_every_outcome_that_tells_and_counts_whole(monkeypatc
 
     def phase(name: str, failing: set[str]) -> Phase:
         tests = {f"t{i}": TestCase(outcome="failed" if f"t{i}" in failing else "passed") for i in range(10)}
-        return Phase(name=name, kind="plain", tests=tests, counts={"passed": 10 - len(failing), "failed": len(failing)},
-                     excerpt="=== 10 passed ===")
+        return Phase(
+            name=name,
+            kind="plain",
+            tests=tests,
+            counts={"passed": 10 - len(failing), "failed": len(failing)},
+            excerpt="=== 10 passed ===",
+        )
 
     phases = (phase("plain-gil0", set()), phase("threads-gil0-r1", {"t3"}), phase("threads-gil0-r2", set()))
     monkeypatch.setenv("FT_HARNESS_LIMIT_RESULT_TESTS", "12")

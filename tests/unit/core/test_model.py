@@ -31,23 +31,58 @@ packages:
 
 
 def sample() -> JobResult:
-    phase = Phase(name="threads-gil0-r1", kind="threads", gil=0, rep=1, command=("pytest", "-x"),
-                  env={"PYTHON_GIL": "0"}, exit_code=1, duration=1.5, log="work/x/logs/a.log",
-                  tests={"t.py::test_a": TestCase(outcome="failed", message="boom", parallel=True)},
-                  counts={"failed": 1}, gil_modules=("pkg._speedups",),
-                  crashes=(Crash(test_id="t.py::test_b", signal=11, fatal="Segmentation fault",
-                                 stack_top='File "x.py", line 3 in f', worker=True),),
-                  hang=Hang(tests=(HungTest(test_id="t.py::test_c", stack_top="x.py:9"),)),
-                  parallel=ParallelInfo(trusted=True, source="log", single={"t.py::test_d": "capsys"},
-                                        in_threads=("t.py::test_a",)))
-    finding = Finding(kind="ft-race", test_id="t.py::test_a", modes=(0,), count=3, runs=5,
-                      evidence="junit", excerpt="boom", reproduce="cd x && pytest t.py::test_a")
-    return JobResult(job_id="ft--six", key="k1", package="six", version="1.17.0",
-                     interpreter=InterpreterInfo(name="ft", version="3.13.5", key="cpython-3.13.5-ft-x",
-                                                 configure=("--disable-gil",)),
-                     phases=(phase,), verdict="ft-race", findings=(finding,), links=("https://x",),
-                     coverage={"gil0": ModeCoverage(mode=0, known=True, in_threads=1, single=0, total=1)},
-                     wheel=Wheel(installed="built from sdist", available="sdist-only"))
+    phase = Phase(
+        name="threads-gil0-r1",
+        kind="threads",
+        gil=0,
+        rep=1,
+        command=("pytest", "-x"),
+        env={"PYTHON_GIL": "0"},
+        exit_code=1,
+        duration=1.5,
+        log="work/x/logs/a.log",
+        tests={"t.py::test_a": TestCase(outcome="failed", message="boom", parallel=True)},
+        counts={"failed": 1},
+        gil_modules=("pkg._speedups",),
+        crashes=(
+            Crash(
+                test_id="t.py::test_b",
+                signal=11,
+                fatal="Segmentation fault",
+                stack_top='File "x.py", line 3 in f',
+                worker=True,
+            ),
+        ),
+        hang=Hang(tests=(HungTest(test_id="t.py::test_c", stack_top="x.py:9"),)),
+        parallel=ParallelInfo(
+            trusted=True, source="log", single={"t.py::test_d": "capsys"}, in_threads=("t.py::test_a",)
+        ),
+    )
+    finding = Finding(
+        kind="ft-race",
+        test_id="t.py::test_a",
+        modes=(0,),
+        count=3,
+        runs=5,
+        evidence="junit",
+        excerpt="boom",
+        reproduce="cd x && pytest t.py::test_a",
+    )
+    return JobResult(
+        job_id="ft--six",
+        key="k1",
+        package="six",
+        version="1.17.0",
+        interpreter=InterpreterInfo(
+            name="ft", version="3.13.5", key="cpython-3.13.5-ft-x", configure=("--disable-gil",)
+        ),
+        phases=(phase,),
+        verdict="ft-race",
+        findings=(finding,),
+        links=("https://x",),
+        coverage={"gil0": ModeCoverage(mode=0, known=True, in_threads=1, single=0, total=1)},
+        wheel=Wheel(installed="built from sdist", available="sdist-only"),
+    )
 
 
 def test_round_trip(tmp_path: Path) -> None:
@@ -67,8 +102,12 @@ def test_a_schema_2_result_reads_back_typed() -> None:
     ph = d["phases"][0]
     first = ph.pop("crashes")[0]
     ph["crash"] = dict(first, all=[first, dict(first, test_id="t.py::test_e")])
-    ph["hang"] = {"tests": [{"test_id": "t.py::test_c", "stack_top": "x.py:9", "excerpt": ""}],
-                  "job_timeout": False, "test_id": "t.py::test_c", "excerpt": ""}
+    ph["hang"] = {
+        "tests": [{"test_id": "t.py::test_c", "stack_top": "x.py:9", "excerpt": ""}],
+        "job_timeout": False,
+        "test_id": "t.py::test_c",
+        "excerpt": "",
+    }
     back = JobResult.from_dict(d)
     p = back.phases[0]
     assert [c.test_id for c in p.crashes] == ["t.py::test_b", "t.py::test_e"] and p.crash.signal == 11
@@ -114,8 +153,13 @@ def test_job_keys() -> None:
 def test_a_phase_keeps_its_test_command_parts_across_the_disk() -> None:
     from harness.core.model import Phase, TestCommand
 
-    tc = TestCommand(head=("py", "-P", "-m", "pytest"), options=("-v",), threads=("--iterations=2",),
-                     this_run=("-n", "auto"), paths=("tests",))
+    tc = TestCommand(
+        head=("py", "-P", "-m", "pytest"),
+        options=("-v",),
+        threads=("--iterations=2",),
+        this_run=("-n", "auto"),
+        paths=("tests",),
+    )
     p = Phase(name="threads-gil0-r1", kind="threads", gil=0, command=tc.argv(), test_command=tc)
     back = Phase.from_dict(json.loads(json.dumps(p.to_dict())))
     assert back == p and back.test_command == tc

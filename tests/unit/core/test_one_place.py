@@ -15,15 +15,19 @@ from harness.util.safefiles import write_json_atomic
 
 
 def _result_with(finding: dict) -> dict:
-    res = JobResult(job_id="ft--p", key="k", package="p", verdict="crash",
-                    interpreter=InterpreterInfo(name="ft", version="3.13.5", key="ik"),
-                    findings=(Finding(kind="crash", modes=(0,), message="m"),)).to_dict()
+    res = JobResult(
+        job_id="ft--p",
+        key="k",
+        package="p",
+        verdict="crash",
+        interpreter=InterpreterInfo(name="ft", version="3.13.5", key="ik"),
+        findings=(Finding(kind="crash", modes=(0,), message="m"),),
+    ).to_dict()
     res["findings"] = [{**res["findings"][0], **finding}]
     return res
 
 
-def test_a_finding_with_modes_of_the_wrong_type_reads_the_same_from_a_result_and_a_report(
-        tmp_path: Path) -> None:
+def test_a_finding_with_modes_of_the_wrong_type_reads_the_same_from_a_result_and_a_report(tmp_path: Path) -> None:
     # before: the result reader dropped the whole job on `"modes": 3`, the report reader read ()
     bad = {"modes": 3, "confirmed": ["x"]}
     write_json_atomic(tmp_path / "results" / "ft--p.json", _result_with(bad))
@@ -31,8 +35,7 @@ def test_a_finding_with_modes_of_the_wrong_type_reads_the_same_from_a_result_and
     assert problems == [] and len(results) == 1
     (f,) = results[0].findings
     assert f.modes == () and f.confirmed == {} and f.kind == "crash"
-    entry = JobEntry.from_dict({"job_id": "ft--p", "verdict": "crash",
-                                "findings": [_result_with(bad)["findings"][0]]})
+    entry = JobEntry.from_dict({"job_id": "ft--p", "verdict": "crash", "findings": [_result_with(bad)["findings"][0]]})
     assert entry.findings == (f,)
 
 
@@ -53,21 +56,27 @@ def test_the_least_covered_mode_is_the_same_in_the_qualifier_and_on_the_package_
     from harness.render.common import coverage_counts, coverage_summary
     from harness.verdict import coverage
 
-    cov = {"gil0": ModeCoverage(mode=0, known=True, in_threads=2, total=8),
-           "gil1": ModeCoverage(mode=1, known=True, in_threads=1, total=4)}
+    cov = {
+        "gil0": ModeCoverage(mode=0, known=True, in_threads=2, total=8),
+        "gil1": ModeCoverage(mode=1, known=True, in_threads=1, total=4),
+    }
     for order in (cov, dict(reversed(cov.items()))):
         assert least_covered(order) == cov["gil0"]
-        assert coverage.qualifier(order, Settings(min_parallel_fraction=0.5)) == \
-            "low thread coverage: 2/8 tests in threads"
+        assert (
+            coverage.qualifier(order, Settings(min_parallel_fraction=0.5))
+            == "low thread coverage: 2/8 tests in threads"
+        )
         assert coverage_counts(order) == (2, 8) and coverage_summary(order) == "2/8 (25%)"
 
 
 def test_least_covered_skips_what_a_result_file_got_wrong() -> None:
     from harness.core.evidence import ModeCoverage, least_covered
 
-    bad = {"gil0": ModeCoverage(mode=0, known=True, in_threads="2", total=8),  # type: ignore[arg-type]
-           "gil1": ModeCoverage(mode=1, known=True, in_threads=True, total=4),  # type: ignore[arg-type]
-           "x": ModeCoverage(mode="x", known=True, in_threads=1, total=0)}  # type: ignore[arg-type]
+    bad = {
+        "gil0": ModeCoverage(mode=0, known=True, in_threads="2", total=8),  # type: ignore[arg-type]
+        "gil1": ModeCoverage(mode=1, known=True, in_threads=True, total=4),  # type: ignore[arg-type]
+        "x": ModeCoverage(mode="x", known=True, in_threads=1, total=0),
+    }  # type: ignore[arg-type]
     assert least_covered(bad) is None
     ok = ModeCoverage(mode="?", known=True, in_threads=3, total=4)  # type: ignore[arg-type]
     assert least_covered({**bad, "y": ok}) == ok
@@ -124,10 +133,16 @@ def test_every_report_json_reader_is_the_guarded_one(tmp_path: Path) -> None:
 # ----------------------------------------------------------------------------- test_setup
 
 # the shapes a job writes (harness.testsetup.decide): decided, skipped by a recipe, stopped before
-DECIDED = {"tests": "tests", "tests_from": "inferred", "requires": ["hypothesis"],
-           "requires_from": "recipe", "pytest_args": ["-p", "no:cacheprovider"],
-           "pytest_args_from": "recipe + inferred", "sources": ["tests dir: tests/"],
-           "recipe": {"registry": "r", "used": ["test deps hypothesis"], "not_held": []}}
+DECIDED = {
+    "tests": "tests",
+    "tests_from": "inferred",
+    "requires": ["hypothesis"],
+    "requires_from": "recipe",
+    "pytest_args": ["-p", "no:cacheprovider"],
+    "pytest_args_from": "recipe + inferred",
+    "sources": ["tests dir: tests/"],
+    "recipe": {"registry": "r", "used": ["test deps hypothesis"], "not_held": []},
+}
 SKIPPED = {"recipe": {"registry": "r", "skip": "no 3.15"}, "sources": ["recipe (r): not run on 3.15: no 3.15"]}
 
 
@@ -141,8 +156,13 @@ def test_a_test_setup_is_one_type_from_the_job_to_the_result_file_to_the_report(
     assert infer.Inferred is not TestSetup and not hasattr(infer, "TestSetup")
     for shape in (DECIDED, {k: v for k, v in DECIDED.items() if k != "recipe"}, SKIPPED, {}):
         ts = TestSetup.from_dict(shape)
-        res = JobResult(job_id="ft--p", key="k", package="p",
-                        interpreter=InterpreterInfo(name="ft", version="3.13.5", key="ik"), test_setup=ts)
+        res = JobResult(
+            job_id="ft--p",
+            key="k",
+            package="p",
+            interpreter=InterpreterInfo(name="ft", version="3.13.5", key="ik"),
+            test_setup=ts,
+        )
         # the result file's bytes as the dict gave them: the same keys, in the same order
         assert json.dumps(res.to_dict()["test_setup"]) == json.dumps(shape)
         assert JobResult.from_dict(json.loads(json.dumps(res.to_dict()))).test_setup == ts
@@ -157,8 +177,13 @@ def test_a_test_setup_is_one_type_from_the_job_to_the_result_file_to_the_report(
 def test_a_test_setup_of_the_wrong_shape_reads_the_same_from_a_result_and_a_report(tmp_path: Path) -> None:
     # before: the result reader dropped the job on a non-object test_setup, the report's read it
     # field by field without looking at the types
-    for bad, want in (("x", {}), ({"tests": 3, "requires": ["a", 1], "recipe": [], "extra": 1},
-                                  {"tests_from": "", "requires": ("a",), "recipe": {}})):
+    for bad, want in (
+        ("x", {}),
+        (
+            {"tests": 3, "requires": ["a", 1], "recipe": [], "extra": 1},
+            {"tests_from": "", "requires": ("a",), "recipe": {}},
+        ),
+    ):
         res = _result_with({})
         res["test_setup"] = bad
         write_json_atomic(tmp_path / "results" / "ft--p.json", res)

@@ -130,14 +130,48 @@ def test_chown_all_changes_links_themselves(tmp_path: Path, resolver: str) -> No
 WS_NAMES = {"host_root", "src_host", "venv_host", "log_host", "junit_host", "sp_host"}
 THROUGH_WSFS = {"fs", "ctx.fs", "ws.fs", "self.fs"}  # a JobDir: its methods are the safe way in
 # calls that only name a path (or hand a name to a callee that goes through harness.core.wsfs)
-NAMING = {"relative_to", "joinpath", "rel", "path", "host", "str", "Path", "JobDir", "replace", "Workspace",
-          "split", "as_posix", "resolve", "_in_container", "len", "is_relative_to", "get", "join",
-          "warning", "info", "debug", "_job_id", "InfraError", "isinstance", "startswith", "any",
-          "Phase", "parse_phase", "tsan_reports", "makedirs", "run", "run_isolated", "rstrip"}
+NAMING = {
+    "relative_to",
+    "joinpath",
+    "rel",
+    "path",
+    "host",
+    "str",
+    "Path",
+    "JobDir",
+    "replace",
+    "Workspace",
+    "split",
+    "as_posix",
+    "resolve",
+    "_in_container",
+    "len",
+    "is_relative_to",
+    "get",
+    "join",
+    "warning",
+    "info",
+    "debug",
+    "_job_id",
+    "InfraError",
+    "isinstance",
+    "startswith",
+    "any",
+    "Phase",
+    "parse_phase",
+    "tsan_reports",
+    "makedirs",
+    "run",
+    "run_isolated",
+    "rstrip",
+}
 # every other call that reaches a workspace path by name, and why it may: each is made before
 # the first step that runs package code (or reads the source tree the host has just made)
 ALLOWED = {
-    ("harness/job/job.py", "shutil.rmtree(host_root"): "job start: a previous run's workspace (rmtree is fd-based, never follows links)",
+    (
+        "harness/job/job.py",
+        "shutil.rmtree(host_root",
+    ): "job start: a previous run's workspace (rmtree is fd-based, never follows links)",
     ("harness/job/job.py", "host_root.mkdir("): "job start",
     ("harness/job/job.py", "(host_root / d).mkdir("): "job start",
     ("harness/job/job.py", "backend.open(job.job_id, host_root"): "job start: the backend's mounts",
@@ -179,16 +213,20 @@ def workspace_accesses(source: str) -> list[tuple[int, str]]:
 
 
 def test_the_guard_sees_a_new_access() -> None:
-    planted = ("def f(ws, INNER):\n    shutil.copy2(INNER / 'probe.py', ws.host('probe.py'))\n"
-               "    ws.host('inner', 'watchdog').mkdir(parents=True)\n    open(log_host, 'w')\n")
+    planted = (
+        "def f(ws, INNER):\n    shutil.copy2(INNER / 'probe.py', ws.host('probe.py'))\n"
+        "    ws.host('inner', 'watchdog').mkdir(parents=True)\n    open(log_host, 'w')\n"
+    )
     assert [line for line, _ in workspace_accesses(planted)] == [2, 3, 4]
 
 
 # The job's stages that run before any package code: they make the source tree and read it
 # (harness.testsetup.decide, which stages.suite_setup calls, reads it then); the stages from the install on reach the workspace
 # through ctx.fs only.
-BEFORE_THE_INSTALL = {"harness/job/source.py": {"source", "_from_sdist"},
-                      "harness/job/stages.py": {"suite_setup", "_own_requirements"}}
+BEFORE_THE_INSTALL = {
+    "harness/job/source.py": {"source", "_from_sdist"},
+    "harness/job/stages.py": {"suite_setup", "_own_requirements"},
+}
 FROM_THE_INSTALL_ON = ("harness/job/stages.py", "harness/job/job.py")
 
 
@@ -200,8 +238,12 @@ def _functions(rel: str) -> list[ast.FunctionDef]:
 def _before_the_install(rel: str) -> set[int]:
     """The lines of ``rel``'s stages that run before any package code."""
     names = BEFORE_THE_INSTALL.get(rel, set())
-    return {line for fn in _functions(rel) if fn.name in names
-            for line in range(fn.lineno, (fn.end_lineno or fn.lineno) + 1)}
+    return {
+        line
+        for fn in _functions(rel)
+        if fn.name in names
+        for line in range(fn.lineno, (fn.end_lineno or fn.lineno) + 1)
+    }
 
 
 def test_the_stages_before_the_install_are_there() -> None:
@@ -235,7 +277,7 @@ def test_after_the_install_the_job_reads_nothing_of_the_workspace_by_name() -> N
         for fn in _functions(rel):
             if fn.name in BEFORE_THE_INSTALL.get(rel, set()) or fn.name == "_open":  # job._open: job start
                 continue
-            body = "\n".join(src.splitlines()[fn.lineno - 1:fn.end_lineno])
+            body = "\n".join(src.splitlines()[fn.lineno - 1 : fn.end_lineno])
             late += [f"{rel}:{fn.name}: {call}" for _, call in workspace_accesses(body)]
     assert late == []
 

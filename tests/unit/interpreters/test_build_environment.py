@@ -41,10 +41,35 @@ def test_a_changed_list_is_a_new_image_tag(monkeypatch):
 
 
 def test_the_list_has_the_compilers_the_rust_toolchain_and_the_libraries_of_the_issue():
-    need = {"gfortran", "rustc", "cargo", "cmake", "ninja-build", "pkg-config", "libyaml-dev", "libjpeg-dev",
-            "libpng-dev", "zlib1g-dev", "libtiff-dev", "libwebp-dev", "libfreetype-dev", "liblcms2-dev",
-            "libopenjp2-7-dev", "libxml2-dev", "libxslt1-dev", "libopenblas-dev", "libgeos-dev", "libsodium-dev",
-            "libpq-dev", "libzstd-dev", "liblz4-dev", "libsnappy-dev", "libbrotli-dev", "libffi-dev", "libssl-dev"}
+    need = {
+        "gfortran",
+        "rustc",
+        "cargo",
+        "cmake",
+        "ninja-build",
+        "pkg-config",
+        "libyaml-dev",
+        "libjpeg-dev",
+        "libpng-dev",
+        "zlib1g-dev",
+        "libtiff-dev",
+        "libwebp-dev",
+        "libfreetype-dev",
+        "liblcms2-dev",
+        "libopenjp2-7-dev",
+        "libxml2-dev",
+        "libxslt1-dev",
+        "libopenblas-dev",
+        "libgeos-dev",
+        "libsodium-dev",
+        "libpq-dev",
+        "libzstd-dev",
+        "liblz4-dev",
+        "libsnappy-dev",
+        "libbrotli-dev",
+        "libffi-dev",
+        "libssl-dev",
+    }
     assert need <= set(PACKAGE_BUILD_DEPS)
     assert len(set(PACKAGE_BUILD_DEPS)) == len(PACKAGE_BUILD_DEPS)
     assert all(re.fullmatch(r"[a-z0-9][a-z0-9.+-]+", p) for p in PACKAGE_BUILD_DEPS)

@@ -10,13 +10,17 @@ from harness.interpreters.dockerpython import SYSTEM_DIRS, prefix_of, runtime_ta
 
 # glibc's dynamic loader, as a container printed it for an interpreter linked to a library outside
 # its prefix (tests/integration/test_docker_installed.py::test_a_missing_shared_library_is_named)
-LD_SO = ("/opt/ft-installed/bin/python3.13t: error while loading shared libraries: libftmissing.so: "
-         "cannot open shared object file: No such file or directory\n")
+LD_SO = (
+    "/opt/ft-installed/bin/python3.13t: error while loading shared libraries: libftmissing.so: "
+    "cannot open shared object file: No such file or directory\n"
+)
 
 
 def test_a_missing_library_is_named():
-    assert why_not_started(LD_SO) == ("the shared library libftmissing.so is missing there "
-                                      "(cannot open shared object file: No such file or directory)")
+    assert why_not_started(LD_SO) == (
+        "the shared library libftmissing.so is missing there "
+        "(cannot open shared object file: No such file or directory)"
+    )
 
 
 def test_anything_else_is_its_last_line():

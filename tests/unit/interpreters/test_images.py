@@ -34,8 +34,12 @@ def test_base_tag_is_a_digest_of_every_input():
     assert images.base_tag(a) == images.base_tag(dict(a))  # deterministic
     assert images.base_tag(a).startswith("ft-harness/base:trixie-")
     tags = {images.base_tag(a)}
-    for key, other in (("suite", "forky"), ("mirror", "http://example/debian"),
-                       ("packages", "ca-certificates"), ("script", "0" * 64)):
+    for key, other in (
+        ("suite", "forky"),
+        ("mirror", "http://example/debian"),
+        ("packages", "ca-certificates"),
+        ("script", "0" * 64),
+    ):
         tags.add(images.base_tag({**a, key: other}))
     assert len(tags) == 5  # each input changes the tag
 
@@ -49,11 +53,10 @@ def test_base_inputs_cover_the_bootstrap_script():
 def test_build_script_runs_the_local_builders_commands():
     interp = _interp()
     script = images.build_script(interp, jobs=3)
-    expected = interpreters.build_commands("/tmp/ft-build/src", "/opt/python",
-                                           interp.configure_flags, 3)
+    expected = interpreters.build_commands("/tmp/ft-build/src", "/opt/python", interp.configure_flags, 3)
     lines = script.splitlines()
     assert lines[0] == "set -eu"
-    assert [shlex.split(line) for line in lines[-len(expected):]] == expected
+    assert [shlex.split(line) for line in lines[-len(expected) :]] == expected
     assert "--disable-gil" in script and "--with-lto" in script
     assert "--prefix=/opt/python" in script
 
@@ -119,14 +122,26 @@ def test_debootstrap_checks_the_archive_keyring(tmp_path, monkeypatch):
     script = images.BOOTSTRAP.read_text()
     assert '--keyring="$KEYRING"' in script
     # no keyring: the script refuses before debootstrap runs (nothing made at ROOT)
-    r = subprocess.run(["sh", str(images.BOOTSTRAP), str(tmp_path / "root"), "trixie",
-                        "http://deb.debian.org/debian", "ca-certificates", str(tmp_path / "missing.gpg")],
-                       capture_output=True, text=True, timeout=30)
+    r = subprocess.run(
+        [
+            "sh",
+            str(images.BOOTSTRAP),
+            str(tmp_path / "root"),
+            "trixie",
+            "http://deb.debian.org/debian",
+            "ca-certificates",
+            str(tmp_path / "missing.gpg"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
     assert r.returncode == 2 and "refusing to debootstrap unchecked" in r.stderr
     assert not (tmp_path / "root").exists()
     # and the harness says which package to install, before starting it
     monkeypatch.setattr(images, "KEYRING", tmp_path / "missing.gpg")
     monkeypatch.setattr(images.shutil, "which", lambda name: "/usr/sbin/" + name)
     with pytest.raises(BuildError, match="apt-get install debian-archive-keyring"):
-        images._bootstrap_and_import(None, "ft-harness/base:trixie-x", images.base_inputs("trixie", "http://m/debian"),
-                                     tmp_path / "images")
+        images._bootstrap_and_import(
+            None, "ft-harness/base:trixie-x", images.base_inputs("trixie", "http://m/debian"), tmp_path / "images"
+        )

@@ -39,8 +39,7 @@ def entry(version: str = "", source: str = "debian:trixie", **kw) -> matrix.Inte
 
 
 def info(version: str) -> InterpreterInfo:
-    return pycheck.info_from_facts(entry(f"{version}.0"), key="k", python="/p",
-                                        facts=facts(version))
+    return pycheck.info_from_facts(entry(f"{version}.0"), key="k", python="/p", facts=facts(version))
 
 
 # ------------------------------------------------------------------ -VV
@@ -73,8 +72,9 @@ def test_captured_facts_pass_the_check(version):
     assert "the matrix asks for" in pycheck.check_facts(f, entry(f"{version}.1"), "x")
 
 
-@pytest.mark.parametrize(("value", "ok"), [(1, True), ("1", False), ("0", False), (0, False),
-                                           (True, False), (None, False)])
+@pytest.mark.parametrize(
+    ("value", "ok"), [(1, True), ("1", False), ("0", False), (0, False), (True, False), (None, False)]
+)
 def test_py_gil_disabled_must_be_the_int_1(value, ok):
     f = {**facts("3.14"), "Py_GIL_DISABLED": value}
     problem = pycheck.check_facts(f, entry("3.14.0"), "x")
@@ -99,7 +99,10 @@ def test_check_catches_gil_on_vv_and_tsan():
 def test_info_from_captured_facts():
     i314, i315 = info("3.14"), info("3.15")
     assert (i314.python_name, i314.bin_relpath, i314.soabi) == (
-        "python3.14t", "bin/python3.14t", "cpython-314t-x86_64-linux-gnu")
+        "python3.14t",
+        "bin/python3.14t",
+        "cpython-314t-x86_64-linux-gnu",
+    )
     assert i314.flags == {"thread_inherit_context": 1, "context_aware_warnings": 1}
     assert i314.tag_pairs[0] == "cp314-cp314t" and "cp314-abi3" not in i314.tag_pairs
     assert i315.tag_pairs[:2] == ("cp315-cp315t", "cp315-abi3t")  # PEP 803
@@ -142,12 +145,17 @@ def test_abi3t_wheels_are_free_threaded_on_315_only():
     assert abi3t in CRYPTO
     assert wheels.classify_wheel(abi3t, interp=i315) == "free-threaded"
     assert wheels.classify_wheel(abi3t, interp=i314) == "gil-only"  # cp315 > 3.14
-    assert wheels.classify_wheel("cryptography-50.0.2-cp315-abi3.abi3t-macosx_11_0_arm64.whl",
-                                 interp=i315) == "other-platform"
-    assert wheels.classify_wheel("cryptography-50.0.2-cp311-abi3-manylinux_2_34_x86_64.whl",
-                                 interp=i315) == "gil-only"  # plain abi3: not loaded by 3.15t
-    assert wheels.classify_wheel("cryptography-50.0.2-cp314-cp314t-manylinux_2_34_x86_64.whl",
-                                 interp=i314) == "free-threaded"
+    assert (
+        wheels.classify_wheel("cryptography-50.0.2-cp315-abi3.abi3t-macosx_11_0_arm64.whl", interp=i315)
+        == "other-platform"
+    )
+    assert (
+        wheels.classify_wheel("cryptography-50.0.2-cp311-abi3-manylinux_2_34_x86_64.whl", interp=i315) == "gil-only"
+    )  # plain abi3: not loaded by 3.15t
+    assert (
+        wheels.classify_wheel("cryptography-50.0.2-cp314-cp314t-manylinux_2_34_x86_64.whl", interp=i314)
+        == "free-threaded"
+    )
     assert wheels.availability(CRYPTO, interp=i315) == "free-threaded"
     assert wheels.availability(CRYPTO, interp=i314) == "free-threaded"
     assert wheels.availability(CRYPTO, "3.13.5", "x86_64") == "gil-only"  # no cp313t wheel
@@ -176,8 +184,11 @@ def test_debian_versions_from_real_showsrc():
 
 def test_installed_source_is_refused_by_the_image_builder(tmp_path):
     it = entry(source="python:python3.14t")
-    with pytest.raises(ConfigError, match=r"^m.yaml:3: interpreters\[0\].source python:python3.14t is an "
-                                          "interpreter installed on this machine"):
+    with pytest.raises(
+        ConfigError,
+        match=r"^m.yaml:3: interpreters\[0\].source python:python3.14t is an "
+        "interpreter installed on this machine",
+    ):
         interpreters.fetch_source(it, tmp_path)
 
 
@@ -217,14 +228,18 @@ def test_installed_gil_interpreter_is_a_one_line_config_error(tmp_path):
         interpreters.ensure_built(entry(source=f"python:{GIL_PYTHON}"), tmp_path)
     text = str(e.value)
     assert e.value.return_code == 2 and "\n" not in text
-    assert text.startswith(f"m.yaml:3: interpreters[0].source python:{GIL_PYTHON} is not a "
-                           "free-threaded build (Py_GIL_DISABLED=")
+    assert text.startswith(
+        f"m.yaml:3: interpreters[0].source python:{GIL_PYTHON} is not a free-threaded build (Py_GIL_DISABLED="
+    )
 
 
 def test_installed_name_not_on_path(tmp_path, monkeypatch):
     monkeypatch.setenv("PATH", str(tmp_path))
-    with pytest.raises(ConfigError, match=r"^m.yaml:3: interpreters\[0\].source python:python3.14t: "
-                                          r"no 'python3.14t' on PATH$"):
+    with pytest.raises(
+        ConfigError,
+        match=r"^m.yaml:3: interpreters\[0\].source python:python3.14t: "
+        r"no 'python3.14t' on PATH$",
+    ):
         interpreters.ensure_built(entry(source="python:python3.14t"), tmp_path)
 
 

@@ -15,8 +15,11 @@ from harness.job import extract
 
 def sdist(path: Path, *, links: dict[str, str] | None = None, extra: dict[str, bytes] | None = None) -> Path:
     """A real .tar.gz: pkg-1.0/{pyproject.toml, tests/test_a.py} plus ``links`` (name -> target)."""
-    files = {"pkg-1.0/pyproject.toml": b"[project]\nname='pkg'\n", "pkg-1.0/tests/test_a.py": b"def test(): pass\n",
-             **(extra or {})}
+    files = {
+        "pkg-1.0/pyproject.toml": b"[project]\nname='pkg'\n",
+        "pkg-1.0/tests/test_a.py": b"def test(): pass\n",
+        **(extra or {}),
+    }
     with tarfile.open(path, "w:gz") as tf:
         for name, data in files.items():
             info = tarfile.TarInfo(name)
@@ -59,8 +62,11 @@ def test_a_planted_tree_of_links_is_removed_first(tmp_path: Path, host: Path) ->
 
 
 def test_link_members_out_of_the_tree_are_skipped_and_named(tmp_path: Path, host: Path) -> None:
-    links = {"pkg-1.0/abs": str(host / "secret.txt"), "pkg-1.0/up": "../../host/secret.txt",
-             "pkg-1.0/inside": "pyproject.toml"}
+    links = {
+        "pkg-1.0/abs": str(host / "secret.txt"),
+        "pkg-1.0/up": "../../host/secret.txt",
+        "pkg-1.0/inside": "pyproject.toml",
+    }
     (tmp_path / "ws").mkdir()
     top, skipped = extract.extract(sdist(tmp_path / "pkg-1.0.tar.gz", links=links), tmp_path / "ws" / "src")
     assert sorted(skipped) == ["pkg-1.0/abs", "pkg-1.0/up"]

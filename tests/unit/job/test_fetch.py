@@ -44,11 +44,21 @@ def test_a_file_url_from_an_https_index_is_not_fetched(tmp_path: Path) -> None:
     secret.write_bytes(b"host data")
     sha = hashlib.sha256(b"host data").hexdigest()
     with pytest.raises(fetch.NoSdist, match="gives a file: URL; only https is fetched"):
-        fetch.sdist("demo", "", tmp_path / "sdist", page=lambda n: _page(secret.as_uri(), sha),
-                    index="https://pypi.org/simple/demo/")
+        fetch.sdist(
+            "demo",
+            "",
+            tmp_path / "sdist",
+            page=lambda n: _page(secret.as_uri(), sha),
+            index="https://pypi.org/simple/demo/",
+        )
     with pytest.raises(fetch.NoSdist, match="gives a http: URL"):
-        fetch.sdist("demo", "", tmp_path / "sdist", page=lambda n: _page("http://example.org/demo-1.0.tar.gz", sha),
-                    index="https://pypi.org/simple/demo/")
+        fetch.sdist(
+            "demo",
+            "",
+            tmp_path / "sdist",
+            page=lambda n: _page("http://example.org/demo-1.0.tar.gz", sha),
+            index="https://pypi.org/simple/demo/",
+        )
     assert not (tmp_path / "sdist").exists()
 
 
@@ -60,8 +70,13 @@ def test_a_file_without_sha256_or_with_another_is_not_kept(tmp_path: Path) -> No
     with pytest.raises(fetch.NoSdist, match="does not match"):
         fetch.sdist("demo", "", tmp_path / "sdist", page=lambda n: _page(sd.as_uri(), "0" * 64), index=index)
     assert list((tmp_path / "sdist").iterdir()) == []
-    got = fetch.sdist("demo", "", tmp_path / "sdist",  # a file: index may list file: URLs
-                      page=lambda n: _page(sd.as_uri(), hashlib.sha256(sd.read_bytes()).hexdigest()), index=index)
+    got = fetch.sdist(
+        "demo",
+        "",
+        tmp_path / "sdist",  # a file: index may list file: URLs
+        page=lambda n: _page(sd.as_uri(), hashlib.sha256(sd.read_bytes()).hexdigest()),
+        index=index,
+    )
     assert got.path.read_bytes() == sd.read_bytes()
 
 
@@ -69,11 +84,19 @@ def test_the_fetch_keeps_the_release_files_of_the_page_it_read(tmp_path: Path) -
     """The page is read once per job: the wheel column takes the release's files from here."""
     sd = _sdist(tmp_path / "index")
     page = _page(sd.as_uri(), hashlib.sha256(sd.read_bytes()).hexdigest())
-    page["files"] += [{"filename": "demo-1.0-cp313-cp313t-manylinux_2_28_x86_64.whl", "url": sd.as_uri()},
-                      {"filename": "demo-0.9-py3-none-any.whl", "url": sd.as_uri()}, "not a file entry"]
+    page["files"] += [
+        {"filename": "demo-1.0-cp313-cp313t-manylinux_2_28_x86_64.whl", "url": sd.as_uri()},
+        {"filename": "demo-0.9-py3-none-any.whl", "url": sd.as_uri()},
+        "not a file entry",
+    ]
     reads = []
-    got = fetch.sdist("demo", "", tmp_path / "sdist", page=lambda n: reads.append(n) or page,
-                      index=(tmp_path / "index").as_uri() + "/")
+    got = fetch.sdist(
+        "demo",
+        "",
+        tmp_path / "sdist",
+        page=lambda n: reads.append(n) or page,
+        index=(tmp_path / "index").as_uri() + "/",
+    )
     assert reads == ["demo"]
     assert got.files == ("demo-1.0.tar.gz", "demo-1.0-cp313-cp313t-manylinux_2_28_x86_64.whl")
 

@@ -53,16 +53,24 @@ def _server() -> Iterator[tuple[str, type[_Server]]]:
 
 
 def _page(sha: str = SHA) -> bytes:
-    return json.dumps({"meta": {"api-version": "1.0"}, "name": "six", "files": [
-        {"filename": "six-1.17.0.tar.gz", "url": "six-1.17.0.tar.gz", "hashes": {"sha256": sha}}]}).encode()
+    return json.dumps(
+        {
+            "meta": {"api-version": "1.0"},
+            "name": "six",
+            "files": [{"filename": "six-1.17.0.tar.gz", "url": "six-1.17.0.tar.gz", "hashes": {"sha256": sha}}],
+        }
+    ).encode()
 
 
-@pytest.mark.parametrize(("body", "why"), [
-    (b"[" * 200_000 + b"]" * 200_000, "nested too deeply"),
-    (b'{"files": ' + b"[" * 100_000 + b"]" * 100_000 + b"}", "nested too deeply"),
-    (b'{"files": 3}', "not a PEP 691 project page"),
-    (b"\xff\xfe not json", "page for six"),
-])
+@pytest.mark.parametrize(
+    ("body", "why"),
+    [
+        (b"[" * 200_000 + b"]" * 200_000, "nested too deeply"),
+        (b'{"files": ' + b"[" * 100_000 + b"]" * 100_000 + b"}", "nested too deeply"),
+        (b'{"files": 3}', "not a PEP 691 project page"),
+        (b"\xff\xfe not json", "page for six"),
+    ],
+)
 def test_a_bad_page_is_index_unavailable_never_an_escaping_error(monkeypatch, body, why):
     with _server() as (url, h):
         h.routes["/simple/six/"] = (200, {"Content-Type": "application/json"}, body)
@@ -117,16 +125,24 @@ def test_a_reuse_run_over_a_deep_index_page_runs_the_job_afresh(tmp_path, monkey
     from tests.unit.job.test_runner import PREPARED, FakeBackend, FakeSteps
     from tests.unit.reuse.test_reuse import _earlier, _jobs
 
-    job, = _jobs('{name: six, version: "==1.17.0"}')
+    (job,) = _jobs('{name: six, version: "==1.17.0"}')
     earlier = _earlier(tmp_path, job)
     with _server() as (url, h):
         h.routes["/simple/six/"] = (200, {}, b"[" * 200_000 + b"]" * 200_000)
         monkeypatch.setenv(indexclient.INDEX_ENV, url + "/simple/")
         steps = FakeSteps()
         with caplog.at_level(logging.INFO, logger="harness.reuse.reuse"):
-            summary = run_plan([job], out=tmp_path / "out", backend=FakeBackend(), prepared=PREPARED,
-                               run_one=steps, reuse_from=[earlier])
+            summary = run_plan(
+                [job],
+                out=tmp_path / "out",
+                backend=FakeBackend(),
+                prepared=PREPARED,
+                run_one=steps,
+                reuse_from=[earlier],
+            )
     assert summary.ran == [job.job_id] and summary.reused == []
     lines = [r.getMessage() for r in caplog.records if r.name == "harness.reuse.reuse"]
-    assert lines == [f"{job.job_id}: runs (the index's sdist could not be checked (the index's page for six: "
-                     f"{url}/simple/six/: the page is nested too deeply))"]
+    assert lines == [
+        f"{job.job_id}: runs (the index's sdist could not be checked (the index's page for six: "
+        f"{url}/simple/six/: the page is nested too deeply))"
+    ]

@@ -7,10 +7,18 @@ import pytest
 from harness.job.job import pinned_version
 
 
-@pytest.mark.parametrize(("spec", "version"), [
-    ("==2.1.1", "2.1.1"), ("===1.0", "1.0"), ("==3.*", ""), (">=1,<2", ""), ("", ""), ("~=1.4", ""),
-    ("not a spec", ""),
-])
+@pytest.mark.parametrize(
+    ("spec", "version"),
+    [
+        ("==2.1.1", "2.1.1"),
+        ("===1.0", "1.0"),
+        ("==3.*", ""),
+        (">=1,<2", ""),
+        ("", ""),
+        ("~=1.4", ""),
+        ("not a spec", ""),
+    ],
+)
 def test_pinned_version(spec, version):
     assert pinned_version(spec) == version
 
@@ -26,19 +34,22 @@ def has_pytest_config(src: Path, tests: str) -> bool:
     return pytest_config(src, tests, []) is not None
 
 
-@pytest.mark.parametrize("where, name, text, found", [
-    ("", "pytest.ini", "", True),                      # pytest takes it even when empty
-    ("", ".pytest.ini", "[pytest]\n", True),
-    ("", "pyproject.toml", "[tool.pytest.ini_options]\naddopts = '-x'\n", True),
-    ("", "pyproject.toml", "[tool.pytest]\nminversion = '9'\n", True),
-    ("", "pyproject.toml", "[project]\nname = 'x'\n", False),  # ujson 6.1.0's case
-    ("", "pyproject.toml", "not [ toml", False),
-    ("", "tox.ini", "[tox]\nenvlist = py\n[pytest]\naddopts = -ra\n", True),
-    ("", "tox.ini", "[tox]\nenvlist = py\n", False),
-    ("", "setup.cfg", "[metadata]\nname = x\n[tool:pytest]\ntestpaths = tests\n", True),
-    ("", "setup.cfg", "[metadata]\nname = x\n", False),
-    ("tests", "pytest.ini", "[pytest]\n", True),      # found first, walking up from the tests
-])
+@pytest.mark.parametrize(
+    "where, name, text, found",
+    [
+        ("", "pytest.ini", "", True),  # pytest takes it even when empty
+        ("", ".pytest.ini", "[pytest]\n", True),
+        ("", "pyproject.toml", "[tool.pytest.ini_options]\naddopts = '-x'\n", True),
+        ("", "pyproject.toml", "[tool.pytest]\nminversion = '9'\n", True),
+        ("", "pyproject.toml", "[project]\nname = 'x'\n", False),  # ujson 6.1.0's case
+        ("", "pyproject.toml", "not [ toml", False),
+        ("", "tox.ini", "[tox]\nenvlist = py\n[pytest]\naddopts = -ra\n", True),
+        ("", "tox.ini", "[tox]\nenvlist = py\n", False),
+        ("", "setup.cfg", "[metadata]\nname = x\n[tool:pytest]\ntestpaths = tests\n", True),
+        ("", "setup.cfg", "[metadata]\nname = x\n", False),
+        ("tests", "pytest.ini", "[pytest]\n", True),  # found first, walking up from the tests
+    ],
+)
 def test_has_pytest_config(tmp_path: Path, where: str, name: str, text: str, found: bool) -> None:
     src = tmp_path / "outer" / "src" / "pkg-1.0"
     (src / "tests").mkdir(parents=True)
@@ -76,13 +87,23 @@ def test_test_command_parts_and_their_reproduce() -> None:
     tc = suite_command(_jobs()["six"], ws, "/w/venv/bin/python", "tests", src="/w/src/six-1.17.0")
     assert tc.head == ("/w/venv/bin/python", "-P", "-m", "pytest", "-p", "no:cacheprovider")
     assert tc.paths == ("tests",)
-    assert {"--rootdir=/w/src/six-1.17.0", "--confcutdir=/w/src/six-1.17.0", "--import-mode=importlib",
-            "--deselect=test_six.py::test_lazy"} <= set(tc.options)
+    assert {
+        "--rootdir=/w/src/six-1.17.0",
+        "--confcutdir=/w/src/six-1.17.0",
+        "--import-mode=importlib",
+        "--deselect=test_six.py::test_lazy",
+    } <= set(tc.options)
     assert tc.options[tc.options.index("-c") + 1] == "/dev/null"
     assert tc.options[tc.options.index("-k") + 1] == "not (slow and net)"
-    ran = Phase(name="threads-gil0-r1", kind="threads", gil=0, cwd="/w/src/six-1.17.0",
-                test_command=tc.__class__(**{**vars(tc), "threads": ("--parallel-threads=4",),
-                                             "this_run": ("-n", "auto", "--junitxml=/w/j.xml")}))
+    ran = Phase(
+        name="threads-gil0-r1",
+        kind="threads",
+        gil=0,
+        cwd="/w/src/six-1.17.0",
+        test_command=tc.__class__(
+            **{**vars(tc), "threads": ("--parallel-threads=4",), "this_run": ("-n", "auto", "--junitxml=/w/j.xml")}
+        ),
+    )
     line = reproduce(ran, "test_six.py::test_x[a b]")
     assert line.startswith("cd /w/src/six-1.17.0 && /w/venv/bin/python -P -m pytest")
     assert "--parallel-threads=4" in line and "-n auto" not in line and "--junitxml" not in line
@@ -124,20 +145,24 @@ def _tree(root: Path, files: list[str]) -> None:
         (root / f).write_text("")
 
 
-@pytest.mark.parametrize(("tests", "src_files", "expected"), [
-    # numpy's layout: numpy/tests inside numpy/ (whether the install ships it: jobfiles.site_packages)
-    ("numpy/tests", ["numpy/__init__.py", "numpy/conftest.py", "numpy/tests/__init__.py"], "numpy/tests"),
-    # src layout, tests inside the package
-    ("src/pkg/tests", ["src/pkg/__init__.py", "src/pkg/tests/test_a.py"], "pkg/tests"),
-    # a tests dir beside the package is not inside it (a clash)
-    ("tests", ["pkg/__init__.py", "tests/__init__.py"], None),
-    ("tests", ["pkg/__init__.py", "tests/test_a.py"], None),
-    # a conftest.py of the source outside the package: it would be lost from site-packages
-    ("src/pkg/tests", ["conftest.py", "src/pkg/__init__.py", "src/pkg/tests/test_a.py"], None),
-    ("", ["pkg/__init__.py"], None),
-])
-def test_tests_inside_the_package_run_from_site_packages(tmp_path: Path, tests: str, src_files: list[str],
-                                                         expected: str | None) -> None:
+@pytest.mark.parametrize(
+    ("tests", "src_files", "expected"),
+    [
+        # numpy's layout: numpy/tests inside numpy/ (whether the install ships it: jobfiles.site_packages)
+        ("numpy/tests", ["numpy/__init__.py", "numpy/conftest.py", "numpy/tests/__init__.py"], "numpy/tests"),
+        # src layout, tests inside the package
+        ("src/pkg/tests", ["src/pkg/__init__.py", "src/pkg/tests/test_a.py"], "pkg/tests"),
+        # a tests dir beside the package is not inside it (a clash)
+        ("tests", ["pkg/__init__.py", "tests/__init__.py"], None),
+        ("tests", ["pkg/__init__.py", "tests/test_a.py"], None),
+        # a conftest.py of the source outside the package: it would be lost from site-packages
+        ("src/pkg/tests", ["conftest.py", "src/pkg/__init__.py", "src/pkg/tests/test_a.py"], None),
+        ("", ["pkg/__init__.py"], None),
+    ],
+)
+def test_tests_inside_the_package_run_from_site_packages(
+    tmp_path: Path, tests: str, src_files: list[str], expected: str | None
+) -> None:
     src = tmp_path / "src"
     _tree(src, src_files)
     assert in_package_rel(src, tests) == expected
@@ -145,8 +170,14 @@ def test_tests_inside_the_package_run_from_site_packages(tmp_path: Path, tests: 
 
 def test_installed_tests_take_the_sources_config_file() -> None:
     ws = Workspace(host_root=Path("/nonexistent"), root="/w", python="/py")
-    tc = suite_command(_jobs()["six"], ws, "/v/python", "numpy/tests", src="/w/venv/lib/python3.13t/site-packages",
-                       config="/w/src/numpy-2.5.5/pytest.ini")
+    tc = suite_command(
+        _jobs()["six"],
+        ws,
+        "/v/python",
+        "numpy/tests",
+        src="/w/venv/lib/python3.13t/site-packages",
+        config="/w/src/numpy-2.5.5/pytest.ini",
+    )
     opts = list(tc.options)
     assert opts[opts.index("-c") + 1] == "/w/src/numpy-2.5.5/pytest.ini"
     assert "--rootdir=/w/venv/lib/python3.13t/site-packages" in opts
@@ -164,10 +195,19 @@ def test_the_pip_cache_is_one_per_build_environment():
     from harness.job.job import pip_cache_dir
 
     def ws(image: str) -> Workspace:
-        return Workspace(host_root=Path("/x"), root="/work", python="/opt/python/bin/python3.13t",
-                         pip_cache="/cache/pip", image=image)
+        return Workspace(
+            host_root=Path("/x"),
+            root="/work",
+            python="/opt/python/bin/python3.13t",
+            pip_cache="/cache/pip",
+            image=image,
+        )
 
-    old = pip_cache_dir(ws("ft-harness/interp:cpython-3.13.15-ft-0dc8cebd3d78-c14601e7"), "cpython-3.13.15-ft-0dc8cebd3d78")
-    new = pip_cache_dir(ws("ft-harness/interp:cpython-3.13.15-ft-0dc8cebd3d78-9708ac6f"), "cpython-3.13.15-ft-0dc8cebd3d78")
+    old = pip_cache_dir(
+        ws("ft-harness/interp:cpython-3.13.15-ft-0dc8cebd3d78-c14601e7"), "cpython-3.13.15-ft-0dc8cebd3d78"
+    )
+    new = pip_cache_dir(
+        ws("ft-harness/interp:cpython-3.13.15-ft-0dc8cebd3d78-9708ac6f"), "cpython-3.13.15-ft-0dc8cebd3d78"
+    )
     assert old == "/cache/pip/cpython-3.13.15-ft-0dc8cebd3d78-c14601e7" and new != old
     assert pip_cache_dir(ws(""), "cpython-3.13.5-ft-aa8650c37ad2") == "/cache/pip/cpython-3.13.5-ft-aa8650c37ad2"

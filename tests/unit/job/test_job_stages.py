@@ -67,8 +67,18 @@ class FakeBackend:
     def open(self, job_id: str, host_root: Path, python: str, source: str) -> Workspace:
         return Workspace(host_root=host_root, root=str(host_root), python=python)
 
-    def run(self, ws: Workspace, argv: list[str], *, env: dict[str, str], cwd: str, timeout: float,
-            log: Path, network: bool, idle: float = 0) -> Exec:
+    def run(
+        self,
+        ws: Workspace,
+        argv: list[str],
+        *,
+        env: dict[str, str],
+        cwd: str,
+        timeout: float,
+        log: Path,
+        network: bool,
+        idle: float = 0,
+    ) -> Exec:
         name = log.stem
         self.calls.append(Call(name=name, argv=argv, env=env, cwd=cwd, network=network))
         was = self.alias(name)
@@ -100,25 +110,38 @@ class FakeBackend:
 
 
 def make_job(path: Path, settings: str = "{repeat: 2, confirm: 0}", name: str = "") -> plan.Job:
-    spec = matrix.loads(f'settings: {settings}\ninterpreters: [{{name: cpython3.13t, version: "3.13.5", '
-                        f'source: "debian:trixie"}}]\npackages: [{{name: {name or path.name}, path: {path}}}]\n')
+    spec = matrix.loads(
+        f'settings: {settings}\ninterpreters: [{{name: cpython3.13t, version: "3.13.5", '
+        f'source: "debian:trixie"}}]\npackages: [{{name: {name or path.name}, path: {path}}}]\n'
+    )
     (job,) = plan.make_plan(spec)
     return job
 
 
 def pypi_job(name: str, version: str, settings: str = "{repeat: 2, confirm: 0}") -> plan.Job:
     """A job of a release on the index (the test fakes ``fetch.sdist``)."""
-    spec = matrix.loads(f'settings: {settings}\ninterpreters: [{{name: cpython3.13t, version: "3.13.5", '
-                        f'source: "debian:trixie"}}]\npackages: [{{name: {name}, version: "{version}"}}]\n')
+    spec = matrix.loads(
+        f'settings: {settings}\ninterpreters: [{{name: cpython3.13t, version: "3.13.5", '
+        f'source: "debian:trixie"}}]\npackages: [{{name: {name}, version: "{version}"}}]\n'
+    )
     (job,) = plan.make_plan(spec)
     return job
 
 
-def go(job: plan.Job, backend: FakeBackend, out: Path, interp: InterpreterInfo = INFO,
-       tarball: str = "") -> tuple[JobResult, list[tuple[str, str]]]:
+def go(
+    job: plan.Job, backend: FakeBackend, out: Path, interp: InterpreterInfo = INFO, tarball: str = ""
+) -> tuple[JobResult, list[tuple[str, str]]]:
     steps: list[tuple[str, str]] = []
-    res = run_job(job, interp=interp, python="/fake/bin/python3.13t", backend=backend, out=out,
-                  key="k", progress=lambda job_id, step: steps.append((job_id, step)), tarball=tarball)
+    res = run_job(
+        job,
+        interp=interp,
+        python="/fake/bin/python3.13t",
+        backend=backend,
+        out=out,
+        key="k",
+        progress=lambda job_id, step: steps.append((job_id, step)),
+        tarball=tarball,
+    )
     return res, steps
 
 
@@ -133,8 +156,9 @@ GIL_ON = ["plain-gil1", "threads-gil1-r1", "threads-gil1-r2"]
 
 def test_a_normal_job_runs_its_stages_in_order(tmp_path: Path) -> None:
     backend = clean_backend()
-    res, steps = go(make_job(PACKAGES / "ft_clean", settings="{repeat: 2, confirm: 0, gil_on: full}"),
-                    backend, tmp_path / "out")
+    res, steps = go(
+        make_job(PACKAGES / "ft_clean", settings="{repeat: 2, confirm: 0, gil_on: full}"), backend, tmp_path / "out"
+    )
     NORMAL = [*globals()["NORMAL"], *GIL_ON]  # noqa: N806 (gil_on: full, the suite in both modes)
     assert backend.ran == NORMAL
     assert [p.name for p in res.phases] == NORMAL
@@ -186,8 +210,11 @@ def _with_test_deps(tmp_path: Path) -> Path:
     pkg = tmp_path / "ft_clean"
     shutil.copytree(PACKAGES / "ft_clean", pkg)
     text = (pkg / "pyproject.toml").read_text()
-    (pkg / "pyproject.toml").write_text(text.replace(
-        'license = "MIT"\n', 'license = "MIT"\n\n[project.optional-dependencies]\ntest = ["six", "idna>=999"]\n', 1))
+    (pkg / "pyproject.toml").write_text(
+        text.replace(
+            'license = "MIT"\n', 'license = "MIT"\n\n[project.optional-dependencies]\ntest = ["six", "idna>=999"]\n', 1
+        )
+    )
     return pkg
 
 
@@ -202,8 +229,13 @@ def test_a_released_package_is_probed_too(tmp_path: Path, monkeypatch) -> None:
         with tarfile.open(path, "w:gz") as tar:
             tar.add(PACKAGES / "ft_clean", arcname="ft_clean-1.0")
         data = path.read_bytes()
-        return fetch.Fetched(version="1.0", path=path, url="https://example.invalid/ft_clean-1.0.tar.gz",
-                             sha256=hashlib.sha256(data).hexdigest(), size=len(data))
+        return fetch.Fetched(
+            version="1.0",
+            path=path,
+            url="https://example.invalid/ft_clean-1.0.tar.gz",
+            sha256=hashlib.sha256(data).hexdigest(),
+            size=len(data),
+        )
 
     monkeypatch.setattr(fetch, "sdist", sdist)
     job = pypi_job("ft_clean", "==1.0")
@@ -225,8 +257,9 @@ def test_test_deps_that_do_not_install_are_a_setup_problem_and_the_runs_go_on(tm
     assert "idna>=999" in deps.command[2] and "test-deps.not-installed" in deps.command[2]
     (f,) = [f for f in res.findings if f.phase == "test-deps"]
     assert f.kind == "setup-error"
-    assert f.message.startswith("setup: the inferred test dependencies did not install: "
-                                "not installed: idna (the others are); "), f.message
+    assert f.message.startswith(
+        "setup: the inferred test dependencies did not install: not installed: idna (the others are); "
+    ), f.message
     assert res.test_setup.requires == ("six", "idna>=999")
 
 
@@ -252,10 +285,24 @@ def _tarball(tmp_path: Path) -> str:
 def test_under_tsan_the_threaded_runs_are_tsan_runs_and_nothing_is_confirmed(tmp_path: Path) -> None:
     alias = {f"tsan-gil{m}-r{r}": f"threads-gil{m}-r{r}" for m in (0, 1) for r in (1, 2)}
     backend = clean_backend(alias=lambda name: alias.get(name, name))
-    res, _ = go(make_job(PACKAGES / "ft_clean", settings="{repeat: 2, confirm: 5}"), backend,
-                tmp_path / "out", interp=TSAN, tarball=_tarball(tmp_path))
-    assert backend.ran == ["install", "probe", "plain-gil0", "collect", "tsan-gil0-r1", "tsan-gil0-r2",
-                           "plain-gil1", "tsan-gil1-r1", "tsan-gil1-r2"]
+    res, _ = go(
+        make_job(PACKAGES / "ft_clean", settings="{repeat: 2, confirm: 5}"),
+        backend,
+        tmp_path / "out",
+        interp=TSAN,
+        tarball=_tarball(tmp_path),
+    )
+    assert backend.ran == [
+        "install",
+        "probe",
+        "plain-gil0",
+        "collect",
+        "tsan-gil0-r1",
+        "tsan-gil0-r2",
+        "plain-gil1",
+        "tsan-gil1-r1",
+        "tsan-gil1-r2",
+    ]
     calls = {c.name: c for c in backend.calls}
     assert "-fsanitize=thread" in calls["install"].argv[2]  # the package built for TSan
     assert "TSAN_OPTIONS" in calls["plain-gil0"].env and "TSAN_OPTIONS" in calls["tsan-gil1-r2"].env
@@ -271,17 +318,31 @@ def test_a_red_finding_is_confirmed_alone_after_the_runs(tmp_path: Path) -> None
     shutil.copytree(CAPTURED / "ft_clean", captured)
     test = "test_shared_registry_keeps_every_value"  # fails in one threaded run only: a race, confirmed alone
     xml = (captured / "threads-gil0-r1.xml").read_text()
-    (captured / "threads-gil0-r1.xml").write_text(xml.replace(
-        f'name="{test}" time="0.055" />',
-        f'name="{test}" time="0.055"><failure message="AssertionError: lost an update">lost</failure></testcase>'))
+    (captured / "threads-gil0-r1.xml").write_text(
+        xml.replace(
+            f'name="{test}" time="0.055" />',
+            f'name="{test}" time="0.055"><failure message="AssertionError: lost an update">lost</failure></testcase>',
+        )
+    )
     text = (captured / "threads-gil0-r1.log").read_text()
-    (captured / "threads-gil0-r1.log").write_text(text.replace(f"PASSED tests/test_registry.py::{test}",
-                                                               f"FAILED tests/test_registry.py::{test}")
-                                                  .replace("6 passed", "1 failed, 5 passed"))
+    (captured / "threads-gil0-r1.log").write_text(
+        text.replace(f"PASSED tests/test_registry.py::{test}", f"FAILED tests/test_registry.py::{test}").replace(
+            "6 passed", "1 failed, 5 passed"
+        )
+    )
     backend = FakeBackend(captured=captured, exits={"threads-gil0-r1": 1})
     res, _ = go(make_job(PACKAGES / "ft_clean", settings="{repeat: 1, confirm: 1}"), backend, tmp_path / "out")
-    assert backend.ran == ["install", "probe", "plain-gil0", "collect", "threads-gil0-r1", "plain-gil1",
-                           "threads-gil1-r1", "confirm1-gil0-r1", "confirm1-gil1-r1"]
+    assert backend.ran == [
+        "install",
+        "probe",
+        "plain-gil0",
+        "collect",
+        "threads-gil0-r1",
+        "plain-gil1",
+        "threads-gil1-r1",
+        "confirm1-gil0-r1",
+        "confirm1-gil1-r1",
+    ]
     calls = {c.name: c for c in backend.calls}
     confirm = calls["confirm1-gil0-r1"]
     assert confirm.argv[-1] == f"tests/test_registry.py::{test}" and "--timeout-method=thread" in confirm.argv
@@ -292,16 +353,22 @@ def test_a_red_finding_is_confirmed_alone_after_the_runs(tmp_path: Path) -> None
     only = ["-p", "ft_harness_only", f"--ft-harness-only={work}/logs/gil-on-tests.txt"]
     for name in ("plain-gil1", "threads-gil1-r1"):
         argv = calls[name].argv
-        assert argv[argv.index("-p", argv.index("-n")):][:3] == only, argv
+        assert argv[argv.index("-p", argv.index("-n")) :][:3] == only, argv
         assert res.phase(name).subset == 1  # type: ignore[union-attr]
-    assert not any(a.startswith("--ft-harness-only") for c in ("plain-gil0", "threads-gil0-r1", "confirm1-gil1-r1")
-                   for a in calls[c].argv)
+    assert not any(
+        a.startswith("--ft-harness-only")
+        for c in ("plain-gil0", "threads-gil0-r1", "confirm1-gil1-r1")
+        for a in calls[c].argv
+    )
     assert res.gil_on is not None and (res.gil_on.ran, res.gil_on.tests) == ("tests", 1)
     assert res.gil_on.file == f"work/{res.job_id}/logs/gil-on-tests.txt"
     assert (work / "inner" / "watchdog" / "ft_harness_only.py").is_file()  # copied in at job start
     assert not any("ft_harness_only" in f.reproduce for f in res.findings)  # the plugin is that run's only
-    full, _ = go(make_job(PACKAGES / "ft_clean", settings="{repeat: 1, confirm: 1, gil_on: full}"),
-                 FakeBackend(captured=captured, exits={"threads-gil0-r1": 1}), tmp_path / "full")
+    full, _ = go(
+        make_job(PACKAGES / "ft_clean", settings="{repeat: 1, confirm: 1, gil_on: full}"),
+        FakeBackend(captured=captured, exits={"threads-gil0-r1": 1}),
+        tmp_path / "full",
+    )
     assert res.verdict == full.verdict and _said(res) == _said(full)
     assert full.gil_on is not None and (full.gil_on.ran, full.gil_on.why) == ("suite", "settings.gil_on: full")
 
@@ -320,8 +387,11 @@ def test_with_nothing_red_with_the_gil_off_no_gil_on_run_happens_and_the_result_
     assert res.verdict == "compatible", [f.message for f in res.findings]
     assert list(res.coverage) == ["gil0"]  # no coverage claimed for a mode that did not run
     assert not any(1 in f.modes for f in res.findings)
-    full, _ = go(make_job(PACKAGES / "ft_clean", settings="{repeat: 2, confirm: 0, gil_on: full}"),
-                 clean_backend(), tmp_path / "full")
+    full, _ = go(
+        make_job(PACKAGES / "ft_clean", settings="{repeat: 2, confirm: 0, gil_on: full}"),
+        clean_backend(),
+        tmp_path / "full",
+    )
     assert (full.verdict, full.qualifier, _said(full)) == (res.verdict, res.qualifier, _said(res))
     assert JobResult.from_dict(res.to_dict()).gil_on == res.gil_on
 
@@ -380,10 +450,17 @@ def test_the_test_deps_record_is_read_onto_its_phase_and_nothing_else(tmp_path: 
 
 
 def test_a_result_written_before_the_record_reads_its_log_line() -> None:
-    old = {"name": "test-deps", "kind": "setup", "exit_code": 1, "setup": [],
-           "excerpt": "Successfully installed idna-3.21\nft-harness: not installed:  trustme six\nexit 1"}
-    assert [(s.kind, s.name) for s in Phase.from_dict(old).setup] == [("not-installed", "trustme"),
-                                                                       ("not-installed", "six")]
+    old = {
+        "name": "test-deps",
+        "kind": "setup",
+        "exit_code": 1,
+        "setup": [],
+        "excerpt": "Successfully installed idna-3.21\nft-harness: not installed:  trustme six\nexit 1",
+    }
+    assert [(s.kind, s.name) for s in Phase.from_dict(old).setup] == [
+        ("not-installed", "trustme"),
+        ("not-installed", "six"),
+    ]
     again = Phase.from_dict(Phase.from_dict(old).to_dict())  # written back: kept as data
     assert [s.name for s in again.setup] == ["trustme", "six"]
     other = {**old, "kind": "plain"}  # only a test-deps phase's line is read
@@ -422,8 +499,14 @@ def _compiled_release(tmp_path: Path, monkeypatch) -> None:
         with tarfile.open(path, "w:gz") as tar:
             tar.add(tree, arcname="ft_clean-1.0")
         data = path.read_bytes()
-        return fetch.Fetched(version="1.0", path=path, url="https://example.invalid/ft_clean-1.0.tar.gz",
-                             sha256=hashlib.sha256(data).hexdigest(), size=len(data), files=(WHEEL,))
+        return fetch.Fetched(
+            version="1.0",
+            path=path,
+            url="https://example.invalid/ft_clean-1.0.tar.gz",
+            sha256=hashlib.sha256(data).hexdigest(),
+            size=len(data),
+            files=(WHEEL,),
+        )
 
     monkeypatch.setattr(fetch, "sdist", sdist)
 
@@ -431,11 +514,13 @@ def _compiled_release(tmp_path: Path, monkeypatch) -> None:
 def _pure_wheel_installed(root: Path) -> None:  # pip's --report: the pure wheel of the package
     (root / "logs" / "install-report.json").write_text(
         '{"install": [{"metadata": {"name": "ft_clean", "version": "1.0"}, "download_info": '
-        '{"url": "https://example.invalid/ft_clean-1.0-py3-none-any.whl"}}]}')
+        '{"url": "https://example.invalid/ft_clean-1.0-py3-none-any.whl"}}]}'
+    )
 
 
 def test_a_compiled_projects_pure_wheel_is_on_the_install_phase_and_rebuilt_from_the_sdist(
-        tmp_path: Path, monkeypatch) -> None:
+    tmp_path: Path, monkeypatch
+) -> None:
     _compiled_release(tmp_path, monkeypatch)
     backend = clean_backend(effects={"install": _pure_wheel_installed})
     res, _ = go(pypi_job("ft_clean", "==1.0"), backend, tmp_path / "out")
@@ -443,15 +528,23 @@ def test_a_compiled_projects_pure_wheel_is_on_the_install_phase_and_rebuilt_from
     install = res.phase("install")
     assert install is not None
     assert [(s.kind, s.name, s.where) for s in install.setup] == [
-        ("pure-fallback", "ft_clean-1.0-py3-none-any.whl", f"pyproject.toml (declares extension modules); the index has {WHEEL}")]
+        (
+            "pure-fallback",
+            "ft_clean-1.0-py3-none-any.whl",
+            f"pyproject.toml (declares extension modules); the index has {WHEEL}",
+        )
+    ]
     assert res.phase(artifact.REBUILD).kind == "install"  # type: ignore[union-attr]
 
 
 def test_a_kept_pure_wheel_is_recorded_and_nothing_is_rebuilt(tmp_path: Path, monkeypatch) -> None:
     _compiled_release(tmp_path, monkeypatch)
     backend = clean_backend(effects={"install": _pure_wheel_installed})
-    res, _ = go(pypi_job("ft_clean", "==1.0", settings="{repeat: 1, confirm: 0, fallback_wheel: keep}"),
-                backend, tmp_path / "out")
+    res, _ = go(
+        pypi_job("ft_clean", "==1.0", settings="{repeat: 1, confirm: 0, fallback_wheel: keep}"),
+        backend,
+        tmp_path / "out",
+    )
     assert backend.ran[:2] == ["install", "probe"], backend.ran
     assert [s.kind for s in res.phase("install").setup] == ["pure-fallback"]  # type: ignore[union-attr]
 
@@ -488,8 +581,18 @@ def test_a_local_trees_version_is_the_one_the_probe_imported(tmp_path: Path) -> 
     assert res.version == ""  # no probe.json: a local tree names no version
 
 
-IDENTITY = ("job_id", "key", "package", "requested", "source", "interpreter", "backend", "harness_version",
-            "notes", "links")
+IDENTITY = (
+    "job_id",
+    "key",
+    "package",
+    "requested",
+    "source",
+    "interpreter",
+    "backend",
+    "harness_version",
+    "notes",
+    "links",
+)
 
 
 def test_every_result_starts_from_its_jobs_identity(tmp_path: Path) -> None:
@@ -503,13 +606,21 @@ def test_every_result_starts_from_its_jobs_identity(tmp_path: Path) -> None:
     job = make_job(PACKAGES / "ft_clean")
     ident = identity(job, key="k", interp=INFO, backend="fake")
     assert (ident.job_id, ident.package, ident.requested, ident.source, ident.harness_version) == (
-        job.job_id, "ft_clean", str(PACKAGES / "ft_clean"), "local", __version__)
+        job.job_id,
+        "ft_clean",
+        str(PACKAGES / "ft_clean"),
+        "local",
+        __version__,
+    )
     res, _ = go(job, clean_backend(), tmp_path / "out")
-    infra = runner.infra_result(job, "k", Prepared(info=INFO, python="/fake/bin/python3.13t", cache_hit=True),
-                                "fake", "the backend went away")
+    infra = runner.infra_result(
+        job, "k", Prepared(info=INFO, python="/fake/bin/python3.13t", cache_hit=True), "fake", "the backend went away"
+    )
     for got in (res, infra):
         assert {n: getattr(got, n) for n in IDENTITY} == {n: getattr(ident, n) for n in IDENTITY}
     assert res.version == "" and res.phases and infra.verdict == "infra-error" and not infra.phases
+
+
 # ------------------------------------------------------------------ each outside document once (#45)
 
 
@@ -535,8 +646,9 @@ class _Index(http.server.BaseHTTPRequestHandler):
 def _fake_index(monkeypatch, routes: dict[str, bytes]) -> Iterator[Counter[str]]:
     """$FT_HARNESS_INDEX_URL at an index on loopback serving ``routes``; its requests counted."""
     counts: Counter[str] = Counter()
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), type("Index", (_Index,), {
-        "counts": counts, "routes": routes}))
+    server = http.server.ThreadingHTTPServer(
+        ("127.0.0.1", 0), type("Index", (_Index,), {"counts": counts, "routes": routes})
+    )
     threading.Thread(target=server.serve_forever, daemon=True).start()
     monkeypatch.setenv(indexclient.INDEX_ENV, f"http://127.0.0.1:{server.server_port}/simple/")
     try:
@@ -562,14 +674,22 @@ def _counted(monkeypatch, counts: Counter[str]) -> None:
         monkeypatch.setattr(owner, attr, counted)
 
     # every read below the workspace goes through wsfs.open_beneath (JobDir.read, read_beneath)
-    count(wsfs, "open_beneath", lambda dirfd, rel, flags, mode=0o644: "read install-report.json" if (
-        PurePosixPath(rel).name == "install-report.json" and flags & os.O_ACCMODE == os.O_RDONLY) else None)
+    count(
+        wsfs,
+        "open_beneath",
+        lambda dirfd, rel, flags, mode=0o644: (
+            "read install-report.json"
+            if (PurePosixPath(rel).name == "install-report.json" and flags & os.O_ACCMODE == os.O_RDONLY)
+            else None
+        ),
+    )
     count(pipreport, "parse_pip_report", lambda raw: "parsed a pip report")
 
 
 @pytest.mark.parametrize("compiled", [False, True])
-def test_one_job_requests_the_index_page_once_and_parses_pips_report_once(tmp_path: Path, monkeypatch,
-                                                                          compiled: bool) -> None:
+def test_one_job_requests_the_index_page_once_and_parses_pips_report_once(
+    tmp_path: Path, monkeypatch, compiled: bool
+) -> None:
     """#45, acceptance 2: the project's page is read once, by the fetch, and what it lists for the
     release travels on the Source to the wheel column; pip's --report is read and parsed once,
     onto the install phase, whatever reads it after (the fallback, the wheel column, the store).
@@ -580,22 +700,44 @@ def test_one_job_requests_the_index_page_once_and_parses_pips_report_once(tmp_pa
     if not compiled:
         (tree / "src" / "ft_clean" / "_core.c").unlink()
         text = (tree / "pyproject.toml").read_text()
-        (tree / "pyproject.toml").write_text(text.replace(
-            '[tool.setuptools]\next-modules = [{ name = "ft_clean._core", sources = ["src/ft_clean/_core.c"] }]\n', ""))
+        (tree / "pyproject.toml").write_text(
+            text.replace(
+                '[tool.setuptools]\next-modules = [{ name = "ft_clean._core", sources = ["src/ft_clean/_core.c"] }]\n',
+                "",
+            )
+        )
         assert not compiled_evidence(tree)
     sdist = tmp_path / "ft_clean-1.0.tar.gz"
     with tarfile.open(sdist, "w:gz") as tar:
         tar.add(tree, arcname="ft_clean-1.0")
-    page = {"meta": {"api-version": "1.0"}, "name": "ft-clean", "files": [
-        {"filename": sdist.name, "url": f"../../files/{sdist.name}",
-         "hashes": {"sha256": hashlib.sha256(sdist.read_bytes()).hexdigest()}},
-        {"filename": "ft_clean-1.0-py3-none-any.whl", "url": "../../files/ft_clean-1.0-py3-none-any.whl"},
-        {"filename": "ft_clean-0.9-cp313-cp313t-manylinux_2_28_x86_64.whl", "url": "../../files/x.whl"}]}
+    page = {
+        "meta": {"api-version": "1.0"},
+        "name": "ft-clean",
+        "files": [
+            {
+                "filename": sdist.name,
+                "url": f"../../files/{sdist.name}",
+                "hashes": {"sha256": hashlib.sha256(sdist.read_bytes()).hexdigest()},
+            },
+            {"filename": "ft_clean-1.0-py3-none-any.whl", "url": "../../files/ft_clean-1.0-py3-none-any.whl"},
+            {"filename": "ft_clean-0.9-cp313-cp313t-manylinux_2_28_x86_64.whl", "url": "../../files/x.whl"},
+        ],
+    }
 
     def report(root: Path) -> None:  # what pip's --report says it installed: the package, from its sdist
-        (root / "logs" / "install-report.json").write_text(json.dumps({"version": "1", "install": [
-            {"metadata": {"name": "ft_clean", "version": "1.0"},
-             "download_info": {"url": f"file://{root}/sdist/{sdist.name}"}}]}))
+        (root / "logs" / "install-report.json").write_text(
+            json.dumps(
+                {
+                    "version": "1",
+                    "install": [
+                        {
+                            "metadata": {"name": "ft_clean", "version": "1.0"},
+                            "download_info": {"url": f"file://{root}/sdist/{sdist.name}"},
+                        }
+                    ],
+                }
+            )
+        )
 
     backend = clean_backend(effects={"install": report})
     routes = {"/simple/ft-clean/": json.dumps(page).encode(), f"/files/{sdist.name}": sdist.read_bytes()}
@@ -603,19 +745,31 @@ def test_one_job_requests_the_index_page_once_and_parses_pips_report_once(tmp_pa
         _counted(monkeypatch, counts)
         res, _ = go(pypi_job("ft_clean", "==1.0"), backend, tmp_path / "out")
     assert backend.ran == NORMAL and res.verdict == "compatible", [f.message for f in res.findings]
-    assert counts == {"requested /simple/ft-clean/": 1, f"requested /files/{sdist.name}": 1,
-                      "read install-report.json": 1, "parsed a pip report": 1}
+    assert counts == {
+        "requested /simple/ft-clean/": 1,
+        f"requested /files/{sdist.name}": 1,
+        "read install-report.json": 1,
+        "parsed a pip report": 1,
+    }
     assert res.wheel is not None  # both read into the wheel column: from the page, from the report
     assert (res.wheel.available, res.wheel.installed, res.wheel.installed_file) == (
-        "pure", "built from sdist", sdist.name)
+        "pure",
+        "built from sdist",
+        sdist.name,
+    )
 
 
 def test_a_fetch_that_finds_no_sdist_reads_the_wheel_column_from_the_same_page(tmp_path: Path, monkeypatch) -> None:
     """No sdist of the pinned release: the job stops at the fetch, and the result's wheel column
     says what the index has for that release from the page the fetch read, not from a second request."""
-    page = {"meta": {"api-version": "1.0"}, "name": "wheelonly", "files": [
-        {"filename": "wheelonly-1.2.3-py3-none-any.whl", "url": "../../files/wheelonly-1.2.3-py3-none-any.whl"},
-        {"filename": "wheelonly-1.0.tar.gz", "url": "../../files/wheelonly-1.0.tar.gz"}]}
+    page = {
+        "meta": {"api-version": "1.0"},
+        "name": "wheelonly",
+        "files": [
+            {"filename": "wheelonly-1.2.3-py3-none-any.whl", "url": "../../files/wheelonly-1.2.3-py3-none-any.whl"},
+            {"filename": "wheelonly-1.0.tar.gz", "url": "../../files/wheelonly-1.0.tar.gz"},
+        ],
+    }
     backend = clean_backend()
     with _fake_index(monkeypatch, {"/simple/wheelonly/": json.dumps(page).encode()}) as counts:
         res, _ = go(pypi_job("wheelonly", "==1.2.3"), backend, tmp_path / "out")

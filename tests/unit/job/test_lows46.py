@@ -24,8 +24,7 @@ def test_the_harness_error_log_is_not_written_through_a_planted_link(tmp_path: P
     ws = out / "work" / job.job_id
     ws.mkdir(parents=True)
     (ws / "logs").symlink_to(elsewhere)  # package code left a link where the log goes
-    res = bug_result(job, "k", Prepared(info=INFO, python="/x", cache_hit=True), "local",
-                     ValueError("boom"), out)
+    res = bug_result(job, "k", Prepared(info=INFO, python="/x", cache_hit=True), "local", ValueError("boom"), out)
     assert list(elsewhere.iterdir()) == []  # not through the link: the link replaced by a dir
     assert not (ws / "logs").is_symlink()
     assert "ValueError: boom" in (ws / "logs" / HARNESS_BUG_LOG).read_text()
@@ -33,8 +32,11 @@ def test_the_harness_error_log_is_not_written_through_a_planted_link(tmp_path: P
 
 
 def test_probe_metadata_is_capped() -> None:
-    huge = {"summary": "s" * 10**6, "home_page": "h" * 10**6,
-            "project_urls": {f"k{i}" + "x" * 5000: "u" * 10**5 for i in range(10_000)}}
+    huge = {
+        "summary": "s" * 10**6,
+        "home_page": "h" * 10**6,
+        "project_urls": {f"k{i}" + "x" * 5000: "u" * 10**5 for i in range(10_000)},
+    }
     p = Probe.from_dict({"dist": "x", "metadata": huge})
     assert len(p.metadata["summary"]) == 2000 and len(p.metadata["home_page"]) == 2000
     urls = p.metadata["project_urls"]
@@ -54,10 +56,11 @@ def test_a_recipe_cannot_switch_off_the_harness_s_own_plugins(tmp_path: Path) ->
     assert got.tests == "tests" and "no:run-parallel" not in " ".join(got.pytest_args)
     assert "-p no:run-parallel: switches off a plugin of the harness's own; not applied" in got.not_held
     for plugin in ("no:timeout", "no:pytest_run_parallel.plugin", "no:ft_harness_watchdog", "no:faulthandler"):
-        rec = registry.Recipe(name="x", test_command=f"pytest tests -p {plugin} -p no:randomly", test_framework="pytest")
+        rec = registry.Recipe(
+            name="x", test_command=f"pytest tests -p {plugin} -p no:randomly", test_framework="pytest"
+        )
         got = registry.apply(rec, src, "x", "3.13", registry="r")
         assert got.pytest_args == ("-p", "no:randomly"), plugin
-
 
 
 def test_the_shared_steps_env_is_the_harness_s_alone() -> None:
@@ -67,9 +70,11 @@ def test_the_shared_steps_env_is_the_harness_s_alone() -> None:
     from harness.job.context import base_env
     from harness.job.wheelsteps import shared_env
 
-    spec = matrix.loads('interpreters: [{name: cpython3.13t, version: "3.13.5", source: "debian:trixie"}]\n'
-                        "packages: [{name: six, env: {PIP_INDEX_URL: 'https://evil.example/simple', "
-                        "CFLAGS: '-O0', PYTHONFAULTHANDLER: '0'}}]\n")
+    spec = matrix.loads(
+        'interpreters: [{name: cpython3.13t, version: "3.13.5", source: "debian:trixie"}]\n'
+        "packages: [{name: six, env: {PIP_INDEX_URL: 'https://evil.example/simple', "
+        "CFLAGS: '-O0', PYTHONFAULTHANDLER: '0'}}]\n"
+    )
     (job,) = plan.make_plan(spec)
     env = {**base_env(job), "PIP_CACHE_DIR": "/cache/pip"}
     shared = shared_env(env, job.package.env)
@@ -95,21 +100,35 @@ def _narrowed_attrs(tmp_path: Path):
     src = Path(shutil.copytree(Path(__file__).parents[2] / "data" / "infer" / "attrs-26.1.0", tmp_path / "attrs"))
     (src / "tests" / "test_x.py").write_text("def test_x():\n    pass\n")
     reg = tmp_path / "mine.json"
-    reg.write_text(json.dumps({"name": "mine", "commit_date": "2027-01-02", "packages": {"attrs": {
-        "test_command": "python -m pytest tests -k 'not test_slots and <b>x</b>' -m 'not slow' "
+    reg.write_text(
+        json.dumps(
+            {
+                "name": "mine",
+                "commit_date": "2027-01-02",
+                "packages": {
+                    "attrs": {
+                        "test_command": "python -m pytest tests -k 'not test_slots and <b>x</b>' -m 'not slow' "
                         "--deselect tests/test_x.py::test_x --ignore=tests/test_funcs.py -p no:randomly "
-                        "-o addopts="}}}))
-    (job,) = plan.make_plan(matrix.loads(INTERP_YAML + f"settings: {{registry: {reg}}}\n"
-                                         "packages: [{name: attrs}]\n"))
-    setup = decide(src, job.package, job.settings, InterpreterInfo(name="t", version="3.13.5", key="k")).at_source.record
+                        "-o addopts="
+                    }
+                },
+            }
+        )
+    )
+    (job,) = plan.make_plan(matrix.loads(INTERP_YAML + f"settings: {{registry: {reg}}}\npackages: [{{name: attrs}}]\n"))
+    setup = decide(
+        src, job.package, job.settings, InterpreterInfo(name="t", version="3.13.5", key="k")
+    ).at_source.record
     attrs = next(r for r in load("run0") if r.job_id == "cp313t--attrs")
     assert attrs.verdict == "compatible" and not attrs.findings
     return dataclasses.replace(attrs, test_setup=setup)
 
 
-NARROWED = ("The recipe (mine 2027-01-02) narrowed the tests: -k 'not test_slots and <b>x</b>' "
-            "-m 'not slow' --deselect=tests/test_x.py::test_x --ignore=tests/test_funcs.py; "
-            "the tests it leaves out did not run.")
+NARROWED = (
+    "The recipe (mine 2027-01-02) narrowed the tests: -k 'not test_slots and <b>x</b>' "
+    "-m 'not slow' --deselect=tests/test_x.py::test_x --ignore=tests/test_funcs.py; "
+    "the tests it leaves out did not run."
+)
 
 
 def test_a_recipe_s_narrowing_is_shown_on_the_package_page_and_in_report_md(tmp_path: Path) -> None:
@@ -190,14 +209,7 @@ def test_each_step_of_a_job_knows_the_release_it_caches_for(tmp_path: Path, monk
     from dataclasses import dataclass, field
 
     from harness.job import fetch
-    from tests.unit.job.test_job_stages import (
-        CAPTURED,
-        PACKAGES,
-        FakeBackend,
-        go,
-        make_job,
-        pypi_job,
-    )
+    from tests.unit.job.test_job_stages import CAPTURED, PACKAGES, FakeBackend, go, make_job, pypi_job
 
     @dataclass
     class Seen(FakeBackend):
@@ -218,8 +230,13 @@ def test_each_step_of_a_job_knows_the_release_it_caches_for(tmp_path: Path, monk
     def from_index(name: str, spec: str, dest: Path) -> fetch.Fetched:
         path = tarball(dest, "1.0")
         data = path.read_bytes()
-        return fetch.Fetched(version="1.0", path=path, url="https://example.invalid/ft_clean-1.0.tar.gz",
-                             sha256=hashlib.sha256(data).hexdigest(), size=len(data))
+        return fetch.Fetched(
+            version="1.0",
+            path=path,
+            url="https://example.invalid/ft_clean-1.0.tar.gz",
+            sha256=hashlib.sha256(data).hexdigest(),
+            size=len(data),
+        )
 
     def unreadable(name: str, spec: str, dest: Path) -> fetch.Fetched:
         raise fetch.IndexUnavailable("the index's page for ft_clean: timed out")
@@ -249,8 +266,10 @@ def test_no_package_of_the_public_index_runs_on_the_local_backend_in_the_tests(t
     from tests.conftest import FIXTURES, INTERP_YAML, cli, pypi_on_local
 
     m = tmp_path / "matrix.yaml"
-    m.write_text(INTERP_YAML + f"packages:\n  - {{name: iniconfig, version: '==2.3.1'}}\n"
-                 f"  - {{name: ft_clean, path: {FIXTURES / 'ft_clean'}}}\n  - {{top: 3, from: names.txt}}\n")
+    m.write_text(
+        INTERP_YAML + f"packages:\n  - {{name: iniconfig, version: '==2.3.1'}}\n"
+        f"  - {{name: ft_clean, path: {FIXTURES / 'ft_clean'}}}\n  - {{top: 3, from: names.txt}}\n"
+    )
     run = ("run", "--matrix", str(m), "--out", str(tmp_path / "out"))
     assert pypi_on_local((*run, "--backend", "local"), {}) == ["iniconfig", "{'top': 3, 'from': 'names.txt'}"]
     with pytest.raises(Failed, match="iniconfig.*use --backend docker"):

@@ -25,14 +25,17 @@ def _recipes(case: str, **kw) -> dict[str, str]:
 
 def test_a_pypi_finding_names_the_release_the_tools_and_the_test_only():
     # six 1.17.0 on the docker backend: the job's cwd was /work/src/six-1.17.0, its venv /work/venv
-    got = _recipes("confirm-six-docker", package="six", version="1.17.0", local_path="",
-                   test_requires=["pytest-cov==7.0.0"])
+    got = _recipes(
+        "confirm-six-docker", package="six", version="1.17.0", local_path="", test_requires=["pytest-cov==7.0.0"]
+    )
     text = got["thread-unsafe test_six.py::TestCustomizedMoves::test_custom_move_attribute"]
     lines = text.splitlines()
     assert lines[0].startswith("# needs a free-threaded CPython 3.13.15 on PATH as python3.13t")
     assert lines[1] == "python3.13t -m venv ft && . ft/bin/activate"
-    assert lines[2] == ("python -m pip install six==1.17.0 pytest==8.4.2 pytest-run-parallel==0.10.0 "
-                        "pytest-timeout==2.4.0 pytest-cov==7.0.0")  # no xdist: the run is alone
+    assert lines[2] == (
+        "python -m pip install six==1.17.0 pytest==8.4.2 pytest-run-parallel==0.10.0 "
+        "pytest-timeout==2.4.0 pytest-cov==7.0.0"
+    )  # no xdist: the run is alone
     assert lines[3] == "python -m pip download --no-deps --no-binary six -d sdist six==1.17.0"
     last = lines[-1]
     assert last.startswith("PYTHONFAULTHANDLER=1 PYTHON_GIL=0 python -P -m pytest -p no:cacheprovider ")
@@ -43,20 +46,33 @@ def test_a_pypi_finding_names_the_release_the_tools_and_the_test_only():
 
 
 def test_a_local_package_is_copied_from_its_path_and_installed_from_there():
-    (text,) = _recipes("confirm-realloc", package="ft_realloc", version="1.0.0",
-                       local_path="tests/fixtures/packages/ft_realloc", test_requires=[]).values()
+    (text,) = _recipes(
+        "confirm-realloc",
+        package="ft_realloc",
+        version="1.0.0",
+        local_path="tests/fixtures/packages/ft_realloc",
+        test_requires=[],
+    ).values()
     assert "cp -R tests/fixtures/packages/ft_realloc src && cd src" in text
     assert "python -m pip install . pytest==8.4.2" in text and "pip download" not in text
     assert text.splitlines()[-1].endswith("--parallel-threads=4 --iterations=5 tests/test_fill.py::test_fill_large")
     assert "/tmp/conf" not in text  # where that job's workspace was
 
 
-REPORT = CompatReport.from_dict({"packages": [
-    {"name": "six", "version": "1.17.0", "interpreter": {"name": "a"},
-     "findings": [{"kind": "no-thread-coverage"}, {"kind": "ft-race", "recipe": "r", "reproduce": "x"}]},
-    {"name": "six", "version": "1.17.0", "interpreter": {"name": "b"}, "findings": []},
-    {"name": "idna", "version": "3.20", "interpreter": {"name": "a"}, "findings": [{"kind": "hang"}]},
-]})
+REPORT = CompatReport.from_dict(
+    {
+        "packages": [
+            {
+                "name": "six",
+                "version": "1.17.0",
+                "interpreter": {"name": "a"},
+                "findings": [{"kind": "no-thread-coverage"}, {"kind": "ft-race", "recipe": "r", "reproduce": "x"}],
+            },
+            {"name": "six", "version": "1.17.0", "interpreter": {"name": "b"}, "findings": []},
+            {"name": "idna", "version": "3.20", "interpreter": {"name": "a"}, "findings": [{"kind": "hang"}]},
+        ]
+    }
+)
 
 
 def test_pick_takes_the_first_finding_that_is_not_only_info():
@@ -65,12 +81,15 @@ def test_pick_takes_the_first_finding_that_is_not_only_info():
     assert pick(REPORT, "six", interpreter="a", finding=1)[1].kind == "no-thread-coverage"
 
 
-@pytest.mark.parametrize(("package", "interpreter", "finding", "says"), [
-    ("six", None, None, "ran on several interpreters (a, b): pick one with --interpreter"),
-    ("six", "b", None, "has no finding to reproduce"),
-    ("idna", None, 3, "--finding 3: 'idna' has 1 finding(s), 1..1"),
-    ("nope", None, None, "no job of 'nope' in the report; packages: idna, six"),
-])
+@pytest.mark.parametrize(
+    ("package", "interpreter", "finding", "says"),
+    [
+        ("six", None, None, "ran on several interpreters (a, b): pick one with --interpreter"),
+        ("six", "b", None, "has no finding to reproduce"),
+        ("idna", None, 3, "--finding 3: 'idna' has 1 finding(s), 1..1"),
+        ("nope", None, None, "no job of 'nope' in the report; packages: idna, six"),
+    ],
+)
 def test_pick_says_what_is_wrong_in_one_line(package, interpreter, finding, says):
     with pytest.raises(ConfigError) as e:
         pick(REPORT, package, interpreter=interpreter, finding=finding)
@@ -82,11 +101,20 @@ def test_the_config_named_by_c_is_the_sdists_own_file_not_the_workspaces():
     import dataclasses
 
     phases = load("confirm-six-docker")
-    named = [dataclasses.replace(p, test_command=dataclasses.replace(
-        p.test_command, options=(*p.test_command.options, "-c", f"{p.cwd}/setup.cfg")))
-        if p.test_command else p for p in phases]
+    named = [
+        dataclasses.replace(
+            p,
+            test_command=dataclasses.replace(
+                p.test_command, options=(*p.test_command.options, "-c", f"{p.cwd}/setup.cfg")
+            ),
+        )
+        if p.test_command
+        else p
+        for p in phases
+    ]
     d = decide(named, settings=Settings())
     f = next(f for f in d.findings if f.kind == "thread-unsafe")
-    text = recipe(f, named, interp=INTERP, tools=TOOLS, package="six", version="1.17.0",
-                  local_path="", test_requires=[])
+    text = recipe(
+        f, named, interp=INTERP, tools=TOOLS, package="six", version="1.17.0", local_path="", test_requires=[]
+    )
     assert " -c setup.cfg " in text and "/work" not in text

@@ -22,14 +22,18 @@ from harness.util.safefiles import write_json_atomic
 
 INTERP = "cpython3.13t"
 INFO = InterpreterInfo(name=INTERP, version="3.13.5", key="interp-key-1")
-PREPARED = {INTERP: Prepared(info=INFO, python="/fake/bin/python3.13t", cache_hit=True,
-                             source_tarball="/fake/Python-3.13.5.tar.xz")}
+PREPARED = {
+    INTERP: Prepared(
+        info=INFO, python="/fake/bin/python3.13t", cache_hit=True, source_tarball="/fake/Python-3.13.5.tar.xz"
+    )
+}
 
 
 def make_jobs(n: int) -> list[plan.Job]:
     names = ", ".join(f"{{name: pkg{i}}}" for i in range(n))
-    spec = matrix.loads(f'interpreters: [{{name: {INTERP}, version: "3.13.5", '
-                        f'source: "debian:trixie"}}]\npackages: [{names}]\n')
+    spec = matrix.loads(
+        f'interpreters: [{{name: {INTERP}, version: "3.13.5", source: "debian:trixie"}}]\npackages: [{names}]\n'
+    )
     return plan.make_plan(spec)
 
 
@@ -46,8 +50,9 @@ class FakeBackend:
     def open(self, job_id: str, host_root: Path, python: str, source: str) -> Workspace:
         return Workspace(host_root=host_root, root=str(host_root), python=python)
 
-    def run(self, ws: Workspace, argv: list[str], *, env: dict[str, str], cwd: str,
-            timeout: float, log: Path, network: bool) -> Exec:
+    def run(
+        self, ws: Workspace, argv: list[str], *, env: dict[str, str], cwd: str, timeout: float, log: Path, network: bool
+    ) -> Exec:
         return Exec(exit_code=0)
 
     def reproduce_command(self, ws: Workspace, command: str, *, network: bool) -> str:
@@ -78,8 +83,9 @@ class FakeSteps:
 
     def __call__(self, job, *, interp, python, backend, out, key, progress, tarball) -> JobResult:
         with self._lock:
-            self.calls.append({"job": job.job_id, "interp": interp, "python": python,
-                               "key": key, "tarball": tarball, "out": out})
+            self.calls.append(
+                {"job": job.job_id, "interp": interp, "python": python, "key": key, "tarball": tarball, "out": out}
+            )
             self.running += 1
             self.most_at_once = max(self.most_at_once, self.running)
         try:
@@ -89,8 +95,14 @@ class FakeSteps:
         finally:
             with self._lock:
                 self.running -= 1
-        return JobResult(job_id=job.job_id, key=key, package=job.package.name, interpreter=interp,
-                         backend=backend.name, verdict=verdict)
+        return JobResult(
+            job_id=job.job_id,
+            key=key,
+            package=job.package.name,
+            interpreter=interp,
+            backend=backend.name,
+            verdict=verdict,
+        )
 
     @property
     def ran(self) -> list[str]:
@@ -115,13 +127,18 @@ class RecordingReporter:
 
 
 def go(jobs, out: Path, steps: FakeSteps, backend: FakeBackend | None = None, **kw):
-    return run_plan(jobs, out=out, backend=backend or FakeBackend(), prepared=PREPARED,
-                    run_one=steps, **kw)
+    return run_plan(jobs, out=out, backend=backend or FakeBackend(), prepared=PREPARED, run_one=steps, **kw)
 
 
 def write_previous(out: Path, job: plan.Job, *, key: str, verdict: str = "compatible") -> None:
-    res = JobResult(job_id=job.job_id, key=key, package=job.package.name, interpreter=INFO,
-                    verdict=verdict, notes="from the earlier run")
+    res = JobResult(
+        job_id=job.job_id,
+        key=key,
+        package=job.package.name,
+        interpreter=INFO,
+        verdict=verdict,
+        notes="from the earlier run",
+    )
     write_json_atomic(result_path(out, job.job_id), res.to_dict())
 
 
@@ -271,11 +288,17 @@ def test_a_result_that_cannot_be_written_stops_the_run(tmp_path: Path) -> None:
     assert not result_path(out, second.job_id).exists()
 
 
-@pytest.mark.parametrize("exc", [
-    ValueError("No closing quotation"),  # shlex on an addopts with an unclosed quote
-    TypeError("'str' object is not iterable"), AttributeError("'str' object has no attribute 'get'"),
-    RecursionError("maximum recursion depth exceeded"), MemoryError(), ZeroDivisionError("division by zero"),
-])
+@pytest.mark.parametrize(
+    "exc",
+    [
+        ValueError("No closing quotation"),  # shlex on an addopts with an unclosed quote
+        TypeError("'str' object is not iterable"),
+        AttributeError("'str' object has no attribute 'get'"),
+        RecursionError("maximum recursion depth exceeded"),
+        MemoryError(),
+        ZeroDivisionError("division by zero"),
+    ],
+)
 def test_a_bug_in_a_job_is_its_infra_error_and_the_run_goes_on(tmp_path: Path, exc: Exception) -> None:
     out = tmp_path / "out"
     odd, fine = jobs = make_jobs(2)
@@ -303,9 +326,14 @@ def test_a_result_that_cannot_be_serialized_is_a_bug_result(tmp_path: Path) -> N
     class Steps(FakeSteps):
         def __call__(self, job, **kw) -> JobResult:
             res = super().__call__(job, **kw)
-            return JobResult(job_id=res.job_id, key=res.key, package=res.package,
-                             interpreter=res.interpreter, verdict="compatible",
-                             metadata={"probe": object()})  # what json cannot write
+            return JobResult(
+                job_id=res.job_id,
+                key=res.key,
+                package=res.package,
+                interpreter=res.interpreter,
+                verdict="compatible",
+                metadata={"probe": object()},
+            )  # what json cannot write
 
     go([job], out, Steps())
     res = read_result(result_path(out, job.job_id))
@@ -335,12 +363,19 @@ def _huge_nesting_in_a_field(p: Path) -> None:
     p.write_text('{"job_id": "x", "phases": ' + "[" * 50_000 + "]" * 50_000 + "}")
 
 
-@pytest.mark.parametrize(("plant", "said"), [
-    (_fifo, "not a regular file"), (_dev_zero, "symlink that points outside"),
-    (_deep, "nested too deeply"), (_loop, "cannot read"), (_huge_nesting_in_a_field, ""),
-])
+@pytest.mark.parametrize(
+    ("plant", "said"),
+    [
+        (_fifo, "not a regular file"),
+        (_dev_zero, "symlink that points outside"),
+        (_deep, "nested too deeply"),
+        (_loop, "cannot read"),
+        (_huge_nesting_in_a_field, ""),
+    ],
+)
 def test_resume_reads_results_through_the_guarded_reader(
-        tmp_path: Path, caplog: pytest.LogCaptureFixture, plant, said: str) -> None:
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, plant, said: str
+) -> None:
     out = tmp_path / "out"
     bad, good = jobs = make_jobs(2)
     (out / "results").mkdir(parents=True)
@@ -367,8 +402,7 @@ def test_resume_reads_results_through_the_guarded_reader(
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
-def test_a_signal_keeps_finished_results_and_drops_the_jobs_in_flight(
-        tmp_path: Path, sig: signal.Signals) -> None:
+def test_a_signal_keeps_finished_results_and_drops_the_jobs_in_flight(tmp_path: Path, sig: signal.Signals) -> None:
     out = tmp_path / "out"
     quick, stuck, queued = jobs = make_jobs(3)
     backend = FakeBackend()

@@ -17,31 +17,81 @@ def log(name: str) -> str:
     return (BUILDENV / f"{name}.log").read_text()
 
 
-@pytest.mark.parametrize(("name", "kind", "what", "group", "debian", "line"), [
-    ("python-ldap", "header", "lber.h", "OpenLDAP", "libldap-dev",
-     "Modules/common.h:15:10: fatal error: lber.h: No such file or directory"),
-    ("python-snappy__0.6.1", "header", "snappy-c.h", "Snappy", "libsnappy-dev",
-     "src/snappy/snappymodule.cc:33:10: fatal error: snappy-c.h: No such file or directory"),
-    ("linkfail", "library", "-lgeos_c", "GEOS", "libgeos-dev",
-     "/usr/bin/ld: cannot find -lgeos_c: No such file or directory"),
-    ("pillow__13.0.0", "library", "jpeg", "libjpeg", "libjpeg-dev", "RequiredDependencyException: jpeg"),
-    ("psycopg2", "library", "pg_config", "libpq", "libpq-dev", "Error: pg_config executable not found."),
-    ("shapely", "library", "geos", "GEOS", "libgeos-dev",
-     '../meson.build:98:13: ERROR: Dependency "geos" not found (tried pkg-config)'),
-    ("scipy", "toolchain", "gfortran", "Fortran compiler", "gfortran",
-     "../meson.build:91:2: ERROR: Unknown compiler(s): [['gfortran'], ['flang-new'], ['flang'], "
-     "['nvfortran'], ['pgfortran'], ['ifort'], ['ifx'], ['g95']]"),
-    ("ft_fortran", "toolchain", "gfortran", "Fortran compiler", "gfortran",
-     "../meson.build:3:0: ERROR: Unknown compiler(s): [['gfortran'], ['flang-new'], ['flang'], "
-     "['nvfortran'], ['pgfortran'], ['ifort'], ['ifx'], ['g95']]"),
-    ("bcrypt", "toolchain", "cargo", "Rust toolchain", "rustc cargo", "error: can't find Rust compiler"),
-    ("rpds-py-nocargo", "toolchain", "cargo", "Rust toolchain", "rustc cargo",
-     "Rust not found, installing into a temporary directory"),
-    ("ft_rustext", "toolchain", "cargo", "Rust toolchain", "rustc cargo",
-     "error: [Errno 2] No such file or directory: 'cargo'"),
-])
-def test_a_missing_header_library_or_toolchain_names_its_debian_package(name, kind, what, group, debian,
-                                                                           line):
+@pytest.mark.parametrize(
+    ("name", "kind", "what", "group", "debian", "line"),
+    [
+        (
+            "python-ldap",
+            "header",
+            "lber.h",
+            "OpenLDAP",
+            "libldap-dev",
+            "Modules/common.h:15:10: fatal error: lber.h: No such file or directory",
+        ),
+        (
+            "python-snappy__0.6.1",
+            "header",
+            "snappy-c.h",
+            "Snappy",
+            "libsnappy-dev",
+            "src/snappy/snappymodule.cc:33:10: fatal error: snappy-c.h: No such file or directory",
+        ),
+        (
+            "linkfail",
+            "library",
+            "-lgeos_c",
+            "GEOS",
+            "libgeos-dev",
+            "/usr/bin/ld: cannot find -lgeos_c: No such file or directory",
+        ),
+        ("pillow__13.0.0", "library", "jpeg", "libjpeg", "libjpeg-dev", "RequiredDependencyException: jpeg"),
+        ("psycopg2", "library", "pg_config", "libpq", "libpq-dev", "Error: pg_config executable not found."),
+        (
+            "shapely",
+            "library",
+            "geos",
+            "GEOS",
+            "libgeos-dev",
+            '../meson.build:98:13: ERROR: Dependency "geos" not found (tried pkg-config)',
+        ),
+        (
+            "scipy",
+            "toolchain",
+            "gfortran",
+            "Fortran compiler",
+            "gfortran",
+            "../meson.build:91:2: ERROR: Unknown compiler(s): [['gfortran'], ['flang-new'], ['flang'], "
+            "['nvfortran'], ['pgfortran'], ['ifort'], ['ifx'], ['g95']]",
+        ),
+        (
+            "ft_fortran",
+            "toolchain",
+            "gfortran",
+            "Fortran compiler",
+            "gfortran",
+            "../meson.build:3:0: ERROR: Unknown compiler(s): [['gfortran'], ['flang-new'], ['flang'], "
+            "['nvfortran'], ['pgfortran'], ['ifort'], ['ifx'], ['g95']]",
+        ),
+        ("bcrypt", "toolchain", "cargo", "Rust toolchain", "rustc cargo", "error: can't find Rust compiler"),
+        (
+            "rpds-py-nocargo",
+            "toolchain",
+            "cargo",
+            "Rust toolchain",
+            "rustc cargo",
+            "Rust not found, installing into a temporary directory",
+        ),
+        (
+            "ft_rustext",
+            "toolchain",
+            "cargo",
+            "Rust toolchain",
+            "rustc cargo",
+            "error: [Errno 2] No such file or directory: 'cargo'",
+        ),
+    ],
+)
+def test_a_missing_header_library_or_toolchain_names_its_debian_package(name, kind, what, group, debian, line):
     found = missing_piece(log(name))
     assert found is not None
     assert (found.kind, found.what, found.group, found.debian, found.line) == (kind, what, group, debian, line)
@@ -52,16 +102,20 @@ def test_a_missing_header_library_or_toolchain_names_its_debian_package(name, ki
 def test_the_image_provides_every_package_the_images_own_gaps_were_named_by():
     """What the slices lacked (pillow's libjpeg, scipy's gfortran, shapely's GEOS, Rust) is in the
     image's list; python-ldap's and python-snappy's are named, but only snappy's is in it."""
-    names = {p for n in ("pillow__13.0.0", "scipy", "shapely", "linkfail", "bcrypt", "psycopg2",
-                         "python-snappy__0.6.1")
-             for p in missing_piece(log(n)).debian.split()}
+    names = {
+        p
+        for n in ("pillow__13.0.0", "scipy", "shapely", "linkfail", "bcrypt", "psycopg2", "python-snappy__0.6.1")
+        for p in missing_piece(log(n)).debian.split()
+    }
     assert names <= set(PACKAGE_BUILD_DEPS)
     assert "libldap-dev" not in PACKAGE_BUILD_DEPS
 
 
 def test_an_unreachable_crate_registry_names_crates_io():
-    for found in (missing_piece(log("rpds-py-nocrates")),
-                  missing_piece((DATA / "real" / "jiter-0.19.0" / "install.log").read_text())):
+    for found in (
+        missing_piece(log("rpds-py-nocrates")),
+        missing_piece((DATA / "real" / "jiter-0.19.0" / "install.log").read_text()),
+    ):
         assert found is not None and (found.kind, found.what) == ("registry", "crates.io")
         assert found.group == "the crate registry (crates.io)"
         assert found.line.startswith("error: failed to get `")  # cargo's own error line
@@ -72,8 +126,9 @@ def test_an_unreachable_crate_registry_names_crates_io():
 def test_a_git_dependency_and_a_build_script_download_name_their_host():
     git = missing_piece(log("gitdep"))
     assert (git.kind, git.what, git.group) == ("registry", "github.com", "a git repository on github.com")
-    assert git.line == ("failed to clone into: /root/.cargo/git/db/itoa-a8525d7cabd73149 "
-                        "(fetching https://github.com/dtolnay/itoa)")
+    assert git.line == (
+        "failed to clone into: /root/.cargo/git/db/itoa-a8525d7cabd73149 (fetching https://github.com/dtolnay/itoa)"
+    )
     down = missing_piece(log("download"))
     assert (down.kind, down.group) == ("registry", "a download during the build (a download host)")
     assert down.line == "urllib.error.URLError: <urlopen error [Errno -2] Name or service not known>"
@@ -120,15 +175,17 @@ def test_parsing_a_failed_install_keeps_the_line_in_the_phase_excerpt(tmp_path):
 
     (tmp_path / "logs").mkdir()
     (tmp_path / "logs" / "install.log").write_text(log("rpds-py-nocargo"))
-    phase = parse_phase(Phase(name="install", kind="install", command=("pip", "install"), exit_code=1,
-                              log="logs/install.log"), tmp_path)
+    phase = parse_phase(
+        Phase(name="install", kind="install", command=("pip", "install"), exit_code=1, log="logs/install.log"), tmp_path
+    )
     assert phase.excerpt.endswith(NOTE + "Rust not found, installing into a temporary directory")
     finding = build_env_finding(phase)
     assert finding is not None and finding.kind == "infra-error" and finding.evidence == "build-env"
     assert finding.message.startswith("build environment: the toolchain cargo (Rust toolchain) is missing")
     assert "Debian package: rustc cargo" in finding.message
-    ok = parse_phase(Phase(name="install", kind="install", command=("pip", "install"), exit_code=0,
-                           log="logs/install.log"), tmp_path)
+    ok = parse_phase(
+        Phase(name="install", kind="install", command=("pip", "install"), exit_code=0, log="logs/install.log"), tmp_path
+    )
     assert NOTE not in ok.excerpt and build_env_finding(ok) is None  # only a failed install is read
 
 
@@ -137,10 +194,18 @@ def test_test_dependencies_that_lacked_the_machine_say_what_in_their_setup_findi
     from harness.core.model import Phase
     from harness.verdict.setupfind import deps_finding
 
-    deps = Phase(name="test-deps", kind="setup", command=("sh", "-c", "..."), exit_code=1,
-                 excerpt=tail(log("bcrypt")), setup=not_installed(["bcrypt"]))
+    deps = Phase(
+        name="test-deps",
+        kind="setup",
+        command=("sh", "-c", "..."),
+        exit_code=1,
+        excerpt=tail(log("bcrypt")),
+        setup=not_installed(["bcrypt"]),
+    )
     f = deps_finding(deps)
     assert f.kind == "setup-error"
-    assert f.message.startswith("setup: the inferred test dependencies did not install: not installed: bcrypt "
-                                "(the others are); the toolchain cargo (Rust toolchain) is missing")
+    assert f.message.startswith(
+        "setup: the inferred test dependencies did not install: not installed: bcrypt "
+        "(the others are); the toolchain cargo (Rust toolchain) is missing"
+    )
     assert "Debian package: rustc cargo" in f.message

@@ -66,8 +66,7 @@ def test_pytest_timeout_names_the_test_and_its_frame():
     assert p.hang.test_id == "tests/test_hang.py::test_sleeps_forever"
     assert p.hang.tests[0].stack_top == "tests/test_hang.py:14"
     t0 = phase("hang", "threads-gil0-r1").hang.tests
-    assert any(x.stack_top == "tests/test_hang.py:14 in test_sleeps_forever: time.sleep(600)"
-               for x in t0)
+    assert any(x.stack_top == "tests/test_hang.py:14 in test_sleeps_forever: time.sleep(600)" for x in t0)
     lock = next(x for x in t0 if x.test_id.endswith("test_lock_order"))
     # every thread, and where it waits (issue #20: only the test's own frame was shown, 4 times)
     assert lock.excerpt.count(" waits in tests/test_hang.py:") == 4
@@ -76,7 +75,9 @@ def test_pytest_timeout_names_the_test_and_its_frame():
     assert p.hang.job_timeout is False
     t = phase("hang", "threads-gil0-r1")
     assert {x.test_id for x in t.hang.tests} == {
-        "tests/test_hang.py::test_sleeps_forever", "tests/test_hang.py::test_lock_order"}
+        "tests/test_hang.py::test_sleeps_forever",
+        "tests/test_hang.py::test_lock_order",
+    }
     assert len(timeout_blocks((DATA / "hang/logs/threads-gil0-r1.log").read_text())) == 2
 
 
@@ -110,10 +111,14 @@ def test_watchdog_ends_a_wait_in_c_without_xdist_as_a_hang():
     assert t.test_id == CWAIT and not p.hang.job_timeout
     assert t.stack_top == "ft_cwait/__init__.py:7 in ready"
     head, *waits = t.excerpt.splitlines()
-    assert head == (f"{CWAIT}: still running after 0:00:20 (a wait pytest-timeout's signal cannot "
-                    "end); ft-harness's watchdog dumped every thread and ended the process")
-    assert waits == [f"{waits[0].split(' waits in ')[0]} waits in ft_cwait/__init__.py:7 in ready",
-                     "    called from tests/test_gate.py:5 in test_ready_after_setup"]
+    assert head == (
+        f"{CWAIT}: still running after 0:00:20 (a wait pytest-timeout's signal cannot "
+        "end); ft-harness's watchdog dumped every thread and ended the process"
+    )
+    assert waits == [
+        f"{waits[0].split(' waits in ')[0]} waits in ft_cwait/__init__.py:7 in ready",
+        "    called from tests/test_gate.py:5 in test_ready_after_setup",
+    ]
     assert incomplete(p) == ""  # the cut log is the watchdog's doing, and the hang says so
 
 
@@ -145,7 +150,9 @@ def test_watchdog_tests_needs_the_test_on_a_dumped_stack():
     crash = (DATA / "crash/logs/plain-gil0.log").read_text()
     assert watchdog_dumps(crash) == [] and watchdog_tests(crash, ["tests/test_crash.py::test_segv"]) == {}
     assert {c.test_id for c in phase("crash", "plain-gil0").crashes} == {
-        "tests/test_crash.py::test_segv", "tests/test_crash.py::test_segv_nogil_only"}
+        "tests/test_crash.py::test_segv",
+        "tests/test_crash.py::test_segv_nogil_only",
+    }
 
 
 def test_watchdog_job_is_one_hang_in_both_modes_and_no_crash():
@@ -180,12 +187,15 @@ def test_a_budget_spent_mid_suite_is_its_own_cause_not_a_hang():
     assert d.verdict == "infra-error"  # nothing red in what ran, but the runs are not whole
     (f,) = d.findings
     assert f.kind == "budget-spent" and f.phase == "plain-gil0" and not f.test_id
-    assert f.message.startswith("the job's budget (job_timeout 120 s) ran out during plain-gil0 "
-                                "with the suite still running")
+    assert f.message.startswith(
+        "the job's budget (job_timeout 120 s) ran out during plain-gil0 with the suite still running"
+    )
     assert "Raise `settings.job_timeout`" in f.message
-    assert f.excerpt == ("the job's budget ran out with the suite still running: 212 tests had "
-                         "finished in this run of 106 s, tests/test_slow.py::test_step[215] was "
-                         "running (the watchdog ends a test at 20 s)")
+    assert f.excerpt == (
+        "the job's budget ran out with the suite still running: 212 tests had "
+        "finished in this run of 106 s, tests/test_slow.py::test_step[215] was "
+        "running (the watchdog ends a test at 20 s)"
+    )
 
 
 def test_a_job_timeout_before_the_watchdog_could_fire_claims_no_hang():
@@ -204,7 +214,10 @@ def test_a_job_timeout_before_the_watchdog_could_fire_claims_no_hang():
     p = parse_phase(dataclasses.replace(raw, env={**raw.env, "FT_HARNESS_WATCHDOG": "250"}), d)
     assert p.hang is not None and p.hang.spent and not p.hang.tests
     assert p.hang.why.startswith("the job's budget ran out 106 s into this run, before the watchdog's 250 s")
-    assert "tests/test_slow.py::test_step[215]" not in p.tests or p.tests["tests/test_slow.py::test_step[215]"].outcome != "timeout"
+    assert (
+        "tests/test_slow.py::test_step[215]" not in p.tests
+        or p.tests["tests/test_slow.py::test_step[215]"].outcome != "timeout"
+    )
 
 
 def test_a_job_timeout_without_the_watchdog_stays_a_hang():
@@ -232,8 +245,9 @@ def test_pytest_timeout_firing_inside_pytest_is_the_tests_timeout_not_a_broken_p
     p = phase("internal-timeout", "threads-gil0-r1")
     tid = "tests/test_process.py::TestProcess::test_long_name"
     assert p.exit_code == 3 and p.tests[tid].outcome == "timeout"
-    assert p.tests[tid].message == ("Timeout (>60.0s) from pytest-timeout, raised inside pytest's own "
-                                    "code (INTERNALERROR)")
+    assert p.tests[tid].message == (
+        "Timeout (>60.0s) from pytest-timeout, raised inside pytest's own code (INTERNALERROR)"
+    )
     from harness.parse import incomplete
 
     assert incomplete(p) == ""  # no "pytest INTERNALERROR" note: the results stand
@@ -264,15 +278,18 @@ def test_interleaved_dumps_of_two_crashing_threads_keep_the_tests_stack():
     """Captured from ft_realloc with 8 threads: a second ``Fatal Python error`` inside a frame
     line, a second block with no ``Current thread``, a dump cut before any."""
     d = DATA / "crash-interleaved"
-    for name, fatal in (("two-fatal-on-a-line", "Segmentation fault"),
-                        ("two-fatal-in-a-frame", "Segmentation fault"), ("no-current-thread", "Aborted")):
+    for name, fatal in (
+        ("two-fatal-on-a-line", "Segmentation fault"),
+        ("two-fatal-in-a-frame", "Segmentation fault"),
+        ("no-current-thread", "Aborted"),
+    ):
         text = (d / f"{name}.log").read_text()
         assert len(fatal_blocks(text)) == (1 if name == "no-current-thread" else 2)
         (c,) = find_crashes(text, exit_code=-11, sig=None, unfinished=["tests/test_fill.py::test_fill_large"])
         assert c.test_id == "tests/test_fill.py::test_fill_large"
         assert "test_fill.py" in c.stack_top and "test_fill_large" in c.test_frame, (name, c)
         assert c.fatal == fatal and c.excerpt.startswith(f"Fatal Python error: {fatal}\n"), (name, c.excerpt)
-        assert "  File \"/src/tests/test_fill.py\", line 13 in test_fill_large" in c.excerpt
+        assert '  File "/src/tests/test_fill.py", line 13 in test_fill_large' in c.excerpt
     named = find_crashes((d / "two-fatal-on-a-line.log").read_text(), exit_code=-6, sig=None, unfinished=[])[0]
     assert "(crashed):" in named.excerpt
     cut = find_crashes((d / "no-current-thread.log").read_text(), exit_code=-6, sig=None, unfinished=[])[0]

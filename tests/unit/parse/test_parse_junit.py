@@ -46,7 +46,7 @@ def test_collection_error_names_the_module():
 def test_a_real_collection_failure_carries_its_error(scan):
     # packaging 26.4, zero-config run on 3.13t: hypothesis (its test group) did not install
     text = (DATA / "collerr-hypothesis" / "plain-gil0.xml").read_text()
-    got, _ = parse_junit(text[:-len("</testsuite></testsuites>")] if scan else text)
+    got, _ = parse_junit(text[: -len("</testsuite></testsuites>")] if scan else text)
     (bad,) = [c for c in got if c.outcome == "error"]
     assert guess_nodeid(bad) == "tests/property/test_version_ordering.py"
     assert bad.message == "collection failure: ModuleNotFoundError: No module named 'hypothesis'"
@@ -54,8 +54,12 @@ def test_a_real_collection_failure_carries_its_error(scan):
 
 @pytest.mark.parametrize(
     "nodeid",
-    ["tests/test_mix.py::test_ok", "tests/test_mix.py::TestKlass::test_method",
-     "tests/test_mix.py::test_param[d e]", "tests/test_broken.py"],
+    [
+        "tests/test_mix.py::test_ok",
+        "tests/test_mix.py::TestKlass::test_method",
+        "tests/test_mix.py::test_param[d e]",
+        "tests/test_broken.py",
+    ],
 )
 def test_key_and_guess_are_inverse(nodeid):
     got, _ = cases("mix/junit/plain-gil0.xml")

@@ -68,8 +68,7 @@ def test_crashed_worker_and_timeout_outcomes():
 
 
 def test_missing_files_give_an_empty_phase():
-    p = Phase(name="plain-gil0", kind="plain", gil=0, log="logs/nope.log", junit="junit/nope.xml",
-              exit_code=1)
+    p = Phase(name="plain-gil0", kind="plain", gil=0, log="logs/nope.log", junit="junit/nope.xml", exit_code=1)
     out = parse_phase(p, DATA)
     assert out.tests == {} and out.excerpt == "" and out.crash is None
     assert incomplete(out)
@@ -102,6 +101,5 @@ def test_an_internalerror_that_is_a_memoryerror_says_so():
     from harness.parse import _internal_cause
 
     text = (DATA / "internal-memoryerror.log").read_text()
-    assert _internal_cause(text) == ("MemoryError: a pytest process ran out of memory under the "
-                                     "run's memory limit")
+    assert _internal_cause(text) == ("MemoryError: a pytest process ran out of memory under the run's memory limit")
     assert _internal_cause("INTERNALERROR> AssertionError: ('t.py::x', <WorkerController gw0>)") == ""

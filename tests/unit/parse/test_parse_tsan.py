@@ -69,15 +69,31 @@ def test_c_deadly_signal():
     ("line", "func", "file", "lineno", "module", "origin"),
     [
         ("    #0 w /tmp/h6/c/t.c:9 (t+0x121f)", "w", "/tmp/h6/c/t.c", 9, "t", "package"),
-        ("    #1 pthread_create ../../../../src/libsanitizer/tsan/tsan_interceptors_posix.cpp:1001"
-         " (libtsan.so.2+0x5e686)", "pthread_create",
-         "../../../../src/libsanitizer/tsan/tsan_interceptors_posix.cpp", 1001, "libtsan.so.2",
-         "runtime"),
-        ("    #2 start_thread nptl/pthread_create.c:442 (libc.so.6+0x891f4)", "start_thread",
-         "nptl/pthread_create.c", 442, "libc.so.6", "runtime"),
-        ("    #3 _PyEval_EvalFrameDefault Python/generated_cases.c.h:813:23 (python3.13t+0x2d3a1)",
-         "_PyEval_EvalFrameDefault", "Python/generated_cases.c.h", 813, "python3.13t",
-         "interpreter"),
+        (
+            "    #1 pthread_create ../../../../src/libsanitizer/tsan/tsan_interceptors_posix.cpp:1001"
+            " (libtsan.so.2+0x5e686)",
+            "pthread_create",
+            "../../../../src/libsanitizer/tsan/tsan_interceptors_posix.cpp",
+            1001,
+            "libtsan.so.2",
+            "runtime",
+        ),
+        (
+            "    #2 start_thread nptl/pthread_create.c:442 (libc.so.6+0x891f4)",
+            "start_thread",
+            "nptl/pthread_create.c",
+            442,
+            "libc.so.6",
+            "runtime",
+        ),
+        (
+            "    #3 _PyEval_EvalFrameDefault Python/generated_cases.c.h:813:23 (python3.13t+0x2d3a1)",
+            "_PyEval_EvalFrameDefault",
+            "Python/generated_cases.c.h",
+            813,
+            "python3.13t",
+            "interpreter",
+        ),
         ("    #4 <null> <null> (libfoo.so+0x1234)", "", "", None, "libfoo.so", "package"),
         ("    #5 0x7f0000001234 (<unknown module>)", "", "", None, "<unknown module>", "unknown"),
     ],
@@ -85,8 +101,9 @@ def test_c_deadly_signal():
 def test_parse_frame(line, func, file, lineno, module, origin):
     fr = parse_frame(line)
     assert fr is not None
-    assert fr == TsanFrame(n=int(line.split("#")[1].split()[0]), func=func, file=file, line=lineno,
-                           module=module, origin=origin)
+    assert fr == TsanFrame(
+        n=int(line.split("#")[1].split()[0]), func=func, file=file, line=lineno, module=module, origin=origin
+    )
 
 
 def test_not_a_frame():
@@ -201,15 +218,20 @@ def test_build_flags_start_from_the_interpreters_own(tmp_path):
     script = tsan.build_flags_sh(sys.executable)
     show = 'printf "%s\\n" "$CFLAGS" "$CXXFLAGS" "$LDFLAGS"'
     env = {"PATH": "/usr/bin:/bin", "CFLAGS": "-DPKG=1"}
-    out = subprocess.run(["sh", "-c", f"{script} && {show}"], env=env, capture_output=True,
-                         text=True, check=True).stdout.splitlines()
+    out = subprocess.run(
+        ["sh", "-c", f"{script} && {show}"], env=env, capture_output=True, text=True, check=True
+    ).stdout.splitlines()
     own = sysconfig.get_config_var("CFLAGS") or ""
     assert out[0] == f"{own} -g -fsanitize=thread -DPKG=1"
     assert out[1] == f"{own} -g -fsanitize=thread"
     assert out[2] == "-fsanitize=thread"
     # an interpreter that cannot answer fails the step instead of compiling without flags
-    bad = subprocess.run(["sh", "-c", f"{tsan.build_flags_sh(str(tmp_path / 'nope'))} && echo ran"],
-                         env=env, capture_output=True, text=True)
+    bad = subprocess.run(
+        ["sh", "-c", f"{tsan.build_flags_sh(str(tmp_path / 'nope'))} && echo ran"],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     assert bad.returncode != 0 and "ran" not in bad.stdout
 
 
@@ -247,14 +269,17 @@ def test_write_suppressions_errors(tmp_path):
 
 
 def _phase(rep: int, text: str, gil: int = 0) -> Phase:
-    return Phase(name=f"tsan-gil{gil}-r{rep}", kind="tsan", gil=gil, rep=rep,
-                 tsan=tuple(dedup(parse_tsan(text))))
+    return Phase(name=f"tsan-gil{gil}-r{rep}", kind="tsan", gil=gil, rep=rep, tsan=tuple(dedup(parse_tsan(text))))
 
 
 def test_findings_count_runs_not_reports():
     race = _read("c", "race_markers.log")
-    phases = [_phase(1, race + race), _phase(2, ""), _phase(3, race),
-              Phase(name="threads-gil0-r1", kind="threads", gil=0, rep=1)]
+    phases = [
+        _phase(1, race + race),
+        _phase(2, ""),
+        _phase(3, race),
+        Phase(name="threads-gil0-r1", kind="threads", gil=0, rep=1),
+    ]
     [f] = tsan_findings(phases)
     assert (f.kind, f.evidence, f.count, f.runs, f.modes) == ("ft-race", "tsan", 2, 3, (0,))
     assert f.test_id == "a"
@@ -319,8 +344,7 @@ def test_pip_built_extension_with_line_info():
     assert [(s.access, s.previous) for s in r.stacks] == [("read", False), ("write", True)]
     for st in r.stacks:
         top = st.frames[0]
-        assert (top.func, top.file, top.line, top.origin) == (
-            "bump", "src/ft_tsan_counter/_count.c", 17, "package")
+        assert (top.func, top.file, top.line, top.origin) == ("bump", "src/ft_tsan_counter/_count.c", 17, "package")
         assert top.module == "_count.cpython-313t-x86_64-linux-gnu.so"
     assert r.test_ids == ("tests/test_bump.py::test_bump_returns",)
     ex = excerpt(r)
@@ -369,7 +393,9 @@ def test_a_packages_own_modules_dir_is_the_packages():
     CPython's Modules/ in a stdlib extension (lib-dynload) or the interpreter stays CPython's."""
     own = parse_frame("    #0 l_ldap_search Modules/LDAPObject.c:1210 (_ldap.cpython-313t-x86_64-linux-gnu.so+0x9a1c)")
     assert own is not None and own.origin == "package"
-    std = parse_frame("    #0 PyCFuncPtr_call Modules/_ctypes/_ctypes.c:4321 (_ctypes.cpython-313t-x86_64-linux-gnu.so+0x1f0e)")
+    std = parse_frame(
+        "    #0 PyCFuncPtr_call Modules/_ctypes/_ctypes.c:4321 (_ctypes.cpython-313t-x86_64-linux-gnu.so+0x1f0e)"
+    )
     assert std is not None and std.origin == "interpreter"
     core = parse_frame("    #14 pymain_run_file_obj Modules/main.c:410 (python+0x4389a4)")
     assert core is not None and core.origin == "interpreter"
@@ -408,13 +434,14 @@ def test_report_dict_keys_are_the_old_ones():
     has both; a frame carries 'unrestored' only when TSan could not restore the stack."""
     text = _read("c", "race_markers.log")
     cut = text.index("    #0 w /tmp/h6/c/t.c:9 (t+0x1249)")
-    unrestored = text[:cut] + "    [failed to restore the stack]\n" + text[text.index("\n", cut) + 1:]
+    unrestored = text[:cut] + "    [failed to restore the stack]\n" + text[text.index("\n", cut) + 1 :]
     [r] = parse_tsan(unrestored)
     d = r.to_dict()
     assert "count" not in d and "test_ids" not in d and "log" not in d
     assert d["location"] == {"file": "/tmp/h6/c/t.c", "line": 9, "func": "w"}
-    assert d["stacks"][1]["frames"] == [{"n": 0, "func": "", "file": "", "line": None, "module": "",
-                                         "origin": "unknown", "unrestored": True}]
+    assert d["stacks"][1]["frames"] == [
+        {"n": 0, "func": "", "file": "", "line": None, "module": "", "origin": "unknown", "unrestored": True}
+    ]
     assert "unrestored" not in d["stacks"][0]["frames"][0]
     assert TsanReport.from_dict(d).stacks[1].frames[0].unrestored
     [dd] = dedup([r, r])
@@ -424,9 +451,14 @@ def test_report_dict_keys_are_the_old_ones():
 
 
 def test_from_dict_ignores_unknown_keys_and_fills_missing():
-    r = TsanReport.from_dict({"kind": "data race", "from_a_newer_harness": 1,
-                              "stacks": [{"title": "Read of size 8", "frames": [{"func": "f", "x": 2}]}],
-                              "location": {"func": "f"}})
+    r = TsanReport.from_dict(
+        {
+            "kind": "data race",
+            "from_a_newer_harness": 1,
+            "stacks": [{"title": "Read of size 8", "frames": [{"func": "f", "x": 2}]}],
+            "location": {"func": "f"},
+        }
+    )
     assert r.kind == "data race" and r.count == 1 and r.test_ids == () and r.threads == ()
     assert r.stacks[0].frames == (TsanFrame(func="f"),)
     assert r.location == TsanLocation(func="f")
@@ -482,8 +514,13 @@ def test_venv_seeded_from_a_layer_runs_its_scripts(tmp_path):
     venv_layer.seed(str(venv), str(layer))
     script = (venv / "bin" / "pip").read_text().splitlines()
     assert script[0] == "#!/bin/sh" and str(venv / "bin" / "python") in script[1]
-    out = subprocess.run([str(venv / "bin" / "pip"), "--version"], capture_output=True, text=True,
-                         check=True, env={"PATH": "/usr/bin:/bin"}).stdout
+    out = subprocess.run(
+        [str(venv / "bin" / "pip"), "--version"],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={"PATH": "/usr/bin:/bin"},
+    ).stdout
     assert f"from {venv}/lib/" in out
     short = tmp_path / "v2"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(short)], check=True)
@@ -498,9 +535,9 @@ def test_venv_falls_back_to_the_ordinary_way(tmp_path):
     import sys
 
     venv = tmp_path / "venv"
-    script = tsan.venv_sh(sys.executable, str(venv), str(tmp_path / "missing_seeder.py"),
-                          str(tmp_path / "layers"), ["pytest==8.4.2"])
+    script = tsan.venv_sh(
+        sys.executable, str(venv), str(tmp_path / "missing_seeder.py"), str(tmp_path / "layers"), ["pytest==8.4.2"]
+    )
     r = subprocess.run(["sh", "-c", script], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
-    assert subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "--version"],
-                          capture_output=True).returncode == 0
+    assert subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "--version"], capture_output=True).returncode == 0

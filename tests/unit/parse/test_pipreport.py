@@ -22,23 +22,41 @@ def test_a_real_report_as_its_items() -> None:
     report = parse_pip_report((DATA / "propcache-0.5.4-install-report.json").read_bytes())
     item = report.item("PropCache")
     assert item is not None and (item.name, item.version, item.file) == (
-        "propcache", "0.5.4", "propcache-0.5.4-py3-none-any.whl")
+        "propcache",
+        "0.5.4",
+        "propcache-0.5.4-py3-none-any.whl",
+    )
     assert item.is_wheel and item.url.startswith("https://files.pythonhosted.org/")
     assert report.item("not-installed-here") is None
 
 
-@pytest.mark.parametrize("raw", [None, b"", b"not json", b"[]", b'{"install": 3}', b"[" * 100_000,
-                                 b'{"install": [1, {"metadata": 2}, {"metadata": {"name": 3}}]}'])
+@pytest.mark.parametrize(
+    "raw",
+    [
+        None,
+        b"",
+        b"not json",
+        b"[]",
+        b'{"install": 3}',
+        b"[" * 100_000,
+        b'{"install": [1, {"metadata": 2}, {"metadata": {"name": 3}}]}',
+    ],
+)
 def test_a_report_of_any_shape_reads_as_no_items(raw: bytes | None) -> None:
     assert parse_pip_report(raw) == PipReport()
 
 
 def test_each_field_of_another_type_is_left_out() -> None:
-    item = {"metadata": {"name": "A_B", "version": 1},
-            "download_info": {"url": ["x"], "archive_info": {"hashes": {"sha256": "XYZ"}}}}
+    item = {
+        "metadata": {"name": "A_B", "version": 1},
+        "download_info": {"url": ["x"], "archive_info": {"hashes": {"sha256": "XYZ"}}},
+    }
     assert PipReport.from_dict({"install": [item]}).items == (PipItem(name="a-b"),)
     assert PipItem(name="a-b").file == "" and not PipItem(name="a-b").is_wheel
-    item["download_info"] = {"url": "https://h/a%20b-1.tar.gz#sha256=x", "archive_info": {"hashes": {"sha256": "e" * 64}}}
+    item["download_info"] = {
+        "url": "https://h/a%20b-1.tar.gz#sha256=x",
+        "archive_info": {"hashes": {"sha256": "e" * 64}},
+    }
     (read,) = PipReport.from_dict({"install": [item]}).items
     assert (read.url, read.sha256, read.file) == ("https://h/a%20b-1.tar.gz#sha256=x", "e" * 64, "a b-1.tar.gz")
 
@@ -54,8 +72,13 @@ def test_the_install_phases_report_is_parsed_onto_it_and_not_kept_in_the_result(
     (logs / "test-deps-report.json").write_text("{}")
     install, rebuild, deps, fetch = (
         parse_phase(Phase(name=n, kind=k, exit_code=0, log=f"work/j/logs/{n}.log"), tmp_path)
-        for n, k in (("install", "install"), (artifact.REBUILD, "install"), ("test-deps", "setup"),
-                     ("fetch", "install")))
+        for n, k in (
+            ("install", "install"),
+            (artifact.REBUILD, "install"),
+            ("test-deps", "setup"),
+            ("fetch", "install"),
+        )
+    )
     assert report_file(rebuild.log).endswith(artifact.REBUILD_REPORT)  # where its script has pip write it
     assert install.pip_report is not None and rebuild.pip_report is not None
     assert artifact.fallback_wheel(install.pip_report, "propcache") == "propcache-0.5.4-py3-none-any.whl"

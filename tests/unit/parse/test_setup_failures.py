@@ -20,8 +20,9 @@ def test_a_suite_that_cannot_be_collected_is_infra_error_with_the_real_cause_and
     assert d.verdict == "infra-error"
     assert {f.evidence for f in d.findings} == {"setup"}
     f = d.findings[0]
-    assert f.excerpt.startswith("tests/conftest.py:3: ModuleNotFoundError: No module named "
-                                "'ft_undeclared_test_helper' (while loading conftest)")
+    assert f.excerpt.startswith(
+        "tests/conftest.py:3: ModuleNotFoundError: No module named 'ft_undeclared_test_helper' (while loading conftest)"
+    )
     assert "fix: test_requires: [ft_undeclared_test_helper]" in f.excerpt
     assert f.message.startswith("setup: plain-gil") and "baseline" not in f.message
 
@@ -53,8 +54,7 @@ def test_unknown_addopts_option_and_a_test_module_import():
     assert (p.kind, p.name) == ("unknown-option", "--cov=d")
     assert p.fix == 'pytest_args: ["-o", "addopts="] (or test_requires: [pytest-cov])'
     (p,) = find_setup_problems((root / "test-module-import.log").read_text())
-    assert (p.kind, p.name, p.where) == ("missing-module", "hypothesis_not_installed_xyz",
-                                         "tests/test_b.py:1")
+    assert (p.kind, p.name, p.where) == ("missing-module", "hypothesis_not_installed_xyz", "tests/test_b.py:1")
 
 
 def test_a_filterwarnings_entry_naming_a_missing_module():
@@ -72,8 +72,9 @@ def test_a_plugin_a_conftest_names_that_cannot_be_imported_setuptools():
     (p,) = find_setup_problems((DATA.parent / "setup" / "plugin-import.log").read_text())
     assert (p.kind, p.name) == ("missing-module", "setuptools.tests")
     assert p.where == "the plugin setuptools.tests.fixtures (pytest_plugins or -p)"
-    assert p.excerpt == ('ImportError: Error importing plugin "setuptools.tests.fixtures": '
-                         "No module named 'setuptools.tests'")
+    assert p.excerpt == (
+        "ImportError: Error importing plugin \"setuptools.tests.fixtures\": No module named 'setuptools.tests'"
+    )
     assert p.fix.startswith("test_requires: [setuptools]")
 
 
@@ -100,8 +101,7 @@ def test_a_config_pytest_took_from_outside_the_package_is_the_harness_setup_erro
     named = (DATA.parent / "setup" / "config-named.log").read_text()
     assert not [p for p in find_setup_problems(named) if p.kind == "config-outside"]
     # a -c that names another file than the one pytest took is one too
-    other = named.replace("-c /tmp/cap/outer/out/work/j/src/ft_pytest9cfg/pyproject.toml",
-                          "-c /dev/null", 1)
+    other = named.replace("-c /tmp/cap/outer/out/work/j/src/ft_pytest9cfg/pyproject.toml", "-c /dev/null", 1)
     (p,) = [p for p in find_setup_problems(other) if p.kind == "config-outside"]
     assert p.excerpt.endswith(", not /dev/null")
 
@@ -112,9 +112,15 @@ def test_a_run_under_an_outside_config_decides_infra_error_not_baseline():
     from harness.core.model import Phase, TestCase
 
     text = (DATA.parent / "setup" / "config-walked-up.log").read_text()
-    p = Phase(name="plain-gil1", kind="plain", gil=1, exit_code=2, excerpt=text[-2000:],
-              setup=find_setup_problems(text),
-              tests={"tests/test_marks.py": TestCase(outcome="error", message="collection failure")})
+    p = Phase(
+        name="plain-gil1",
+        kind="plain",
+        gil=1,
+        exit_code=2,
+        excerpt=text[-2000:],
+        setup=find_setup_problems(text),
+        tests={"tests/test_marks.py": TestCase(outcome="error", message="collection failure")},
+    )
     d = decide([p, dataclasses.replace(p, name="plain-gil0", gil=0)], settings=S)
     assert d.verdict == "infra-error"
     assert "pytest read its configuration from /tmp/cap/outer/pyproject.toml" in d.findings[0].message

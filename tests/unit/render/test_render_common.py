@@ -9,9 +9,17 @@ from harness.results.report import ProjectMeta
 
 
 def mode(m, *, known=True, in_threads=5, total=10, **kw):
-    return ModeCoverage(mode=m, known=known, source="junit",
-                        in_threads=in_threads if known else None, single=1, skipped_unsafe=0,
-                        skipped=0, total=total, **kw)
+    return ModeCoverage(
+        mode=m,
+        known=known,
+        source="junit",
+        in_threads=in_threads if known else None,
+        single=1,
+        skipped_unsafe=0,
+        skipped=0,
+        total=total,
+        **kw,
+    )
 
 
 def test_coverage_summary_is_the_least_covered_mode():
@@ -32,49 +40,86 @@ def test_coverage_unknown_and_empty():
 
 
 def test_coverage_reasons_are_listed():
-    (row,) = common.coverage_modes({"gil0": mode(0, reasons={"t::b": "uses monkeypatch",
-                                                             "t::a": "marked thread_unsafe"})})
+    (row,) = common.coverage_modes(
+        {"gil0": mode(0, reasons={"t::b": "uses monkeypatch", "t::a": "marked thread_unsafe"})}
+    )
     assert row["reasons"] == [("t::a", "marked thread_unsafe"), ("t::b", "uses monkeypatch")]
 
 
 def test_wheel_summary():
     assert common.wheel_summary(None) == "—"
-    assert common.wheel_summary(Wheel(installed="wheel (free-threaded)", available="free-threaded",
-                                      installed_file="x-1-cp313-cp313t-manylinux_x86_64.whl")) == \
-        "free-threaded wheel, installed wheel (free-threaded)"
-    assert common.wheel_summary(Wheel(installed="built from sdist", available="sdist-only")) == \
-        "sdist only, built from sdist"
+    assert (
+        common.wheel_summary(
+            Wheel(
+                installed="wheel (free-threaded)",
+                available="free-threaded",
+                installed_file="x-1-cp313-cp313t-manylinux_x86_64.whl",
+            )
+        )
+        == "free-threaded wheel, installed wheel (free-threaded)"
+    )
+    assert (
+        common.wheel_summary(Wheel(installed="built from sdist", available="sdist-only"))
+        == "sdist only, built from sdist"
+    )
     assert common.wheel_summary(Wheel(installed="local source", available="n/a")) == "local source"
-    warned = common.wheel_summary(Wheel(installed="wheel (free-threaded)", available="free-threaded",
-                                        warning="the free-threaded wheel re-enables the GIL: m._c"))
+    warned = common.wheel_summary(
+        Wheel(
+            installed="wheel (free-threaded)",
+            available="free-threaded",
+            warning="the free-threaded wheel re-enables the GIL: m._c",
+        )
+    )
     assert warned.endswith("⚠ the wheel re-enables the GIL")
     assert common.wheel_summary(Wheel()) == "installed: , installed_file: , available: "
 
 
 def test_safe_url_and_project_urls():
     assert common.safe_url("https://example.org/x") == "https://example.org/x"
-    for bad in ("javascript:alert(1)", "JAVASCRIPT:alert(1)", "data:text/html,x", "//evil.org",
-                "https://", "http://a b", "https://x\n.org", 42, None):
+    for bad in (
+        "javascript:alert(1)",
+        "JAVASCRIPT:alert(1)",
+        "data:text/html,x",
+        "//evil.org",
+        "https://",
+        "http://a b",
+        "https://x\n.org",
+        42,
+        None,
+    ):
         assert common.safe_url(bad) == "", bad
-    urls = common.project_urls(ProjectMeta(raw={
-        "project_urls": {"Source": "https://github.com/a/b", "Bad": "javascript:alert(1)"},
-        "home_page": "", "summary": "s"}))
+    urls = common.project_urls(
+        ProjectMeta(
+            raw={
+                "project_urls": {"Source": "https://github.com/a/b", "Bad": "javascript:alert(1)"},
+                "home_page": "",
+                "summary": "s",
+            }
+        )
+    )
     assert urls == [("Source", "https://github.com/a/b")]
-    listed = ProjectMeta(raw={"project_urls": ["Docs, https://d.example/", "no comma"],
-                              "homepage": "https://h.example/", "summary": 7})
-    assert common.project_urls(listed) == [("Docs", "https://d.example/"),
-                                           ("Homepage", "https://h.example/")]
+    listed = ProjectMeta(
+        raw={"project_urls": ["Docs, https://d.example/", "no comma"], "homepage": "https://h.example/", "summary": 7}
+    )
+    assert common.project_urls(listed) == [("Docs", "https://d.example/"), ("Homepage", "https://h.example/")]
     assert listed.summary == ""  # not a string: shown as nothing
 
 
 def test_setup_summary():
     assert common.setup_summary(None) == ""
-    ts = TestSetup(tests="tests", tests_from="inferred", requires=("pytest", "hypothesis"),
-                   requires_from="inferred", sources=("test deps from [dependency-groups] tests",),
-                   pytest_args=("-p", "no:xdist"), pytest_args_from="matrix.yaml")
+    ts = TestSetup(
+        tests="tests",
+        tests_from="inferred",
+        requires=("pytest", "hypothesis"),
+        requires_from="inferred",
+        sources=("test deps from [dependency-groups] tests",),
+        pytest_args=("-p", "no:xdist"),
+        pytest_args_from="matrix.yaml",
+    )
     assert common.setup_summary(ts) == (
         "tests (inferred), 2 test dep(s) (inferred: test deps from [dependency-groups] tests), "
-        "pytest args -p no:xdist (matrix.yaml)")
+        "pytest args -p no:xdist (matrix.yaml)"
+    )
     assert common.setup_summary(TestSetup()) == "source root (?), 0 test dep(s) (?)"
 
 

@@ -15,8 +15,7 @@ from tests.data.report.shared import full_report, out_dir, previous
 
 
 def with_run(report: CompatReport, finished: str, verdict: str | None = None) -> CompatReport:
-    jobs = tuple(replace(p, verdict=verdict) if verdict and p.name == "attrs" else p
-                 for p in report.packages)
+    jobs = tuple(replace(p, verdict=verdict) if verdict and p.name == "attrs" else p for p in report.packages)
     return replace(report, meta=replace(report.meta, finished=finished), packages=jobs)
 
 
@@ -32,8 +31,7 @@ def test_keeps_only_the_last_ten_runs():
     base = full_report(with_previous=False, hostile=False)
     h = None
     for i in range(12):
-        h = history.update(h, with_run(base, f"2026-12-{i + 1:02d}T00:00:00Z",
-                                       "ft-race" if i % 2 else "compatible"))
+        h = history.update(h, with_run(base, f"2026-12-{i + 1:02d}T00:00:00Z", "ft-race" if i % 2 else "compatible"))
     assert len(h["runs"]) == 10 and h["runs"][0]["id"] == "2026-12-03T00:00:00Z"
     attrs = h["packages"]["cp313t--attrs"]
     assert len(attrs) == 10
@@ -55,9 +53,15 @@ def test_rendering_the_same_report_twice_does_not_count_twice():
     assert len(h["runs"]) == 1 and len(h["packages"]["cp313t--attrs"]) == 1
 
 
-@pytest.mark.parametrize("bad", [[], {"schema": 2, "runs": [], "packages": {}},
-                                 {"schema": 1, "runs": {}, "packages": {}},
-                                 {"schema": 1, "runs": [], "packages": {"x": [{"verdict": "ok"}]}}])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        [],
+        {"schema": 2, "runs": [], "packages": {}},
+        {"schema": 1, "runs": {}, "packages": {}},
+        {"schema": 1, "runs": [], "packages": {"x": [{"verdict": "ok"}]}},
+    ],
+)
 def test_a_bad_history_file_is_a_config_error(bad):
     with pytest.raises(ConfigError, match="history file"):
         history.update(bad, full_report())

@@ -58,8 +58,7 @@ def site(tmp_path_factory) -> tuple[Path, CompatReport, list[Path]]:
 def test_write_all_writes_every_format(site):
     out, rep, written = site
     names = {str(p.relative_to(out)) for p in written}
-    assert {"report.json", "report.md", "junit.xml", "site/index.html",
-            "site/history.json"} <= names
+    assert {"report.json", "report.md", "junit.xml", "site/index.html", "site/history.json"} <= names
     assert {f"site/pkg/{p.job_id}.html" for p in rep.packages} <= names
     assert json.loads((out / "report.json").read_text()) == rep.to_dict()
     assert CompatReport.from_dict(json.loads((out / "report.json").read_text())) == rep
@@ -132,8 +131,7 @@ def test_notes_links_and_project_urls(site):
     assert "https://github.com/msgpack/msgpack-python/issues/613" in {a["href"] for a in doc.all("a")}
     assert "msgpack._cmsgpack" in text
     attrs = Doc((out / "site/pkg/cp313t--attrs.html").read_text())
-    assert {"https://www.attrs.org/", "https://github.com/python-attrs/attrs"} <= {
-        a["href"] for a in attrs.all("a")}
+    assert {"https://www.attrs.org/", "https://github.com/python-attrs/attrs"} <= {a["href"] for a in attrs.all("a")}
     # where its test setup came from (issue #14)
     attrs_text = " ".join(attrs.text)
     assert "Test setup" in attrs_text and "test deps from [dependency-groups] tests" in attrs_text
@@ -143,8 +141,7 @@ def test_hostile_input_is_text_everywhere(site):
     out, _, _ = site
     for page in (out / "site").rglob("*.html"):
         raw = page.read_text()
-        assert XSS not in raw and "<img" not in raw and "onerror=alert" not in raw.replace(
-            "onerror=alert(1)&gt;", "")
+        assert XSS not in raw and "<img" not in raw and "onerror=alert" not in raw.replace("onerror=alert(1)&gt;", "")
         doc = Doc(raw)
         assert len(doc.all("script")) == 1 and doc.all("img") == []
         for attrs in (a for _, a in doc.elements):
@@ -173,8 +170,7 @@ def test_csp_allows_exactly_our_inline_css_and_js(site):
 
 def test_nothing_external_and_no_html_injection_in_our_code():
     js = (STATIC / "site.js").read_text()
-    for bad in ("innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "eval(",
-                "new Function"):
+    for bad in ("innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "eval(", "new Function"):
         assert bad not in js
     for tpl in TEMPLATES.glob("*.html"):
         src = tpl.read_text()
@@ -191,8 +187,7 @@ def test_page_names_are_file_name_safe():
 
 
 def _tree(root: Path) -> dict[str, bytes]:
-    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*"))
-            if p.is_file()}
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
 
 
 def test_forked_workers_write_the_same_site_as_one_process(tmp_path, monkeypatch):
@@ -220,6 +215,5 @@ def test_forked_workers_write_the_same_site_as_one_process(tmp_path, monkeypatch
     pids = {int(p.name) for p in marks.iterdir()}
     assert pids and os.getpid() not in pids  # the pages were rendered by forked workers
     assert _tree(serial / "site") == _tree(forked / "site")  # and the stale page is gone
-    assert sorted(p.name for p in written if p.parent.name == "pkg") == sorted(
-        f"{p.job_id}.html" for p in rep.packages)
+    assert sorted(p.name for p in written if p.parent.name == "pkg") == sorted(f"{p.job_id}.html" for p in rep.packages)
     assert not [p for p in (forked / "site").iterdir() if p.name.startswith(".")]

@@ -26,9 +26,7 @@ def test_one_case_per_package_and_finding(tmp_path):
     xml = parse(tmp_path, rep)
     got = cases(xml)
     # a case per finding, plus a verdict case for packages without a blocking finding
-    expected = sum(
-        len(p.findings) + (not any(f.kind not in INFO_KINDS for f in p.findings))
-        for p in rep.packages)
+    expected = sum(len(p.findings) + (not any(f.kind not in INFO_KINDS for f in p.findings)) for p in rep.packages)
     assert expected == 18  # 15 on cp313t, 3 on cp31315t (attrs, fx-race pass; msgpack fails)
     assert len(got) == expected
     suites = list(xml)
@@ -51,8 +49,7 @@ def test_verdicts_map_to_pass_failure_error_skip(tmp_path):
     assert isinstance(infra, Error)
     (skip,) = got[("cp313t.fx-all-unsafe", "no-thread-coverage")].result
     assert isinstance(skip, Skipped)
-    unsafe = got[("cp313t.fx-all-unsafe",
-                  "verdict: compatible (low thread coverage: 0/8 tests in threads)")]
+    unsafe = got[("cp313t.fx-all-unsafe", "verdict: compatible (low thread coverage: 0/8 tests in threads)")]
     assert unsafe.is_passed
     (nt,) = got[("cp313t.fx-notests", "verdict: no-tests")].result
     assert isinstance(nt, Skipped)
@@ -63,8 +60,12 @@ def test_verdicts_map_to_pass_failure_error_skip(tmp_path):
 def test_a_budget_spent_job_is_an_error_and_its_finding_skipped(tmp_path):
     rep = full_report()
     attrs = next(p for p in rep.packages if p.job_id == "cp313t--attrs")
-    spent = Finding(kind="budget-spent", evidence="timeout", phase="plain-gil0",
-                    message="the job's budget (job_timeout 120 s) ran out during plain-gil0")
+    spent = Finding(
+        kind="budget-spent",
+        evidence="timeout",
+        phase="plain-gil0",
+        message="the job's budget (job_timeout 120 s) ran out during plain-gil0",
+    )
     cut = replace(attrs, verdict="infra-error", findings=(spent,))
     got = cases(parse(tmp_path, replace(rep, packages=tuple(cut if p is attrs else p for p in rep.packages))))
     (err,) = got[("cp313t.attrs", "verdict: infra-error")].result

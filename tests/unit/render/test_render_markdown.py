@@ -28,14 +28,19 @@ def test_packages_table_has_a_row_per_package_and_a_column_per_interpreter():
     assert table[0] == "| Package | Version | 3.13.5t | 3.13.15t | Cause | Across interpreters |"
     assert table[1] == "|---|---|---|---|---|---|"
     assert len(table[2:]) == len(rep.table) == 13
-    assert ("| fx-race | 0.1 | 🔀 **ft-race** 🔻 newly-broken | ✅ **compatible** 🆕 new-package "
-            "| ` test_shared_buffer ` 2/3 off · 0/3 on; alone 14/16 off · 0/16 on | ft-race on 3.13.5t, "
-            "compatible on 3.13.15t |") in table
+    assert (
+        "| fx-race | 0.1 | 🔀 **ft-race** 🔻 newly-broken | ✅ **compatible** 🆕 new-package "
+        "| ` test_shared_buffer ` 2/3 off · 0/3 on; alone 14/16 off · 0/16 on | ft-race on 3.13.5t, "
+        "compatible on 3.13.15t |"
+    ) in table
     # not run on 3.13.15; its cause: a crash with the GIL on too, both modes' runs pooled
-    assert ("| fx-crash | 0.1 | ☠️ **crash** | — | crashes with the GIL on too, ` test_crash ` 2/2 off "
-            "and on together; alone 1/1 off · 1/1 on |  |") in table
-    assert ("| msgpack | 1.0.5 | 🔒 **gil-reenabled** | 🔒 **gil-reenabled** 🆕 new-package "
-            "| ` msgpack._cmsgpack ` |  |") in table
+    assert (
+        "| fx-crash | 0.1 | ☠️ **crash** | — | crashes with the GIL on too, ` test_crash ` 2/2 off "
+        "and on together; alone 1/1 off · 1/1 on |  |"
+    ) in table
+    assert (
+        "| msgpack | 1.0.5 | 🔒 **gil-reenabled** | 🔒 **gil-reenabled** 🆕 new-package | ` msgpack._cmsgpack ` |  |"
+    ) in table
     assert "| fx-thread-unsafe | 0.1 | 🧵 **thread-unsafe** | — | fails in threads with the GIL too, " in md
     assert "| attrs [cp31315t] 25.3.0" not in md and "| attrs 25.3.0 [cp31315t] | new-package" in md
 
@@ -45,8 +50,7 @@ def test_one_interpreter_has_no_across_column():
     md = markdown.render(aggregate.build_report(results, meta={}))
     assert "| Package | Version | 3.13t | Cause |\n|---|---|---|---|\n| attrs | 25.3.0 | ✅ **compatible** |" in md
     assert "Across" not in md and "### 🔀 fx-race 0.1 — ft-race\n" in md
-    assert markdown.summary_line(aggregate.build_report(results, meta={})).startswith(
-        "**12 packages**: ")
+    assert markdown.summary_line(aggregate.build_report(results, meta={})).startswith("**12 packages**: ")
 
 
 def test_jobs_table_has_a_row_per_job_with_its_verdict():
@@ -82,8 +86,7 @@ def test_findings_show_test_id_modes_ratio_evidence_and_reproduce():
 def test_changes_are_marked_when_previous_is_given():
     md = markdown.render(full_report())
     changes = md.split("## Changes since the previous report")[1].split("\n## ")[0]
-    assert ("| 🔻 **regression** | fx-race 0.1 [cp313t] | newly-broken | compatible | ft-race |"
-            in changes)
+    assert "| 🔻 **regression** | fx-race 0.1 [cp313t] | newly-broken | compatible | ft-race |" in changes
     assert "| ➖  | simplejson 3.19.3 [cp313t] | removed | compatible | — |" in changes
     assert "| fx-race | 0.1 | cp313t | 🔀 **ft-race** |" in md
     assert md.count("🔻 newly-broken") == 2  # fx-race: its cell and its job row
@@ -95,8 +98,10 @@ def test_hostile_text_is_inert():
     outside_code = re.sub(r"(?ms)^ *(`{3,}).*?^ *\1$", "", md)  # fenced blocks
     outside_code = re.sub(r"(`+) .*? \1", "", outside_code)  # code spans: literal in Markdown
     assert XSS not in outside_code and "<img" not in outside_code
-    assert "&lt;script&gt;alert\\(1\\)&lt;/script&gt;" in outside_code or \
-        "&lt;script&gt;alert(1)&lt;/script&gt;" in outside_code
+    assert (
+        "&lt;script&gt;alert\\(1\\)&lt;/script&gt;" in outside_code
+        or "&lt;script&gt;alert(1)&lt;/script&gt;" in outside_code
+    )
     assert "javascript:" not in md  # unsafe links are not linked
     assert XSS2 in md  # but the evidence is kept, inside a code fence
 
@@ -135,8 +140,7 @@ def test_one_step_summary_per_run_with_the_site_link_and_regressions_first(tmp_p
     assert summary.read_text() == ""
     render.write_all(full_report(), out_dir(tmp_path / "merged"), site_url="https://o.github.io/r/")
     text = summary.read_text()
-    assert text.startswith("# Free-threaded compatibility report\n\n**The published table: "
-                           "<https://o.github.io/r/>**")
+    assert text.startswith("# Free-threaded compatibility report\n\n**The published table: <https://o.github.io/r/>**")
     assert text.count("The published table") == 1  # report.md links it; the summary adds none
     changes = text.split("## Changes since the previous report")[1].split("\n## ")[0]
     rows = [line for line in changes.splitlines() if line.startswith("| ") and "Package" not in line]
@@ -179,10 +183,10 @@ def _big_report(packages: int = 300) -> CompatReport:
         for k, (name, version) in enumerate((("cp313t", "3.13.5"), ("cp31315t", "3.13.15"))):
             r = base[(i + 7 * k) % len(base)]
             it = dataclasses.replace(r.interpreter, name=name, version=version, full_version=version)
-            results.append(dataclasses.replace(r, job_id=f"{name}--pkg{i:03d}", package=f"pkg{i:03d}",
-                                               interpreter=it))
-    return aggregate.build_report(results, meta={}, expected_jobs=[r.job_id for r in results]
-                                  + [f"cp313t--lost{i}" for i in range(80)])
+            results.append(dataclasses.replace(r, job_id=f"{name}--pkg{i:03d}", package=f"pkg{i:03d}", interpreter=it))
+    return aggregate.build_report(
+        results, meta={}, expected_jobs=[r.job_id for r in results] + [f"cp313t--lost{i}" for i in range(80)]
+    )
 
 
 def test_report_md_for_300_packages_stays_short_and_links_the_site():
@@ -193,8 +197,9 @@ def test_report_md_for_300_packages_stays_short_and_links_the_site():
     lines = md.splitlines()
     # every job's deciding finding with its recipe up to BRIEF_LINES (#44), then a line each
     assert len(lines) <= 2800 and len(md.encode()) <= 200_000, (len(lines), len(md.encode()))
-    assert lines[2] == ("**The published table: <https://o.github.io/r/>** — every package's page "
-                        "with its phases, logs and JSON.")
+    assert lines[2] == (
+        "**The published table: <https://o.github.io/r/>** — every package's page with its phases, logs and JSON."
+    )
     assert "Phase outcomes" not in md and "| Phase |" not in md
     table = md.split("## Packages\n\n")[1].split("\n\n")[0].splitlines()
     assert len(table) == 2 + 300  # every package is there, each linked to its page
@@ -227,11 +232,14 @@ def test_every_finding_shows_its_recipe_first_and_the_runners_command_folded():
     sec = md.split("### 🔀 fx-race 0.1 — ft-race · 3.13.5t")[1].split("###")[0]
     recipe = sec.split("**Reproduce on your machine:**")[1].split("```sh\n")[1].split("```")[0]
     assert "python -m pip install . pytest==8.4.2" in recipe
-    assert ("PYTHON_GIL=0 python -P -m pytest -p no:cacheprovider --timeout=120 -rfE -v "
-            "--parallel-threads=4 --iterations=5 tests/test_buf.py::test_shared_buffer") in recipe
+    assert (
+        "PYTHON_GIL=0 python -P -m pytest -p no:cacheprovider --timeout=120 -rfE -v "
+        "--parallel-threads=4 --iterations=5 tests/test_buf.py::test_shared_buffer"
+    ) in recipe
     assert "venv/bin" not in recipe and "work/" not in recipe and "junit" not in recipe
     assert sec.index("Reproduce on your machine") < sec.index(
-        "<details><summary>The exact command on the machine that ran it</summary>")
+        "<details><summary>The exact command on the machine that ran it</summary>"
+    )
     # crash and ft-crash read apart
     assert markdown.ICON["crash"] != markdown.ICON["ft-crash"]
 
@@ -241,9 +249,7 @@ def test_mentions_and_bare_links_from_a_package_do_not_notify_or_link():
     cell = markdown.text("ping @octocat and @org/team, see www.example.com or https://evil.example")
     assert "@octocat" not in cell and "@org/team" not in cell
     assert "www.example.com" not in cell and "https://evil.example" not in cell
-    assert cell == ("ping @<!-- -->octocat and @<!-- -->org/team, see www&#46;example.com or "
-                    "https&#58;//evil.example")
+    assert cell == ("ping @<!-- -->octocat and @<!-- -->org/team, see www&#46;example.com or https&#58;//evil.example")
     # what we link ourselves stays a link
-    md = markdown.render(full_report(with_previous=False, hostile=False),
-                         site_url="https://example.github.io/ft/")
+    md = markdown.render(full_report(with_previous=False, hostile=False), site_url="https://example.github.io/ft/")
     assert "<https://example.github.io/ft/>" in md

@@ -86,8 +86,7 @@ def test_every_kept_log_is_the_real_one_and_pages_link_it(built):
     assert len(logs) >= 20
     doc = json.loads((site / "packages/fx-ft-crash.json").read_text())
     kept = doc["site"]["cp313t--fx-ft-crash"]["logs"]
-    assert kept["work/cp313t--fx-ft-crash/logs/plain-gil0.log"] == \
-        "logs/cp313t--fx-ft-crash/plain-gil0.log.txt"
+    assert kept["work/cp313t--fx-ft-crash/logs/plain-gil0.log"] == "logs/cp313t--fx-ft-crash/plain-gil0.log.txt"
     text = (site / kept["work/cp313t--fx-ft-crash/logs/plain-gil0.log"]).read_text()
     assert "Fatal Python error: Segmentation fault" in text
     page = (site / "pkg/cp313t--fx-ft-crash.html").read_text()
@@ -104,9 +103,12 @@ def test_the_site_of_a_real_docker_run_stands_alone_with_every_log(tmp_path):
     assert problems == [] and len(results) == 5
     rep = aggregate.build_report(results, meta={})
     assert {p.job_id: p.verdict for p in rep.packages} == {
-        "cpython3.13t--cffi": "build-failure", "cpython3.13.15t--cffi": "build-failure",
-        "cpython3.13t--tomli": "no-tests", "cpython3.13.15t--tomli": "no-tests",
-        "cpython3.13t--markupsafe": "compatible"}
+        "cpython3.13t--cffi": "build-failure",
+        "cpython3.13.15t--cffi": "build-failure",
+        "cpython3.13t--tomli": "no-tests",
+        "cpython3.13.15t--tomli": "no-tests",
+        "cpython3.13t--markupsafe": "compatible",
+    }
     render.write_all(rep, out)
     published = tmp_path / "published"
     shutil.copytree(out / "site", published)
@@ -131,15 +133,23 @@ def _page(site: Path, rel: str, body: str) -> None:
 def test_the_checker_names_each_kind_of_broken_link(tmp_path):
     site = tmp_path / "site"
     (tmp_path / "outside.log").write_text("x")
-    _page(site, "index.html", '<a id="top" href="#top">t</a><a href="pkg/a.html#f1">a</a>'
-          '<a href="https://pypi.org/project/x/">out</a><a href="report.json">r</a>')
+    _page(
+        site,
+        "index.html",
+        '<a id="top" href="#top">t</a><a href="pkg/a.html#f1">a</a>'
+        '<a href="https://pypi.org/project/x/">out</a><a href="report.json">r</a>',
+    )
     (site / "report.json").write_text("{}")
-    _page(site, "pkg/a.html", '<p id="f1"></p><a href="../index.html">up</a>'
-          '<a href="../../outside.log">old log link</a><a href="../report.json">r</a>'
-          '<a href="/report.json">abs</a><a href="javascript:alert(1)">js</a>'
-          '<img src="data:image/png;base64,AA"><a href="../missing.log">gone</a>'
-          '<a href="../index.html#nope">frag</a><a href="#nowhere">here</a>'
-          '<a href="../link.txt">link</a><a href="//evil.example/x">proto-relative</a>')
+    _page(
+        site,
+        "pkg/a.html",
+        '<p id="f1"></p><a href="../index.html">up</a>'
+        '<a href="../../outside.log">old log link</a><a href="../report.json">r</a>'
+        '<a href="/report.json">abs</a><a href="javascript:alert(1)">js</a>'
+        '<img src="data:image/png;base64,AA"><a href="../missing.log">gone</a>'
+        '<a href="../index.html#nope">frag</a><a href="#nowhere">here</a>'
+        '<a href="../link.txt">link</a><a href="//evil.example/x">proto-relative</a>',
+    )
     os.symlink(tmp_path / "outside.log", site / "link.txt")
     problems = check_site(site)
     by_value = {p.split('"')[1]: p.split('": ', 1)[1] for p in problems}
@@ -155,8 +165,9 @@ def test_the_checker_names_each_kind_of_broken_link(tmp_path):
         "//evil.example/x": "a network-path URL, not a file of the site",
     }
     assert all(p.startswith("pkg/a.html: ") for p in problems)
-    run = subprocess.run([sys.executable, str(ROOT / "tools/check_site_links.py"), str(site)],
-                         capture_output=True, text=True)
+    run = subprocess.run(
+        [sys.executable, str(ROOT / "tools/check_site_links.py"), str(site)], capture_output=True, text=True
+    )
     assert run.returncode == 1 and len(run.stdout.splitlines()) == 9
     assert "2 pages, 9 broken link(s)" in run.stderr
 
@@ -205,8 +216,11 @@ def test_a_second_render_replaces_the_site_files_whole(tmp_path):
     render.write_all(full_report(), out)
     assert (out / "site/packages/fx-race.json").is_file()
     rep = full_report()
-    rep = replace(rep, packages=tuple(p for p in rep.packages if p.name != "fx-race"),
-                  table=tuple(t for t in rep.table if t.name != "fx-race"))
+    rep = replace(
+        rep,
+        packages=tuple(p for p in rep.packages if p.name != "fx-race"),
+        table=tuple(t for t in rep.table if t.name != "fx-race"),
+    )
     render.write_all(rep, out)
     assert not (out / "site/packages/fx-race.json").exists()
     assert not (out / "site/logs/cp313t--fx-race").exists()

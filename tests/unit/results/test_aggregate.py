@@ -19,9 +19,7 @@ from harness.results.report import REPORT_SCHEMA, Cell, Column, CompatReport
 from tests.data.report.shared import EXPECTED_VERDICTS
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "report"
-SCHEMA = json.loads(
-    (Path(__file__).resolve().parents[3] / "harness" / "schema" / "report.schema.json").read_text()
-)
+SCHEMA = json.loads((Path(__file__).resolve().parents[3] / "harness" / "schema" / "report.schema.json").read_text())
 
 
 def validator() -> jsonschema.Draft202012Validator:
@@ -76,13 +74,23 @@ def test_package_entries_carry_what_the_issue_lists():
     assert names == sorted(names, key=str.lower)
     crash = next(p for p in rep["packages"] if p["job_id"] == "cp313t--fx-ft-crash")
     assert crash["interpreter"] == {
-        "name": "cp313t", "version": "3.13.5", "key": "3.13.5-3f1a9c2e-disable-gil",
-        "configure": ["--disable-gil"], "free_threaded": True, "sanitizer": None,
-        "source": "debian:trixie", "full_version": "3.13.5",
+        "name": "cp313t",
+        "version": "3.13.5",
+        "key": "3.13.5-3f1a9c2e-disable-gil",
+        "configure": ["--disable-gil"],
+        "free_threaded": True,
+        "sanitizer": None,
+        "source": "debian:trixie",
+        "full_version": "3.13.5",
     }
     (f,) = crash["findings"]
     assert (f["kind"], f["test_id"], f["modes"], f["ratio"], f["signal"]) == (
-        "ft-crash", "tests/test_grow.py::test_concurrent_append", [0], "1/1", 11)
+        "ft-crash",
+        "tests/test_grow.py::test_concurrent_append",
+        [0],
+        "1/1",
+        11,
+    )
     assert "Fatal Python error: Segmentation fault" in f["excerpt"]
     assert f["reproduce"].startswith("cd src && PYTHONFAULTHANDLER=1 PYTHON_GIL=0 ")
     ph = {p["name"]: p for p in crash["phases"]}
@@ -110,8 +118,7 @@ def test_findings_sorted_most_severe_first():
     d["findings"] = list(reversed(d["findings"]))
     rep = aggregate.build_report([JobResult.from_dict(d)], meta={})
     assert [f.kind for f in rep.packages[0].findings] == ["ft-race", "no-thread-coverage"]
-    assert [f["kind"] for f in rep.to_dict()["packages"][0]["findings"]] == [
-        "ft-race", "no-thread-coverage"]
+    assert [f["kind"] for f in rep.to_dict()["packages"][0]["findings"]] == ["ft-race", "no-thread-coverage"]
 
 
 def test_unsafe_log_paths_are_dropped():
@@ -133,8 +140,7 @@ def test_three_shards_merge_to_the_unsharded_report(tmp_path):
     merged, problems = load_results(list(reversed(shards)))
     assert problems == []
     whole = run1_report(expected_jobs=list(EXPECTED_VERDICTS))
-    parts = aggregate.build_report(merged, meta={"matrix_digest": "d1"},
-                                   expected_jobs=list(EXPECTED_VERDICTS))
+    parts = aggregate.build_report(merged, meta={"matrix_digest": "d1"}, expected_jobs=list(EXPECTED_VERDICTS))
     assert parts == whole
     assert json.dumps(parts.to_dict(), sort_keys=True) == json.dumps(whole.to_dict(), sort_keys=True)
     lost = aggregate.build_report(merged[1:], meta={}, expected_jobs=list(EXPECTED_VERDICTS))
@@ -152,9 +158,21 @@ def test_copy_logs_brings_linked_logs_into_a_new_out_dir(tmp_path):
 
 
 def test_safe_log_fast_path_agrees_with_the_slow_one():
-    for path, want in [("work/j/logs/a.log", "work/j/logs/a.log"), ("./a", "a"), ("a/./b", "a/b"),
-                       ("a//b", "a/b"), ("a/", "a"), ("a/.", "a"), (".", ""), ("a/../b", ""),
-                       ("..", ""), ("/a", ""), ("c:/a", ""), ("a\\b", ""), ("a..b/c", "a..b/c")]:
+    for path, want in [
+        ("work/j/logs/a.log", "work/j/logs/a.log"),
+        ("./a", "a"),
+        ("a/./b", "a/b"),
+        ("a//b", "a/b"),
+        ("a/", "a"),
+        ("a/.", "a"),
+        (".", ""),
+        ("a/../b", ""),
+        ("..", ""),
+        ("/a", ""),
+        ("c:/a", ""),
+        ("a\\b", ""),
+        ("a..b/c", "a..b/c"),
+    ]:
         assert aggregate._safe_log(path) == want, path
 
 
@@ -170,10 +188,25 @@ def test_a_row_per_package_a_cell_per_interpreter_and_what_differs():
     assert [r.name for r in rep.table] == list(dict.fromkeys(p.name for p in rep.packages))
     race = rows["fx-race"]
     assert race.cells == {
-        "cp313t": Cell(verdict="ft-race", version="0.1", job_id="cp313t--fx-race",
-                       answer="ft-problem", checked=10, tests=10, wheel="n/a"),
-        "cp31315t": Cell(verdict="compatible", version="0.1", job_id="cp31315t--fx-race",
-                         answer="no-ft-problem", checked=10, tests=10, wheel="n/a")}
+        "cp313t": Cell(
+            verdict="ft-race",
+            version="0.1",
+            job_id="cp313t--fx-race",
+            answer="ft-problem",
+            checked=10,
+            tests=10,
+            wheel="n/a",
+        ),
+        "cp31315t": Cell(
+            verdict="compatible",
+            version="0.1",
+            job_id="cp31315t--fx-race",
+            answer="no-ft-problem",
+            checked=10,
+            tests=10,
+            wheel="n/a",
+        ),
+    }
     assert race.answer == "ft-problem"  # the most serious of the cells' answers
     assert list(race.cells) == ["cp313t", "cp31315t"]  # column order
     assert race.verdict == "ft-race"  # the most severe cell: what the summary counts
@@ -189,18 +222,31 @@ def test_a_row_per_package_a_cell_per_interpreter_and_what_differs():
     # report.json: a cell is its four keys, a column its eight
     d = rep.to_dict()
     assert next(t for t in d["table"] if t["name"] == "fx-race")["cells"]["cp313t"] == {
-        "verdict": "ft-race", "qualifier": "", "version": "0.1", "job_id": "cp313t--fx-race",
-        "answer": "ft-problem", "caveat": "", "cause": "", "reach": {"checked": 10, "tests": 10},
-        "wheel": "n/a"}  # schema 10: the answer, the reach of the check, the wheel
+        "verdict": "ft-race",
+        "qualifier": "",
+        "version": "0.1",
+        "job_id": "cp313t--fx-race",
+        "answer": "ft-problem",
+        "caveat": "",
+        "cause": "",
+        "reach": {"checked": 10, "tests": 10},
+        "wheel": "n/a",
+    }  # schema 10: the answer, the reach of the check, the wheel
     assert d["interpreters"][0] == {
-        "name": "cp313t", "version": "3.13.5", "full_version": "3.13.5", "source": "debian:trixie",
-        "configure": ["--disable-gil"], "sanitizer": None, "jobs": 12, "label": "3.13.5t"}
+        "name": "cp313t",
+        "version": "3.13.5",
+        "full_version": "3.13.5",
+        "source": "debian:trixie",
+        "configure": ["--disable-gil"],
+        "sanitizer": None,
+        "jobs": 12,
+        "label": "3.13.5t",
+    }
 
 
 def test_across_groups_interpreters_by_verdict_in_column_order():
     cols = [Column(name=n, label=n) for n in ("a", "b", "c")]
-    cells = {"c": Cell(verdict="compatible"), "a": Cell(verdict="build-failure"),
-             "b": Cell(verdict="compatible")}
+    cells = {"c": Cell(verdict="compatible"), "a": Cell(verdict="build-failure"), "b": Cell(verdict="compatible")}
     assert aggregate.across(cells, cols) == "build-failure on a, compatible on b and c"
     assert aggregate.across({"a": Cell(verdict="hang"), "c": Cell(verdict="hang")}, cols) == ""
 
@@ -212,11 +258,13 @@ def test_columns_labelled_by_version_or_by_name_when_two_share_one():
     d["interpreter"]["sanitizer"] = "thread"
     e = json.loads((DATA / "run1/results/cp313t--attrs.json").read_text())
     e["job_id"], e["interpreter"]["name"] = "again--attrs", "again"
-    rep = aggregate.build_report([*results, JobResult.from_dict(d), JobResult.from_dict(e)],
-                                 meta={})
+    rep = aggregate.build_report([*results, JobResult.from_dict(d), JobResult.from_dict(e)], meta={})
     assert [(c.name, c.label) for c in rep.interpreters] == [
-        ("again", "again"), ("cp313t", "cp313t"), ("tsan", "3.13.5t+thread"),
-        ("cp31315t", "3.13.15t")]
+        ("again", "again"),
+        ("cp313t", "cp313t"),
+        ("tsan", "3.13.5t+thread"),
+        ("cp31315t", "3.13.15t"),
+    ]
     validator().validate(rep.to_dict())
 
 
@@ -225,17 +273,21 @@ def test_columns_are_labelled_by_minor_version_when_it_is_theirs_alone():
     the exact version and source kept in the column (issue #32)."""
     base = json.loads((DATA / "run1/results/cp313t--attrs.json").read_text())
     results = []
-    for name, version, source in (("py315", "3.15.0", "python:python3.15t"),
-                                  ("py313", "3.13.5", "debian:trixie"),
-                                  ("py314", "3.14.7", "url:https://www.python.org/x.tar.xz")):
+    for name, version, source in (
+        ("py315", "3.15.0", "python:python3.15t"),
+        ("py313", "3.13.5", "debian:trixie"),
+        ("py314", "3.14.7", "url:https://www.python.org/x.tar.xz"),
+    ):
         d = json.loads(json.dumps(base))
         d["job_id"] = f"{name}--attrs"
         d["interpreter"].update(name=name, version=version, full_version=version, source=source)
         results.append(JobResult.from_dict(d))
     rep = aggregate.build_report(results, meta={})
     assert [(c.label, c.full_version, c.source) for c in rep.interpreters] == [
-        ("3.13t", "3.13.5", "debian:trixie"), ("3.14t", "3.14.7", "url:https://www.python.org/x.tar.xz"),
-        ("3.15t", "3.15.0", "python:python3.15t")]
+        ("3.13t", "3.13.5", "debian:trixie"),
+        ("3.14t", "3.14.7", "url:https://www.python.org/x.tar.xz"),
+        ("3.15t", "3.15.0", "python:python3.15t"),
+    ]
     assert rep.table[0].across == ""
 
 
@@ -266,8 +318,9 @@ def test_a_merged_report_says_when_the_tests_ran_not_when_it_merged(tmp_path):
     assert meta["finished"] == "2026-12-03T08:22:30Z"  # the latest result's end
     assert meta["generated"] > "2026-12-04"  # when the merge ran, kept apart
     assert "3 Dec 2026, 08:10–08:22 UTC" in (merged / "report.md").read_text()  # human dates
-    assert json.loads((merged / "site/history.json").read_text())["runs"][-1]["id"] == \
-        "2026-12-03T08:22:30Z"  # re-rendering the same results is the same run
+    assert (
+        json.loads((merged / "site/history.json").read_text())["runs"][-1]["id"] == "2026-12-03T08:22:30Z"
+    )  # re-rendering the same results is the same run
     validator().validate(json.loads((merged / "report.json").read_text()))
     # the merged site stands alone: the shards' logs are in it
     assert (merged / "site/logs/cp313t--fx-ft-crash/plain-gil0.log.txt").is_file()
@@ -278,20 +331,22 @@ def test_a_merged_report_says_when_the_tests_ran_not_when_it_merged(tmp_path):
 
 def test_run_times_compare_as_times_and_skip_what_is_not_one(tmp_path):
     results, _ = load_results([DATA / "run1"])
-    a = dataclasses.replace(results[0], started="2026-12-03T09:00:00+01:00",
-                            finished="2026-12-03T10:30:00+01:00")  # 08:00-09:30Z
+    a = dataclasses.replace(
+        results[0], started="2026-12-03T09:00:00+01:00", finished="2026-12-03T10:30:00+01:00"
+    )  # 08:00-09:30Z
     b = dataclasses.replace(results[1], started="2026-12-03T08:30:00Z", finished="2026-12-03T09:00:00Z")
     c = dataclasses.replace(results[2], started="not a time", finished="")
     assert aggregate.run_times([a, b, c]) == ("2026-12-03T09:00:00+01:00", "2026-12-03T10:30:00+01:00")
     assert aggregate.run_times([c]) == ("", "")
-    rep = aggregate.build_report([c], meta={"started": "2026-12-04T01:00:00Z",
-                                            "finished": "2026-12-04T01:00:00Z"})
+    rep = aggregate.build_report([c], meta={"started": "2026-12-04T01:00:00Z", "finished": "2026-12-04T01:00:00Z"})
     assert rep.meta.started == rep.meta.finished == "2026-12-04T01:00:00Z"
     assert rep.meta.generated == "" and "generated" not in rep.to_dict()["meta"]
-    rep = aggregate.build_report([a, b], meta={"started": "2026-12-04T01:00:00Z",
-                                               "finished": "2026-12-04T01:00:05Z"})
+    rep = aggregate.build_report([a, b], meta={"started": "2026-12-04T01:00:00Z", "finished": "2026-12-04T01:00:05Z"})
     assert (rep.meta.started, rep.meta.finished, rep.meta.generated) == (
-        "2026-12-03T09:00:00+01:00", "2026-12-03T10:30:00+01:00", "2026-12-04T01:00:05Z")
+        "2026-12-03T09:00:00+01:00",
+        "2026-12-03T10:30:00+01:00",
+        "2026-12-04T01:00:05Z",
+    )
 
 
 def test_copy_logs_never_follows_a_planted_link(tmp_path):

@@ -37,9 +37,10 @@ def test_the_answer_of_each_verdict_on_the_fixture_run():
     cell = {name: next(iter(r.cells.values())) for name, r in rows.items()}
     # thread-unsafe in both modes: works without the GIL as with it, with a neutral caveat
     assert (cell["fx-thread-unsafe"].answer, cell["fx-thread-unsafe"].caveat) == (
-        "no-ft-problem", "fails in threads with the GIL too")
-    assert (cell["fx-baseline"].answer, cell["fx-baseline"].caveat) == (
-        "no-ft-problem", "fails without threads too")
+        "no-ft-problem",
+        "fails in threads with the GIL too",
+    )
+    assert (cell["fx-baseline"].answer, cell["fx-baseline"].caveat) == ("no-ft-problem", "fails without threads too")
     # what free-threading causes
     for name in ("fx-race", "fx-ft-crash", "msgpack", "fx-refuses-ft"):
         assert rows[name].answer == "ft-problem", name
@@ -53,8 +54,7 @@ def test_the_answer_of_each_verdict_on_the_fixture_run():
     # fx-thread-unsafe, fx-baseline and fx-all-unsafe (nothing in threads) with a caveat
     assert (first["works"], first["total"], first["compatible"], first["caveats"]) == (4, 13, 2, 3)
     assert cell["fx-all-unsafe"].caveat == "nothing checked in threads: 0 of 8"
-    assert [s["answer"] for s in first["segments"]] == ["no-ft-problem", "ft-problem", "both-modes",
-                                                        "not-judged"]
+    assert [s["answer"] for s in first["segments"]] == ["no-ft-problem", "ft-problem", "both-modes", "not-judged"]
     assert first["segments"][0]["verdicts"] == "thread-unsafe 1, baseline-failure 1, compatible 2"
 
 
@@ -64,6 +64,7 @@ def test_a_gil_reenabled_finding_beside_a_thread_unsafe_verdict_is_a_free_thread
     p = results[0]
     gil = Finding(kind="gil-reenabled", module="fx._ext", modes=(0,), message="GIL re-enabled by `fx._ext`")
     from harness.results.answer import answer
+
     assert answer(p).answer == "no-ft-problem"
     assert answer(dataclasses.replace(p, findings=(*p.findings, gil))).answer == "ft-problem"
 
@@ -105,8 +106,7 @@ def test_reach_counts_tests_in_threads_with_the_gil_off_that_no_gil_on_run_faile
     assert reach_text(*reach(watchdog))["text"] == "nothing checked in threads: 0 of 74"
     unsafe = load_phases("allunsafe")
     assert reach(unsafe) == (0, 3)
-    assert reach_text(*reach(unsafe)) == {"text": "nothing checked in threads: 0 of 3", "low": True,
-                                          "checked": 0}
+    assert reach_text(*reach(unsafe)) == {"text": "nothing checked in threads: 0 of 3", "low": True, "checked": 0}
     ms = next(r for r in _docker(tests=True) if r.package == "markupsafe")
     assert reach(ms.phases) == (76, 79)  # 3 run single-threaded by pytest-run-parallel
     assert reach_text(76, 79) == {"text": "checked in threads: 76 of 79", "low": False, "checked": 76}
@@ -136,8 +136,14 @@ def test_a_targeted_result_claims_no_gil_on_run(tmp_path: Path):
     assert sel.ran == "none"
     d = decide(off, settings=settings)
     assert d.verdict == "compatible"
-    r = dataclasses.replace(ms, phases=tuple(off), verdict=d.verdict, findings=d.findings,
-                            coverage=d.coverage, gil_on=GilOn(ran=sel.ran, why=sel.why))
+    r = dataclasses.replace(
+        ms,
+        phases=tuple(off),
+        verdict=d.verdict,
+        findings=d.findings,
+        coverage=d.coverage,
+        gil_on=GilOn(ran=sel.ran, why=sel.why),
+    )
     rep = aggregate.build_report([r], meta={})
     rows = html.index_rows(rep)
     page = html.render_page(rep, rows[0], {}, None)
@@ -158,8 +164,7 @@ def test_findings_of_one_kind_and_file_are_grouped_with_their_count_the_deciding
     rep = full_report(with_previous=False, hostile=False)
     p = next(p for p in rep.packages if p.job_id == "cp313t--fx-thread-unsafe")
     lead = p.findings[0]
-    many = tuple(dataclasses.replace(lead, test_id=f"tests/test_state.py::test_case_{i:02d}")
-                 for i in range(40))
+    many = tuple(dataclasses.replace(lead, test_id=f"tests/test_state.py::test_case_{i:02d}") for i in range(40))
     big = dataclasses.replace(p, findings=many)
     rep = dataclasses.replace(rep, packages=tuple(big if q.job_id == p.job_id else q for q in rep.packages))
     md = markdown.render(rep)
@@ -177,13 +182,18 @@ def test_findings_of_one_kind_and_file_are_grouped_with_their_count_the_deciding
     assert page.count('class="finding') == 1 and "the other 39 of them" in page
 
 
-@pytest.mark.parametrize(("test_id", "short"), [
-    ("tests/test_idna.py::CLIVersionTests::test_version_output_is_the_package_version",
-     "CLIV…::test_version_output_is_the_package_version"),  # the class cut, the function whole
-    ("tests/test_idna.py::CLIVersionTests::test_version", "CLIVersionTests::test_version"),
-    ("tests/test_x.py::AVeryLongTestCaseClassNameIndeed::test_y", "AVeryLongTestCaseClassN…::test_y"),
-    ("tests/test_buf.py::test_shared_buffer", "test_shared_buffer"),
-])
+@pytest.mark.parametrize(
+    ("test_id", "short"),
+    [
+        (
+            "tests/test_idna.py::CLIVersionTests::test_version_output_is_the_package_version",
+            "CLIV…::test_version_output_is_the_package_version",
+        ),  # the class cut, the function whole
+        ("tests/test_idna.py::CLIVersionTests::test_version", "CLIVersionTests::test_version"),
+        ("tests/test_x.py::AVeryLongTestCaseClassNameIndeed::test_y", "AVeryLongTestCaseClassN…::test_y"),
+        ("tests/test_buf.py::test_shared_buffer", "test_shared_buffer"),
+    ],
+)
 def test_a_test_function_name_is_shown_whole(test_id, short):
     assert shorten(test_id) == short
     assert test_id.rsplit("::", 1)[1] in shorten(test_id)
@@ -224,27 +234,38 @@ def test_a_package_page_names_the_other_interpreters_with_the_same_finding():
     assert "The same finding on" not in page
 
 
-@pytest.mark.parametrize(("case", "verdict", "answer", "caveat"), [
-    # six 1.17.0 on docker (captured): its tests touch sys.modules from several threads, and fail
-    # so with the GIL on as well: works without the GIL as with it, with the caveat
-    ("confirm-six-docker", "thread-unsafe", "no-ft-problem", "fails in threads with the GIL too"),
-    ("confirm-sharedbuf", "ft-race", "ft-problem", ""),
-    ("confirm-realloc", "ft-crash", "ft-problem", ""),
-    ("confirm-deadlock", "hang", "both-modes", "hangs with the GIL on too"),
-    # its race and its thread-unsafe test were never re-run alone, so neither is claimed (issue
-    # #47): its plain failure with the GIL on decides
-    ("mix", "baseline-failure", "no-ft-problem", "fails without threads too"),
-    ("allunsafe", "compatible", "no-ft-problem", "nothing checked in threads: 0 of 3"),
-])
+@pytest.mark.parametrize(
+    ("case", "verdict", "answer", "caveat"),
+    [
+        # six 1.17.0 on docker (captured): its tests touch sys.modules from several threads, and fail
+        # so with the GIL on as well: works without the GIL as with it, with the caveat
+        ("confirm-six-docker", "thread-unsafe", "no-ft-problem", "fails in threads with the GIL too"),
+        ("confirm-sharedbuf", "ft-race", "ft-problem", ""),
+        ("confirm-realloc", "ft-crash", "ft-problem", ""),
+        ("confirm-deadlock", "hang", "both-modes", "hangs with the GIL on too"),
+        # its race and its thread-unsafe test were never re-run alone, so neither is claimed (issue
+        # #47): its plain failure with the GIL on decides
+        ("mix", "baseline-failure", "no-ft-problem", "fails without threads too"),
+        ("allunsafe", "compatible", "no-ft-problem", "nothing checked in threads: 0 of 3"),
+    ],
+)
 def test_the_answer_on_captured_runs(case, verdict, answer, caveat):
     from harness.core.model import InterpreterInfo, JobResult
 
     phases = load_phases(case)
     d = decide(phases, settings=Settings())
-    r = JobResult(job_id=f"cp313t--{case}", key="k", package=case, version="1.0",
-                  interpreter=InterpreterInfo(name="cp313t", version="3.13.5", key="i"),
-                  phases=tuple(phases), verdict=d.verdict, qualifier=d.qualifier, findings=d.findings,
-                  coverage=d.coverage)
+    r = JobResult(
+        job_id=f"cp313t--{case}",
+        key="k",
+        package=case,
+        version="1.0",
+        interpreter=InterpreterInfo(name="cp313t", version="3.13.5", key="i"),
+        phases=tuple(phases),
+        verdict=d.verdict,
+        qualifier=d.qualifier,
+        findings=d.findings,
+        coverage=d.coverage,
+    )
     rep = aggregate.build_report([r], meta={})
     (cell,) = rep.table[0].cells.values()
     assert (cell.verdict, cell.answer, cell.caveat) == (verdict, answer, caveat)
@@ -260,7 +281,8 @@ def test_what_ran_says_when_the_gil_on_runs_had_only_the_red_tests():
     assert what_ran(targeted) == (
         "With the GIL off: 1 plain run and 3 threaded runs of the suite. With the GIL on: 1 plain "
         f"run and 3 threaded runs of only the 1 test(s) that were red with it off (settings.gil_on: "
-        f"targeted): {why}.")
+        f"targeted): {why}."
+    )
     assert "of the suite." in what_ran(p).split("With the GIL on")[1]  # gil_on not recorded: the suite
 
 
@@ -271,9 +293,17 @@ def test_a_clean_page_says_what_its_runs_rule_out():
     from harness.util.stats import bound_text
 
     text = bound_text(3, "threaded runs with the GIL off")
-    p = JobEntry(job_id="j", interpreter=JobInterpreter(name="a"), verdict="compatible", rules_out=text,
-                 phases=tuple(PhaseRow(name=f"threads-gil0-r{r}", kind="threads", gil=0, rep=r, outcome="ok")
-                              for r in (1, 2, 3)))
+    p = JobEntry(
+        job_id="j",
+        interpreter=JobInterpreter(name="a"),
+        verdict="compatible",
+        rules_out=text,
+        phases=tuple(
+            PhaseRow(name=f"threads-gil0-r{r}", kind="threads", gil=0, rep=r, outcome="ok") for r in (1, 2, 3)
+        ),
+    )
     said = what_ran(p)
-    assert said.endswith("What these runs rule out: 0 failures in 3 threaded runs with the GIL off: a "
-                         "per-run failure rate above 63% would have shown (95%).")
+    assert said.endswith(
+        "What these runs rule out: 0 failures in 3 threaded runs with the GIL off: a "
+        "per-run failure rate above 63% would have shown (95%)."
+    )

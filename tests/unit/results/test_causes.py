@@ -43,28 +43,38 @@ def _cffi() -> JobResult:
 def _job(base: JobResult, package: str, version: str, phases: tuple[Phase, ...]) -> JobResult:
     """A job on cffi's interpreter, decided by the harness's own rules."""
     d = decide(phases, settings=Settings())
-    return dataclasses.replace(base, job_id=f"cpython3.13t--{package}", package=package,
-                               version=version, requested=f"=={version}", phases=phases,
-                               verdict=d.verdict, qualifier=d.qualifier, findings=d.findings)
+    return dataclasses.replace(
+        base,
+        job_id=f"cpython3.13t--{package}",
+        package=package,
+        version=version,
+        requested=f"=={version}",
+        phases=phases,
+        verdict=d.verdict,
+        qualifier=d.qualifier,
+        findings=d.findings,
+    )
 
 
 def _install(name: str, log: Path) -> Phase:
-    return Phase(name=name, kind="install", command=("pip", "install"), exit_code=1,
-                 excerpt=tail(log.read_text()))
+    return Phase(name=name, kind="install", command=("pip", "install"), exit_code=1, excerpt=tail(log.read_text()))
 
 
 def captured() -> list[JobResult]:
     cffi = _cffi()
     ok = Phase(name="install", kind="install", command=("pip", "install"), exit_code=0)
-    deps = Phase(name="test-deps", kind="setup", command=("sh", "-c", "..."), exit_code=1,
-                 excerpt=tail((DATA / "causes" / "urllib3-test-deps.log").read_text()),
-                 setup=not_installed(["trustme"]))
+    deps = Phase(
+        name="test-deps",
+        kind="setup",
+        command=("sh", "-c", "..."),
+        exit_code=1,
+        excerpt=tail((DATA / "causes" / "urllib3-test-deps.log").read_text()),
+        setup=not_installed(["trustme"]),
+    )
     return [
         cffi,
-        _job(cffi, "cryptography", "50.0.2",
-             (_install("fetch", REAL / "cryptography-50.0.2" / "fetch.log"),)),
-        _job(cffi, "pyopenssl", "25.3.0",
-             (_install("install", DATA / "causes" / "pyopenssl-install.log"),)),
+        _job(cffi, "cryptography", "50.0.2", (_install("fetch", REAL / "cryptography-50.0.2" / "fetch.log"),)),
+        _job(cffi, "pyopenssl", "25.3.0", (_install("install", DATA / "causes" / "pyopenssl-install.log"),)),
         _job(cffi, "urllib3", "2.8.0", (ok, deps)),
     ]
 
@@ -77,8 +87,10 @@ def test_two_packages_blocked_by_a_third_that_refuses_the_interpreter_are_one_gr
     (c,) = causes
     assert (c.kind, c.root, c.root_version) == ("dependency", "cffi", "2.1.1")
     assert c.packages == ["cffi", "cryptography", "pyopenssl", "urllib3"] and c.count == 4
-    assert c.text == ("cffi 2.1.1 does not install on free-threaded 3.13: RuntimeError: CFFI does "
-                      "not support the free-threaded build of CPython 3.13.")
+    assert c.text == (
+        "cffi 2.1.1 does not install on free-threaded 3.13: RuntimeError: CFFI does "
+        "not support the free-threaded build of CPython 3.13."
+    )
     via = {m.package: m.via for m in c.members}
     assert via == {"cffi": "", "cryptography": "", "pyopenssl": "", "urllib3": "trustme"}
 
@@ -90,8 +102,9 @@ def test_a_package_whose_own_build_fails_is_in_no_group_unless_it_is_the_root_of
     (c,) = build_causes(captured()[:2])
     assert c.root == "cffi" and c.packages == ["cffi", "cryptography"]
     # a verdict about the package's tests is in none
-    assert all(not any(m.package in ("fx-race", "fx-crash", "msgpack") for m in c.members)
-               for c in full_report().causes)
+    assert all(
+        not any(m.package in ("fx-race", "fx-crash", "msgpack") for m in c.members) for c in full_report().causes
+    )
 
 
 def test_a_root_is_named_only_when_its_own_job_in_the_report_failed():
@@ -113,8 +126,13 @@ def _forged(root: str) -> JobResult:
     script prints just before the error: ``Collecting <root>``."""
     text = (DATA / "causes" / "pyopenssl-install.log").read_text()
     at = text.index("            RuntimeError: CFFI does not support")
-    phase = Phase(name="install", kind="install", command=("pip", "install"), exit_code=1,
-                  excerpt=tail(text[:at] + f"            Collecting {root}\n" + text[at:]))
+    phase = Phase(
+        name="install",
+        kind="install",
+        command=("pip", "install"),
+        exit_code=1,
+        excerpt=tail(text[:at] + f"            Collecting {root}\n" + text[at:]),
+    )
     return _job(_cffi(), "pyopenssl", "25.3.0", (phase,))
 
 
@@ -191,16 +209,30 @@ def _env_install(log: Path) -> Phase:
     """The install phase as harness.parse leaves it: the log's tail, and the line it cut that
     shows what the build lacked (rpds-py's "Rust not found", 100 lines above its traceback)."""
     text = log.read_text()
-    return Phase(name="install", kind="install", command=("pip", "install"), exit_code=1,
-                 excerpt="\n".join([tail(text), note(text, tail(text))]).strip())
+    return Phase(
+        name="install",
+        kind="install",
+        command=("pip", "install"),
+        exit_code=1,
+        excerpt="\n".join([tail(text), note(text, tail(text))]).strip(),
+    )
 
 
 def _env_jobs() -> list[JobResult]:
     """Jobs whose install failed for want of a piece of the machine (tests/data/buildenv)."""
     base = _cffi()
-    return [_job(base, name.split("-no")[0].split("__")[0], "1.0", (_env_install(BUILDENV / f"{name}.log"),))
-            for name in ("bcrypt", "rpds-py-nocargo", "ft_rustext", "scipy", "ft_fortran",
-                         "pillow__13.0.0", "rpds-py-nocrates")]
+    return [
+        _job(base, name.split("-no")[0].split("__")[0], "1.0", (_env_install(BUILDENV / f"{name}.log"),))
+        for name in (
+            "bcrypt",
+            "rpds-py-nocargo",
+            "ft_rustext",
+            "scipy",
+            "ft_fortran",
+            "pillow__13.0.0",
+            "rpds-py-nocrates",
+        )
+    ]
 
 
 def test_builds_that_lacked_the_same_piece_of_the_machine_are_one_group():
@@ -231,10 +263,17 @@ def test_a_test_dependency_that_lacked_the_machine_groups_with_the_packages_that
     """A test dependency whose build needed cargo: the suite's job joins the Rust group, via it."""
     base = _cffi()
     ok = Phase(name="install", kind="install", command=("pip", "install"), exit_code=0)
-    deps = Phase(name="test-deps", kind="setup", command=("sh", "-c", "..."), exit_code=1,
-                 excerpt=tail((BUILDENV / "bcrypt.log").read_text()), setup=not_installed(["bcrypt"]))
-    suite = dataclasses.replace(base, job_id="cpython3.13t--passlib", package="passlib", verdict="infra-error",
-                                phases=(ok, deps), findings=())
+    deps = Phase(
+        name="test-deps",
+        kind="setup",
+        command=("sh", "-c", "..."),
+        exit_code=1,
+        excerpt=tail((BUILDENV / "bcrypt.log").read_text()),
+        setup=not_installed(["bcrypt"]),
+    )
+    suite = dataclasses.replace(
+        base, job_id="cpython3.13t--passlib", package="passlib", verdict="infra-error", phases=(ok, deps), findings=()
+    )
     rust = next(c for c in build_causes([suite, *_env_jobs()]) if c.text.startswith("Rust toolchain"))
     assert rust.count == 4 and {m.package: m.via for m in rust.members}["passlib"] == "bcrypt"
 
@@ -268,11 +307,23 @@ def test_the_harness_own_problems_group_by_their_words_not_the_phase_or_numbers(
     from harness.core.model import Finding
 
     base = _cffi()
-    jobs = [dataclasses.replace(base, job_id=f"cpython3.13t--{name}", package=name, verdict="infra-error",
-                                phases=(), findings=(Finding(kind="infra-error", phase=ph, message=msg),))
-            for name, ph, msg in (
-                ("a", "threads-gil0-r1", "threads-gil0-r1: exit code 4, and no test results could be read"),
-                ("b", "plain-gil1", "plain-gil1: exit code 3, and no test results could be read"))]
+    jobs = [
+        dataclasses.replace(
+            base,
+            job_id=f"cpython3.13t--{name}",
+            package=name,
+            verdict="infra-error",
+            phases=(),
+            findings=(Finding(kind="infra-error", phase=ph, message=msg),),
+        )
+        for name, ph, msg in (
+            ("a", "threads-gil0-r1", "threads-gil0-r1: exit code 4, and no test results could be read"),
+            ("b", "plain-gil1", "plain-gil1: exit code 3, and no test results could be read"),
+        )
+    ]
     (c,) = build_causes(jobs)
-    assert (c.kind, c.text, c.packages) == ("infrastructure",
-                                            "exit code N, and no test results could be read", ["a", "b"])
+    assert (c.kind, c.text, c.packages) == (
+        "infrastructure",
+        "exit code N, and no test results could be read",
+        ["a", "b"],
+    )

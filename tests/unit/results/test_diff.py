@@ -51,8 +51,7 @@ def test_identical_reports_have_no_changes(run1):
 def test_one_verdict_changed_is_exactly_one_change(run1):
     new = changed(run1, "attrs", verdict="ft-race")
     changes = diff.diff_reports(run1, new)
-    assert [(c.kind, c.package, c.old, c.new) for c in changes] == [
-        ("newly-broken", "attrs", "compatible", "ft-race")]
+    assert [(c.kind, c.package, c.old, c.new) for c in changes] == [("newly-broken", "attrs", "compatible", "ft-race")]
     assert diff.has_regression(changes)
     text = diff.format_changes(changes)
     assert text.splitlines() == [
@@ -120,8 +119,7 @@ def test_build_report_marks_changes_on_packages(run0):
     assert marks["cp313t--attrs"] == ""
     assert marks["cp31315t--fx-race"] == "new-package"
     assert rep.changes is not None
-    assert {c.kind for c in rep.changes} == {
-        "new-package", "newly-broken", "verdict-changed", "removed", "infra-error"}
+    assert {c.kind for c in rep.changes} == {"new-package", "newly-broken", "verdict-changed", "removed", "infra-error"}
     assert all("regression" in c for c in rep.to_dict()["changes"])
 
 
@@ -152,11 +150,16 @@ def test_package_text_in_the_diff_cannot_run_a_workflow_command(run1):
     """diff.txt is echoed into the CI log: a version or name a package set cannot start a line
     with '::' (a workflow command), nor carry ESC/OSC/BEL/NUL to the terminal."""
     p = run1.packages[0]
-    new = changed(run1, p.name, version="9.9\n::error file=x::pwned\x1b]0;title\x07\x00",
-                  name="\r::add-mask::x", verdict="crash" if p.verdict != "crash" else "hang")
+    new = changed(
+        run1,
+        p.name,
+        version="9.9\n::error file=x::pwned\x1b]0;title\x07\x00",
+        name="\r::add-mask::x",
+        verdict="crash" if p.verdict != "crash" else "hang",
+    )
     text = diff.format_changes(diff.diff_reports(run1, new))
     assert len(text.splitlines()) == 2  # the change and the count, nothing smuggled in between
     for line in text.splitlines():
         assert not line.lstrip().startswith("::"), line
-        assert not any(ord(c) < 32 or 0x7f <= ord(c) <= 0x9f for c in line), repr(line)
+        assert not any(ord(c) < 32 or 0x7F <= ord(c) <= 0x9F for c in line), repr(line)
     assert "9.9\\x0a\\:\\:error" not in text and "9.9\\x0a::error file=x::pwned\\x1b]0;title\\x07\\x00" in text

@@ -14,16 +14,24 @@ TID = "tests/conformance/test_inheritance.py::test_wrap_class_method_inherited"
 
 
 def job(name, verdict, findings=(), threads=((0, 3),), version="2.0.1", jid=None):
-    phases = tuple(PhaseRow(name=f"threads-gil{m}-r{r}", kind="threads", gil=m, rep=r, outcome="ok")
-                   for m, n in threads for r in range(1, n + 1))
-    return JobEntry(job_id=jid or f"{name}--wrapt", name="wrapt", version=version,
-                    interpreter=JobInterpreter(name=name), verdict=verdict, findings=tuple(findings),
-                    phases=phases)
+    phases = tuple(
+        PhaseRow(name=f"threads-gil{m}-r{r}", kind="threads", gil=m, rep=r, outcome="ok")
+        for m, n in threads
+        for r in range(1, n + 1)
+    )
+    return JobEntry(
+        job_id=jid or f"{name}--wrapt",
+        name="wrapt",
+        version=version,
+        interpreter=JobInterpreter(name=name),
+        verdict=verdict,
+        findings=tuple(findings),
+        phases=phases,
+    )
 
 
 def unsafe(count, runs, confirmed=None):
-    return Finding(kind="thread-unsafe", test_id=TID, modes=(0, 1), count=count, runs=runs,
-                   confirmed=confirmed or {})
+    return Finding(kind="thread-unsafe", test_id=TID, modes=(0, 1), count=count, runs=runs, confirmed=confirmed or {})
 
 
 def test_a_thread_unsafe_column_against_a_compatible_one_on_one_runs_counts_is_flaky():
@@ -31,8 +39,10 @@ def test_a_thread_unsafe_column_against_a_compatible_one_on_one_runs_counts_is_f
     b = job("cp31315t", "compatible")
     fl = flaky.check(a, b)
     assert fl is not None and fl.severe == (4, 6) and fl.other == (0, 3)
-    cells = {"cp313t": Cell(verdict="thread-unsafe", job_id=a.job_id),
-             "cp31315t": Cell(verdict="compatible", job_id=b.job_id)}
+    cells = {
+        "cp313t": Cell(verdict="thread-unsafe", job_id=a.job_id),
+        "cp31315t": Cell(verdict="compatible", job_id=b.job_id),
+    }
     cols = [Column(name="cp313t", label="3.13.5t"), Column(name="cp31315t", label="3.13.15t")]
     text = across(cells, cols, {a.job_id: a, b.job_id: b})
     assert text.startswith(f"flaky: `{TID}` 4/6 runs on 3.13.5t, 0/3 on 3.13.15t (one-sided Fisher p = ")
@@ -44,8 +54,10 @@ def test_counts_that_hold_are_a_difference():
     a = job("cp313t", "thread-unsafe", [unsafe(6, 6, {"gil0": "10/10", "gil1": "10/10"})])
     b = job("cp31315t", "compatible", threads=((0, 6), (1, 6)))
     assert flaky.check(a, b) is None
-    cells = {"cp313t": Cell(verdict="thread-unsafe", job_id=a.job_id),
-             "cp31315t": Cell(verdict="compatible", job_id=b.job_id)}
+    cells = {
+        "cp313t": Cell(verdict="thread-unsafe", job_id=a.job_id),
+        "cp31315t": Cell(verdict="compatible", job_id=b.job_id),
+    }
     cols = [Column(name="cp313t", label="3.13.5t"), Column(name="cp31315t", label="3.13.15t")]
     assert across(cells, cols, {a.job_id: a, b.job_id: b}) == "thread-unsafe on 3.13.5t, compatible on 3.13.15t"
 

@@ -80,16 +80,16 @@ def test_missing_dir_is_a_config_error(tmp_path):
 
 def test_per_test_outcomes_are_kept_only_when_asked(tmp_path):
     d = json.loads((DATA / "run1/results/cp313t--fx-race.json").read_text())
-    d["phases"][2]["tests"] = {"tests/test_buf.py::test_shared_buffer": {
-        "outcome": "failed", "message": "AssertionError", "parallel": True}}
+    d["phases"][2]["tests"] = {
+        "tests/test_buf.py::test_shared_buffer": {"outcome": "failed", "message": "AssertionError", "parallel": True}
+    }
     write_json_atomic(tmp_path / "results" / "cp313t--fx-race.json", d)
     (lean,), _ = load_results([tmp_path])
     (full,), _ = load_results([tmp_path], tests=True)
     assert full.to_dict() == JobResult.from_dict(d).to_dict()
     assert full.phases[2].tests["tests/test_buf.py::test_shared_buffer"].outcome == "failed"
     assert all(not ph.tests for ph in lean.phases)
-    assert lean.to_dict() == {**full.to_dict(), "phases": [
-        {**ph.to_dict(), "tests": {}} for ph in full.phases]}
+    assert lean.to_dict() == {**full.to_dict(), "phases": [{**ph.to_dict(), "tests": {}} for ph in full.phases]}
     assert aggregate.build_report([lean], meta={}) == aggregate.build_report([full], meta={})
 
 
@@ -128,9 +128,17 @@ def test_hostile_result_files_are_skipped_with_a_reason_and_every_output_written
     results, problems = load_results([tmp_path / "out"])
     assert [r.job_id for r in results] == [base["job_id"]]
     why = {Path(p.split(":", 1)[0]).name: p for p in problems}
-    assert set(why) == {"duration-string.json", "duration-nan.json", "metadata-list.json",
-                        "job-id-int.json", "finding-kind.json", "deep.json", "fifo.json",
-                        "zero.json", "outside.json"}
+    assert set(why) == {
+        "duration-string.json",
+        "duration-nan.json",
+        "metadata-list.json",
+        "job-id-int.json",
+        "finding-kind.json",
+        "deep.json",
+        "fifo.json",
+        "zero.json",
+        "outside.json",
+    }
     assert "not a regular file" in why["fifo.json"] and "skipped:" in why["zero.json"]
     assert "outside its results dir" in why["outside.json"]
     assert "nested too deeply" in why["deep.json"] or "not valid JSON" in why["deep.json"]
@@ -144,11 +152,13 @@ def test_every_field_is_type_checked_and_the_name_must_be_the_job_id(tmp_path):
     """#46: a phase's excerpt as a number, a crash's signal as a string, a count as a list were
     read back and raised later in the verdict rules; now each is named as the file is read."""
     d = json.loads((DATA / "run1/results/cp313t--fx-race.json").read_text())
-    cases = {"excerpt": ("phases", 1, "excerpt", 7, "phases[1].excerpt: int where str is expected"),
-             "counts": ("phases", 0, "counts", {"passed": [1]}, "phases[0].counts['passed']: list"),
-             "exit": ("phases", 0, "exit_code", "0", "phases[0].exit_code: str where"),
-             "nan": ("phases", 0, "duration", float("nan"), "phases[0].duration: 'nan' is not a finite"),
-             "kind": ("phases", 0, "kind", "warmup", "phases[0].kind: 'warmup' is not one of ('install', ")}
+    cases = {
+        "excerpt": ("phases", 1, "excerpt", 7, "phases[1].excerpt: int where str is expected"),
+        "counts": ("phases", 0, "counts", {"passed": [1]}, "phases[0].counts['passed']: list"),
+        "exit": ("phases", 0, "exit_code", "0", "phases[0].exit_code: str where"),
+        "nan": ("phases", 0, "duration", float("nan"), "phases[0].duration: 'nan' is not a finite"),
+        "kind": ("phases", 0, "kind", "warmup", "phases[0].kind: 'warmup' is not one of ('install', "),
+    }
     for name, (field, i, key, value, why) in cases.items():
         bad = json.loads(json.dumps(d))
         bad[field][i][key] = value

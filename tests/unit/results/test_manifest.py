@@ -33,16 +33,22 @@ def test_report_keeps_only_what_it_merged_and_lists_planted_files(tmp_path, fake
     fake_run(m, shard)
     genuine = json.loads((shard / "results" / "cpython3.13t--alpha.json").read_text())
     forged = {**genuine, "verdict": "ft-crash", "finished": "2099-01-01T00:00:00Z"}
-    planted = [shard / "work" / "cpython3.13t--beta" / "logs" / "results" / "cpython3.13t--alpha.json",
-               shard / "work" / "cpython3.13t--beta" / "logs" / "manifest.json",
-               shard / "work" / "results" / "cpython3.13t--alpha.json"]
+    planted = [
+        shard / "work" / "cpython3.13t--beta" / "logs" / "results" / "cpython3.13t--alpha.json",
+        shard / "work" / "cpython3.13t--beta" / "logs" / "manifest.json",
+        shard / "work" / "results" / "cpython3.13t--alpha.json",
+    ]
     for p in planted:
         p.parent.mkdir(parents=True, exist_ok=True)
         p.write_text(json.dumps(forged))
     capsys.readouterr()
     keep = tmp_path / "next-results"
-    assert cli_main.main(["report", str(shard), "--matrix", str(m), "--out", str(tmp_path / "merged"),
-                          "--keep-results", str(keep)]) == 0
+    assert (
+        cli_main.main(
+            ["report", str(shard), "--matrix", str(m), "--out", str(tmp_path / "merged"), "--keep-results", str(keep)]
+        )
+        == 0
+    )
     err = capsys.readouterr().err
     for p in planted:
         assert f"ft-harness: {p}: refused: not at DIR/results/*.json" in err
@@ -51,8 +57,10 @@ def test_report_keeps_only_what_it_merged_and_lists_planted_files(tmp_path, fake
     assert manifest.read(keep) == {p.stem: _sha(p) for p in kept}
     assert all(_sha(p) == _sha(shard / "results" / p.name) for p in kept)  # byte for byte
     found = reuse.earlier_results([keep])
-    assert {j: r.verdict for j, (r, _) in found.items()} == \
-        {"cpython3.13t--alpha": "compatible", "cpython3.13t--beta": "compatible"}
+    assert {j: r.verdict for j, (r, _) in found.items()} == {
+        "cpython3.13t--alpha": "compatible",
+        "cpython3.13t--beta": "compatible",
+    }
 
 
 def test_report_without_a_plan_keeps_every_valid_result_and_refuses_misnamed_ones(tmp_path, fake_run, capsys):  # noqa: F811
@@ -61,7 +69,11 @@ def test_report_without_a_plan_keeps_every_valid_result_and_refuses_misnamed_one
     alpha = tmp_path / "a" / "results" / "cpython3.13t--alpha.json"
     (tmp_path / "a" / "results" / "cpython3.13t--zeta.json").write_bytes(alpha.read_bytes())
     capsys.readouterr()
-    assert cli_main.main(["report", str(tmp_path / "a"), "--out", str(tmp_path / "m"),
-                          "--keep-results", str(tmp_path / "k")]) == 0
+    assert (
+        cli_main.main(
+            ["report", str(tmp_path / "a"), "--out", str(tmp_path / "m"), "--keep-results", str(tmp_path / "k")]
+        )
+        == 0
+    )
     assert "cpython3.13t--zeta.json: refused: it holds job 'cpython3.13t--alpha'" in capsys.readouterr().err
     assert list(manifest.read(tmp_path / "k")) == ["cpython3.13t--alpha"]

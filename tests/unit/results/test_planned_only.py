@@ -34,17 +34,33 @@ def _matrix(tmp: Path, names: list[str], settings: str = "") -> Path:
 @pytest.fixture
 def fake_run(monkeypatch: pytest.MonkeyPatch):
     def open_fake(jobs, *, cache, run_id, workers, say, heartbeat) -> Opened:
-        return Opened(backend=FakeBackend(),
-                      prepared={j.interpreter.name: Prepared(info=SOURCED, python="/fake/python",
-                                                             cache_hit=True) for j in jobs})
+        return Opened(
+            backend=FakeBackend(),
+            prepared={j.interpreter.name: Prepared(info=SOURCED, python="/fake/python", cache_hit=True) for j in jobs},
+        )
 
     monkeypatch.setitem(backends.BACKENDS, "fake", open_fake)
     monkeypatch.setattr(runner, "run_job", FakeSteps({}))
     monkeypatch.setenv("CI", "true")
 
     def run(m: Path, out: Path) -> None:
-        assert cli_main.main(["run", "--matrix", str(m), "--out", str(out), "--backend", "fake",
-                              "--cache", str(out.parent / "cache")]) == 0
+        assert (
+            cli_main.main(
+                [
+                    "run",
+                    "--matrix",
+                    str(m),
+                    "--out",
+                    str(out),
+                    "--backend",
+                    "fake",
+                    "--cache",
+                    str(out.parent / "cache"),
+                ]
+            )
+            == 0
+        )
+
     return run
 
 
@@ -59,20 +75,29 @@ def test_a_forged_or_unplanned_result_is_listed_and_not_published(tmp_path, fake
     forged = tmp_path / "shard-2" / "results"  # one more shard's artifact
     forged.mkdir(parents=True)
     alpha = json.loads((tmp_path / "shard-1" / "results" / "cpython3.13t--alpha.json").read_text())
-    (forged / "cpython3.13t--evil.json").write_text(json.dumps(
-        {**alpha, "job_id": "cpython3.13t--evil", "package": "evil", "verdict": "compatible"}))
-    (forged / "cpython3.13t--gamma.json").write_text(json.dumps(  # planned later, not now
-        {**alpha, "job_id": "cpython3.13t--gamma", "package": "gamma"}))
+    (forged / "cpython3.13t--evil.json").write_text(
+        json.dumps({**alpha, "job_id": "cpython3.13t--evil", "package": "evil", "verdict": "compatible"})
+    )
+    (forged / "cpython3.13t--gamma.json").write_text(
+        json.dumps(  # planned later, not now
+            {**alpha, "job_id": "cpython3.13t--gamma", "package": "gamma"}
+        )
+    )
     (tmp_path / "shard-1" / "results" / "cpython3.13t--beta.json").unlink()  # the shard lost it
     shutil.copy(other / "out" / "results" / "cpython3.13t--beta.json", forged)  # another matrix's
-    built = {**alpha, "job_id": "cpython3.13t--alpha2", "package": "alpha2",
-             "interpreter": {**alpha["interpreter"], "source": "python:/usr/bin/python3.13t"}}
+    built = {
+        **alpha,
+        "job_id": "cpython3.13t--alpha2",
+        "package": "alpha2",
+        "interpreter": {**alpha["interpreter"], "source": "python:/usr/bin/python3.13t"},
+    }
     (forged / "cpython3.13t--alpha2.json").write_text(json.dumps(built))
 
     m3 = _matrix(tmp_path, ["alpha", "beta", "alpha2"])
     merged = tmp_path / "merged"
-    code = cli_main.main(["report", str(tmp_path / "shard-1"), str(tmp_path / "shard-2"),
-                          "--matrix", str(m3), "--out", str(merged)])
+    code = cli_main.main(
+        ["report", str(tmp_path / "shard-1"), str(tmp_path / "shard-2"), "--matrix", str(m3), "--out", str(merged)]
+    )
     assert code == 0
     err = capsys.readouterr().err.splitlines()
     assert sorted(err) == [
@@ -91,8 +116,9 @@ def test_a_forged_or_unplanned_result_is_listed_and_not_published(tmp_path, fake
     assert "evil" not in text and "gamma" not in text
 
     # without --matrix there is no plan to hold them to: a local merge keeps every valid file
-    code = cli_main.main(["report", str(tmp_path / "shard-1"), str(tmp_path / "shard-2"),
-                          "--out", str(tmp_path / "all")])
+    code = cli_main.main(
+        ["report", str(tmp_path / "shard-1"), str(tmp_path / "shard-2"), "--out", str(tmp_path / "all")]
+    )
     assert code == 0
     assert len(json.loads((tmp_path / "all" / "report.json").read_text())["packages"]) == 5
 
@@ -100,8 +126,9 @@ def test_a_forged_or_unplanned_result_is_listed_and_not_published(tmp_path, fake
 def test_a_planned_result_of_another_version_is_not_the_plans():
     spec = matrix.loads(INTERP.replace("3.13.5", "3.13.6") + "packages: [{name: alpha}]\n")
     (job,) = plan.make_plan(spec)
-    result = JobResult(job_id=job.job_id, key=job.key(SOURCED.key), package="alpha",
-                       interpreter=SOURCED, verdict="compatible")
+    result = JobResult(
+        job_id=job.job_id, key=job.key(SOURCED.key), package="alpha", interpreter=SOURCED, verdict="compatible"
+    )
     kept, refused = plan.in_plan([result], [job])
     assert kept == []
     assert refused == ["cpython3.13t--alpha: not published: its interpreter is 3.13.5, the plan's 3.13.6"]

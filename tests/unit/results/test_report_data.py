@@ -20,8 +20,12 @@ AGAIN = "stale: run `python tests/data/report/make_results.py` and commit what i
 
 
 def files(root: Path) -> dict[str, bytes]:
-    return {str(p.relative_to(root)): p.read_bytes()
-            for sub in make_results.SETS for p in sorted((root / sub).rglob("*")) if p.is_file()}
+    return {
+        str(p.relative_to(root)): p.read_bytes()
+        for sub in make_results.SETS
+        for p in sorted((root / sub).rglob("*"))
+        if p.is_file()
+    }
 
 
 def test_the_stored_result_files_are_what_the_generator_writes_now(tmp_path: Path) -> None:

@@ -11,8 +11,9 @@ from harness.results import storecost
 from harness.results.load import load_results
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "report" / "run0"
-NUMPY = StoredWheel(name="numpy", version="2.5.5", sdist_sha256="a" * 64,
-                    wheel="numpy-2.5.5-cp313-cp313t-linux_x86_64.whl")
+NUMPY = StoredWheel(
+    name="numpy", version="2.5.5", sdist_sha256="a" * 64, wheel="numpy-2.5.5-cp313-cp313t-linux_x86_64.whl"
+)
 
 
 def _jobs():
@@ -27,16 +28,23 @@ def _jobs():
 def test_a_wheel_built_once_and_reused_by_the_others_is_said_with_its_cost():
     jobs = _jobs()
     s = storecost.summary(jobs)
-    assert s["built"] == [{"name": "numpy", "version": "2.5.5", "wheel": NUMPY.wheel,
-                           "interpreter": jobs[0].interpreter.name, "job_id": jobs[0].job_id, "seconds": 1312.4}]
+    assert s["built"] == [
+        {
+            "name": "numpy",
+            "version": "2.5.5",
+            "wheel": NUMPY.wheel,
+            "interpreter": jobs[0].interpreter.name,
+            "job_id": jobs[0].job_id,
+            "seconds": 1312.4,
+        }
+    ]
     assert (s["build_seconds"], s["reused"], s["reused_by_wheel"]) == (1312.4, 2, {"numpy 2.5.5": 2})
     assert "before_jobs" not in s
     assert storecost.line(s) == "wheel store: built 1 (numpy 2.5.5, 1312 s), reused 2"
 
 
 def test_the_store_step_before_the_jobs_is_carried_and_said():
-    before = {"jobs": 3, "built": [NUMPY.to_dict()], "reused": [], "not_planned": [], "seconds": 1330.0,
-              "limit": 3600}
+    before = {"jobs": 3, "built": [NUMPY.to_dict()], "reused": [], "not_planned": [], "seconds": 1330.0, "limit": 3600}
     s = storecost.summary([dataclasses.replace(r, wheels_built=()) for r in _jobs()], before)
     assert s["built"] == [] and s["reused"] == 2 and s["before_jobs"] == before
     assert storecost.line(s) == "wheel store: built 0, reused 2; before the jobs: 1 built, 0 reused in 1330 s"

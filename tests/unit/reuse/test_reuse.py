@@ -30,22 +30,30 @@ SHA = "a" * 64
 
 
 def _jobs(*pkgs: str) -> list[plan.Job]:
-    spec = matrix.loads('interpreters: [{name: cpython3.13t, version: "3.13.5", source: "debian:trixie"}]\n'
-                        "packages: [" + ", ".join(pkgs) + "]\n")
+    spec = matrix.loads(
+        'interpreters: [{name: cpython3.13t, version: "3.13.5", source: "debian:trixie"}]\n'
+        "packages: [" + ", ".join(pkgs) + "]\n"
+    )
     return plan.make_plan(spec)
 
 
-def _earlier(tmp_path: Path, job: plan.Job, *, case: str = "confirm-realloc",
-             sha: str = SHA, **change) -> Path:
+def _earlier(tmp_path: Path, job: plan.Job, *, case: str = "confirm-realloc", sha: str = SHA, **change) -> Path:
     """An earlier run's --out holding one result for ``job``, as that run wrote it: a captured
     job's phases (tests/data/parse/<case>, an ft-crash), decided, with the job's id and key."""
     phases = tuple(load_phases(case))
     d = decide(phases, settings=job.settings)
-    res = replace(read_result(RUN0 / "cp313t--attrs.json"), job_id=job.job_id,
-                  key=job.key(PREPARED["cpython3.13t"].info.key), package=job.package.name,
-                  phases=phases, verdict=d.verdict, qualifier=d.qualifier, coverage=d.coverage,
-                  findings=tuple(replace(f, recipe=f"# the recipe of {f.kind}") for f in d.findings),
-                  sdist_sha256=sha)
+    res = replace(
+        read_result(RUN0 / "cp313t--attrs.json"),
+        job_id=job.job_id,
+        key=job.key(PREPARED["cpython3.13t"].info.key),
+        package=job.package.name,
+        phases=phases,
+        verdict=d.verdict,
+        qualifier=d.qualifier,
+        coverage=d.coverage,
+        findings=tuple(replace(f, recipe=f"# the recipe of {f.kind}") for f in d.findings),
+        sdist_sha256=sha,
+    )
     out = tmp_path / "earlier"
     write_json_atomic(result_path(out, job.job_id), replace(res, **change).to_dict())
     _manifest(out)
@@ -54,8 +62,7 @@ def _earlier(tmp_path: Path, job: plan.Job, *, case: str = "confirm-realloc",
 
 def _manifest(out: Path) -> None:
     """out/manifest.json over out/results/, as `ft-harness run` writes it at its end."""
-    manifest.write(out, {p.stem: hashlib.sha256(p.read_bytes()).hexdigest()
-                         for p in (out / "results").glob("*.json")})
+    manifest.write(out, {p.stem: hashlib.sha256(p.read_bytes()).hexdigest() for p in (out / "results").glob("*.json")})
 
 
 def _index(sha: str = SHA):
@@ -64,6 +71,7 @@ def _index(sha: str = SHA):
     def lookup(name: str, spec: str) -> str:
         asked.append((name, spec))
         return sha
+
     return lookup, asked
 
 
@@ -73,8 +81,15 @@ def test_same_key_and_sdist_is_reused_and_says_from_where(tmp_path):
     lookup, asked = _index()
     steps = FakeSteps()
     out = tmp_path / "out"
-    summary = run_plan([job, other], out=out, backend=FakeBackend(), prepared=PREPARED,
-                       run_one=steps, reuse_from=[earlier], sdist_sha256=lookup)
+    summary = run_plan(
+        [job, other],
+        out=out,
+        backend=FakeBackend(),
+        prepared=PREPARED,
+        run_one=steps,
+        reuse_from=[earlier],
+        sdist_sha256=lookup,
+    )
     assert [c["job"] for c in steps.calls] == [other.job_id]  # only the job with no earlier result ran
     assert summary.reused == [job.job_id] and summary.ran == [other.job_id]
     assert asked == [("six", "==1.17.0")]
@@ -83,14 +98,17 @@ def test_same_key_and_sdist_is_reused_and_says_from_where(tmp_path):
     assert kept.verdict == "ft-crash" and kept.phases  # the earlier run's phases, kept
 
 
-@pytest.mark.parametrize(("change", "sha_now", "why"), [
-    ({"key": "another-key"}, SHA, "key differs"),
-    ({"verdict": "infra-error"}, SHA, "infra-error"),
-    ({}, "b" * 64, "another file now"),
-    ({"sdist_sha256": ""}, SHA, "no sdist sha256"),
-])
+@pytest.mark.parametrize(
+    ("change", "sha_now", "why"),
+    [
+        ({"key": "another-key"}, SHA, "key differs"),
+        ({"verdict": "infra-error"}, SHA, "infra-error"),
+        ({}, "b" * 64, "another file now"),
+        ({"sdist_sha256": ""}, SHA, "no sdist sha256"),
+    ],
+)
 def test_what_makes_a_job_run_again(tmp_path, change, sha_now, why):
-    job, = _jobs('{name: six, version: "==1.17.0"}')
+    (job,) = _jobs('{name: six, version: "==1.17.0"}')
     earlier = _earlier(tmp_path, job)
     prev = replace(read_result(result_path(earlier, job.job_id)), **change)
     key = job.key(PREPARED["cpython3.13t"].info.key)
@@ -100,16 +118,18 @@ def test_what_makes_a_job_run_again(tmp_path, change, sha_now, why):
 
 
 def test_index_unreadable_or_local_package_runs_again(tmp_path):
-    job, = _jobs('{name: six, version: "==1.17.0"}')
+    (job,) = _jobs('{name: six, version: "==1.17.0"}')
     key = job.key(PREPARED["cpython3.13t"].info.key)
     prev = read_result(result_path(_earlier(tmp_path, job), job.job_id))
 
     def down(name: str, spec: str) -> str:
         raise fetch.IndexUnavailable("the index's page for six: timed out")
+
     assert "could not be checked" in reuse.why_not(job, key, prev, down)
 
     def gone(name: str, spec: str) -> str:
         raise fetch.NoSdist("six ==1.17.0: no sdist with a sha256")
+
     assert "could not be checked (six ==1.17.0: no sdist" in reuse.why_not(job, key, prev, gone)
     local = replace(job, package=replace(job.package, path=str(tmp_path)))
     assert "local package" in reuse.why_not(local, key, prev, _index()[0])
@@ -118,10 +138,11 @@ def test_index_unreadable_or_local_package_runs_again(tmp_path):
 def test_a_result_of_older_rules_is_decided_again_from_its_phases(tmp_path):
     """The earlier run's file says `compatible` with no findings (as older rules might have);
     its phases hold a GIL-off-only crash: reused, it is what the rules say now."""
-    job, = _jobs('{name: six, version: "==1.17.0"}')
+    (job,) = _jobs('{name: six, version: "==1.17.0"}')
     earlier = _earlier(tmp_path, job, verdict="compatible", findings=(), qualifier="")
-    run, kept = reuse.pick([(job, job.key(PREPARED["cpython3.13t"].info.key))],
-                           reuse.earlier_results([earlier]), _index()[0])
+    run, kept = reuse.pick(
+        [(job, job.key(PREPARED["cpython3.13t"].info.key))], reuse.earlier_results([earlier]), _index()[0]
+    )
     assert run == []
     now = decide(kept[0].phases, settings=job.settings)
     assert kept[0].verdict == now.verdict == "ft-crash"
@@ -129,19 +150,20 @@ def test_a_result_of_older_rules_is_decided_again_from_its_phases(tmp_path):
 
 
 def test_findings_the_rules_still_make_keep_their_reproduce_lines(tmp_path):
-    job, = _jobs('{name: six, version: "==1.17.0"}')
+    (job,) = _jobs('{name: six, version: "==1.17.0"}')
     earlier = _earlier(tmp_path, job)
     prev = read_result(result_path(earlier, job.job_id))
     assert any(f.reproduce for f in prev.findings)
     again = reuse.redecided(prev, job, str(earlier))
-    assert [(f.kind, f.reproduce, f.recipe) for f in again.findings] == \
-        [(f.kind, f.reproduce, f.recipe) for f in prev.findings]
+    assert [(f.kind, f.reproduce, f.recipe) for f in again.findings] == [
+        (f.kind, f.reproduce, f.recipe) for f in prev.findings
+    ]
 
 
 def test_two_earlier_runs_with_different_results_reuse_neither_and_never_pick_by_finished(tmp_path, caplog):
     """The one that finished last used to win: a planted file with a late `finished` took over.
     Now a job with two different results is not reused at all; identical copies are."""
-    job, = _jobs('{name: six, version: "==1.17.0"}')
+    (job,) = _jobs('{name: six, version: "==1.17.0"}')
     old = _earlier(tmp_path, job, finished="2026-11-01T00:00:00Z", case="mix")
     same = tmp_path / "same"
     shutil.copytree(old, same)
@@ -168,10 +190,13 @@ def _planted(tmp_path: Path, job: plan.Job) -> tuple[Path, dict]:
 def test_only_the_files_the_manifest_lists_at_a_fixed_depth_are_read(tmp_path, caplog):
     """A package's planted result in its workspace (logs/results/), in a shard's artifact laid out
     as upload-artifact does, or beside the real one: never read, or refused and named."""
-    job, = _jobs('{name: six, version: "==1.17.0"}')
+    (job,) = _jobs('{name: six, version: "==1.17.0"}')
     earlier, forged = _planted(tmp_path, job)
-    for where in (earlier / "work" / job.job_id / "logs" / "results",
-                  earlier / "shard-1" / "results", earlier / "logs"):
+    for where in (
+        earlier / "work" / job.job_id / "logs" / "results",
+        earlier / "shard-1" / "results",
+        earlier / "logs",
+    ):
         write_json_atomic(where / f"{job.job_id}.json", forged)
         write_json_atomic(where / "manifest.json", {"schema": manifest.SCHEMA, "results": {}})
     write_json_atomic(earlier / "results" / "cpython3.13t--idna.json", {**forged, "job_id": "cpython3.13t--idna"})
@@ -180,18 +205,23 @@ def test_only_the_files_the_manifest_lists_at_a_fixed_depth_are_read(tmp_path, c
     assert found[job.job_id][0].verdict == "ft-crash"  # the genuine one
     assert list(found) == [job.job_id]
     refused = [r.getMessage() for r in caplog.records]
-    assert refused == [f"--reuse: {earlier / 'results' / 'cpython3.13t--idna.json'}: refused: "
-                       f"not listed in {earlier / 'manifest.json'}"]
+    assert refused == [
+        f"--reuse: {earlier / 'results' / 'cpython3.13t--idna.json'}: refused: "
+        f"not listed in {earlier / 'manifest.json'}"
+    ]
 
 
-@pytest.mark.parametrize(("tamper", "why"), [
-    ("replace", "its sha256 is not the one its manifest lists"),
-    ("rename", "not the job its name says"),
-    ("nomanifest", "no manifest"),
-    ("badmanifest", "not an ft-harness manifest"),
-])
+@pytest.mark.parametrize(
+    ("tamper", "why"),
+    [
+        ("replace", "its sha256 is not the one its manifest lists"),
+        ("rename", "not the job its name says"),
+        ("nomanifest", "no manifest"),
+        ("badmanifest", "not an ft-harness manifest"),
+    ],
+)
 def test_a_file_the_manifest_does_not_vouch_for_is_refused(tmp_path, caplog, tamper, why):
-    job, = _jobs('{name: six, version: "==1.17.0"}')
+    (job,) = _jobs('{name: six, version: "==1.17.0"}')
     earlier, forged = _planted(tmp_path, job)
     path = result_path(earlier, job.job_id)
     if tamper == "replace":  # the file swapped after the run wrote its manifest
@@ -216,17 +246,25 @@ def test_a_malformed_earlier_result_is_one_log_line_and_the_job_runs(tmp_path, c
     job, other = _jobs('{name: six, version: "==1.17.0"}', '{name: idna, version: "==3.10"}')
     earlier = _earlier(tmp_path, job)
     good = json.loads(result_path(earlier, job.job_id).read_text())
-    write_json_atomic(result_path(earlier, other.job_id),
-                      {**good, "job_id": other.job_id, "package": "idna",
-                       "key": other.key(PREPARED["cpython3.13t"].info.key)})
+    write_json_atomic(
+        result_path(earlier, other.job_id),
+        {**good, "job_id": other.job_id, "package": "idna", "key": other.key(PREPARED["cpython3.13t"].info.key)},
+    )
     bad = json.loads(result_path(earlier, job.job_id).read_text())
     bad["phases"][1]["excerpt"] = 12345
     write_json_atomic(result_path(earlier, job.job_id), bad)
     _manifest(earlier)
     steps = FakeSteps()
     with caplog.at_level(logging.WARNING):
-        summary = run_plan([job, other], out=tmp_path / "out", backend=FakeBackend(), prepared=PREPARED,
-                           run_one=steps, reuse_from=[earlier], sdist_sha256=_index()[0])
+        summary = run_plan(
+            [job, other],
+            out=tmp_path / "out",
+            backend=FakeBackend(),
+            prepared=PREPARED,
+            run_one=steps,
+            reuse_from=[earlier],
+            sdist_sha256=_index()[0],
+        )
     assert [c["job"] for c in steps.calls] == [job.job_id] and summary.reused == [other.job_id]
     lines = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
     assert len(lines) == 1 and "phases[1].excerpt: int where str is expected" in lines[0]
@@ -240,6 +278,7 @@ def test_a_result_that_breaks_the_redecision_makes_only_its_job_run(tmp_path, ca
 
     def boom(name: str, spec: str) -> str:
         raise RecursionError("maximum recursion depth exceeded")
+
     with caplog.at_level(logging.WARNING):
         run, kept = reuse.pick([(job, key)], {job.job_id: (prev, "earlier")}, boom)
     assert run == [(job, key)] and kept == []

@@ -43,9 +43,18 @@ def _sdist(i: int | str) -> Sdist:
 
 def _plan(*sdists: Sdist) -> bytes:
     """A dry run's --report naming these sdists (written in the job's venv: package code can)."""
-    return json.dumps({"version": "1", "install": [
-        {"metadata": {"name": s.name, "version": s.version},
-         "download_info": {"url": s.url, "archive_info": {"hashes": {"sha256": s.sha256}}}} for s in sdists]}).encode()
+    return json.dumps(
+        {
+            "version": "1",
+            "install": [
+                {
+                    "metadata": {"name": s.name, "version": s.version},
+                    "download_info": {"url": s.url, "archive_info": {"hashes": {"sha256": s.sha256}}},
+                }
+                for s in sdists
+            ],
+        }
+    ).encode()
 
 
 @dataclass
@@ -61,11 +70,22 @@ class StoreBackend:
     base_path: str = "/usr/bin:/bin"
 
     def open(self, job_id: str, host_root: Path, python: str, source: str) -> Workspace:
-        return Workspace(host_root=host_root, root=str(host_root), python=python,
-                         wheel_store="/cache/wheels", wheel_host=self.store)
+        return Workspace(
+            host_root=host_root, root=str(host_root), python=python, wheel_store="/cache/wheels", wheel_host=self.store
+        )
 
-    def run(self, ws: Workspace, argv: list[str], *, env: dict[str, str], cwd: str, timeout: float,
-            log: Path, network: bool, idle: float = 0) -> Exec:
+    def run(
+        self,
+        ws: Workspace,
+        argv: list[str],
+        *,
+        env: dict[str, str],
+        cwd: str,
+        timeout: float,
+        log: Path,
+        network: bool,
+        idle: float = 0,
+    ) -> Exec:
         self.ran.append(log.stem)
         if log.stem == wheelsteps.PLAN:
             (ws.host_root / "logs" / wheelstore.PLAN_REPORT).write_bytes(self.plan)
@@ -74,8 +94,9 @@ class StoreBackend:
     def isolated_out(self, out: Path) -> str:
         return str(out)
 
-    def run_isolated(self, ws: Workspace, argv: list[str], *, env: dict[str, str], timeout: float,
-                     log: Path, out: Path) -> Exec:
+    def run_isolated(
+        self, ws: Workspace, argv: list[str], *, env: dict[str, str], timeout: float, log: Path, out: Path
+    ) -> Exec:
         self.ran.append(log.stem)
         if log.stem == toolslayer.PHASE:
             (out / "layer").mkdir()
@@ -100,11 +121,19 @@ class StoreBackend:
 
 
 def _prepare(tmp_path: Path, backend: StoreBackend, tools: tuple[str, ...] = ()) -> tuple[wheelsteps.StoreUse, str]:
-    ctx = _open(pypi_job("pkg", "==1.0"), interp=INFO, python="/py", backend=backend,  # type: ignore[arg-type]
-                out=tmp_path / "out", progress=lambda job_id, step: None, tarball="")
+    ctx = _open(
+        pypi_job("pkg", "==1.0"),
+        interp=INFO,
+        python="/py",
+        backend=backend,  # type: ignore[arg-type]
+        out=tmp_path / "out",
+        progress=lambda job_id, step: None,
+        tarball="",
+    )
     try:
-        use = wheelsteps.prepare(ctx, venv_sh="true", vpy="/v/bin/python", requirements=["dep", *tools],
-                                 skip="pkg", tools=tools)
+        use = wheelsteps.prepare(
+            ctx, venv_sh="true", vpy="/v/bin/python", requirements=["dep", *tools], skip="pkg", tools=tools
+        )
         return use, ctx.fs.read(f"logs/{wheelsteps.PLAN}.log", 1 << 20).decode()
     finally:
         ctx.fs.close()
@@ -124,7 +153,8 @@ def _stored(store: Path, *sdists: Sdist, size: int = 100, used: float = OLD) -> 
 
 
 def test_each_backend_has_its_own_store_and_a_docker_run_never_reads_a_local_one(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from harness import backends
     from harness.core.progress import no_heartbeat
     from harness.interpreters import images
@@ -133,8 +163,12 @@ def test_each_backend_has_its_own_store_and_a_docker_run_never_reads_a_local_one
     cache = tmp_path / "cache"
     fake_client = SimpleNamespace(volumes=SimpleNamespace(get=lambda name: None))
     monkeypatch.setattr(images, "docker_client", lambda: fake_client)
-    opened = {name: backends.open_backend(name, [], cache=cache, run_id="r", say=lambda s: None,
-                                          heartbeat=no_heartbeat).backend for name in ("local", "docker")}
+    opened = {
+        name: backends.open_backend(
+            name, [], cache=cache, run_id="r", say=lambda s: None, heartbeat=no_heartbeat
+        ).backend
+        for name in ("local", "docker")
+    }
     ws = {name: b.open("job", tmp_path / name / "work", "/py", "") for name, b in opened.items()}
     assert ws["local"].wheel_host == cache / "wheels" / "local"
     assert ws["docker"].wheel_host == cache / "wheels" / "docker"
@@ -186,7 +220,8 @@ def test_a_forged_plan_adds_no_more_than_store_entries_per_job(tmp_path: Path) -
 
 
 def test_entries_already_stored_do_not_count_and_the_limit_is_a_setting(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("FT_HARNESS_LIMIT_STORE_ENTRIES_PER_JOB", "2")
     store = tmp_path / "store"
     _stored(store, *[_sdist(i) for i in range(3)])
@@ -218,7 +253,8 @@ def test_past_store_bytes_the_least_recently_used_entries_go(tmp_path: Path, mon
 
 
 def test_an_entry_that_cannot_fit_is_not_stored_and_nothing_is_removed(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("FT_HARNESS_LIMIT_STORE_BYTES", "5000")
     store = tmp_path / "store"
     _stored(store, _sdist("a"), size=3000)
@@ -231,7 +267,9 @@ def test_an_entry_that_cannot_fit_is_not_stored_and_nothing_is_removed(
     assert "the install builds it itself" in log
 
 
-def test_entries_this_run_used_or_a_job_holds_are_never_removed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_entries_this_run_used_or_a_job_holds_are_never_removed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("FT_HARNESS_LIMIT_STORE_BYTES", "1000")
     store = tmp_path / "store"
     _stored(store, _sdist("a"), size=400, used=OLD)  # held by a job: skipped
@@ -273,8 +311,10 @@ def test_the_tools_layer_counts_toward_the_bytes_too(tmp_path: Path, monkeypatch
 
 
 def test_the_store_step_s_record_says_the_bounds_and_what_they_did() -> None:
-    d = StoreStep(evicted=("j1: k/s (3000 bytes, last used 2020-09-13 12:26 UTC)",),
-                  refused=("j2: numpy 2.5.5: limit store_bytes (…) exceeded",)).to_dict()
+    d = StoreStep(
+        evicted=("j1: k/s (3000 bytes, last used 2020-09-13 12:26 UTC)",),
+        refused=("j2: numpy 2.5.5: limit store_bytes (…) exceeded",),
+    ).to_dict()
     assert d["bounds"] == {"store_entries_per_job": 32, "store_bytes": 4 << 30, "policy": storecap.POLICY}
     assert "least recently used" in d["bounds"]["policy"] and "not stored" in d["bounds"]["policy"]
     assert d["evicted"] == ["j1: k/s (3000 bytes, last used 2020-09-13 12:26 UTC)"]

@@ -78,11 +78,14 @@ def test_a_venv_seeded_from_the_read_only_layer_is_the_job_s_own(tmp_path: Path,
     sh = toolslayer.seed_sh(sys.executable, str(venv), str(SEEDER), layer)
     done = subprocess.run(["sh", "-c", sh], capture_output=True, text=True, check=True)
     assert f"venv_layer: seeded {venv} from {layer}" in done.stderr
-    assert f"from {venv}/lib/" in subprocess.run([str(venv / "bin" / "pip"), "--version"], capture_output=True,
-                                                 text=True, check=True).stdout
+    assert (
+        f"from {venv}/lib/"
+        in subprocess.run([str(venv / "bin" / "pip"), "--version"], capture_output=True, text=True, check=True).stdout
+    )
     # pip can change the venv (its files are writable copies), and the layer stays as it was
-    subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "uninstall", "-y", "pip"], check=True,
-                   capture_output=True)
+    subprocess.run(
+        [str(venv / "bin" / "python"), "-m", "pip", "uninstall", "-y", "pip"], check=True, capture_output=True
+    )
     assert toolslayer.ready(store, KEY, dig) and list(Path(layer).glob("lib/python*/site-packages/pip"))
 
 

@@ -20,8 +20,10 @@ from harness.store.wheelstore import Sdist
 from harness.testsetup.sdistfiles import SdistFiles
 
 SHA = "49b3a825280bd66b3aa83585ef59c4a8c82f2c8a522dbe754a8bc8d08c85c491"
-URL = ("https://files.pythonhosted.org/packages/a2/55/8f8cab2afd404cf578136ef2cc5dfb50baa1761b68c9da1fb1e4eed343c9/"
-       "docopt-0.6.2.tar.gz")
+URL = (
+    "https://files.pythonhosted.org/packages/a2/55/8f8cab2afd404cf578136ef2cc5dfb50baa1761b68c9da1fb1e4eed343c9/"
+    "docopt-0.6.2.tar.gz"
+)
 KEY = "cpython-3.13.5-ft-aa8650c37ad2"
 
 
@@ -50,24 +52,39 @@ def test_the_sdists_of_a_dry_run_are_the_https_archives_with_a_sha256() -> None:
         _item("docopt", "0.6.2", URL),  # the same sdist twice: once
     )
     got = wheelstore.to_build(parse_pip_report(raw), skip="Pkg_Under_Test")
-    assert got == [Sdist(name="docopt", version="0.6.2", url=URL, sha256=SHA),
-                   Sdist(name="mark-up", version="3.0", url="https://example.org/f/Mark_Up-3.0.zip", sha256="b" * 64)]
+    assert got == [
+        Sdist(name="docopt", version="0.6.2", url=URL, sha256=SHA),
+        Sdist(name="mark-up", version="3.0", url="https://example.org/f/Mark_Up-3.0.zip", sha256="b" * 64),
+    ]
 
 
-@pytest.mark.parametrize("raw", [None, b"", b"not json", b"[]", b'{"install": {}}',
-                                 b'{"install": [1, {"metadata": 2}, {"metadata": {"name": 3}}]}',
-                                 _report(_item("x", "1", URL, "XYZ"))])
+@pytest.mark.parametrize(
+    "raw",
+    [
+        None,
+        b"",
+        b"not json",
+        b"[]",
+        b'{"install": {}}',
+        b'{"install": [1, {"metadata": 2}, {"metadata": {"name": 3}}]}',
+        _report(_item("x", "1", URL, "XYZ")),
+    ],
+)
 def test_a_report_package_code_could_have_written_reads_as_nothing_to_build(raw) -> None:
     assert wheelstore.to_build(parse_pip_report(raw)) == []
 
 
 def test_what_an_install_took_from_the_store() -> None:
     wheel = f"file:///cache/wheels/{KEY}/{SHA}/docopt-0.6.2-py2.py3-none-any.whl"
-    raw = _report(_item("docopt", "0.6.2", wheel, "f" * 64), _item("six", "1.17.0", URL),
-                  _item("other", "1.0", f"file:///cache/wheels/another-key/{SHA}/other-1.0-py3-none-any.whl"),
-                  _item("deeper", "1.0", f"file:///cache/wheels/{KEY}/{SHA}/sub/deeper-1.0-py3-none-any.whl"))
+    raw = _report(
+        _item("docopt", "0.6.2", wheel, "f" * 64),
+        _item("six", "1.17.0", URL),
+        _item("other", "1.0", f"file:///cache/wheels/another-key/{SHA}/other-1.0-py3-none-any.whl"),
+        _item("deeper", "1.0", f"file:///cache/wheels/{KEY}/{SHA}/sub/deeper-1.0-py3-none-any.whl"),
+    )
     assert wheelstore.from_store(parse_pip_report(raw), "/cache/wheels", KEY) == [
-        StoredWheel(name="docopt", version="0.6.2", sdist_sha256=SHA, wheel="docopt-0.6.2-py2.py3-none-any.whl")]
+        StoredWheel(name="docopt", version="0.6.2", sdist_sha256=SHA, wheel="docopt-0.6.2-py2.py3-none-any.whl")
+    ]
 
 
 def _static(tree: Path) -> list[str] | None:
@@ -77,8 +94,10 @@ def _static(tree: Path) -> list[str] | None:
 
 
 def test_the_package_s_requirements_when_its_sdist_states_them(tmp_path: Path) -> None:
-    (tmp_path / "PKG-INFO").write_text("Metadata-Version: 2.4\nName: a\nVersion: 1\n"
-                                       "Requires-Dist: docopt==0.6.2\nRequires-Dist: pytest; extra == 'test'\n")
+    (tmp_path / "PKG-INFO").write_text(
+        "Metadata-Version: 2.4\nName: a\nVersion: 1\n"
+        "Requires-Dist: docopt==0.6.2\nRequires-Dist: pytest; extra == 'test'\n"
+    )
     assert _static(tmp_path) == ["docopt==0.6.2", "pytest; extra == 'test'"]
     (tmp_path / "PKG-INFO").write_text("Metadata-Version: 2.2\nName: a\nVersion: 1\nDynamic: Requires-Dist\n")
     (tmp_path / "pyproject.toml").write_text('[project]\nname = "a"\ndependencies = ["six"]\n')
@@ -98,7 +117,16 @@ def test_the_package_s_requirements_when_its_sdist_states_them(tmp_path: Path) -
 def test_the_build_command_names_the_exact_file_and_its_hash() -> None:
     sd = Sdist(name="docopt", version="0.6.2", url=URL, sha256=SHA)
     assert wheelstore.build_argv("/py", sd, "/out") == [
-        "/py", "-m", "pip", "wheel", "--no-deps", "--no-cache-dir", "--wheel-dir", "/out", f"docopt @ {URL}#sha256={SHA}"]
+        "/py",
+        "-m",
+        "pip",
+        "wheel",
+        "--no-deps",
+        "--no-cache-dir",
+        "--wheel-dir",
+        "/out",
+        f"docopt @ {URL}#sha256={SHA}",
+    ]
 
 
 def test_store_paths(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -136,8 +164,15 @@ def test_publish_takes_the_one_wheel_of_the_project_and_makes_it_read_only(tmp_p
     assert [p.name for p in (store / KEY).iterdir() if p.name.startswith(".tmp-")] == []
 
 
-@pytest.mark.parametrize("files", [(), ("numpy-2.0-cp313-cp313t-linux_x86_64.whl",), ("docopt-0.6.3-py3-none-any.whl",),
-                                   (WHEEL, "docopt-0.6.2-py3-none-any.whl")])
+@pytest.mark.parametrize(
+    "files",
+    [
+        (),
+        ("numpy-2.0-cp313-cp313t-linux_x86_64.whl",),
+        ("docopt-0.6.3-py3-none-any.whl",),
+        (WHEEL, "docopt-0.6.2-py3-none-any.whl"),
+    ],
+)
 def test_publish_stores_nothing_unless_exactly_one_wheel_fits(tmp_path: Path, files) -> None:
     got, why = wheelstore.publish(_built(tmp_path, *files), tmp_path / "store", KEY, DOCOPT)
     assert got is None and "wheels of docopt 0.6.2" in why
@@ -183,13 +218,19 @@ def test_the_lock_makes_a_second_job_wait(tmp_path: Path) -> None:
 
 def test_a_result_keeps_its_wheels_and_reads_a_wrong_type_as_none() -> None:
     w = DOCOPT.stored(WHEEL)
-    d = JobResult(job_id="ft--a", key="k", package="a", interpreter=InterpreterInfo(name="ft", version="3.13.5", key=KEY),
-                  wheels_reused=(w,)).to_dict()
+    d = JobResult(
+        job_id="ft--a",
+        key="k",
+        package="a",
+        interpreter=InterpreterInfo(name="ft", version="3.13.5", key=KEY),
+        wheels_reused=(w,),
+    ).to_dict()
     assert d["wheels_reused"] == [w.to_dict()] and d["wheels_built"] == []
     back = JobResult.from_dict(d)
     assert back.wheels_reused == (w,) and back.wheels_built == ()
     assert JobResult.from_dict({**d, "wheels_built": "x", "wheels_reused": [1, {"name": 2}]}).wheels_reused == (
-        StoredWheel(name="", version="", sdist_sha256="", wheel=""),)
+        StoredWheel(name="", version="", sdist_sha256="", wheel=""),
+    )
 
 
 def test_a_store_build_or_wait_is_not_charged_to_the_job_and_has_its_own_limit():
@@ -228,7 +269,11 @@ def test_the_plan_is_offered_the_complete_entries_of_its_build_environment(tmp_p
     assert wheelstore.complete(store, KEY) == [SHA]
     assert wheelstore.complete(store, "missing") == [] and wheelstore.complete(store, KEY, most=0) == []
     # the key is the build environment: the image's tag on docker (interpreter + build deps)
-    ws = Workspace(host_root=tmp_path, root="/work", python="/opt/python/bin/python3.13t",
-                   image="ft-harness/interp:cpython-3.13.5-ft-aa8650c37ad2-9708ac6f")
+    ws = Workspace(
+        host_root=tmp_path,
+        root="/work",
+        python="/opt/python/bin/python3.13t",
+        image="ft-harness/interp:cpython-3.13.5-ft-aa8650c37ad2-9708ac6f",
+    )
     assert ws.build_env("cpython-3.13.5-ft-aa8650c37ad2") == "cpython-3.13.5-ft-aa8650c37ad2-9708ac6f"
     assert wheelstore.KEY_RE.fullmatch(ws.build_env("x"))

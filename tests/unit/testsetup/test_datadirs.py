@@ -28,31 +28,53 @@ def _tree(root: Path, files: dict[str, str]) -> Path:
 
 
 def test_dulwichs_testdata_is_found_from_its_package_helper(tmp_path: Path) -> None:
-    src = _tree(tmp_path, {"dulwich/__init__.py": "", "dulwich/tests/__init__.py": "",
-                           "dulwich/tests/utils.py": DULWICH_UTILS, "testdata/repos/a.git/HEAD": "ref\n",
-                           "tests/__init__.py": "", "tests/test_repo.py": "", "docs/index.txt": "",
-                           "crates/x/Cargo.toml": ""})
+    src = _tree(
+        tmp_path,
+        {
+            "dulwich/__init__.py": "",
+            "dulwich/tests/__init__.py": "",
+            "dulwich/tests/utils.py": DULWICH_UTILS,
+            "testdata/repos/a.git/HEAD": "ref\n",
+            "tests/__init__.py": "",
+            "tests/test_repo.py": "",
+            "docs/index.txt": "",
+            "crates/x/Cargo.toml": "",
+        },
+    )
     assert datadirs.find(src, "dulwich", "tests") == (DataDir("testdata", 0, "dulwich/tests/utils.py"),)
 
 
 def test_a_src_layout_links_one_level_above_site_packages(tmp_path: Path) -> None:
-    src = _tree(tmp_path, {"src/pkg/__init__.py": 'import os\nD = os.path.join(os.path.dirname(__file__), '
-                           '"..", "..", "fixtures")\n', "fixtures/a.txt": "x"})
+    src = _tree(
+        tmp_path,
+        {
+            "src/pkg/__init__.py": 'import os\nD = os.path.join(os.path.dirname(__file__), "..", "..", "fixtures")\n',
+            "fixtures/a.txt": "x",
+        },
+    )
     (found,) = datadirs.find(src, "pkg", "")
     assert found == DataDir("fixtures", 1, "src/pkg/__init__.py")
     assert found.note().startswith("fixtures/ linked at site-packages/../fixtures: src/pkg/__init__.py")
 
 
 def test_nothing_without_a_climb_from_file_or_for_packages_and_the_tests_dir(tmp_path: Path) -> None:
-    src = _tree(tmp_path, {
-        "pkg/__init__.py": 'NAME = "docs"\n',  # names a root dir, never climbs out of itself
-        "pkg/paths.py": 'import os\nHERE = os.path.dirname(__file__)\nX = os.path.join(HERE, "..", "tests")\n'
-                        'Y = os.path.join(HERE, "..", "helpers")\n',
-        "docs/a.txt": "", "tests/test_a.py": "", "helpers/__init__.py": ""})
+    src = _tree(
+        tmp_path,
+        {
+            "pkg/__init__.py": 'NAME = "docs"\n',  # names a root dir, never climbs out of itself
+            "pkg/paths.py": 'import os\nHERE = os.path.dirname(__file__)\nX = os.path.join(HERE, "..", "tests")\n'
+            'Y = os.path.join(HERE, "..", "helpers")\n',
+            "docs/a.txt": "",
+            "tests/test_a.py": "",
+            "helpers/__init__.py": "",
+        },
+    )
     assert datadirs.find(src, "pkg", "tests") == ()
 
 
 def test_no_package_directory_means_no_links(tmp_path: Path) -> None:
-    src = _tree(tmp_path, {"other/__init__.py": 'import os\nos.path.join(os.path.dirname(__file__), "..", "data")',
-                           "data/a.txt": ""})
+    src = _tree(
+        tmp_path,
+        {"other/__init__.py": 'import os\nos.path.join(os.path.dirname(__file__), "..", "data")', "data/a.txt": ""},
+    )
     assert datadirs.find(src, "pkg", "") == ()

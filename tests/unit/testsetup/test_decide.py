@@ -52,7 +52,10 @@ def test_matrix_yaml_wins_over_the_recipe_and_the_sdist(tmp_path: Path) -> None:
     s = _decide(src, "{name: propcache, tests: tests/test_x.py, test_requires: [freezegun], pytest_args: [-x]}")
     assert _from(s) == ("matrix.yaml", "matrix.yaml", "matrix.yaml")
     assert (s.at_source.tests, s.at_source.pytest_args, s.at_source.record.requires) == (
-        "tests/test_x.py", ("-x",), ("freezegun",))
+        "tests/test_x.py",
+        ("-x",),
+        ("freezegun",),
+    )
     assert s.test_deps == ()  # matrix.yaml's are installed with the package, not in their own step
     assert s.at_source.record.recipe["tests"] == "tests"  # what the recipe offered, recorded all the same
 
@@ -82,9 +85,26 @@ def test_a_recipes_test_deps_and_pytest_args_add_to_the_inferred_ones(tmp_path: 
     both are ``recipe + inferred``, the recipe's after the sdist's."""
     src = _copy("attrs-26.1.0", tmp_path)
     _tree(src, {"pytest.ini": "[pytest]\naddopts = -n auto\n"})  # an addopts the inference neutralizes
-    reg = _tree(tmp_path, {"mine.json": json.dumps({"name": "mine", "commit_date": "2027-01-02", "packages": {
-        "attrs": {"install_command": "pip install -e . && pip install uvloop",
-                  "test_command": "python -m pytest tests -p no:randomly"}}})}) / "mine.json"
+    reg = (
+        _tree(
+            tmp_path,
+            {
+                "mine.json": json.dumps(
+                    {
+                        "name": "mine",
+                        "commit_date": "2027-01-02",
+                        "packages": {
+                            "attrs": {
+                                "install_command": "pip install -e . && pip install uvloop",
+                                "test_command": "python -m pytest tests -p no:randomly",
+                            }
+                        },
+                    }
+                )
+            },
+        )
+        / "mine.json"
+    )
     s = _decide(src, "{name: attrs}", f"settings: {{registry: {reg}}}\n")
     assert _from(s) == ("recipe", "recipe + inferred", "recipe + inferred")
     r = s.at_source.record
@@ -96,8 +116,15 @@ def test_tests_inside_the_package_run_from_the_installed_copy_without_import_mod
     """pkg/tests is a package inside pkg/: from the source tree the tree would shadow the build
     (so --import-mode=append there); from site-packages nothing shadows it, and the args are
     decided without it -- not added and taken out again."""
-    src = _tree(tmp_path / "pkg-1.0", {"pyproject.toml": "[project]\nname = 'pkg'\n", "pkg/__init__.py": "",
-                                       "pkg/tests/__init__.py": "", "pkg/tests/test_a.py": "def test_a():\n    pass\n"})
+    src = _tree(
+        tmp_path / "pkg-1.0",
+        {
+            "pyproject.toml": "[project]\nname = 'pkg'\n",
+            "pkg/__init__.py": "",
+            "pkg/tests/__init__.py": "",
+            "pkg/tests/test_a.py": "def test_a():\n    pass\n",
+        },
+    )
     s = _decide(src, "{name: pkg}", "settings: {registry: false}\n")
     assert s.at_source.tests == "pkg/tests" and s.at_source.pytest_args == (APPEND,)
     assert any(n.startswith(APPEND) for n in s.at_source.record.sources)
@@ -118,8 +145,15 @@ def test_the_captured_in_package_layout_runs_from_site_packages() -> None:
 
 
 def test_a_tests_package_beside_the_package_gets_import_mode_append_at_the_source(tmp_path: Path) -> None:
-    src = _tree(tmp_path / "pkg-1.0", {"pyproject.toml": "[project]\nname = 'pkg'\n", "pkg/__init__.py": "",
-                                       "tests/__init__.py": "", "tests/test_a.py": "def test_a():\n    pass\n"})
+    src = _tree(
+        tmp_path / "pkg-1.0",
+        {
+            "pyproject.toml": "[project]\nname = 'pkg'\n",
+            "pkg/__init__.py": "",
+            "tests/__init__.py": "",
+            "tests/test_a.py": "def test_a():\n    pass\n",
+        },
+    )
     s = _decide(src, "{name: pkg}", "settings: {registry: false}\n")
     assert s.at_source.tests == "tests" and s.at_source.pytest_args == (APPEND,)
     assert s.installed is None  # beside the package, not inside it: from the source tree only
@@ -132,24 +166,37 @@ def test_a_pytest9_config_gets_the_pytest9_tools() -> None:
     s = _decide(PACKAGES / "ft_pytest9cfg", "{name: ft_pytest9cfg}", "settings: {registry: false}\n")
     assert s.tools == TOOLS_PYTEST9 and s.config == "pyproject.toml"
     assert s.at_source.record.sources[-1].startswith("pytest==9.2.0: its config is pytest 9's [tool.pytest] table")
-    old = _decide(PACKAGES / "ft_clean", "{name: ft_clean}", "settings: {registry: false}\n")  # [tool.pytest.ini_options]
+    old = _decide(
+        PACKAGES / "ft_clean", "{name: ft_clean}", "settings: {registry: false}\n"
+    )  # [tool.pytest.ini_options]
     assert old.tools == TOOLS and old.config == "pyproject.toml"
 
 
 def test_the_compiled_check_reads_the_index_files_the_fetch_kept(tmp_path: Path) -> None:
     """``index_files``: the release's files on the page the fetch read (Source.index_files)."""
-    pure = _decide(PACKAGES / "ft_baseline", "{name: ft_baseline}", "settings: {registry: false}\n",
-                   index_files=[])
+    pure = _decide(PACKAGES / "ft_baseline", "{name: ft_baseline}", "settings: {registry: false}\n", index_files=[])
     assert pure.compiled == ""  # no evidence in the sdist
     ext = "pyproject.toml (declares extension modules)"
     unread = _decide(PACKAGES / "ft_clean", "{name: ft_clean}", "settings: {registry: false}\n")
     assert unread.compiled == ext  # the index's files unknown: the sdist's evidence stands
-    only_pure = _decide(PACKAGES / "ft_clean", "{name: ft_clean}", "settings: {registry: false}\n",
-                        index_files=["ft_clean-1.0-py3-none-any.whl"])
+    only_pure = _decide(
+        PACKAGES / "ft_clean",
+        "{name: ft_clean}",
+        "settings: {registry: false}\n",
+        index_files=["ft_clean-1.0-py3-none-any.whl"],
+    )
     assert only_pure.compiled == ""  # what CPython gets is the pure wheel
     wheel = "ft_clean-1.0-cp313-cp313-manylinux_2_17_x86_64.whl"
-    assert _decide(PACKAGES / "ft_clean", "{name: ft_clean}", "settings: {registry: false}\n",
-                   index_files=[wheel]).compiled == f"{ext}; the index has {wheel}"
-    local = _decide(PACKAGES / "ft_clean", f"{{name: ft_clean, path: {PACKAGES / 'ft_clean'}}}",
-                    "settings: {registry: false}\n", index_files=[wheel])
+    assert (
+        _decide(
+            PACKAGES / "ft_clean", "{name: ft_clean}", "settings: {registry: false}\n", index_files=[wheel]
+        ).compiled
+        == f"{ext}; the index has {wheel}"
+    )
+    local = _decide(
+        PACKAGES / "ft_clean",
+        f"{{name: ft_clean, path: {PACKAGES / 'ft_clean'}}}",
+        "settings: {registry: false}\n",
+        index_files=[wheel],
+    )
     assert local.compiled == ""  # a local tree is not checked

@@ -18,8 +18,7 @@ def test_dependency_groups_attrs():
     assert s == Inferred(
         tests="tests",
         # pytest and pytest-xdist[psutil] are the harness's own; cloudpickle's marker holds
-        requires=('cloudpickle; platform_python_implementation == "CPython"', "hypothesis",
-                  "pympler"),
+        requires=('cloudpickle; platform_python_implementation == "CPython"', "hypothesis", "pympler"),
         # --strict-config stays: every ini key (addopts, xfail_strict, testpaths,
         # filterwarnings) is pytest's own
         pytest_args=(),
@@ -39,9 +38,17 @@ def test_requirements_file_jinja2():
     # requirements/tests.txt (pip-compile output) is found before tox.ini's -r of the same file,
     # and before requirements/tests37.txt (shortest name first)
     s = infer_test_setup(DATA / "jinja2-3.1.6", "Jinja2")
-    assert s.requires == ("attrs==24.3.0", "idna==3.10", "iniconfig==2.0.0",
-                          "outcome==1.3.0.post0", "packaging==24.2", "pluggy==1.5.0",
-                          "sniffio==1.3.1", "sortedcontainers==2.4.0", "trio==0.27.0")
+    assert s.requires == (
+        "attrs==24.3.0",
+        "idna==3.10",
+        "iniconfig==2.0.0",
+        "outcome==1.3.0.post0",
+        "packaging==24.2",
+        "pluggy==1.5.0",
+        "sniffio==1.3.1",
+        "sortedcontainers==2.4.0",
+        "trio==0.27.0",
+    )
     assert s.sources == ("tests dir: tests/", "test deps from requirements/tests.txt")
 
 
@@ -56,8 +63,14 @@ def test_coverage_in_addopts_frozenlist():
     # matrix.yaml's hand config for frozenlist is pytest_args: ["-o", "addopts="]
     s = infer_test_setup(DATA / "frozenlist-1.8.0", "frozenlist")
     assert s.requires == ("cython==3.1.4",)  # requirements/test.txt -> -r cython.txt
-    assert s.pytest_args == ("-o", "addopts=", "--durations=10", "--showlocals",
-                             "--doctest-modules", "--strict-markers")
+    assert s.pytest_args == (
+        "-o",
+        "addopts=",
+        "--durations=10",
+        "--showlocals",
+        "--doctest-modules",
+        "--strict-markers",
+    )
     assert s.sources == (
         "tests dir: tests/",
         "test deps from requirements/test.txt",
@@ -75,8 +88,13 @@ def test_setup_cfg_extras_zipp():
         "pytest-checkdocs>=2.4",
         'pytest-black>=0.3.7; platform_python_implementation != "PyPy"',
         'pytest-mypy>=0.9.1; platform_python_implementation != "PyPy"',
-        "pytest-enabler>=2.2", "pytest-ruff", "jaraco.itertools", "jaraco.functools",
-        "more_itertools", "big-O", "pytest-ignore-flaky",
+        "pytest-enabler>=2.2",
+        "pytest-ruff",
+        "jaraco.itertools",
+        "jaraco.functools",
+        "more_itertools",
+        "big-O",
+        "pytest-ignore-flaky",
     )
     assert s.sources == ("tests dir: tests/", "test deps from setup.cfg extras_require testing")
     assert s.pytest_args == ()  # addopts=--doctest-modules is harmless
@@ -86,12 +104,19 @@ def test_markers_and_workers_propcache():
     s = infer_test_setup(DATA / "propcache-0.5.4", "propcache")
     assert s.requires == ("cython==3.3.0", "expandvars", "setuptools")
     assert 'marker false for the target, not installed: tomli; python_version < "3.11"' in s.sources
-    assert s.pytest_args == ("-o", "addopts=", "--durations=10", "--showlocals",
-                             "--doctest-modules", "--strict-markers")
+    assert s.pytest_args == (
+        "-o",
+        "addopts=",
+        "--durations=10",
+        "--showlocals",
+        "--doctest-modules",
+        "--strict-markers",
+    )
     assert any("--numprocesses=auto (the harness picks workers per phase)" in n for n in s.sources)
     # the marker is evaluated for the environment given
-    old = infer_test_setup(DATA / "propcache-0.5.4", "propcache",
-                           environment={"python_version": "3.10", "python_full_version": "3.10.4"})
+    old = infer_test_setup(
+        DATA / "propcache-0.5.4", "propcache", environment={"python_version": "3.10", "python_full_version": "3.10.4"}
+    )
     assert old.requires == (*s.requires, 'tomli; python_version < "3.11"')
 
 
@@ -113,7 +138,10 @@ def _tree(root: Path, files: dict[str, str]) -> Path:
 
 
 def test_include_group_cycle_and_self_extra(tmp_path):
-    src = _tree(tmp_path, {"pyproject.toml": """
+    src = _tree(
+        tmp_path,
+        {
+            "pyproject.toml": """
 [project]
 name = "demo"
 [project.optional-dependencies]
@@ -121,7 +149,10 @@ extra1 = ["rich"]
 [dependency-groups]
 test = ["demo[extra1]", {include-group = "more"}, "not a requirement !!", "pytest>=8"]
 more = ["attrs", {include-group = "test"}, {include-group = "ghost"}]
-""", "src/demo/tests/test_x.py": ""})
+""",
+            "src/demo/tests/test_x.py": "",
+        },
+    )
     s = infer_test_setup(src, "demo")
     assert s.tests == "src/demo/tests"
     assert s.requires == ("attrs", "rich")
@@ -131,12 +162,15 @@ more = ["attrs", {include-group = "test"}, {include-group = "ghost"}]
 
 
 def test_tox_substitution_extras_and_escape(tmp_path):
-    src = _tree(tmp_path, {
-        "setup.cfg": "[options.extras_require]\nfancy =\n    numpy\n",
-        "tox.ini": "[base]\ndeps = requests\n[testenv]\ndeps =\n    {[base]deps}\n"
-                   "    -r ../outside.txt\n    py38: mock\n    {env:EXTRA}\n    .\nextras = fancy\n",
-        "demo/tests/test_x.py": "",
-    })
+    src = _tree(
+        tmp_path,
+        {
+            "setup.cfg": "[options.extras_require]\nfancy =\n    numpy\n",
+            "tox.ini": "[base]\ndeps = requests\n[testenv]\ndeps =\n    {[base]deps}\n"
+            "    -r ../outside.txt\n    py38: mock\n    {env:EXTRA}\n    .\nextras = fancy\n",
+            "demo/tests/test_x.py": "",
+        },
+    )
     (tmp_path.parent / "outside.txt").write_text("evil\n")
     s = infer_test_setup(src, "demo")
     assert s.tests == "demo/tests"
@@ -145,19 +179,32 @@ def test_tox_substitution_extras_and_escape(tmp_path):
     assert "'py38: mock' skipped: tox substitution or factor" in s.sources
 
 
-@pytest.mark.parametrize(("addopts", "args", "why"), [
-    ('"-p xdist -p no:cacheprovider -ra"', (), ""),  # nothing to neutralize: untouched
-    ('"-p pytest_asyncio -x -n 4"', ("-o", "addopts=", "-p", "pytest_asyncio"),
-     "-n 4 (the harness picks workers per phase)"),
-    ('"-p myplugin"', ("-o", "addopts="), "-p myplugin (myplugin not installed)"),
-    ('"--strict-config"', ("-o", "addopts="),
-     "--strict-config (ini keys no installed plugin may know: asyncio_mode)"),
-])
+@pytest.mark.parametrize(
+    ("addopts", "args", "why"),
+    [
+        ('"-p xdist -p no:cacheprovider -ra"', (), ""),  # nothing to neutralize: untouched
+        (
+            '"-p pytest_asyncio -x -n 4"',
+            ("-o", "addopts=", "-p", "pytest_asyncio"),
+            "-n 4 (the harness picks workers per phase)",
+        ),
+        ('"-p myplugin"', ("-o", "addopts="), "-p myplugin (myplugin not installed)"),
+        (
+            '"--strict-config"',
+            ("-o", "addopts="),
+            "--strict-config (ini keys no installed plugin may know: asyncio_mode)",
+        ),
+    ],
+)
 def test_addopts_rules(tmp_path, addopts, args, why):
-    src = _tree(tmp_path, {
-        "pyproject.toml": f'[tool.pytest.ini_options]\naddopts = {addopts}\nasyncio_mode = "auto"\n'
-                          '[dependency-groups]\ntest = ["pytest-asyncio"]\n',
-        "tests/test_x.py": ""})
+    src = _tree(
+        tmp_path,
+        {
+            "pyproject.toml": f'[tool.pytest.ini_options]\naddopts = {addopts}\nasyncio_mode = "auto"\n'
+            '[dependency-groups]\ntest = ["pytest-asyncio"]\n',
+            "tests/test_x.py": "",
+        },
+    )
     s = infer_test_setup(src, "demo")
     assert s.pytest_args == args
     neutral = [n for n in s.sources if n.startswith("addopts neutralized")]
@@ -166,8 +213,7 @@ def test_addopts_rules(tmp_path, addopts, args, why):
 
 def test_nothing_declared(tmp_path):
     s = infer_test_setup(_tree(tmp_path, {"x.py": ""}), "demo")
-    assert s == Inferred(sources=("tests dir: none found (pytest searches the root)",
-                                  "test deps: none declared"))
+    assert s == Inferred(sources=("tests dir: none found (pytest searches the root)", "test deps: none declared"))
 
 
 def test_free_threaded_requirements_and_a_filterwarnings_category_aiohttp():
@@ -176,9 +222,11 @@ def test_free_threaded_requirements_and_a_filterwarnings_category_aiohttp():
     s = infer_test_setup(DATA / "aiohttp-3.14.5", "aiohttp")
     assert not [r for r in s.requires if r.startswith("uvloop")]
     assert "pytest-cov==7.1.0" not in s.requires and s.requires[-1] == "coverage"
-    assert s.sources[:3] == ("tests dir: tests/",
-                             "requirements/test-ft.txt: the free-threaded variant of requirements/test.txt",
-                             "test deps from requirements/test-ft.txt")
+    assert s.sources[:3] == (
+        "tests dir: tests/",
+        "requirements/test-ft.txt: the free-threaded variant of requirements/test.txt",
+        "test deps from requirements/test-ft.txt",
+    )
     assert "coverage kept: a filterwarnings entry names it" in s.sources
     assert s.pytest_args[:2] == ("-o", "addopts=")
 
@@ -190,8 +238,10 @@ def test_addopts_as_a_toml_list_with_an_option_and_its_value_in_one_item_psutil(
     assert s.pytest_args[:2] == ("-o", "addopts=")
     assert "--instafail" not in s.pytest_args and "no:junitxml" not in s.pytest_args
     assert "instafail" not in s.pytest_args and s.pytest_args[-2:] == ("-p", "xdist")
-    assert s.sources[-2] == ("addopts neutralized (pyproject.toml): -p instafail (instafail not installed), "
-                             "-p no:junitxml (the harness needs it), --instafail (its plugin is not installed)")
+    assert s.sources[-2] == (
+        "addopts neutralized (pyproject.toml): -p instafail (instafail not installed), "
+        "-p no:junitxml (the harness needs it), --instafail (its plugin is not installed)"
+    )
 
 
 def test_hashed_requirements_files_coverage():
@@ -221,11 +271,13 @@ def test_conftest_imports_that_are_optional_runtime_or_undeclared_are_left(tmp_p
     (tmp_path / "pyproject.toml").write_text(
         '[project]\nname = "pkg"\ndependencies = ["botocore"]\n'
         '[dependency-groups]\ntest = ["pytest-mock"]\n'
-        'crt = ["botocore[crt]", "helperlib", "yaml-extra", "PyYAML>=6"]\n')
+        'crt = ["botocore[crt]", "helperlib", "yaml-extra", "PyYAML>=6"]\n'
+    )
     (tmp_path / "tests" / "sub").mkdir(parents=True)
     (tmp_path / "tests" / "conftest.py").write_text(
         "import os\nimport botocore\ntry:\n    import helperlib\nexcept ImportError:\n    pass\n"
-        "import notdeclared\nfrom . import local\n")
+        "import notdeclared\nfrom . import local\n"
+    )
     (tmp_path / "tests" / "sub" / "conftest.py").write_text("import yaml\n")
     s = infer_test_setup(tmp_path, "pkg")
     # botocore: a runtime dep (installed with the package, no [crt] pulled in); helperlib: inside
@@ -248,8 +300,10 @@ def test_per_version_trees_multiprocess(python, tree):
     src = DATA / "multiprocess-0.70.19"
     s = infer_test_setup(src, "multiprocess", environment={"python_version": python})
     assert s.tests == f"{tree}/multiprocess/tests"
-    assert s.sources[0].startswith(f"tests dir: {tree}/multiprocess/tests/ (one source tree per Python "
-                                   "version, py3.9/, py3.10/, py3.11/, py3.12/, py3.13/, py3.14/, py3.15/: ")
+    assert s.sources[0].startswith(
+        f"tests dir: {tree}/multiprocess/tests/ (one source tree per Python "
+        "version, py3.9/, py3.10/, py3.11/, py3.12/, py3.13/, py3.14/, py3.15/: "
+    )
     assert s.sources[0].endswith("the others are not collected)")
     # the tests sit inside the import package: the job runs them from site-packages
     assert in_package_rel(src, s.tests) == "multiprocess/tests"
@@ -264,8 +318,10 @@ def test_per_version_trees_none_for_an_older_python():
 def test_per_version_tree_fixture():
     s = infer_test_setup(FIXTURES / "ft_pertree", "ft_pertree", environment=PY313)
     assert s.tests == "py3.13/ft_pertree/tests"
-    assert s.sources[0] == ("tests dir: py3.13/ft_pertree/tests/ (one source tree per Python version, py3.12/, "
-                            "py3.13/, py3.14/: py3.13/ is Python 3.13's; the others are not collected)")
+    assert s.sources[0] == (
+        "tests dir: py3.13/ft_pertree/tests/ (one source tree per Python version, py3.12/, "
+        "py3.13/, py3.14/: py3.13/ is Python 3.13's; the others are not collected)"
+    )
     assert in_package_rel(FIXTURES / "ft_pertree", s.tests) == "ft_pertree/tests"
 
 
@@ -274,8 +330,10 @@ def test_tests_only_inside_the_package_fixture():
     # is a maintainer's script that fails wherever it is collected
     s = infer_test_setup(FIXTURES / "ft_inpkg", "ft_inpkg", environment=PY313)
     assert s.tests == "lib/inpkg/tests"
-    assert s.sources[0] == ("tests dir: lib/inpkg/tests/ (inside the import package lib/inpkg/, none of "
-                            "tests/, test/, testing/ at the root: the install ships it)")
+    assert s.sources[0] == (
+        "tests dir: lib/inpkg/tests/ (inside the import package lib/inpkg/, none of "
+        "tests/, test/, testing/ at the root: the install ships it)"
+    )
     assert in_package_rel(FIXTURES / "ft_inpkg", s.tests) == "inpkg/tests"
 
 
@@ -303,11 +361,21 @@ def test_a_version_tree_without_a_known_tests_dir_is_searched_whole(tmp_path):
 
 
 def test_in_package_tests_shallowest_first_and_only_with_test_files(tmp_path):
-    _files(tmp_path, ["lib/deep/__init__.py", "lib/deep/tests/helpers.py",  # no test files
-                     "lib/alpha/__init__.py", "lib/alpha/sub/__init__.py", "lib/alpha/sub/tests/test_x.py",
-                     "lib/beta/__init__.py", "lib/beta/test/test_y.py",
-                     "docs/pkgdoc/__init__.py", "docs/pkgdoc/tests/test_doc.py",  # docs/ is not looked in
-                     "tools/test_release.py"])  # not inside a package
+    _files(
+        tmp_path,
+        [
+            "lib/deep/__init__.py",
+            "lib/deep/tests/helpers.py",  # no test files
+            "lib/alpha/__init__.py",
+            "lib/alpha/sub/__init__.py",
+            "lib/alpha/sub/tests/test_x.py",
+            "lib/beta/__init__.py",
+            "lib/beta/test/test_y.py",
+            "docs/pkgdoc/__init__.py",
+            "docs/pkgdoc/tests/test_doc.py",  # docs/ is not looked in
+            "tools/test_release.py",
+        ],
+    )  # not inside a package
     s = infer_test_setup(tmp_path, "pkg", environment=PY313)
     assert s.tests == "lib/beta/test"
     assert "inside the import package lib/beta/" in s.sources[0]

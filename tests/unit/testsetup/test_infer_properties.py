@@ -21,16 +21,62 @@ from harness.testsetup.infer import Inferred, infer_test_setup
 BOUND = 5.0  # seconds one sdist's inference may take here (the sweep's max over 949 real ones: see README)
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
 
-KEYS = ["project", "dependency-groups", "optional-dependencies", "dependencies", "tool", "pytest",
-        "ini_options", "addopts", "filterwarnings", "include-group", "test", "tests", "testing",
-        "dev", "name", "extras", "deps"]
-REQS = ["pytest", "pytest-cov", "hypothesis>=6", "attrs[tests]", ".[test]", "pkg[dev]", "-r req.txt",
-        "-r requirements/test.txt", "-c constraints.txt", "-e .", "numpy; python_version<'3'",
-        "trustme; platform_python_implementation == 'PyPy'", "foo @ https://x/y.whl", "bar==1.*",
-        "baz --hash=sha256:00", "{[testenv]deps}", "{[base]deps}", "py3: mock", "!!!", "x \\", "",
-        "# comment", "--index-url https://x", "coverage[toml]", "-p no:cacheprovider", "--cov=pkg",
-        "-n auto", "-p xdist", "--strict-config", "-ra 'unclosed", "\"", "-p", "-o", "addopts=",
-        "ignore:x:coverage.exceptions.CoverageWarning"]
+KEYS = [
+    "project",
+    "dependency-groups",
+    "optional-dependencies",
+    "dependencies",
+    "tool",
+    "pytest",
+    "ini_options",
+    "addopts",
+    "filterwarnings",
+    "include-group",
+    "test",
+    "tests",
+    "testing",
+    "dev",
+    "name",
+    "extras",
+    "deps",
+]
+REQS = [
+    "pytest",
+    "pytest-cov",
+    "hypothesis>=6",
+    "attrs[tests]",
+    ".[test]",
+    "pkg[dev]",
+    "-r req.txt",
+    "-r requirements/test.txt",
+    "-c constraints.txt",
+    "-e .",
+    "numpy; python_version<'3'",
+    "trustme; platform_python_implementation == 'PyPy'",
+    "foo @ https://x/y.whl",
+    "bar==1.*",
+    "baz --hash=sha256:00",
+    "{[testenv]deps}",
+    "{[base]deps}",
+    "py3: mock",
+    "!!!",
+    "x \\",
+    "",
+    "# comment",
+    "--index-url https://x",
+    "coverage[toml]",
+    "-p no:cacheprovider",
+    "--cov=pkg",
+    "-n auto",
+    "-p xdist",
+    "--strict-config",
+    "-ra 'unclosed",
+    '"',
+    "-p",
+    "-o",
+    "addopts=",
+    "ignore:x:coverage.exceptions.CoverageWarning",
+]
 text = st.one_of(st.sampled_from(REQS), st.text(max_size=30))
 
 
@@ -39,9 +85,11 @@ def _toml_value(depth: int = 3) -> st.SearchStrategy:
     if depth == 0:
         return scalars
     inner = _toml_value(depth - 1)
-    return st.one_of(scalars, st.lists(inner, max_size=5),
-                     st.dictionaries(st.one_of(st.sampled_from(KEYS), st.text(min_size=1, max_size=8)),
-                                     inner, max_size=5))
+    return st.one_of(
+        scalars,
+        st.lists(inner, max_size=5),
+        st.dictionaries(st.one_of(st.sampled_from(KEYS), st.text(min_size=1, max_size=8)), inner, max_size=5),
+    )
 
 
 def _toml(v: object) -> str:
@@ -60,25 +108,74 @@ def _toml(v: object) -> str:
 
 pyproject = st.one_of(
     st.dictionaries(st.sampled_from(KEYS), _toml_value(), max_size=4).map(
-        lambda d: "".join(f"{json.dumps(k)} = {_toml(v)}\n" for k, v in d.items())),
-    st.lists(st.one_of(st.sampled_from(["[project]", "[dependency-groups]", "[tool.pytest.ini_options]",
-                                        "[project.optional-dependencies]", "test = [", "]", "{",
-                                        'addopts = "', "include-group = ", "[[", '"""']), text),
-             max_size=12).map("\n".join),
+        lambda d: "".join(f"{json.dumps(k)} = {_toml(v)}\n" for k, v in d.items())
+    ),
+    st.lists(
+        st.one_of(
+            st.sampled_from(
+                [
+                    "[project]",
+                    "[dependency-groups]",
+                    "[tool.pytest.ini_options]",
+                    "[project.optional-dependencies]",
+                    "test = [",
+                    "]",
+                    "{",
+                    'addopts = "',
+                    "include-group = ",
+                    "[[",
+                    '"""',
+                ]
+            ),
+            text,
+        ),
+        max_size=12,
+    ).map("\n".join),
 )
-SECTIONS = ["options", "options.extras_require", "testenv", "testenv:py3", "tox", "pytest", "tool:pytest",
-            "base", "metadata"]
-ini = st.lists(st.tuples(st.one_of(st.sampled_from(SECTIONS), st.text(max_size=8)),
-                         st.lists(st.tuples(st.sampled_from(["deps", "extras", "addopts", "test", "tests",
-                                                             "install_requires", "dev", "x"]),
-                                            st.lists(text, max_size=6).map("\n    ".join)), max_size=4)),
-               max_size=5).map(lambda secs: "".join(
-                   f"[{s}]\n" + "".join(f"{k} = {v}\n" for k, v in kv) for s, kv in secs))
+SECTIONS = [
+    "options",
+    "options.extras_require",
+    "testenv",
+    "testenv:py3",
+    "tox",
+    "pytest",
+    "tool:pytest",
+    "base",
+    "metadata",
+]
+ini = st.lists(
+    st.tuples(
+        st.one_of(st.sampled_from(SECTIONS), st.text(max_size=8)),
+        st.lists(
+            st.tuples(
+                st.sampled_from(["deps", "extras", "addopts", "test", "tests", "install_requires", "dev", "x"]),
+                st.lists(text, max_size=6).map("\n    ".join),
+            ),
+            max_size=4,
+        ),
+    ),
+    max_size=5,
+).map(lambda secs: "".join(f"[{s}]\n" + "".join(f"{k} = {v}\n" for k, v in kv) for s, kv in secs))
 requirements = st.lists(text, max_size=10).map("\n".join)
-conftest = st.lists(st.one_of(
-    st.sampled_from(["import trustme", "from a.b import c", "import os, yaml", "try:\n    import x\nexcept ImportError:\n    pass",
-                     "if True:\n    import y", "from . import z", "def f(:", "x = (((((", "import \x00"]),
-    st.text(max_size=40)), max_size=8).map("\n".join)
+conftest = st.lists(
+    st.one_of(
+        st.sampled_from(
+            [
+                "import trustme",
+                "from a.b import c",
+                "import os, yaml",
+                "try:\n    import x\nexcept ImportError:\n    pass",
+                "if True:\n    import y",
+                "from . import z",
+                "def f(:",
+                "x = (((((",
+                "import \x00",
+            ]
+        ),
+        st.text(max_size=40),
+    ),
+    max_size=8,
+).map("\n".join)
 
 
 def _run(files: dict[str, str]) -> Inferred:

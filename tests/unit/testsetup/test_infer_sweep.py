@@ -32,8 +32,15 @@ def test_setup_cfg_interpolation_in_an_extra_geopy():
     # which setuptools makes; no test extra, so the dev pass takes it (before: three lines skipped)
     s = infer_test_setup(DATA / "geopy-2.5.0", "geopy")
     assert s.tests == "test"
-    assert s.requires == ("flake8<7.4,>=7.1.2", "isort<8.1,>=5.13.2", "pytest-asyncio>=0.17", "sphinx<=9.1.0",
-                          "readme_renderer", "sphinx-issues", "sphinx_rtd_theme>=3.1.0")
+    assert s.requires == (
+        "flake8<7.4,>=7.1.2",
+        "isort<8.1,>=5.13.2",
+        "pytest-asyncio>=0.17",
+        "sphinx<=9.1.0",
+        "readme_renderer",
+        "sphinx-issues",
+        "sphinx_rtd_theme>=3.1.0",
+    )
     assert s.sources == ("tests dir: test/", "test deps from setup.cfg extras_require dev")
 
 
@@ -43,7 +50,8 @@ def test_setup_cfg_interpolation_is_bounded(tmp_path):
     refs = " ".join(["%(b)s"] * 40)
     (tmp_path / "setup.cfg").write_text(
         f"[options.extras_require]\ntest = {refs}\nb = {refs.replace('b', 'c')}\nc = {refs.replace('b', 'd')}\n"
-        f"d = {refs.replace('b', 'e')}\ne = pytest-mock\n")
+        f"d = {refs.replace('b', 'e')}\ne = pytest-mock\n"
+    )
     s = infer_test_setup(tmp_path, "pkg")
     assert any(f"limit tox_expansions ({limits.value('tox_expansions')}) exceeded" in x for x in s.sources)
 

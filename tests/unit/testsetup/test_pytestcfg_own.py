@@ -24,8 +24,7 @@ def test_the_packages_own_plugin_is_kept_pycryptodome():
 
 
 def test_a_plugin_of_another_distribution_still_goes(tmp_path):
-    (tmp_path / "pyproject.toml").write_text(
-        '[tool.pytest.ini_options]\naddopts = ["-p", "instafail", "--pyargs"]\n')
+    (tmp_path / "pyproject.toml").write_text('[tool.pytest.ini_options]\naddopts = ["-p", "instafail", "--pyargs"]\n')
     (tmp_path / "pkg").mkdir()
     (tmp_path / "pkg" / "__init__.py").write_text("")
     notes: list[str] = []

@@ -73,9 +73,14 @@ def test_one_job_reads_each_config_file_of_its_sdist_once(tmp_path: Path, monkey
         with tarfile.open(path, "w:gz") as tar:
             tar.add(tree, arcname="ft_clean-1.0")
         data = path.read_bytes()
-        return fetch.Fetched(version="1.0", path=path, url="https://example.invalid/ft_clean-1.0.tar.gz",
-                             sha256=hashlib.sha256(data).hexdigest(), size=len(data),
-                             files=("ft_clean-1.0-cp313-cp313-manylinux_2_17_x86_64.whl",))  # the page's
+        return fetch.Fetched(
+            version="1.0",
+            path=path,
+            url="https://example.invalid/ft_clean-1.0.tar.gz",
+            sha256=hashlib.sha256(data).hexdigest(),
+            size=len(data),
+            files=("ft_clean-1.0-cp313-cp313-manylinux_2_17_x86_64.whl",),
+        )  # the page's
 
     monkeypatch.setattr(fetch, "sdist", sdist)
     out = tmp_path / "out"
@@ -85,8 +90,9 @@ def test_one_job_reads_each_config_file_of_its_sdist_once(tmp_path: Path, monkey
     finally:
         _stop()
     src = out.resolve() / "work" / res.job_id / "src"
-    reads = Counter(str(Path(p).relative_to(src)) for p in opened
-                    if Path(p).name in CONFIG and Path(p).is_relative_to(src))
+    reads = Counter(
+        str(Path(p).relative_to(src)) for p in opened if Path(p).name in CONFIG and Path(p).is_relative_to(src)
+    )
     # each once: the four the sdist has, and one try of each it lacks (pytest.ini, setup.py ...)
     assert reads == {f"ft_clean-1.0/{name}": 1 for name in CONFIG}, reads
     assert res.phase("install") is not None and res.phase("probe") is not None  # the stages after it ran

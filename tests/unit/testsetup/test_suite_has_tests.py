@@ -16,9 +16,12 @@ def _touch(root: Path, *paths: str) -> None:
 def test_a_vendored_projects_tests_are_not_the_packages_debugpy(tmp_path):
     # debugpy 1.8.22's sdist: no tests of its own, pydevd's (and pydevd's vendored bytecode's)
     # under src/debugpy/_vendored/; run from the root they failed to import (an infra-error)
-    _touch(tmp_path, "src/debugpy/__init__.py",
-           "src/debugpy/_vendored/pydevd/_pydevd_frame_eval/vendored/bytecode/tests/test_bytecode.py",
-           "src/debugpy/_vendored/pydevd/tests_python/test_debugger.py")
+    _touch(
+        tmp_path,
+        "src/debugpy/__init__.py",
+        "src/debugpy/_vendored/pydevd/_pydevd_frame_eval/vendored/bytecode/tests/test_bytecode.py",
+        "src/debugpy/_vendored/pydevd/tests_python/test_debugger.py",
+    )
     assert not has_tests(tmp_path, "")
 
 

@@ -81,12 +81,19 @@ def test_a_workflow_runs_as_written_twice_the_second_restoring_the_firsts_cache(
     assert rw.main(["--workflow", str(wf), "--state", str(state), "--run-id", "1"]) == 0
     run1 = state / "runs" / "1"
     listed = (run1 / "report" / "workspace" / "list.txt").read_text().split()
-    assert listed == ["shards/shard-1/results/r1.json", "shards/shard-1/work/j/logs/results/r1.json",
-                      "shards/shard-2/results/r2.json", "shards/shard-2/work/j/logs/results/r2.json"]
+    assert listed == [
+        "shards/shard-1/results/r1.json",
+        "shards/shard-1/work/j/logs/results/r1.json",
+        "shards/shard-2/results/r2.json",
+        "shards/shard-2/work/j/logs/results/r2.json",
+    ]
     assert (state / "artifacts" / "1" / "shard-2" / "results" / "r2.json").read_text() == "2 2\n"
     summary = json.loads((run1 / "summary.json").read_text())
-    assert {j: v["result"] for j, v in summary["jobs"].items()} == \
-        {"plan": "success", "run": "success", "report": "success"}
+    assert {j: v["result"] for j, v in summary["jobs"].items()} == {
+        "plan": "success",
+        "run": "success",
+        "report": "success",
+    }
     outcomes = {(s["job"], s.get("name")): s.get("outcome") for s in summary["steps"]}
     assert outcomes[("report", "never")] == "skipped (if)"
     assert outcomes[("report", "allowed to fail")] == "failure (continue-on-error)"
@@ -98,7 +105,7 @@ def test_a_workflow_runs_as_written_twice_the_second_restoring_the_firsts_cache(
 
 def test_a_failing_step_fails_its_job_and_a_bad_input_is_exit_2(tmp_path, capsys):
     wf = tmp_path / "wf.yml"
-    wf.write_text(WORKFLOW.replace("echo \"$I $WHO\" > out/results/r$I.json", "exit 7"))
+    wf.write_text(WORKFLOW.replace('echo "$I $WHO" > out/results/r$I.json', "exit 7"))
     assert rw.main(["--workflow", str(wf), "--state", str(tmp_path / "s"), "--run-id", "1"]) == 1
     summary = json.loads((tmp_path / "s" / "runs" / "1" / "summary.json").read_text())
     assert summary["jobs"]["run"]["result"] == "failure"
@@ -109,21 +116,33 @@ def test_a_failing_step_fails_its_job_and_a_bad_input_is_exit_2(tmp_path, capsys
     assert "--input nope: the workflow declares ['n']" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize(("expr", "want"), [
-    ("inputs.matrix || (github.event_name == 'schedule' && 'examples/published.yaml') || 'matrix.yaml'", "m.yaml"),
-    ("inputs.shards || (github.event_name == 'schedule' && 'auto') || 4", "auto"),
-    ("!cancelled() && needs.plan.result == 'success'", True),
-    ("github.event_name == 'schedule' || (github.event_name == 'workflow_dispatch' && "
-     "github.ref_name == github.event.repository.default_branch)", True),
-    ("steps.cache.outputs.cache-hit != 'true'", True),
-    ("fromJSON('{\"include\": [{\"shard\": \"1/2\"}]}')", {"include": [{"shard": "1/2"}]}),
-    ("github.event_name != 'PULL_REQUEST'", False),  # GitHub compares strings ignoring case
-])
+@pytest.mark.parametrize(
+    ("expr", "want"),
+    [
+        ("inputs.matrix || (github.event_name == 'schedule' && 'examples/published.yaml') || 'matrix.yaml'", "m.yaml"),
+        ("inputs.shards || (github.event_name == 'schedule' && 'auto') || 4", "auto"),
+        ("!cancelled() && needs.plan.result == 'success'", True),
+        (
+            "github.event_name == 'schedule' || (github.event_name == 'workflow_dispatch' && "
+            "github.ref_name == github.event.repository.default_branch)",
+            True,
+        ),
+        ("steps.cache.outputs.cache-hit != 'true'", True),
+        ('fromJSON(\'{"include": [{"shard": "1/2"}]}\')', {"include": [{"shard": "1/2"}]}),
+        ("github.event_name != 'PULL_REQUEST'", False),  # GitHub compares strings ignoring case
+    ],
+)
 def test_the_expressions_matrix_yml_uses(expr, want):
-    ctx = {"inputs": {"matrix": "m.yaml", "shards": ""}, "github": {
-        "event_name": "pull_request" if "PULL" in expr else "schedule", "ref_name": "main",
-        "event": {"repository": {"default_branch": "main"}}},
-        "needs": {"plan": {"result": "success"}}, "steps": {"cache": {"outputs": {}}}}
+    ctx = {
+        "inputs": {"matrix": "m.yaml", "shards": ""},
+        "github": {
+            "event_name": "pull_request" if "PULL" in expr else "schedule",
+            "ref_name": "main",
+            "event": {"repository": {"default_branch": "main"}},
+        },
+        "needs": {"plan": {"result": "success"}},
+        "steps": {"cache": {"outputs": {}}},
+    }
     funcs = {"cancelled": lambda: False, "fromJSON": json.loads}
     if "inputs.shards" in expr:
         ctx["inputs"]["shards"] = ""
@@ -133,9 +152,16 @@ def test_the_expressions_matrix_yml_uses(expr, want):
 def test_every_action_matrix_yml_uses_is_emulated_or_github_only():
     wf = yaml.safe_load((ROOT / ".github" / "workflows" / "matrix.yml").read_text())
     used = {s["uses"].split("@")[0] for j in wf["jobs"].values() for s in j["steps"] if "uses" in s}
-    emulated = {"actions/checkout", "actions/setup-python", "actions/upload-artifact",
-                "actions/download-artifact", "actions/cache/restore", "actions/cache/save",
-                "actions/upload-pages-artifact", "actions/deploy-pages"}
+    emulated = {
+        "actions/checkout",
+        "actions/setup-python",
+        "actions/upload-artifact",
+        "actions/download-artifact",
+        "actions/cache/restore",
+        "actions/cache/save",
+        "actions/upload-pages-artifact",
+        "actions/deploy-pages",
+    }
     assert used <= emulated, used - emulated
 
 
@@ -144,9 +170,12 @@ def test_a_cache_saved_under_one_path_is_not_restored_under_another(tmp_path):
     next-results and restored previous-results, so --reuse never had anything (found by running
     the workflow through this tool)."""
     wf = tmp_path / "wf.yml"
-    wf.write_text(WORKFLOW.replace("with: {path: prev, key: \"c-${{ github.run_id }}\"}",
-                                   "with: {path: elsewhere, key: \"c-${{ github.run_id }}\"}")
-                  .replace("mkdir -p prev; echo", "mkdir -p prev elsewhere; echo \"$GITHUB_RUN_ID\" > elsewhere/stamp; echo"))
+    wf.write_text(
+        WORKFLOW.replace(
+            'with: {path: prev, key: "c-${{ github.run_id }}"}',
+            'with: {path: elsewhere, key: "c-${{ github.run_id }}"}',
+        ).replace("mkdir -p prev; echo", 'mkdir -p prev elsewhere; echo "$GITHUB_RUN_ID" > elsewhere/stamp; echo')
+    )
     state = tmp_path / "state"
     assert rw.main(["--workflow", str(wf), "--state", str(state), "--run-id", "1"]) == 0
     assert rw.main(["--workflow", str(wf), "--state", str(state), "--run-id", "2"]) == 0
@@ -157,15 +186,23 @@ def test_a_cache_saved_under_one_path_is_not_restored_under_another(tmp_path):
 
 def test_matrix_yml_saves_its_results_cache_under_the_path_it_restores():
     wf = yaml.safe_load((ROOT / ".github" / "workflows" / "matrix.yml").read_text())
-    paths = {s["uses"].split("@")[0]: s["with"]["path"] for j in wf["jobs"].values() for s in j["steps"]
-             if "uses" in s and "ft-results-" in str(s.get("with", {}).get("key", ""))}
+    paths = {
+        s["uses"].split("@")[0]: s["with"]["path"]
+        for j in wf["jobs"].values()
+        for s in j["steps"]
+        if "uses" in s and "ft-results-" in str(s.get("with", {}).get("key", ""))
+    }
     assert paths == {"actions/cache/restore": "previous-results", "actions/cache/save": "previous-results"}
 
 
 def test_matrix_yml_saves_its_report_cache_under_the_path_it_restores():
     wf = yaml.safe_load((ROOT / ".github" / "workflows" / "matrix.yml").read_text())
-    paths = {(s["uses"].split("@")[0], s["with"]["path"]) for j in wf["jobs"].values() for s in j["steps"]
-             if "uses" in s and "ft-report-" in str(s.get("with", {}).get("key", ""))}
+    paths = {
+        (s["uses"].split("@")[0], s["with"]["path"])
+        for j in wf["jobs"].values()
+        for s in j["steps"]
+        if "uses" in s and "ft-report-" in str(s.get("with", {}).get("key", ""))
+    }
     assert paths == {("actions/cache/restore", "previous"), ("actions/cache/save", "previous")}
     steps = [s.get("name", "") for s in wf["jobs"]["report"]["steps"]]
     assert steps.index("Keep this report for the next run") > steps.index("Diff against the last published report")

@@ -13,8 +13,13 @@ SHA = "a" * 64
 
 
 def _run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, str(TOOL), *args], capture_output=True, text=True,
-                          env={**os.environ, **(env or {})}, check=False)
+    return subprocess.run(
+        [sys.executable, str(TOOL), *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **(env or {})},
+        check=False,
+    )
 
 
 def _store(root: Path) -> Path:
@@ -37,7 +42,8 @@ def test_the_key_is_the_entries_and_changes_only_when_one_is_added(tmp_path: Pat
     assert listed.returncode == 0
     assert listed.stdout.split() == [
         f"cpython-3.13.5-ft-aa8650c37ad2/{SHA}/numpy-2.5.5-cp313-cp313t-linux_x86_64.whl",
-        f"cpython-3.13.5-ft-aa8650c37ad2/tools/{'b' * 64}"]
+        f"cpython-3.13.5-ft-aa8650c37ad2/tools/{'b' * 64}",
+    ]
     out = tmp_path / "gh-output"
     first = _run("key", str(store), env={"GITHUB_OUTPUT": str(out)})
     key = first.stdout.split()[0]
@@ -48,7 +54,8 @@ def test_the_key_is_the_entries_and_changes_only_when_one_is_added(tmp_path: Pat
     env = {"FT_HARNESS_CACHE": str(tmp_path), "FT_HARNESS_WHEEL_STORE": ""}
     assert _run("list", env=env).stdout.count("\n") == 3 and "six" not in _run("list", env=env).stdout
     assert _run("list", "--backend", "local", env=env).stdout.split() == [
-        f"cpython-3.13.5-ft-aa8650c37ad2/{'d' * 64}/six-1.0-py3-none-any.whl"]
+        f"cpython-3.13.5-ft-aa8650c37ad2/{'d' * 64}/six-1.0-py3-none-any.whl"
+    ]
 
 
 def test_an_empty_or_missing_store_has_a_key_too(tmp_path: Path) -> None:

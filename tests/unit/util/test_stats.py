@@ -29,14 +29,24 @@ def test_least_failures_and_what_a_clean_run_rules_out():
 
 def runs(tid, outcomes):
     """Runs alone of ``tid``: (mode, outcome) in order."""
-    return [Phase(name=f"c{i}", kind="confirm", gil=m, tests={tid: TestCase(outcome=o)},
-                  test_command=TestCommand(head=("python",), paths=(tid,))) for i, (m, o) in enumerate(outcomes)]
+    return [
+        Phase(
+            name=f"c{i}",
+            kind="confirm",
+            gil=m,
+            tests={tid: TestCase(outcome=o)},
+            test_command=TestCommand(head=("python",), paths=(tid,)),
+        )
+        for i, (m, o) in enumerate(outcomes)
+    ]
 
 
 def suite(tid, n):
     """``n`` threaded suite runs that ran ``tid`` (passing): what its floor is computed from."""
-    return [Phase(name=f"threads-gil{i % 2}-r{i}", kind="threads", gil=i % 2, tests={tid: TestCase(outcome="passed")})
-            for i in range(n)]
+    return [
+        Phase(name=f"threads-gil{i % 2}-r{i}", kind="threads", gil=i % 2, tests={tid: TestCase(outcome="passed")})
+        for i in range(n)
+    ]
 
 
 def test_a_race_candidate_that_fails_with_the_gil_on_goes_on_to_tell_its_rate():

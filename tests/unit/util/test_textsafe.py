@@ -55,8 +55,15 @@ def test_escapes_are_visible_and_exact() -> None:
 
 
 def test_ordinary_text_is_unchanged() -> None:
-    for s in ("1.17.0", "tests/test_a.py::test_b[x-1]", "ft-race on 3.13.5t, compatible on 3.13.15t",
-              "naïve — ünïcode ✅", "a::b", "C:\\path", "tab\tand\nnewline"):
+    for s in (
+        "1.17.0",
+        "tests/test_a.py::test_b[x-1]",
+        "ft-race on 3.13.5t, compatible on 3.13.15t",
+        "naïve — ünïcode ✅",
+        "a::b",
+        "C:\\path",
+        "tab\tand\nnewline",
+    ):
         assert textsafe.lines(s) == s
     assert textsafe.line("tests/x.py::test_y") == "tests/x.py::test_y"  # '::' inside a line is fine
 
@@ -76,14 +83,17 @@ def test_report_md_cells_code_and_excerpts_are_inert(s: str) -> None:
     assert excerpt.endswith("\n" + fence) and excerpt.count(fence) == 2
 
 
-@pytest.mark.parametrize(("s", "want"), [
-    ("@octocat", "@<!-- -->octocat"),
-    ("cc @pypa/maintainers", "cc @<!-- -->pypa/maintainers"),
-    ("mail me@example.org", "mail me@<!-- -->example.org"),
-    ("www.example.com", "www&#46;example.com"),
-    ("WWW.EXAMPLE.COM", "WWW&#46;EXAMPLE.COM"),
-    ("https://x.example/a", "https&#58;//x.example/a"),
-    ("a @ b, x@ 1, 3.13t", "a @ b, x@ 1, 3.13t"),  # nothing to mention or link: unchanged
-])
+@pytest.mark.parametrize(
+    ("s", "want"),
+    [
+        ("@octocat", "@<!-- -->octocat"),
+        ("cc @pypa/maintainers", "cc @<!-- -->pypa/maintainers"),
+        ("mail me@example.org", "mail me@<!-- -->example.org"),
+        ("www.example.com", "www&#46;example.com"),
+        ("WWW.EXAMPLE.COM", "WWW&#46;EXAMPLE.COM"),
+        ("https://x.example/a", "https&#58;//x.example/a"),
+        ("a @ b, x@ 1, 3.13t", "a @ b, x@ 1, 3.13t"),  # nothing to mention or link: unchanged
+    ],
+)
 def test_no_autolinks(s: str, want: str) -> None:
     assert textsafe.no_autolinks(s) == want

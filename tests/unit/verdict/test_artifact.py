@@ -55,18 +55,26 @@ def test_a_report_of_any_shape_is_no_fallback(raw):
     assert artifact.fallback_wheel(parse_pip_report(raw), "propcache") == ""
 
 
-@pytest.mark.parametrize(("name", "pure"), [
-    ("propcache-0.5.4-py3-none-any.whl", True),
-    ("six-1.17.0-py2.py3-none-any.whl", True),
-    ("propcache-0.5.4-cp313-cp313t-manylinux_2_17_x86_64.whl", False),
-    ("cryptography-46.0.0-cp311-abi3-manylinux_2_28_x86_64.whl", False),
-    ("propcache-0.5.4.tar.gz", False), ("", False)])
+@pytest.mark.parametrize(
+    ("name", "pure"),
+    [
+        ("propcache-0.5.4-py3-none-any.whl", True),
+        ("six-1.17.0-py2.py3-none-any.whl", True),
+        ("propcache-0.5.4-cp313-cp313t-manylinux_2_17_x86_64.whl", False),
+        ("cryptography-46.0.0-cp311-abi3-manylinux_2_28_x86_64.whl", False),
+        ("propcache-0.5.4.tar.gz", False),
+        ("", False),
+    ],
+)
 def test_is_pure_wheel(name, pure):
     assert artifact.is_pure_wheel(name) is pure
 
 
 def test_propcache_sdist_is_compiled(tmp_path):
-    assert compiled.compiled_evidence(_sdist(tmp_path, "propcache-0.5.4-sdist-files.txt")) == "src/propcache/_helpers_c.pyx"
+    assert (
+        compiled.compiled_evidence(_sdist(tmp_path, "propcache-0.5.4-sdist-files.txt"))
+        == "src/propcache/_helpers_c.pyx"
+    )
 
 
 def test_compiled_evidence_on_fixtures_and_small_trees(tmp_path):
@@ -84,10 +92,15 @@ def test_compiled_evidence_on_fixtures_and_small_trees(tmp_path):
 
 def test_problem_and_rebuild_command():
     p = artifact.problem("propcache-0.5.4-py3-none-any.whl", "src/propcache/_helpers_c.pyx", "build")
-    assert (p.kind, p.name, p.where) == ("pure-fallback", "propcache-0.5.4-py3-none-any.whl",
-                                         "src/propcache/_helpers_c.pyx")
-    assert p.excerpt == ("pip installed propcache-0.5.4-py3-none-any.whl, the pure-Python fallback wheel of a "
-                         "compiled project (src/propcache/_helpers_c.pyx): its compiled modules are not in it")
+    assert (p.kind, p.name, p.where) == (
+        "pure-fallback",
+        "propcache-0.5.4-py3-none-any.whl",
+        "src/propcache/_helpers_c.pyx",
+    )
+    assert p.excerpt == (
+        "pip installed propcache-0.5.4-py3-none-any.whl, the pure-Python fallback wheel of a "
+        "compiled project (src/propcache/_helpers_c.pyx): its compiled modules are not in it"
+    )
     assert "install-sdist" in p.fix
     assert artifact.problem("w.whl", "x.pyx", "keep").fix.startswith("fallback_wheel: build")
     install = Phase(name="install", kind="install", exit_code=0, setup=(p,))
@@ -96,7 +109,8 @@ def test_problem_and_rebuild_command():
     assert artifact.rebuilt([install, rebuild])
     assert rebuild_sh("/w/venv/bin/python", "PropCache", "/w/sdist/propcache-0.5.4.tar.gz", "/w/r.json") == (
         "/w/venv/bin/python -m pip install --force-reinstall --no-deps --no-binary propcache --report /w/r.json "
-        "/w/sdist/propcache-0.5.4.tar.gz")
+        "/w/sdist/propcache-0.5.4.tar.gz"
+    )
     # a setup problem of an install phase reads back from the result as it was written
     assert Phase.from_dict(json.loads(json.dumps(install.to_dict()))).setup == (p,)
 
@@ -105,14 +119,29 @@ def test_the_wheel_column_says_what_was_tested():
     files = ("propcache-0.5.4-py3-none-any.whl", "propcache-0.5.4.tar.gz")  # the fetch's page's
     interp = InterpreterInfo(name="cpython3.13t", version="3.13.5", key="k")
     fb = "propcache-0.5.4-py3-none-any.whl"
-    built = wheels.wheel_info("propcache", local=False, version="0.5.4", interp=interp, fallback=fb, index_files=files,
-                              install_report=_report("install-sdist-report"))
+    built = wheels.wheel_info(
+        "propcache",
+        local=False,
+        version="0.5.4",
+        interp=interp,
+        fallback=fb,
+        index_files=files,
+        install_report=_report("install-sdist-report"),
+    )
     assert (built.installed, built.installed_file, built.fallback) == ("built from sdist", "propcache-0.5.4.tar.gz", fb)
     assert built.available == "pure"  # from the files the fetch read, no second request
-    assert wheel_summary(built) == ("pure-Python wheel, built from sdist, "
-                                    "not its pure fallback propcache-0.5.4-py3-none-any.whl")
-    kept = wheels.wheel_info("propcache", local=False, version="0.5.4", interp=interp, fallback=fb, index_files=files,
-                             install_report=_report("install-report"))
+    assert wheel_summary(built) == (
+        "pure-Python wheel, built from sdist, not its pure fallback propcache-0.5.4-py3-none-any.whl"
+    )
+    kept = wheels.wheel_info(
+        "propcache",
+        local=False,
+        version="0.5.4",
+        interp=interp,
+        fallback=fb,
+        index_files=files,
+        install_report=_report("install-report"),
+    )
     assert (kept.installed, kept.installed_file) == ("wheel (pure)", fb)
     assert "kept: its compiled modules untested" in wheel_summary(kept)
     assert Wheel.from_dict(built.to_dict()) == built
@@ -127,8 +156,10 @@ PARSE = Path(__file__).resolve().parents[2] / "data" / "parse" / "propcache-fall
 def _kept_phases() -> list[Phase]:
     """propcache 0.5.4, settings.fallback_wheel: keep, a real run on 3.13t (install, probe and
     the two plain runs kept): each plain run 35 passed, 22 errors on propcache._helpers_c."""
-    return [parse_phase(Phase.from_dict(json.loads(p.read_text())), PARSE)
-            for p in sorted((PARSE / "phases").glob("*.json"))]
+    return [
+        parse_phase(Phase.from_dict(json.loads(p.read_text())), PARSE)
+        for p in sorted((PARSE / "phases").glob("*.json"))
+    ]
 
 
 def test_the_kept_fallbacks_missing_extension_is_a_setup_fact_never_baseline_failure():
@@ -139,9 +170,11 @@ def test_the_kept_fallbacks_missing_extension_is_a_setup_fact_never_baseline_fai
     assert not [f for f in d.findings if f.kind == "baseline-failure"]
     (f,) = [f for f in d.findings if f.evidence == "setup"]
     assert (f.kind, f.count, f.phase) == ("setup-error", 22, "plain-gil0")
-    assert f.message.startswith("setup: 22 test(s) of its compiled modules could not run: the installed "
-                                "propcache-0.5.4-py3-none-any.whl is the pure-Python fallback of a compiled "
-                                "project: propcache._helpers_c is not in it; fix: fallback_wheel: build")
+    assert f.message.startswith(
+        "setup: 22 test(s) of its compiled modules could not run: the installed "
+        "propcache-0.5.4-py3-none-any.whl is the pure-Python fallback of a compiled "
+        "project: propcache._helpers_c is not in it; fix: fallback_wheel: build"
+    )
     assert "tests/test_cached_property.py::test_cached_property[c-extension-module]" in f.excerpt
 
 
@@ -159,8 +192,10 @@ def test_after_the_rebuild_a_still_missing_extension_says_the_build_left_it_out(
     at = next(i for i, p in enumerate(phases) if p.kind == "install") + 1
     phases.insert(at, Phase(name="install-sdist", kind="install", exit_code=0))
     (f,) = [f for f in decide(phases, settings=Settings()).findings if f.evidence == "setup"]
-    assert "built from its sdist after pip chose propcache-0.5.4-py3-none-any.whl, and the build did not " \
-           "make propcache._helpers_c" in f.message
+    assert (
+        "built from its sdist after pip chose propcache-0.5.4-py3-none-any.whl, and the build did not "
+        "make propcache._helpers_c" in f.message
+    )
 
 
 def test_nothing_passed_makes_it_the_verdict():
@@ -181,8 +216,14 @@ def test_the_laptop_recipe_builds_the_package_from_its_sdist_too():
     phases = _kept_phases()
     f = Finding(kind="ft-race", test_id="tests/test_api.py::test_api", phase="plain-gil0")
     interp = InterpreterInfo(name="cpython3.13t", version="3.13.5", key="k")
-    kw = {"package": "propcache", "version": "0.5.4", "local_path": "", "interp": interp,
-          "tools": ("pytest==8.4.2",), "test_requires": ()}
+    kw = {
+        "package": "propcache",
+        "version": "0.5.4",
+        "local_path": "",
+        "interp": interp,
+        "tools": ("pytest==8.4.2",),
+        "test_requires": (),
+    }
     assert "python -m pip install propcache==0.5.4 pytest==8.4.2\n" in recipe(f, phases, **kw)
     built = [*phases, Phase(name="install-sdist", kind="install", exit_code=0)]
     assert "python -m pip install --no-binary propcache propcache==0.5.4 pytest==8.4.2\n" in recipe(f, built, **kw)
@@ -198,5 +239,7 @@ def test_a_compiled_project_is_one_with_compiled_cpython_wheels():
     assert got.startswith("src/propcache/_helpers_c.pyx; the index has propcache-0.5.4-cp3")
     assert compiled.with_cpython_wheel("setup.py (declares extension modules)", files["multiprocess-0.70.19"]) == ""
     assert any(f.startswith("multiprocess-0.70.19-pp310") for f in files["multiprocess-0.70.19"])
-    assert compiled.with_cpython_wheel("x.c", ["a-1.0-cp313-abi3-manylinux_2_17_x86_64.whl"]).endswith("abi3-manylinux_2_17_x86_64.whl")
+    assert compiled.with_cpython_wheel("x.c", ["a-1.0-cp313-abi3-manylinux_2_17_x86_64.whl"]).endswith(
+        "abi3-manylinux_2_17_x86_64.whl"
+    )
     assert compiled.with_cpython_wheel("x.c", ["a-1.0.tar.gz", "bad.whl", "a-1.0-py3-none-any.whl"]) == ""

@@ -30,13 +30,15 @@ def test_a_crash_under_xdist_gets_signal_stack_and_dump_from_its_runs_alone():
     assert f.test_id == before.test_id == "tests/test_fill.py::test_fill_large"
     assert f.confirmed == {"gil0": "3/3", "gil1": "0/3"}
     assert f.signal in (signal.SIGSEGV, signal.SIGABRT)
-    assert f.stack_top.endswith("tests/test_fill.py\", line 13 in test_fill_large")
+    assert f.stack_top.endswith('tests/test_fill.py", line 13 in test_fill_large')
     assert f.excerpt.startswith("Fatal Python error: ")
     assert "Current thread" in f.excerpt or "Thread 0x" in f.excerpt  # faulthandler's dump
     assert "; alone: 3/3 with the GIL off, 0/3 with the GIL on" in f.message
     # decided on the runs alone only (issue #47): 3/3 against 0/3, one candidate: p = 0.05 holds
-    assert "holds on fresh runs alone, interleaved: 3/3 with the GIL off, 0/3 with it on (one-sided " \
+    assert (
+        "holds on fresh runs alone, interleaved: 3/3 with the GIL off, 0/3 with it on (one-sided "
         "Fisher p = 0.05, Holm level 0.05 over the job's 1 candidate(s))" in f.message
+    )
 
 
 def test_a_race_is_confirmed_per_mode():
@@ -74,12 +76,15 @@ def test_seen_once_and_never_alone_is_unconfirmed_not_the_verdict():
     d = decide(load("confirm-sharedbuf", keep=keep), settings=S)
     f = only(d, "unconfirmed")
     assert f.ratio == "1/1" and f.confirmed == {"gil1": "0/3"}
-    assert f.message.startswith("ft-race seen once (1/1 suite runs) and not again alone (0/3 with the GIL "
-                                "on; 0 failures in 3 runs alone: a per-run failure rate above 63% would "
-                                "have shown (95%)): ")
+    assert f.message.startswith(
+        "ft-race seen once (1/1 suite runs) and not again alone (0/3 with the GIL "
+        "on; 0 failures in 3 runs alone: a per-run failure rate above 63% would "
+        "have shown (95%)): "
+    )
     assert d.verdict == "compatible"  # but not a clean pass: the qualifier names it, with its rate
-    assert d.qualifier.startswith("unconfirmed: `tests/test_label.py::test_label_roundtrip` failed in "
-                                  "1/1 suite runs with the GIL off")
+    assert d.qualifier.startswith(
+        "unconfirmed: `tests/test_label.py::test_label_roundtrip` failed in 1/1 suite runs with the GIL off"
+    )
 
 
 def test_seen_twice_and_never_alone_stays_and_says_so():
@@ -111,8 +116,7 @@ def test_an_ft_race_that_fails_alone_with_the_gil_on_is_thread_unsafe():
     main = load("confirm-six-docker", keep=lambda p: p.kind != "confirm")
     tid = "test_six.py::TestCustomizedMoves::test_custom_move_attribute"
     # (as the runs show it, before its claim about the modes is checked: what confirmation reads)
-    assert tid in {f.test_id for f in decide(main, settings=S, claims=False).findings
-                   if f.kind == "ft-race"}
+    assert tid in {f.test_id for f in decide(main, settings=S, claims=False).findings if f.kind == "ft-race"}
     # never re-run alone, the suite's runs that nominated it are no evidence of a difference
     (u,) = [f for f in decide(main, settings=S).findings if f.test_id == tid]
     assert u.kind == "unconfirmed" and "not re-run alone" in u.message
@@ -121,11 +125,13 @@ def test_an_ft_race_that_fails_alone_with_the_gil_on_is_thread_unsafe():
     assert f.kind == "thread-unsafe" and f.modes == (0, 1)
     assert f.confirmed == {"gil0": "5/5", "gil1": "5/5"}
     # one sentence, true to every run: no "with the GIL off only" left in it
-    assert f.message == (f"{tid} fails in threads with the GIL on too: not thread-safe regardless of the "
-                         "GIL: alone 5/5 with the GIL off, 5/5 with the GIL on (its suite runs had shown "
-                         "it with the GIL off only, 1/3); its rate holds: 10 failures alone, where 7 "
-                         "failures in up to 16 runs alone would show a rate of 39%, the rate its 6 "
-                         "threaded suite runs are sure (95%) to show")
+    assert f.message == (
+        f"{tid} fails in threads with the GIL on too: not thread-safe regardless of the "
+        "GIL: alone 5/5 with the GIL off, 5/5 with the GIL on (its suite runs had shown "
+        "it with the GIL off only, 1/3); its rate holds: 10 failures alone, where 7 "
+        "failures in up to 16 runs alone would show a rate of 39%, the rate its 6 "
+        "threaded suite runs are sure (95%) to show"
+    )
     assert d.verdict == "thread-unsafe"
 
 
@@ -135,9 +141,10 @@ def test_targets_reach_every_kind_that_may_decide():
     from harness.core.model import severity
 
     crash, mix = load("crash"), load("mix")
-    found = sorted([*decide(crash, settings=S, claims=False).findings,
-                    *decide(mix, settings=S, claims=False).findings],
-                   key=lambda f: severity(f.kind))
+    found = sorted(
+        [*decide(crash, settings=S, claims=False).findings, *decide(mix, settings=S, claims=False).findings],
+        key=lambda f: severity(f.kind),
+    )
     phases = crash + mix
     kinds = [t.kind for t in confirm_targets(found, phases)]
     assert kinds[:3] == ["ft-crash", "crash", "ft-race"]
@@ -156,12 +163,20 @@ def test_fisher_bounds():
 # (2026-12-06, docker, repeat 3, confirm 20) where a test that fails in about 1 threaded run of 8
 # in both modes (wrapt's, checked directly) was published thread-unsafe in one run and compatible
 # in the next. Their 6 threaded suite runs are sure (95%) to show only rates above 39%.
-RARE = {"confirm-wrapt-rare": ("tests/core/test_monkey_patching.py::TestMonkeyPatching::"
-                               "test_wrap_class_method_inherited", {"gil0": "1/4", "gil1": "0/4"}),
-        "confirm-wrapt-rare-onoff": ("tests/core/test_monkey_patching.py::TestMonkeyPatching::"
-                                     "test_wrap_class_method_inherited", {"gil0": "1/1", "gil1": "1/1"}),
-        "confirm-idna-rare": ("tests/test_idna_errors.py::ErrorAttributeTests::test_attributes_are_populated",
-                              {"gil0": "0/4", "gil1": "1/4"})}
+RARE = {
+    "confirm-wrapt-rare": (
+        "tests/core/test_monkey_patching.py::TestMonkeyPatching::test_wrap_class_method_inherited",
+        {"gil0": "1/4", "gil1": "0/4"},
+    ),
+    "confirm-wrapt-rare-onoff": (
+        "tests/core/test_monkey_patching.py::TestMonkeyPatching::test_wrap_class_method_inherited",
+        {"gil0": "1/1", "gil1": "1/1"},
+    ),
+    "confirm-idna-rare": (
+        "tests/test_idna_errors.py::ErrorAttributeTests::test_attributes_are_populated",
+        {"gil0": "0/4", "gil1": "1/4"},
+    ),
+}
 
 
 def test_a_rare_failure_in_both_modes_is_unconfirmed_not_the_verdict():
@@ -174,10 +189,12 @@ def test_a_rare_failure_in_both_modes_is_unconfirmed_not_the_verdict():
         (f,) = [f for f in d.findings if f.test_id == tid]
         assert f.confirmed == alone, (case, f.confirmed)
         assert f.kind == "unconfirmed" and f.message.startswith(
-            "thread-unsafe not claimed: it fails in threads, but more rarely than this job can show every "
-            "time: alone "), (case, f.message)
-        assert ("where 7 failures in up to 16 runs alone would show a rate of 39%, the rate its 6 threaded "
-                "suite runs are sure (95%) to show; the next run would likely pass it") in f.message
+            "thread-unsafe not claimed: it fails in threads, but more rarely than this job can show every time: alone "
+        ), (case, f.message)
+        assert (
+            "where 7 failures in up to 16 runs alone would show a rate of 39%, the rate its 6 threaded "
+            "suite runs are sure (95%) to show; the next run would likely pass it"
+        ) in f.message
         assert d.verdict == "compatible", (case, d.verdict, [g.kind for g in d.findings])
         assert f"unconfirmed: `{tid}` failed in " in d.qualifier, d.qualifier
 
@@ -203,5 +220,13 @@ def test_a_thread_unsafe_candidate_runs_alone_until_its_rate_is_told():
     assert not done(race, onoff, S.confirm, (0, 1))
     # six's 5/5 in both modes reached 4 in a mode: told
     six = load("confirm-six-docker")
-    assert done(Target(test_id="test_six.py::TestCustomizedMoves::test_custom_move_attribute",
-                       kind="thread-unsafe", phase="threads-gil0-r1"), six, S.confirm, (0, 1))
+    assert done(
+        Target(
+            test_id="test_six.py::TestCustomizedMoves::test_custom_move_attribute",
+            kind="thread-unsafe",
+            phase="threads-gil0-r1",
+        ),
+        six,
+        S.confirm,
+        (0, 1),
+    )

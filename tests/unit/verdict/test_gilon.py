@@ -35,20 +35,43 @@ def _phases(fixture: str) -> list[Phase]:
     names = [n for n in meta if n.startswith(("plain-gil", "threads-gil"))]
     for name in sorted(names, key=lambda n: (n[-1] if n.startswith("plain") else n.split("-")[1][-1], n)):
         m = meta[name]
-        kind, gil, rep = name.split("-")[0], int(name.split("gil")[1][0]), int(name.rsplit("r", 1)[1]) if "-r" in name else 0
-        out.append(parse_phase(Phase(name=name, kind=kind, gil=gil, rep=rep, exit_code=m["exit_code"],
-                                     duration=m["duration"], log=m["log"], junit=m.get("junit") or ""), d))
+        kind, gil, rep = (
+            name.split("-")[0],
+            int(name.split("gil")[1][0]),
+            int(name.rsplit("r", 1)[1]) if "-r" in name else 0,
+        )
+        out.append(
+            parse_phase(
+                Phase(
+                    name=name,
+                    kind=kind,
+                    gil=gil,
+                    rep=rep,
+                    exit_code=m["exit_code"],
+                    duration=m["duration"],
+                    log=m["log"],
+                    junit=m.get("junit") or "",
+                ),
+                d,
+            )
+        )
     return out
 
 
 def _kept(p: Phase, only: tuple[str, ...]) -> Phase:
     """A GIL-on run of ``only``: what the plugin keeps (node ids, or a file's items)."""
+
     def hit(t: str) -> bool:
         return t in only or t.split("::", 1)[0] in only
+
     hang = p.hang and replace(p.hang, tests=tuple(t for t in p.hang.tests if hit(t.test_id)))
-    return replace(p, subset=len(only), tests={t: tc for t, tc in p.tests.items() if hit(t)},
-                   crashes=tuple(c for c in p.crashes if hit(c.test_id)),
-                   hang=hang if hang and (hang.tests or hang.job_timeout) else None)
+    return replace(
+        p,
+        subset=len(only),
+        tests={t: tc for t, tc in p.tests.items() if hit(t)},
+        crashes=tuple(c for c in p.crashes if hit(c.test_id)),
+        hang=hang if hang and (hang.tests or hang.job_timeout) else None,
+    )
 
 
 def _targeted(phases: list[Phase]) -> list[Phase]:
@@ -90,11 +113,17 @@ def test_what_the_gil_on_runs_get() -> None:
     bad = {"tests/test_a.py::test_a": TestCase(outcome="failed"), "tests/test_b.py::test_b": TestCase(outcome="passed")}
     sel = select(_off(tests=bad, exit_code=1, excerpt="== 1 failed, 1 passed in 0.1s =="), TARGETED)
     assert (sel.ran, sel.tests) == ("tests", ("tests/test_a.py::test_a",))
-    crashed = _off(exit_code=1, crashes=(Crash(test_id="tests/test_b.py::test_b", signal=11),),
-                   excerpt="== 1 failed, 1 passed in 0.1s ==")
+    crashed = _off(
+        exit_code=1,
+        crashes=(Crash(test_id="tests/test_b.py::test_b", signal=11),),
+        excerpt="== 1 failed, 1 passed in 0.1s ==",
+    )
     assert select(crashed, TARGETED).tests == ("tests/test_b.py::test_b",)
-    hung = _off(exit_code=1, excerpt="== 1 failed in 0.1s ==",
-                hang=Hang(tests=(HungTest(test_id="tests/test_b.py::test_b", excerpt="Timeout"),)))
+    hung = _off(
+        exit_code=1,
+        excerpt="== 1 failed in 0.1s ==",
+        hang=Hang(tests=(HungTest(test_id="tests/test_b.py::test_b", excerpt="Timeout"),)),
+    )
     assert select(hung, TARGETED).tests == ("tests/test_b.py::test_b",)
     assert select(_off(), FULL).why == "settings.gil_on: full"
     empty = [replace(p, tests={}, exit_code=5, excerpt="== no tests ran in 0.1s ==") for p in _off()]
@@ -102,14 +131,17 @@ def test_what_the_gil_on_runs_get() -> None:
     assert select(_off(), replace(TARGETED, gil_modes=(0,))).ran == "suite"
 
 
-@pytest.mark.parametrize(("kw", "why"), [
-    ({"exit_code": None, "timed_out": True}, "killed at its timeout"),
-    ({"exit_code": -9, "signal": 9}, "killed"),
-    ({"exit_code": 2}, "pytest exited 2"),
-    ({"excerpt": "tests/test_a.py::test_a PASSED"}, "no pytest summary line"),
-    ({"tests": {}, "excerpt": "== no tests ran in 0.1s ==", "exit_code": 5}, "pytest exited 5"),
-    ({"exit_code": 1, "crashes": (Crash(signal=11),)}, "named no test"),
-])
+@pytest.mark.parametrize(
+    ("kw", "why"),
+    [
+        ({"exit_code": None, "timed_out": True}, "killed at its timeout"),
+        ({"exit_code": -9, "signal": 9}, "killed"),
+        ({"exit_code": 2}, "pytest exited 2"),
+        ({"excerpt": "tests/test_a.py::test_a PASSED"}, "no pytest summary line"),
+        ({"tests": {}, "excerpt": "== no tests ran in 0.1s ==", "exit_code": 5}, "pytest exited 5"),
+        ({"exit_code": 1, "crashes": (Crash(signal=11),)}, "named no test"),
+    ],
+)
 def test_gil_off_runs_that_did_not_run_the_suite_send_the_gil_on_runs_over_all_of_it(kw: dict, why: str) -> None:
     sel = select(_off(**kw), TARGETED)
     assert sel.ran == "suite" and why in sel.why, sel
@@ -123,8 +155,16 @@ def test_a_subset_run_is_no_suite_that_mostly_errored_and_says_nothing_of_covera
     on = Phase(name="plain-gil1", kind="plain", gil=1, exit_code=1, tests=errors, excerpt=summary, subset=25)
     assert decide([*off, on], settings=TARGETED).verdict == "baseline-failure"
     assert decide([*off, replace(on, subset=0)], settings=TARGETED).verdict == "infra-error"  # a whole suite's run
-    threads = Phase(name="threads-gil1-r1", kind="threads", gil=1, rep=1, exit_code=0,
-                    tests={"t.py::ok_1": TestCase(outcome="passed")}, excerpt=summary, subset=1)
+    threads = Phase(
+        name="threads-gil1-r1",
+        kind="threads",
+        gil=1,
+        rep=1,
+        exit_code=0,
+        tests={"t.py::ok_1": TestCase(outcome="passed")},
+        excerpt=summary,
+        subset=1,
+    )
     assert "gil1" not in decide([*off, threads], settings=TARGETED).coverage
 
 
@@ -132,19 +172,44 @@ def test_the_plugin_keeps_a_real_pytest_run_to_the_listed_tests(tmp_path: Path) 
     (tmp_path / "tests").mkdir()
     (tmp_path / "tests" / "test_m.py").write_text(
         "import pytest\n\nclass TestK:\n    def test_in_class(self): pass\n\n"
-        "@pytest.mark.parametrize('x', ['a b', 'c'])\ndef test_p(x): pass\n\ndef test_other(): pass\n")
+        "@pytest.mark.parametrize('x', ['a b', 'c'])\ndef test_p(x): pass\n\ndef test_other(): pass\n"
+    )
     (tmp_path / "tests" / "test_whole.py").write_text("def test_w1(): pass\n\ndef test_w2(): pass\n")
     listed = tmp_path / "only.txt"  # a node id, a JUnit-guessed id (a dot for the class), a parametrized id, a file
-    listed.write_text("tests/test_m.py::test_p[a b]\ntests/test_m.TestK.py::test_in_class\n"
-                      "tests/test_whole.py\ntests/test_gone.py::test_never\n")
+    listed.write_text(
+        "tests/test_m.py::test_p[a b]\ntests/test_m.TestK.py::test_in_class\n"
+        "tests/test_whole.py\ntests/test_gone.py::test_never\n"
+    )
     inner = ROOT / "harness" / "_inner"
-    out = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "ft_harness_only",
-                          f"--ft-harness-only={listed}", "-v", "-c", "/dev/null", f"--rootdir={tmp_path}", "tests"],
-                         cwd=tmp_path, capture_output=True, text=True, env={"PYTHONPATH": str(inner), "PATH": "/usr/bin:/bin"})
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-p",
+            "no:cacheprovider",
+            "-p",
+            "ft_harness_only",
+            f"--ft-harness-only={listed}",
+            "-v",
+            "-c",
+            "/dev/null",
+            f"--rootdir={tmp_path}",
+            "tests",
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env={"PYTHONPATH": str(inner), "PATH": "/usr/bin:/bin"},
+    )
     assert out.returncode == 0, out.stdout + out.stderr
     ran = sorted(ln.split(" ")[0] for ln in out.stdout.splitlines() if " PASSED" in ln)
-    assert ran == ["tests/test_m.py::TestK::test_in_class", "tests/test_m.py::test_p[a",
-                   "tests/test_whole.py::test_w1", "tests/test_whole.py::test_w2"], out.stdout
+    assert ran == [
+        "tests/test_m.py::TestK::test_in_class",
+        "tests/test_m.py::test_p[a",
+        "tests/test_whole.py::test_w1",
+        "tests/test_whole.py::test_w2",
+    ], out.stdout
     assert "4 passed, 2 deselected" in out.stdout and "only the 4 test id(s) listed" in out.stdout
 
 

@@ -286,13 +286,18 @@ def test_reproduce_plain_finding_drops_thread_flags_and_quotes_ids():
 
 def test_reproduce_tox_command():
     (p,) = load("mix", keep=lambda p: p.name == "threads-gil0-r1")
-    tc = TestCommand(head=("/v/bin/python", "-m", "tox", "-e", "py313t", "--"), options=("-v",),
-                     threads=("--parallel-threads=4",), paths=("tests",),
-                     this_run=("-n", "auto", "--junitxml=/w/junit/x.xml"))
+    tc = TestCommand(
+        head=("/v/bin/python", "-m", "tox", "-e", "py313t", "--"),
+        options=("-v",),
+        threads=("--parallel-threads=4",),
+        paths=("tests",),
+        this_run=("-n", "auto", "--junitxml=/w/junit/x.xml"),
+    )
     cmd = reproduce(dataclasses.replace(p, command=tc.argv(), test_command=tc), "tests/t.py::t")
     assert cmd.endswith("-m tox -e py313t -- -v --parallel-threads=4 tests/t.py::t")
     assert reproduce(dataclasses.replace(p, command=tc.argv(), test_command=tc), None).endswith(
-        "--parallel-threads=4 tests")
+        "--parallel-threads=4 tests"
+    )
 
 
 def test_a_phase_without_parts_is_its_command_as_it_ran():
@@ -355,14 +360,24 @@ def test_the_serial_cost_decides_between_hang_and_too_slow_to_tell():
 
 
 def test_a_reproduce_line_puts_the_venv_first_on_the_users_path():
-    p = Phase(name="plain-gil0", kind="plain", gil=0, command=("/ws/venv/bin/python", "-m", "pytest"),
-              env={"PATH": "/ws/venv/bin:/root/.pyenv/shims:/usr/bin", "PYTHON_GIL": "0"}, cwd="/ws/src")
+    p = Phase(
+        name="plain-gil0",
+        kind="plain",
+        gil=0,
+        command=("/ws/venv/bin/python", "-m", "pytest"),
+        env={"PATH": "/ws/venv/bin:/root/.pyenv/shims:/usr/bin", "PYTHON_GIL": "0"},
+        cwd="/ws/src",
+    )
     line = reproduce(p, None)
     assert 'PATH=/ws/venv/bin:"$PATH" PYTHON_GIL=0 /ws/venv/bin/python -m pytest' in line
     assert ".pyenv" not in line
     # run by a shell, the venv's bin is first and the user's PATH follows
-    out = subprocess.run(["sh", "-c", line.split(" && ", 1)[1].split(" /ws/")[0] + " sh -c 'echo $PATH'"],
-                         capture_output=True, text=True, env={"PATH": "/usr/bin:/bin"})
+    out = subprocess.run(
+        ["sh", "-c", line.split(" && ", 1)[1].split(" /ws/")[0] + " sh -c 'echo $PATH'"],
+        capture_output=True,
+        text=True,
+        env={"PATH": "/usr/bin:/bin"},
+    )
     assert out.stdout.strip() == "/ws/venv/bin:/usr/bin:/bin"
 
 
@@ -373,8 +388,7 @@ def test_a_budget_spent_before_any_gil_on_run_claims_no_gil_off_only_finding():
     assert d.verdict == "infra-error", [(f.kind, f.message) for f in d.findings]
     assert not by_kind(d, "ft-race") and not by_kind(d, "hang") and not by_kind(d, "slow-in-threads")
     u = by_kind(d, "unconfirmed")["tests/test_label.py::test_label_roundtrip"]
-    assert u.message.startswith("ft-race not claimed: no run of it with the GIL on "
-                                "(the job's budget ran out before)")
+    assert u.message.startswith("ft-race not claimed: no run of it with the GIL on (the job's budget ran out before)")
     (b,) = [f for f in d.findings if f.kind == "budget-spent"]
     assert b.phase == "threads-gil0-r2"
 
@@ -472,6 +486,7 @@ def test_a_verdict_from_a_run_the_budget_cut_says_so():
     d = decide(load("hang-noxdist"), settings=S)
     h = next(f for f in d.findings if f.kind == "hang")
     assert h.phase == "threads-gil0-r1"
-    assert h.message.endswith("the job's budget (job_timeout) ended that run while the test was still "
-                              "running past test_timeout")
+    assert h.message.endswith(
+        "the job's budget (job_timeout) ended that run while the test was still running past test_timeout"
+    )
     assert d.qualifier == "taken from threads-gil0-r1, a run the job's budget (job_timeout) cut"

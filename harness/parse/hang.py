@@ -254,6 +254,22 @@ def _waits_text(block: str | list[tuple[str, list[str]]]) -> tuple[str, list[str
     return (waits[0][1][0] if waits else ""), lines
 
 
+def _hung_test(tid: str, text: str, blocks: list[str], dumps: list[Dump]) -> HungTest:
+    """A timed-out test, with where its threads wait: from pytest-timeout's stack dump of it, or
+    from the watchdog's, or, with neither, from its failure report's location."""
+    func = _func(tid)
+    block = next((b for b in blocks if f"in {func}" in b), "")
+    dump = next((d for d in dumps if _dump_names(d.threads, func)), None)
+    if block or dump is None:
+        top, lines = _waits_text(block)
+        head = f"{tid}: Timeout from pytest-timeout"
+    else:  # a wait pytest-timeout's signal could not end (in C): the watchdog's dump
+        top, lines = _waits_text(dump.threads)
+        head = f"{tid}: still running after {dump.after} (a wait pytest-timeout's signal cannot end); {WATCHDOG_ENDED}"
+    top = top or _report_location(text, func)
+    return HungTest(test_id=tid, stack_top=top, excerpt="\n".join([head, *lines[:24]]))
+
+
 def find_hang(
     text: str,
     *,
@@ -287,21 +303,7 @@ def find_hang(
             timed_out_tests = _ended_tests(dumps, unfinished)
     if not timed_out_tests and not timed_out:
         return None
-    per_test = []
-    for tid in timed_out_tests:
-        func = _func(tid)
-        block = next((b for b in blocks if f"in {func}" in b), "")
-        dump = next((d for d in dumps if _dump_names(d.threads, func)), None)
-        if block or dump is None:
-            top, lines = _waits_text(block)
-            head = f"{tid}: Timeout from pytest-timeout"
-        else:  # a wait pytest-timeout's signal could not end (in C): the watchdog's dump
-            top, lines = _waits_text(dump.threads)
-            head = (
-                f"{tid}: still running after {dump.after} (a wait pytest-timeout's signal cannot end); {WATCHDOG_ENDED}"
-            )
-        top = top or _report_location(text, func)
-        per_test.append(HungTest(test_id=tid, stack_top=top, excerpt="\n".join([head, *lines[:24]])))
+    per_test = [_hung_test(tid, text, blocks, dumps) for tid in timed_out_tests]
     running, why, spent = "", "", False
     stalled = STALLED_RE.search(text) if timed_out else None
     if stalled:  # the backend ended a run whose log stayed silent: frozen, not slow

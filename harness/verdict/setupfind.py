@@ -1,6 +1,7 @@
-"""Findings of the harness's setup steps and of tests that could not run (harness.verdict.rules):
-the test deps that did not install, another setup step that failed, and a suite's tests whose
-fixture or import is missing (harness.parse.setup), each with its real cause and fix."""
+"""Findings of the harness's setup steps and of tests that could not run (harness.verdict.rules,
+verdict.failures): the test deps that did not install, another setup step that failed, and a
+suite's tests whose fixture or import is missing (harness.parse.setup), each with its real cause
+and fix."""
 
 from __future__ import annotations
 

@@ -168,7 +168,7 @@ def _run(script: str, cwd: Path, env: dict[str, str], timeout: float) -> tuple[i
 
 
 def docker_argv(image: str, python: str, exe: str, script: str, tmp: Path, network: bool, name: str) -> list[str]:
-    """``docker run`` of one recipe step with the job's isolation (harness.backends.docker):
+    """``docker run`` of one recipe step with the job's isolation (harness.backends.dockerconfig):
     ``tmp`` at /work is the only writable mount; the interpreter is linked as the recipe names it."""
     user = f"{UID}:{UID}" if os.geteuid() == 0 else f"{os.geteuid()}:{os.getegid()}"
     argv = [

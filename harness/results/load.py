@@ -193,7 +193,7 @@ def load_results(
         results.append(res)
         if sources is not None:
             sources[res.job_id] = (path, digest)
-    for skipped in problems:  # the CLI prints each once (commands.write_report), made inert
+    for skipped in problems:  # the CLI prints each once (reporting.write_report), made inert
         log.info("skipped %s", skipped)
     return results, problems
 

@@ -391,7 +391,7 @@ class Meta:
     backends: tuple[str, ...] = ()
     interpreters: tuple[str, ...] = ()  # the columns' names
     jobs: int = 0
-    # What the command added (harness.cli.commands: matrix, backend, shard, sources), as it gave
+    # What the command added (harness.cli.runjobs, .reporting: matrix, backend, shard, sources), as it gave
     # them and in its order: no renderer reads them, report.json keeps them.
     extra: dict[str, Any] = field(default_factory=dict)
     generated: str = ""  # when the report was written, when later than finished; "" otherwise

@@ -18,7 +18,7 @@ import pytest
 from harness import __main__ as cli_main
 from harness import backends
 from harness.backends import Opened, Prepared
-from harness.cli import commands, progress
+from harness.cli import commands, progress, runjobs
 from harness.config import matrix, plan, sharding
 from harness.core.errors import BuildError, ConfigError, HarnessError, InfraError, Interrupted, RegressionError
 from harness.job import runner
@@ -371,13 +371,13 @@ def test_select_jobs_shards_the_whole_plan_then_filters() -> None:
         "packages: [{name: p1}, {name: p2}, {name: p3}]\n"
     )
     everything = plan.make_plan(spec)
-    assert commands.select_jobs(spec, _args()) == everything
+    assert runjobs.select_jobs(spec, _args()) == everything
     second = sharding.shard(everything, 2, 2, None)
     assert 0 < len(second) < len(everything)
-    assert commands.select_jobs(spec, _args(shard="2/2")) == second
-    assert commands.select_jobs(spec, _args(shard="2/2", package=["p1"])) == [
+    assert runjobs.select_jobs(spec, _args(shard="2/2")) == second
+    assert runjobs.select_jobs(spec, _args(shard="2/2", package=["p1"])) == [
         j for j in second if j.package.name == "p1"
     ]
-    assert {j.interpreter.name for j in commands.select_jobs(spec, _args(interpreter=["b"]))} == {"b"}
+    assert {j.interpreter.name for j in runjobs.select_jobs(spec, _args(interpreter=["b"]))} == {"b"}
     with pytest.raises(ConfigError, match=r"--package 'zz' is not in m.yaml"):
-        commands.select_jobs(spec, _args(package=["p1", "zz"]))
+        runjobs.select_jobs(spec, _args(package=["p1", "zz"]))

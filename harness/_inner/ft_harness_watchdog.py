@@ -35,7 +35,7 @@ _items = [0]
 
 def pytest_configure(config) -> None:
     """pytest-cov's ``no_cover`` marker, when pytest-cov is not there: the harness does not
-    install coverage tools (harness.testsetup.infer), and a suite that marks a test with it under
+    install coverage tools (harness.testsetup.reqlines), and a suite that marks a test with it under
     ``--strict-markers`` or ``filterwarnings = error`` (python-dateutil) would stop at
     collection with "Unknown pytest.mark.no_cover"."""
     if not config.pluginmanager.hasplugin("pytest_cov"):

@@ -40,7 +40,7 @@ class TestSetup:
     pytest_args: tuple[str, ...] = ()
     pytest_args_from: str = ""  # also "recipe + inferred"
     sources: tuple[str, ...] = ()  # the notes: "test deps from [dependency-groups] tests", ...
-    # the community recipe's part (harness.testsetup.registry.Applied.to_dict, with not_held):
+    # the community recipe's part (harness.testsetup.recipeapply.Applied.to_dict, with not_held):
     # registry, used, tests, requires, pytest_args, timeout, skip
     recipe: dict[str, Any] = field(default_factory=dict)
 

@@ -131,7 +131,7 @@ def what_ran(p: JobEntry) -> str:
     return " ".join(parts)
 
 
-# the pytest options of a recipe (harness.testsetup.registry.KEEP_VALUE) that leave tests out
+# the pytest options of a recipe (harness.testsetup.recipecmd.KEEP_VALUE) that leave tests out
 NARROWING = ("-k", "-m", "--deselect", "--ignore", "--ignore-glob")
 
 

@@ -2,8 +2,9 @@
 
 pytest imports every conftest.py on the way to the tests before it collects one, so a module one
 of them imports that is not installed stops the whole suite ("ImportError while loading
-conftest"). harness.testsetup.infer (step 2b) installs such a module when the sdist declares it somewhere
-other than the test group it picked (urllib3's ``trustme``: ``[dependency-groups] dev``).
+conftest"). harness.testsetup.deplookup (step 2b of harness.testsetup.infer) installs such a module
+when the sdist declares it somewhere other than the test group it picked (urllib3's ``trustme``:
+``[dependency-groups] dev``).
 
 Pure: files in, names out. Only statements at module level count, not those inside ``try:`` or
 ``if`` (optional imports); relative imports, the standard library and the sdist's own modules

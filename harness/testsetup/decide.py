@@ -7,7 +7,7 @@ arguments:
 
 1. matrix.yaml's entry for the package (``tests``, ``test_requires``, ``pytest_args``);
 2. a community recipe (harness.testsetup.registry: the snapshot shipped in harness/data, or
-   ``settings.registry``), where it holds for the sdist;
+   ``settings.registry``), where it holds for the sdist (harness.testsetup.recipeapply);
 3. what harness.testsetup.infer reads from the sdist.
 
 The test dependencies are an exception: a recipe's are added to what the sdist declares, never
@@ -41,7 +41,7 @@ from packaging.version import Version
 from ..core.jobspec import Package, Settings
 from ..core.model import InterpreterInfo
 from ..core.suiterecord import TestSetup
-from . import datadirs, infer, pytestcfg, registry, testdeps, where
+from . import datadirs, infer, pytestcfg, recipeapply, registry, testdeps, where
 from .compiled import compiled_evidence, with_cpython_wheel
 from .datadirs import DataDir
 from .sdistfiles import SdistFiles
@@ -252,15 +252,15 @@ def recipe_of(settings: Settings, name: str) -> tuple[registry.Registry, registr
 
 def _recipe(
     tree: Path, files: SdistFiles, name: str, settings: Settings, major_minor: str, env: Mapping[str, str]
-) -> registry.Applied | None:
+) -> recipeapply.Applied | None:
     found = recipe_of(settings, name)
     if found is None:
         return None
     reg, recipe = found
-    return registry.apply(recipe, tree, name, major_minor, registry=reg.label, environment=env, files=files)
+    return recipeapply.apply(recipe, tree, name, major_minor, registry=reg.label, environment=env, files=files)
 
 
-def _recipe_notes(rec: registry.Applied | None, settings: Settings) -> tuple[dict[str, Any], list[str]]:
+def _recipe_notes(rec: recipeapply.Applied | None, settings: Settings) -> tuple[dict[str, Any], list[str]]:
     """(the record's ``recipe``, the notes on what of it was used and what did not hold)."""
     if rec is None:
         return {}, []
@@ -282,10 +282,12 @@ def registry_skip(pkg: Package, settings: Settings, major_minor: str) -> TestSet
     if found is None:
         return None
     reg, rec = found
-    why = registry.skip_reason(rec, major_minor)
+    why = recipeapply.skip_reason(rec, major_minor)
     if not why:
         return None
-    entry = registry.Applied(registry=reg.label, skip=why, timeout=rec.timeout, used=(f"skip on {major_minor}: {why}",))
+    entry = recipeapply.Applied(
+        registry=reg.label, skip=why, timeout=rec.timeout, used=(f"skip on {major_minor}: {why}",)
+    )
     return TestSetup(recipe=entry.to_dict(), sources=(f"recipe ({reg.label}): not run on {major_minor}: {why}",))
 
 

@@ -1,6 +1,6 @@
 """The sdist's config files (pyproject.toml, setup.cfg, tox.ini, pytest.ini, PKG-INFO, ...), each
 read once: ``SdistFiles`` holds what was read, and every reader of the suite setup
-(harness.testsetup.infer, .pytestcfg, .registry, .compiled) and the wheel store's
+(harness.testsetup.infer, .deplookup, .reqlines, .pytestcfg, .recipeapply, .compiled) and the wheel store's
 ``static_requirements`` take it instead of opening the file again.
 
 Regular files only, never through a link (package code may have run in the workspace),

@@ -48,18 +48,18 @@ def test_probe_metadata_is_capped() -> None:
 def test_a_recipe_cannot_switch_off_the_harness_s_own_plugins(tmp_path: Path) -> None:
     """marisa-trie's shipped recipe says `python -m pytest tests/ -p no:run-parallel`: its threaded
     runs failed on an unknown option.  Now the option is not applied, and the result says why."""
-    from harness.testsetup import registry
+    from harness.testsetup import recipeapply, registry
 
     src = tmp_path / "marisa-trie-1.3.1"
     (src / "tests").mkdir(parents=True)
-    got = registry.apply(registry.load().get("marisa-trie"), src, "marisa-trie", "3.13", registry="laruche")
+    got = recipeapply.apply(registry.load().get("marisa-trie"), src, "marisa-trie", "3.13", registry="laruche")
     assert got.tests == "tests" and "no:run-parallel" not in " ".join(got.pytest_args)
     assert "-p no:run-parallel: switches off a plugin of the harness's own; not applied" in got.not_held
     for plugin in ("no:timeout", "no:pytest_run_parallel.plugin", "no:ft_harness_watchdog", "no:faulthandler"):
         rec = registry.Recipe(
             name="x", test_command=f"pytest tests -p {plugin} -p no:randomly", test_framework="pytest"
         )
-        got = registry.apply(rec, src, "x", "3.13", registry="r")
+        got = recipeapply.apply(rec, src, "x", "3.13", registry="r")
         assert got.pytest_args == ("-p", "no:randomly"), plugin
 
 

@@ -1,6 +1,7 @@
-"""Community recipes (harness.testsetup.registry, harness.testsetup.decide): real recipes of the shipped laruche
-snapshot applied to sdist trees -- captured ones from tests/data/infer, or trees made here with
-the layout of the real sdist -- and what holds, what does not, and where each field came from."""
+"""Community recipes (harness.testsetup.registry, .recipeapply, harness.testsetup.decide): real
+recipes of the shipped laruche snapshot applied to sdist trees -- captured ones from
+tests/data/infer, or trees made here with the layout of the real sdist -- and what holds, what
+does not, and where each field came from."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from harness.config import matrix, plan
 from harness.core.errors import ConfigError
 from harness.core.model import InterpreterInfo
 from harness.core.suiterecord import TestSetup
-from harness.testsetup import decide, infer, registry
+from harness.testsetup import decide, infer, recipeapply, registry
 from tests.conftest import INTERP_YAML
 
 INFER = Path(__file__).resolve().parents[2] / "data" / "infer"
@@ -67,7 +68,7 @@ def test_a_pure_projects_recipe_gives_its_test_deps(tmp_path: Path) -> None:
     """attrs: `pip install -e . && pip install pytest hypothesis pytest-xdist pympler
     cloudpickle`, `python -m pytest -p no:xdist`: on the real attrs 26.1.0 sdist's files."""
     src = _copy("attrs-26.1.0", tmp_path)
-    got = registry.apply(registry.load().get("attrs"), src, "attrs", "3.13", registry=LABEL)
+    got = recipeapply.apply(registry.load().get("attrs"), src, "attrs", "3.13", registry=LABEL)
     assert got.requires == ("hypothesis", "pympler", "cloudpickle")  # pytest, pytest-xdist: pinned
     assert got.tests == "" and got.pytest_args == () and got.skip == ""
     assert got.not_held == ()  # -p no:xdist is the harness's own business, not news
@@ -84,7 +85,7 @@ def test_an_extension_projects_recipe_gives_its_tests_path_and_timeout(tmp_path:
     """propcache (c_extension): `python -m pytest tests/ -p no:xdist`, timeout 300; its install
     names no test deps, so the inference's requirements/test.txt stays."""
     src = _copy("propcache-0.5.4", tmp_path)
-    got = registry.apply(registry.load().get("propcache"), src, "propcache", "3.13", registry=LABEL)
+    got = recipeapply.apply(registry.load().get("propcache"), src, "propcache", "3.13", registry=LABEL)
     assert (got.tests, got.requires, got.timeout) == ("tests", (), 300)
     assert got.used == ("timeout 300s for the suite", "test path tests")
     job = _job("{name: propcache}", "settings: {job_timeout: 120}\n")
@@ -100,7 +101,7 @@ def test_an_extension_recipes_path_that_the_sdist_lacks_is_said(tmp_path: Path) 
     """ujson: `python -m pytest -p no:xdist tests/`, after `pip install setuptools
     setuptools-scm && pip install --no-build-isolation -e .`, on a tree without tests/."""
     src = _tree(tmp_path / "ujson-5.11.0", {"pyproject.toml": "[project]\nname = 'ujson'\n", "src/ujson/ujson.c": ""})
-    got = registry.apply(registry.load().get("ujson"), src, "ujson", "3.13", registry=LABEL)
+    got = recipeapply.apply(registry.load().get("ujson"), src, "ujson", "3.13", registry=LABEL)
     assert got.tests == "" and got.requires == ()
     assert got.not_held == (
         "test path tests/ not in the sdist",
@@ -113,7 +114,7 @@ def test_skip_versions_stops_the_job_on_that_version_only(tmp_path: Path) -> Non
     `python -m pytest --pyargs numpy -p no:xdist --durations=10`, timeout 1800."""
     rec = registry.load().get("numpy")
     why = "Meson build system: 'Python dependency not found' on 3.15 (meson cannot find python3.15 sysconfig)."
-    assert registry.skip_reason(rec, "3.15") == why and registry.skip_reason(rec, "3.13") == ""
+    assert recipeapply.skip_reason(rec, "3.15") == why and recipeapply.skip_reason(rec, "3.13") == ""
     job = _job("{name: numpy, version: '2.3.5'}")
     skip = decide.registry_skip(job.package, job.settings, "3.15")
     assert skip is not None and skip.recipe["skip"] == why and skip.recipe["timeout"] == 1800
@@ -138,7 +139,7 @@ def test_skip_versions_stops_the_job_on_that_version_only(tmp_path: Path) -> Non
             "numpy/tests/test_x.py": "",
         },
     )
-    got = registry.apply(rec, src, "numpy", "3.13", registry=LABEL)
+    got = recipeapply.apply(rec, src, "numpy", "3.13", registry=LABEL)
     assert (got.tests, got.requires, got.pytest_args, got.skip) == ("", (), (), "")
     assert got.not_held == (
         "--pyargs numpy: a module, not a path (the harness picks where installed tests run)",
@@ -157,7 +158,7 @@ def _recipe(test: str = "", install: str = "", **kw) -> registry.Recipe:
 
 def test_options_kept_left_out_and_paths_checked(tmp_path: Path) -> None:
     src = _tree(tmp_path / "demo", {"sub/tests/test_a.py": "", "sub/tests/unit/test_b.py": "", "x.py": ""})
-    got = registry.apply(
+    got = recipeapply.apply(
         _recipe(
             "cd sub && FOO=1 python -m pytest tests/unit tests -o 'addopts=' -k 'not net' -m 'not slow' "
             "-p no:cov -p no:xdist -p anyio --deselect tests/unit/test_b.py::t --ignore=tests/big "
@@ -202,7 +203,7 @@ def test_install_commands_read_as_test_deps(tmp_path: Path) -> None:
             "requirements/test.txt": "freezegun  # comment\ntomli; python_version < '3.11'\n",
         },
     )
-    got = registry.apply(
+    got = recipeapply.apply(
         _recipe(
             "python -m pytest",
             "pip install cython && pip install --no-build-isolation "
@@ -231,13 +232,13 @@ def test_a_recipe_for_another_framework_gives_nothing_but_its_skip(tmp_path: Pat
         test_framework="unittest",
         skip_versions=(("3.13", "no wheel"),),
     )
-    got = registry.apply(rec, tmp_path, "demo", "3.13", registry=LABEL)
+    got = recipeapply.apply(rec, tmp_path, "demo", "3.13", registry=LABEL)
     assert (got.tests, got.requires, got.skip) == ("", (), "no wheel")
     assert got.not_held == ("test framework unittest: not pytest, its commands not used",)
-    everywhere = registry.apply(_recipe(skip=True, skip_reason="monorepo"), tmp_path, "demo", "3.13", registry=LABEL)
+    everywhere = recipeapply.apply(_recipe(skip=True, skip_reason="monorepo"), tmp_path, "demo", "3.13", registry=LABEL)
     assert everywhere.skip == ""  # said, not applied
     assert everywhere.not_held[0].startswith("skip on every version (monorepo): not applied")
-    odd = registry.apply(_recipe("pytest 'unclosed"), tmp_path, "demo", "3.13", registry=LABEL)
+    odd = recipeapply.apply(_recipe("pytest 'unclosed"), tmp_path, "demo", "3.13", registry=LABEL)
     assert odd.not_held == ('test command "pytest \'unclosed": no pytest in it, not used',)
 
 

@@ -1,10 +1,10 @@
 """One job: its workspace, the chain of its stages, its result.
 
-``_steps`` chains the stages (harness.job.source, harness.job.stages): source -> suite setup ->
-install -> probe -> test runs -> confirm, each taking the value the one before returned, and
-stops where a later stage would mean nothing. Only commands go through the backend; the raw
-phases go to ``harness.parse`` (in ``context.run_phase``) and ``harness.verdict``. A package's
-failure comes back as data in the JobResult, never as an exception.
+``_steps`` chains the stages (harness.job.source, harness.job.stages, harness.job.testruns):
+source -> suite setup -> install -> probe -> test runs -> confirm, each taking the value the one
+before returned, and stops where a later stage would mean nothing. Only commands go through the
+backend; the raw phases go to ``harness.parse`` (in ``context.run_phase``) and ``harness.verdict``.
+A package's failure comes back as data in the JobResult, never as an exception.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from ..core.model import Finding, InterpreterInfo, JobResult, now_iso
 from ..core.suiterecord import TestSetup
 from ..core.wsfs import JobDir
 from ..verdict import artifact
-from . import datalinks, jobfiles, stages, tsanenv
+from . import datalinks, jobfiles, stages, testruns, tsanenv
 from .context import JobCtx, Progress, base_env
 from .laptoprecipe import recipe
 from .source import LOCAL_RELEASE, Unfetched, pinned_version, source
@@ -101,10 +101,10 @@ def _steps(ctx: JobCtx) -> Done:
     if not setup.has_tests:
         log.info("%s: no tests in the source", ctx.job.job_id)
         return done
-    run = stages.suite_run(ctx, src, setup, installed)
+    run = testruns.suite_run(ctx, src, setup, installed)
     record, links = datalinks.link(ctx, src, setup.data_dirs, run.record)  # dulwich's testdata/
-    run = stages.run_tests(ctx, replace(run, record=record))
-    stages.confirm(ctx, run)
+    run = testruns.run_tests(ctx, replace(run, record=record))
+    testruns.confirm(ctx, run)
     return replace(done, test_setup=run.record, data_links=links, gil_on=run.gil_on)
 
 

@@ -1,6 +1,7 @@
-"""The job's stages after the source (harness.job.source): suite setup -> install -> probe ->
-test runs -> confirm. Each takes what the stage before it returned and returns the next value;
-``job._steps`` chains them and stops where a later stage would mean nothing.
+"""The job's stages after the source (harness.job.source) up to the tests: suite setup ->
+install -> probe. Each takes what the stage before it returned and returns the next value;
+``job._steps`` chains them, then the test runs and the confirmation (harness.job.testruns), and
+stops where a later stage would mean nothing.
 
 Only the suite-setup stage reads the source tree by name, before any package code ran; from
 the install on, the workspace is reached through ``ctx.fs`` only (harness.core.wsfs).
@@ -8,53 +9,29 @@ the install on, the workspace is reached through ``ctx.fs`` only (harness.core.w
 
 from __future__ import annotations
 
-import logging
 import shlex
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
-from .. import verdict
 from ..core.evidence import NOT_INSTALLED, NOT_INSTALLED_SUFFIX
-from ..core.gilonrecord import GilOn, targeted
-from ..core.model import Phase, TestCommand
-from ..core.suiterecord import TestSetup
+from ..core.model import Phase
 from ..store.wheelstore import static_requirements
 from ..testsetup.decide import SuiteSetup, decide
-from ..verdict import artifact, gilon
-from . import jobfiles, suite, tsanenv
-from .context import JobCtx, PhaseSpec, base_env, run_phase
+from ..verdict import artifact
+from . import suite, tsanenv
+from .context import JobCtx, PhaseSpec, run_phase
 from .source import Source
 from .suite import TOX
-from .watchdog import ONLY as ONLY_PLUGIN
-from .watchdog import stall_seconds, watchdog_env
 from .wheelsteps import NO_STORE, StoreUse, prepare
-
-log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, kw_only=True)
 class Installed:
     python: str  # the venv's interpreter
     tests_python: str  # the one the tests import the package in: the venv's, or tox's env
-
-
-@dataclass(frozen=True, kw_only=True)
-class Suite:
-    """The test phases' common parts: the command, where it runs, its environment."""
-
-    command: TestCommand
-    cwd: str  # the source tree, or site-packages
-    source: str  # the source tree (TSan's source_dir)
-    env: dict[str, str]  # without PYTHON_GIL
-    watchdog: dict[str, str]  # the watchdog plugin's env ({} under TSan)
-    idle: float  # silent this long: frozen (0: never asked)
-    threads: tuple[str, ...]  # pytest-run-parallel's options
-    record: TestSetup
-    gil_on: GilOn | None = None  # what the GIL-on runs ran (run_tests; harness.verdict.gilon)
 
 
 # ------------------------------------------------------------------ suite setup
@@ -284,238 +261,3 @@ def probe(ctx: JobCtx, setup: SuiteSetup, installed: Installed) -> None:
             timeout=300,
         ),
     )
-
-
-# ------------------------------------------------------------------ test runs
-
-
-def suite_run(ctx: JobCtx, src: Source, setup: SuiteSetup, installed: Installed) -> Suite:
-    """The test command, and where and with what env it runs: from site-packages when the
-    install shipped the tests inside the package (jobfiles.site_packages), else the tree."""
-    ws, s = ctx.ws, ctx.job.settings
-    env = base_env(ctx.job)
-    if "PATH" not in env:  # the venv first, as activating it would: a test that runs a
-        # console script (numpy's test_configtool runs `numpy-config`) gets the installed one
-        env["PATH"] = f"{ws.path('venv', 'bin')}:{ctx.backend.base_path}"
-    wenv = {} if ctx.tsan else watchdog_env(ws, env, s.test_timeout)  # plain and threaded runs
-    found = jobfiles.site_packages(ctx.fs, setup.installed.tests) if setup.installed else None
-    run_from = setup.installed if found and setup.installed else setup.at_source
-    at = ws.path(*found[0].split("/")) if found else src.path
-    job = replace(ctx.job, package=replace(ctx.job.package, pytest_args=run_from.pytest_args))
-    # the config file named by -c (none: an empty one), the source's even from site-packages
-    config = f"{src.path}/{setup.config}" if setup.config else ""
-    command = suite.command(job, ws, installed.python, run_from.tests, src=at, config=config, pins=setup.tools)
-    return Suite(
-        command=command,
-        cwd=at,
-        source=src.path,
-        env=env,
-        watchdog=wenv,
-        idle=stall_seconds(s.test_timeout) if wenv else 0,  # silent past the watchdog: frozen
-        threads=(f"--parallel-threads={s.threads}", f"--iterations={s.iterations}"),
-        record=run_from.record,
-    )
-
-
-def run_tests(ctx: JobCtx, run: Suite) -> Suite:
-    """Per GIL mode: the plain run, then ``repeat`` threaded runs (under TSan: tsan runs); one
-    collect-only run after the first plain run. None starts once the job's budget is spent.
-    With ``settings.gil_on: targeted`` the GIL-off runs go first and decide what the GIL-on
-    runs run (harness.verdict.gilon): the suite, the tests red with the GIL off, or nothing."""
-    s = ctx.job.settings
-    is_targeted = targeted(s.gil_on, s.gil_modes, tsan=ctx.tsan)
-    gil_on = None
-    for mode in (0, 1) if is_targeted else s.gil_modes:
-        if ctx.spent:
-            log.info("%s: the job timeout is spent; no test phase starts now", ctx.job.job_id)
-            break
-        only: tuple[str, ...] = ()
-        if is_targeted and mode == 1:
-            gil_on, only = _gil_on(ctx)
-            if gil_on.ran == "none":
-                break
-        _plain(ctx, run, mode, only)
-        if mode == (0 if is_targeted else s.gil_modes[0]) and not ctx.spent:
-            # what the threaded runs will really run in threads: -n auto hides it, so ask
-            # pytest-run-parallel once, without workers; which tests it runs single-threaded is
-            # decided at collection, the same in every GIL mode, so one run serves them all
-            run_phase(
-                ctx,
-                PhaseSpec(
-                    name="collect",
-                    kind="collect",
-                    command=replace(run.command, threads=run.threads, this_run=("--collect-only",)),
-                    env={**run.env, "PYTHON_GIL": str(mode)},
-                    cwd=run.cwd,
-                    timeout=300,
-                ),
-            )
-        for rep in range(1, s.repeat + 1):
-            if ctx.spent:
-                break
-            _threaded(ctx, run, mode, rep, only)
-    return replace(run, gil_on=gil_on or _whole(ctx, is_targeted))
-
-
-def _whole(ctx: JobCtx, targeted: bool) -> GilOn | None:
-    """The record of GIL-on runs that were not chosen by the GIL-off ones (None: none asked)."""
-    s = ctx.job.settings
-    if 1 not in s.gil_modes:
-        return None
-    if not any(p.gil == 1 and p.kind in ("plain", "threads", "tsan") for p in ctx.phases):
-        return GilOn(ran="none", why="the job's budget was spent before any GIL-on run")
-    why = (
-        "ThreadSanitizer runs: the whole suite in every mode"
-        if ctx.tsan
-        else "settings.gil_on: full"
-        if s.gil_on == "full"
-        else "no GIL-off run asked: the whole suite"
-        if not targeted
-        else ""
-    )
-    return GilOn(ran="suite", why=why)
-
-
-ONLY_FILE = "logs/gil-on-tests.txt"  # the GIL-on runs' test ids (gil_on: targeted), one a line
-
-
-def _gil_on(ctx: JobCtx) -> tuple[GilOn, tuple[str, ...]]:
-    """What the GIL-on runs run (verdict.gilon.select over the GIL-off runs), with the test ids
-    written to ONLY_FILE for the plugin that keeps a run to them; the whole suite if that file
-    cannot be written (package code left something in its place)."""
-    sel = gilon.select(ctx.phases, ctx.job.settings)
-    log.info("%s: GIL-on runs: %s (%s)", ctx.job.job_id, sel.ran, sel.why)
-    if sel.ran != "tests":
-        return GilOn(ran=sel.ran, why=sel.why), ()
-    try:
-        ctx.fs.write_new(ONLY_FILE, "".join(f"{t}\n" for t in sel.tests).encode())
-    except OSError as e:
-        why = f"{sel.why}; but {ONLY_FILE} could not be written ({e.strerror}), so the whole suite"
-        return GilOn(ran="suite", why=why), ()
-    return GilOn(ran="tests", tests=len(sel.tests), file=ctx.rel(ctx.ws.host_root / ONLY_FILE), why=sel.why), sel.tests
-
-
-def _this_run(ctx: JobCtx, name: str, only: Sequence[str] = ()) -> tuple[str, ...]:
-    """What only this run needs: workers, its JUnit file; the plugin that keeps it to ``only``."""
-    keep = ("-p", ONLY_PLUGIN, f"--ft-harness-only={ctx.ws.path(*ONLY_FILE.split('/'))}") if only else ()
-    return ("-n", "auto", f"--junitxml={ctx.ws.path('junit', f'{name}.xml')}", *keep)
-
-
-def _tsan_env(ctx: JobCtx, run: Suite, name: str) -> dict[str, str]:
-    return tsanenv.tsan_env(ctx.ws.path("logs", "tsan", name), list(ctx.supp), source_dir=run.source)
-
-
-def _plain(ctx: JobCtx, run: Suite, mode: int, only: Sequence[str] = ()) -> None:
-    name = f"plain-gil{mode}"
-    env = {**run.env, "PYTHON_GIL": str(mode)}
-    if ctx.tsan:
-        env = {**env, **_tsan_env(ctx, run, name)}
-    run_phase(
-        ctx,
-        PhaseSpec(
-            name=name,
-            kind="plain",
-            command=replace(run.command, this_run=_this_run(ctx, name, only)),
-            env={**env, **run.watchdog},
-            cwd=run.cwd,
-            timeout=ctx.job.settings.job_timeout,
-            gil=mode,
-            junit=f"junit/{name}.xml",
-            tsan_dir=f"logs/tsan/{name}" if ctx.tsan else "",
-            idle=run.idle,
-            subset=len(only),
-        ),
-    )
-
-
-def _threaded(ctx: JobCtx, run: Suite, mode: int, rep: int, only: Sequence[str] = ()) -> None:
-    env, timeout = {**run.env, "PYTHON_GIL": str(mode)}, ctx.job.settings.job_timeout
-    if ctx.tsan:  # the threaded run under ThreadSanitizer, markers per test
-        name = f"tsan-gil{mode}-r{rep}"
-        env = {**env, **_tsan_env(ctx, run, name), "PYTHONPATH": ctx.ws.path("inner")}
-        cmd = replace(
-            run.command, plugins=("-p", tsanenv.MARKER_PLUGIN), threads=run.threads, this_run=_this_run(ctx, name)
-        )
-        run_phase(
-            ctx,
-            PhaseSpec(
-                name=name,
-                kind="tsan",
-                command=cmd,
-                env=env,
-                cwd=run.cwd,
-                timeout=timeout,
-                gil=mode,
-                rep=rep,
-                junit=f"junit/{name}.xml",
-                tsan_dir=f"logs/tsan/{name}",
-            ),
-        )
-        return
-    name = f"threads-gil{mode}-r{rep}"
-    cmd = replace(run.command, threads=run.threads, this_run=_this_run(ctx, name, only))
-    run_phase(
-        ctx,
-        PhaseSpec(
-            name=name,
-            kind="threads",
-            command=cmd,
-            env={**env, **run.watchdog},
-            cwd=run.cwd,
-            timeout=timeout,
-            gil=mode,
-            rep=rep,
-            junit=f"junit/{name}.xml",
-            idle=run.idle,
-            subset=len(only),
-        ),
-    )
-
-
-# ------------------------------------------------------------------ confirm
-
-
-def confirm(ctx: JobCtx, run: Suite) -> None:
-    """Re-run each candidate's test alone (verdict.confirm), interleaved GIL off, on, off, on...,
-    round-robin over the candidates, each until verdict.confirm.done says its answer is clear or
-    can no longer change, within settings.confirm_budget. Not under TSan."""
-    s, ws = ctx.job.settings, ctx.ws
-    if not s.confirm or ctx.tsan:
-        return
-    found = verdict.decide(ctx.phases, settings=s, claims=False).findings
-    by_name = {p.name: p for p in ctx.phases}
-    end = min(time.monotonic() + s.confirm_budget, ctx.deadline)  # never past the job timeout
-    chosen = list(enumerate(verdict.confirm_targets(found, ctx.phases), 1))
-    for rep in range(1, s.confirm + 1):
-        for i, target in chosen:
-            if verdict.confirm_done(target, ctx.phases, s.confirm, s.gil_modes):
-                continue
-            src = by_name[target.phase]
-            assert src.test_command is not None  # confirm_targets keeps only phases with one
-            for mode in s.gil_modes:
-                left = end - time.monotonic()
-                if left < 5:
-                    log.info("%s: confirmation budget (%ss) spent", ctx.job.job_id, s.confirm_budget)
-                    return
-                name = f"confirm{i}-gil{mode}-r{rep}"
-                # alone, pytest-timeout's thread method dumps every thread and ends the process at
-                # test_timeout, even in a wait no signal interrupts (its signal method cannot)
-                cmd = replace(
-                    src.test_command,
-                    paths=(target.test_id,),
-                    this_run=("--timeout-method=thread", f"--junitxml={ws.path('junit', f'{name}.xml')}"),
-                )
-                run_phase(
-                    ctx,
-                    PhaseSpec(
-                        name=name,
-                        kind="confirm",
-                        command=cmd,
-                        env={**run.env, "PYTHON_GIL": str(mode)},
-                        cwd=src.cwd,
-                        timeout=min(left, s.test_timeout + 30),
-                        gil=mode,
-                        rep=rep,
-                        junit=f"junit/{name}.xml",
-                    ),
-                )

@@ -40,7 +40,7 @@ from typing import Any
 from packaging.utils import canonicalize_name
 
 from ..core import limits
-from ..core.model import PhaseKind
+from ..core.model import Phase, PhaseKind
 from ..core.stored import StoredWheel
 from ..parse.pipreport import parse_pip_report
 from ..store import storecap, toolslayer, wheelstore
@@ -109,27 +109,59 @@ def prepare(
     if layer:
         venv_sh = toolslayer.seed_sh(ws.python, ws.path("venv"), ws.path("inner", "venv_layer.py"), layer)
     if not [r for r in requirements if r not in tools]:  # the tools are wheels: no sdist to plan
-        phase = run_phase(
-            ctx,
-            PhaseSpec(
-                name=PLAN,
-                kind=KIND,
-                command=["sh", "-c", venv_sh],
-                env=ctx.env,
-                cwd=ws.root,
-                timeout=ctx.job.settings.install_timeout,
-            ),
-        )
-        _say(
-            ctx,
-            [
-                *tally.lines,
-                "ft-harness: wheel store: nothing to plan (no requirement but the "
-                "test tools, which are wheels); the install builds only the package",
-            ],
-        )
-        return tally.use(planned=phase.ok, tools_layer=used_layer)
+        return _venv_only(ctx, venv_sh, tally, used_layer)
     key = ws.build_env(ctx.interp.key)
+    if not _dry_run(ctx, store, key, venv_sh=venv_sh, vpy=vpy, requirements=requirements).ok:
+        _say(ctx, [*tally.lines, "ft-harness: no plan; the install builds whatever it needs itself"])
+        return tally.use(planned=True, tools_layer=used_layer)
+    report = parse_pip_report(ctx.fs.read(f"logs/{PLAN_REPORT}", 64 * 1024 * 1024))  # parsed once, read twice
+    links = []
+    for w in wheelstore.from_store(report, ws.wheel_store, key):  # the plan took it from the store
+        if w.name != canonicalize_name(skip) and wheelstore.stored(store, key, w.sdist_sha256) == w.wheel:
+            storecap.touch(wheelstore.entry(store, key, w.sdist_sha256))  # used now: the last to be evicted
+            tally.found.append(w)
+            tally.lines.append(f"ft-harness: wheel store: reused {w.wheel} (sdist sha256 {w.sdist_sha256})")
+            links.append(f"{ws.wheel_store}/{key}/{w.sdist_sha256}")
+    links += [
+        f"{ws.wheel_store}/{key}/{sd.sha256}"
+        for sd in wheelstore.to_build(report, skip=skip)
+        if _one(ctx, store, sd, tally)
+    ]
+    if not links:
+        tally.lines.append("ft-harness: wheel store: the install builds no sdist")
+    _say(ctx, tally.lines)
+    return tally.use(planned=True, tools_layer=used_layer, links=links)
+
+
+def _venv_only(ctx: JobCtx, venv_sh: str, tally: _Tally, used_layer: str) -> StoreUse:
+    """The wheel-plan phase when the requirements are the test tools alone (wheels): the venv
+    made, nothing to plan."""
+    phase = run_phase(
+        ctx,
+        PhaseSpec(
+            name=PLAN,
+            kind=KIND,
+            command=["sh", "-c", venv_sh],
+            env=ctx.env,
+            cwd=ctx.ws.root,
+            timeout=ctx.job.settings.install_timeout,
+        ),
+    )
+    _say(
+        ctx,
+        [
+            *tally.lines,
+            "ft-harness: wheel store: nothing to plan (no requirement but the "
+            "test tools, which are wheels); the install builds only the package",
+        ],
+    )
+    return tally.use(planned=phase.ok, tools_layer=used_layer)
+
+
+def _dry_run(ctx: JobCtx, store: Path, key: str, *, venv_sh: str, vpy: str, requirements: Sequence[str]) -> Phase:
+    """The wheel-plan phase: the venv, then pip's dry run of ``requirements`` with its
+    ``--report``, off the job's budget (``uncharged``)."""
+    ws = ctx.ws
     # the store's wheels offered to the plan: a dependency stored before (numpy, for pandas) is
     # read from its wheel, not built again by pip to learn its metadata (#43)
     offered = [a for sha in wheelstore.complete(store, key) for a in ("--find-links", f"{ws.wheel_store}/{key}/{sha}")]
@@ -150,7 +182,7 @@ def prepare(
     # the store's time too: an sdist whose build backend has no metadata hook (meson-python:
     # numpy) is built whole by pip to learn its requirements, 20+ minutes for numpy on 2 cores
     with uncharged(ctx):
-        phase = run_phase(
+        return run_phase(
             ctx,
             PhaseSpec(
                 name=PLAN,
@@ -162,26 +194,6 @@ def prepare(
                 network=True,
             ),
         )
-    if not phase.ok:
-        _say(ctx, [*tally.lines, "ft-harness: no plan; the install builds whatever it needs itself"])
-        return tally.use(planned=True, tools_layer=used_layer)
-    report = parse_pip_report(ctx.fs.read(f"logs/{PLAN_REPORT}", 64 * 1024 * 1024))  # parsed once, read twice
-    links = []
-    for w in wheelstore.from_store(report, ws.wheel_store, key):  # the plan took it from the store
-        if w.name != canonicalize_name(skip) and wheelstore.stored(store, key, w.sdist_sha256) == w.wheel:
-            storecap.touch(wheelstore.entry(store, key, w.sdist_sha256))  # used now: the last to be evicted
-            tally.found.append(w)
-            tally.lines.append(f"ft-harness: wheel store: reused {w.wheel} (sdist sha256 {w.sdist_sha256})")
-            links.append(f"{ws.wheel_store}/{key}/{w.sdist_sha256}")
-    links += [
-        f"{ws.wheel_store}/{key}/{sd.sha256}"
-        for sd in wheelstore.to_build(report, skip=skip)
-        if _one(ctx, store, sd, tally)
-    ]
-    if not links:
-        tally.lines.append("ft-harness: wheel store: the install builds no sdist")
-    _say(ctx, tally.lines)
-    return tally.use(planned=True, tools_layer=used_layer, links=links)
 
 
 def _one(ctx: JobCtx, store: Path, sd: Sdist, tally: _Tally) -> bool:

@@ -1,5 +1,6 @@
 """The report (harness.results.report) -> report.md: a summary line, changes, the packages table (a row per package,
-a column per interpreter, what differs between them), findings with evidence, the jobs table.
+a column per interpreter, what differs between them), findings with evidence (harness.render.mdfindings), the jobs
+table.
 
 Suitable as a GitHub step summary and a PR comment, so it stays short whatever the report's
 size: changes, missing jobs and findings in full are capped (the rest one line each), the jobs
@@ -7,109 +8,25 @@ table is left out above ``MAX_JOB_ROWS`` jobs, and phases are on the site only (
 page, linked when ``site_url`` is given).  Everything that came from
 a package is escaped: table text has Markdown and HTML specials escaped, code
 is fenced with a fence longer than any backtick run inside it, and control characters
-(ESC, BEL, NUL ...) and workflow-command line starts are made inert (harness.util.textsafe).
+(ESC, BEL, NUL ...) and workflow-command line starts are made inert (harness.render.mdtext,
+with harness.util.textsafe).
 """
 
 from __future__ import annotations
 
-import functools
-import re
-from typing import Any
 from urllib.parse import quote
 
-from ..core.model import Finding, severity
-from ..results.answer import ANSWER_TEXT, ANSWERS
+from ..core.model import severity
+from ..results.answer import ANSWER_TEXT
 from ..results.report import Cell, Change, CompatReport, JobEntry
-from ..util import textsafe
 from .chart import runs_label, runs_per_mode, shorten
-from .common import (
-    coverage_summary,
-    fmt_duration,
-    human_span,
-    mode_list,
-    page_name,
-    safe_url,
-    setup_summary,
-    wheel_summary,
-)
-from .findings import deciding, groups, laptop_recipe, recipe_narrowing, what_ran
+from .common import coverage_summary, fmt_duration, human_span, safe_url, wheel_summary
+from .findings import deciding, recipe_narrowing
+from .mdfindings import findings_section
+from .mdtext import CHANGE_ICON, ICON, URL_SAFE, code, more_left, page_link, text
 
-ICON = {
-    "build-failure": "⛔",
-    "infra-error": "⚙️",
-    "ft-crash": "💥",
-    "crash": "☠️",
-    "hang": "⏳",
-    "ft-race": "🔀",
-    "thread-unsafe": "🧵",
-    "gil-reenabled": "🔒",
-    "baseline-failure": "🟡",
-    "compatible": "✅",
-    "no-tests": "⚪",
-    "skipped": "⏭️",
-    "no-thread-coverage": "ℹ️",
-    "unconfirmed": "❔",
-    "setup-error": "🧩",
-    "budget-spent": "⌛",
-    "slow-in-threads": "🐢",
-    "repeat-failure": "🔁",
-}
-CHANGE_ICON = {
-    "flaky": "≈",
-    "newly-broken": "🔻",
-    "fixed": "🔺",
-    "verdict-changed": "🔁",
-    "infra-error": "🛠️",
-    "new-package": "🆕",
-    "removed": "➖",
-}
-MAX_EXCERPT_LINES = 40
 MAX_LIST = 50  # rows of changes / missing jobs; the rest are counted
 MAX_JOB_ROWS = 200  # jobs table rows: above this the table is the site's alone
-MAX_FINDINGS_PER_JOB = 5  # findings shown in full under one job
-FINDING_LINES = 600  # lines of findings in full; later jobs get their deciding finding ...
-BRIEF_LINES = 1500  # ... in this many lines more, then one line each ...
-MAX_REST = 5  # test ids listed under a group's first finding (the rest: counted, on the page)
-MAX_ONE_LINE = 100  # ... up to this many (the packages table has every verdict anyway)
-_URL_SAFE = ":/?#@!$&'()*+,;=%~-._"  # everything else (<, >, spaces, quotes) is %-encoded
-_SPECIAL = re.compile(r"([\\`*_\[\]|~])")
-
-
-def text(s: Any) -> str:
-    """One line of package-supplied text, inert in Markdown and in GitHub's HTML."""
-    return _text(str(s))
-
-
-@functools.lru_cache(maxsize=1 << 16)  # names, phases, outcomes recur on many rows
-def _text(s: str) -> str:
-    s = textsafe.controls(s, keep="\t\n\r")  # whitespace is joined below
-    s = _SPECIAL.sub(r"\\\1", s)
-    s = s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-    # shown as '::' (a Markdown escape); no @mention, no bare link
-    return textsafe.no_autolinks(textsafe.no_commands(" ".join(s.split())))
-
-
-def code(s: Any) -> str:
-    """Inline code that survives any content, also inside a table cell."""
-    s = textsafe.line(" ".join(str(s).split())).replace("|", "\\|")
-    if not s:
-        return ""
-    run = max((len(m) for m in re.findall(r"`+", s)), default=0)
-    fence = "`" * (run + 1)
-    return f"{fence} {s} {fence}"
-
-
-def block(s: str, lang: str = "") -> str:
-    lines = s.splitlines()
-    if len(lines) > MAX_EXCERPT_LINES:
-        cut = len(lines) - MAX_EXCERPT_LINES
-        lines = [f"[... {cut} earlier lines; see the log]"] + lines[-MAX_EXCERPT_LINES:]
-    body = textsafe.lines("\n".join(lines))
-    run = max((len(m) for m in re.findall(r"`{3,}", body)), default=0)
-    fence = "`" * max(3, run + 1)
-    return f"{fence}{lang}\n{body}\n{fence}"
-
-
 ANSWER_ICON = {"no-ft-problem": "🟢", "ft-problem": "🔴", "both-modes": "🟥", "not-judged": "⬜"}
 ANSWER_ORDER = ("no-ft-problem", "ft-problem", "both-modes", "not-judged")
 
@@ -173,7 +90,7 @@ def _changes(report: CompatReport) -> list[str]:
     order = sorted(changes, key=lambda c: (not c.regression, c.kind != "infra-error"))
     for c in order[:MAX_LIST]:
         out.append(_change(c, report.several))
-    return out + _more(len(order) - MAX_LIST, "change") + [""]
+    return out + more_left(len(order) - MAX_LIST, "change") + [""]
 
 
 def _change(c: Change, several: bool) -> str:
@@ -183,10 +100,6 @@ def _change(c: Change, several: bool) -> str:
         f"| {CHANGE_ICON[c.kind]} {mark} | {text(c.package)} {text(c.new_version or c.old_version)}"
         f"{where} | {c.kind} | {text(c.old or '—')} | {text(c.new or '—')} |"
     )
-
-
-def _more(n: int, what: str) -> list[str]:
-    return ["", f"_… and {n} more {what}{'s' if n != 1 else ''}: see report.json or the site._"] if n > 0 else []
 
 
 def _cell(cell: Cell | None, version: str) -> str:
@@ -208,13 +121,6 @@ def _site(site_url: str) -> str:
     return url if not url or url.endswith("/") else url + "/"
 
 
-def _page_link(name: str, job_id: str, site: str) -> str:
-    """``name``, a link to the job's page on the site when there is one."""
-    if not site:
-        return text(name)
-    return f"[{text(name)}]({quote(site + 'pkg/' + page_name(job_id), safe=_URL_SAFE)})"
-
-
 def packages_table(report: CompatReport, site: str = "") -> list[str]:
     """One row per package, one column per interpreter (verdict + badge), then what differs;
     each name links its page on the site at ``site`` (a base URL ending in /) when given."""
@@ -226,7 +132,7 @@ def packages_table(report: CompatReport, site: str = "") -> list[str]:
     for row in report.table:
         cells = " | ".join(_cell(row.cell(c.name), row.version) for c in cols)
         first = next(iter(row.cells.values()), None)
-        name = _page_link(row.name, first.job_id, site) if first else text(row.name)
+        name = page_link(row.name, first.job_id, site) if first else text(row.name)
         why = "; ".join(dict.fromkeys(c for cell in row.cells.values() if (c := _cause(jobs.get(cell.job_id)))))
         line = f"| {name} | {text(row.version) or 'differs'} | {cells} | {why} |"
         out.append(line + (f" {text(row.across)} |" if several else ""))
@@ -268,11 +174,11 @@ def causes_table(report: CompatReport, site: str = "") -> list[str]:
             job, via = seen.get(m.package, (m.job_id, ""))
             seen[m.package] = (job, via or m.via)
         names = ", ".join(
-            _page_link(name, job, site) + (f" (via {text(via)})" if via else "") for name, (job, via) in seen.items()
+            page_link(name, job, site) + (f" (via {text(via)})" if via else "") for name, (job, via) in seen.items()
         )
         root = f"{text(c.root)} {text(c.root_version)}".strip() if c.root else "—"
         out.append(f"| {text(c.text)} | {root} | {names} | {c.count} |")
-    return out + _more(len(report.causes) - MAX_CAUSES, "cause") + [""]
+    return out + more_left(len(report.causes) - MAX_CAUSES, "cause") + [""]
 
 
 def _kinds(p: JobEntry) -> list[str]:
@@ -303,169 +209,6 @@ def _setup_origin(p: JobEntry) -> str:
     origin = text(" + ".join(sorted(got))) if got else "—"
     narrowed = recipe_narrowing(ts)  # a job with no findings has no details below: said here
     return f"{origin}; {text(narrowed)}" if narrowed else origin
-
-
-def _finding(f: Finding, p: JobEntry, brief: bool = False) -> list[str]:
-    """A finding: its kind, test, runs per mode and message; the laptop recipe first (also for
-    a build failure: harness.render.findings.laptop_recipe); ``brief``: no runner command, no
-    evidence (past the lines in full: only the deciding finding is shown, never cut)."""
-    head = f"- {ICON.get(f.kind, '')} **{f.kind}**"
-    if f.test_id:
-        head += " " + code(f.test_id)
-    bits = []
-    if f.modes:
-        bits.append(mode_list(f.modes))
-    runs = runs_label(f, runs_per_mode(p, f))
-    if runs:
-        verb = {"crash": "crashed", "ft-crash": "crashed", "hang": "timed out"}.get(f.kind, "failed")
-        bits.append(f"{verb}: {runs}")
-    if f.evidence and not brief:
-        bits.append(f"evidence: {text(f.evidence)}")
-    if f.module:
-        bits.append("module " + code(f.module))
-    if f.signal:
-        bits.append(f"signal {f.signal}")
-    if bits:
-        head += " — " + ", ".join(bits)
-    out = [head]
-    if f.message:
-        out.append(f"  {text(f.message)}")
-    recipe = laptop_recipe(p, f)
-    if recipe:  # first: what a reader can run; the runner's own command folded below
-        out += ["", "  **Reproduce on your machine:**", "", _indent(block(recipe, "sh"))]
-        if f.reproduce and not brief:
-            out += [
-                "",
-                "  <details><summary>The exact command on the machine that ran it</summary>",
-                "",
-                _indent(block(f.reproduce, "sh")),
-                "",
-                "  </details>",
-            ]
-    elif f.reproduce:
-        out += ["", "  Reproduce (on the machine that ran it):", "", _indent(block(f.reproduce, "sh"))]
-    if f.excerpt and not brief:
-        out += ["", "  <details><summary>Evidence</summary>", "", _indent(block(f.excerpt)), "", "  </details>"]
-    return out + [""]
-
-
-def _indent(s: str) -> str:
-    return "\n".join("  " + line if line else line for line in s.splitlines())
-
-
-def _where(p: JobEntry, labels: dict[str, str]) -> str:
-    """The job's column label, when there are several (``labels`` is empty otherwise)."""
-    name = p.interpreter.name
-    return text(labels.get(name, name))
-
-
-def _answer_line(p: JobEntry) -> str:
-    """The job's answer to the question, with its caveat or cause: "_No free-threading problem
-    found: fails in threads with the GIL too._"."""
-    words = ANSWER_TEXT.get(p.answer, "")
-    extra = p.caveat or p.cause
-    return f"_{words[:1].upper() + words[1:]}{': ' + text(extra) if extra else ''}._" if words else ""
-
-
-def _details(p: JobEntry, labels: dict[str, str], brief: bool = False, same: tuple[JobEntry, ...] = ()) -> list[str]:
-    """A job: its answer, note, what ran, then its findings grouped by kind, file and modes,
-    the deciding group first; ``brief``: the deciding finding alone (the repetitions and the
-    other groups are on its page); ``same``: the package's jobs on other interpreters that
-    found the same (named in the title, not repeated)."""
-    title = f"### {ICON[p.verdict]} {text(p.name)} {text(p.version)} — {p.verdict}"
-    if labels:
-        title += " · " + " and ".join(_where(q, labels) for q in (p, *same))
-    out = [title, ""]
-    if line := _answer_line(p):
-        out += [line, ""]
-    if p.qualifier:
-        out += [f"_{text(p.qualifier)}_", ""]
-    if p.notes:
-        out += [f"> **Note:** {text(p.notes)}", ""]
-    if (ran := what_ran(p)) and not brief:
-        out += [text(ran), ""]
-    if ran and (narrowed := recipe_narrowing(p.test_setup)):  # in brief too: it bounds the verdict
-        out += [f"**{text(narrowed)}**", ""]
-    left = 0
-    for g in groups(p):
-        if brief and not g["deciding"]:
-            left += g["count"]
-            continue
-        if g["sentence"]:
-            out += [f"**{text(g['sentence'])}**" + (" (the first in full)" if g["rest"] else ""), ""]
-        out += _finding(g["lead"], p, brief)
-        rest = [] if brief else g["rest"][:MAX_REST]
-        for f in rest:
-            runs = runs_label(f, runs_per_mode(p, f))
-            out.append(f"- {code(f.test_id or f.module or f.kind)}" + (f" — {runs}" if runs else ""))
-        left += len(g["rest"]) - len(rest)
-        out += [""] if rest else []
-    if left:
-        out += [f"_… and {left} more finding{'s' if left != 1 else ''} like these: see its page on the site._", ""]
-    setup = setup_summary(p.test_setup)
-    if setup and not brief:
-        out += [f"_Test setup: {text(setup)}_", ""]
-    links = [u for u in p.links if safe_url(u)]
-    for u in links:
-        out.append(f"- <{quote(u, safe=_URL_SAFE)}>")
-    if links:
-        out.append("")
-    return out
-
-
-def _one_line(p: JobEntry, labels: dict[str, str], site: str) -> str:
-    """A job's deciding finding in one line (past BRIEF_LINES)."""
-    where = f" · {_where(p, labels)}" if labels else ""
-    f = deciding(p)
-    what = f": {code(f.test_id)}" if f is not None and f.test_id else ""
-    n = len(p.findings)
-    count = f" ({n} finding{'s' if n != 1 else ''})" if n else " (a note)"
-    return (
-        f"- {ICON[p.verdict]} {_page_link(p.name, p.job_id, site)} "
-        f"{text(p.version)}{where} — **{p.verdict}**{what}{count}"
-    )
-
-
-def _findings(report: CompatReport, site: str) -> list[str]:
-    """Jobs with findings, free-threading problems first: in full up to FINDING_LINES lines,
-    then each one's deciding finding with its recipe up to BRIEF_LINES more, then a line each."""
-    jobs = [p for p in report.packages if p.findings or p.notes or p.links]
-    if not jobs:
-        return []
-    labels = report.labels() if report.several else {}
-    full: list[str] = []
-    used = 0  # lines in ``full`` (an evidence block is one item of many lines)
-    short: list[JobEntry] = []
-    rank = {a: i for i, a in enumerate(ANSWERS)}
-    alike: dict[tuple[Any, ...], list[JobEntry]] = {}  # a package's jobs that found the same, together
-    for p in sorted(jobs, key=lambda p: (rank.get(p.answer, len(rank)), severity(p.verdict))):
-        f = deciding(p)
-        key = (p.name, p.version, p.verdict, p.notes, f and (f.kind, f.test_id, f.module, f.message))
-        alike.setdefault(key, []).append(p)
-    for p, *same in alike.values():
-        if short:
-            short.append(p)
-            continue
-        more = _details(p, labels, brief=used > FINDING_LINES, same=tuple(same))
-        n = sum(x.count("\n") + 1 for x in more)
-        if full and used + n > FINDING_LINES + BRIEF_LINES:
-            short.append(p)
-            continue
-        full += more
-        used += n
-    out = ["## Findings", "", *full]
-    if short:
-        where = "on the site" if site else "in report.json and on the site"
-        out += [
-            f"### {len(short)} more job{'s' if len(short) != 1 else ''} with findings",
-            "",
-            f"_Their evidence and reproduce commands are {where}._",
-            "",
-            *(_one_line(p, labels, site) for p in short[:MAX_ONE_LINE]),
-            *_more(len(short) - MAX_ONE_LINE, "job"),
-            "",
-        ]
-    return out
 
 
 def _reused(report: CompatReport) -> list[str]:
@@ -513,7 +256,7 @@ def render(report: CompatReport, *, title: str = "Free-threaded compatibility re
     lines = [f"# {title}", ""]
     if site:
         lines += [
-            f"**The published table: <{quote(site, safe=_URL_SAFE)}>** — every package's "
+            f"**The published table: <{quote(site, safe=URL_SAFE)}>** — every package's "
             "page with its phases, logs and JSON.",
             "",
         ]
@@ -524,11 +267,11 @@ def render(report: CompatReport, *, title: str = "Free-threaded compatibility re
     if report.missing:
         lines += ["## Missing results", "", "Expected by the plan, but no result file:", ""]
         lines += [f"- {code(j)}" for j in report.missing[:MAX_LIST]]
-        lines += _more(len(report.missing) - MAX_LIST, "missing job") + [""]
+        lines += more_left(len(report.missing) - MAX_LIST, "missing job") + [""]
     lines += ["## Packages", "", *packages_table(report, site), ""]
     lines += causes_table(report, site)
-    lines += _findings(report, site)
+    lines += findings_section(report, site)
     lines += _jobs(report)
-    where = f"<{quote(site, safe=_URL_SAFE)}>" if site else "the site (site/pkg/)"
+    where = f"<{quote(site, safe=URL_SAFE)}>" if site else "the site (site/pkg/)"
     lines += [f"_Each phase's outcome, command and log: on the package pages of {where}._"]
     return "\n".join(lines).rstrip() + "\n"

@@ -227,7 +227,7 @@ BEFORE_THE_INSTALL = {
     "harness/job/source.py": {"source", "_from_sdist"},
     "harness/job/stages.py": {"suite_setup", "_own_requirements"},
 }
-FROM_THE_INSTALL_ON = ("harness/job/stages.py", "harness/job/job.py")
+FROM_THE_INSTALL_ON = ("harness/job/stages.py", "harness/job/testruns.py", "harness/job/job.py")
 
 
 def _functions(rel: str) -> list[ast.FunctionDef]:
@@ -269,8 +269,8 @@ def test_every_host_access_to_a_workspace_goes_through_wsfs() -> None:
 
 
 def test_after_the_install_the_job_reads_nothing_of_the_workspace_by_name() -> None:
-    """From the install stage on (stages.py past suite_setup, and the chain and result in
-    job.py past the workspace's making), every access is through ctx.fs: none even allowed."""
+    """From the install stage on (stages.py past suite_setup, testruns.py, and the chain and
+    result in job.py past the workspace's making), every access is through ctx.fs: none even allowed."""
     late = []
     for rel in FROM_THE_INSTALL_ON:
         src = (ROOT / rel).read_text()

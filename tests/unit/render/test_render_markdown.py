@@ -1,11 +1,11 @@
-"""harness.render.markdown: the summary line, the table, findings, changes, escaping."""
+"""harness.render.markdown: the summary line, the table, findings (mdfindings), changes, escaping (mdtext)."""
 
 from __future__ import annotations
 
 import re
 
 from harness import render
-from harness.render import markdown
+from harness.render import markdown, mdtext
 from harness.results import aggregate
 from harness.results.report import CompatReport
 from tests.data.report.shared import XSS, XSS2, full_report, load, out_dir
@@ -107,16 +107,16 @@ def test_hostile_text_is_inert():
 
 
 def test_code_survives_backticks_and_pipes():
-    assert markdown.code("a`b") == "`` a`b ``"
-    assert markdown.code("x|y") == "` x\\|y `"
+    assert mdtext.code("a`b") == "`` a`b ``"
+    assert mdtext.code("x|y") == "` x\\|y `"
     body = "```\nnot the end\n```"
-    fenced = markdown.block(body)
+    fenced = mdtext.block(body)
     assert fenced.startswith("````\n") and fenced.endswith("\n````")
 
 
 def test_long_excerpts_are_cut_from_the_top():
     text = "\n".join(f"line {i}" for i in range(100))
-    out = markdown.block(text)
+    out = mdtext.block(text)
     assert "[... 60 earlier lines; see the log]" in out and "line 99" in out and "line 59\n" not in out
 
 

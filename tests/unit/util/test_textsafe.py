@@ -70,12 +70,12 @@ def test_ordinary_text_is_unchanged() -> None:
 
 @pytest.mark.parametrize("s", HOSTILE)
 def test_report_md_cells_code_and_excerpts_are_inert(s: str) -> None:
-    from harness.render import markdown
+    from harness.render import mdtext
 
-    for out in (markdown.text(s), markdown.code(s)):
+    for out in (mdtext.text(s), mdtext.code(s)):
         assert "\n" not in out and not RAW_CONTROL.search(out), repr(out)
         assert not COMMAND.search(out), out
-    excerpt = markdown.block(f"before\n{s}\n```\n````\nafter")
+    excerpt = mdtext.block(f"before\n{s}\n```\n````\nafter")
     assert not RAW_CONTROL.search(excerpt.replace("\t", "")), repr(excerpt)
     assert not COMMAND.search(excerpt), excerpt
     fence = excerpt.split("\n", 1)[0]

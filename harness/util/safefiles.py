@@ -44,10 +44,11 @@ def read_regular(path: Path, limit: int) -> bytes | None:
 def read_fd(fd: int, limit: int) -> bytes | None:
     """The bytes of the regular file open at ``fd`` (closed after), head and tail when past
     ``limit``; None for anything else (a FIFO, a device, a directory)."""
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode):  # before fdopen, which refuses a directory (IsADirectoryError)
+        os.close(fd)
+        return None
     with os.fdopen(fd, "rb") as f:
-        st = os.fstat(f.fileno())
-        if not stat.S_ISREG(st.st_mode):
-            return None
         if st.st_size <= limit:
             return f.read(limit)
         head = f.read(limit // 2)

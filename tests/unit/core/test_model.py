@@ -184,6 +184,7 @@ def test_planted_links_are_never_followed(tmp_path: Path) -> None:
     assert read_text(ws / "plain-gil0.log") == ""
     os.mkfifo(ws / "fifo.log")
     assert read_regular(ws / "fifo.log", 1 << 20) is None  # and it does not block
+    assert read_regular(ws, 1 << 20) is None  # a directory (`-r` with no file name in a requirements file)
     with open_fresh(ws / "plain-gil0.log") as f:  # the host's next write replaces the link
         f.write("the phase's own log\n")
     assert secret.read_text() == "the host's own file\n"

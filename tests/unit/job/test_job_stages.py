@@ -118,6 +118,28 @@ def make_job(path: Path, settings: str = "{repeat: 2, confirm: 0}", name: str = 
     return job
 
 
+def fake_fetch(monkeypatch, tree: Path = PACKAGES / "ft_clean", *, files: tuple[str, ...] = ()) -> None:
+    """``fetch.sdist`` faked: ``tree`` packed as ft_clean 1.0's sdist, its sha256 checked as the
+    index gave it, and ``files`` the release's files on the page the fetch read."""
+
+    def sdist(name: str, spec: str, dest: Path) -> fetch.Fetched:
+        dest.mkdir(parents=True, exist_ok=True)
+        path = dest / "ft_clean-1.0.tar.gz"
+        with tarfile.open(path, "w:gz") as tar:
+            tar.add(tree, arcname="ft_clean-1.0")
+        data = path.read_bytes()
+        return fetch.Fetched(
+            version="1.0",
+            path=path,
+            url="https://example.invalid/ft_clean-1.0.tar.gz",
+            sha256=hashlib.sha256(data).hexdigest(),
+            size=len(data),
+            files=files,
+        )
+
+    monkeypatch.setattr(fetch, "sdist", sdist)
+
+
 def pypi_job(name: str, version: str, settings: str = "{repeat: 2, confirm: 0}") -> plan.Job:
     """A job of a release on the index (the test fakes ``fetch.sdist``)."""
     spec = matrix.loads(
@@ -223,21 +245,7 @@ def test_a_released_package_is_probed_too(tmp_path: Path, monkeypatch) -> None:
     the first chain skipped it whenever the sdist named a version (the probe only filled in a
     missing version), so no PyPI package was probed for a GIL re-enable."""
 
-    def sdist(name: str, spec: str, dest: Path) -> fetch.Fetched:
-        dest.mkdir(parents=True, exist_ok=True)
-        path = dest / "ft_clean-1.0.tar.gz"
-        with tarfile.open(path, "w:gz") as tar:
-            tar.add(PACKAGES / "ft_clean", arcname="ft_clean-1.0")
-        data = path.read_bytes()
-        return fetch.Fetched(
-            version="1.0",
-            path=path,
-            url="https://example.invalid/ft_clean-1.0.tar.gz",
-            sha256=hashlib.sha256(data).hexdigest(),
-            size=len(data),
-        )
-
-    monkeypatch.setattr(fetch, "sdist", sdist)
+    fake_fetch(monkeypatch)
     job = pypi_job("ft_clean", "==1.0")
     backend = clean_backend()
     res, _ = go(job, backend, tmp_path / "out")
@@ -489,26 +497,7 @@ def _compiled_release(tmp_path: Path, monkeypatch) -> None:
     """ft_clean 1.0 on the index (its pyproject.toml names extension modules: a compiled project,
     verdict.artifact) whose index page lists a compiled CPython wheel of the release (so its pure
     wheel is a fallback, not all CPython gets)."""
-    import hashlib
-
-    tree = PACKAGES / "ft_clean"
-
-    def sdist(name: str, spec: str, dest: Path) -> fetch.Fetched:
-        dest.mkdir(parents=True, exist_ok=True)
-        path = dest / "ft_clean-1.0.tar.gz"
-        with tarfile.open(path, "w:gz") as tar:
-            tar.add(tree, arcname="ft_clean-1.0")
-        data = path.read_bytes()
-        return fetch.Fetched(
-            version="1.0",
-            path=path,
-            url="https://example.invalid/ft_clean-1.0.tar.gz",
-            sha256=hashlib.sha256(data).hexdigest(),
-            size=len(data),
-            files=(WHEEL,),
-        )
-
-    monkeypatch.setattr(fetch, "sdist", sdist)
+    fake_fetch(monkeypatch, files=(WHEEL,))
 
 
 def _pure_wheel_installed(root: Path) -> None:  # pip's --report: the pure wheel of the package

@@ -6,18 +6,15 @@ reader that went round SdistFiles -- a ``Path.read_text``, an ``os.open`` -- is 
 
 from __future__ import annotations
 
-import hashlib
 import os
 import shutil
 import sys
-import tarfile
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from harness.job import fetch
 from harness.testsetup.sdistfiles import SdistFiles
-from tests.unit.job.test_job_stages import PACKAGES, clean_backend, go, pypi_job
+from tests.unit.job.test_job_stages import PACKAGES, clean_backend, fake_fetch, go, pypi_job
 
 CONFIG = {"pyproject.toml", "setup.cfg", "tox.ini", "pytest.ini", ".pytest.ini", "setup.py", "PKG-INFO"}
 _opened: list[str] | None = None  # recording while a list
@@ -67,22 +64,7 @@ def test_one_job_reads_each_config_file_of_its_sdist_once(tmp_path: Path, monkey
     check) and the wheel store's static requirements read each file of the sdist once."""
     tree = _sdist(tmp_path)
 
-    def sdist(name: str, spec: str, dest: Path) -> fetch.Fetched:
-        dest.mkdir(parents=True, exist_ok=True)
-        path = dest / "ft_clean-1.0.tar.gz"
-        with tarfile.open(path, "w:gz") as tar:
-            tar.add(tree, arcname="ft_clean-1.0")
-        data = path.read_bytes()
-        return fetch.Fetched(
-            version="1.0",
-            path=path,
-            url="https://example.invalid/ft_clean-1.0.tar.gz",
-            sha256=hashlib.sha256(data).hexdigest(),
-            size=len(data),
-            files=("ft_clean-1.0-cp313-cp313-manylinux_2_17_x86_64.whl",),
-        )  # the page's
-
-    monkeypatch.setattr(fetch, "sdist", sdist)
+    fake_fetch(monkeypatch, tree, files=("ft_clean-1.0-cp313-cp313-manylinux_2_17_x86_64.whl",))
     out = tmp_path / "out"
     opened = _recording()
     try:

@@ -72,7 +72,9 @@ def test_the_report_and_a_json_per_package_are_in_the_site(built):
             assert (site / where["page"]).is_file()
             assert all((site / f).is_file() for f in where["logs"].values()), job_id
     race = json.loads((site / "packages/fx-race.json").read_text())
-    assert race["row"]["across"].endswith(": not a difference the runs hold: ft-race on 3.13.5t, compatible on 3.13.15t")
+    assert race["row"]["across"].endswith(
+        ": not a difference the runs hold: ft-race on 3.13.5t, compatible on 3.13.15t"
+    )
     assert {j["interpreter"]["name"] for j in race["jobs"]} == {"cp313t", "cp31315t"}
     assert site_files.package_file("Foo_Bar.baz") == "packages/foo-bar-baz.json"
     bad = site_files.package_file("../../etc").removeprefix("packages/")

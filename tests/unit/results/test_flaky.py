@@ -68,13 +68,17 @@ def test_runs_alone_on_one_side_are_not_held_against_suite_runs_on_the_other():
     # passed its 3 suite runs and was never run alone. 7/8 against 0/3 would "hold" (p = 0.02),
     # a test alone fails more often than in its suite; 4/6 against 0/3 does not.
     tid = "tests/test_idna_cli.py::CLIVersionTests::test_version_flag"
-    f = Finding(kind="thread-unsafe", test_id=tid, modes=(0, 1), count=4, runs=6, confirmed={"gil0": "4/4", "gil1": "3/4"})
+    f = Finding(
+        kind="thread-unsafe", test_id=tid, modes=(0, 1), count=4, runs=6, confirmed={"gil0": "4/4", "gil1": "3/4"}
+    )
     a = job("cp313t", "thread-unsafe", [f], threads=((0, 3), (1, 2)))
     b = job("cp31315t", "compatible", threads=((0, 3),))
     fl = flaky.check(a, b)
     assert fl is not None and fl.severe == (4, 6) and fl.other == (0, 3) and fl.p > 0.05
     # both sides ran it alone: those runs, on both sides
-    g = Finding(kind="unconfirmed", test_id=tid, modes=(0, 1), count=1, runs=6, confirmed={"gil0": "0/8", "gil1": "0/8"})
+    g = Finding(
+        kind="unconfirmed", test_id=tid, modes=(0, 1), count=1, runs=6, confirmed={"gil0": "0/8", "gil1": "0/8"}
+    )
     held = job("cp31315t", "unconfirmed", [g], threads=((0, 3), (1, 3)))
     assert flaky.check(a, replace_verdict(held, "compatible")) is None  # 7/8 against 0/16 holds
 

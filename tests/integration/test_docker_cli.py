@@ -101,3 +101,38 @@ def test_sigint_mid_run_leaves_no_containers(tmp_path):
     assert not list((tmp_path / "out" / "results").glob("*.json")) or all(
         json.loads(p.read_text())["job_id"] for p in (tmp_path / "out" / "results").glob("*.json")
     )
+
+
+def test_sigint_mid_store_step_leaves_no_containers(tmp_path):
+    """`ft-harness store` (the workflow's store job) stopped while its first container runs:
+    exit 130, nothing of its run left, and the store holds no half-built entry."""
+    matrix = fixture_matrix(tmp_path, ["ft_wheeluse_a"], SETTINGS)
+    store = tmp_path / "store"
+    proc = subprocess.Popen(
+        [*HARNESS, "store", "--matrix", str(matrix), "--out", str(tmp_path / "out"), "--backend", "docker"],
+        cwd=REPO,
+        env={**os.environ, **SOURCE_PATH, "CI": "true", "FT_HARNESS_WHEEL_STORE": str(store)},
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
+    import docker
+
+    c = docker.from_env()
+    deadline = time.monotonic() + 600
+    while time.monotonic() < deadline and proc.poll() is None:
+        if any(
+            x.labels["ft-harness.run"].endswith(f"-{proc.pid}")
+            for x in c.containers.list(filters={"label": "ft-harness.run"})
+        ):
+            break
+        time.sleep(0.2)
+    assert proc.poll() is None, "the store step ended before any container started"
+    proc.send_signal(signal.SIGINT)
+    out = proc.communicate(timeout=120)[0]
+    assert proc.returncode == 130, out[-2000:]
+    assert "Traceback" not in out, out[-2000:]
+    assert _ours(f"-{proc.pid}") == []
+    # an entry is there whole (its wheel) or not at all
+    for d in (store / "docker").glob("*/*"):
+        assert d.name in (".locks", "tools", ".scratch") or list(d.glob("*.whl")), d

@@ -34,7 +34,6 @@ if TYPE_CHECKING:
 __all__ = ["BACKENDS", "Backend", "Opened", "Prepared", "Workspace", "choose", "open_backend"]
 
 log = logging.getLogger(__name__)
-LOCAL_MEM_LIMIT = 4 << 30  # RLIMIT_DATA of every local command (none for TSan: it maps terabytes)
 
 
 class Opener(Protocol):
@@ -57,8 +56,8 @@ def open_local(
 
     needed = _needed(jobs)
     tsan = any(i.sanitizer for i in needed.values())
-    backend = LocalBackend(
-        mem_limit=None if tsan else LOCAL_MEM_LIMIT, pip_cache=cache / "pip", wheel_store=store_root(cache, "local")
+    backend = LocalBackend(  # mem_limit -1: the limit memory_bytes; none for TSan, it maps terabytes
+        mem_limit=None if tsan else -1, pip_cache=cache / "pip", wheel_store=store_root(cache, "local")
     )
     prepared = {}
     for name, interp in needed.items():

@@ -37,6 +37,14 @@ RUNTIME_UID = 1000
 DOCKER_LOG = {"max-size": "16m", "max-file": "1"}  # docker's json-file log of a container's stdout
 
 
+def docker_bytes(n: int) -> str:
+    """``n`` bytes as docker's --memory reads it: 6442450944 -> "6g", 536870912 -> "512m"."""
+    for unit, size in (("g", 1 << 30), ("m", 1 << 20), ("k", 1 << 10)):
+        if n % size == 0:
+            return f"{n // size}{unit}"
+    return f"{n}b"
+
+
 class ContainerConfig:
     """A docker backend's settings (its constructor's arguments, and the jobs it opened) and
     the containers they make; harness.backends.docker.DockerBackend runs and removes them."""
@@ -47,7 +55,7 @@ class ContainerConfig:
         image: str,
         run_id: str,
         cpus: float,
-        mem_limit: str = "2g",
+        mem_limit: str | None = None,
         pids_limit: int = 512,
         ca_bundle: Path | None = None,
         client=None,
@@ -66,7 +74,7 @@ class ContainerConfig:
         self.wheel_store = wheel_store  # mounted read-only in every container of every job (IN_CONTAINER)
         self.run_id = run_id
         self.cpus = cpus
-        self.mem_limit = mem_limit
+        self.mem_limit = mem_limit or docker_bytes(limits.value("memory_bytes"))  # "6g"
         self.pids_limit = pids_limit
         self.tmpfs_size = tmpfs_size
         if ca_bundle is None and HOST_CA.exists():

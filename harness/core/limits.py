@@ -68,6 +68,14 @@ LIMITS: dict[str, Limit] = {
             "is not stored (the install builds it itself)",
         ),
         Limit(
+            name="memory_bytes",
+            default=6 << 30,
+            what="memory a job's commands may use: a docker container's cap (no swap), the local "
+            "backend's RLIMIT_DATA per process; past it the command is killed and the job is "
+            "`infra-error` out of memory. Two jobs fit a 16 GB CI runner (#43: grpcio's C++ build "
+            "and pillow's suite were killed at the 2 GiB this replaced)",
+        ),
+        Limit(
             name="log_bytes",
             default=64 << 20,
             what="bytes of one phase's log kept (the rest is cut, and the log says so)",

@@ -89,7 +89,7 @@ INTERNAL_EXC_RE = re.compile(r"^INTERNALERROR>\s+E?\s+(?P<exc>(?:[\w.]+\.)?\w*(?
 
 def _internal_cause(text: str) -> str:
     """What an INTERNALERROR was, when its traceback says: a MemoryError is the run's memory
-    limit (a worker of botocore's suite went past the backend's 4 GiB)."""
+    limit, ``memory_bytes`` (a worker of botocore's suite went past the local backend's 4 GiB then)."""
     found = [
         m.group("exc").strip()
         for m in INTERNAL_EXC_RE.finditer(text)

@@ -1,4 +1,5 @@
-"""What a failed build lacked from its machine: a header, a library, a toolchain, a reachable host.
+"""What a failed build lacked from its machine: a header, a library, a toolchain, a reachable
+host, or memory.
 
 ``pip install`` of an sdist fails for two different reasons that look alike in its log: the
 package does not build for the free-threaded interpreter (cffi refusing 3.13t, ``#error`` under
@@ -20,7 +21,7 @@ from dataclasses import dataclass
 
 from .install import COMPILER_RE
 
-KINDS = ("header", "library", "toolchain", "registry")
+KINDS = ("header", "library", "toolchain", "registry", "memory")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -36,6 +37,8 @@ class Missing:
     @property
     def cause(self) -> str:
         """The group as "Blocked by" shows it: "Rust toolchain (Debian: rustc cargo)"."""
+        if self.kind == "memory":
+            return f"{self.group} (the limit memory_bytes): a compiler was killed"
         if self.kind == "registry":
             return f"{self.group}: not reachable from the build"
         return f"{self.group} (Debian: {self.debian})" if self.debian else self.group
@@ -43,6 +46,12 @@ class Missing:
     @property
     def message(self) -> str:
         """The finding's message: what was missing, where it comes from, never the package's fault."""
+        if self.kind == "memory":
+            return (
+                "build environment: a compiler process was killed for want of memory, the build past the "
+                "limit memory_bytes (FT_HARNESS_LIMIT_MEMORY_BYTES raises it; not a problem of the "
+                f"package): {self.line}"
+            )
         if self.kind == "registry":
             return (
                 f"build environment: the build needs {self.group}, which was not reachable "
@@ -140,6 +149,14 @@ FORTRAN = ("Fortran compiler", "gfortran")
 C_COMPILER = ("C compiler", "gcc")
 CXX_COMPILER = ("C++ compiler", "g++")
 CRATES = "the crate registry (crates.io)"
+MEMORY = "memory"
+# the kernel's OOM killer took a compiler of a build inside its memory cap: gcc's driver says so
+# (grpcio 1.85.4's C++ build at 2 GiB: tests/data/buildenv/grpcio-oom.log)
+_KILLED_RE = re.compile(
+    r"^\s*(?P<line>(?:\S*/)?(?:gcc|g\+\+|cc|c\+\+|gfortran|clang|clang\+\+)(?:-\d+)?: fatal error: "
+    r"Killed signal terminated program \S+)",
+    re.M,
+)
 
 # gcc/clang: "x.c:3:10: fatal error: jpeglib.h: No such file or directory"
 _HEADER_RE = re.compile(
@@ -286,8 +303,11 @@ def missing_piece(text: str) -> Missing | None:
     """The first missing piece of the build machine the log shows, or None (the package's own
     failure, pip's own trouble, or no failure at all). Toolchains are checked first (maturin
     without cargo then fails to download one: the cause is cargo, not the download), then
-    libraries and headers, then hosts a build could not reach."""
+    libraries and headers, then hosts a build could not reach. A compiler killed for memory comes
+    first of all: the errors after it are of the files it did not finish."""
     out = _build_output(text)
+    if m := _KILLED_RE.search(out):
+        return Missing(kind="memory", what="memory_bytes", group=MEMORY, line=m.group("line").strip())
     return _toolchain(out) or _library(text, out) or _unreachable(out)
 
 

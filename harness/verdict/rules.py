@@ -122,7 +122,7 @@ def _broken_run(phase: Phase) -> Finding | None:
     if phase.infra:
         why = f"the backend failed: {phase.infra}"
     elif phase.oom_killed:
-        why = "out of memory: the run hit its memory limit and was killed"
+        why = "out of memory: the run went past the limit memory_bytes and was killed (FT_HARNESS_LIMIT_MEMORY_BYTES)"
     elif cut:
         why = f"its results are incomplete: {cut}"
     elif (

@@ -186,6 +186,27 @@ def test_memory_hog_is_stopped_by_the_memory_limit(backend, ws):
     assert res.exit_code == 0 and out.strip() == "alive"
 
 
+def test_the_default_cap_is_the_limit_memory_bytes(client, image, tmp_path, monkeypatch):
+    """Without mem_limit, a container gets the named limit memory_bytes (#43), as
+    FT_HARNESS_LIMIT_MEMORY_BYTES sets it, in the container and in its reproduce line."""
+    monkeypatch.setenv("FT_HARNESS_LIMIT_MEMORY_BYTES", str(768 << 20))
+    b = DockerBackend(image=image, run_id=f"test-{uuid.uuid4().hex[:10]}", cpus=1.0)
+    assert b.mem_limit == "768m"
+    w = replace(b.open("job1", tmp_path / "work" / "job1", PY, ""), release="1.0")
+    try:
+        probe = (  # cgroup v2, else v1
+            "import os\nfor f in ('/sys/fs/cgroup/memory.max', '/sys/fs/cgroup/memory/memory.limit_in_bytes'):\n"
+            "    if os.path.exists(f):\n        print(open(f).read()); break\n"
+        )
+        res, out = run_py(b, w, probe, name="cap")
+        assert res.exit_code == 0 and out.split() == [str(768 << 20)], out
+        assert "--memory 768m --memory-swap 768m" in b.reproduce_command(w, "true", network=False)
+    finally:
+        b.close(w)
+    monkeypatch.delenv("FT_HARNESS_LIMIT_MEMORY_BYTES")
+    assert DockerBackend(image=image, run_id="test-default", cpus=1.0).mem_limit == "6g"
+
+
 def test_container_killed_from_outside_gives_a_signal(backend, ws, client):
     box = {}
     t = threading.Thread(

@@ -120,6 +120,21 @@ def test_the_data_cap_stops_a_runaway_allocation(tmp_path: Path) -> None:
     assert (ex.exit_code, text.strip()) == (0, "capped")
 
 
+def test_the_default_cap_is_the_limit_memory_bytes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # the named limit (#43), as FT_HARNESS_LIMIT_MEMORY_BYTES sets it for a run; 6 GiB unset
+    assert LocalBackend().mem_limit == 6 << 30
+    cap = 384 << 20
+    monkeypatch.setenv("FT_HARNESS_LIMIT_MEMORY_BYTES", str(cap))
+    ex, text = run(LocalBackend(), tmp_path, [PY, "-c", CAP_PROBE, str(cap)])
+    assert (ex.exit_code, text.strip()) == (0, "capped")
+
+
+def test_docker_reads_the_limit_in_its_own_units() -> None:
+    from harness.backends.dockerconfig import docker_bytes
+
+    assert [docker_bytes(n) for n in (6 << 30, 512 << 20, 3 << 10, 1000)] == ["6g", "512m", "3k", "1000b"]
+
+
 def test_no_cap_leaves_the_limit_as_it_was(tmp_path: Path) -> None:
     code = "import resource; print(*resource.getrlimit(resource.RLIMIT_DATA))"
     ex, text = run(LocalBackend(mem_limit=None), tmp_path, [PY, "-c", code])

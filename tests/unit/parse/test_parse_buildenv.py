@@ -123,6 +123,23 @@ def test_an_unreachable_crate_registry_names_crates_io():
         assert found.cause == "the crate registry (crates.io): not reachable from the build"
 
 
+def test_a_compiler_killed_for_memory_is_the_machine_not_the_package():
+    """grpcio 1.85.4's C++ build in a container capped at 2 GiB (the store step of 2026-12-06):
+    the OOM killer took cc1plus; the CompileError tracebacks after it are of that kill."""
+    text = log("grpcio-oom")
+    found = missing_piece(text)
+    assert found is not None
+    assert (found.kind, found.what, found.group) == ("memory", "memory_bytes", "memory")
+    assert found.line == "g++: fatal error: Killed signal terminated program cc1plus"
+    assert "limit memory_bytes" in found.message and "not a problem of the package" in found.message
+    assert found.cause == "memory (the limit memory_bytes): a compiler was killed"
+    excerpt = tail(text)  # the job's install phase keeps the tail, and the line as a note
+    assert "Killed signal" not in excerpt
+    assert note(text, excerpt) == NOTE + found.line
+    # a package's own fatal error is not memory
+    assert missing_piece(text.replace("Killed signal terminated program", "no input files; program")) is None
+
+
 def test_a_git_dependency_and_a_build_script_download_name_their_host():
     git = missing_piece(log("gitdep"))
     assert (git.kind, git.what, git.group) == ("registry", "github.com", "a git repository on github.com")

@@ -154,6 +154,7 @@ def cmd_store(args: argparse.Namespace) -> int:
     from .. import backends
     from ..core.stored import store_root
     from ..job.prebuild import prebuild
+    from ..job.runner import stopped_by_signals
     from . import progress
 
     jobs = select_jobs(spec, args)
@@ -174,13 +175,15 @@ def cmd_store(args: argparse.Namespace) -> int:
         )
         started = now_iso()
         jobs = plan.with_skips(jobs, {n: p.info.version for n, p in opened.prepared.items()})
-        step = prebuild(
-            jobs,
-            out=out,
-            backend=opened.backend,
-            prepared=opened.prepared,
-            progress=lambda job_id, what: _say(f"store: {job_id}: {what}"),
-        )
+        kept = f"the wheels built so far stay in {store_root(cache, backend_name)}; rerun to build the rest"
+        with stopped_by_signals(opened.backend, kept):
+            step = prebuild(
+                jobs,
+                out=out,
+                backend=opened.backend,
+                prepared=opened.prepared,
+                progress=lambda job_id, what: _say(f"store: {job_id}: {what}"),
+            )
         record = {
             "schema": 1,
             "started": started,

@@ -21,7 +21,7 @@ import signal
 import threading
 import time
 import traceback
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -333,3 +333,20 @@ def _run_pool(run: _Workers, todo: list[tuple[Job, str]], workers: int, summary:
 
 def _sigterm(signum: int, frame: Any) -> None:
     raise KeyboardInterrupt
+
+
+@contextlib.contextmanager
+def stopped_by_signals(backend: Backend, what: str) -> Iterator[None]:
+    """SIGINT and (on the main thread) SIGTERM, as a CI runner's cancel sends them, stop ``what``
+    with Interrupted after ``backend.cancel()`` removed every container it runs; a SIGINT that
+    the shell ignored (a background job's) is not turned on."""
+    main_thread = threading.current_thread() is threading.main_thread()
+    old_term = signal.signal(signal.SIGTERM, _sigterm) if main_thread else None
+    try:
+        yield
+    except KeyboardInterrupt:
+        backend.cancel()
+        raise Interrupted(f"interrupted: {what}") from None
+    finally:
+        if main_thread:
+            signal.signal(signal.SIGTERM, old_term)

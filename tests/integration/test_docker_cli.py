@@ -103,9 +103,11 @@ def test_sigint_mid_run_leaves_no_containers(tmp_path):
     )
 
 
-def test_sigint_mid_store_step_leaves_no_containers(tmp_path):
-    """`ft-harness store` (the workflow's store job) stopped while its first container runs:
-    exit 130, nothing of its run left, and the store holds no half-built entry."""
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_mid_store_step_leaves_no_containers(tmp_path, sig):
+    """`ft-harness store` (the workflow's store job) stopped while its first container runs, by
+    SIGINT or by SIGTERM (a cancelled CI job; SIGTERM left its container running before): exit
+    130, nothing of its run left, and the store holds no half-built entry."""
     matrix = fixture_matrix(tmp_path, ["ft_wheeluse_a"], SETTINGS)
     store = tmp_path / "store"
     proc = subprocess.Popen(
@@ -128,7 +130,7 @@ def test_sigint_mid_store_step_leaves_no_containers(tmp_path):
             break
         time.sleep(0.2)
     assert proc.poll() is None, "the store step ended before any container started"
-    proc.send_signal(signal.SIGINT)
+    proc.send_signal(sig)
     out = proc.communicate(timeout=120)[0]
     assert proc.returncode == 130, out[-2000:]
     assert "Traceback" not in out, out[-2000:]

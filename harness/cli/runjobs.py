@@ -196,7 +196,7 @@ def cmd_store(args: argparse.Namespace) -> int:
         tmp.write_text(json.dumps(record, indent=1) + "\n")
         os.replace(tmp, out / STORE_FILE)
     _say(
-        f"wheel store step: {step.jobs} plans, {len(step.built)} built, {len(step.reused)} already "
+        f"wheel store step: {step.jobs} plans, {len(step.built)} built, {len(step.failed)} failed, {len(step.reused)} already "
         f"stored, in {step.seconds:.0f} s (each build's own limit {step.limit} s); {out / STORE_FILE}"
     )
     for line in step.not_planned:
@@ -205,4 +205,6 @@ def cmd_store(args: argparse.Namespace) -> int:
         _say(f"  removed for room (store_bytes): {textsafe.line(line)}")
     for line in step.refused:
         _say(f"  not stored: {textsafe.line(line)}")
+    for line in step.failed:  # the jobs that need it build it themselves, in their budget
+        _say(f"  not built: {textsafe.line(line)}")
     return 0

@@ -11,7 +11,8 @@ job's budget pays for a dependency's build. What the step did is ``store.json`` 
 (``StoreStep``), which the report's ``meta.store.before_jobs`` carries: with the store's bounds
 in force (``bounds``: ``store_entries_per_job``, ``store_bytes`` and what happens past it,
 harness.store.storecap) and what they did (``evicted``: entries removed for room; ``refused``:
-wheels not stored).
+wheels not stored), and the builds that failed (``failed``, with what the build lacked when its
+log says: ``memory (the limit memory_bytes)``, a toolchain; the jobs then build it themselves).
 
 In the workflow one store job runs this (``ft-harness store``) and saves the store to the
 Actions cache; every shard restores it read-only (.github/workflows/matrix.yml).
@@ -54,6 +55,7 @@ class StoreStep:
     limit: int = BUILD_TIMEOUT  # each build's own limit
     evicted: tuple[str, ...] = ()  # "job id: entry (bytes, last used)" removed for room (store_bytes)
     refused: tuple[str, ...] = ()  # "job id: name version: why" not stored (store_bytes, store_entries_per_job)
+    failed: tuple[str, ...] = ()  # "job id: name version: why" its build failed; the jobs build it themselves
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -70,6 +72,7 @@ class StoreStep:
             },
             "evicted": list(self.evicted),
             "refused": list(self.refused),
+            "failed": list(self.failed),
         }
 
 
@@ -112,6 +115,7 @@ def prebuild(
     skipped: list[str] = []
     evicted: list[str] = []
     refused: list[str] = []
+    failed: list[str] = []
     ran = 0
     for job in jobs:
         p = prepared[job.interpreter.name]
@@ -131,6 +135,7 @@ def prebuild(
             reused.setdefault(f"{p.info.key}/{w.sdist_sha256}", w)
         evicted += [f"{job.job_id}: {e}" for e in use.evicted]
         refused += [f"{job.job_id}: {r}" for r in use.refused]
+        failed += [f"{job.job_id}: {r}" for r in use.failed]
     step = StoreStep(
         jobs=ran,
         built=tuple(built.values()),
@@ -139,12 +144,14 @@ def prebuild(
         seconds=time.monotonic() - started,
         evicted=tuple(evicted),
         refused=tuple(refused),
+        failed=tuple(failed),
     )
     log.info(
-        "store step: %d jobs planned, %d built, %d reused, %d removed for room, %d not stored "
+        "store step: %d jobs planned, %d built, %d failed, %d reused, %d removed for room, %d not stored "
         "(store_bytes, store_entries_per_job) in %.0f s",
         step.jobs,
         len(step.built),
+        len(step.failed),
         len(step.reused),
         len(step.evicted),
         len(step.refused),

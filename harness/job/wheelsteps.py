@@ -42,6 +42,7 @@ from packaging.utils import canonicalize_name
 from ..core import limits
 from ..core.model import Phase, PhaseKind
 from ..core.stored import StoredWheel
+from ..parse.buildenv import missing_piece
 from ..parse.pipreport import parse_pip_report
 from ..store import storecap, toolslayer, wheelstore
 from ..store.wheelstore import PLAN_REPORT, Sdist
@@ -64,6 +65,7 @@ class StoreUse:
     tools_layer: str = ""  # the venv's pip and test tools: "built <digest>" / "reused <digest>" (toolslayer)
     evicted: tuple[str, ...] = ()  # entries removed to make room for this job's (storecap: store_bytes)
     refused: tuple[str, ...] = ()  # "<name> <version>: why" not stored (store_bytes, store_entries_per_job)
+    failed: tuple[str, ...] = ()  # "<name> <version>: why" its build failed (the install builds it itself)
 
 
 NO_STORE = StoreUse()
@@ -79,6 +81,7 @@ class _Tally:
     found: list[StoredWheel] = field(default_factory=list)
     evicted: list[str] = field(default_factory=list)
     refused: list[str] = field(default_factory=list)
+    failed: list[str] = field(default_factory=list)
 
     def use(self, *, planned: bool, tools_layer: str, links: Sequence[str] = ()) -> StoreUse:
         return StoreUse(
@@ -89,6 +92,7 @@ class _Tally:
             tools_layer=tools_layer,
             evicted=tuple(self.evicted),
             refused=tuple(self.refused),
+            failed=tuple(self.failed),
         )
 
     def room(self, store: Path) -> storecap.Room:
@@ -217,8 +221,7 @@ def _one(ctx: JobCtx, store: Path, sd: Sdist, tally: _Tally) -> bool:
         ]
         if got is None:
             tally.lines.append(f"ft-harness: wheel store: {sd.name} {sd.version} not stored: {why}")
-            if why.startswith("limit store_"):
-                tally.refused.append(f"{sd.name} {sd.version}: {why}")
+            (tally.refused if why.startswith("limit store_") else tally.failed).append(f"{sd.name} {sd.version}: {why}")
             return False
         tally.added += 1
         tally.built.append(got)
@@ -328,13 +331,21 @@ def _build(ctx: JobCtx, store: Path, key: str, sd: Sdist, tally: _Tally) -> tupl
             ),
         )
         if not phase.ok:
-            return None, f"its build failed (phase {name}); the install builds it itself"
+            return None, f"its build failed (phase {name}{_why(phase)}); the install builds it itself"
         with storecap.locked(store):
             return wheelstore.publish(out, store, key, sd, tally.room(store))
     except OSError as e:
         return None, f"the store: {e}"
     finally:
         shutil.rmtree(out, ignore_errors=True)
+
+
+def _why(phase: Phase) -> str:
+    """What a failed build of the store lacked, when it says (", " first), else ""."""
+    if phase.timed_out:
+        return f", past the store's limit of {wheelstore.BUILD_TIMEOUT} s"
+    found = None if phase.infra else missing_piece(phase.excerpt)
+    return f", {found.cause}" if found else ""
 
 
 def _say(ctx: JobCtx, lines: list[str]) -> None:

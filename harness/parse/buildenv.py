@@ -153,7 +153,7 @@ MEMORY = "memory"
 # the kernel's OOM killer took a compiler of a build inside its memory cap: gcc's driver says so
 # (grpcio 1.85.4's C++ build at 2 GiB: tests/data/buildenv/grpcio-oom.log)
 _KILLED_RE = re.compile(
-    r"^\s*(?P<line>(?:\S*/)?(?:gcc|g\+\+|cc|c\+\+|gfortran|clang|clang\+\+)(?:-\d+)?: fatal error: "
+    r"^(?:\s*|\[ft-harness parse\] build environment: )(?P<line>(?:\S*/)?(?:gcc|g\+\+|cc|c\+\+|gfortran|clang|clang\+\+)(?:-\d+)?: fatal error: "
     r"Killed signal terminated program \S+)",
     re.M,
 )

@@ -59,8 +59,9 @@ def line(store: Mapping[str, Any]) -> str:
     text = f"wheel store: built {len(built)}{f' ({names}{more})' if built else ''}, reused {store.get('reused', 0)}"
     pre = store.get("before_jobs")
     if pre:
+        failed = f", {len(pre['failed'])} failed" if pre.get("failed") else ""
         text += (
-            f"; before the jobs: {len(pre.get('built') or [])} built, {len(pre.get('reused') or [])} "
+            f"; before the jobs: {len(pre.get('built') or [])} built{failed}, {len(pre.get('reused') or [])} "
             f"reused in {pre.get('seconds', 0):.0f} s"
         )
     return text

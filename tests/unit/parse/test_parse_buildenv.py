@@ -136,6 +136,7 @@ def test_a_compiler_killed_for_memory_is_the_machine_not_the_package():
     excerpt = tail(text)  # the job's install phase keeps the tail, and the line as a note
     assert "Killed signal" not in excerpt
     assert note(text, excerpt) == NOTE + found.line
+    assert missing_piece(f"{excerpt}\n{note(text, excerpt)}") == found  # what the verdict reads
     # a package's own fatal error is not memory
     assert missing_piece(text.replace("Killed signal terminated program", "no input files; program")) is None
 

@@ -48,6 +48,9 @@ def test_the_store_step_before_the_jobs_is_carried_and_said():
     s = storecost.summary([dataclasses.replace(r, wheels_built=()) for r in _jobs()], before)
     assert s["built"] == [] and s["reused"] == 2 and s["before_jobs"] == before
     assert storecost.line(s) == "wheel store: built 0, reused 2; before the jobs: 1 built, 0 reused in 1330 s"
+    failed = {**before, "failed": ["cpython3.13t--grpcio-tools: grpcio 1.85.4: its build failed (…)"]}
+    s = storecost.summary([dataclasses.replace(r, wheels_built=()) for r in _jobs()], failed)
+    assert storecost.line(s) == "wheel store: built 0, reused 2; before the jobs: 1 built, 1 failed, 0 reused in 1330 s"
 
 
 def test_a_run_without_the_store_says_nothing_was_built_or_reused():

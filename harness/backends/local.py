@@ -106,6 +106,8 @@ class LocalBackend:
             self._limit(proc.pid)
             with self._lock:
                 self._procs[proc.pid] = proc
+            if self._cancelled.is_set():  # cancel() came before it was registered: it did not see it
+                _kill_group(proc)
             timed_out, stalled, full = False, False, False
             quiet, deadline = Quiet(fd, idle), start + timeout
             disk = DiskWatch(ws.host_root)

@@ -41,6 +41,10 @@ log = logging.getLogger(__name__)
 
 SOURCE_RO = "/source"
 ISOLATED_OUT = "/out"  # run_isolated's one writable mount
+# TMPDIR of every command, on the host's disk below its writable mount, not the 1 GiB tmpfs /tmp
+# (RAM, inside the memory cap): grpcio 1.85.4's C++ build filled /tmp ("No space left on device")
+# where a CI runner's /tmp is its disk (#43). Below the workspace it counts to workspace_bytes.
+TMP = ".tmp"
 POLL = 5.0  # seconds between checks of a running container (also bounds close() latency)
 STOP_PROBE = 10.0  # after an outside SIGTERM/SIGKILL: how long to watch for a daemon going away
 
@@ -126,6 +130,7 @@ class DockerBackend(ContainerConfig):
                 if "/" in rel:
                     fs.makedirs(rel.rsplit("/", 1)[0])
                 log_fd = fs.open_append(rel)
+                fs.makedirs(TMP)
             except (OSError, ValueError) as e:
                 return Exec(exit_code=None, infra=f"cannot open the log {log.name}: {e}")
             self._own(fs)  # the log and its directory too: the container's user appends to it
@@ -141,6 +146,7 @@ class DockerBackend(ContainerConfig):
                 log_file=log_file,
                 network=network,
                 idle=idle,
+                tmpdir=f"{ROOT}/{TMP}",
             )
 
     def isolated_out(self, out: Path) -> str:
@@ -159,8 +165,10 @@ class DockerBackend(ContainerConfig):
         try:
             with job_dir(ws) as fs:
                 log_fd = fs.open_append(fs.rel(Path(log)))
+            (Path(out) / TMP).mkdir(exist_ok=True)  # a fresh scratch dir: no package code ran in it yet
             if os.geteuid() == 0:
                 os.chown(out, self.uid, self.gid)
+                os.chown(Path(out) / TMP, self.uid, self.gid)
         except (OSError, ValueError) as e:
             return Exec(exit_code=None, infra=f"cannot open the log {Path(log).name}: {e}")
         only = {**self.job_mounts.get(job_id, {}), str(out): {"bind": ISOLATED_OUT, "mode": "rw"}}
@@ -177,6 +185,8 @@ class DockerBackend(ContainerConfig):
                 network=True,
                 idle=0,
                 only=only,
+                tmpdir=f"{ISOLATED_OUT}/{TMP}",
+                watch=Path(out),
             )
 
     def _run(
@@ -193,8 +203,10 @@ class DockerBackend(ContainerConfig):
         network: bool,
         idle: float,
         only: dict[str, dict[str, str]] | None = None,
+        tmpdir: str = "/tmp",
+        watch: Path | None = None,
     ) -> Exec:
-        config = self._config(ws, argv, env, cwd, log_in, network, only)
+        config = self._config(ws, argv, env, cwd, log_in, network, only, tmpdir)
         started = time.monotonic()
         try:
             container = self.client.containers.create(**config)
@@ -209,7 +221,7 @@ class DockerBackend(ContainerConfig):
             container.start()
             # the log grows on the host only when the container writes it through the mount
             quiet = Quiet(log_file.fileno(), idle if log_in is not None else 0)
-            disk = DiskWatch(ws.host_root if only is None else None)  # run_isolated: its own out dir
+            disk = DiskWatch(ws.host_root if only is None else watch)  # run_isolated: its own out dir
             timed_out = self._wait(container, started + timeout, quiet, disk)
             duration = time.monotonic() - started
             full = disk.over()

@@ -126,12 +126,14 @@ class ContainerConfig:
         log_in: str | None,
         network: bool,
         only: dict[str, dict[str, str]] | None = None,
+        tmpdir: str = "/tmp",
     ) -> dict:
-        """``only``: these mounts instead of the job's (run_isolated: no workspace, no pip cache)."""
+        """``only``: these mounts instead of the job's (run_isolated: no workspace, no pip cache);
+        ``tmpdir``: the commands' TMPDIR (harness.backends.docker.TMP: on the host's disk)."""
         from docker.types import LogConfig, Ulimit
 
         job_id = self._job_id(ws)
-        environment = {"HOME": "/tmp", "TMPDIR": "/tmp", **self.job_env.get(job_id, {}), **env}
+        environment = {"HOME": "/tmp", "TMPDIR": tmpdir, **self.job_env.get(job_id, {}), **env}
         volumes = (
             dict(only)
             if only is not None

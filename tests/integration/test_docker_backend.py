@@ -207,6 +207,42 @@ def test_the_default_cap_is_the_limit_memory_bytes(client, image, tmp_path, monk
     assert DockerBackend(image=image, run_id="test-default", cpus=1.0).mem_limit == "6g"
 
 
+BIG_TMP = """
+import os, tempfile
+d = tempfile.gettempdir()
+try:
+    with open(os.path.join(d, "big"), "wb") as f:
+        for _ in range(1100):  # 1100 MiB: past the 1 GiB tmpfs /tmp
+            f.write(bytes(1 << 20))
+    print(d, os.path.getsize(os.path.join(d, "big")) >> 20)
+    os.remove(os.path.join(d, "big"))
+except OSError as e:
+    print(d, "failed:", e.strerror)
+"""
+
+
+def test_tmpdir_is_on_the_hosts_disk_not_the_1gib_tmpfs(client, image, tmp_path):
+    """A build's temporary files (pip builds in TMPDIR) go below the writable mount, on the
+    host's disk, as on a CI runner: grpcio 1.85.4's build filled the 1 GiB tmpfs /tmp (#43). Both
+    a job's command (the workspace, TMPDIR /work/.tmp) and an isolated build (/out/.tmp)."""
+    b = DockerBackend(image=image, run_id=f"test-{uuid.uuid4().hex[:10]}", cpus=1.0)
+    w = replace(b.open("job1", tmp_path / "work" / "job1", PY, ""), release="1.0")
+    try:
+        res, out = run_py(b, w, BIG_TMP, timeout=300, name="tmp")
+        assert res.exit_code == 0 and out.split() == ["/work/.tmp", "1100"], out
+        res, out = run_py(b, w, BIG_TMP.replace("tempfile.gettempdir()", "'/tmp'"), timeout=300, name="tmpfs")
+        assert out.split()[:2] == ["/tmp", "failed:"], out  # what it was before
+        scratch = tmp_path / "scratch"
+        scratch.mkdir()
+        log = w.host("logs", "isolated.log")
+        log.parent.mkdir(parents=True, exist_ok=True)
+        log.touch()
+        res = b.run_isolated(w, [PY, "-c", BIG_TMP], env={}, timeout=300, log=log, out=scratch)
+        assert res.exit_code == 0 and log.read_text().split() == ["/out/.tmp", "1100"], log.read_text()
+    finally:
+        b.close(w)
+
+
 def test_container_killed_from_outside_gives_a_signal(backend, ws, client):
     box = {}
     t = threading.Thread(

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from .install import COMPILER_RE
 
-KINDS = ("header", "library", "toolchain", "registry", "memory")
+KINDS = ("header", "library", "toolchain", "registry", "memory", "disk")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -39,6 +39,8 @@ class Missing:
         """The group as "Blocked by" shows it: "Rust toolchain (Debian: rustc cargo)"."""
         if self.kind == "memory":
             return f"{self.group} (the limit memory_bytes): a compiler was killed"
+        if self.kind == "disk":
+            return f"{self.group}: the build's writes were refused"
         if self.kind == "registry":
             return f"{self.group}: not reachable from the build"
         return f"{self.group} (Debian: {self.debian})" if self.debian else self.group
@@ -51,6 +53,11 @@ class Missing:
                 "build environment: a compiler process was killed for want of memory, the build past the "
                 "limit memory_bytes (FT_HARNESS_LIMIT_MEMORY_BYTES raises it; not a problem of the "
                 f"package): {self.line}"
+            )
+        if self.kind == "disk":
+            return (
+                "build environment: the build ran out of disk space where it wrote its temporary "
+                f"files (not a problem of the package): {self.line}"
             )
         if self.kind == "registry":
             return (
@@ -150,6 +157,14 @@ C_COMPILER = ("C compiler", "gcc")
 CXX_COMPILER = ("C++ compiler", "g++")
 CRATES = "the crate registry (crates.io)"
 MEMORY = "memory"
+DISK = "disk space"
+# a write of the build refused for space (grpcio 1.85.4 in the 1 GiB tmpfs /tmp it had before
+# TMPDIR moved to the disk: tests/data/buildenv/grpcio-nospace.log)
+_NOSPACE_RE = re.compile(
+    r"^(?:\[ft-harness parse\] build environment: |\s*)(?P<line>\S.*(?:[Ff]atal error|OSError|IOError).*"
+    r"No space left on device.*)$",
+    re.M,
+)
 # the kernel's OOM killer took a compiler of a build inside its memory cap: gcc's driver says so
 # (grpcio 1.85.4's C++ build at 2 GiB: tests/data/buildenv/grpcio-oom.log)
 _KILLED_RE = re.compile(
@@ -308,6 +323,8 @@ def missing_piece(text: str) -> Missing | None:
     out = _build_output(text)
     if m := _KILLED_RE.search(out):
         return Missing(kind="memory", what="memory_bytes", group=MEMORY, line=m.group("line").strip())
+    if m := _NOSPACE_RE.search(out):
+        return Missing(kind="disk", what="ENOSPC", group=DISK, line=m.group("line").strip()[:300])
     return _toolchain(out) or _library(text, out) or _unreachable(out)
 
 

@@ -141,6 +141,21 @@ def test_a_compiler_killed_for_memory_is_the_machine_not_the_package():
     assert missing_piece(text.replace("Killed signal terminated program", "no input files; program")) is None
 
 
+def test_a_build_out_of_disk_space_is_the_machine_not_the_package():
+    """grpcio 1.85.4 again, its temporary files in the 1 GiB tmpfs /tmp it had then."""
+    text = log("grpcio-nospace")
+    found = missing_piece(text)
+    assert found is not None and (found.kind, found.group) == ("disk", "disk space")
+    assert found.line == (
+        "src/core/ext/transport/chttp2/transport/chttp2_transport.cc:3812:1: fatal error: error writing to "
+        "/tmp/ccMJlb9M.s: No space left on device"
+    )
+    assert "not a problem of the package" in found.message
+    assert found.cause == "disk space: the build's writes were refused"
+    excerpt = tail(text)
+    assert missing_piece(f"{excerpt}\n{note(text, excerpt)}") == found
+
+
 def test_a_git_dependency_and_a_build_script_download_name_their_host():
     git = missing_piece(log("gitdep"))
     assert (git.kind, git.what, git.group) == ("registry", "github.com", "a git repository on github.com")

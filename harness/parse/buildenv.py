@@ -156,19 +156,24 @@ FORTRAN = ("Fortran compiler", "gfortran")
 C_COMPILER = ("C compiler", "gcc")
 CXX_COMPILER = ("C++ compiler", "g++")
 CRATES = "the crate registry (crates.io)"
+# the line a failed build's log showed its missing piece in, kept in the phase's excerpt when the
+# excerpt's tail cut it (``note``): maturin says "Rust not found" 100 lines above its traceback
+NOTE = "[ft-harness parse] build environment: "
+# a line of the log, or the same line kept as a note (``note``)
+_LINE_START = rf"^(?:{re.escape(NOTE)}|\s*)"
 MEMORY = "memory"
 DISK = "disk space"
 # a write of the build refused for space (grpcio 1.85.4 in the 1 GiB tmpfs /tmp it had before
 # TMPDIR moved to the disk: tests/data/buildenv/grpcio-nospace.log)
 _NOSPACE_RE = re.compile(
-    r"^(?:\[ft-harness parse\] build environment: |\s*)(?P<line>\S.*(?:[Ff]atal error|OSError|IOError).*"
+    _LINE_START + r"(?P<line>\S.*(?:[Ff]atal error|OSError|IOError).*"
     r"No space left on device.*)$",
     re.M,
 )
 # the kernel's OOM killer took a compiler of a build inside its memory cap: gcc's driver says so
 # (grpcio 1.85.4's C++ build at 2 GiB: tests/data/buildenv/grpcio-oom.log)
 _KILLED_RE = re.compile(
-    r"^(?:\s*|\[ft-harness parse\] build environment: )(?P<line>(?:\S*/)?(?:gcc|g\+\+|cc|c\+\+|gfortran|clang|clang\+\+)(?:-\d+)?: fatal error: "
+    _LINE_START + r"(?P<line>(?:\S*/)?(?:gcc|g\+\+|cc|c\+\+|gfortran|clang|clang\+\+)(?:-\d+)?: fatal error: "
     r"Killed signal terminated program \S+)",
     re.M,
 )
@@ -271,11 +276,6 @@ _PIP_OWN = re.compile(
 )
 # the output of a build backend, as pip shows it: "╰─> [N lines of output]" … "[end of output]"
 _BLOCK_RE = re.compile(r"lines of output\]\n(?P<body>.*?)\n\s*\[end of output\]", re.S)
-
-
-# the line a failed build's log showed its missing piece in, kept in the phase's excerpt when the
-# excerpt's tail cut it (``note``): maturin says "Rust not found" 100 lines above its traceback
-NOTE = "[ft-harness parse] build environment: "
 
 
 def _build_output(text: str) -> str:

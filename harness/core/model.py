@@ -8,7 +8,8 @@ report step reads, so shards from many machines merge with the same code.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections import Counter
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field, fields
 from datetime import UTC, datetime
 from pathlib import Path
@@ -33,11 +34,11 @@ from .pipinstalled import PipReport
 from .stored import StoredWheel, wheels_from
 from .suiterecord import TestSetup
 
-RESULT_SCHEMA = 14  # 2: Phase.test_command; 3: typed crash/hang/parallel, coverage, wheel; 4: budget-spent,
+RESULT_SCHEMA = 15  # 2: Phase.test_command; 3: typed crash/hang/parallel, coverage, wheel; 4: budget-spent,
 # Hang.spent; 5: slow-in-threads, TestCase.seconds; 6: Phase.probe; 7: skipped, test_setup.recipe; 8: sdist_sha256,
 # reused_from; 9: Wheel.fallback; 10: Phase.subset, gil_on; 11: wheels_reused/_built; 12: repeat-failure; 13: tools_layer
-# 14: rules_out; claims "only without the GIL" decided on fresh runs alone (issue #47)
-READABLE_SCHEMAS = (2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14)
+# 14: rules_out; claims "only without the GIL" decided on fresh runs alone (issue #47); 15: Finding.by_mode
+READABLE_SCHEMAS = (2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15)
 
 # Verdicts, most severe first.  These strings are the contract of report.json.
 VERDICTS = (
@@ -256,6 +257,9 @@ class Finding:
     phase: str = ""  # phase name it was seen in first
     # re-runs of the test alone, per GIL mode: {"gil0": "4/5", "gil1": "0/5"} (settings.confirm)
     confirmed: dict[str, str] = field(default_factory=dict)
+    # ``count``/``runs`` per GIL mode the job ran its runs in, 0 events included: {"gil0": "1/3",
+    # "gil1": "3/3"}; what two jobs compare mode by mode (harness.results.flaky); {} before schema 15
+    by_mode: dict[str, str] = field(default_factory=dict)
 
     @property
     def ratio(self) -> str:
@@ -266,6 +270,7 @@ class Finding:
         d["modes"] = list(self.modes)
         d["ratio"] = self.ratio
         d["confirmed"] = dict(self.confirmed)
+        d["by_mode"] = dict(self.by_mode)
         return d
 
     @classmethod
@@ -274,8 +279,17 @@ class Finding:
         ``modes`` or ``confirmed`` of the wrong type reads as empty, never drops the job."""
         d = {"kind": "", **known(cls, d)}
         d["modes"] = tuple(d["modes"]) if isinstance(d.get("modes"), list | tuple) else ()
-        d["confirmed"] = dict(d["confirmed"]) if isinstance(d.get("confirmed"), dict) else {}
+        for key in ("confirmed", "by_mode"):
+            d[key] = dict(d[key]) if isinstance(d.get(key), dict) else {}
         return cls(**d)
+
+
+def by_mode(hits: Iterable[Phase], runs: Iterable[Phase]) -> dict[str, str]:
+    """``Finding.by_mode``: for each GIL mode of ``runs``, its events (``hits``, a phase once per
+    event) over its runs: {"gil0": "1/3", "gil1": "0/3"}."""
+    events = Counter(p.gil for p in hits)
+    ran = Counter(p.gil for p in runs if p.gil is not None)
+    return {f"gil{m}": f"{events[m]}/{n}" for m, n in sorted(ran.items())}
 
 
 @dataclass(frozen=True, kw_only=True)

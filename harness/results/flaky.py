@@ -12,7 +12,9 @@ same as for the GIL modes (docs/explanation/evidence.md):
 - otherwise the more severe side's deciding test is compared between the two jobs: its failures
   (crashes, timeouts) over its runs on each side, the same kind of run on both: its runs alone
   where both sides have them, else the suite's (on a side with no finding about it, 0 in that
-  job's whole-suite threaded runs). A test fails more often alone than inside its suite (idna
+  job's whole-suite threaded runs); and of the same GIL modes, those of its events that both
+  sides ran (``Finding.by_mode``): a job whose GIL-off runs pass makes no GIL-on run, so 5/6 runs
+  of both modes against 0/3 GIL-off ones would compare a mix (idna 3.20, docs/explanation/evidence.md). A test fails more often alone than inside its suite (idna
   3.20's ``test_version_flag``: 7/8 alone, 4/6 in its threaded suite runs), so runs alone on one
   side against suite runs on the other would hold a difference chance made. The difference holds
   when the one-sided Fisher p is at or under ``ALPHA``; else it is *flaky*, said with both
@@ -48,40 +50,43 @@ class Flaky:
     severe: tuple[int, int]  # (events, runs) on the more severe side
     other: tuple[int, int]
     p: float
-    gil_on: bool = False  # the counts are of the runs alone with the GIL on, the other side's first
+    gil_on: bool = False  # the GIL-on events are the other side's: its counts are said first
+    modes: tuple[int, ...] = ()  # the GIL modes counted (both sides ran them); () both, or not known
+    alone: bool = False  # the counts are of the test's runs alone (settings.confirm), not the suite's
 
     def describe(self, severe: str, other: str) -> str:
         (k, n), (k2, n2) = self.severe, self.other
-        if self.gil_on:
+        first, second = (other, severe) if self.gil_on else (severe, other)
+        mode = "GIL-off " if self.modes == (0,) else "GIL-on " if self.modes == (1,) else ""
+        runs = f"{mode}runs{' alone' if self.alone else ''}"
+        if not n or not n2:  # one side has no runs of the modes the other's events are in
+            ran, none = (first, second) if n else (second, first)
             return (
-                f"flaky: `{self.test_id}` with the GIL on {k}/{n} runs alone on {other}, {k2}/{n2} on "
-                f"{severe} (one-sided Fisher p = {self.p:.2f} > {ALPHA}): not a difference the runs hold"
+                f"flaky: `{self.test_id}` {max(k, k2)}/{max(n, n2)} {runs} on {ran}; {none} has no counts of the "
+                "same GIL mode(s) to compare: not a difference the runs hold"
             )
         return (
-            f"flaky: `{self.test_id}` {k}/{n} runs on {severe}, {k2}/{n2} on {other} "
+            f"flaky: `{self.test_id}` {k}/{n} {runs} on {first}, {k2}/{n2} on {second} "
             f"(one-sided Fisher p = {self.p:.2f} > {ALPHA}): not a difference the runs hold"
         )
 
 
-def _alone(f: Finding, modes: tuple[int, ...]) -> tuple[int, int]:
-    """A finding's (events, runs) alone in ``modes``; (0, 0) when it was not run alone."""
-    k = n = 0
-    for m in modes:
-        a, _, b = str(f.confirmed.get(f"gil{m}", "")).partition("/")
-        if a.isdigit() and b.isdigit():
-            k, n = k + int(a), n + int(b)
-    return (k, n)
+Counts = dict[int, tuple[int, int]]  # GIL mode -> (events, runs)
 
 
-def _runs(f: Finding, modes: tuple[int, ...]) -> tuple[int, int]:
-    """A finding's (events, runs) in ``modes``: its runs alone when it has some, else the suite's."""
-    alone = _alone(f, modes)
-    return alone if alone[1] else (f.count, f.runs)
+def _per_mode(ratios: dict[str, str]) -> Counts:
+    """{"gil0": "4/5"} -> {0: (4, 5)}: the modes with runs."""
+    out: Counts = {}
+    for key, ratio in ratios.items():
+        a, _, b = str(ratio).partition("/")
+        if key.startswith("gil") and key[3:].isdigit() and a.isdigit() and b.isdigit() and int(b):
+            out[int(key[3:])] = (int(a), int(b))
+    return out
 
 
-def _suite_runs(job: JobEntry, modes: tuple[int, ...]) -> int:
-    """The job's threaded runs in ``modes``: what a test with no finding there passed."""
-    return sum(1 for p in job.phases if p.kind == "threads" and p.gil in modes and p.outcome != "infra")
+def _suite_runs(job: JobEntry, mode: int) -> int:
+    """The job's threaded runs in ``mode``: what a test with no finding there passed."""
+    return sum(1 for p in job.phases if p.kind == "threads" and p.gil == mode and p.outcome != "infra")
 
 
 def _deciding(job: JobEntry) -> Finding | None:
@@ -100,14 +105,38 @@ def check(a: JobEntry, b: JobEntry) -> Flaky | None:
     if f is None:
         return None
     same = [g for g in other.findings if g.test_id == f.test_id and FAMILY.get(g.kind) == FAMILY.get(f.kind)]
-    if same and (1 in same[0].modes) != (1 in f.modes):  # the same event, its GIL-on part differs
-        return _gil_on(f, same[0])
-    modes = f.modes or (0, 1)
-    if same and _alone(f, modes)[1] and _alone(same[0], modes)[1]:
-        return _held(f.test_id, _alone(f, modes), _alone(same[0], modes))
-    # not run alone on both sides: the suite runs of both (one kind of run)
-    theirs = (same[0].count, same[0].runs) if same and same[0].runs else (0, _suite_runs(other, modes))
-    return _held(f.test_id, (f.count, f.runs), theirs)
+    g = same[0] if same else None
+    if g is not None and (1 in g.modes) != (1 in f.modes):  # the same event, its GIL-on part differs
+        both, off = (f, g) if 1 in f.modes else (g, f)
+        held = _compare(both, off, other, (1,))
+        return replace(held, gil_on=both is g) if held is not None else None
+    return _compare(f, g, other, f.modes or (0, 1))
+
+
+def _compare(f: Finding, g: Finding | None, other: JobEntry, modes: tuple[int, ...]) -> Flaky | None:
+    """``f``'s events against the other side's (``g``, or none in ``other``'s threaded runs) in
+    the ``modes`` both sides ran, one kind of run: alone where both have runs alone, else suite."""
+    for alone in (True, False):
+        mine = _per_mode(f.confirmed if alone else f.by_mode)
+        if g is not None:
+            theirs = _per_mode(g.confirmed if alone else g.by_mode)
+        else:
+            theirs = {} if alone else {m: (0, n) for m in (0, 1) if (n := _suite_runs(other, m))}
+        common = [m for m in modes if m in mine and m in theirs]
+        if common:
+            held = _held(f.test_id, _total(mine, common), _total(theirs, common))
+            return replace(held, modes=tuple(common), alone=alone) if held is not None else None
+    if not f.by_mode or (g is not None and not g.by_mode):  # a result from before schema 15: its
+        # whole counts, where they are of the same modes on both sides (not a mix of modes)
+        if g is None and all(_suite_runs(other, m) for m in modes):
+            return _held(f.test_id, (f.count, f.runs), (0, sum(_suite_runs(other, m) for m in modes)))
+        if g is not None and g.runs and g.modes == f.modes:
+            return _held(f.test_id, (f.count, f.runs), (g.count, g.runs))
+    return _held(f.test_id, (f.count, f.runs), (0, 0))  # no mode of its events ran on both sides
+
+
+def _total(counts: Counts, modes: list[int]) -> tuple[int, int]:
+    return (sum(counts[m][0] for m in modes), sum(counts[m][1] for m in modes))
 
 
 def _held(test_id: str, mine: tuple[int, int], theirs: tuple[int, int]) -> Flaky | None:
@@ -115,11 +144,3 @@ def _held(test_id: str, mine: tuple[int, int], theirs: tuple[int, int]) -> Flaky
         return Flaky(test_id=test_id, severe=mine, other=theirs, p=1.0)  # no counts back it
     p = fisher_greater(mine[0], mine[1], theirs[0], theirs[1])
     return None if p <= ALPHA else Flaky(test_id=test_id, severe=mine, other=theirs, p=p)
-
-
-def _gil_on(f: Finding, g: Finding) -> Flaky | None:
-    """One side saw the event with the GIL on too, the other with it off only: the difference is
-    the GIL-on runs alone of the two (``severe``: the side that claims the GIL-on events)."""
-    both, off = (f, g) if 1 in f.modes else (g, f)
-    held = _held(f.test_id, _runs(both, (1,)), _runs(off, (1,)))
-    return replace(held, gil_on=both is g) if held is not None else None

@@ -38,7 +38,8 @@ from .change import CHANGE_KINDS, NOT_THE_PACKAGE, Change  # noqa: F401 - report
 #     ``gil_on`` (what its GIL-on runs ran, and why); a cell's ``wheel`` (what the index offers)
 # 10 (also): change kind ``flaky`` with ``detail`` (harness.results.flaky); ``packages[].rules_out``
 # 10 (also): cause kind ``build-environment`` (harness.parse.buildenv: what a build lacked of its machine)
-REPORT_SCHEMA = 10
+# 11: ``packages[].findings[].by_mode``: a finding's counts per GIL mode (harness.results.flaky)
+REPORT_SCHEMA = 11
 
 
 def _obj(v: Any) -> dict[str, Any]:

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 from ..core.evidence import Crash, HungTest
 from ..core.jobspec import Settings
-from ..core.model import Finding, Phase
+from ..core.model import Finding, Phase, by_mode
 from .ranrun import never_started
 from .reprocommands import reproduce
 
@@ -47,6 +47,7 @@ def crash_findings(phases: Sequence[Phase], ran_modes: set[int]) -> list[Finding
                 modes=modes,
                 count=len(hits),
                 runs=len(relevant),
+                by_mode=by_mode((p for p, _ in hits), (p for p in phases if p.kind in RUN_KINDS)),
                 evidence="signal",
                 excerpt=first_c.excerpt,
                 signal=sig,
@@ -127,6 +128,7 @@ def hang_findings(phases: Sequence[Phase], settings: Settings) -> list[Finding]:
                 modes=modes,
                 count=len(hits),
                 runs=len([p for p in phases if p.kind in kinds and p.gil in modes]),
+                by_mode=by_mode((p for p, _ in hits), (p for p in phases if p.kind in kinds)),
                 evidence="timeout",
                 excerpt=first.excerpt,
                 stack_top=first.stack_top,

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from packaging.utils import canonicalize_name
 
 from ..core.evidence import NOT_INSTALLED_KIND
-from ..core.model import Finding, Phase
+from ..core.model import Finding, Phase, by_mode
 from ..parse import setup as parse_setup
 from . import fallback
 from .reprocommands import reproduce
@@ -59,6 +59,7 @@ def _plain_failure(tid: str, plain: Sequence[Phase], bad: Sequence[Phase], asked
             len(bad),
             len(plain),
             f"{tid} fails in a plain run{only}: not thread-related",
+            by_mode(bad, plain),
         )
     on = [p for p in plain if p.gil == 1 and tid in p.tests]
     if on:
@@ -70,6 +71,7 @@ def _plain_failure(tid: str, plain: Sequence[Phase], bad: Sequence[Phase], asked
             len(bad),
             len([p for p in plain if p.gil == 0]),
             f"{tid} fails in a plain run with the GIL off and passes in {len(on)}/{len(on)} with it on",
+            by_mode(bad, plain),
         )
     return _junit_finding(
         "unconfirmed",
@@ -82,6 +84,7 @@ def _plain_failure(tid: str, plain: Sequence[Phase], bad: Sequence[Phase], asked
             f"{tid} fails in a plain run with the GIL off; no plain run with the GIL on reached it, so "
             "neither a baseline failure (which needs one) nor a free-threading one is established"
         ),
+        by_mode(bad, plain),
     )
 
 
@@ -153,6 +156,7 @@ def _thread_failure(
         why = "fails in threaded runs with the GIL on too: not thread-safe regardless of the GIL"
     hits = [p for m in modes for p in bad_by_mode[m]]
     runs = [p for p in threads if p.gil in modes and p.name in row]
+    per_mode = by_mode(hits, [p for p in threads if p.gil in ran_modes and p.name in row])
     if tid in single:  # pytest-run-parallel never ran it in threads: not a thread finding
         kind, why = (
             "repeat-failure",
@@ -171,6 +175,7 @@ def _thread_failure(
         len(runs),
         f"{tid} {why} ({len(hits)}/{len(runs)} threaded runs "
         f"{'with the GIL off' if modes == (0,) else 'with the GIL on' if modes == (1,) else 'of both modes'})",
+        per_mode,
     )
 
 
@@ -196,7 +201,14 @@ def _single_threaded(phases: Sequence[Phase]) -> dict[str, str]:
 
 
 def _junit_finding(
-    kind: str, tid: str, modes: tuple[int, ...], first: Phase, count: int, runs: int, message: str
+    kind: str,
+    tid: str,
+    modes: tuple[int, ...],
+    first: Phase,
+    count: int,
+    runs: int,
+    message: str,
+    per_mode: dict[str, str] | None = None,
 ) -> Finding:
     """A test's failure seen in JUnit: evidence and the reproduce command from its first bad run."""
     return Finding(
@@ -210,4 +222,5 @@ def _junit_finding(
         message=message,
         reproduce=reproduce(first, tid),
         phase=first.name,
+        by_mode=per_mode or {},
     )

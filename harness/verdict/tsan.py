@@ -11,7 +11,7 @@ from collections import Counter
 from collections.abc import Sequence
 
 from ..core.evidence import TsanReport
-from ..core.model import Finding, Phase
+from ..core.model import Finding, Phase, by_mode
 from ..parse.tsan import dedup, excerpt
 from .reprocommands import reproduce
 
@@ -63,6 +63,7 @@ def tsan_findings(phases: Sequence[Phase]) -> list[Finding]:
                 modes=tuple(sorted(modes)),
                 count=len(phs),
                 runs=len(runs),
+                by_mode=by_mode(phs, runs),
                 stack_top=top,
                 excerpt=excerpt(r),
                 message=f"ThreadSanitizer: {r.kind} in `{func}`"

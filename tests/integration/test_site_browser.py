@@ -164,7 +164,7 @@ def test_every_package_row_is_there_with_a_cell_per_interpreter(site, page, tmp_
     # a difference the counts do not hold: short in the row, both counts on hover
     assert race.locator("td.across").inner_text() == "≈ flaky: ft-race on 3.13.5t, compatible on 3.13.15t"
     assert race.locator("td.across span").get_attribute("title") == (
-        "flaky: `tests/test_buf.py::test_shared_buffer` 2/3 runs on 3.13.5t, 0/3 on 3.13.15t (one-sided "
+        "flaky: `tests/test_buf.py::test_shared_buffer` 2/3 GIL-off runs on 3.13.5t, 0/3 on 3.13.15t (one-sided "
         "Fisher p = 0.20 > 0.05): not a difference the runs hold: ft-race on 3.13.5t, compatible on 3.13.15t"
     )
     assert visible_columns(page) == ["cp313t", "cp31315t"]

@@ -229,7 +229,8 @@ def run1() -> list[JobResult]:
                           excerpt="PARALLEL FAILED tests/test_buf.py::test_shared_buffer\n"
                                   "AssertionError: assert b'abcd' == b'abab'",
                           message="fails in threaded runs with the GIL off only (2/3)",
-                          phase="threads-gil0-r1", confirmed={"gil0": "14/16", "gil1": "0/16"}),), t=4))
+                          phase="threads-gil0-r1", confirmed={"gil0": "14/16", "gil1": "0/16"},
+                          by_mode={"gil0": "2/3", "gil1": "0/3"}),), t=4))
     rs.append(result(
         "fx-thread-unsafe", "fx-thread-unsafe", "0.1", "thread-unsafe", source="local",
         ph=phases("cp313t--fx-thread-unsafe", fail={f"threads-gil{m}-r{k}": 1
@@ -238,7 +239,8 @@ def run1() -> list[JobResult]:
                           modes=(0, 1), count=6, runs=6, evidence="junit",
                           excerpt="PARALLEL FAILED tests/test_state.py::test_global_counter",
                           message="fails in threaded runs in both GIL modes",
-                          phase="threads-gil0-r1", confirmed={"gil0": "1/1", "gil1": "1/1"}),), t=5))
+                          phase="threads-gil0-r1", confirmed={"gil0": "1/1", "gil1": "1/1"},
+                          by_mode={"gil0": "3/3", "gil1": "3/3"}),), t=5))
     rs.append(result(
         "fx-hang", "fx-hang", "0.1", "hang", source="local",
         ph=phases("cp313t--fx-hang", fail={"plain-gil0": 1, "plain-gil1": 1},

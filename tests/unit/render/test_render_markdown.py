@@ -31,7 +31,7 @@ def test_packages_table_has_a_row_per_package_and_a_column_per_interpreter():
     assert (
         "| fx-race | 0.1 | 🔀 **ft-race** ≈ flaky | ✅ **compatible** 🆕 new-package "
         "| ` test_shared_buffer ` 2/3 off · 0/3 on; alone 14/16 off · 0/16 on | flaky: "
-        "\\`tests/test\\_buf.py::test\\_shared\\_buffer\\` 2/3 runs on 3.13.5t, 0/3 on 3.13.15t "
+        "\\`tests/test\\_buf.py::test\\_shared\\_buffer\\` 2/3 GIL-off runs on 3.13.5t, 0/3 on 3.13.15t "
         "(one-sided Fisher p = 0.20 &gt; 0.05): not a difference the runs hold: ft-race on 3.13.5t, "
         "compatible on 3.13.15t |"
     ) in table

@@ -212,7 +212,7 @@ def test_a_row_per_package_a_cell_per_interpreter_and_what_differs():
     assert race.verdict == "ft-race"  # the most severe cell: what the summary counts
     # 2/3 threaded suite runs against 0/3: not a difference (results.flaky), said with both counts
     assert race.across == (
-        "flaky: `tests/test_buf.py::test_shared_buffer` 2/3 runs on 3.13.5t, 0/3 on 3.13.15t (one-sided "
+        "flaky: `tests/test_buf.py::test_shared_buffer` 2/3 GIL-off runs on 3.13.5t, 0/3 on 3.13.15t (one-sided "
         "Fisher p = 0.20 > 0.05): not a difference the runs hold: ft-race on 3.13.5t, compatible on 3.13.15t"
     )
     assert race.cell("cp313t") is race.cells["cp313t"]

@@ -18,6 +18,7 @@ from harness.render.chart import column_summaries, runs_label, shorten
 from harness.render.common import reach_text
 from harness.results import aggregate
 from harness.results.load import load_results
+from harness.results.report import REPORT_SCHEMA
 from harness.verdict import decide
 from harness.verdict.coverage import reach
 from harness.verdict.gilon import select
@@ -122,7 +123,7 @@ def test_report_json_has_the_reach_of_each_job_and_cell():
     assert doc["packages"][0]["reach"] == {"checked": 76, "tests": 79}
     (cell,) = doc["table"][0]["cells"].values()
     assert cell["reach"] == {"checked": 76, "tests": 79} and cell["answer"] == "no-ft-problem"
-    assert doc["answers"]["no-ft-problem"] == 1 and doc["schema"] == 10
+    assert doc["answers"]["no-ft-problem"] == 1 and doc["schema"] == REPORT_SCHEMA
 
 
 def test_a_targeted_result_claims_no_gil_on_run(tmp_path: Path):

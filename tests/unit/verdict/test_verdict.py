@@ -81,9 +81,11 @@ def test_ft_crash_and_crash():
     assert d.verdict == "ft-crash"
     ft = by_kind(d, "ft-crash")["tests/test_crash.py::test_segv_nogil_only"]
     assert ft.modes == (0,) and ft.signal == 11 and ft.ratio == "3/3"
+    # its counts per mode, 0 included: what two jobs compare mode by mode (results.flaky)
+    assert ft.by_mode == {"gil0": "3/3", "gil1": "0/3"}
     assert ft.stack_top.endswith("line 15 in test_segv_nogil_only")
     both = by_kind(d, "crash")["tests/test_crash.py::test_segv"]
-    assert both.modes == (0, 1) and both.ratio == "6/6"
+    assert both.modes == (0, 1) and both.ratio == "6/6" and both.by_mode == {"gil0": "3/3", "gil1": "3/3"}
     assert "tests/test_crash.py::test_segv" not in by_kind(d, "ft-crash")
     # never re-run alone (issue #47): the runs that nominated it are no evidence for "only without
     # the GIL", so it stays a crash, saying so
@@ -128,6 +130,7 @@ def test_ft_race_thread_unsafe_and_baseline_in_one_suite():
     assert set(race) == {"tests/test_mix.py::test_race"}
     assert race["tests/test_mix.py::test_race"].modes == (0,)
     assert race["tests/test_mix.py::test_race"].ratio == "3/3"
+    assert race["tests/test_mix.py::test_race"].by_mode == {"gil0": "3/3", "gil1": "0/3"}
     unsafe = by_kind(d, "thread-unsafe")
     assert set(unsafe) == {"tests/test_mix.py::test_shared_list"}
     assert unsafe["tests/test_mix.py::test_shared_list"].modes == (0, 1)
@@ -142,7 +145,7 @@ def test_flaky_race_is_counted_k_of_r():
     d = decide(load("flaky"), settings=S, claims=False)
     assert d.verdict == "ft-race"
     f = by_kind(d, "ft-race")["tests/test_flaky.py::test_rare_race"]
-    assert (f.count, f.runs) == (3, 4) and f.ratio == "3/4"
+    assert (f.count, f.runs) == (3, 4) and f.ratio == "3/4" and f.by_mode == {"gil0": "3/4", "gil1": "0/4"}
 
 
 def test_a_gil_off_only_race_needs_runs_alone_that_hold_it():

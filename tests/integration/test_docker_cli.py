@@ -7,6 +7,7 @@ import json
 import os
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -103,17 +104,37 @@ def test_sigint_mid_run_leaves_no_containers(tmp_path):
     )
 
 
-@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
-def test_a_signal_mid_store_step_leaves_no_containers(tmp_path, sig):
+def _children(pid: int) -> set[int]:
+    """The pids whose parent is ``pid`` (from /proc)."""
+    out = set()
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            out.add(int(stat.parent.name))
+    return out
+
+
+@pytest.mark.parametrize(
+    ("sig", "via"),
+    [(signal.SIGINT, "ft-harness"), (signal.SIGTERM, "ft-harness"), (signal.SIGTERM, "tools/wheel-store")],
+)
+def test_a_signal_mid_store_step_leaves_no_containers(tmp_path, sig, via):
     """`ft-harness store` (the workflow's store job) stopped while its first container runs, by
-    SIGINT or by SIGTERM (a cancelled CI job; SIGTERM left its container running before): exit
+    SIGINT or by SIGTERM (a cancelled CI job; SIGTERM left its container running before), itself
+    or through the workflow's script, tools/wheel-store build (which did not pass SIGTERM on): exit
     130, nothing of its run left, and the store holds no half-built entry."""
     matrix = fixture_matrix(tmp_path, ["ft_wheeluse_a"], SETTINGS)
     store = tmp_path / "store"
+    args = ["--matrix", str(matrix), "--out", str(tmp_path / "out"), "--backend", "docker"]
+    cmd = [*HARNESS, "store", *args] if via == "ft-harness" else [sys.executable, "tools/wheel-store", "build", *args]
+    path = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"  # its `ft-harness`
     proc = subprocess.Popen(
-        [*HARNESS, "store", "--matrix", str(matrix), "--out", str(tmp_path / "out"), "--backend", "docker"],
+        cmd,
         cwd=REPO,
-        env={**os.environ, **SOURCE_PATH, "CI": "true", "FT_HARNESS_WHEEL_STORE": str(store)},
+        env={**os.environ, **SOURCE_PATH, "CI": "true", "FT_HARNESS_WHEEL_STORE": str(store), "PATH": path},
         text=True,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
@@ -122,19 +143,25 @@ def test_a_signal_mid_store_step_leaves_no_containers(tmp_path, sig):
 
     c = docker.from_env()
     deadline = time.monotonic() + 600
-    while time.monotonic() < deadline and proc.poll() is None:
-        if any(
-            x.labels["ft-harness.run"].endswith(f"-{proc.pid}")
-            for x in c.containers.list(filters={"label": "ft-harness.run"})
-        ):
-            break
+    harness_pid = None
+    while time.monotonic() < deadline and proc.poll() is None and harness_pid is None:
+        pids = {proc.pid} | _children(proc.pid)
+        harness_pid = next(
+            (
+                pid
+                for x in c.containers.list(filters={"label": "ft-harness.run"})
+                for pid in pids
+                if x.labels["ft-harness.run"].endswith(f"-{pid}")
+            ),
+            None,
+        )
         time.sleep(0.2)
-    assert proc.poll() is None, "the store step ended before any container started"
+    assert proc.poll() is None and harness_pid, "the store step ended before any container started"
     proc.send_signal(sig)
     out = proc.communicate(timeout=120)[0]
     assert proc.returncode == 130, out[-2000:]
     assert "Traceback" not in out, out[-2000:]
-    assert _ours(f"-{proc.pid}") == []
+    assert _ours(f"-{harness_pid}") == []
     # an entry is there whole (its wheel) or not at all
     for d in (store / "docker").glob("*/*"):
         assert d.name in (".locks", "tools", ".scratch") or list(d.glob("*.whl")), d

@@ -57,7 +57,7 @@ def open_local(
     needed = _needed(jobs)
     tsan = any(i.sanitizer for i in needed.values())
     backend = LocalBackend(  # mem_limit -1: the limit memory_bytes; none for TSan, it maps terabytes
-        mem_limit=None if tsan else -1, pip_cache=cache / "pip", wheel_store=store_root(cache, "local")
+        mem_limit=None if tsan else "memory_bytes", pip_cache=cache / "pip", wheel_store=store_root(cache, "local")
     )
     prepared = {}
     for name, interp in needed.items():

@@ -15,6 +15,7 @@ import subprocess
 import threading
 import time
 from pathlib import Path
+from typing import Literal
 
 from ..core import limits
 from ..core.model import Exec
@@ -45,14 +46,18 @@ class LocalBackend:
         return os.environ.get("PATH", os.defpath)
 
     def __init__(
-        self, *, mem_limit: int | None = -1, pip_cache: Path | None = None, wheel_store: Path | None = None
+        self,
+        *,
+        mem_limit: int | None | Literal["memory_bytes"] = "memory_bytes",
+        pip_cache: Path | None = None,
+        wheel_store: Path | None = None,
     ) -> None:
-        """``mem_limit``: RLIMIT_DATA per process in bytes (-1: the limit ``memory_bytes``; None:
-        none, TSan needs none).
+        """``mem_limit``: RLIMIT_DATA per process in bytes (the default: the limit ``memory_bytes``;
+        None: none, TSan needs none).
         ``pip_cache``: the root of the jobs' pip caches (one per interpreter build below it).
         ``wheel_store``: the local backend's own wheel store (harness.store.wheelstore; read-only by
         convention only, and never read by a docker run: harness.core.stored.store_root)."""
-        self.mem_limit = limits.value("memory_bytes") if mem_limit == -1 else mem_limit
+        self.mem_limit = limits.value(mem_limit) if isinstance(mem_limit, str) else mem_limit
         self.pip_cache = pip_cache
         self.wheel_store = wheel_store
         self._procs: dict[int, subprocess.Popen] = {}

@@ -293,10 +293,6 @@ def run_plan(
 def _run_pool(run: _Workers, todo: list[tuple[Job, str]], workers: int, summary: RunSummary, *, total: int) -> None:
     """Run ``todo`` on ``workers`` threads, each result into ``summary`` as it comes; SIGTERM
     (on the main thread) and SIGINT stop it with Interrupted, a fatal error with itself."""
-    main_thread = threading.current_thread() is threading.main_thread()
-    old_term = signal.getsignal(signal.SIGTERM)
-    if main_thread:
-        signal.signal(signal.SIGTERM, _sigterm)
     pool = ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="job")
 
     def stop() -> None:
@@ -304,31 +300,30 @@ def _run_pool(run: _Workers, todo: list[tuple[Job, str]], workers: int, summary:
         run.backend.cancel()
         pool.shutdown(wait=True, cancel_futures=True)
 
-    try:
-        pending: set[Future[JobResult | None]] = {pool.submit(run.one, job, key) for job, key in todo}
-        while pending:
-            finished, pending = wait(pending, timeout=0.5, return_when=FIRST_COMPLETED)
-            for f in finished:
-                res = f.result()
-                if res is not None:
-                    summary.ran.append(res.job_id)
-                    summary.results.append(res)
-            if run.fatal:
-                raise run.fatal[0]
-    except KeyboardInterrupt:
-        stop()
-        raise Interrupted(
-            f"interrupted: {len(summary.ran) + len(summary.skipped)} of {total} results kept "
-            f"in {run.out / 'results'}; rerun the same command to finish the rest"
-        ) from None
-    except BaseException:  # the backend broke, a result could not be written, or a bug of ours
-        stop()
-        raise
-    finally:
-        pool.shutdown(wait=True)
-        if main_thread:
-            signal.signal(signal.SIGTERM, old_term)
-        run.reporter.finish()
+    with _sigterm_interrupts():
+        try:
+            pending: set[Future[JobResult | None]] = {pool.submit(run.one, job, key) for job, key in todo}
+            while pending:
+                finished, pending = wait(pending, timeout=0.5, return_when=FIRST_COMPLETED)
+                for f in finished:
+                    res = f.result()
+                    if res is not None:
+                        summary.ran.append(res.job_id)
+                        summary.results.append(res)
+                if run.fatal:
+                    raise run.fatal[0]
+        except KeyboardInterrupt:
+            stop()
+            raise Interrupted(
+                f"interrupted: {len(summary.ran) + len(summary.skipped)} of {total} results kept "
+                f"in {run.out / 'results'}; rerun the same command to finish the rest"
+            ) from None
+        except BaseException:  # the backend broke, a result could not be written, or a bug of ours
+            stop()
+            raise
+        finally:
+            pool.shutdown(wait=True)
+            run.reporter.finish()
 
 
 def _sigterm(signum: int, frame: Any) -> None:
@@ -336,17 +331,27 @@ def _sigterm(signum: int, frame: Any) -> None:
 
 
 @contextlib.contextmanager
+def _sigterm_interrupts() -> Iterator[None]:
+    """SIGTERM (a CI runner's cancel) raises KeyboardInterrupt as SIGINT does, while in this
+    block, on the main thread (the only one Python runs handlers on)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    old_term = signal.signal(signal.SIGTERM, _sigterm)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, old_term)
+
+
+@contextlib.contextmanager
 def stopped_by_signals(backend: Backend, what: str) -> Iterator[None]:
     """SIGINT and (on the main thread) SIGTERM, as a CI runner's cancel sends them, stop ``what``
     with Interrupted after ``backend.cancel()`` removed every container it runs; a SIGINT that
     the shell ignored (a background job's) is not turned on."""
-    main_thread = threading.current_thread() is threading.main_thread()
-    old_term = signal.signal(signal.SIGTERM, _sigterm) if main_thread else None
     try:
-        yield
+        with _sigterm_interrupts():
+            yield
     except KeyboardInterrupt:
         backend.cancel()
         raise Interrupted(f"interrupted: {what}") from None
-    finally:
-        if main_thread:
-            signal.signal(signal.SIGTERM, old_term)

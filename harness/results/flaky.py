@@ -84,9 +84,16 @@ def _per_mode(ratios: dict[str, str]) -> Counts:
     return out
 
 
-def _suite_runs(job: JobEntry, mode: int) -> int:
-    """The job's threaded runs in ``mode``: what a test with no finding there passed."""
-    return sum(1 for p in job.phases if p.kind == "threads" and p.gil == mode and p.outcome != "infra")
+# the runs a finding's counts are of (harness.verdict): a crash or hang in any test run, a plain
+# failure in plain runs, the rest in threaded runs
+RUN_KINDS = {"crash": ("plain", "threads"), "hang": ("plain", "threads"), "baseline-failure": ("plain",)}
+
+
+def _suite_runs(job: JobEntry, mode: int, kind: str) -> int:
+    """The job's runs in ``mode`` of the kind ``kind``'s counts are of: what a test with no
+    finding there passed."""
+    kinds = RUN_KINDS.get(kind, RUN_KINDS.get(FAMILY.get(kind, ""), ("threads",)))
+    return sum(1 for p in job.phases if p.kind in kinds and p.gil == mode and p.outcome != "infra")
 
 
 def _deciding(job: JobEntry) -> Finding | None:
@@ -121,15 +128,15 @@ def _compare(f: Finding, g: Finding | None, other: JobEntry, modes: tuple[int, .
         if g is not None:
             theirs = _per_mode(g.confirmed if alone else g.by_mode)
         else:
-            theirs = {} if alone else {m: (0, n) for m in (0, 1) if (n := _suite_runs(other, m))}
+            theirs = {} if alone else {m: (0, n) for m in (0, 1) if (n := _suite_runs(other, m, f.kind))}
         common = [m for m in modes if m in mine and m in theirs]
         if common:
             held = _held(f.test_id, _total(mine, common), _total(theirs, common))
             return replace(held, modes=tuple(common), alone=alone) if held is not None else None
     if not f.by_mode or (g is not None and not g.by_mode):  # a result from before schema 15: its
         # whole counts, where they are of the same modes on both sides (not a mix of modes)
-        if g is None and all(_suite_runs(other, m) for m in modes):
-            return _held(f.test_id, (f.count, f.runs), (0, sum(_suite_runs(other, m) for m in modes)))
+        if g is None and all(_suite_runs(other, m, f.kind) for m in modes):
+            return _held(f.test_id, (f.count, f.runs), (0, sum(_suite_runs(other, m, f.kind) for m in modes)))
         if g is not None and g.runs and g.modes == f.modes:
             return _held(f.test_id, (f.count, f.runs), (g.count, g.runs))
     return _held(f.test_id, (f.count, f.runs), (0, 0))  # no mode of its events ran on both sides

@@ -10,13 +10,15 @@ same as for the GIL modes (docs/explanation/evidence.md):
 - a difference that does not rest on counts (a build, an import's GIL warning, no tests, a job
   skipped or broken), or that a new release explains, is what it is;
 - otherwise the more severe side's deciding test is compared between the two jobs: its failures
-  (crashes, timeouts) over its runs on each side, the same kind of run on both: its runs alone
-  where both sides have them, else the suite's (on a side with no finding about it, 0 in that
-  job's whole-suite threaded runs); and of the same GIL modes, those of its events that both
-  sides ran (``Finding.by_mode``): a job whose GIL-off runs pass makes no GIL-on run, so 5/6 runs
-  of both modes against 0/3 GIL-off ones would compare a mix (idna 3.20, docs/explanation/evidence.md). A test fails more often alone than inside its suite (idna
-  3.20's ``test_version_flag``: 7/8 alone, 4/6 in its threaded suite runs), so runs alone on one
-  side against suite runs on the other would hold a difference chance made. The difference holds
+  (crashes, timeouts) over its runs on each side, in the runs its counts are of (a crash or hang:
+  plain and threaded; a plain failure: plain; else threaded; on a side with no finding about it,
+  0 in all of them). The same kind of run on both: its runs alone where both sides have them,
+  else the suite's. A test fails more often alone than inside its suite (idna 3.20's
+  ``test_version_flag``: 7/8 alone, 4/6 in its threaded suite runs), so runs alone on one side
+  against suite runs on the other would hold a difference chance made. And the same GIL modes:
+  those of its events that both sides ran (``Finding.by_mode``). A job whose GIL-off runs pass
+  makes no GIL-on run, so 5/6 runs of both modes against 0/3 GIL-off ones would compare a mix
+  (docs/explanation/evidence.md). The difference holds
   when the one-sided Fisher p is at or under ``ALPHA``; else it is *flaky*, said with both
   counts, and is never a regression.
 """

@@ -195,6 +195,16 @@ def _rate_holds(f: Finding, phases: Sequence[Phase], planned: Sequence[int], set
         )
     if k >= need:
         return replace(f, message=f"{f.message}; its rate holds: {k} failures alone, where {bar}"[:900])
+    if k + (total - runs) >= need:  # stopped (a budget) while the runs left could still hold it: not rare
+        return replace(
+            f,
+            kind="unconfirmed",
+            message=(
+                f"thread-unsafe not decided: its runs alone stopped after {runs} of up to {total} "
+                f"(settings.confirm_budget, job_timeout) with {k} failed, alone {_fresh(f)}, where {bar}; "
+                f"seen: {f.message}"
+            )[:900],
+        )
     return replace(
         f,
         kind="unconfirmed",

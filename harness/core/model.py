@@ -284,6 +284,15 @@ class Finding:
         return cls(**d)
 
 
+def counted_runs(f: Finding) -> tuple[str, ...]:
+    """The kinds of suite run ``f``'s counts (``by_mode``, ``count``/``runs``) are over, as
+    harness.verdict counts them: a crash or hang in any test run, a failure nominated by a plain
+    run (``baseline-failure``, a plain ``ft-race``) in plain runs, the rest in threaded runs."""
+    if f.kind in ("crash", "ft-crash", "hang"):
+        return ("plain", "threads")
+    return ("plain",) if f.phase.startswith("plain-") or f.kind == "baseline-failure" else ("threads",)
+
+
 def by_mode(hits: Iterable[Phase], runs: Iterable[Phase]) -> dict[str, str]:
     """``Finding.by_mode``: for each GIL mode of ``runs``, its events (``hits``, a phase once per
     event) over its runs: {"gil0": "1/3", "gil1": "0/3"}."""

@@ -10,9 +10,9 @@ same as for the GIL modes (docs/explanation/evidence.md):
 - a difference that does not rest on counts (a build, an import's GIL warning, no tests, a job
   skipped or broken), or that a new release explains, is what it is;
 - otherwise the more severe side's deciding test is compared between the two jobs: its failures
-  (crashes, timeouts) over its runs on each side, in the runs its counts are of (a crash or hang:
-  plain and threaded; a plain failure: plain; else threaded; on a side with no finding about it,
-  0 in all of them). The same kind of run on both: its runs alone where both sides have them,
+  (crashes, timeouts) over its runs on each side, in the runs its counts are of
+  (``core.model.counted_runs``: a crash or hang, plain and threaded; a failure a plain run
+  nominated, plain; else threaded; on a side with no finding about it, 0 in all of them). The same kind of run on both: its runs alone where both sides have them,
   else the suite's. A test fails more often alone than inside its suite (idna 3.20's
   ``test_version_flag``: 7/8 alone, 4/6 in its threaded suite runs), so runs alone on one side
   against suite runs on the other would hold a difference chance made. And the same GIL modes:
@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from ..core.model import Finding, severity
+from ..core.model import Finding, counted_runs, severity
 from ..util.stats import ALPHA, fisher_greater
 from .report import JobEntry
 
@@ -86,15 +86,10 @@ def _per_mode(ratios: dict[str, str]) -> Counts:
     return out
 
 
-# the runs a finding's counts are of (harness.verdict): a crash or hang in any test run, a plain
-# failure in plain runs, the rest in threaded runs
-RUN_KINDS = {"crash": ("plain", "threads"), "hang": ("plain", "threads"), "baseline-failure": ("plain",)}
-
-
-def _suite_runs(job: JobEntry, mode: int, kind: str) -> int:
-    """The job's runs in ``mode`` of the kind ``kind``'s counts are of: what a test with no
+def _suite_runs(job: JobEntry, mode: int, f: Finding) -> int:
+    """The job's runs in ``mode`` of the kinds ``f``'s counts are of: what a test with no
     finding there passed."""
-    kinds = RUN_KINDS.get(kind, RUN_KINDS.get(FAMILY.get(kind, ""), ("threads",)))
+    kinds = counted_runs(f)
     return sum(1 for p in job.phases if p.kind in kinds and p.gil == mode and p.outcome != "infra")
 
 
@@ -130,15 +125,15 @@ def _compare(f: Finding, g: Finding | None, other: JobEntry, modes: tuple[int, .
         if g is not None:
             theirs = _per_mode(g.confirmed if alone else g.by_mode)
         else:
-            theirs = {} if alone else {m: (0, n) for m in (0, 1) if (n := _suite_runs(other, m, f.kind))}
+            theirs = {} if alone else {m: (0, n) for m in (0, 1) if (n := _suite_runs(other, m, f))}
         common = [m for m in modes if m in mine and m in theirs]
         if common:
             held = _held(f.test_id, _total(mine, common), _total(theirs, common))
             return replace(held, modes=tuple(common), alone=alone) if held is not None else None
     if not f.by_mode or (g is not None and not g.by_mode):  # a result from before schema 15: its
         # whole counts, where they are of the same modes on both sides (not a mix of modes)
-        if g is None and all(_suite_runs(other, m, f.kind) for m in modes):
-            return _held(f.test_id, (f.count, f.runs), (0, sum(_suite_runs(other, m, f.kind) for m in modes)))
+        if g is None and all(_suite_runs(other, m, f) for m in modes):
+            return _held(f.test_id, (f.count, f.runs), (0, sum(_suite_runs(other, m, f) for m in modes)))
         if g is not None and g.runs and g.modes == f.modes:
             return _held(f.test_id, (f.count, f.runs), (g.count, g.runs))
     return _held(f.test_id, (f.count, f.runs), (0, 0))  # no mode of its events ran on both sides

@@ -202,3 +202,18 @@ def test_a_crash_is_counted_over_the_runs_it_could_have_happened_in_on_both_side
     fl = flaky.check(local, docker)
     assert fl is not None and (fl.severe, fl.other) == ((1, 4), (0, 4)) and fl.modes == (0,)
     assert "1/4 GIL-off runs on local, 0/4 on docker" in fl.describe("local", "docker")
+
+
+def test_a_failure_a_plain_run_nominated_is_counted_over_plain_runs_on_the_other_side():
+    # an ft-race nominated by a plain run (failed in both plain GIL-off runs, passed with the GIL
+    # on) counts plain runs (verdict.failures); the other side's 2 plain GIL-off runs are what
+    # compare, not its 6 threaded ones: 2/2 against 0/2 is chance (p = 0.17), where 2/2 against
+    # 0/6 would read as a difference (p = 0.036)
+    race = Finding(
+        kind="ft-race", test_id=TID, modes=(0,), count=2, runs=2, phase="plain-gil0", by_mode={"gil0": "2/2"}
+    )
+    a = job("cp313t", "ft-race", [race], threads=(), plain=(0, 0, 1, 1))
+    b = job("cp31315t", "compatible", threads=((0, 6),), plain=(0, 0))
+    fl = flaky.check(a, b)
+    assert fl is not None and (fl.severe, fl.other) == ((2, 2), (0, 2)) and fl.modes == (0,)
+    assert "2/2 GIL-off runs on old, 0/2 on new" in fl.describe("old", "new")

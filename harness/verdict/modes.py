@@ -40,10 +40,10 @@ from ..core.jobspec import Settings
 from ..core.model import Finding, Phase
 from ..util.stats import ALPHA, fisher_greater, holm, holm_level
 from .confirm import MAX_UNSAFE, floor, mode_words, rate_need
+from .crashhang import RUN_KINDS
 from .gilon import skipped_modes
 
 CLAIMS = ("ft-crash", "crash", "ft-race", "thread-unsafe")
-RUN_KINDS = ("plain", "threads")
 BAD = ("failed", "error")
 
 

@@ -117,17 +117,21 @@ def wheel_info(
     installed_ok: bool = True,
     fallback: str = "",
     index_files: Sequence[str] | None = None,
+    from_store: bool = False,
 ) -> Wheel:
     """The wheel column: what the index offers for this release (``index_files``: its file names
     on the page the fetch read, None when it read none) and what pip installed (``installed_ok``:
     the install phase succeeded; pip may write its report and then fail).
     ``install_report``: pip's --report of what is tested, as parsed onto its phase
-    (``harness.verdict.artifact.tested_report``)."""
+    (``harness.verdict.artifact.tested_report``). ``from_store``: the wheel pip installed is
+    the wheel store's, built from the package's sdist (harness.job.wheelsteps)."""
     installed = installed_from(install_report, name)
     if not installed_ok:
         how = "not installed"
     elif local:
         how = "local source"
+    elif installed.endswith(".whl") and from_store:
+        how = "built from sdist (wheel store)"
     elif installed.endswith(".whl"):
         how = f"wheel ({classify_wheel(installed, interp.version, interp=interp)})"
     elif installed:

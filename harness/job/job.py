@@ -15,6 +15,8 @@ import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from packaging.utils import canonicalize_name
+
 from .. import __version__, parse, verdict
 from ..backends.base import Backend, Workspace
 from ..config import wheels
@@ -259,6 +261,7 @@ def _result(ctx: JobCtx, done: Done, *, key: str, started: str, skip: TestSetup 
             installed_ok=install_ok,
             fallback=fallback.name if fallback else "",
             index_files=done.index_files,
+            from_store=any(w.name == canonicalize_name(job.package.name) for w in reused),
         )
         if phases
         else None

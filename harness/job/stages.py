@@ -53,7 +53,8 @@ def wheel_store(ctx: JobCtx, src: Source, setup: SuiteSetup) -> StoreUse:
     of its own (harness.job.wheelsteps). Asked for: the install's requirements, with the
     package's own requirements in its place when its sdist states them (read now, before any
     package code ran), so the dry run builds nothing of the package; the package itself is left
-    to the install, whose log is the build's evidence."""
+    to the install, whose log is the build's evidence, unless the store holds the wheel of its
+    very sdist, built there for another job (``wheelsteps._own``)."""
     reqs = [*_own_requirements(src, setup), *setup.tools, *ctx.job.package.test_requires, *(TOX if setup.tox else ())]
     vpy = ctx.ws.path("venv", "bin", "python")
     return prepare(
@@ -63,6 +64,7 @@ def wheel_store(ctx: JobCtx, src: Source, setup: SuiteSetup) -> StoreUse:
         requirements=reqs,
         skip=ctx.job.package.name,
         tools=[*setup.tools, *(TOX if setup.tox else ())],
+        own_sha256=src.sha256,
     )
 
 

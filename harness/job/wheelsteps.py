@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from packaging.utils import canonicalize_name
+from packaging.utils import canonicalize_name, parse_wheel_filename
 
 from ..core import limits
 from ..core.model import Phase, PhaseKind
@@ -100,11 +100,20 @@ class _Tally:
 
 
 def prepare(
-    ctx: JobCtx, *, venv_sh: str, vpy: str, requirements: Sequence[str], skip: str, tools: Sequence[str] = ()
+    ctx: JobCtx,
+    *,
+    venv_sh: str,
+    vpy: str,
+    requirements: Sequence[str],
+    skip: str,
+    tools: Sequence[str] = (),
+    own_sha256: str = "",
 ) -> StoreUse:
     """The venv (from the store's layer of ``tools`` when it has or can build one), the dry run,
     then each missing sdist built into the store. Off (NO_STORE) with ``settings.wheel_store:
-    false``, under TSan (its builds need the sanitizer's flags), or on a backend with no store."""
+    false``, under TSan (its builds need the sanitizer's flags), or on a backend with no store.
+    The package itself (``skip``) is never built here; ``own_sha256``: its sdist, the one the
+    host fetched and checked, whose wheel the store may hold already (``_own``)."""
     ws, store = ctx.ws, ctx.ws.wheel_host
     if not ctx.job.settings.wheel_store or store is None or not ws.wheel_store or ctx.tsan:
         return NO_STORE
@@ -113,7 +122,7 @@ def prepare(
     if layer:
         venv_sh = toolslayer.seed_sh(ws.python, ws.path("venv"), ws.path("inner", "venv_layer.py"), layer)
     if not [r for r in requirements if r not in tools]:  # the tools are wheels: no sdist to plan
-        return _venv_only(ctx, venv_sh, tally, used_layer)
+        return _venv_only(ctx, venv_sh, tally, used_layer, own_sha256)
     key = ws.build_env(ctx.interp.key)
     if not _dry_run(ctx, store, key, venv_sh=venv_sh, vpy=vpy, requirements=requirements).ok:
         _say(ctx, [*tally.lines, "ft-harness: no plan; the install builds whatever it needs itself"])
@@ -131,15 +140,39 @@ def prepare(
         for sd in wheelstore.to_build(report, skip=skip)
         if _one(ctx, store, sd, tally)
     ]
+    links += _own(ctx, store, key, own_sha256, tally)
     if not links:
         tally.lines.append("ft-harness: wheel store: the install builds no sdist")
     _say(ctx, tally.lines)
     return tally.use(planned=True, tools_layer=used_layer, links=links)
 
 
-def _venv_only(ctx: JobCtx, venv_sh: str, tally: _Tally, used_layer: str) -> StoreUse:
+def _own(ctx: JobCtx, store: Path, key: str, sha256: str, tally: _Tally) -> list[str]:
+    """The store's dir of the package's own sdist, when another job's plan had it built there
+    (numpy for pandas, scipy for scikit-learn): the same file (by sha256), built by the same
+    isolated step in the same build environment as every stored wheel, so the install takes it
+    instead of building the package again inside the job's install budget (scipy: 18 minutes on
+    2 cores). Not when the package sets an ``env`` of its own: a stored build never has it
+    (``shared_env``). Not stored: the install builds it, and its log is the build's evidence."""
+    if not sha256 or ctx.job.package.env:
+        return []
+    with uncharged(ctx), wheelstore.lock(store, key, sha256):  # another job building it: wait for it
+        wheel = wheelstore.stored(store, key, sha256)
+        if not wheel:
+            return []
+        storecap.touch(wheelstore.entry(store, key, sha256))  # used now: the last to be evicted
+    name, version, *_ = parse_wheel_filename(wheel)
+    tally.found.append(StoredWheel(name=str(name), version=str(version), sdist_sha256=sha256, wheel=wheel))
+    tally.lines.append(
+        f"ft-harness: wheel store: the package itself from {wheel} (its sdist, sha256 {sha256}, built there "
+        "for another job); the install does not build it"
+    )
+    return [f"{ctx.ws.wheel_store}/{key}/{sha256}"]
+
+
+def _venv_only(ctx: JobCtx, venv_sh: str, tally: _Tally, used_layer: str, own_sha256: str) -> StoreUse:
     """The wheel-plan phase when the requirements are the test tools alone (wheels): the venv
-    made, nothing to plan."""
+    made, nothing to plan (the package itself may be in the store: ``_own``)."""
     phase = run_phase(
         ctx,
         PhaseSpec(
@@ -151,15 +184,18 @@ def _venv_only(ctx: JobCtx, venv_sh: str, tally: _Tally, used_layer: str) -> Sto
             timeout=ctx.job.settings.install_timeout,
         ),
     )
+    store = ctx.ws.wheel_host
+    own = _own(ctx, store, ctx.ws.build_env(ctx.interp.key), own_sha256, tally) if phase.ok and store else []
+    what = "takes the package from the store" if own else "builds only the package"
     _say(
         ctx,
         [
             *tally.lines,
             "ft-harness: wheel store: nothing to plan (no requirement but the "
-            "test tools, which are wheels); the install builds only the package",
+            f"test tools, which are wheels); the install {what}",
         ],
     )
-    return tally.use(planned=phase.ok, tools_layer=used_layer)
+    return tally.use(planned=phase.ok, tools_layer=used_layer, links=own)
 
 
 def _dry_run(ctx: JobCtx, store: Path, key: str, *, venv_sh: str, vpy: str, requirements: Sequence[str]) -> Phase:

@@ -6,7 +6,8 @@ a second run's job of another package (ft_wheeluse_b) takes that wheel without b
 and says so in its log and result; ft_storewrite's build and tests, run beside it, try to
 write into the store (a new file at every level; the wheel overwritten, removed, renamed,
 chmod-ed) and cannot: its tests pass only when every write fails, and the store is byte for
-byte what the first run left.
+byte what the first run left. A job of docopt itself then installs that same wheel (its sdist,
+by sha256) instead of building it again.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from harness.interpreters import images
-from tests.conftest import cli, fixture_matrix, results
+from tests.conftest import INTERP_YAML, cli, fixture_matrix, results
 from tests.integration.conftest import DOCKER
 
 pytestmark = [*DOCKER, pytest.mark.network, pytest.mark.slow]
@@ -32,9 +33,11 @@ DOCOPT = {
 }
 
 
-def _run(tmp: Path, name: str, packages: list[str], store: Path) -> dict[str, dict]:
+def _run(tmp: Path, name: str, packages: list[str], store: Path, matrix: str = "") -> dict[str, dict]:
     (tmp / name).mkdir()
     m = fixture_matrix(tmp / name, packages, SETTINGS)
+    if matrix:
+        m.write_text(matrix)
     r = cli(
         "run",
         "--matrix",
@@ -111,6 +114,27 @@ def test_a_wheel_built_once_is_reused_and_no_job_can_write_into_the_store(tmp_pa
     assert _tree(store) == before
     assert not (store / "planted-by-a-build").exists() and not list(store.rglob("planted-by-a-test"))
     assert sorted(p.name for p in stores.iterdir()) == ["docker"]  # no local store made or read
+
+
+def test_a_package_whose_sdist_another_job_stored_installs_that_wheel(tmp_path: Path) -> None:
+    """scipy's job after scikit-learn's plan stored scipy (#43, acceptance 4): docopt's own job,
+    after ft_wheeluse_a's stored docopt 0.6.2, installs the stored wheel of the sdist the host
+    fetched and checked (the same sha256), and its wheel column says what that wheel is."""
+    stores = tmp_path / "store"
+    first = _run(tmp_path, "first", ["ft_wheeluse_a"], stores)["ft_wheeluse_a"]
+    assert first["wheels_built"] == [DOCOPT], first["phases"]
+    matrix = f'{INTERP_YAML}{SETTINGS}\npackages: [{{name: docopt, version: "==0.6.2"}}]\n'
+    d = _run(tmp_path, "itself", [], stores, matrix=matrix)["docopt"]
+    out = tmp_path / "itself" / "out"
+    assert d["sdist_sha256"] == DOCOPT_SHA256 and d["verdict"] == "no-tests", d["findings"]
+    assert d["wheels_reused"] == [DOCOPT] and d["wheels_built"] == []
+    assert (
+        d["wheel"]["installed"] == "built from sdist (wheel store)" and d["wheel"]["installed_file"] == DOCOPT["wheel"]
+    )
+    plan = next(p for p in d["phases"] if p["name"] == "wheel-plan")
+    assert f"the package itself from {DOCOPT['wheel']} (its sdist, sha256 {DOCOPT_SHA256}" in _log(out, plan)
+    text = _log(out, next(p for p in d["phases"] if p["name"] == "install"))
+    assert f"/{DOCOPT_SHA256}/{DOCOPT['wheel']}" in text and "Building wheel for docopt" not in text
 
 
 def stat_mode(p: Path) -> int:

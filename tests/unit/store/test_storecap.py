@@ -13,7 +13,7 @@ import json
 import os
 import shutil
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -319,3 +319,55 @@ def test_the_store_step_s_record_says_the_bounds_and_what_they_did() -> None:
     assert "least recently used" in d["bounds"]["policy"] and "not stored" in d["bounds"]["policy"]
     assert d["evicted"] == ["j1: k/s (3000 bytes, last used 2020-09-13 12:26 UTC)"]
     assert d["refused"] == ["j2: numpy 2.5.5: limit store_bytes (…) exceeded"]
+
+
+# ------------------------------------------------------------------ the package itself
+
+
+def _prepare_own(tmp_path: Path, store: Path, own: str, env: str = "") -> tuple[wheelsteps.StoreUse, str]:
+    """The store steps of pkg 1.0's job whose host-checked sdist is ``own`` (its sha256)."""
+    job = pypi_job("pkg", "==1.0")
+    if env:
+        job = replace(job, package=replace(job.package, env=(("CFLAGS", env),)))
+    backend = StoreBackend(store=store, plan=_plan(_sdist(1)))
+    ctx = _open(
+        job,
+        interp=INFO,
+        python="/py",
+        backend=backend,  # type: ignore[arg-type]
+        out=tmp_path / "out",
+        progress=lambda job_id, step: None,
+        tarball="",
+    )
+    try:
+        use = wheelsteps.prepare(
+            ctx, venv_sh="true", vpy="/v/bin/python", requirements=["dep1"], skip="pkg", own_sha256=own
+        )
+        return use, ctx.fs.read(f"logs/{wheelsteps.PLAN}.log", 1 << 20).decode()
+    finally:
+        ctx.fs.close()
+
+
+def test_the_package_itself_is_taken_from_the_store_when_another_job_built_its_sdist(tmp_path: Path) -> None:
+    """scipy's job after scikit-learn's plan stored scipy: the install gets the store's dir of
+    scipy's own sdist (the one the host checked), and does not build scipy again."""
+    store = tmp_path / "store"
+    own = Sdist(name="pkg", version="1.0", url="https://example.org/pkg-1.0.tar.gz", sha256=_sha("pkg"))
+    _stored(store, own)
+    use, log = _prepare_own(tmp_path, store, own.sha256)
+    assert f"/cache/wheels/{KEY}/{own.sha256}" in use.find_links
+    assert [w.wheel for w in use.found] == ["pkg-1.0-py3-none-any.whl"]
+    assert f"the package itself from pkg-1.0-py3-none-any.whl (its sdist, sha256 {own.sha256}" in log
+    assert os.stat(wheelstore.entry(store, KEY, own.sha256)).st_mtime > OLD  # used now
+
+
+def test_the_package_is_built_by_its_install_when_its_sdist_is_not_stored_or_it_sets_an_env(tmp_path: Path) -> None:
+    """Another release's sdist, an sdist the host did not check (pip fetched it), or a package
+    with an ``env`` of its own (CFLAGS: a stored build never has it): the install builds it."""
+    store = tmp_path / "store"
+    own = Sdist(name="pkg", version="1.0", url="https://example.org/pkg-1.0.tar.gz", sha256=_sha("pkg"))
+    _stored(store, own)
+    for sha, env in ((_sha("another release"), ""), ("", ""), (own.sha256, "-O0")):
+        use, log = _prepare_own(tmp_path / (sha[:6] + env), store, sha, env=env)
+        assert f"/{own.sha256}" not in " ".join(use.find_links) and "the package itself" not in log
+        assert "pkg" not in [w.name for w in use.found] and f"/{_sdist(1).sha256}" in " ".join(use.find_links)

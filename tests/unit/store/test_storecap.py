@@ -120,9 +120,16 @@ class StoreBackend:
         return True
 
 
-def _prepare(tmp_path: Path, backend: StoreBackend, tools: tuple[str, ...] = ()) -> tuple[wheelsteps.StoreUse, str]:
+def _prepare(
+    tmp_path: Path, backend: StoreBackend, tools: tuple[str, ...] = (), *, env: str = "", own: str = ""
+) -> tuple[wheelsteps.StoreUse, str]:
+    """The store steps of pkg 1.0's job (with ``env`` as its CFLAGS; ``own``: the sha256 of its
+    sdist as the host checked it): what they give the install, and the plan's log."""
+    job = pypi_job("pkg", "==1.0")
+    if env:
+        job = replace(job, package=replace(job.package, env=(("CFLAGS", env),)))
     ctx = _open(
-        pypi_job("pkg", "==1.0"),
+        job,
         interp=INFO,
         python="/py",
         backend=backend,  # type: ignore[arg-type]
@@ -132,7 +139,13 @@ def _prepare(tmp_path: Path, backend: StoreBackend, tools: tuple[str, ...] = ())
     )
     try:
         use = wheelsteps.prepare(
-            ctx, venv_sh="true", vpy="/v/bin/python", requirements=["dep", *tools], skip="pkg", tools=tools
+            ctx,
+            venv_sh="true",
+            vpy="/v/bin/python",
+            requirements=["dep", *tools],
+            skip="pkg",
+            tools=tools,
+            own_sha256=own,
         )
         return use, ctx.fs.read(f"logs/{wheelsteps.PLAN}.log", 1 << 20).decode()
     finally:
@@ -325,27 +338,7 @@ def test_the_store_step_s_record_says_the_bounds_and_what_they_did() -> None:
 
 
 def _prepare_own(tmp_path: Path, store: Path, own: str, env: str = "") -> tuple[wheelsteps.StoreUse, str]:
-    """The store steps of pkg 1.0's job whose host-checked sdist is ``own`` (its sha256)."""
-    job = pypi_job("pkg", "==1.0")
-    if env:
-        job = replace(job, package=replace(job.package, env=(("CFLAGS", env),)))
-    backend = StoreBackend(store=store, plan=_plan(_sdist(1)))
-    ctx = _open(
-        job,
-        interp=INFO,
-        python="/py",
-        backend=backend,  # type: ignore[arg-type]
-        out=tmp_path / "out",
-        progress=lambda job_id, step: None,
-        tarball="",
-    )
-    try:
-        use = wheelsteps.prepare(
-            ctx, venv_sh="true", vpy="/v/bin/python", requirements=["dep1"], skip="pkg", own_sha256=own
-        )
-        return use, ctx.fs.read(f"logs/{wheelsteps.PLAN}.log", 1 << 20).decode()
-    finally:
-        ctx.fs.close()
+    return _prepare(tmp_path, StoreBackend(store=store, plan=_plan(_sdist(1))), env=env, own=own)
 
 
 def test_the_package_itself_is_taken_from_the_store_when_another_job_built_its_sdist(tmp_path: Path) -> None:

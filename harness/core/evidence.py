@@ -195,9 +195,8 @@ def coverage_from_dict(d: Any) -> dict[str, ModeCoverage]:
 class Wheel:
     """The wheel column: what the index offers for the release and what pip installed."""
 
-    installed: str = (
-        ""  # "wheel (free-threaded)", "built from sdist", "built from sdist (wheel store)", "local source", ...
-    )
+    # "wheel (free-threaded)", "built from sdist", "built from sdist (wheel store)", "local source", ...
+    installed: str = ""
     installed_file: str = ""
     available: str = ""  # "free-threaded" | "pure" | "gil-only" | "sdist-only" | "unknown" | "n/a"
     warning: str = ""  # a free-threaded wheel that re-enables the GIL

@@ -12,15 +12,15 @@ same as for the GIL modes (docs/explanation/evidence.md):
 - otherwise the more severe side's deciding test is compared between the two jobs: its failures
   (crashes, timeouts) over its runs on each side, in the runs its counts are of
   (``core.model.counted_runs``: a crash or hang, plain and threaded; a failure a plain run
-  nominated, plain; else threaded; on a side with no finding about it, 0 in all of them). The same kind of run on both: its runs alone where both sides have them,
-  else the suite's. A test fails more often alone than inside its suite (idna 3.20's
-  ``test_version_flag``: 7/8 alone, 4/6 in its threaded suite runs), so runs alone on one side
-  against suite runs on the other would hold a difference chance made. And the same GIL modes:
-  those of its events that both sides ran (``Finding.by_mode``). A job whose GIL-off runs pass
-  makes no GIL-on run, so 5/6 runs of both modes against 0/3 GIL-off ones would compare a mix
-  (docs/explanation/evidence.md). The difference holds
-  when the one-sided Fisher p is at or under ``ALPHA``; else it is *flaky*, said with both
-  counts, and is never a regression.
+  nominated, plain; else threaded; on a side with no finding about it, 0 in all of them). The
+  same kind of run on both: its runs alone where both sides have them, else the suite's. A test
+  fails more often alone than inside its suite (idna 3.20's ``test_version_flag``: 7/8 alone,
+  4/6 in its threaded suite runs), so runs alone on one side against suite runs on the other
+  would hold a difference chance made. And the same GIL modes: those of its events that both
+  sides ran (``Finding.by_mode``). A job whose GIL-off runs pass makes no GIL-on run, so 5/6 runs
+  of both modes against 0/3 GIL-off ones would compare a mix (docs/explanation/evidence.md). The
+  difference holds when the one-sided Fisher p is at or under ``ALPHA``; else it is *flaky*,
+  said with both counts, and is never a regression.
 """
 
 from __future__ import annotations

@@ -20,9 +20,12 @@ from dataclasses import dataclass, field
 STATUSES = ("PASSED", "FAILED", "ERROR", "SKIPPED", "XFAIL", "XPASS")
 _STATUS_ALT = "PARALLEL PASSED|PARALLEL FAILED|" + "|".join(STATUSES)
 _ID = r"(?P<id>[^\s\[]\S*?(?:\.py)(?:::\S.*?)?)"
-PLAIN_RE = re.compile(rf"^{_ID} (?P<status>{_STATUS_ALT})(?P<rest>.*?)\s*(?:\[\s*\d+%\])?\s*$")
+# pytest's progress: "[ 42%]", "[ 12/345]" with console_output_style = count; none with classic
+# (pandas 3.1.1's pyproject: "[gw1] PASSED <id>")
+_PROGRESS = r"\[\s*\d+(?:%|/\d+)\]"
+PLAIN_RE = re.compile(rf"^{_ID} (?P<status>{_STATUS_ALT})(?P<rest>.*?)\s*(?:{_PROGRESS})?\s*$")
 XDIST_RE = re.compile(
-    rf"^\[(?P<worker>gw\d+)\] \[\s*\d+%\] (?P<status>{_STATUS_ALT}) (?P<id>\S.*?\.py(?:::.*?)?)(?P<rest>)\s*$"
+    rf"^\[(?P<worker>gw\d+)\] (?:{_PROGRESS} )?(?P<status>{_STATUS_ALT}) (?P<id>\S.*?\.py(?:::.*?)?)(?P<rest>)\s*$"
 )
 SUMMARY_RE = re.compile(rf"^(?P<status>PARALLEL FAILED|FAILED|ERROR) {_ID}(?: - (?P<msg>.*))?$")
 # a test ``-v`` started, with no result on its line: trailing spaces, or what another stream

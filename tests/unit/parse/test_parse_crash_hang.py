@@ -294,3 +294,22 @@ def test_interleaved_dumps_of_two_crashing_threads_keep_the_tests_stack():
     assert "(crashed):" in named.excerpt
     cut = find_crashes((d / "no-current-thread.log").read_text(), exit_code=-6, sig=None, unfinished=[])[0]
     assert "names no crashing thread" in cut.excerpt and cut.signal == signal.SIGABRT
+
+
+def test_xdist_lines_without_a_progress_column_are_read_and_a_cut_run_is_the_budget_spent():
+    # pandas 3.1.1 (#43 acceptance 4, docker): its pytest config prints no progress column, so
+    # xdist's lines read "[gw1] PASSED <id>". The job's budget ended plain-gil0 after 815 s with
+    # no JUnit file; unread, those lines left 0 tests finished and the running test a `hang`.
+    from harness.core.jobspec import Settings
+    from harness.verdict import decide
+    from tests.unit.verdict.test_verdict import load
+
+    running = "pandas/tests/groupby/test_groupby.py::test_empty_groupby[True-max-attr-dt64-keys1-columns1]"
+    p = phase("budget-spent-xdist-classic", "plain-gil0")
+    assert p.timed_out and p.hang is not None and p.hang.spent and not p.hang.tests
+    assert p.hang.running == running and running not in p.tests
+    assert p.counts["passed"] == 164 and "timeout" not in p.counts  # every PASSED line the kept log has
+    d = decide(load("budget-spent-xdist-classic"), settings=Settings(job_timeout=1500))
+    assert d.verdict == "infra-error" and not [f for f in d.findings if f.kind == "hang"]
+    (f,) = [f for f in d.findings if f.kind == "budget-spent"]
+    assert f.phase == "plain-gil0" and f"{running} was running" in f.excerpt

@@ -102,8 +102,13 @@ def _internal_cause(text: str) -> str:
     return found[-1][:200]
 
 
+# a terminal's colour codes in a log (wcwidth 0.9.5's pytest config asks for --color=yes): the
+# summary line "\x1b[32m=== \x1b[1m2009 passed\x1b[0m ..." is read without them
+ANSI_RE = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+
+
 def _parse(phase: Phase, out_dir: Path) -> Phase:
-    text = read_text(out_dir, phase.log) if phase.log else ""
+    text = ANSI_RE.sub("", read_text(out_dir, phase.log)) if phase.log else ""
     jtext = read_text(out_dir, phase.junit) if phase.junit else ""
     plog = parse_log(text)
     cases, clean = parse_junit(jtext) if jtext else ([], False)

@@ -313,3 +313,12 @@ def test_xdist_lines_without_a_progress_column_are_read_and_a_cut_run_is_the_bud
     assert d.verdict == "infra-error" and not [f for f in d.findings if f.kind == "hang"]
     (f,) = [f for f in d.findings if f.kind == "budget-spent"]
     assert f.phase == "plain-gil0" and f"{running} was running" in f.excerpt
+
+
+def test_a_log_in_colour_is_read_without_its_codes():
+    # wcwidth 0.9.5 (#43 acceptance 4): its pytest config asks for colour, so its summary line
+    # read "\x1b[32m=== \x1b[32m\x1b[1m2009 passed\x1b[0m, ..." and every run was "incomplete"
+    p = phase("ansi-color", "plain-gil0")
+    assert incomplete(p) == ""
+    assert "\x1b" not in p.excerpt and "2009 passed, 14 skipped in 17.08s" in p.excerpt
+    assert p.counts.get("passed", 0) > 0 and not p.counts.get("failed")

@@ -67,3 +67,34 @@ def classify_install(text: str, *, timed_out: bool, infra: str = "") -> tuple[st
         return "build-failure", "log", pm.group(0).strip()
     tail = "\n".join(text.strip().splitlines()[-5:])
     return "infra-error", "log", tail or "install failed with no output"
+
+
+# pip: "ERROR: No matching distribution found for Cython>=3.3.2", after "Could not find a version
+# that satisfies the requirement Cython>=3.3.2 (from versions: …, 3.3.0, 3.3.1)"
+_NO_DIST_RE = re.compile(r"No matching distribution found for (?P<req>\S+)")
+_VERSIONS_RE = re.compile(
+    r"Could not find a version that satisfies the requirement (?P<req>\S+) \(from versions: (?P<versions>[^)]*)\)"
+)
+
+
+def index_lacks(text: str) -> str | None:
+    """The message for an install that pip could not start because the package index had no
+    release of a requirement (lxml 6.2.0's build requirement ``Cython>=3.3.2`` on an index whose
+    newest is 3.3.1): a fact of the index the install used, not of the package. None otherwise, and
+    when the index listed no version at all (an index not reached says the same)."""
+    m = _NO_DIST_RE.search(text)
+    if m is None:
+        return None
+    req = m.group("req")
+    newest = ""
+    for v in _VERSIONS_RE.finditer(text):
+        versions = [x.strip() for x in v.group("versions").split(",") if x.strip() not in ("", "none")]
+        if v.group("req") == req and versions:
+            newest = versions[-1]
+    if not newest:  # "(from versions: none)": an index not reached looks the same; say no more
+        return None
+    role = "a build requirement" if "build dependencies" in text else "a requirement"
+    return (
+        f"the package index has no release of {req} ({role}; its newest there is {newest}): the "
+        "install could not start; a fact of the index this install used, not a problem of the package"
+    )

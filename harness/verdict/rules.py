@@ -51,7 +51,7 @@ from ..core.model import INFO_KINDS, Finding, Phase, severity
 from ..parse import incomplete, probe_of
 from ..parse.gil import warning_lines
 from ..parse.hang import timed_out_inside_pytest
-from ..parse.install import classify_install
+from ..parse.install import classify_install, index_lacks
 from .buildenv import build_env_finding
 from .clean import CLEAN, qualify, rules_out
 from .confirm import apply as apply_confirmation
@@ -102,6 +102,8 @@ def _install_findings(phase: Phase, settings: Settings) -> list[Finding]:
         message = f"install failed: {excerpt}"
     elif kind == "build-failure":
         message = f"does not build for the free-threaded interpreter: {excerpt}"
+    elif "No matching distribution found" in excerpt and (lacking := index_lacks(phase.excerpt)):
+        message = lacking
     else:
         message = f"harness problem during install: {excerpt}"
     return [

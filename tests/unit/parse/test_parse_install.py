@@ -54,3 +54,18 @@ def test_a_rust_build_that_cannot_reach_crates_io_is_infra_not_the_package():
     kind, evidence, line = classify_install(log.read_text(), timed_out=False)
     assert (kind, evidence) == ("infra-error", "log")
     assert "Could not resolve host" in line and "index.crates.io" in line
+
+
+def test_a_requirement_the_index_lacks_is_said_as_the_index_s():
+    """lxml 6.2.0's build requirement Cython>=3.3.2 on an index whose newest is 3.3.1 (captured,
+    tests/data/buildenv/lxml.log): the message names the requirement and what the index has; an
+    index that listed nothing (not reached: install-dns) gets no such claim."""
+    from harness.parse.install import index_lacks
+
+    text = (DATA.parent / "buildenv" / "lxml.log").read_text()
+    said = index_lacks(text)
+    assert said is not None and "no release of Cython>=3.3.2 (a build requirement; its newest there is 3.3.1)" in said
+    said = index_lacks(log("install-no-match"))
+    assert said is not None and "pytest==0.0.0.1 (a requirement; its newest there is " in said
+    assert index_lacks(log("install-dns")) is None
+    assert index_lacks(log("install-build-failure")) is None

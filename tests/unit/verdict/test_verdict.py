@@ -61,6 +61,12 @@ def test_a_compile_failure_after_a_good_fetch_is_build_failure():
 def test_pip_and_network_failures_are_infra_errors(case):
     d = decide(load(case), settings=S)
     assert d.verdict == "infra-error" and d.findings[0].phase == "install"
+    # a requirement the index lacks is said as the index's, never as a harness problem
+    said = d.findings[0].message
+    if case == "install-no-match":
+        assert said.startswith("the package index has no release of pytest==0.0.0.1 (a requirement;")
+    else:
+        assert said.startswith("harness problem during install: ") and "Failed to establish a new connection" in said
 
 
 def test_timed_out_install_is_infra_even_with_a_partial_log():

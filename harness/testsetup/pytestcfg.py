@@ -277,6 +277,32 @@ def named_by_filterwarnings(found: tuple[str, dict[str, Any]] | None, reqs: tupl
     return ()
 
 
+# a test tool whose fixture keeps one state per test: called from pytest-run-parallel's threads it
+# fails by design ("The benchmark fixture can only be used once per test": pytest-codspeed 5.0.3 in
+# wcwidth 0.9.5's test_benchmarks.py, in both GIL modes), which says nothing of the package. Such a
+# fixture is named in run-parallel's own ``thread_unsafe_fixtures``: its tests run in one thread.
+UNSAFE_FIXTURES_OF = {"pytest-benchmark": "benchmark", "pytest-codspeed": "benchmark"}
+
+
+def thread_unsafe_fixtures(
+    found: tuple[str, dict[str, Any]] | None, names: Iterable[str], notes: list[str]
+) -> tuple[str, ...]:
+    """``-o thread_unsafe_fixtures=...`` naming the fixtures of the test tools among ``names``
+    (canonical requirement names) with the config's own list kept first; () when none is added."""
+    names = set(names)
+    tools = sorted(t for t in UNSAFE_FIXTURES_OF if t in names)
+    raw = found[1].get("thread_unsafe_fixtures", "") if found else ""
+    theirs = [x.strip() for x in (raw if isinstance(raw, list) else str(raw).splitlines()) if str(x).strip()]
+    new = [f for f in dict.fromkeys(UNSAFE_FIXTURES_OF[t] for t in tools) if f not in theirs]
+    if not new:
+        return ()
+    notes.append(
+        f"thread_unsafe_fixtures: {', '.join(new)} ({', '.join(tools)}: one state per test, so "
+        "pytest-run-parallel runs the tests that use it in one thread)"
+    )
+    return ("-o", "thread_unsafe_fixtures=" + "\n".join([*theirs, *new]))
+
+
 def needs_pytest9(files: SdistFiles, found: tuple[str, dict[str, Any]] | None) -> bool:
     """Whether the config pytest would pick is pytest 9's native ``[tool.pytest]`` table of a
     pyproject.toml (no ``ini_options``): pytest 8 does not read it and walks on up past the

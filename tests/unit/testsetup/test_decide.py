@@ -200,3 +200,28 @@ def test_the_compiled_check_reads_the_index_files_the_fetch_kept(tmp_path: Path)
         index_files=[wheel],
     )
     assert local.compiled == ""  # a local tree is not checked
+
+
+def test_a_benchmark_tools_fixture_runs_in_one_thread(tmp_path: Path) -> None:
+    """wcwidth 0.9.5 (its layout: requirements-tests39.txt pins pytest-codspeed, whose
+    ``benchmark`` fixture "can only be used once per test"): the fixture is named in
+    pytest-run-parallel's ``thread_unsafe_fixtures``, after the config's own list; matrix.yaml's
+    own pytest args are left as they are; no benchmark tool, no option."""
+    files = {
+        "setup.py": "from setuptools import setup\nsetup(name='w', packages=['w'])\n",
+        "w/__init__.py": "",
+        "requirements-tests39.txt": "pytest==8.4.2\npytest-codspeed==5.0.3\n",
+        "tests/test_b.py": "def test_b(benchmark):\n    benchmark(len, 'x')\n",
+    }
+    src = _tree(tmp_path / "w", files)
+    s = _decide(src, "{name: w, version: '1'}", settings="settings: {registry: false}\n")
+    assert s.at_source.pytest_args[-2:] == ("-o", "thread_unsafe_fixtures=benchmark"), s.at_source.pytest_args
+    assert any(n.startswith("thread_unsafe_fixtures: benchmark (pytest-codspeed:") for n in s.at_source.record.sources)
+    (src / "tox.ini").write_text("[pytest]\nthread_unsafe_fixtures =\n    my_db\n")
+    s = _decide(src, "{name: w, version: '1'}", settings="settings: {registry: false}\n")
+    assert s.at_source.pytest_args[-2:] == ("-o", "thread_unsafe_fixtures=my_db\nbenchmark")
+    s = _decide(src, "{name: w, version: '1', pytest_args: [-x]}", settings="settings: {registry: false}\n")
+    assert s.at_source.pytest_args == ("-x",)
+    (src / "requirements-tests39.txt").write_text("pytest==8.4.2\n")
+    s = _decide(src, "{name: w, version: '1'}", settings="settings: {registry: false}\n")
+    assert not any("thread_unsafe_fixtures" in a for a in s.at_source.pytest_args)

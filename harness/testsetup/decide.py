@@ -163,6 +163,7 @@ def decide(
     if pins != TOOLS:
         notes.append(f"{pins[0]}: its config is pytest 9's [tool.pytest] table, which pytest 8 does not read")
     if not package.pytest_args:  # matrix.yaml's own pytest args are taken as they are
+        args = (*args, *pytestcfg.typed_strings(files, config, notes))
         args = (*args, *pytestcfg.thread_unsafe_fixtures(config, (_name(r) for r in requires), notes))
     record = TestSetup(
         tests=tests,

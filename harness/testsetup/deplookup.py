@@ -1,7 +1,7 @@
 """Where an sdist declares its test deps (steps 2 and 2b of harness.testsetup.infer; pure).
 
 The sources are looked up in harness.testsetup.infer's order -- dependency groups, the
-project's extras, setup.cfg's extras, requirements files, tox.ini -- the first that declares a
+project's extras, setup.cfg's extras, requirements files, tox.ini, PKG-INFO's extras -- the first that declares a
 ``test``/``tests``/``testing`` (then ``dev``) group wins, whole; every requirement any of them
 declares is kept for step 2b, the modules a conftest imports.  harness.testsetup.reqlines reads
 the lines and filters them for the target.
@@ -12,9 +12,11 @@ from __future__ import annotations
 import configparser
 import re
 from collections.abc import Callable, Mapping
+from email.parser import HeaderParser
 from pathlib import Path
 from typing import Any
 
+from packaging.markers import InvalidMarker, UndefinedComparison, UndefinedEnvironmentName
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
@@ -45,13 +47,18 @@ def find_deps(
         canonicalize_name(k): strings(v, f"[project.optional-dependencies] {k}", notes)
         for k, v in table(project, "optional-dependencies", notes, "project.").items()
     }
+    pkginfo = pkginfo_extras(files.raw("PKG-INFO"), env)
     declared = _declared(project, setup_cfg, groups, pyextras, extras, notes)
+    for e, v in pkginfo.items():
+        for line in v:
+            declared.setdefault(canonicalize_name(Requirement(line).name), (f"PKG-INFO extra {e}", line))
     lookups: list[Lookup] = [
         _group_of(groups, notes),
         _extra_of(pyextras, "[project.optional-dependencies]"),
         _extra_of(extras, "setup.cfg extras_require"),
         lambda name: _reqfiles(src, name, notes),
         lambda name: _toxdeps(src, dist, tox, name, notes),
+        _extra_of(pkginfo, "PKG-INFO extra"),  # setup.py's extras_require, as the sdist's build wrote it
     ]
     for names in (TEST_NAMES, DEV_NAMES):
         for look in lookups:
@@ -60,9 +67,40 @@ def find_deps(
                 if hit is not None:
                     label, lines = hit
                     notes.append(f"test deps from {label}")
-                    return filter_reqs(lines, dist, {**extras, **pyextras}, env, notes), declared
+                    return filter_reqs(lines, dist, {**pkginfo, **extras, **pyextras}, env, notes), declared
     notes.append("test deps: none declared")
     return (), declared
+
+
+def pkginfo_extras(raw: bytes | None, env: Mapping[str, str]) -> dict[str, list[str]]:
+    """PKG-INFO's extras: canonical name -> its ``Requires-Dist`` lines (``psleak; extra ==
+    "test"``), each without its marker, which is evaluated here for the target (a line whose
+    marker is false there is left out). The only static form of a ``setup.py``'s
+    ``extras_require``: psutil 7.2.2 declares its test deps (psleak, which
+    tests/test_memleaks.py imports) nowhere else."""
+    if raw is None:
+        return {}
+    try:
+        msg = HeaderParser().parsestr(raw.decode("utf-8")[:1_000_000])
+    except UnicodeDecodeError:
+        return {}
+    out: dict[str, list[str]] = {}
+    for extra in (str(e).strip() for e in msg.get_all("Provides-Extra") or ()):
+        lines = []
+        for line in msg.get_all("Requires-Dist") or ():
+            try:
+                req = Requirement(str(line))
+                if req.marker is None:
+                    continue
+                inside = req.marker.evaluate({**env, "extra": extra})
+                outside = req.marker.evaluate({**env, "extra": ""})
+            except (InvalidRequirement, InvalidMarker, UndefinedComparison, UndefinedEnvironmentName):
+                continue
+            if inside and not outside:
+                req.marker = None
+                lines.append(str(req))
+        out.setdefault(canonicalize_name(extra), lines)
+    return out
 
 
 def _groups(pyproject: Mapping[str, Any], notes: list[str]) -> dict[str, Any]:

@@ -24,7 +24,9 @@ order is fixed and every decision is recorded in ``Inferred.sources`` as text:
       only in the first pass, their names already say "test";
    e. tox.ini ``[testenv] deps`` (``-r`` and ``{[section]key}`` followed, ``-e .[x]`` read as
       the package's extra, ``extras =`` read from (b)/(c); other substitutions and
-      factor-conditional lines skipped with a note).
+      factor-conditional lines skipped with a note);
+   f. PKG-INFO's ``Requires-Dist: X; extra == "test"``: a ``setup.py``'s ``extras_require``,
+      static only there (psutil 7.2.2's psleak), each marker evaluated for the target.
 
    Every value is checked for its type (a dependency group that is a string is a note, never
    its characters) and every substitution, ``-r`` chain and file read is bounded by a named

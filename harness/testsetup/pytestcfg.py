@@ -303,6 +303,31 @@ def thread_unsafe_fixtures(
     return ("-o", "thread_unsafe_fixtures=" + "\n".join([*theirs, *new]))
 
 
+# a number or a bool written as a TOML string ("0", "true")
+_TYPED_STRING_RE = re.compile(r"-?\d+(?:\.\d+)?|true|false", re.I)
+
+
+def typed_strings(files: SdistFiles, found: tuple[str, dict[str, Any]] | None, notes: list[str]) -> tuple[str, ...]:
+    """``-o key=value`` for each number or bool that pytest 9's native ``[tool.pytest]`` table
+    holds as a string. That table is typed: pytest 9.2.0 refuses psutil 7.2.2's
+    ``verbosity_subtests = "0"`` ("config option 'verbosity_subtests' expects one of int |
+    'auto', got str: '0'") in every test, and under pytest-xdist a worker then ends mid-test
+    (INTERNALERROR ``assert not crashitem``), every run. Given with ``-o``, the value is read
+    as an ini file's text is, as the pytest the project tested with did."""
+    if found is None or not needs_pytest9(files, found):
+        return ()
+    args: list[str] = []
+    for key, value in found[1].items():
+        if key != "addopts" and isinstance(value, str) and _TYPED_STRING_RE.fullmatch(value.strip()):
+            args += ["-o", f"{key}={value.strip()}"]
+    if args:
+        notes.append(
+            f"{' '.join(args[1::2])}: given with -o ({found[0]} [tool.pytest] holds a string where "
+            "pytest 9.2 wants a number or a bool, and refuses it)"
+        )
+    return tuple(args)
+
+
 def needs_pytest9(files: SdistFiles, found: tuple[str, dict[str, Any]] | None) -> bool:
     """Whether the config pytest would pick is pytest 9's native ``[tool.pytest]`` table of a
     pyproject.toml (no ``ini_options``): pytest 8 does not read it and walks on up past the

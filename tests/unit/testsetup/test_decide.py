@@ -225,3 +225,19 @@ def test_a_benchmark_tools_fixture_runs_in_one_thread(tmp_path: Path) -> None:
     (src / "requirements-tests39.txt").write_text("pytest==8.4.2\n")
     s = _decide(src, "{name: w, version: '1'}", settings="settings: {registry: false}\n")
     assert not any("thread_unsafe_fixtures" in a for a in s.at_source.pytest_args)
+
+
+def test_a_number_written_as_a_string_in_pytest9s_table_is_given_with_o(tmp_path: Path) -> None:
+    """psutil 7.2.2's [tool.pytest] holds verbosity_subtests = "0": pytest 9.2.0 refuses it
+    in every test ("expects one of int | 'auto', got str: '0'"; under xdist, INTERNALERROR
+    `assert not crashitem` in every run of 2026-12-07). Given again with -o, pytest reads it as
+    ini text. An [tool.pytest.ini_options] table (pytest 8's, all strings) is left alone."""
+    src = Path(shutil.copytree(INFER / "psutil-7.2.2", tmp_path / "psutil-7.2.2"))
+    s = _decide(src, "{name: psutil, version: '7.2.2'}", "settings: {registry: false}\n")
+    assert s.tools == TOOLS_PYTEST9
+    assert s.at_source.pytest_args[-2:] == ("-o", "verbosity_subtests=0")
+    assert any(n.startswith("verbosity_subtests=0: given with -o") for n in s.at_source.record.sources)
+    text = (src / "pyproject.toml").read_text().replace("[tool.pytest]", "[tool.pytest.ini_options]")
+    (src / "pyproject.toml").write_text(text)
+    s = _decide(src, "{name: psutil, version: '7.2.2'}", "settings: {registry: false}\n")
+    assert "verbosity_subtests=0" not in s.at_source.pytest_args

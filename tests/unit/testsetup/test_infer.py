@@ -244,6 +244,17 @@ def test_addopts_as_a_toml_list_with_an_option_and_its_value_in_one_item_psutil(
     )
 
 
+def test_test_deps_only_setup_py_declares_come_from_pkg_info_psutil():
+    # setup.py's extras_require={"test": TEST_DEPS} is code; the sdist's PKG-INFO (metadata 2.4)
+    # holds it as `Requires-Dist: psleak; extra == "test"`: psleak, which tests/test_memleaks.py
+    # imports (missing, its collection error broke pytest-xdist in every run of the 2026-12-07
+    # run: INTERNALERROR `assert not crashitem`). Markers false for the target (pywin32 on nt)
+    # and the harness's own pins are left out; the `dev` extra is not taken first.
+    s = infer_test_setup(DATA / "psutil-7.2.2", "psutil")
+    assert s.sources[1] == "test deps from PKG-INFO extra test"
+    assert s.requires == ("psleak", "pytest-instafail", "setuptools")
+
+
 def test_hashed_requirements_files_coverage():
     # tox.ini's deps `-r requirements/pytest.txt`, uv output with `--hash=sha256:...` continued on
     # every line: each is a requirement (hypothesis, which tests/conftest.py imports, among them)

@@ -303,8 +303,15 @@ def thread_unsafe_fixtures(
     return ("-o", "thread_unsafe_fixtures=" + "\n".join([*theirs, *new]))
 
 
-# a number or a bool written as a TOML string ("0", "true")
+# a number or a bool written as a TOML string ("0", "true"), for an option pytest types so
 _TYPED_STRING_RE = re.compile(r"-?\d+(?:\.\d+)?|true|false", re.I)
+TYPED_INI = _words("""
+verbosity_assertions verbosity_test_cases verbosity_subtests faulthandler_timeout
+faulthandler_exit_on_timeout tmp_path_retention_count truncation_limit_lines
+truncation_limit_chars junit_log_passing_tests log_cli enable_assertion_pass_hook xfail_strict
+consider_namespace_packages collect_imported_tests strict strict_config strict_markers
+strict_parametrization_ids strict_xfail
+""")
 
 
 def typed_strings(files: SdistFiles, found: tuple[str, dict[str, Any]] | None, notes: list[str]) -> tuple[str, ...]:
@@ -318,7 +325,7 @@ def typed_strings(files: SdistFiles, found: tuple[str, dict[str, Any]] | None, n
         return ()
     args: list[str] = []
     for key, value in found[1].items():
-        if key != "addopts" and isinstance(value, str) and _TYPED_STRING_RE.fullmatch(value.strip()):
+        if key in TYPED_INI and isinstance(value, str) and _TYPED_STRING_RE.fullmatch(value.strip()):
             args += ["-o", f"{key}={value.strip()}"]
     if args:
         notes.append(

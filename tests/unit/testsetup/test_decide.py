@@ -237,6 +237,14 @@ def test_a_number_written_as_a_string_in_pytest9s_table_is_given_with_o(tmp_path
     assert s.tools == TOOLS_PYTEST9
     assert s.at_source.pytest_args[-2:] == ("-o", "verbosity_subtests=0")
     assert any(n.startswith("verbosity_subtests=0: given with -o") for n in s.at_source.record.sources)
+    # a string option that looks like a number stays in the file (ujson 6.1.0's minversion = "9.0")
+    text = (src / "pyproject.toml").read_text().replace("[tool.pytest]\n", '[tool.pytest]\nminversion = "9.0"\n')
+    (src / "pyproject.toml").write_text(text)
+    s = _decide(src, "{name: psutil, version: '7.2.2'}", "settings: {registry: false}\n")
+    assert (
+        s.at_source.pytest_args[-2:] == ("-o", "verbosity_subtests=0")
+        and "minversion=9.0" not in s.at_source.pytest_args
+    )
     text = (src / "pyproject.toml").read_text().replace("[tool.pytest]", "[tool.pytest.ini_options]")
     (src / "pyproject.toml").write_text(text)
     s = _decide(src, "{name: psutil, version: '7.2.2'}", "settings: {registry: false}\n")

@@ -13,14 +13,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from packaging.utils import canonicalize_name
-
-from ..core.evidence import NOT_INSTALLED_KIND
 from ..core.model import Finding, Phase, by_mode
 from ..parse import setup as parse_setup
 from . import fallback
 from .reprocommands import reproduce
-from .setupfind import setup_finding
+from .setupfind import not_installed_of, setup_finding
 
 __all__ = ["failure_findings"]
 
@@ -184,9 +181,7 @@ def _setup_tests_finding(phases: Sequence[Phase], setup_tests: dict[str, Phase],
     is setup-error when some test passed in a plain run (``ran``), else infra-error."""
     first = next(iter(setup_tests.values()))
     kind = "setup-error" if ran else "infra-error"  # shown; the verdict only if nothing ran
-    missing = frozenset(
-        canonicalize_name(s.name) for p in phases if p.kind == "setup" for s in p.setup if s.kind == NOT_INSTALLED_KIND
-    )
+    missing = not_installed_of(phases)
     return setup_finding(kind, first, sorted(setup_tests), f"{len(setup_tests)} test(s) could not run", missing)
 
 

@@ -63,7 +63,7 @@ from .failures import failure_findings
 from .modes import check as check_modes
 from .ranrun import mostly_errors, outside_config, refused_arguments
 from .reprocommands import probe_command, reproduce
-from .setupfind import deps_finding, setup_finding, setup_step_finding
+from .setupfind import deps_finding, not_installed_of, setup_finding, setup_step_finding
 from .tsan import tsan_findings
 
 __all__ = ["Decision", "decide"]
@@ -118,8 +118,9 @@ def _install_findings(phase: Phase, settings: Settings) -> list[Finding]:
     ]
 
 
-def _broken_run(phase: Phase) -> Finding | None:
-    """A plain/threads phase that gave no usable result, through no fault of a test."""
+def _broken_run(phase: Phase, missing: frozenset[str]) -> Finding | None:
+    """A plain/threads phase that gave no usable result, through no fault of a test.
+    ``missing``: the test deps that did not install (``setupfind.not_installed_of``)."""
     cut = incomplete(phase)
     if phase.infra:
         why = f"the backend failed: {phase.infra}"
@@ -144,7 +145,7 @@ def _broken_run(phase: Phase) -> Finding | None:
     else:
         return None
     if phase.setup and not phase.infra and not phase.oom_killed:
-        return setup_finding("infra-error", phase, [], f"{phase.name}: the suite could not run")
+        return setup_finding("infra-error", phase, [], f"{phase.name}: the suite could not run", missing)
     return Finding(
         kind="infra-error",
         modes=(phase.gil,) if phase.gil is not None else (),
@@ -221,7 +222,7 @@ def decide(phases: Sequence[Phase], *, settings: Settings, claims: bool = True) 
     ran_modes = {p.gil for p in runs if p.gil is not None}
     findings: list[Finding] = [
         *outside,
-        *(f for p in runs if (f := _broken_run(p)) is not None),
+        *(f for p in runs if (f := _broken_run(p, not_installed_of(phases))) is not None),
         *(f for p in runs if (f := mostly_errors(p)) is not None),
         *(f for p in phases if (f := refused_arguments(p, runs)) is not None),
     ]

@@ -5,6 +5,7 @@ and fix."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 
 from packaging.utils import canonicalize_name
@@ -45,6 +46,13 @@ def setup_step_finding(phase: Phase) -> Finding:
         message=f"setup: the {phase.name} step failed: {last}"[:400],
         reproduce=reproduce(phase, None),
         phase=phase.name,
+    )
+
+
+def not_installed_of(phases: Sequence[Phase]) -> frozenset[str]:
+    """The test deps the job's test-deps step could not install (canonical names)."""
+    return frozenset(
+        canonicalize_name(s.name) for p in phases if p.kind == "setup" for s in p.setup if s.kind == NOT_INSTALLED_KIND
     )
 
 

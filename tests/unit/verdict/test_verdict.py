@@ -473,6 +473,21 @@ def test_a_missing_module_that_is_a_test_dep_which_did_not_install_is_said_so():
     assert "fix: tree-sitter-html is a test dependency the harness tried to install and could not" in f.message
 
 
+def test_a_conftest_import_of_a_test_dep_which_did_not_install_is_said_so():
+    # coverage 7.18.0 (#43 acceptance 4, docker, 2026-12-07): hypothesis 6.170.15's sdist builds a
+    # Rust part and crates.io is not reachable, so it did not install; tests/conftest.py imports it,
+    # and every run stopped before a test. The broken run's fix was "test_requires: [hypothesis]":
+    # it was there; it did not build
+    d = decide(load("testdeps-crates-conftest"), settings=S)
+    f = d.findings[0]
+    assert d.verdict == "infra-error" and f.evidence == "setup" and f.phase == "plain-gil0"
+    assert "No module named 'hypothesis'" in f.message
+    assert "fix: hypothesis is a test dependency the harness tried to install and could not" in f.message
+    assert "test_requires: [hypothesis]" not in f.message
+    (deps,) = [x for x in d.findings if x.phase == "test-deps"]
+    assert "crates.io" in deps.message
+
+
 def test_a_run_silent_before_any_test_started_is_no_hang_of_the_package():
     # pycryptodome 4.5.0 (the not-tuned-on slice, docker, load ~15): with the GIL off, pytest-xdist's
     # workers were still collecting Crypto.SelfTest's 106,028 items when the run had been silent

@@ -177,11 +177,22 @@ def decide(
     )
     tox = package.runner == "tox"
     in_package = None if tox else where.tests_in_package(tree, tests)
+    has_tests = where.has_tests(tree, tests)
+    if has_tests and not tests and rec is not None and rec.no_suite:  # no tests dir, and the recipe agrees
+        has_tests = False
+        record = replace(
+            record,
+            sources=(
+                *record.sources,
+                f"no Python test suite: the recipe says so ({rec.no_suite}) "
+                "and the sdist has no tests dir; the *_test.py files at its root are not run",
+            ),
+        )
     return SuiteSetup(
         test_deps=tuple(deps),
         tools=pins,
         tox=tox,
-        has_tests=where.has_tests(tree, tests),
+        has_tests=has_tests,
         config=config[0] if config else "",
         compiled="" if package.is_local or tox else _compiled(tree, files, index_files),
         at_source=_at_source(tree, package, record, len(inferred.sources)),

@@ -79,6 +79,7 @@ class Applied:
     pytest_args: tuple[str, ...] = ()
     timeout: int | None = None
     skip: str = ""  # the registry's reason not to run on this Python; "" = run
+    no_suite: str = ""  # the recipe's test framework is "none": the project has no Python test suite (why)
     used: tuple[str, ...] = ()  # what was taken, each said
     not_held: tuple[str, ...] = ()  # what was not, each with why
 
@@ -144,6 +145,7 @@ def apply(
         pytest_args=args,
         timeout=recipe.timeout,
         skip=skip,
+        no_suite=(recipe.skip_reason or "its test framework: none") if framework == "none" else "",
         used=tuple(used),
         not_held=tuple(not_held),
     )

@@ -249,3 +249,23 @@ def test_a_number_written_as_a_string_in_pytest9s_table_is_given_with_o(tmp_path
     (src / "pyproject.toml").write_text(text)
     s = _decide(src, "{name: psutil, version: '7.2.2'}", "settings: {registry: false}\n")
     assert "verbosity_subtests=0" not in s.at_source.pytest_args
+
+
+def test_no_tests_dir_and_a_recipe_with_no_python_suite_is_no_tests(tmp_path: Path) -> None:
+    """ruff 0.17.6 (#43 acceptance 4): its sdist has no tests dir, and pytest searching the root
+    collected three parser resources (``crates/ruff_python_parser/resources/inline/err/*_test.py``,
+    deliberate syntax errors) as a failing suite; the shipped laruche recipe says "Rust binary with
+    no Python test suite" (test framework none). Both together: no suite to run. A tests dir of
+    its own, or no such recipe, and the files are run as before."""
+    files = {
+        "pyproject.toml": "[project]\nname = 'ruff'\nversion = '0.17.6'\n",
+        "crates/ruff_python_parser/resources/inline/err/assert_empty_test.py": "assert\n",
+    }
+    src = _tree(tmp_path / "ruff-0.17.6", files)
+    s = _decide(src, "{name: ruff, version: '0.17.6'}")
+    assert not s.has_tests
+    assert s.at_source.record.sources[-1].startswith("no Python test suite: the recipe says so (Rust binary")
+    assert _decide(src, "{name: ruff, version: '0.17.6'}", "settings: {registry: false}\n").has_tests
+    _tree(src, {"tests/test_x.py": "def test_x():\n    pass\n"})
+    s = _decide(src, "{name: ruff, version: '0.17.6'}")
+    assert s.has_tests and s.at_source.tests == "tests"

@@ -29,7 +29,6 @@ import stat
 import tempfile
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from email.parser import HeaderParser
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlparse
@@ -39,6 +38,7 @@ from packaging.version import InvalidVersion, Version
 
 from ..core.pipinstalled import PipItem, PipReport
 from ..core.stored import StoredWheel
+from ..util.pkginfo import parse_pkg_info
 
 PLAN_REPORT = "wheel-plan.json"  # the dry run's --report, in logs/
 SDIST_SUFFIXES = (".tar.gz", ".zip", ".tar.bz2", ".tgz")
@@ -112,16 +112,15 @@ def static_requirements(pkg_info: bytes | None, pyproject: Mapping[str, Any]) ->
     pip would build the whole wheel); None when they are dynamic or unread.
     PKG-INFO of metadata 2.2+ (``Requires-Dist`` not ``Dynamic``), else pyproject's
     ``[project] dependencies`` (not in ``dynamic``)."""
-    with contextlib.suppress(UnicodeDecodeError):
-        if pkg_info is not None:
-            msg = HeaderParser().parsestr(pkg_info.decode("utf-8")[:1_000_000])
-            try:
-                new = Version(msg.get("Metadata-Version", "0")) >= Version("2.2")
-            except InvalidVersion:
-                new = False
-            dynamic = {d.strip().lower() for d in msg.get_all("Dynamic") or ()}
-            if new and "requires-dist" not in dynamic:
-                return [str(r) for r in msg.get_all("Requires-Dist") or ()]
+    msg = parse_pkg_info(pkg_info)
+    if msg is not None:
+        try:
+            new = Version(msg.get("Metadata-Version", "0")) >= Version("2.2")
+        except InvalidVersion:
+            new = False
+        dynamic = {d.strip().lower() for d in msg.get_all("Dynamic") or ()}
+        if new and "requires-dist" not in dynamic:
+            return [str(r) for r in msg.get_all("Requires-Dist") or ()]
     project = pyproject.get("project")
     if not isinstance(project, dict) or "dependencies" in (project.get("dynamic") or ()):
         return None

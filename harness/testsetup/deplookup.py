@@ -12,7 +12,6 @@ from __future__ import annotations
 import configparser
 import re
 from collections.abc import Callable, Mapping
-from email.parser import HeaderParser
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +19,7 @@ from packaging.markers import InvalidMarker, UndefinedComparison, UndefinedEnvir
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
+from ..util.pkginfo import parse_pkg_info
 from .conftests import third_party_imports
 from .reqlines import HARNESS_PINS, cfg_list, cfg_value, filter_reqs, req_file, req_lines, strings, table, tox_value
 from .sdistfiles import SdistFiles
@@ -48,10 +48,7 @@ def find_deps(
         for k, v in table(project, "optional-dependencies", notes, "project.").items()
     }
     pkginfo = pkginfo_extras(files.raw("PKG-INFO"), env)
-    declared = _declared(project, setup_cfg, groups, pyextras, extras, notes)
-    for e, v in pkginfo.items():
-        for line in v:
-            declared.setdefault(canonicalize_name(Requirement(line).name), (f"PKG-INFO extra {e}", line))
+    declared = _declared(project, setup_cfg, groups, pyextras, extras, pkginfo, notes)
     lookups: list[Lookup] = [
         _group_of(groups, notes),
         _extra_of(pyextras, "[project.optional-dependencies]"),
@@ -78,11 +75,8 @@ def pkginfo_extras(raw: bytes | None, env: Mapping[str, str]) -> dict[str, list[
     marker is false there is left out). The only static form of a ``setup.py``'s
     ``extras_require``: psutil 7.2.2 declares its test deps (psleak, which
     tests/test_memleaks.py imports) nowhere else."""
-    if raw is None:
-        return {}
-    try:
-        msg = HeaderParser().parsestr(raw.decode("utf-8")[:1_000_000])
-    except UnicodeDecodeError:
+    msg = parse_pkg_info(raw)
+    if msg is None:
         return {}
     out: dict[str, list[str]] = {}
     for extra in (str(e).strip() for e in msg.get_all("Provides-Extra") or ()):
@@ -131,6 +125,7 @@ def _declared(
     groups: dict[str, Any],
     pyextras: dict[str, list[str]],
     extras: dict[str, list[str]],
+    pkginfo: dict[str, list[str]],
     notes: list[str],
 ) -> dict[str, tuple[str, str]]:
     """Every requirement the runtime deps, a group or an extra declares: canonical name ->
@@ -142,6 +137,7 @@ def _declared(
     everywhere += [(f"[dependency-groups] {g}", _group_lines(groups, g, set(), [])) for g in groups]
     everywhere += [(f"[project.optional-dependencies] {e}", v) for e, v in pyextras.items()]
     everywhere += [(f"setup.cfg extras_require {e}", v) for e, v in extras.items()]
+    everywhere += [(f"PKG-INFO extra {e}", v) for e, v in pkginfo.items()]
     declared: dict[str, tuple[str, str]] = {}
     for label, lines in everywhere:
         for line in lines:

@@ -220,9 +220,10 @@ def decide(phases: Sequence[Phase], *, settings: Settings, claims: bool = True) 
         phases = [p for p in phases if p.name not in gone]
     runs = [p for p in phases if p.kind in RUN_KINDS]
     ran_modes = {p.gil for p in runs if p.gil is not None}
+    missing = not_installed_of(phases)
     findings: list[Finding] = [
         *outside,
-        *(f for p in runs if (f := _broken_run(p, not_installed_of(phases))) is not None),
+        *(f for p in runs if (f := _broken_run(p, missing)) is not None),
         *(f for p in runs if (f := mostly_errors(p)) is not None),
         *(f for p in phases if (f := refused_arguments(p, runs)) is not None),
     ]

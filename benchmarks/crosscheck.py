@@ -353,7 +353,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--package", action="append", default=[], help="only these packages")
     ap.add_argument("--json", type=Path, help="write every row here")
     args = ap.parse_args(argv)
-    results, problems = load_results(args.out)
+    try:
+        results, problems = load_results(args.out)
+    except ConfigError as e:  # e.g. one job in two dirs with different content: one line, exit 2
+        print(f"crosscheck: {safe_line(str(e))}", file=sys.stderr)
+        return 2
     for p in problems:
         print(f"skipped: {safe_line(p)}", file=sys.stderr)
     todo = [

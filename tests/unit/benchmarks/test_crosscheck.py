@@ -87,3 +87,21 @@ def test_local_shows_every_rebuilt_recipe_and_runs_nothing_without_yes(tmp_path,
     assert f"'{marker}'" not in out and f"; touch {marker}'" in out  # a field, quoted as one word
     assert "not run:" in err and "--yes" in err
     assert not marker.exists()
+
+
+def test_a_job_in_two_dirs_with_different_content_is_one_line_and_exit_2(tmp_path, capsys):
+    import shutil
+
+    from benchmarks.crosscheck import main
+
+    _planted(tmp_path, tmp_path / "unused")
+    other = tmp_path / "other"
+    shutil.copytree(tmp_path / "out", other)
+    f = other / "results" / "cp313t--six.json"
+    data = json.loads(f.read_text())
+    data["version"] = "0.0.0"
+    f.write_text(json.dumps(data))
+    assert main([str(tmp_path / "out"), str(other), "--backend", "local"]) == 2
+    out, err = capsys.readouterr()
+    assert err.startswith("crosscheck: ") and "cp313t--six" in err and len(err.strip().splitlines()) == 1
+    assert out == ""

@@ -132,8 +132,11 @@ def done(target: Target, phases: Sequence[Phase], most: int, modes: Sequence[int
 
 
 def event(p: Phase, test_id: str) -> str:
-    """What a run alone showed of its test: crashed, hung, failed, passed or no result."""
+    """What a run alone showed of its test: crashed, hung, failed, passed, out of memory or no
+    result. A run the memory limit killed (SIGKILL) is the machine's limit, never a crash."""
     tc = p.tests.get(test_id)
+    if p.oom_killed:
+        return "out of memory"
     if p.crash or (p.signal is not None and not p.infra):
         return "crashed"
     if p.hang or p.timed_out or (tc is not None and tc.outcome == "timeout"):
@@ -161,9 +164,15 @@ def mode_words(m: int) -> str:
 def _otherwise(runs: Sequence[Phase], test_id: str, same: str) -> str:
     """The runs alone that ended in another event than the finding's, said per mode: 'failed
     without crashing 2/2 with the GIL off, 2/2 with the GIL on'."""
-    words = {"crashed": "crashed", "hung": "timed out", "failed": "failed", "no result": "gave no result"}
+    words = {
+        "crashed": "crashed",
+        "hung": "timed out",
+        "failed": "failed",
+        "out of memory": "was killed by the memory limit",
+        "no result": "gave no result",
+    }
     parts = []
-    for what in ("crashed", "hung", "failed", "no result"):
+    for what in words:
         if what == same:
             continue
         per = []

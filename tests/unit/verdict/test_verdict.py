@@ -528,3 +528,21 @@ def test_a_verdict_from_a_run_the_budget_cut_says_so():
         "the job's budget (job_timeout) ended that run while the test was still running past test_timeout"
     )
     assert d.qualifier == "taken from threads-gil0-r1, a run the job's budget (job_timeout) cut"
+
+
+def test_a_worker_the_memory_limit_killed_is_out_of_memory_not_a_crash():
+    # charset-normalizer 3.5.3 on docker, 6 GiB: its large-payload test in 4 threads x 3 was
+    # killed by the kernel's OOM killer, in the suite's threaded run (xdist: "worker 'gw1'
+    # crashed") and in 3 of 4 runs alone (SIGKILL). It was published as "crashes with the GIL on too"
+    from harness.verdict.confirm import event
+
+    tid = "tests/test_large_payload.py::test_misleading_large_sequence"
+    phases = load("confirm-oom-charset")
+    oom = [p for p in phases if p.oom_killed]
+    assert {p.name for p in oom} == {"threads-gil0-r1", "confirm1-gil0-r1", "confirm1-gil0-r2", "confirm1-gil1-r2"}
+    assert not any(p.crashes for p in oom) and all(tid not in p.tests for p in oom)
+    assert [event(p, tid) for p in phases if p.kind == "confirm" and p.oom_killed] == ["out of memory"] * 3
+    d = decide(phases, settings=dataclasses.replace(S, threads=4, iterations=3, repeat=2, test_timeout=60, confirm=2))
+    assert d.verdict == "infra-error"
+    assert not [f for f in d.findings if f.kind in ("crash", "ft-crash") or f.test_id == tid]
+    assert any(f.message.startswith("threads-gil0-r1: out of memory") for f in d.findings if f.kind == "infra-error")

@@ -42,6 +42,13 @@ SIGNAL_OF = {
     "Illegal instruction": _signal.SIGILL,
 }
 MAX_FRAMES = 25
+# xdist's live report of a worker that died: "[gw1] node down: Not properly terminated", then the
+# test it ran as FAILED (maybe with stderr glued on). Its "worker 'gw1' crashed while running"
+# comes only in the junit and the final summary, which a run cut by the job's budget never writes
+# (sqlalchemy 2.1.9: the watchdog ended a memusage test, then the budget cut the run).
+NODE_DOWN_RE = re.compile(
+    r"^\[(?P<worker>gw\d+)\] node down: [^\n]*\n\[(?P=worker)\] \[ *\d+%\] FAILED (?P<id>[^\s']+::[^\s']+)", re.M
+)
 
 
 def signal_of(what: str) -> int | None:
@@ -162,7 +169,10 @@ def find_crashes(text: str, *, exit_code: int | None, sig: int | None, unfinishe
     blocks = fatal_blocks(text)
     used: set[int] = set()
     crashes: list[Crash] = []
-    crashed_ids = list(dict.fromkeys(m.group("id") for m in CRASHED_RE.finditer(text)))
+    said: dict[str, str] = {}  # crashed test id -> the line that says so, xdist's summary's first
+    for m in [*CRASHED_RE.finditer(text), *NODE_DOWN_RE.finditer(text)]:
+        said.setdefault(m.group("id"), m.group(0))
+    crashed_ids = list(said)
 
     def take(test_id: str) -> dict[str, Any]:
         for i, b in enumerate(blocks):
@@ -177,7 +187,7 @@ def find_crashes(text: str, *, exit_code: int | None, sig: int | None, unfinishe
 
     for tid in crashed_ids:
         b = take(tid)
-        line = next(m.group(0) for m in CRASHED_RE.finditer(text) if m.group("id") == tid)
+        line = said[tid]
         crashes.append(
             Crash(
                 test_id=tid,

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from ..core.evidence import Crash, HungTest
 from ..core.jobspec import Settings
 from ..core.model import Finding, Phase, by_mode
+from ..parse.hang import WATCHDOG_ENDED
 from .ranrun import never_started
 from .reprocommands import reproduce
 
@@ -144,8 +145,8 @@ def hang_findings(phases: Sequence[Phase], settings: Settings) -> list[Finding]:
                 message=f"{tid or 'a test'} timed out in {'/'.join(kinds)} runs, modes {list(modes)}"
                 + (
                     "; the job's budget (job_timeout) ended that run while the test was still running past test_timeout"
-                    if first_p.hang and first_p.hang.job_timeout
-                    else ""
+                    if first_p.hang and first_p.hang.job_timeout and WATCHDOG_ENDED not in first.excerpt
+                    else ""  # the watchdog ended its process before the budget cut the run (sqlalchemy 2.1.9)
                 ),
                 reproduce=reproduce(first_p, tid or None),
                 phase=first_p.name,

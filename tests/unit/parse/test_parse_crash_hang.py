@@ -55,9 +55,11 @@ def test_fatal_blocks_and_signals():
 
 def test_cut_crash_log_does_not_raise():
     p = phase("crash-cut", "plain-gil0")
-    # the log stops inside faulthandler's dump and the JUnit XML mid-case: no crash is made up
-    # from the half-dump, and the excerpt says what was cut
-    assert p.crashes == () and p.exit_code == 1
+    # the log stops inside faulthandler's dump and the JUnit XML mid-case, after xdist's live
+    # "[gw1] node down" and "[gw1] ... FAILED <test> Fatal Python error: Segmentation fault":
+    # the crash is the one xdist said (no summary, no junit needed), and the excerpt says what was cut
+    assert [(c.test_id, c.signal) for c in p.crashes] == [("tests/test_crash.py::test_segv_nogil_only", 11)]
+    assert p.exit_code == 1
     assert "junit/plain-gil0.xml is truncated or malformed" in p.excerpt
 
 
@@ -322,3 +324,21 @@ def test_a_log_in_colour_is_read_without_its_codes():
     assert incomplete(p) == ""
     assert "\x1b" not in p.excerpt and "2009 passed, 14 skipped in 17.08s" in p.excerpt
     assert p.counts.get("passed", 0) > 0 and not p.counts.get("failed")
+
+
+def test_a_test_the_watchdog_ended_under_xdist_is_named_when_the_budget_cuts_the_run_later():
+    # sqlalchemy 2.1.9: the watchdog ended a memusage test (its dump glued to another worker's
+    # test id), xdist said "node down" and FAILED, then the job's budget cut the run with no
+    # summary and no junit. The hang was published on the test the budget cut.
+    from harness.verdict.crashhang import hang_findings
+    from tests.unit.verdict.test_verdict import S
+
+    ended = "test/aaa_profiling/test_memusage.py::MemUsageTest::test_registry_dispose_releases_classes[declare_last]"
+    cut = "test/sql/test_types.py::LiteralExecuteTest::test_safestr_literal_execute[Unicode-MySQLDialect_aiomysql]"
+    p = phase("watchdog-xdist-budget-cut", "plain-gil0")
+    assert p.crashes == () and p.tests[ended].outcome == "timeout"
+    assert [t.test_id for t in p.hang.tests] == [ended] and p.hang.running == cut
+    assert "still running after 0:02:10" in p.hang.tests[0].excerpt
+    assert "test_memusage.py:360 in test_registry_dispose_releases_classes" in p.hang.tests[0].excerpt
+    (f,) = hang_findings([p], S)
+    assert f.test_id == ended and "job's budget" not in f.message

@@ -22,7 +22,7 @@ from typing import NamedTuple
 
 from ..core.evidence import Hang, HungTest
 from ..core.model import TestCase
-from .crash import _dump_lines
+from .crash import NODE_DOWN_RE, _dump_lines
 
 # a backend's note when it ended a command whose log had stopped growing (backends.base.killed_note)
 STALLED_RE = re.compile(r"^\[ft-harness\] killed after \d+s: no output for (?P<quiet>\d+)s \(stalled\)$", re.M)
@@ -105,7 +105,7 @@ def _dump_names(threads: list[tuple[str, list[str]]], func: str) -> bool:
     return any(f.endswith(f" in {func}") for _, frames in threads for f in frames)
 
 
-NODE_DOWN_RE = re.compile(r"^\[(?P<worker>gw\d+)\] node down: ", re.M)
+DOWN_RE = re.compile(r"^\[(?P<worker>gw\d+)\] node down: ", re.M)
 WORKER_CRASHED_RE = re.compile(r"^worker '(?P<worker>gw\d+)' crashed while running '(?P<id>[^']+)'", re.M)
 
 
@@ -116,7 +116,7 @@ def _dumped_workers(text: str) -> dict[str, list[tuple[int, str]]]:
     out: dict[str, list[tuple[int, str]]] = {}
     for i, (at, after) in enumerate(heads):
         end = heads[i + 1][0] if i + 1 < len(heads) else len(text)
-        down = NODE_DOWN_RE.search(text, at, end)
+        down = DOWN_RE.search(text, at, end)
         if down:
             out.setdefault(down.group("worker"), []).append((down.end(), after))
     return out
@@ -135,13 +135,16 @@ def watchdog_tests(text: str, candidates: list[str]) -> dict[str, str]:
         if after is not None:
             out[tid] = after
     workers = _dumped_workers(text) if len(out) < len(candidates) else {}
-    for m in WORKER_CRASHED_RE.finditer(text):
-        tid = m.group("id")
+    said = sorted(  # xdist's summary line, or its live "node down" + FAILED when the run was cut
+        [(m.start(), m.group("worker"), m.group("id")) for m in WORKER_CRASHED_RE.finditer(text)]
+        + [(m.start("id"), m.group("worker"), m.group("id")) for m in NODE_DOWN_RE.finditer(text)]
+    )
+    for pos, worker, tid in said:
         if tid in candidates and tid not in out:
-            seen = [after for at, after in workers.get(m.group("worker"), []) if at <= m.start()]
+            seen = [after for at, after in workers.get(worker, []) if at <= pos]
             if seen:
                 out[tid] = seen[-1]
-                workers[m.group("worker")] = [w for w in workers[m.group("worker")] if w[0] > m.start()]
+                workers[worker] = [w for w in workers[worker] if w[0] > pos]
     return out
 
 

@@ -274,6 +274,11 @@ def test_a_watchdog_dump_that_names_no_test_is_paired_with_its_worker():
     assert got == {"tests/test_cmdline.py::test_F_opt": "0:02:10", "tests/test_cmdline.py::test_P_opt": "0:02:10"}
     # a worker that crashed with no dump before its "node down" is not paired
     assert watchdog_tests(text.split("[... lines cut ...]", 1)[1], ["tests/test_cmdline.py::test_F_opt"]) == {}
+    # the same log cut before xdist's summary (the job's budget): its live "[gwN] node down" and
+    # "[gwN] ... FAILED X" pair them the same, and parse.crash names the same two crashed workers
+    cut = text[: text.index("worker 'gw0' crashed while running")]
+    assert watchdog_tests(cut, ["tests/test_cmdline.py::test_F_opt", "tests/test_cmdline.py::test_P_opt"]) == got
+    assert [c.test_id for c in find_crashes(cut, exit_code=None, sig=None, unfinished=[])] == list(got)
 
 
 def test_interleaved_dumps_of_two_crashing_threads_keep_the_tests_stack():

@@ -195,11 +195,11 @@ def _crashes(phase: Phase, text: str, plog: PytestLog, tests: dict[str, TestCase
     """The phase's crashes, each crashed test marked in ``tests``; a worker "crash" that was our
     watchdog ending a test stuck in a wait (parse.hang) is that test's timeout instead."""
     crashes = find_crashes(text, exit_code=phase.exit_code, sig=phase.signal, unfinished=plog.unfinished)
-    if phase.oom_killed:  # a worker the memory limit killed: the run's out-of-memory finding, no crash
-        for cr in crashes:
-            if _memory_kill(cr) and cr.test_id in tests and tests[cr.test_id].outcome == "crashed":
-                del tests[cr.test_id]  # no result (xdist's junit "worker crashed"), not a crash
-        crashes = [cr for cr in crashes if not _memory_kill(cr)]
+    killed = [cr for cr in crashes if phase.oom_killed and _memory_kill(cr)]
+    for cr in killed:  # a worker the memory limit killed: the run's out-of-memory finding, no crash
+        if cr.test_id in tests and tests[cr.test_id].outcome == "crashed":
+            del tests[cr.test_id]  # no result (xdist's junit "worker crashed"), not a crash
+    crashes = [cr for cr in crashes if cr not in killed]
     for cr in crashes:
         if cr.test_id:
             msg = cr.fatal or (f"signal {cr.signal}" if cr.signal else "worker crashed")

@@ -45,7 +45,7 @@ def cmd_build(args: argparse.Namespace) -> int:
 
 def cmd_plan(args: argparse.Namespace) -> int:
     from ..config import estimate, matrix, plan, plantext, select, sharding
-    from ..testsetup.decide import planned_skips
+    from ..testsetup.suitesetup import planned_skips
 
     raw = matrix.load(args.matrix)
     spec = select.expand_spec(raw, Path(args.resolved) if args.resolved else None)

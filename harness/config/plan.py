@@ -19,7 +19,7 @@ from typing import Any
 
 from ..core.jobspec import Interpreter, Package, Settings
 from ..core.suiterecord import TestSetup
-from ..testsetup.decide import registry_skip
+from ..testsetup.suitesetup import registry_skip
 from .matrix import MatrixSpec
 
 

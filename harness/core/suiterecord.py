@@ -1,5 +1,5 @@
 """What a job's tests ran with, and where each part came from (issue #14): the one definition of
-a result's ``test_setup``.  ``harness.testsetup.decide`` builds it (from matrix.yaml, a
+a result's ``test_setup``.  ``harness.testsetup.suitesetup`` builds it (from matrix.yaml, a
 community recipe and ``harness.testsetup.infer``'s ``Inferred``), ``JobResult`` keeps it and
 the report (``harness.results.report.JobEntry``) reads it.
 

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from ..core.suiterecord import TestSetup
-from ..testsetup.decide import DataDir
+from ..testsetup.suitesetup import DataDir
 from . import jobfiles
 from .context import JobCtx, PhaseSpec, run_phase
 from .source import Source

@@ -19,7 +19,7 @@ from packaging.utils import canonicalize_name
 from ..core.evidence import NOT_INSTALLED, NOT_INSTALLED_SUFFIX
 from ..core.model import Phase
 from ..store.wheelstore import static_requirements
-from ..testsetup.decide import SuiteSetup, decide
+from ..testsetup.suitesetup import SuiteSetup, read_suite
 from ..verdict import artifact
 from . import suite, tsanenv
 from .context import JobCtx, PhaseSpec, run_phase
@@ -39,10 +39,10 @@ class Installed:
 
 def suite_setup(ctx: JobCtx, src: Source) -> SuiteSetup:
     """What the suite needs, read from the tree once before any package code runs
-    (harness.testsetup.decide: the matrix's, the recipe's and the inferred setup, the pytest
+    (harness.testsetup.suitesetup: the matrix's, the recipe's and the inferred setup, the pytest
     config, the tools it needs, and where the tests run from with which pytest args)."""
     job = ctx.job
-    return decide(src.src_host, job.package, job.settings, ctx.interp, index_files=src.index_files)
+    return read_suite(src.src_host, job.package, job.settings, ctx.interp, index_files=src.index_files)
 
 
 # ------------------------------------------------------------------ install

@@ -1,6 +1,6 @@
 """How a package's suite is run: the pytest options and the command (pytest directly, or through
 tox) that ``harness.job.job`` runs in every test phase. What it runs with (tests path, config,
-pinned tools) is the suite setup's (harness.testsetup.decide).
+pinned tools) is the suite setup's (harness.testsetup.suitesetup).
 """
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from __future__ import annotations
 from ..backends.base import Workspace
 from ..config.plan import Job
 from ..core.model import TestCommand
-from ..testsetup.decide import TOOLS
+from ..testsetup.suitesetup import TOOLS
 from .watchdog import PASS_ENV as WATCHDOG_PASS_ENV
 
 TOX = ("tox==4.67.15",)

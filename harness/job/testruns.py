@@ -15,7 +15,7 @@ from .. import verdict
 from ..core.gilonrecord import GilOn, targeted
 from ..core.model import TestCommand
 from ..core.suiterecord import TestSetup
-from ..testsetup.decide import SuiteSetup
+from ..testsetup.suitesetup import SuiteSetup
 from ..verdict import gilon
 from . import jobfiles, suite, tsanenv
 from .context import JobCtx, PhaseSpec, base_env, run_phase

@@ -82,7 +82,7 @@ TARGET_ENV = {
 
 @dataclass(frozen=True, kw_only=True)
 class Inferred:
-    """What the sdist says of its tests; harness.testsetup.decide makes the job's
+    """What the sdist says of its tests; harness.testsetup.suitesetup makes the job's
     ``test_setup`` (harness.core.suiterecord.TestSetup) of it, the matrix's entry and a recipe."""
 
     __test__ = False  # not a pytest test class

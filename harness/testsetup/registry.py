@@ -18,6 +18,8 @@ from typing import Any
 
 from packaging.utils import canonicalize_name
 
+from ..util import safejson
+
 SHIPPED = Path(__file__).parent.parent / "data" / "laruche-2026-03-08.json"
 MAX_REGISTRY_BYTES = 64 * 1024 * 1024
 MAX_RECIPE_FILES = 50_000  # packages/*.yaml of a registry checkout
@@ -140,7 +142,7 @@ def load(path: str = SHIPPED_NAME) -> Registry:
                     raise RegistryError(f"{f.name}: not YAML: {str(e).splitlines()[0]}") from None
                 packages[str(v.get("package") or f.stem) if isinstance(v, dict) else f.stem] = v
             return _from_packages(packages, {"name": p.resolve().name if d == p else p.name}, str(p))
-        doc = json.loads(_read(p))
+        doc = safejson.loads(_read(p))
     except OSError as e:
         raise RegistryError(f"cannot read it: {e.strerror or e}") from None
     except (UnicodeDecodeError, json.JSONDecodeError, EOFError, gzip.BadGzipFile) as e:

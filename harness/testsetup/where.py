@@ -1,7 +1,7 @@
 """Where a suite's tests are in the sdist tree, and where they run from: whether the tree has
 tests at all, whether the source tree would shadow the installed build, and whether the tests
 sit inside the package's own import directory (then they run from the installed copy).
-Read from the source before the install runs package code (harness.testsetup.decide).
+Read from the source before the install runs package code (harness.testsetup.suitesetup).
 """
 
 from __future__ import annotations

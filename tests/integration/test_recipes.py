@@ -1,4 +1,4 @@
-"""Community recipes end to end (harness.testsetup.registry, harness.testsetup.decide), on the real interpreter.
+"""Community recipes end to end (harness.testsetup.registry, harness.testsetup.suitesetup), on the real interpreter.
 
 iniconfig 2.3.0 with no settings of its own: the shipped laruche recipe says
 ``python -m pytest testing/`` (its sdist has ``testing/``), so the suite runs there and the

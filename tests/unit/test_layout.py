@@ -505,8 +505,8 @@ def test_verdict_does_no_io():
 
 
 # The suite setup is one stage (#45): the job reaches testsetup/ through its entry point only
-# (harness.testsetup.decide: decide and its result types, and the recipe's pre-fetch skip).
-SETUP_ENTRY = "harness.testsetup.decide"
+# (harness.testsetup.suitesetup: read_suite and its result types, and the recipe's pre-fetch skip).
+SETUP_ENTRY = "harness.testsetup.suitesetup"
 
 
 def test_the_job_reaches_the_suite_setup_through_its_entry_point_only():
@@ -520,10 +520,10 @@ def test_the_job_reaches_the_suite_setup_through_its_entry_point_only():
     assert not bad, f"import the suite setup from {SETUP_ENTRY} only: " + "; ".join(bad)
 
 
-# What job/ takes from the setup stage: the one call (decide) and the values it returns.  So one
+# What job/ takes from the setup stage: the one call (read_suite) and the values it returns.  So one
 # job's walk through a run crosses into testsetup/ once and back once (#45, acceptance 1); the
 # recipe registry's pre-fetch skip is decided for the plan (config.plan.with_skips), not by the job.
-JOB_TAKES_FROM_SETUP = {"decide", "SuiteSetup", "RunFrom", "DataDir", "TOOLS"}
+JOB_TAKES_FROM_SETUP = {"read_suite", "SuiteSetup", "RunFrom", "DataDir", "TOOLS"}
 
 
 def test_a_job_calls_into_the_suite_setup_once():
@@ -531,14 +531,14 @@ def test_a_job_calls_into_the_suite_setup_once():
     taken = {}
     for n, p in mods.items():
         for node in ast.walk(ast.parse(p.read_text(encoding="utf-8"))):
-            if isinstance(node, ast.ImportFrom) and (node.module or "").endswith("testsetup.decide"):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").endswith("testsetup.suitesetup"):
                 taken[n] = {a.name for a in node.names}
     assert taken and all(names <= JOB_TAKES_FROM_SETUP for names in taken.values()), taken
     calls = [
         n
         for n, p in mods.items()
         for node in ast.walk(ast.parse(p.read_text(encoding="utf-8")))
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "decide"
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "read_suite"
     ]
     assert calls == ["harness.job.stages"], calls  # one call site: the suite-setup stage
 

@@ -132,7 +132,7 @@ def test_every_report_json_reader_is_the_guarded_one(tmp_path: Path) -> None:
 
 # ----------------------------------------------------------------------------- test_setup
 
-# the shapes a job writes (harness.testsetup.decide): decided, skipped by a recipe, stopped before
+# the shapes a job writes (harness.testsetup.suitesetup): decided, skipped by a recipe, stopped before
 DECIDED = {
     "tests": "tests",
     "tests_from": "inferred",

@@ -221,7 +221,7 @@ def test_the_guard_sees_a_new_access() -> None:
 
 
 # The job's stages that run before any package code: they make the source tree and read it
-# (harness.testsetup.decide, which stages.suite_setup calls, reads it then); the stages from the install on reach the workspace
+# (harness.testsetup.suitesetup, which stages.suite_setup calls, reads it then); the stages from the install on reach the workspace
 # through ctx.fs only.
 BEFORE_THE_INSTALL = {
     "harness/job/source.py": {"source", "_from_sdist"},

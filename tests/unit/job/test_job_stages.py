@@ -476,11 +476,11 @@ def test_a_result_written_before_the_record_reads_its_log_line() -> None:
 
 
 def test_from_site_packages_the_harness_import_mode_goes_whatever_set_the_args() -> None:
-    """--import-mode=append is for the source tree (harness.testsetup.decide adds it where the
+    """--import-mode=append is for the source tree (harness.testsetup.suitesetup adds it where the
     tree would shadow the build); the installed copy's args have none, also when a recipe gave
     pytest args ("recipe + inferred"), and keep it only when matrix.yaml's own args name it."""
     from harness.core.suiterecord import TestSetup
-    from harness.testsetup.decide import _installed
+    from harness.testsetup.suitesetup import _installed
 
     args = ("-p", "no:randomly", "--import-mode=append")
     for where in ("inferred", "recipe", "recipe + inferred"):

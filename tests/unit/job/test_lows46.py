@@ -93,7 +93,7 @@ def _narrowed_attrs(tmp_path: Path):
 
     from harness.config import matrix, plan
     from harness.core.model import InterpreterInfo
-    from harness.testsetup.decide import decide
+    from harness.testsetup.suitesetup import read_suite
     from tests.conftest import INTERP_YAML
     from tests.data.report.shared import load
 
@@ -116,7 +116,7 @@ def _narrowed_attrs(tmp_path: Path):
         )
     )
     (job,) = plan.make_plan(matrix.loads(INTERP_YAML + f"settings: {{registry: {reg}}}\npackages: [{{name: attrs}}]\n"))
-    setup = decide(
+    setup = read_suite(
         src, job.package, job.settings, InterpreterInfo(name="t", version="3.13.5", key="k")
     ).at_source.record
     attrs = next(r for r in load("run0") if r.job_id == "cp313t--attrs")

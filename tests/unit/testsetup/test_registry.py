@@ -1,4 +1,4 @@
-"""Community recipes (harness.testsetup.registry, .recipeapply, harness.testsetup.decide): real
+"""Community recipes (harness.testsetup.registry, .recipeapply, harness.testsetup.suitesetup): real
 recipes of the shipped laruche snapshot applied to sdist trees -- captured ones from
 tests/data/infer, or trees made here with the layout of the real sdist -- and what holds, what
 does not, and where each field came from."""
@@ -16,7 +16,7 @@ from harness.config import matrix, plan
 from harness.core.errors import ConfigError
 from harness.core.model import InterpreterInfo
 from harness.core.suiterecord import TestSetup
-from harness.testsetup import decide, infer, recipeapply, registry
+from harness.testsetup import infer, recipeapply, registry, suitesetup
 from tests.conftest import INTERP_YAML
 
 INFER = Path(__file__).resolve().parents[2] / "data" / "infer"
@@ -39,9 +39,9 @@ def _copy(name: str, tmp_path: Path) -> Path:
 
 def _resolve(
     pkg: matrix.Package, settings: matrix.Settings, src: Path
-) -> tuple[decide.RunFrom, TestSetup, tuple[str, ...]]:
+) -> tuple[suitesetup.RunFrom, TestSetup, tuple[str, ...]]:
     """(where the tests run from the source tree, its test_setup, the test deps to install)."""
-    suite = decide.decide(src, pkg, settings, PY313)
+    suite = suitesetup.read_suite(src, pkg, settings, PY313)
     return suite.at_source, suite.at_source.record, suite.test_deps
 
 
@@ -116,12 +116,12 @@ def test_skip_versions_stops_the_job_on_that_version_only(tmp_path: Path) -> Non
     why = "Meson build system: 'Python dependency not found' on 3.15 (meson cannot find python3.15 sysconfig)."
     assert recipeapply.skip_reason(rec, "3.15") == why and recipeapply.skip_reason(rec, "3.13") == ""
     job = _job("{name: numpy, version: '2.3.5'}")
-    skip = decide.registry_skip(job.package, job.settings, "3.15")
+    skip = suitesetup.registry_skip(job.package, job.settings, "3.15")
     assert skip is not None and skip.recipe["skip"] == why and skip.recipe["timeout"] == 1800
     assert skip.sources == (f"recipe ({LABEL}): not run on 3.15: {why}",)
-    assert decide.registry_skip(job.package, job.settings, "3.13") is None
+    assert suitesetup.registry_skip(job.package, job.settings, "3.13") is None
     off = _job("{name: numpy}", "settings: {registry: false}\n")
-    assert off.settings.registry is None and decide.registry_skip(off.package, off.settings, "3.15") is None
+    assert off.settings.registry is None and suitesetup.registry_skip(off.package, off.settings, "3.15") is None
     # decided once for the plan, by the interpreter's version, before any job runs (#45): the job
     # and the store step read Job.skip, and do not ask the registry themselves
     from harness.config.plan import with_skips
@@ -315,7 +315,7 @@ def test_the_plan_names_the_jobs_the_registry_skips() -> None:
         '  {name: ftany, source: "python:python3t"}]\n'
         "packages: [{name: numpy}, {name: six}]\n"
     )
-    assert decide.planned_skips(plan.make_plan(spec)) == [
+    assert suitesetup.planned_skips(plan.make_plan(spec)) == [
         "ft315--numpy: not run: recipe (laruche 2026-03-08 (204de34)): not run on 3.15: Meson build system: "
         "'Python dependency not found' on 3.15 (meson cannot find python3.15 sysconfig)."
     ]
@@ -326,7 +326,7 @@ def test_a_recipes_test_deps_add_to_the_sdists_never_replace_them() -> None:
     group names distro, gssapi, uvloop ... Taking the recipe's alone left distro out and 299 of
     306 items errored at collection."""
     own = ("flake8~=6.1", "distro~=1.9.0", 'uvloop>=0.23.0; platform_system != "Windows"')
-    assert decide._requires((), ("uvloop", "pytest-asyncio"), own) == ((*own, "pytest-asyncio"), "recipe + inferred")
-    assert decide._requires((), ("uvloop",), ()) == (("uvloop",), "recipe")
-    assert decide._requires((), ("Uvloop",), own) == (own, "inferred")
-    assert decide._requires(("x",), ("uvloop",), own) == (("x",), "matrix.yaml")
+    assert suitesetup._requires((), ("uvloop", "pytest-asyncio"), own) == ((*own, "pytest-asyncio"), "recipe + inferred")
+    assert suitesetup._requires((), ("uvloop",), ()) == (("uvloop",), "recipe")
+    assert suitesetup._requires((), ("Uvloop",), own) == (own, "inferred")
+    assert suitesetup._requires(("x",), ("uvloop",), own) == (("x",), "matrix.yaml")

@@ -31,7 +31,7 @@ def test_the_job_installs_none_and_its_test_setup_says_so(tmp_path) -> None:
 
     from harness.config import matrix, plan
     from harness.core.model import InterpreterInfo
-    from harness.testsetup.decide import decide
+    from harness.testsetup.suitesetup import read_suite
     from tests.conftest import INTERP_YAML
 
     src = tmp_path / "demo-1.0"
@@ -42,7 +42,7 @@ def test_the_job_installs_none_and_its_test_setup_says_so(tmp_path) -> None:
         'test = ["pytest-mock", "evil @ https://example.org/evil-1.0.tar.gz"]\n'
     )
     job = plan.make_plan(matrix.loads(INTERP_YAML + "packages: [{name: demo}]\n"))[0]
-    suite = decide(Path(src), job.package, job.settings, InterpreterInfo(name="t", version="3.13.5", key="k"))
+    suite = read_suite(Path(src), job.package, job.settings, InterpreterInfo(name="t", version="3.13.5", key="k"))
     test_setup, deps = suite.at_source.record, suite.test_deps
     assert "pytest-mock" in deps and not any("evil" in d for d in deps)
     assert not any("evil" in d for d in test_setup.requires)  # the recipe's installs too

@@ -1,5 +1,5 @@
 """The suite setup: what a job's suite runs with, field by field and where each came from,
-decided once from the sdist tree before any package code runs (``decide``, the stage the job
+decided once from the sdist tree before any package code runs (``read_suite``, the stage the job
 calls; ``registry_skip``: a recipe's "not on this Python", asked before the fetch).
 
 Three sources, in this order for each of the tests path, the test dependencies and the pytest
@@ -55,7 +55,7 @@ __all__ = [
     "RunFrom",
     "SdistFiles",
     "SuiteSetup",
-    "decide",
+    "read_suite",
     "minor",
     "planned_skips",
     "registry_skip",
@@ -129,7 +129,7 @@ def minor(interp: InterpreterInfo) -> str:
     return ".".join(interp.version.split(".")[:2])
 
 
-def decide(
+def read_suite(
     tree: Path, package: Package, settings: Settings, python: InterpreterInfo, index_files: Sequence[str] | None = None
 ) -> SuiteSetup:
     """The suite setup of ``package`` from its sdist ``tree`` on ``python``: read once, before

@@ -1,4 +1,4 @@
-"""harness.testsetup.decide: the suite setup as one stage, without a job context -- an sdist tree
+"""harness.testsetup.suitesetup: the suite setup as one stage, without a job context -- an sdist tree
 (captured ones from tests/data/infer and tests/fixtures/packages, or small trees with a real
 project's layout made here), matrix.yaml's entry and settings, an interpreter in; the SuiteSetup
 out. One test per precedence case (matrix.yaml -> recipe -> inferred), per layout (where the
@@ -12,7 +12,7 @@ from pathlib import Path
 
 from harness.config import matrix, plan
 from harness.core.model import InterpreterInfo
-from harness.testsetup.decide import APPEND, TOOLS, TOOLS_PYTEST9, SuiteSetup, decide
+from harness.testsetup.suitesetup import APPEND, TOOLS, TOOLS_PYTEST9, SuiteSetup, read_suite
 from tests.conftest import INTERP_YAML
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -37,7 +37,7 @@ def _copy(name: str, tmp_path: Path) -> Path:
 
 def _decide(src: Path, entry: str, settings: str = "", **kw) -> SuiteSetup:
     (job,) = plan.make_plan(matrix.loads(INTERP_YAML + settings + f"packages: [{entry}]\n"))
-    return decide(src, job.package, job.settings, PY313, **kw)
+    return read_suite(src, job.package, job.settings, PY313, **kw)
 
 
 def _from(s: SuiteSetup) -> tuple[str, str, str]:

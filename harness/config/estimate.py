@@ -163,8 +163,8 @@ def _from_results(files: list[Path]) -> dict[str, float | timings.Profile]:
     for f in files:
         try:
             res = read_result(f)
-        except (OSError, UnicodeDecodeError, ValueError) as e:
-            raise ConfigError(f"cannot read result for durations: {e}", file=str(f)) from None
+        except (OSError, UnicodeDecodeError, ValueError, RecursionError) as e:
+            raise ConfigError(f"cannot read result for durations: {str(e)[:200]}", file=str(f)) from None
         out[res.job_id] = timings.from_phases(res.phases, res.settings)
     return out
 

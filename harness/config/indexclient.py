@@ -10,7 +10,6 @@ again (``_Redirects``, #46); a page is read with a size cap (``simple_json``).
 from __future__ import annotations
 
 import base64
-import json
 import logging
 import os
 import urllib.error
@@ -26,6 +25,8 @@ from packaging.utils import (
     parse_wheel_filename,
 )
 from packaging.version import Version
+
+from ..util import safejson
 
 log = logging.getLogger(__name__)
 INDEX_URL = "https://pypi.org/simple/"
@@ -155,7 +156,7 @@ def simple_json(name: str, timeout: float = 20) -> dict[str, Any]:
     if len(raw) > MAX_PAGE_BYTES:
         raise ValueError(f"{redact(url)}: the page is larger than {MAX_PAGE_BYTES >> 20} MiB")
     try:
-        data = json.loads(raw)
+        data = safejson.loads(raw)
     except RecursionError:
         raise ValueError(f"{redact(url)}: the page is nested too deeply") from None
     if not isinstance(data, dict) or not isinstance(data.get("files", []), list):

@@ -39,6 +39,7 @@ from packaging.utils import (
 from packaging.version import Version
 
 from ..core.errors import ConfigError
+from ..util import safejson
 from ..util.safefiles import write_text_atomic
 from . import indexclient
 from .matrix import MatrixSpec, Package, Selector
@@ -90,7 +91,7 @@ def read_names(path: Path | None = None) -> list[str]:
         raise ConfigError(f"cannot read the project list: {e}", file=str(path)) from None
     if text.lstrip().startswith("{"):
         try:
-            doc = json.loads(text)
+            doc = safejson.loads(text)
             if isinstance(doc, dict) and "data" in doc and "rows" not in doc:
                 names = [r["name"] for r in doc["data"]]
             else:
@@ -253,7 +254,7 @@ def expand_spec(spec: MatrixSpec, record_file: Path | None = None, *, fetch: Fet
     known: dict[str, Resolved] = {}
     if record_file is not None and record_file.is_file():
         try:
-            data = json.loads(record_file.read_text())
+            data = safejson.loads(record_file.read_bytes())
             known = load_record(data if isinstance(data, list) else [])
         except (OSError, ValueError, KeyError, TypeError) as e:
             raise ConfigError(f"cannot read the resolved versions: {e}", file=str(record_file)) from None

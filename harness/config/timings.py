@@ -16,7 +16,6 @@ profiles shipped with the project (``tools/durations_table.py`` writes it from r
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -27,6 +26,7 @@ from typing import Any
 from packaging.utils import canonicalize_name
 
 from ..core import gilonrecord
+from ..util import safejson
 from .matrix import Settings
 
 TABLE = Path(__file__).resolve().parents[1] / "data" / "durations.json"
@@ -314,7 +314,7 @@ def table(path: Path = TABLE) -> dict[str, Profile]:
     between the loads it was measured under its estimates sit: the table's ``scale.note``); {}
     when the file is missing or unreadable."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = safejson.loads(path.read_bytes())
     except (OSError, ValueError):
         return {}
     pkgs = data.get("packages") if isinstance(data, dict) else None

@@ -7,7 +7,6 @@ report step reads, so shards from many machines merge with the same code.
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field, fields
@@ -15,6 +14,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
+from ..util import safejson
 from .evidence import (
     Crash,
     Hang,
@@ -452,7 +452,6 @@ class JobResult:
 
 
 def read_result(path: Path) -> JobResult:
-    """Read one result file; ValueError (naming nothing) if it is not a valid result."""
-    with open(path, encoding="utf-8") as f:
-        data = json.load(f)
-    return JobResult.from_dict(data)
+    """Read one result file; ValueError (naming nothing) if it is not a valid result (an integer
+    too long for any count included: harness.util.safejson)."""
+    return JobResult.from_dict(safejson.loads(Path(path).read_bytes()))

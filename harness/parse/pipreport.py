@@ -9,12 +9,12 @@ takes ``Phase.pip_report``.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path, PurePosixPath
 
 from ..core.model import Phase
 from ..core.pipinstalled import PipReport
 from ..core.wsfs import read_beneath
+from ..util import safejson
 
 MAX_REPORT_BYTES = 64 * 1024 * 1024
 
@@ -28,7 +28,7 @@ def report_file(log: str) -> str:
 def parse_pip_report(raw: bytes | None) -> PipReport:
     """A report's bytes (None: no file) as a PipReport; not JSON, or of another shape: an empty one."""
     try:
-        data = json.loads(raw) if raw else None
+        data = safejson.loads(raw) if raw else None
     except (ValueError, RecursionError):
         return PipReport()
     return PipReport.from_dict(data)

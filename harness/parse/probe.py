@@ -8,13 +8,13 @@ decided again from itself.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from pathlib import Path, PurePosixPath
 
 from ..core.evidence import Probe
 from ..core.model import Phase
 from ..core.wsfs import read_beneath
+from ..util import safejson
 
 MAX_PROBE_BYTES = 16 * 1024 * 1024
 
@@ -27,7 +27,7 @@ def probe_file(log: str) -> str:
 def parse_probe(raw: bytes | None) -> Probe:
     """probe.json's bytes (None: no file) as a Probe; not JSON is an empty one."""
     try:
-        data = json.loads(raw) if raw is not None else None
+        data = safejson.loads(raw) if raw is not None else None
     except (ValueError, RecursionError):
         return Probe()
     return Probe.from_dict(data)

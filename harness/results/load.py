@@ -25,7 +25,7 @@ from typing import Any
 
 from ..core.errors import ConfigError
 from ..core.model import FINDING_KINDS, VERDICTS, JobResult
-from ..util import typecheck
+from ..util import safejson, typecheck
 from ..util.pool import frozen_heap
 from .report import CompatReport
 
@@ -84,7 +84,7 @@ def read_raw(path: Path, cap: int = MAX_RESULT_BYTES) -> bytes:
 
 def _read_json(path: Path) -> Any:
     """A result file's JSON, read by ``read_raw``."""
-    return json.loads(read_raw(path).decode("utf-8"))
+    return safejson.loads(read_raw(path))
 
 
 def _type_problem(res: JobResult) -> str:
@@ -105,9 +105,11 @@ def _parse(path: Path, tests: bool, sha256: str = "") -> tuple[JobResult | None,
         digest = hashlib.sha256(raw).hexdigest()
         if sha256 and digest != sha256:
             return None, f"{name}: refused: its sha256 is not the one its manifest lists", ""
-        data = json.loads(raw.decode("utf-8"))
+        data = safejson.loads(raw)
     except UnicodeDecodeError:
         return None, f"{name}: not UTF-8 text", ""
+    except safejson.NumberTooLong as e:
+        return None, f"{name}: not a valid result (line {e.lineno}: {e.msg})", ""
     except json.JSONDecodeError as e:
         return None, f"{name}: not valid JSON (line {e.lineno})", ""
     except OSError as e:
@@ -219,7 +221,7 @@ def load_json(path: Path) -> Any:
             raise ConfigError(f"the file is {st.st_size} bytes; at most {MAX_JSON >> 20} MiB", file=str(path))
         raw = f.read(MAX_JSON + 1)
     try:
-        return json.loads(raw.decode("utf-8"))
+        return safejson.loads(raw)
     except UnicodeDecodeError as e:
         raise ConfigError(f"not UTF-8 (byte {e.start})", file=str(path)) from None
     except json.JSONDecodeError as e:

@@ -18,11 +18,11 @@ written atomically; read back with a size cap, every problem one line.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping
 from pathlib import Path
 
+from ..util import safejson
 from ..util.safefiles import write_json_atomic
 
 NAME = "manifest.json"
@@ -54,7 +54,7 @@ def read(d: Path) -> dict[str, str]:
             "`ft-harness report --keep-results`); nothing is reused from this dir"
         )
     try:
-        data = json.loads(read_raw(path, MAX_BYTES).decode("utf-8"))
+        data = safejson.loads(read_raw(path, MAX_BYTES))
     except (OSError, _Unusable, UnicodeDecodeError, ValueError, RecursionError, RuntimeError) as e:
         raise BadManifest(f"{path}: cannot be read ({str(e)[:200]})") from None
     if not isinstance(data, dict) or data.get("schema") != SCHEMA or not isinstance(data.get("results"), dict):

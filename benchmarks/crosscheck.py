@@ -49,7 +49,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -59,6 +59,7 @@ if str(ROOT) not in sys.path:
 from harness.cli.reproduce import PYTHON_NAME, recipe_python  # noqa: E402
 from harness.core.errors import ConfigError  # noqa: E402
 from harness.core.model import Finding, JobResult  # noqa: E402
+from harness.core.wsfs import read_beneath  # noqa: E402
 from harness.job.laptoprecipe import recipe as make_recipe  # noqa: E402
 from harness.job.suite import TOOLS  # noqa: E402
 from harness.results.load import load_results  # noqa: E402
@@ -69,6 +70,7 @@ CHECKED = ("ft-crash", "crash", "hang", "ft-race", "thread-unsafe", "gil-reenabl
 GIL_RE = re.compile(r"\bPYTHON_GIL=[01]\b")
 TIMEOUT_RE = re.compile(r"^\+{5,} Timeout \+{5,}$|Timeout \(\d+(\.\d+)?s\) from pytest-timeout", re.M)
 SETUP_TIMEOUT = 1800
+MAX_CWD_BYTES = 4096  # PATH_MAX: the setup's "$PWD" and a newline
 
 
 def deciding(res: JobResult) -> Finding | None:
@@ -251,6 +253,28 @@ def _env(python: str, exe: str, tmp: Path) -> dict[str, str]:
     return {**keep, "PATH": f"{bindir}:/usr/local/bin:/usr/bin:/bin"}
 
 
+CWD_FILE = ".cwd"
+
+
+def setup_cwd(tmp: Path, work: str) -> str | None:
+    """Where the recipe's setup ended (the dir its test line runs in), as it wrote it to
+    ``tmp/.cwd``.  The setup is package code, and ``tmp`` its writable dir: the file is read
+    through no link (harness.core.wsfs.read_beneath), only as a regular file of at most
+    ``MAX_CWD_BYTES``, and must name ``work`` or a dir below it (#56); None otherwise."""
+    raw = read_beneath(tmp, CWD_FILE, MAX_CWD_BYTES + 1)
+    if raw is None or len(raw) > MAX_CWD_BYTES:
+        return None
+    try:
+        where = raw.decode("utf-8").strip()
+    except UnicodeDecodeError:
+        return None
+    path = PurePosixPath(where)
+    if "\n" in where or "\0" in where or ".." in path.parts or not path.is_absolute():
+        return None
+    roots = {PurePosixPath(work), PurePosixPath(os.path.realpath(work))}  # sh's $PWD is the real path
+    return where if any(path == r or r in path.parents for r in roots) else None
+
+
 def check_recipe(
     res: JobResult, text: str, kind: str, modes: tuple[int, ...], runner: Runner, runs: int, tmp: Path
 ) -> dict[str, Any]:
@@ -260,7 +284,7 @@ def check_recipe(
     work = runner.workdir(tmp)
     setup, test = lines[:-1], lines[-1]
     rc, out = runner.run(
-        "\n".join([*setup, f'echo "$PWD" > {shlex.quote(work + "/.cwd")}']),
+        "\n".join([*setup, f'echo "$PWD" > {shlex.quote(work + "/" + CWD_FILE)}']),
         tmp,
         exe=exe,
         network=True,
@@ -268,7 +292,10 @@ def check_recipe(
     )
     if rc != 0:
         return {"setup": "failed", "setup_tail": out[-1500:], "reproduced": False}
-    where = (tmp / ".cwd").read_text().strip()
+    where = setup_cwd(tmp, work)
+    if where is None:
+        why = f"{CWD_FILE}: not a regular file of at most {MAX_CWD_BYTES} bytes naming a dir below {work}"
+        return {"setup": "failed", "setup_tail": why, "reproduced": False}
     limit = 2 * float(res.settings.get("test_timeout", 120) or 120) + 60
     seen: dict[int, list[str]] = {0: [], 1: []}
     for _ in range(runs):

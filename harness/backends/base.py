@@ -12,6 +12,8 @@ from typing import Protocol
 
 from ..core.model import Exec, InterpreterInfo
 from ..core.wsfs import JobDir
+from .diskuse import DiskWatch as DiskWatch  # the workspace's watch, where it was (harness.backends.diskuse)
+from .diskuse import disk_use as disk_use
 
 Say = Callable[[str], None]  # one line for the user (the CLI prints it; the default logs it)
 
@@ -39,63 +41,6 @@ class Quiet:
             self.size, self.since = size, now
             return False
         return now - self.since >= self.seconds
-
-
-class DiskWatch:
-    """A running command's workspace on the host's disk, measured at most every ``every`` seconds
-    (longer for a workspace whose walk takes over 5 ms: 50 times the walk, so the watch costs at
-    most ~2% of a core), by the blocks its files take, links not followed: ``over()`` is True
-    once it holds more than
-    ``workspace_bytes`` (harness.core.limits).  The measure stops counting past the limit, so a
-    workspace of a million files costs one walk up to the point it is over. A quarter of a
-    second: a process writing to the page cache fills 2 GB a second on an idle machine (CI,
-    2026-12-06: a 400-MB limit passed by 1.7 GB in one 1-s interval)."""
-
-    def __init__(self, root: Path | None, every: float = 0.25) -> None:
-        from ..core.limits import value
-
-        self.root, self.every = root, every
-        self.limit = value("workspace_bytes")
-        self.last, self.held = 0.0, 0
-
-    def over(self) -> bool:
-        if self.root is None:
-            return False
-        now = time.monotonic()
-        if now - self.last < self.every:
-            return self.held > self.limit
-        self.held = disk_use(self.root, stop=self.limit)
-        self.last = time.monotonic()
-        # a big workspace is walked less often: the watch costs at most ~2% of a core
-        self.every = max(self.every, 50 * (self.last - now))
-        return self.held > self.limit
-
-    def due(self) -> float:
-        """Seconds until the next measurement (what a waiting loop may sleep at most)."""
-        return float("inf") if self.root is None else max(0.0, self.every - (time.monotonic() - self.last))
-
-    def note(self) -> str:
-        return f"workspace_bytes: the workspace held over {self.held} bytes"
-
-
-def disk_use(root: Path, stop: int = 1 << 62) -> int:
-    """Bytes the files under ``root`` take on disk (st_blocks), no link followed; counting stops
-    once past ``stop``."""
-    total, todo = 0, [str(root)]
-    while todo and total <= stop:
-        try:
-            with os.scandir(todo.pop()) as it:
-                for e in it:
-                    try:
-                        st = e.stat(follow_symlinks=False)
-                    except OSError:
-                        continue
-                    total += st.st_blocks * 512
-                    if e.is_dir(follow_symlinks=False):
-                        todo.append(e.path)
-        except OSError:
-            continue
-    return total
 
 
 FILE_SIGNAL = 25  # SIGXFSZ: a write past RLIMIT_FSIZE (file_bytes); Python ignores it (EFBIG)

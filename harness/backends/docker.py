@@ -31,7 +31,8 @@ from ..core.model import Exec
 from ..core.stored import IN_CONTAINER as STORE_IN_CONTAINER
 from ..core.wsfs import JobDir
 from ..interpreters.images import clean, daemon_error, docker_client
-from .base import DiskWatch, Quiet, Workspace, file_limit, job_dir, killed_note
+from .base import Quiet, Workspace, file_limit, job_dir, killed_note
+from .diskuse import DiskWatch
 from .dockerconfig import LABEL, ROOT, ContainerConfig
 from .pipcache import PIP_CACHE, clean_caches, pip_cache_volume
 

@@ -19,7 +19,8 @@ from typing import Literal
 
 from ..core import limits
 from ..core.model import Exec
-from .base import DiskWatch, Quiet, Workspace, file_limit, job_dir, killed_note
+from .base import Quiet, Workspace, file_limit, job_dir, killed_note
+from .diskuse import DiskWatch
 
 POLL = 1.0  # seconds between checks of a running command's log (``idle``)
 

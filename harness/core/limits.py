@@ -1,5 +1,6 @@
 """The bounds on what the host reads of a package's own files (issue #29), on the disk a
-job's commands may fill (#46: ``workspace_bytes``, ``file_bytes``) and on the shared wheel store
+job's commands may fill (#46, #56: ``workspace_bytes``, ``workspace_files``, ``file_bytes``,
+``pip_cache_bytes``) and on the shared wheel store
 (#46: ``store_entries_per_job``, ``store_bytes``; harness.store.storecap), each with a name.
 
 A package's sdist and the files its code writes in the job's workspace (logs, probe.json,
@@ -44,15 +45,33 @@ LIMITS: dict[str, Limit] = {
         Limit(name="conftest_bytes", default=1 << 20, what="bytes of a conftest.py scanned for imports"),
         Limit(
             name="workspace_bytes",
-            default=16 << 30,
+            default=8 << 30,
             what="bytes a job's workspace may hold on the host's disk (measured every quarter second while "
-            "a command runs; past it the command is killed and the job stops)",
+            "a command runs; past it the command is killed and the job stops). Below a hosted GitHub "
+            "runner's ~14 GB of free disk (ubuntu-24.04), which also holds the images, the wheel store "
+            "and the pip caches",
+        ),
+        Limit(
+            name="workspace_files",
+            default=250_000,
+            what="files, directories and links a job's workspace may hold (counted by the same walk; past "
+            "it the command is killed and the job stops): a disk's inodes run out as surely as its "
+            "blocks, and a walk takes 2-4 µs an entry, so this bounds how long one walk blinds the "
+            "watch (under a second). 2.5 times an sdist at extract_members, 13 times the largest of the "
+            "top 1,000 (18,604) and its venv",
         ),
         Limit(
             name="file_bytes",
             default=4 << 30,
             what="bytes of any one file a job's command writes, its phase log included (the kernel's "
             "RLIMIT_FSIZE, refused at write time)",
+        ),
+        Limit(
+            name="pip_cache_bytes",
+            default=2 << 30,
+            what="bytes the pip caches of one run's jobs may hold together (the docker backend's volume per "
+            "job and release, measured when the job ends; the local backend's cache dir, measured when no "
+            "job is open): past it that cache is removed, and the next install downloads again",
         ),
         Limit(
             name="store_entries_per_job",
@@ -66,6 +85,26 @@ LIMITS: dict[str, Limit] = {
             what="bytes one backend's shared wheel store may hold; past it the least recently used "
             "entries this run has not used are removed, and a new entry that still does not fit "
             "is not stored (the install builds it itself)",
+        ),
+        Limit(
+            name="store_bytes_per_job",
+            default=1 << 30,
+            what="bytes of new entries one job may add to the shared wheel store (its wheels and the "
+            "tools layer); past it the job stores nothing more, so one package cannot evict every "
+            "other package's entries (#56)",
+        ),
+        Limit(
+            name="store_seconds_per_job",
+            default=3600,
+            what="seconds one job may spend on the shared wheel store (its dry run, each sdist's "
+            "build, waiting on another job's build of the same sdist): the store's time, not the "
+            "job's budget; past it the job stores nothing more and its install builds the rest (#56)",
+        ),
+        Limit(
+            name="store_seconds_per_run",
+            default=3 * 3600,
+            what="seconds all jobs of one run (or the store step) may spend on the shared wheel store "
+            "together; the workflow's store job (240 min) ends within it (#56)",
         ),
         Limit(
             name="memory_bytes",

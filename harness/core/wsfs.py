@@ -16,7 +16,10 @@ says the job is broken.
 :func:`read_beneath` is the same walk for a reader that has only the output directory and a
 path below it (``harness.parse`` reads a phase's log and JUnit XML that way).
 
-``tests/unit/core/test_wsfs.py`` fails when a module other than this one opens, copies, makes,
+Walks, removals and the cleaning of what leaves a workspace (:meth:`JobDir.seal`) go by directory
+fd without recursion at any depth (:mod:`harness.core.fdwalk`, #56).
+
+``tests/unit/core/test_wsfs.py`` fails when a module other than these two opens, copies, makes,
 lists or tests a workspace path by name.
 """
 
@@ -26,19 +29,31 @@ import contextlib
 import ctypes
 import errno
 import io
+import logging
 import os
 import platform
+import secrets
 import stat
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
 from ..util.safefiles import read_fd
+from . import fdwalk
+from .fdwalk import clear_workspace, free_workspace, remove_tree
+
+__all__ = ["JobDir", "Sealed", "clear_workspace", "free_workspace", "open_beneath", "read_beneath", "remove_tree"]
+
+log = logging.getLogger(__name__)
 
 SYS_OPENAT2 = 437  # the same number on every Linux architecture (the generic syscall table)
 RESOLVE_NO_SYMLINKS = 0x04
 RESOLVE_BENEATH = 0x08
-_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+_DIR_FLAGS = fdwalk.DIR_FLAGS
+NOTE = "ft-harness-note.txt"  # what a sealed dir holds when its cleaning failed (JobDir.seal)
+UNSEALED = ".ft-harness-unsealed"  # where such a dir's old tree waits for its removal
+SHOWN = 100  # removed paths a Sealed names (the rest counted)
 
 
 class _OpenHow(ctypes.Structure):
@@ -201,13 +216,22 @@ class JobDir:
         return sorted(out)
 
     def walk(self, rel: str = ".") -> Iterator[tuple[str, list[str], list[str], int]]:
-        """os.fwalk below ``rel``: links never followed, every directory reached by handle."""
+        """``os.fwalk`` below ``rel`` (dirpath, dirnames, filenames, dirfd; prune ``dirnames`` in
+        place), without recursion at any depth (harness.core.fdwalk): links never followed, listed
+        with the files; every directory reached by handle."""
         try:
             d = self._dirfd(rel)
         except (OSError, ValueError):
             return
         try:
-            yield from os.fwalk(".", dir_fd=d, follow_symlinks=False)
+            for names, fd, subdirs in fdwalk.iter_dirs(d):
+                dirnames: list[str] = []
+                filenames: list[str] = []
+                with os.scandir(fd) as it:
+                    for e in it:
+                        (dirnames if e.is_dir(follow_symlinks=False) else filenames).append(e.name)
+                yield "/".join([".", *names]), dirnames, filenames, fd
+                subdirs.extend(dirnames)
         finally:
             os.close(d)
 
@@ -232,7 +256,7 @@ class JobDir:
             for name in _parts(rel):
                 st = _lstat_at(cur, name)
                 if st is not None and not stat.S_ISDIR(st.st_mode):  # a link, a file: not ours
-                    _remove_at(cur, name)
+                    fdwalk.remove_at(cur, name)
                     st = None
                 if st is None:
                     os.mkdir(name, 0o755, dir_fd=cur)
@@ -247,7 +271,7 @@ class JobDir:
         parts = _parts(rel)
         d = self._dirfd("/".join(parts[:-1]))
         try:
-            _remove_at(d, parts[-1])
+            fdwalk.remove_at(d, parts[-1])
         finally:
             os.close(d)
 
@@ -257,7 +281,7 @@ class JobDir:
         parts = _parts(rel)
         d = self._dirfd("/".join(parts[:-1]))
         try:
-            _remove_at(d, parts[-1])
+            fdwalk.remove_at(d, parts[-1])
             return os.open(
                 parts[-1], os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, mode, dir_fd=d
             )
@@ -301,40 +325,166 @@ class JobDir:
         self.write_new(rel, Path(src).read_bytes())
 
     def chown_all(self, uid: int, gid: int) -> None:
-        """The workspace and everything in it owned by uid:gid; links are changed themselves."""
+        """The workspace and everything in it owned by uid:gid; links are changed themselves.
+        Without recursion at any depth; an entry that cannot be changed is skipped (logged)."""
         os.chown(self.fd, uid, gid)
-        for _, dirnames, filenames, dfd in self.walk():
-            for name in dirnames + filenames:
-                try:
-                    st = os.stat(name, dir_fd=dfd, follow_symlinks=False)
-                    if (st.st_uid, st.st_gid) != (uid, gid):
-                        os.chown(name, uid, gid, dir_fd=dfd, follow_symlinks=False)
-                except OSError:
-                    continue
+
+        def visit(fd: int, names: list[str]) -> list[str]:
+            subdirs = []
+            with os.scandir(fd) as it:
+                for e in it:
+                    try:
+                        st = e.stat(follow_symlinks=False)
+                        if (st.st_uid, st.st_gid) != (uid, gid):
+                            os.chown(e.name, uid, gid, dir_fd=fd, follow_symlinks=False)
+                    except OSError:
+                        continue
+                    if stat.S_ISDIR(st.st_mode):
+                        subdirs.append(e.name)
+            return subdirs
+
+        try:
+            fdwalk.walk(self.fd, visit)
+        except OSError as e:
+            log.warning("%s: not every file's owner changed: %s", self.root.name, e)
 
     def drop_non_regular(self, dirs: tuple[str, ...]) -> list[str]:
         """Remove every link, FIFO, socket and device under each of ``dirs`` (and ``dirs``
         themselves when they are not real directories): what a job leaves there is later
-        copied, uploaded and served. Returns what was removed, as paths below the workspace."""
+        copied, uploaded and served. Returns what was removed, as paths below the workspace.
+        Without recursion at any depth; raises what the walk raised (:meth:`seal` never does)."""
         removed: list[str] = []
+        self._drop(dirs, removed, shown=-1)
+        return removed
+
+    def _drop(self, dirs: tuple[str, ...], removed: list[str], *, shown: int) -> int:
+        """How many non-regular files were removed under ``dirs``; the first ``shown`` of them
+        (-1: all) appended to ``removed``."""
+        count = 0
+
+        def note(path: str) -> None:
+            nonlocal count
+            count += 1
+            if shown < 0 or len(removed) < shown:
+                removed.append(path)
+
         for top in dirs:
             st = self.lstat(top)
             if st is None:
                 continue
             if not stat.S_ISDIR(st.st_mode):
                 self.remove(top)
-                removed.append(top)
+                note(top)
                 continue
-            for dirpath, dirnames, filenames, dfd in self.walk(top):
-                for name in [*filenames, *dirnames]:
+            d = self._dirfd(top)
+            try:
+                for names, fd, subdirs in fdwalk.iter_dirs(d):
+                    while True:
+                        found, odd = fdwalk.scan(fd, lambda mode: not stat.S_ISREG(mode))
+                        for name in odd:
+                            with contextlib.suppress(FileNotFoundError):
+                                os.unlink(name, dir_fd=fd)
+                            note("/".join([top, *names, name]))
+                        if len(odd) < fdwalk.BATCH:
+                            break
+                    subdirs.extend(found)
+            finally:
+                os.close(d)
+        return count
+
+    def seal(self, dirs: tuple[str, ...] = ("logs", "junit")) -> Sealed:
+        """``dirs`` made fit to be copied, uploaded and served: every non-regular file below them
+        removed (:meth:`drop_non_regular`), fail-closed: on any error while doing so (RecursionError,
+        OSError, anything) each of ``dirs`` is replaced by a fresh directory holding only a note
+        (``NOTE``) that says why.  Never raises (but re-raises KeyboardInterrupt and SystemExit,
+        after the replacement); returns what it did."""
+        removed: list[str] = []
+        count = 0
+        try:
+            count = self._drop(dirs, removed, shown=SHOWN)
+            return Sealed(removed=tuple(removed), removed_count=count)
+        except BaseException as e:
+            why = f"{type(e).__name__}: {getattr(e, 'strerror', None) or e}"[:300]
+            replaced, left = self._replace(dirs, why)
+            log.warning("%s: could not clean %s (%s): replaced by a note", self.root.name, ", ".join(dirs), why)
+            sealed = Sealed(removed=tuple(removed), removed_count=count, replaced=replaced, why=why, not_replaced=left)
+            if not isinstance(e, Exception):
+                raise
+            return sealed
+
+    def _replace(self, dirs: tuple[str, ...], why: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """Each of ``dirs`` moved aside (``UNSEALED``, then removed) and made anew with only the
+        note; (the dirs replaced, 'dir: why' of each that could not be)."""
+        text = f"the harness could not clean this directory: {why}; its files were removed\n"
+        done, left = [], []
+        aside = -1
+        try:
+            self.makedirs(UNSEALED)
+            aside = os.open(UNSEALED, _DIR_FLAGS, dir_fd=self.fd)
+        except Exception as e:  # noqa: BLE001 - the dirs are removed in place instead
+            log.warning("%s: no %s: %s", self.root.name, UNSEALED, e)
+        try:
+            for top in dirs:
+                try:
+                    moved = False
+                    if aside >= 0:
+                        try:
+                            os.rename(top, f"{top}-{secrets.token_hex(4)}", src_dir_fd=self.fd, dst_dir_fd=aside)
+                            moved = True
+                        except FileNotFoundError:
+                            moved = True
+                        except OSError:
+                            pass
+                    if not moved:
+                        fdwalk.remove_at(self.fd, top)
+                    os.mkdir(top, 0o755, dir_fd=self.fd)
+                    d = os.open(top, _DIR_FLAGS, dir_fd=self.fd)
                     try:
-                        mode = os.stat(name, dir_fd=dfd, follow_symlinks=False).st_mode
-                    except OSError:
-                        continue
-                    if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
-                        _remove_at(dfd, name)
-                        removed.append(os.path.normpath(f"{top}/{dirpath}/{name}"))
-        return removed
+                        fd = os.open(
+                            NOTE, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644, dir_fd=d
+                        )
+                        with os.fdopen(fd, "w", encoding="utf-8") as f:
+                            f.write(text)
+                    finally:
+                        os.close(d)
+                    done.append(top)
+                except Exception as e:  # noqa: BLE001 - said in the result; the copy to the host is the last guard
+                    left.append(f"{top}: {type(e).__name__}: {e}"[:300])
+            if aside >= 0:
+                fdwalk.free_names(aside, sorted(os.listdir(aside)), where=f"{self.root.name}/{UNSEALED}")
+        except Exception as e:  # noqa: BLE001
+            log.warning("%s: %s not emptied: %s", self.root.name, UNSEALED, e)
+        finally:
+            if aside >= 0:
+                os.close(aside)
+        return tuple(done), tuple(left)
+
+    def free(self, names: tuple[str, ...]) -> list[str]:
+        """Each of ``names`` (directly in the workspace) removed, by fd and without recursion; never
+        raises. What could not be removed, as 'name: why' (each logged)."""
+        return fdwalk.free_names(self.fd, names, where=self.root.name)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Sealed:
+    """What :meth:`JobDir.seal` did."""
+
+    removed: tuple[str, ...] = ()  # non-regular files removed, paths below the workspace (the first SHOWN)
+    removed_count: int = 0  # all of them
+    replaced: tuple[str, ...] = ()  # dirs replaced by a note: their cleaning failed
+    why: str = ""  # what made it fail ('' when it did not)
+    not_replaced: tuple[str, ...] = ()  # 'dir: why' of a dir that could not even be replaced
+
+    def summary(self) -> str:
+        """One line for the log ('' when there is nothing to say)."""
+        parts = []
+        if self.removed_count:
+            parts.append(f"removed {self.removed_count} non-regular file(s): {', '.join(self.removed[:5])}")
+        if self.why:
+            parts.append(f"could not clean them ({self.why}): {', '.join(self.replaced) or 'none'} replaced by a note")
+        if self.not_replaced:
+            parts.append(f"NOT replaced: {'; '.join(self.not_replaced)}")
+        return "; ".join(parts)
 
 
 def _lstat_at(dirfd: int, name: str) -> os.stat_result | None:
@@ -342,21 +492,3 @@ def _lstat_at(dirfd: int, name: str) -> os.stat_result | None:
         return os.stat(name, dir_fd=dirfd, follow_symlinks=False)
     except FileNotFoundError:
         return None
-
-
-def _remove_at(dirfd: int, name: str) -> None:
-    """Remove ``name`` in ``dirfd`` whatever it is, never following a link; missing is fine."""
-    try:
-        st = os.stat(name, dir_fd=dirfd, follow_symlinks=False)
-    except FileNotFoundError:
-        return
-    if not stat.S_ISDIR(st.st_mode):
-        os.unlink(name, dir_fd=dirfd)
-        return
-    sub = os.open(name, _DIR_FLAGS, dir_fd=dirfd)
-    try:
-        for entry in os.listdir(sub):
-            _remove_at(sub, entry)
-    finally:
-        os.close(sub)
-    os.rmdir(name, dir_fd=dirfd)

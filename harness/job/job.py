@@ -10,7 +10,6 @@ A package's failure comes back as data in the JobResult, never as an exception.
 from __future__ import annotations
 
 import logging
-import shutil
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -25,7 +24,7 @@ from ..core import limits
 from ..core.gilonrecord import GilOn
 from ..core.model import Finding, InterpreterInfo, JobResult, now_iso
 from ..core.suiterecord import TestSetup
-from ..core.wsfs import JobDir
+from ..core.wsfs import UNSEALED, JobDir, clear_workspace
 from ..verdict import artifact
 from . import datalinks, jobfiles, stages, testruns, tsanenv
 from .context import JobCtx, Progress, base_env
@@ -34,9 +33,14 @@ from .source import LOCAL_RELEASE, Unfetched, pinned_version, source
 from .suite import TOOLS
 from .wheelsteps import NO_STORE, StoreUse, used
 
-__all__ = ["Progress", "identity", "pinned_version", "run_job"]
+__all__ = ["FREED", "KEPT", "Progress", "identity", "pinned_version", "run_job"]
 
 log = logging.getLogger(__name__)
+
+KEPT = ("logs", "junit")  # what reports copy from and CI uploads (the host's copy of them): sealed
+# freed once the result is made (#56): the venv, the sdist and its tree, the commands' TMPDIR
+# (docker), a sealed dir's old tree; logs/ and junit/ stay (and the harness's own small files)
+FREED = ("venv", "src", "sdist", ".tmp", UNSEALED)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -125,23 +129,28 @@ def run_job(
     ctx = _open(
         job, interp=interp, python=python, backend=backend, out=out.resolve(), progress=progress, tarball=tarball
     )
-    try:  # job.skip: the recipe registry's skip_versions for this Python (config.plan.with_skips)
-        done = Done(test_setup=job.skip) if job.skip is not None else _steps(ctx)
-    finally:
-        backend.close(ctx.ws)
-        # links, FIFOs, sockets package code left where reports copy from and CI uploads
-        dropped = ctx.fs.drop_non_regular(("logs", "junit"))
-        if dropped:
-            log.warning(
-                "%s: removed %d non-regular file(s) from logs/ and junit/: %s",
-                job.job_id,
-                len(dropped),
-                ", ".join(dropped[:5]),
-            )
     try:
+        try:  # job.skip: the recipe registry's skip_versions for this Python (config.plan.with_skips)
+            done = Done(test_setup=job.skip) if job.skip is not None else _steps(ctx)
+        finally:
+            try:
+                backend.close(ctx.ws)
+            finally:
+                _seal(ctx)
         return _result(ctx, done, key=key, started=started, skip=job.skip)
     finally:
+        failed = ctx.fs.free(FREED)  # never raises: what is left is logged
+        if failed:
+            log.warning("%s: not freed: %s", job.job_id, "; ".join(failed))
         ctx.fs.close()
+
+
+def _seal(ctx: JobCtx) -> None:
+    """Links, FIFOs, sockets package code left where reports copy from and CI uploads removed,
+    fail-closed (wsfs.JobDir.seal: on any error logs/ and junit/ hold only a note); never raises."""
+    sealed = ctx.fs.seal(KEPT)
+    if sealed.summary():
+        log.warning("%s: logs/ and junit/: %s", ctx.job.job_id, sealed.summary())
 
 
 def _open(
@@ -149,7 +158,7 @@ def _open(
 ) -> JobCtx:
     """A fresh workspace with the harness's own files, opened in the backend."""
     host_root = out / "work" / job.job_id
-    shutil.rmtree(host_root, ignore_errors=True)
+    clear_workspace(host_root)  # a previous run's: by fd, no recursion, never raises
     host_root.mkdir(parents=True)
     for d in ("logs", "junit"):
         (host_root / d).mkdir()

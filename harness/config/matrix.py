@@ -27,7 +27,7 @@ from packaging.version import InvalidVersion, Version
 
 from ..core import yamlspec as y
 from ..core.errors import ConfigError
-from ..core.jobspec import Interpreter, Package, Settings, Skip, Source
+from ..core.jobspec import JOB_ID_SEP, Interpreter, Package, Settings, Skip, Source, id_part
 from ..testsetup.registry import registry_setting
 
 MAX_MATRIX_BYTES = 1_000_000
@@ -369,6 +369,38 @@ def _selector(ctx: y.Ctx, node: yaml.Node, where: str, base: Path) -> Selector:
     return Selector(**kw)
 
 
+def _job_id_parts(ctx: y.Ctx, interps: list[tuple[yaml.Node, Interpreter]]) -> None:
+    """Each interpreter's part of its jobs' ids (harness.core.jobspec.id_part) its own (#56):
+    two names that differ only in what the id replaces ('ft 3.13t', 'ft/3.13t') or in case (one
+    file on macOS) would share every job's id, workspace and result; a part holding '--' could
+    give one job another's id (interpreter 'a--b' and package 'c' vs 'a' and 'b--c'); a part
+    that does not start with a letter or digit, or is over MAX_NAME, is no file name a
+    manifest lists."""
+    first: dict[str, int] = {}
+    for i, (n, it) in enumerate(interps):
+        part, where = id_part(it.name), f"interpreters[{i}].name {it.name[:60]!r}"
+        if not part[0].isalnum() or len(part) > y.MAX_NAME:
+            raise ctx.fail(
+                n,
+                f"{where} names its jobs' files ({part[:60]!r}): start it with a letter or digit and keep "
+                f"it at most {y.MAX_NAME} characters",
+            )
+        if JOB_ID_SEP in part:
+            raise ctx.fail(
+                n, f"{where} holds {JOB_ID_SEP!r}, which separates interpreter and package in a job id; rename it"
+            )
+        j = first.setdefault(part.lower(), i)
+        if j != i:
+            other = interps[j][1].name
+            case = " (up to case)" if id_part(other) != part else ""
+            raise ctx.fail(
+                n,
+                f"{where} makes job ids {part + JOB_ID_SEP + '<package>'!r}, as interpreters[{j}].name "
+                f"{other[:60]!r} does{case}: their jobs would share a workspace and a result; rename one "
+                "(letters, digits, '.', '_', '-')",
+            )
+
+
 def loads(text: str, *, file: str = "matrix.yaml", base: Path | None = None) -> MatrixSpec:
     """Parse matrix text; ``file`` is only used in error messages."""
     ctx = y.Ctx(file)
@@ -390,6 +422,7 @@ def loads(text: str, *, file: str = "matrix.yaml", base: Path | None = None) -> 
         if it.name in seen:
             raise ctx.fail(n, f"interpreters[{i}].name {it.name!r} repeats interpreters[{seen[it.name]}]")
         seen[it.name] = i
+    _job_id_parts(ctx, interps)
     seen = {}
     for i, (n, pk) in enumerate(entries):
         if not isinstance(pk, Package):

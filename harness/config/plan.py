@@ -11,13 +11,13 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import re
 import shutil
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from ..core.jobspec import Interpreter, Package, Settings
+from ..core.jobspec import job_id as make_job_id
 from ..core.suiterecord import TestSetup
 from ..testsetup.suitesetup import registry_skip
 from .matrix import MatrixSpec
@@ -68,10 +68,6 @@ PHASES_VERSION = 3  # 2: per-version trees and tests inside the package (harness
 # only of the tests red with the GIL off (settings.gil_on: targeted, harness.verdict.gilon, #34)
 
 
-def _safe(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_.-]+", "_", text).strip("_") or "x"
-
-
 def missing_installed(spec: MatrixSpec) -> list[tuple[Interpreter, str]]:
     """The matrix's installed interpreters (``source: python:NAME_OR_PATH``) not found here, each
     with why: no NAME on PATH, or no executable file at PATH.  Only looked up, not run (``build``
@@ -94,9 +90,7 @@ def make_plan(spec: MatrixSpec) -> list[Job]:
     jobs = []
     for it in spec.interpreters:
         for pkg in spec.packages:
-            jobs.append(
-                Job(job_id=f"{_safe(it.name)}--{_safe(pkg.name)}", interpreter=it, package=pkg, settings=spec.settings)
-            )
+            jobs.append(Job(job_id=make_job_id(it.name, pkg.name), interpreter=it, package=pkg, settings=spec.settings))
     return jobs
 
 

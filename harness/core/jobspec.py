@@ -9,9 +9,27 @@ import the parser.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from .errors import ConfigError
+
+JOB_ID_SEP = "--"  # "<interpreter>--<package>"
+
+
+def id_part(name: str) -> str:
+    """An interpreter's or a package's name as its job id has it (a file and directory name):
+    each run of characters other than letters, digits, '_', '.' and '-' one '_', none at either
+    end.  Two names with one ``id_part`` would share a job id, a workspace and a result:
+    harness.config.matrix refuses them."""
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", name).strip("_") or "x"
+
+
+def job_id(interpreter: str, package: str) -> str:
+    """The job id of a package on an interpreter (both by name).  One per pair while no
+    interpreter's ``id_part`` holds ``JOB_ID_SEP`` and every package name starts with a letter or
+    digit (PEP 508), as matrix.yaml's checks make sure."""
+    return f"{id_part(interpreter)}{JOB_ID_SEP}{id_part(package)}"
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -77,6 +77,7 @@ RESULT_CASES: dict[str, Callable[[Path], None]] = {
     "oversized": lambda p: os.truncate(p.open("wb").name, 65 << 20),  # sparse: no disk used
     "a-directory": lambda p: p.mkdir(),
     "name-with-escapes\x1b]0;pwn\x07\n::error::x": lambda p: p.write_text("[]"),
+    "integer-5000-digits": lambda p: p.write_text(GOOD.read_text().replace("{", '{"n": ' + "9" * 5000 + ",", 1)),
 }
 
 
@@ -160,6 +161,7 @@ JSON_CASES: dict[str, Callable[[Path], None]] = {
     "interpreter-string": _report(lambda d: d["packages"][0].update(interpreter="cp313t")),
     "job-id-int": _report(lambda d: d["packages"][0].update(job_id=7)),
     "unknown-verdict": _report(lambda d: d["packages"][0].update(verdict="\x1b[2Jpwned")),
+    "integer-5000-digits": lambda p: p.write_text('{"packages": [], "n": ' + "9" * 5000 + "}"),
 }
 GOOD_REPORT = _report(lambda d: None)
 
@@ -188,7 +190,7 @@ def test_a_hostile_history_file_is_one_line_exit_2(tmp_path: Path) -> None:
     res = tmp_path / "run" / "results"
     res.mkdir(parents=True)
     shutil.copy(GOOD, res / GOOD.name)
-    for case in ("deep-nesting", "fifo", "not-utf8"):
+    for case in ("deep-nesting", "fifo", "not-utf8", "integer-5000-digits"):
         bad = tmp_path / f"{case}.json"
         JSON_CASES[case](bad)
         r = run_cli(

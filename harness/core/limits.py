@@ -129,6 +129,34 @@ LIMITS: dict[str, Limit] = {
             default=250_000,
             what="per-test outcomes one result file keeps over all its phases (about 40 MB)",
         ),
+        Limit(
+            name="artifact_file_bytes",
+            default=96 << 20,
+            what="bytes of one file of a job's logs/ or junit/ that the copy CI uploads carries "
+            "(harness.core.artifactcopy; a larger file is left out, and the job's note says so)",
+        ),
+        Limit(
+            name="artifact_bytes_per_job",
+            default=256 << 20,
+            what="bytes of one job's logs/ and junit/ that the copy CI uploads carries (shallow files "
+            "first: the phases' own logs before what package code wrote deeper down)",
+        ),
+        Limit(
+            name="artifact_files_per_job",
+            default=10_000,
+            what="files and directories of one job's logs/ and junit/ the copy CI uploads looks at",
+        ),
+        Limit(
+            name="artifact_depth",
+            default=32,
+            what="directory levels below a job's logs/ or junit/ the copy CI uploads goes down",
+        ),
+        Limit(
+            name="artifact_bytes",
+            default=2 << 30,
+            what="bytes of every job's logs/ and junit/ together in one copy CI uploads (a shard's, the "
+            "store step's)",
+        ),
     )
 }
 

@@ -30,6 +30,7 @@ class PipItem:
     version: str = ""  # ``metadata.version``; "" when it is not a string
     url: str = ""  # ``download_info.url``: "" when it is not a string
     sha256: str = ""  # ``download_info.archive_info.hashes.sha256`` when it is 64 lowercase hex digits
+    direct: bool = False  # ``is_direct``: asked for by URL (``name @ https://...``), not found on the index
 
     @property
     def file(self) -> str:
@@ -57,6 +58,7 @@ class PipItem:
             version=meta["version"] if isinstance(meta.get("version"), str) else "",
             url=info["url"] if isinstance(info.get("url"), str) else "",
             sha256=sha if isinstance(sha, str) and _SHA256_RE.fullmatch(sha) else "",
+            direct=item.get("is_direct") is True,
         )
 
 

@@ -38,13 +38,21 @@ class JobCtx:
     ws: Workspace
     backend: Backend
     out: Path
-    deadline: float
+    started: float  # time.monotonic() when the job opened
+    budget: float  # the job's budget, seconds (settings.job_timeout)
     progress: Progress
     phases: list[Phase]
     interp: InterpreterInfo
     tarball: str = ""
     env: dict[str, str] = field(default_factory=dict)  # the install steps' env (job.start_env)
     supp: tuple[str, ...] = ()  # TSan's merged suppressions file, as the backend sees it
+    store_seconds: float = 0.0  # the wheel store's time (StoreUse.seconds): not the job's
+
+    @property
+    def deadline(self) -> float:
+        """When the job's budget ends: its start, its budget, and the store's time, which the
+        store charges to itself (harness.store.take), added once the store says what it took."""
+        return self.started + self.budget + self.store_seconds
 
     @property
     def tsan(self) -> bool:
@@ -116,6 +124,7 @@ class PhaseSpec:
     idle: float = 0  # silent this long: frozen (0: never asked)
     subset: int = 0  # > 0: the run is given only this many test ids (harness.verdict.gilon)
     isolated: Path | None = None  # in a step of its own where only that host dir is writable (Backend.run_isolated)
+    own_budget: bool = False  # the store's step: its own limit (harness.store.take), not cut to the job's deadline
 
 
 def run_phase(ctx: JobCtx, spec: PhaseSpec, *, then: Callable[[Phase], Phase] | None = None) -> Phase:
@@ -128,7 +137,7 @@ def run_phase(ctx: JobCtx, spec: PhaseSpec, *, then: Callable[[Phase], Phase] | 
     ctx.progress(ctx.job.job_id, name)
     log_host = ctx.ws.host("logs", f"{name}.log")  # a name for the backend; made through fs
     _open_log(ctx, name, argv, env, cwd, tsan_dir)
-    timeout = min(spec.timeout, ctx.remaining())
+    timeout = spec.timeout if spec.own_budget else min(spec.timeout, ctx.remaining())
     if spec.isolated is not None:
         ex = ctx.backend.run_isolated(ctx.ws, argv, env=env, timeout=timeout, log=log_host, out=spec.isolated)
     else:

@@ -57,7 +57,7 @@ class Done:
     gil_on: GilOn | None = None  # what the GIL-on runs ran, and why (harness.verdict.gilon)
 
 
-def _start_env(ctx: JobCtx) -> tuple[dict[str, str], tuple[str, ...]]:
+def start_env(ctx: JobCtx) -> tuple[dict[str, str], tuple[str, ...]]:
     """The install steps' env and, under TSan, the merged suppressions file (the marker
     plugin is in inner/: run_job)."""
     ws, env = ctx.ws, base_env(ctx.job)
@@ -83,7 +83,7 @@ def pip_cache_dir(ws: Workspace, interp_key: str) -> str:
 
 def _steps(ctx: JobCtx) -> Done:
     """The chain of stages; each early return is a stop where a later stage would mean nothing."""
-    ctx.env, ctx.supp = _start_env(ctx)
+    ctx.env, ctx.supp = start_env(ctx)
     if ctx.job.package.unresolved:  # the plan could not pick a release: nothing to fetch
         return Done()
     src = source(ctx)
@@ -99,6 +99,7 @@ def _steps(ctx: JobCtx) -> Done:
         index_files=src.index_files,
     )
     store = stages.wheel_store(ctx, src, setup)  # built once per interpreter, shared read-only (#34)
+    ctx.store_seconds = store.seconds  # the store's time, which it charged to itself (#56)
     done = replace(done, store=store)
     installed = stages.install(ctx, src, setup, store)
     if installed is None:  # the package (or its extension's rebuild) did not install
@@ -126,7 +127,7 @@ def run_job(
     tarball: str = "",
 ) -> JobResult:
     started = now_iso()
-    ctx = _open(
+    ctx = open_job(
         job, interp=interp, python=python, backend=backend, out=out.resolve(), progress=progress, tarball=tarball
     )
     try:
@@ -153,7 +154,7 @@ def _seal(ctx: JobCtx) -> None:
         log.warning("%s: logs/ and junit/: %s", ctx.job.job_id, sealed.summary())
 
 
-def _open(
+def open_job(
     job: Job, *, interp: InterpreterInfo, python: str, backend: Backend, out: Path, progress: Progress, tarball: str
 ) -> JobCtx:
     """A fresh workspace with the harness's own files, opened in the backend."""
@@ -181,7 +182,8 @@ def _open(
         out=out,
         progress=progress,
         phases=[],
-        deadline=time.monotonic() + job.settings.job_timeout,
+        started=time.monotonic(),
+        budget=job.settings.job_timeout,
         interp=interp,
         tarball=tarball,
     )

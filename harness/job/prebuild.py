@@ -1,18 +1,22 @@
 """The store step before the jobs (issue #43): the union of the sdists the jobs' wheel plans
 need, built once per interpreter build into the shared wheel store, before any job runs.
 
-Each job's chain is run up to its wheel store stage (fetch, the suite's setup read from the
-tree, the venv and the dry run: ``harness.job.stages.wheel_store``), in a workspace of its own
-under ``<out>/store/``; every sdist of its plan the store lacks is built there in its isolated
-step (``harness.job.wheelsteps``: nothing writable but a scratch dir, its own limit
-``wheelstore.BUILD_TIMEOUT``). A second job needing the same sdist finds it stored. No result
+Each job's chain is started as a job starts (``job.open_job``, ``job.start_env``) and run up
+to its wheel store stage (fetch, the suite's setup read from the tree, then the store's one
+verb, ``harness.store.take.take_or_build``: the venv, the dry run, each sdist the index vouches
+for built in its isolated step), in a workspace of its own under ``<out>/store/``. The step's
+time is bounded by ``store_seconds_per_run`` (each job's by ``store_seconds_per_job``), so it
+ends within the workflow's store job whatever one package's metadata hook or build does; one
+job adds at most ``store_bytes_per_job`` to the store. A second job needing the same sdist finds it stored. No result
 is written: the jobs run after this, and their own plans find every wheel in the store, so no
 job's budget pays for a dependency's build. What the step did is ``store.json`` in ``--out``
 (``StoreStep``), which the report's ``meta.store.before_jobs`` carries: with the store's bounds
 in force (``bounds``: ``store_entries_per_job``, ``store_bytes`` and what happens past it,
 harness.store.storecap) and what they did (``evicted``: entries removed for room; ``refused``:
-wheels not stored), and the builds that failed (``failed``, with what the build lacked when its
-log says: ``memory (the limit memory_bytes)``, a toolchain; the jobs then build it themselves).
+wheels not stored; ``limits``: a store limit a job reached), the sdists refused because the
+index does not list them (``untrusted``: a direct URL, another host), and the builds that failed
+(``failed``, with what the build lacked when its log says: ``memory (the limit memory_bytes)``,
+a toolchain; the jobs then build it themselves).
 
 In the workflow one store job runs this (``ft-harness store``) and saves the store to the
 Actions cache; every shard restores it read-only (.github/workflows/matrix.yml).
@@ -33,12 +37,12 @@ from ..config.plan import Job
 from ..core import limits
 from ..core.stored import StoredWheel
 from ..store import storecap
+from ..store.take import NO_STORE, StoreUse
 from ..store.wheelstore import BUILD_TIMEOUT
 from . import stages
 from .context import Progress
-from .job import _open, _start_env
+from .job import open_job, start_env
 from .source import Unfetched, source
-from .wheelsteps import NO_STORE, StoreUse
 
 log = logging.getLogger(__name__)
 
@@ -56,6 +60,8 @@ class StoreStep:
     evicted: tuple[str, ...] = ()  # "job id: entry (bytes, last used)" removed for room (store_bytes)
     refused: tuple[str, ...] = ()  # "job id: name version: why" not stored (store_bytes, store_entries_per_job)
     failed: tuple[str, ...] = ()  # "job id: name version: why" its build failed; the jobs build it themselves
+    untrusted: tuple[str, ...] = ()  # "job id: name version: why" refused: the index does not vouch for it (#56)
+    limits: tuple[str, ...] = ()  # "job id: limit ..." a store limit a job reached (store_seconds_*, store_bytes_*)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -68,16 +74,21 @@ class StoreStep:
             "bounds": {
                 "store_entries_per_job": limits.value("store_entries_per_job"),
                 "store_bytes": limits.value("store_bytes"),
+                "store_bytes_per_job": limits.value("store_bytes_per_job"),
+                "store_seconds_per_job": limits.value("store_seconds_per_job"),
+                "store_seconds_per_run": limits.value("store_seconds_per_run"),
                 "policy": storecap.POLICY,
             },
             "evicted": list(self.evicted),
             "refused": list(self.refused),
             "failed": list(self.failed),
+            "untrusted": list(self.untrusted),
+            "limits": list(self.limits),
         }
 
 
 def _one(job: Job, prepared: Prepared, backend: Backend, out: Path, progress: Progress) -> tuple[StoreUse, str]:
-    ctx = _open(
+    ctx = open_job(
         job,
         interp=prepared.info,
         python=prepared.python,
@@ -87,7 +98,7 @@ def _one(job: Job, prepared: Prepared, backend: Backend, out: Path, progress: Pr
         tarball=prepared.source_tarball,
     )
     try:
-        ctx.env, ctx.supp = _start_env(ctx)
+        ctx.env, ctx.supp = start_env(ctx)
         src = source(ctx)
         if isinstance(src, Unfetched):
             return NO_STORE, "its sdist could not be fetched"
@@ -116,6 +127,8 @@ def prebuild(
     evicted: list[str] = []
     refused: list[str] = []
     failed: list[str] = []
+    untrusted: list[str] = []
+    reached: list[str] = []
     ran = 0
     for job in jobs:
         p = prepared[job.interpreter.name]
@@ -136,6 +149,8 @@ def prebuild(
         evicted += [f"{job.job_id}: {e}" for e in use.evicted]
         refused += [f"{job.job_id}: {r}" for r in use.refused]
         failed += [f"{job.job_id}: {r}" for r in use.failed]
+        untrusted += [f"{job.job_id}: {r}" for r in use.untrusted]
+        reached += [f"{job.job_id}: {r}" for r in use.limits]
     step = StoreStep(
         jobs=ran,
         built=tuple(built.values()),
@@ -145,6 +160,8 @@ def prebuild(
         evicted=tuple(evicted),
         refused=tuple(refused),
         failed=tuple(failed),
+        untrusted=tuple(untrusted),
+        limits=tuple(reached),
     )
     log.info(
         "store step: %d jobs planned, %d built, %d failed, %d reused, %d removed for room, %d not stored "

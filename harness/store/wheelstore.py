@@ -39,6 +39,8 @@ from packaging.version import InvalidVersion, Version
 from ..core.pipinstalled import PipItem, PipReport
 from ..core.stored import StoredWheel
 from ..util.pkginfo import parse_pkg_info
+from . import provenance
+from .provenance import RECORD, Provenance
 
 PLAN_REPORT = "wheel-plan.json"  # the dry run's --report, in logs/
 SDIST_SUFFIXES = (".tar.gz", ".zip", ".tar.bz2", ".tgz")
@@ -57,8 +59,9 @@ class Sdist:
 
     name: str  # canonical
     version: str
-    url: str  # https: the build step downloads it, hash-checked
+    url: str  # https: the build step downloads it, hash-checked (the index's URL once provenance checked it)
     sha256: str
+    direct: bool = False  # the plan asked for it by URL (``name @ https://...``): never stored (#56)
 
     def stored(self, wheel: str) -> StoredWheel:
         return StoredWheel(name=self.name, version=self.version, sdist_sha256=self.sha256, wheel=wheel)
@@ -84,7 +87,14 @@ def to_build(report: PipReport | None, *, skip: str = "") -> list[Sdist]:
         if parsed.scheme != "https" or not unquote(parsed.path).endswith(SDIST_SUFFIXES):
             continue
         out.setdefault(
-            item.sha256, Sdist(name=item.name, version=item.version, url=item.url.split("#", 1)[0], sha256=item.sha256)
+            item.sha256,
+            Sdist(
+                name=item.name,
+                version=item.version,
+                url=item.url.split("#", 1)[0],
+                sha256=item.sha256,
+                direct=item.direct,
+            ),
         )
     return list(out.values())
 
@@ -154,15 +164,18 @@ def entry(store: Path, key: str, sha256: str) -> Path:
 
 
 def stored(store: Path, key: str, sha256: str) -> str:
-    """The wheel of a complete entry (a real dir with one regular ``.whl``), else ""."""
+    """The wheel of a complete entry (a real dir with one regular ``.whl``, and at most its
+    provenance record beside it), else ""."""
     d = entry(store, key, sha256)
     try:
         if not stat.S_ISDIR(os.lstat(d).st_mode):
             return ""
-        names = [e.name for e in os.scandir(d) if e.is_file(follow_symlinks=False)]
+        found = [(e.name, e.is_file(follow_symlinks=False)) for e in os.scandir(d)]
     except OSError:
         return ""
-    return names[0] if len(names) == 1 and names[0].endswith(".whl") else ""
+    wheels = [n for n, regular in found if regular and n.endswith(".whl")]
+    others = [n for n, regular in found if not (regular and (n.endswith(".whl") or n == RECORD))]
+    return wheels[0] if len(wheels) == 1 and not others else ""
 
 
 def complete(store: Path, key: str, most: int = 500) -> list[str]:
@@ -226,12 +239,18 @@ def _the_wheel(out: Path, sdist: Sdist) -> tuple[Path | None, str]:
 
 
 def publish(
-    out: Path, store: Path, key: str, sdist: Sdist, room: Callable[[int], str] = lambda size: ""
+    out: Path,
+    store: Path,
+    key: str,
+    sdist: Sdist,
+    room: Callable[[int], str] = lambda size: "",
+    record: Provenance | None = None,
 ) -> tuple[StoredWheel | None, str]:
-    """Copy the build's wheel into the store: a temp dir, then renamed into place (read-only).
-    When another build got there first, its wheel is kept. (None, why) when nothing fit, or
-    when ``room`` (called with the wheel's bytes right before the rename: harness.store.storecap)
-    says why the store takes no more."""
+    """Copy the build's wheel into the store: a temp dir, then renamed into place (read-only),
+    with its provenance ``record`` beside it (harness.store.provenance). When another build got
+    there first, its wheel is kept. (None, why) when nothing fit, or when ``room`` (called with
+    the wheel's bytes right before the rename: harness.store.storecap) says why the store takes
+    no more."""
     src, why = _the_wheel(out, sdist)
     if src is None:
         return None, why
@@ -244,6 +263,8 @@ def publish(
                 return None, f"{src.name} is no regular file, or past {WHEEL_BYTES} bytes"
             shutil.copyfileobj(f, w)
         os.chmod(tmp / src.name, 0o444)
+        if record is not None:
+            provenance.write(tmp, record)
         os.chmod(tmp, 0o555)
         if stored(store, key, sdist.sha256):  # another build's: kept, nothing added
             return sdist.stored(stored(store, key, sdist.sha256)), ""

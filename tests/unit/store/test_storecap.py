@@ -23,11 +23,12 @@ from harness.backends.base import Workspace
 from harness.core.model import Exec
 from harness.core.stored import store_root
 from harness.job import wheelsteps
-from harness.job.job import _open
+from harness.job.job import open_job
 from harness.job.prebuild import StoreStep
 from harness.store import storecap, toolslayer, wheelstore
 from harness.store.wheelstore import Sdist
 from tests.unit.job.test_job_stages import INFO, pypi_job
+from tests.unit.store.loopindex import LoopIndex, file_entry
 
 KEY = INFO.key
 OLD = 1_600_000_000.0  # 2020: entries restored from last week's cache, not used by this run
@@ -39,6 +40,31 @@ def _sha(i: int | str) -> str:
 
 def _sdist(i: int | str) -> Sdist:
     return Sdist(name=f"dep{i}", version="1.0", url=f"https://example.org/dep{i}-1.0.tar.gz", sha256=_sha(i))
+
+
+@pytest.fixture(autouse=True)
+def vouching(monkeypatch: pytest.MonkeyPatch):
+    """The harness's index (loopback) lists every ``_sdist(i)``: these tests are of the store's
+    bounds, with the provenance check passing (tests/unit/store/test_provenance.py: failing)."""
+
+    def files(name: str) -> list[dict] | None:
+        if name == "pkg":
+            return [
+                file_entry(
+                    Sdist(name="pkg", version="1.0", url="https://example.org/pkg-1.0.tar.gz", sha256=_sha("pkg"))
+                )
+            ]
+        return [file_entry(_sdist(name[3:]))] if name.startswith("dep") else None
+
+    loop = LoopIndex(files)
+    monkeypatch.setenv("FT_HARNESS_INDEX_URL", loop.url)
+    wheelsteps._PAGES.clear()
+    yield loop
+    loop.close()
+
+
+def _record_of(store: Path) -> dict:
+    return json.loads(next(store.glob(f"{KEY}/*/provenance.json")).read_text())
 
 
 def _plan(*sdists: Sdist) -> bytes:
@@ -128,7 +154,7 @@ def _prepare(
     job = pypi_job("pkg", "==1.0")
     if env:
         job = replace(job, package=replace(job.package, env=(("CFLAGS", env),)))
-    ctx = _open(
+    ctx = open_job(
         job,
         interp=INFO,
         python="/py",
@@ -247,10 +273,10 @@ def test_entries_already_stored_do_not_count_and_the_limit_is_a_setting(
 
 
 def test_past_store_bytes_the_least_recently_used_entries_go(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Three entries of 3,000 bytes from earlier runs (a the oldest); this job's plan takes a
-    (used now: kept) and builds d, 4,000 bytes, against a limit of 10,000: b, now the least
-    recently used, is removed; c stays."""
-    monkeypatch.setenv("FT_HARNESS_LIMIT_STORE_BYTES", "10000")
+    """Three entries of 3,000 bytes from earlier runs (a the oldest), each with its provenance
+    record once checked; this job's plan takes a (used now: kept) and builds d, 4,000 bytes,
+    against a limit of 12,000: b, now the least recently used, is removed; c stays."""
+    monkeypatch.setenv("FT_HARNESS_LIMIT_STORE_BYTES", "12000")
     store = tmp_path / "store"
     for i, used in (("a", OLD), ("b", OLD + 10), ("c", OLD + 20)):
         _stored(store, _sdist(i), size=3000, used=used)
@@ -259,8 +285,11 @@ def test_past_store_bytes_the_least_recently_used_entries_go(tmp_path: Path, mon
     assert [w.name for w in use.found] == ["depa"] and [w.name for w in use.built] == ["depd"]
     assert wheelstore.stored(store, KEY, _sha("b")) == ""
     assert all(wheelstore.stored(store, KEY, _sha(i)) for i in "acd")
-    assert storecap.tree_bytes(store) == 10000
-    assert len(use.evicted) == 1 and use.evicted[0].startswith(f"{KEY}/{_sha('b')} (3000 bytes, last used 2020-09-13")
+    records = sum(p.stat().st_size for p in store.glob(f"{KEY}/*/provenance.json"))
+    assert len(list(store.glob(f"{KEY}/*/provenance.json"))) == 3 and storecap.tree_bytes(store) == 10000 + records
+    b = 3000 + len(json.dumps(_record_of(store)).encode())  # its wheel and its record (adopted when offered)
+    assert len(use.evicted) == 1 and use.evicted[0].startswith(f"{KEY}/{_sha('b')} (")
+    assert 3000 < int(use.evicted[0].split("(")[1].split(" ")[0]) < b + 100 and "last used 2020-09-13" in use.evicted[0]
     assert f"wheel store: removed {KEY}/{_sha('b')}" in log and use.refused == ()
     assert not [p for p in store.iterdir() if p.name.startswith(".evict-")]
 
@@ -328,7 +357,14 @@ def test_the_store_step_s_record_says_the_bounds_and_what_they_did() -> None:
         evicted=("j1: k/s (3000 bytes, last used 2020-09-13 12:26 UTC)",),
         refused=("j2: numpy 2.5.5: limit store_bytes (…) exceeded",),
     ).to_dict()
-    assert d["bounds"] == {"store_entries_per_job": 32, "store_bytes": 4 << 30, "policy": storecap.POLICY}
+    assert d["bounds"] == {
+        "store_entries_per_job": 32,
+        "store_bytes": 4 << 30,
+        "store_bytes_per_job": 1 << 30,
+        "store_seconds_per_job": 3600,
+        "store_seconds_per_run": 3 * 3600,
+        "policy": storecap.POLICY,
+    }
     assert "least recently used" in d["bounds"]["policy"] and "not stored" in d["bounds"]["policy"]
     assert d["evicted"] == ["j1: k/s (3000 bytes, last used 2020-09-13 12:26 UTC)"]
     assert d["refused"] == ["j2: numpy 2.5.5: limit store_bytes (…) exceeded"]

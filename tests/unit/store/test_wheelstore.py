@@ -233,25 +233,6 @@ def test_a_result_keeps_its_wheels_and_reads_a_wrong_type_as_none() -> None:
     )
 
 
-def test_a_store_build_or_wait_is_not_charged_to_the_job_and_has_its_own_limit():
-    """#43: inside ``uncharged`` the job's deadline is the store's limit away (a build that starts
-    with 30 s of the job's budget left still gets BUILD_TIMEOUT); after it the job has the 30 s it
-    had, whatever the build took."""
-    import time
-    from types import SimpleNamespace
-
-    from harness.job import wheelsteps
-
-    ctx = SimpleNamespace(deadline=time.monotonic() + 30, job=SimpleNamespace(job_id="j"))
-    with wheelsteps.uncharged(ctx):
-        assert ctx.deadline - time.monotonic() > wheelstore.BUILD_TIMEOUT - 5
-        time.sleep(1.5)
-    assert 28 < ctx.deadline - time.monotonic() <= 30
-    late = SimpleNamespace(deadline=time.monotonic() + 2 * wheelstore.BUILD_TIMEOUT, job=ctx.job)
-    with wheelsteps.uncharged(late):  # a longer budget is kept, not cut to the store's limit
-        assert late.deadline - time.monotonic() > 2 * wheelstore.BUILD_TIMEOUT - 5
-
-
 def test_the_plan_is_offered_the_complete_entries_of_its_build_environment(tmp_path: Path) -> None:
     """The dry run gets ``--find-links`` of the complete entries (a dependency stored before is
     read from its wheel, not built again for its metadata), most recently used first; an

@@ -34,7 +34,7 @@ from ..interpreters.images import clean, daemon_error, docker_client
 from .base import Quiet, Workspace, file_limit, job_dir, killed_note
 from .diskuse import DiskWatch
 from .dockerconfig import LABEL, ROOT, ContainerConfig
-from .pipcache import PIP_CACHE, clean_caches, pip_cache_volume
+from .pipcache import PIP_CACHE, bound_pip_cache, clean_caches, pip_cache_volume
 
 __all__ = ["DockerBackend", "clean_caches", "docker_available", "pip_cache_volume"]
 
@@ -371,6 +371,12 @@ class DockerBackend(ContainerConfig):
         with self._lock:
             self._live.pop(job_id, None)
             self._mounts.pop(job_id, None)
+            cancelled = self._cancelled
+        if ws.release and not cancelled:  # its pip cache kept only within pip_cache_bytes (#56)
+            name = pip_cache_volume(job_id, ws.release)
+            said = bound_pip_cache(self.client, name, ws.image or self.image, f"{self.uid}:{self.gid}", self._pip_kept)
+            if said:
+                log.warning("%s: %s", job_id, said)
 
     def close_all(self) -> list[str]:
         """Remove every container and volume of this run (for SIGINT/exit); idempotent."""

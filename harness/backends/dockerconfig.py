@@ -93,6 +93,7 @@ class ContainerConfig:
         self._closed: set[str] = set()
         self._mounts: dict[str, dict[str, dict[str, str]]] = {}
         self._jobs: dict[str, str] = {}  # host_root -> job_id
+        self._pip_kept: dict[str, int] = {}  # pip cache volumes this run kept -> bytes (pip_cache_bytes)
         self._cancelled = False
 
     # ---------------------------------------------------------------- setup

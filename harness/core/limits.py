@@ -69,9 +69,9 @@ LIMITS: dict[str, Limit] = {
         Limit(
             name="pip_cache_bytes",
             default=2 << 30,
-            what="bytes the pip caches of one run's jobs may hold together (the docker backend's volume per "
-            "job and release, measured when the job ends; the local backend's cache dir, measured when no "
-            "job is open): past it that cache is removed, and the next install downloads again",
+            what="bytes the docker backend's pip cache volumes (one per job and release) that one run keeps "
+            "may hold together, each measured when its job ends: past it that job's volume is removed (its "
+            "next install downloads again); one that cannot be measured is removed too",
         ),
         Limit(
             name="store_entries_per_job",

@@ -1,5 +1,5 @@
 """The disk a job's command may fill (#46): any one file, its log included, refused at write time
-past ``file_bytes`` (RLIMIT_FSIZE, the kernel's), the workspace measured every second and the
+past ``file_bytes`` (RLIMIT_FSIZE, the kernel's), the workspace measured every quarter second and the
 command killed past ``workspace_bytes``; the Exec names the limit; run_phase turns it into a
 LimitExceeded, and the runner into the job's result naming it, its workspace freed but its logs.
 Real subprocesses on the local backend (the docker side: tests/integration/test_disk_limits.py)."""

@@ -31,14 +31,15 @@ from .evidence import (
 )
 from .gilonrecord import GilOn
 from .pipinstalled import PipReport
-from .stored import StoredWheel, wheels_from
+from .stored import StoreCharge, StoredWheel, wheels_from
 from .suiterecord import TestSetup
 
-RESULT_SCHEMA = 15  # 2: Phase.test_command; 3: typed crash/hang/parallel, coverage, wheel; 4: budget-spent,
+RESULT_SCHEMA = 16  # 2: Phase.test_command; 3: typed crash/hang/parallel, coverage, wheel; 4: budget-spent,
 # Hang.spent; 5: slow-in-threads, TestCase.seconds; 6: Phase.probe; 7: skipped, test_setup.recipe; 8: sdist_sha256,
 # reused_from; 9: Wheel.fallback; 10: Phase.subset, gil_on; 11: wheels_reused/_built; 12: repeat-failure; 13: tools_layer
 # 14: rules_out; claims "only without the GIL" decided on fresh runs alone (issue #47); 15: Finding.by_mode
-READABLE_SCHEMAS = (2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15)
+# 16: store (StoreCharge: the wheel store's seconds, bytes, limits reached, sdists refused for provenance; #56)
+READABLE_SCHEMAS = (2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16)
 
 # Verdicts, most severe first.  These strings are the contract of report.json.
 VERDICTS = (
@@ -181,6 +182,7 @@ class Phase:
     # Filled by harness.parse from the log and the JUnit XML:
     tests: dict[str, TestCase] = field(default_factory=dict)
     counts: dict[str, int] = field(default_factory=dict)  # outcome -> n
+    failing_not_kept: int = 0  # outcomes other than passed/skipped left out of ``tests`` (limits.cap_failing_tests)
     crashes: tuple[Crash, ...] = ()  # every crashed test (or the process), first one first
     hang: Hang | None = None
     gil_modules: tuple[str, ...] = ()  # modules named in GIL-re-enabled warnings
@@ -212,7 +214,8 @@ class Phase:
         d["setup"] = [asdict(x) for x in self.setup]
         if self.probe:
             d["probe"] = self.probe.to_dict()
-        for key in ("probe", "subset"):  # a probe phase's key, a run given some tests' (verdict.gilon):
+        for key in ("probe", "subset", "failing_not_kept"):  # a probe phase's key, a run given some tests'
+            # (verdict.gilon), a phase that lost failing outcomes to a limit (#56):
             if not getattr(self, key):  # the other phases write what they wrote
                 del d[key]
         return d
@@ -387,6 +390,7 @@ class JobResult:
     wheels_reused: tuple[StoredWheel, ...] = ()  # the install took these from the shared wheel store
     wheels_built: tuple[StoredWheel, ...] = ()  # this job built these into it (harness.store.wheelstore)
     tools_layer: str = ""  # its venv's pip and test tools from the store: "built <digest>" / "reused <digest>"
+    store: StoreCharge = field(default_factory=StoreCharge)  # what the wheel store cost and refused (schema 16)
     gil_on: GilOn | None = None  # what the GIL-on runs ran, and why (None: no test stage, or before schema 10)
     rules_out: str = ""  # a clean verdict: the failure rate its runs rule out ("" before schema 14)
 
@@ -422,6 +426,7 @@ class JobResult:
             "reused_from": self.reused_from,
             **{k: [w.to_dict() for w in getattr(self, k)] for k in ("wheels_reused", "wheels_built")},
             "tools_layer": self.tools_layer,
+            "store": self.store.to_dict(),
             "gil_on": self.gil_on.to_dict() if self.gil_on else None,
             "rules_out": self.rules_out,
         }
@@ -446,6 +451,7 @@ class JobResult:
         d["wheels_reused"], d["wheels_built"] = wheels_from(d.get("wheels_reused")), wheels_from(d.get("wheels_built"))
         d["gil_on"] = GilOn.from_dict(d.get("gil_on"))
         d["tools_layer"] = d["tools_layer"] if isinstance(d.get("tools_layer"), str) else ""
+        d["store"] = StoreCharge.from_dict(d.get("store"))
         d["rules_out"] = d["rules_out"] if isinstance(d.get("rules_out"), str) else ""
         d["schema"] = RESULT_SCHEMA  # read back in today's shape
         return _build(cls, d)

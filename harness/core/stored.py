@@ -63,3 +63,42 @@ class StoredWheel:
 def wheels_from(raw: Any) -> tuple[StoredWheel, ...]:
     """A result file's list of stored wheels (anything else: none)."""
     return tuple(StoredWheel.from_dict(x) for x in raw if isinstance(x, dict)) if isinstance(raw, list) else ()
+
+
+@dataclass(frozen=True, kw_only=True)
+class StoreCharge:
+    """What the wheel store cost one job and what it refused (#56), in its result: the store's
+    seconds (charged to the store's limits, not the job's budget), the bytes of the entries it
+    added, the store limits it reached (as ``limits.note`` says them) and the sdists the store
+    would not take or offer because the job's index does not list them ("name version: why")."""
+
+    seconds: float = 0.0
+    bytes_added: int = 0
+    limits: tuple[str, ...] = ()
+    untrusted: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "seconds": self.seconds,
+            "bytes_added": self.bytes_added,
+            "limits": list(self.limits),
+            "untrusted": list(self.untrusted),
+        }
+
+    @classmethod
+    def from_dict(cls, d: Any) -> StoreCharge:
+        """Tolerant: anything of another shape reads as nothing charged."""
+        if not isinstance(d, Mapping):
+            return cls()
+
+        def strings(k: str) -> tuple[str, ...]:
+            v = d.get(k)
+            return tuple(x for x in v if isinstance(x, str)) if isinstance(v, list) else ()
+
+        seconds, size = d.get("seconds"), d.get("bytes_added")
+        return cls(
+            seconds=float(seconds) if isinstance(seconds, int | float) and not isinstance(seconds, bool) else 0.0,
+            bytes_added=size if isinstance(size, int) and not isinstance(size, bool) else 0,
+            limits=strings("limits"),
+            untrusted=strings("untrusted"),
+        )

@@ -23,6 +23,7 @@ from ..config.plan import Job
 from ..core import limits
 from ..core.gilonrecord import GilOn
 from ..core.model import Finding, InterpreterInfo, JobResult, now_iso
+from ..core.stored import StoreCharge
 from ..core.suiterecord import TestSetup
 from ..core.wsfs import UNSEALED, JobDir, clear_workspace
 from ..verdict import artifact
@@ -295,6 +296,12 @@ def _result(ctx: JobCtx, done: Done, *, key: str, started: str, skip: TestSetup 
         wheels_reused=reused,
         wheels_built=built,
         tools_layer=done.store.tools_layer,
+        store=StoreCharge(
+            seconds=done.store.seconds,
+            bytes_added=done.store.bytes_added,
+            limits=done.store.limits,
+            untrusted=done.store.untrusted,
+        ),
         gil_on=done.gil_on,
         rules_out=decision.rules_out,
     )

@@ -39,7 +39,8 @@ from .change import CHANGE_KINDS, NOT_THE_PACKAGE, Change  # noqa: F401 - report
 # 10 (also): change kind ``flaky`` with ``detail`` (harness.results.flaky); ``packages[].rules_out``
 # 10 (also): cause kind ``build-environment`` (harness.parse.buildenv: what a build lacked of its machine)
 # 11: ``packages[].findings[].by_mode``: a finding's counts per GIL mode (harness.results.flaky)
-REPORT_SCHEMA = 11
+# 12: ``meta.store.seconds`` and ``charged`` (the store's time and refusals per job, #56); results of schema 16
+REPORT_SCHEMA = 12
 
 
 def _obj(v: Any) -> dict[str, Any]:
@@ -136,9 +137,13 @@ class PhaseRow:
     log: str = ""  # relative to the output dir, or ""
     junit: str = ""
     gil_modules: tuple[str, ...] = ()
+    failing_not_kept: int = 0  # outcomes other than passed/skipped its result did not keep (#56)
 
     def to_dict(self) -> dict[str, Any]:
-        return _flat_dict(self)
+        d = _flat_dict(self)
+        if not self.failing_not_kept:  # written only where a result lost some
+            del d["failing_not_kept"]
+        return d
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> PhaseRow:

@@ -5,6 +5,9 @@
   with the seconds of its ``wheel-<name>-<version>`` step (its own limit, not the job's budget);
 - ``reused``: how many installs took a stored wheel instead of building it (``wheels_reused``),
   and of which distributions;
+- ``seconds`` and ``charged``: the store's time over all jobs, and per job what it cost (seconds,
+  bytes added), the store limits it reached and the sdists refused for provenance (#56:
+  ``JobResult.store``);
 - ``before_jobs``: what the store step did before the jobs (``ft-harness store``: its
   ``store.json`` in the output dir), when it ran.
 """
@@ -45,6 +48,13 @@ def summary(results: Sequence[JobResult], before_jobs: Mapping[str, Any] | None 
         "build_seconds": round(sum(b["seconds"] for b in built.values()), 1),
         "reused": sum(reused.values()),
         "reused_by_wheel": dict(sorted(reused.items())),
+        # what the store cost each job (its own time, not the job's budget) and refused it (#56)
+        "seconds": round(sum(r.store.seconds for r in results), 1),
+        "charged": [
+            {"job_id": r.job_id, **r.store.to_dict()}
+            for r in results
+            if r.store.seconds >= 1 or r.store.bytes_added or r.store.limits or r.store.untrusted
+        ],
     }
     if before_jobs:
         out["before_jobs"] = dict(before_jobs)

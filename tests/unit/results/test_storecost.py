@@ -55,4 +55,27 @@ def test_the_store_step_before_the_jobs_is_carried_and_said():
 
 def test_a_run_without_the_store_says_nothing_was_built_or_reused():
     results, _ = load_results([DATA])
-    assert storecost.summary(results) == {"built": [], "build_seconds": 0.0, "reused": 0, "reused_by_wheel": {}}
+    assert storecost.summary(results) == {
+        "built": [],
+        "build_seconds": 0.0,
+        "reused": 0,
+        "reused_by_wheel": {},
+        "seconds": 0.0,
+        "charged": [],
+    }
+
+
+def test_what_the_store_cost_each_job_and_refused_it_is_summed_and_listed():
+    """#56: a job's ``store`` (its store seconds, bytes, limits, sdists refused for provenance)
+    goes into meta.store; a job the store cost nothing is not listed."""
+    from harness.core.stored import StoreCharge
+
+    first, second, third = _jobs()
+    hog = StoreCharge(seconds=600.0, bytes_added=5000, limits=("limit store_seconds_per_job (600) exceeded: …",))
+    hostile = StoreCharge(seconds=2.5, untrusted=("numpy 99.0: the index lists no sdist of numpy 99.0 with sha256 …",))
+    s = storecost.summary([dataclasses.replace(first, store=hog), dataclasses.replace(second, store=hostile), third])
+    assert s["seconds"] == 602.5
+    assert s["charged"] == [
+        {"job_id": first.job_id, **hog.to_dict()},
+        {"job_id": second.job_id, **hostile.to_dict()},
+    ]

@@ -326,7 +326,10 @@ def test_a_recipes_test_deps_add_to_the_sdists_never_replace_them() -> None:
     group names distro, gssapi, uvloop ... Taking the recipe's alone left distro out and 299 of
     306 items errored at collection."""
     own = ("flake8~=6.1", "distro~=1.9.0", 'uvloop>=0.23.0; platform_system != "Windows"')
-    assert suitesetup._requires((), ("uvloop", "pytest-asyncio"), own) == ((*own, "pytest-asyncio"), "recipe + inferred")
+    assert suitesetup._requires((), ("uvloop", "pytest-asyncio"), own) == (
+        (*own, "pytest-asyncio"),
+        "recipe + inferred",
+    )
     assert suitesetup._requires((), ("uvloop",), ()) == (("uvloop",), "recipe")
     assert suitesetup._requires((), ("Uvloop",), own) == (own, "inferred")
     assert suitesetup._requires(("x",), ("uvloop",), own) == (("x",), "matrix.yaml")

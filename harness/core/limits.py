@@ -20,7 +20,7 @@ from dataclasses import dataclass, replace
 
 from .model import Phase
 
-__all__ = ["LIMITS", "Limit", "LimitExceeded", "cap_result_tests", "defaults", "note", "value"]
+__all__ = ["LIMITS", "Limit", "LimitExceeded", "cap_failing_tests", "cap_result_tests", "defaults", "note", "value"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -130,6 +130,13 @@ LIMITS: dict[str, Limit] = {
             what="per-test outcomes one result file keeps over all its phases (about 40 MB)",
         ),
         Limit(
+            name="result_failing_tests",
+            default=5_000,
+            what="per-test outcomes other than passed or skipped one result file keeps over all its "
+            "phases (about 1 to 10 MB); past it the tests whose outcome differs between phases are "
+            "kept first, and each phase counts the ones it drops (``failing_not_kept``)",
+        ),
+        Limit(
             name="artifact_file_bytes",
             default=96 << 20,
             what="bytes of one file of a job's logs/ or junit/ that the copy CI uploads carries "
@@ -154,8 +161,7 @@ LIMITS: dict[str, Limit] = {
         Limit(
             name="artifact_bytes",
             default=2 << 30,
-            what="bytes of every job's logs/ and junit/ together in one copy CI uploads (a shard's, the "
-            "store step's)",
+            what="bytes of every job's logs/ and junit/ together in one copy CI uploads (a shard's, the store step's)",
         ),
     )
 }
@@ -193,13 +199,68 @@ def note(name: str, detail: str) -> str:
 _ROUTINE = ("passed", "skipped")
 
 
+def _named(p: Phase) -> set[str]:
+    """The test ids a phase's crashes and hang name (what findings are about)."""
+    out = {c.test_id for c in p.crashes if c.test_id}
+    if p.hang is not None:
+        out |= {t.test_id for t in p.hang.tests if t.test_id} | ({p.hang.running} if p.hang.running else set())
+    return out
+
+
+def cap_failing_tests(phases: Sequence[Phase]) -> tuple[Phase, ...]:
+    """The phases with at most ``result_failing_tests`` outcomes other than passed or skipped
+    over all of them (#56: a suite of 10**5 failing tests made a result ``report`` skips).  Tests
+    are kept or dropped whole (every phase's outcome of one test id): first those a crash or hang
+    names, then those whose outcome differs between phases (where the findings come from), then
+    those failing alike everywhere, each group in the order first seen.  A phase that lost some
+    says how many in ``failing_not_kept`` and in its excerpt; its counts stay whole."""
+    limit = value("result_failing_tests")
+    if sum(1 for p in phases for tc in p.tests.values() if tc.outcome not in _ROUTINE) <= limit:
+        return tuple(phases)
+    outcomes: dict[str, list[str]] = {}
+    for p in phases:
+        for t, tc in p.tests.items():
+            outcomes.setdefault(t, []).append(tc.outcome)
+    named = set().union(*(_named(p) for p in phases))
+    telling = [t for t, got in outcomes.items() if any(o not in _ROUTINE for o in got)]
+    telling.sort(key=lambda t: (t not in named, len(set(outcomes[t])) == 1))  # stable: first seen first
+    drop: set[str] = set()
+    kept = 0
+    for t in telling:
+        n = sum(1 for o in outcomes[t] if o not in _ROUTINE)
+        if kept + n <= limit and not drop:
+            kept += n
+        else:
+            drop.add(t)
+    out = []
+    for p in phases:
+        lost = sum(1 for t, tc in p.tests.items() if t in drop and tc.outcome not in _ROUTINE)
+        if not lost:
+            out.append(p)
+            continue
+        line = "[ft-harness] " + note(
+            "result_failing_tests", f"{lost} of this phase's failing per-test outcomes not kept (its counts are whole)"
+        )
+        out.append(
+            replace(
+                p,
+                tests={t: tc for t, tc in p.tests.items() if t not in drop},
+                failing_not_kept=p.failing_not_kept + lost,
+                excerpt=f"{p.excerpt}\n{line}".strip(),
+            )
+        )
+    return tuple(out)
+
+
 def cap_result_tests(phases: Sequence[Phase]) -> tuple[Phase, ...]:
-    """The phases as a result file keeps them: at most ``result_tests`` per-test outcomes over all
-    of them.  Every outcome of a test that was not passed or skipped in some phase stays (the
-    findings and a later diff compare those across phases); the others share what is left,
-    phase by phase, and a cut phase's excerpt says how many it dropped.  Its counts stay whole.
-    The verdict is decided before, on everything parsed: a suite of 10**6 passing tests made a
-    77 MiB result that ``report`` skips (load.MAX_RESULT_BYTES)."""
+    """The phases as a result file keeps them: at most ``result_failing_tests`` outcomes other
+    than passed or skipped (``cap_failing_tests``), and at most ``result_tests`` per-test outcomes
+    over all of them.  Every outcome kept of a test that was not passed or skipped in some phase
+    stays (the findings and a later diff compare those across phases); the others share what is
+    left, phase by phase, and a cut phase's excerpt says how many it dropped.  Its counts stay
+    whole.  The verdict is decided before, on everything parsed: a suite of 10**6 passing tests
+    made a 77 MiB result that ``report`` skips (load.MAX_RESULT_BYTES)."""
+    phases = cap_failing_tests(phases)
     limit = value("result_tests")
     if sum(len(p.tests) for p in phases) <= limit:
         return tuple(phases)

@@ -228,6 +228,24 @@ def _reused(report: CompatReport) -> list[str]:
     ]
 
 
+def _not_kept(report: CompatReport) -> list[str]:
+    """The jobs whose result file kept only part of their failing per-test outcomes (the limit
+    ``result_failing_tests``, harness.core.limits.cap_failing_tests; #56): how many it left out.
+    The verdicts were decided on every outcome; the counts in each phase are whole."""
+    cut = [(p, sum(ph.failing_not_kept for ph in p.phases)) for p in report.packages]
+    cut = [(p, n) for p, n in cut if n]
+    if not cut:
+        return []
+    return [
+        "_Failing per-test outcomes not kept in the result file (limit `result_failing_tests`; verdicts "
+        "and counts are from all of them): "
+        + ", ".join(f"{code(p.job_id)} {n:,} more not kept" for p, n in cut[:MAX_LIST])
+        + (f" and {len(cut) - MAX_LIST} more jobs" if len(cut) > MAX_LIST else "")
+        + "._",
+        "",
+    ]
+
+
 def _jobs(report: CompatReport) -> list[str]:
     n = len(report.packages)
     if n > MAX_JOB_ROWS:
@@ -264,6 +282,7 @@ def render(report: CompatReport, *, title: str = "Free-threaded compatibility re
     lines += [summary_line(report), "", _meta_line(report), ""]
     lines += _changes(report)
     lines += _reused(report)
+    lines += _not_kept(report)
     if report.missing:
         lines += ["## Missing results", "", "Expected by the plan, but no result file:", ""]
         lines += [f"- {code(j)}" for j in report.missing[:MAX_LIST]]

@@ -78,6 +78,7 @@ def _phase(p: Phase) -> PhaseRow:
         log=_safe_log(p.log),
         junit=_safe_log(p.junit),
         gil_modules=tuple(p.gil_modules),
+        failing_not_kept=p.failing_not_kept,
     )
 
 

@@ -17,7 +17,9 @@ actions/checkout                the repository's files (tracked and untracked, n
 actions/setup-python            a fresh venv of ``--python VERSION=EXE`` (default: this
                                 Python) first on PATH; ``python-path`` its python
 actions/upload-artifact         ``STATE/artifacts/<run>/<name>/``, laid out as upload-artifact
-                                does (paths relative to their least common ancestor)
+                                does (paths relative to their least common ancestor), links
+                                followed as it follows them (to files and to directories:
+                                what it would upload is what lands here)
 actions/download-artifact       by ``name`` into ``path``; by ``pattern`` each into
                                 ``path/<name>/``
 actions/cache/restore, /save    ``STATE/caches/<key>/`` (exact key, then the newest entry a
@@ -48,6 +50,7 @@ import json
 import os
 import re
 import shutil
+import stat
 import subprocess
 import sys
 import time
@@ -355,12 +358,16 @@ class Run:
         if not found:
             return "no files (if-no-files-found: warn)"
         base = Path(os.path.commonpath([str(p if p.is_dir() else p.parent) for p in found]))
+        n = 0
         for p in found:  # files and the trees under dirs, relative to the least common ancestor
-            for f in [p] if p.is_file() else [x for x in p.rglob("*") if x.is_file()]:
+            for f in [p] if p.is_file() else _followed(p):
                 out = dst / f.relative_to(base)
-                out.parent.mkdir(parents=True, exist_ok=True)
-                shutil.copy2(f, out, follow_symlinks=True)
-        return f"{name}: {sum(1 for x in dst.rglob('*') if x.is_file())} files from {base}"
+                try:
+                    out.parent.mkdir(parents=True, exist_ok=True)
+                    n += _copy_followed(f, out)
+                except OSError:
+                    continue  # a path too long, a file gone or unreadable: not in the artifact
+        return f"{name}: {n} files from {base}"
 
     def _download(self, with_: dict[str, Any], ws: Path) -> str:
         target = ws / str(with_.get("path") or ".")
@@ -433,6 +440,52 @@ class Run:
         (tmp / ".version").write_text(self._version(with_))
         tmp.rename(dst)
         return f"saved {dst.name}"
+
+
+UPLOAD_FILES = 200_000  # files one emulated upload may find (a link to / would find them all)
+
+
+def _followed(root: Path) -> list[Path]:
+    """Every file below ``root`` as actions/upload-artifact finds it: links to files and to
+    directories followed (@actions/glob's followSymbolicLinks, its default), each directory once
+    (a link loop ends), without recursion; a path it cannot stat (too long, unreadable) skipped."""
+    files: list[Path] = []
+    seen: set[tuple[int, int]] = set()
+    todo = [root]
+    while todo:
+        d = todo.pop()
+        try:
+            st = d.stat()
+            if (st.st_dev, st.st_ino) in seen:
+                continue
+            seen.add((st.st_dev, st.st_ino))
+            with os.scandir(d) as it:
+                entries = sorted(it, key=lambda e: e.name)
+        except OSError:
+            continue
+        for e in entries:
+            try:
+                if e.is_dir():  # follows a link
+                    todo.append(Path(e.path))
+                elif e.is_file():  # follows a link: the file it points at is uploaded
+                    files.append(Path(e.path))
+            except OSError:
+                continue
+        if len(files) > UPLOAD_FILES:
+            raise StepFailed(f"upload: more than {UPLOAD_FILES} files below {root}")
+    return files
+
+
+def _copy_followed(src: Path, dst: Path) -> int:
+    """1 when the file at ``src`` (a link followed, as upload-artifact reads it) was copied to
+    ``dst``; 0 when it is not a regular file once followed (a FIFO would block the upload)."""
+    fd = os.open(src, os.O_RDONLY | os.O_NONBLOCK)
+    with os.fdopen(fd, "rb") as f:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return 0
+        with dst.open("wb") as out:
+            shutil.copyfileobj(f, out)  # to the end: /proc files say size 0
+    return 1
 
 
 def _entry(path: str) -> str:

@@ -413,51 +413,53 @@ class JobDir:
             return sealed
 
     def _replace(self, dirs: tuple[str, ...], why: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
-        """Each of ``dirs`` moved aside (``UNSEALED``, then removed) and made anew with only the
-        note; (the dirs replaced, 'dir: why' of each that could not be)."""
+        """Each of ``dirs`` moved aside (to ``UNSEALED``, then removed; removed in place when it
+        cannot be moved) and made anew with only the note; (the dirs replaced, 'dir: why' of each
+        that could not be).  Two fds at a time: it works where the walk ran out of them."""
         text = f"the harness could not clean this directory: {why}; its files were removed\n"
+        moved = self._move_aside(dirs)
         done, left = [], []
-        aside = -1
+        for top in dirs:
+            try:
+                if top not in moved:
+                    fdwalk.remove_at(self.fd, top)
+                os.mkdir(top, 0o755, dir_fd=self.fd)
+                d = os.open(top, _DIR_FLAGS, dir_fd=self.fd)
+                try:
+                    fd = os.open(
+                        NOTE, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644, dir_fd=d
+                    )
+                finally:
+                    os.close(d)
+                with os.fdopen(fd, "w", encoding="utf-8") as f:
+                    f.write(text)
+                done.append(top)
+            except Exception as e:  # noqa: BLE001 - said in the result; the copy to the host is the last guard
+                left.append(f"{top}: {type(e).__name__}: {e}"[:300])
+        fdwalk.free_names(self.fd, (UNSEALED,), where=self.root.name)  # never raises; the job's free tries again
+        return tuple(done), tuple(left)
+
+    def _move_aside(self, dirs: tuple[str, ...]) -> set[str]:
+        """The ones of ``dirs`` renamed into ``UNSEALED`` (or missing): out of the way at once."""
+        moved: set[str] = set()
         try:
             self.makedirs(UNSEALED)
             aside = os.open(UNSEALED, _DIR_FLAGS, dir_fd=self.fd)
-        except Exception as e:  # noqa: BLE001 - the dirs are removed in place instead
+        except Exception as e:  # noqa: BLE001 - they are removed in place instead
             log.warning("%s: no %s: %s", self.root.name, UNSEALED, e)
+            return moved
         try:
             for top in dirs:
                 try:
-                    moved = False
-                    if aside >= 0:
-                        try:
-                            os.rename(top, f"{top}-{secrets.token_hex(4)}", src_dir_fd=self.fd, dst_dir_fd=aside)
-                            moved = True
-                        except FileNotFoundError:
-                            moved = True
-                        except OSError:
-                            pass
-                    if not moved:
-                        fdwalk.remove_at(self.fd, top)
-                    os.mkdir(top, 0o755, dir_fd=self.fd)
-                    d = os.open(top, _DIR_FLAGS, dir_fd=self.fd)
-                    try:
-                        fd = os.open(
-                            NOTE, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644, dir_fd=d
-                        )
-                        with os.fdopen(fd, "w", encoding="utf-8") as f:
-                            f.write(text)
-                    finally:
-                        os.close(d)
-                    done.append(top)
-                except Exception as e:  # noqa: BLE001 - said in the result; the copy to the host is the last guard
-                    left.append(f"{top}: {type(e).__name__}: {e}"[:300])
-            if aside >= 0:
-                fdwalk.free_names(aside, sorted(os.listdir(aside)), where=f"{self.root.name}/{UNSEALED}")
-        except Exception as e:  # noqa: BLE001
-            log.warning("%s: %s not emptied: %s", self.root.name, UNSEALED, e)
+                    os.rename(top, f"{top}-{secrets.token_hex(4)}", src_dir_fd=self.fd, dst_dir_fd=aside)
+                    moved.add(top)
+                except FileNotFoundError:
+                    moved.add(top)
+                except OSError as e:
+                    log.warning("%s: %s not moved aside: %s", self.root.name, top, e)
         finally:
-            if aside >= 0:
-                os.close(aside)
-        return tuple(done), tuple(left)
+            os.close(aside)
+        return moved
 
     def free(self, names: tuple[str, ...]) -> list[str]:
         """Each of ``names`` (directly in the workspace) removed, by fd and without recursion; never

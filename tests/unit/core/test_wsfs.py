@@ -275,7 +275,7 @@ def test_after_the_install_the_job_reads_nothing_of_the_workspace_by_name() -> N
     for rel in FROM_THE_INSTALL_ON:
         src = (ROOT / rel).read_text()
         for fn in _functions(rel):
-            if fn.name in BEFORE_THE_INSTALL.get(rel, set()) or fn.name == "_open":  # job._open: job start
+            if fn.name in BEFORE_THE_INSTALL.get(rel, set()) or fn.name == "open_job":  # job.open_job: job start
                 continue
             body = "\n".join(src.splitlines()[fn.lineno - 1 : fn.end_lineno])
             late += [f"{rel}:{fn.name}: {call}" for _, call in workspace_accesses(body)]

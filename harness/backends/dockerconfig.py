@@ -32,6 +32,7 @@ from .pipcache import PIP_CACHE, ensure_pip_cache, pip_cache_volume
 LABEL = "ft-harness"
 CA_IN_CONTAINER = "/etc/ssl/certs/ft-harness-host-ca.crt"
 HOST_CA = Path("/etc/ssl/certs/ca-certificates.crt")
+CA_ENV = "FT_HARNESS_CA_BUNDLE"  # another CA bundle for the containers' HTTPS (a proxy's, a mirror's)
 ROOT = "/work"
 RUNTIME_UID = 1000
 DOCKER_LOG = {"max-size": "16m", "max-file": "1"}  # docker's json-file log of a container's stdout
@@ -77,6 +78,8 @@ class ContainerConfig:
         self.mem_limit = mem_limit or docker_bytes(limits.value("memory_bytes"))  # "6g"
         self.pids_limit = pids_limit
         self.tmpfs_size = tmpfs_size
+        if ca_bundle is None and os.environ.get(CA_ENV):
+            ca_bundle = Path(os.environ[CA_ENV])
         if ca_bundle is None and HOST_CA.exists():
             ca_bundle = HOST_CA
         self.ca_bundle = ca_bundle

@@ -33,6 +33,8 @@ from urllib.parse import urlsplit
 from packaging.utils import InvalidSdistFilename, canonicalize_name, parse_sdist_filename
 from packaging.version import InvalidVersion, Version
 
+from ..util import safejson
+
 RECORD = "provenance.json"
 RECORD_BYTES = 64 << 10
 FORMAT = 1
@@ -139,7 +141,7 @@ def read(entry: Path) -> Provenance | None:
     finally:
         os.close(fd)
     try:
-        return Provenance.from_dict(json.loads(raw))
+        return Provenance.from_dict(safejson.loads(raw))
     except (ValueError, RecursionError):
         return None
 

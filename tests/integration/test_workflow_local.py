@@ -9,11 +9,20 @@ manifests everywhere they reach in the workspace, logs/results/ included.  Week 
 nothing; week 2 restores week 1's cache and reuses the victim (a local package always runs
 again).  Each week's published verdicts equal a clean run's (ft_plant with nothing to plant),
 the report job lists the planted files as refused, and week 2 reuses what week 1 ran, not what
-was planted.  Docker backend, the real interpreter image (reused when built), PyPI."""
+was planted.  Docker backend, the real interpreter image (reused when built), PyPI.
+
+#56, acceptance 1: the matrix also holds ft_evildep, whose copy depends on two direct-URL sdists
+of well-known names from a host of the test's own (tests/integration/evilhost.py: an HTTPS server
+in a container on docker's bridge): six 99.0, above the index's, and docopt 0.6.2, the version of
+an sdist-only release with other bytes. ft_victim, after it, depends on six and docopt from the
+index. Neither sdist is stored or offered to another job (the index does not list them); both
+weeks, ft_victim installs what the clean run installed, and its verdict is the clean run's."""
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -30,6 +39,7 @@ from harness.verdict import decide
 from tests.conftest import FIXTURES, ROOT
 
 from .conftest import DOCKER
+from .evilhost import evil_host, sdist
 
 pytestmark = [*DOCKER, pytest.mark.network]
 
@@ -72,7 +82,7 @@ def _forged(spec: matrix.MatrixSpec, interp_key: str, victim_sha: str, marker: P
     return {"results": out, "recipe": f"#!/bin/sh\ntouch {marker}\n"}
 
 
-def _week(state: Path, run_id: str, m: Path) -> dict:
+def _week(state: Path, run_id: str, m: Path, env: dict[str, str] | None = None) -> dict:
     r = subprocess.run(
         [
             sys.executable,
@@ -89,6 +99,7 @@ def _week(state: Path, run_id: str, m: Path) -> dict:
         capture_output=True,
         text=True,
         timeout=5400,
+        env={**os.environ, **(env or {})},
     )
     assert (state / "runs" / run_id / "summary.json").is_file(), r.stdout[-4000:] + r.stderr[-4000:]
     summary = json.loads((state / "runs" / run_id / "summary.json").read_text())
@@ -100,12 +111,23 @@ def _week(state: Path, run_id: str, m: Path) -> dict:
         for s in summary["steps"]
         if str(s.get("job", "")).startswith("run-") and s.get("name") == "Run the shard"
     ]
+    arts = state / "artifacts" / run_id
     return {
+        "arts": arts,
+        "installed": {
+            job: _installed(next(arts.glob(f"**/{job}/logs/install.log")).read_text())
+            for job in ("cpython3.13t--ft_victim", "cpython3.13t--ft_evildep")
+        },
         "verdicts": {p["job_id"]: p["verdict"] for p in report["packages"]},
         "reused": {p["job_id"]: p["reused_from"] for p in report["packages"]},
         "merge_log": Path(merge["log"]).read_text(),
         "shard_logs": "\n".join(shard_logs),
     }
+
+
+def _installed(log: str) -> str:
+    """pip's "Successfully installed ..." line of an install log."""
+    return next((ln for ln in log.splitlines() if ln.startswith("Successfully installed")), "")
 
 
 def _matrix(tmp: Path, tarball: Path, plant: Path) -> Path:
@@ -116,20 +138,42 @@ def _matrix(tmp: Path, tarball: Path, plant: Path) -> Path:
         + "packages:\n"
         f'  - {{name: {VICTIM[0]}, version: "=={VICTIM[1]}", tests: testing}}\n'
         f"  - {{name: ft_plant, path: {plant}}}\n"
+        f"  - {{name: ft_evildep, path: {plant.parent / 'ft_evildep'}}}\n"
+        f"  - {{name: ft_victim, path: {FIXTURES / 'ft_victim'}}}\n"
     )
     return m
+
+
+EVIL = {  # a higher version of a well-known name, and a second docopt 0.6.2 (PyPI has only its sdist)
+    "six-99.0.tar.gz": sdist("six", "99.0", "EVIL = True\n__version__ = '99.0'\n"),
+    "docopt-0.6.2.tar.gz": sdist("docopt", "0.6.2", "EVIL = True\n__version__ = '0.6.2'\n"),
+}
+
+
+def _evil_deps(pkg: Path, url: str) -> None:
+    """ft_evildep's copy, given its two direct-URL dependencies from the evil host."""
+    toml = pkg / "pyproject.toml"
+    deps = [f"six @ {url}/six-99.0.tar.gz", f"docopt @ {url}/docopt-0.6.2.tar.gz"]
+    toml.write_text(toml.read_text().replace("dependencies = []", f"dependencies = {json.dumps(deps)}"))
 
 
 def test_two_weekly_runs_of_the_workflow_with_a_hostile_package(tmp_path: Path) -> None:
     tarball = Path.home() / ".cache" / "ft-harness" / "apt" / "trixie" / "download" / "python3.13_3.13.5.orig.tar.xz"
     if not tarball.is_file():
         pytest.skip(f"no CPython 3.13.5 source at {tarball} (ft-harness build fetches it)")
+    with evil_host(tmp_path, EVIL) as (url, bundle):
+        _two_weeks(tmp_path, tarball, url, {"FT_HARNESS_CA_BUNDLE": str(bundle)})
+
+
+def _two_weeks(tmp_path: Path, tarball: Path, url: str, env: dict[str, str]) -> None:
     clean = tmp_path / "clean"
     clean.mkdir()
-    shutil.copytree(FIXTURES / "ft_plant", clean / "ft_plant")
     hostile = tmp_path / "hostile"
     hostile.mkdir()
-    shutil.copytree(FIXTURES / "ft_plant", hostile / "ft_plant")
+    for where in (clean, hostile):
+        for name in ("ft_plant", "ft_evildep"):
+            shutil.copytree(FIXTURES / name, where / name)
+    _evil_deps(hostile / "ft_evildep", url)
     week_matrix = _matrix(hostile, tarball, hostile / "ft_plant")
     spec = matrix.load(str(week_matrix))
     interp_key = interpreters.build_key(spec.interpreters[0], tarball)
@@ -137,14 +181,34 @@ def test_two_weekly_runs_of_the_workflow_with_a_hostile_package(tmp_path: Path) 
     forged = _forged(spec, interp_key, fetch.sdist_sha256(VICTIM[0], f"=={VICTIM[1]}"), marker)
     (hostile / "ft_plant" / "src" / "ft_plant" / "forged.json").write_text(json.dumps(forged))
 
-    baseline = _week(tmp_path / "clean-state", "1", _matrix(clean, tarball, clean / "ft_plant"))
+    baseline = _week(tmp_path / "clean-state", "1", _matrix(clean, tarball, clean / "ft_plant"), env)
     state = tmp_path / "state"
-    week1 = _week(state, "1", week_matrix)
-    week2 = _week(state, "2", week_matrix)
+    week1 = _week(state, "1", week_matrix, env)
+    week2 = _week(state, "2", week_matrix, env)
 
     victim, plant = f"cpython3.13t--{VICTIM[0]}", "cpython3.13t--ft_plant"
-    assert baseline["verdicts"] == {victim: "compatible", plant: "compatible"}
+    evildep, store_victim = "cpython3.13t--ft_evildep", "cpython3.13t--ft_victim"
+    assert baseline["verdicts"] == {
+        victim: "compatible",
+        plant: "compatible",
+        evildep: "compatible",
+        store_victim: "compatible",
+    }
     assert week1["verdicts"] == baseline["verdicts"] == week2["verdicts"]
+    # #56: what ft_evildep's plan named from its own host was never stored nor offered: the
+    # victim installed the index's six and docopt, as in the clean run, both weeks
+    assert "six-1." in baseline["installed"][store_victim] and "docopt-0.6.2" in baseline["installed"][store_victim]
+    assert week1["installed"][store_victim] == baseline["installed"][store_victim] == week2["installed"][store_victim]
+    assert "six-99.0" in week1["installed"][evildep]  # its own install took what it asked for
+    for week in (week1, week2):
+        plan_logs = [p.read_text() for p in week["arts"].glob(f"**/{evildep}/logs/wheel-plan.log")]
+        assert len(plan_logs) >= 2, "the store job's and the shard's plan logs"  # store step + shard
+        for log in plan_logs:
+            assert f"refused six 99.0 from {url}/six-99.0.tar.gz" in log
+            assert f"refused docopt 0.6.2 from {url}/docopt-0.6.2.tar.gz" in log
+    evil_shas = {hashlib.sha256(data).hexdigest() for data in EVIL.values()}
+    stored = {p.name for p in (state / "caches").glob("ft-wheels-docker-*/**/*") if p.is_dir()}
+    assert stored and not stored & evil_shas
     planted = list((state / "artifacts" / "1").glob(f"shard-*/work/{plant}/logs/planted.txt"))
     assert planted and f"logs/results/{victim}.json" in planted[0].read_text()
     for where in (

@@ -56,6 +56,12 @@ def add_run(command: AddCommand) -> None:
     )
     r.add_argument("--jobs", "-j", type=_pos_int, default=1, metavar="N", help="jobs at once (default: 1)")
     r.add_argument("--force", action="store_true", help="rerun jobs that already have a result")
+    r.add_argument(
+        "--keep-workspaces",
+        action="store_true",
+        help="keep each job's venv and source after its result (for `reproduce`'s exact command); "
+        "by default only its logs/ and junit/ stay",
+    )
     r.add_argument("--shard", metavar="I/N", help="run only shard I of N of the plan")
     r.add_argument("--durations", metavar="REPORT", help=DURATIONS)
     r.add_argument("--resolved", metavar="FILE", help=RESOLVED + " (default: DIR/resolved.json)")

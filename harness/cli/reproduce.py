@@ -2,7 +2,8 @@
 
 The finding is looked up in a report.json (or the output dir holding one).  By default its
 exact command runs again on this machine (its ``reproduce``: the job's workspace, venv or
-container, which must still be there); ``--recipe`` runs the portable recipe instead, in a
+container, which must still be there: ``run --keep-workspaces`` keeps a job's venv, else only its
+logs/ and junit/ stay); ``--recipe`` runs the portable recipe instead, in a
 fresh directory, with the free-threaded interpreter given by ``--python`` first on PATH.
 ``--print`` only shows the command.  Exit 0 when the failure came back (the command failed
 again), 1 when it passed this time; the last line says which, with the command's exit code.
@@ -76,6 +77,8 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     print(safe_lines(command))
     if args.print:
         return 0
+    if not args.recipe:
+        _venv_kept(Path(args.report), job.job_id, command)
     if not args.yes and not _confirmed(what):
         return 2
     env = dict(os.environ)
@@ -99,6 +102,18 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
         + ("the failure came back" if came_back else "it passed this time (a race may need more runs)")
     )
     return 0 if came_back else 1
+
+
+def _venv_kept(report: Path, job_id: str, command: str) -> None:
+    """The exact command runs in the job's venv: ConfigError when a run freed it (#56: only a
+    job's logs/ and junit/ stay after its result, unless ``run --keep-workspaces``)."""
+    out = report if report.is_dir() else report.parent
+    venv = out / "work" / job_id / "venv"
+    if "venv" in command and (out / "work" / job_id).is_dir() and not venv.is_dir():
+        raise ConfigError(
+            f"{venv}: the job's venv was freed when its result was written; run it again with "
+            "`ft-harness run --keep-workspaces` to keep it, or use --recipe (the laptop recipe)"
+        )
 
 
 PYTHON_NAME = re.compile(r"python[0-9][0-9.]*t?")

@@ -62,11 +62,15 @@ def _expected(jobs: list[Job], durations: Durations | None) -> dict[str, float]:
     return {j.job_id: s for j, s in zip(jobs, estimate.expected_seconds(jobs, durations), strict=True)}
 
 
+KEEP_ENV = "FT_HARNESS_KEEP_WORKSPACES"  # harness.job.job.KEEP_ENV
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     from ..config import matrix
     from ..interpreters import interpreters
 
     spec = matrix.load(args.matrix)  # bad input fails here, before anything heavy is imported
+    os.environ[KEEP_ENV] = "1" if args.keep_workspaces else ""  # harness.job.job reads it at each result
     from .. import backends
     from ..config import estimate, plan
     from ..job.runner import run_plan

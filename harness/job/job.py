@@ -10,6 +10,7 @@ A package's failure comes back as data in the JobResult, never as an exception.
 from __future__ import annotations
 
 import logging
+import os
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -34,10 +35,22 @@ from .source import LOCAL_RELEASE, Unfetched, pinned_version, source
 from .suite import TOOLS
 from .wheelsteps import NO_STORE, StoreUse, used
 
-__all__ = ["FREED", "KEPT", "Progress", "identity", "pinned_version", "run_job"]
+__all__ = [
+    "FREED",
+    "KEPT",
+    "Progress",
+    "end_job",
+    "free_job",
+    "identity",
+    "open_job",
+    "pinned_version",
+    "run_job",
+    "start_env",
+]
 
 log = logging.getLogger(__name__)
 
+KEEP_ENV = "FT_HARNESS_KEEP_WORKSPACES"  # "1": FREED stays (run --keep-workspaces)
 KEPT = ("logs", "junit")  # what reports copy from and CI uploads (the host's copy of them): sealed
 # freed once the result is made (#56): the venv, the sdist and its tree, the commands' TMPDIR
 # (docker), a sealed dir's old tree; logs/ and junit/ stay (and the harness's own small files)
@@ -135,15 +148,30 @@ def run_job(
         try:  # job.skip: the recipe registry's skip_versions for this Python (config.plan.with_skips)
             done = Done(test_setup=job.skip) if job.skip is not None else _steps(ctx)
         finally:
-            try:
-                backend.close(ctx.ws)
-            finally:
-                _seal(ctx)
+            end_job(ctx)
         return _result(ctx, done, key=key, started=started, skip=job.skip)
     finally:
-        failed = ctx.fs.free(FREED)  # never raises: what is left is logged
+        free_job(ctx)
+
+
+def end_job(ctx: JobCtx) -> None:
+    """The end of a job's commands (a run's job, or the store step's): its backend closed, then
+    its logs/ and junit/ sealed, fail-closed, even when the close raised."""
+    try:
+        ctx.backend.close(ctx.ws)
+    finally:
+        _seal(ctx)
+
+
+def free_job(ctx: JobCtx) -> None:
+    """Once nothing more reads its workspace: its venv, source and temp dirs freed (FREED; a
+    failure is logged, never raised; ``run --keep-workspaces`` keeps them for ``reproduce``),
+    its handle closed."""
+    try:
+        failed = [] if os.environ.get(KEEP_ENV) == "1" else ctx.fs.free(FREED)
         if failed:
-            log.warning("%s: not freed: %s", job.job_id, "; ".join(failed))
+            log.warning("%s: not freed: %s", ctx.job.job_id, "; ".join(failed))
+    finally:
         ctx.fs.close()
 
 

@@ -25,7 +25,6 @@ Actions cache; every shard restores it read-only (.github/workflows/matrix.yml).
 from __future__ import annotations
 
 import logging
-import shutil
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -41,7 +40,7 @@ from ..store.take import NO_STORE, StoreUse
 from ..store.wheelstore import BUILD_TIMEOUT
 from . import stages
 from .context import Progress
-from .job import open_job, start_env
+from .job import end_job, free_job, open_job, start_env
 from .source import Unfetched, source
 
 log = logging.getLogger(__name__)
@@ -105,9 +104,10 @@ def _one(job: Job, prepared: Prepared, backend: Backend, out: Path, progress: Pr
         use = stages.wheel_store(ctx, src, stages.suite_setup(ctx, src))
         return use, "" if use.planned else "no plan (the wheel store is off for it)"
     finally:
-        backend.close(ctx.ws)
-        ctx.fs.close()
-        shutil.rmtree(out / "work" / job.job_id / "venv", ignore_errors=True)  # the logs stay
+        try:
+            end_job(ctx)  # logs/ and junit/ sealed, fail-closed: the store job uploads a copy of them
+        finally:
+            free_job(ctx)  # the venv, sdist and tmp freed, without recursion; the logs stay
 
 
 def prebuild(

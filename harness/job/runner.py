@@ -15,8 +15,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
-import shutil
 import signal
 import threading
 import time
@@ -29,6 +27,7 @@ from typing import Any, Protocol
 
 from ..backends.base import Backend, Prepared
 from ..config.plan import Job
+from ..core import fdwalk
 from ..core.errors import InfraError, Interrupted
 from ..core.limits import LimitExceeded
 from ..core.model import Finding, InterpreterInfo, JobResult, now_iso
@@ -102,25 +101,15 @@ def infra_result(job: Job, key: str, prepared: Prepared, backend: str, message: 
 
 
 HARNESS_BUG_LOG = "harness-error.log"
-DISK_LIMITS = ("workspace_bytes", "file_bytes")
+DISK_LIMITS = ("workspace_bytes", "workspace_files", "file_bytes")
 KEPT = ("logs", "junit")  # what the shard's artifact uploads
 
 
 def free_workspace(root: Path) -> None:
     """Everything of a job's workspace but its logs and JUnit removed (a job that went past a
-    disk limit); links removed as links, never followed."""
-    try:
-        entries = list(os.scandir(root))
-    except OSError:
-        return
-    for e in entries:
-        if e.name in KEPT and e.is_dir(follow_symlinks=False):
-            continue
-        with contextlib.suppress(OSError):
-            if e.is_dir(follow_symlinks=False):
-                shutil.rmtree(e.path)
-            else:
-                os.unlink(e.path)
+    disk limit); links removed as links, never followed, without recursion at any depth (#56:
+    a deep tree no longer stops the run); never raises."""
+    fdwalk.free_workspace(root, keep=KEPT)
 
 
 def bug_result(job: Job, key: str, prepared: Prepared, backend: str, exc: BaseException, out: Path) -> JobResult:

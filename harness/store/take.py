@@ -279,7 +279,7 @@ def _build(port: Port, sd: Sdist, record: Provenance, tally: Tally) -> tuple[Sto
             )
         )
         if not ran.ok:
-            past = f", past its limit of {timeout:.0f} s" if ran.timed_out else ran.why
+            past = tally.ran_past(name, timeout) if ran.timed_out else ran.why
             return None, f"its build failed (phase {name}{past}); the install builds it itself"
         room = tally.room(port.store)
         with storecap.locked(port.store):
@@ -358,6 +358,8 @@ def _dry_run(port: Port, want: Want, venv_sh: str, tally: Tally) -> tuple[PipRep
     ran = port.run(
         Step(name=PLAN, command=["sh", "-c", f"{venv_sh} && {shlex.join([*pip, *want.requirements])}"], timeout=timeout)
     )
+    if ran.timed_out:
+        tally.lines.append(f"ft-harness: wheel store: the dry run did not end{tally.ran_past(PLAN, timeout)}")
     return (port.plan(), True) if ran.ok else (None, False)
 
 
@@ -406,7 +408,8 @@ def _build_layer(port: Port, want: Want, tally: Tally, dig: str, timeout: float)
             )
         )
         if not ran.ok:
-            return f"its build failed (phase {toolslayer.PHASE})"
+            past = tally.ran_past(toolslayer.PHASE, timeout) if ran.timed_out else ""
+            return f"its build failed (phase {toolslayer.PHASE}{past})"
         room = tally.room(store)
         with storecap.locked(store):
             why = toolslayer.publish(out, store, key, dig, lambda layer: room(storecap.tree_bytes(layer)))

@@ -70,6 +70,7 @@ class Tally:
     untrusted: list[str] = field(default_factory=list)
     failed: list[str] = field(default_factory=list)
     limits: list[str] = field(default_factory=list)
+    bound: str = ""  # the store limit that set the last step's limit ("": BUILD_TIMEOUT or the caller's)
 
     def spent(self) -> float:
         return time.monotonic() - self.started
@@ -88,11 +89,27 @@ class Tally:
             return 0, self.limit("store_seconds_per_job", f"this job spent {self.spent():.0f} s on the store")
         if run_left < 1:
             return 0, self.limit("store_seconds_per_run", "the run's jobs spent it on the store")
-        return min(most, job_left, run_left), ""
+        least = min(most, job_left, run_left)
+        # the step's own limit when a store limit leaves about as much (the job's 3,600 s and
+        # BUILD_TIMEOUT, at its first step)
+        self.bound = (
+            "" if least > most - 5 else "store_seconds_per_job" if least == job_left else "store_seconds_per_run"
+        )
+        return least, ""
+
+    def ran_past(self, step: str, timeout: float) -> str:
+        """A step that ran past its limit: when a store limit set it, that limit is reached
+        (a line of the job's result); the words for the step's line either way."""
+        if self.bound:
+            self.limit(self.bound, f"its step {step} ran past the {timeout:.0f} s left of it")
+            return f", stopped at the {timeout:.0f} s left of {self.bound}"
+        return f", past its limit of {timeout:.0f} s"
 
     def limit(self, name: str, detail: str) -> str:
+        """Limit ``name`` reached: said once in the job's ``limits`` (its first occasion); the
+        words for the line of what it stopped."""
         note = limits.note(name, detail)
-        if note not in self.limits:
+        if not any(n.startswith(f"limit {name} (") for n in self.limits):
             self.limits.append(note)
         return note + "; not stored, the install builds it itself"
 

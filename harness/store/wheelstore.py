@@ -76,15 +76,15 @@ def _items(report: PipReport | None) -> tuple[PipItem, ...]:
 
 
 def to_build(report: PipReport | None, *, skip: str = "") -> list[Sdist]:
-    """The sdists of a ``pip install --dry-run --report``: https archives that are no wheel,
-    with a sha256; ``skip``: a project left to the install itself (the package under test: its
+    """The sdists of a ``pip install --dry-run --report``: https archives (http on a loopback
+    host: a local index) that are no wheel, with a sha256; ``skip``: a project left to the install itself (the package under test: its
     build log is the verdict's evidence)."""
     out: dict[str, Sdist] = {}
     for item in _items(report):
         if item.name == canonicalize_name(skip) or not item.url or not item.sha256:
             continue
         parsed = urlparse(item.url)
-        if parsed.scheme != "https" or not unquote(parsed.path).endswith(SDIST_SUFFIXES):
+        if not provenance.fetchable(item.url) or not unquote(parsed.path).endswith(SDIST_SUFFIXES):
             continue
         out.setdefault(
             item.sha256,

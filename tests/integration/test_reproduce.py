@@ -4,6 +4,7 @@ by the exact local command and by the laptop recipe in a fresh directory."""
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -23,7 +24,9 @@ def run(tmp_path_factory, ft_interpreter):
         + "packages:\n"
         + "".join(f"  - {{name: {n}, path: {FIXTURES / n}}}\n" for n in ("ft_realloc", "ft_sharedbuf"))
     )
-    r = cli("run", "--matrix", str(m), "--out", str(tmp / "out"), "--backend", "local", "--jobs", "2")
+    r = cli(
+        "run", "--matrix", str(m), "--out", str(tmp / "out"), "--backend", "local", "--jobs", "2", "--keep-workspaces"
+    )
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     return tmp / "out", ft_interpreter
 
@@ -35,6 +38,18 @@ def test_the_exact_command_brings_the_crash_back(run):
     assert "ft-crash tests/test_fill.py::test_fill_large" in r.stdout
     assert "Fatal Python error" in r.stdout + r.stderr
     assert r.stdout.rstrip().endswith("the failure came back")
+
+
+def test_without_keep_workspaces_the_exact_command_says_the_venv_was_freed(run, tmp_path):
+    """#56: a run frees each job's venv once its result is written; the exact command then says
+    so in one line (exit 2), naming the flag that keeps it and --recipe."""
+    out, _ = run
+    copy = tmp_path / "out"
+    shutil.copytree(out, copy, symlinks=True, ignore=shutil.ignore_patterns("venv"))
+    r = cli("reproduce", str(copy), "ft_realloc", "--yes", timeout=60)
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stdout[-2000:] + r.stderr[-2000:]
+    assert "the job's venv was freed when its result was written" in r.stderr
+    assert "--keep-workspaces" in r.stderr and "--recipe" in r.stderr
 
 
 def test_the_recipe_runs_in_a_fresh_dir_with_only_the_interpreter_and_brings_the_race_back(run):

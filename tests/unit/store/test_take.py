@@ -245,5 +245,13 @@ def test_a_build_past_its_limit_says_the_limit_and_is_left_to_the_install(
     index.vouch(NUMPY)
     use, log = _prepare(tmp_path, Slow(store=tmp_path / "store", plan=_plan(NUMPY)))
     assert use.built == () and use.find_links == ()
-    assert len(use.failed) == 1 and "its build failed (phase wheel-numpy-2.5.5, past its limit of 6" in use.failed[0]
+    assert len(use.failed) == 1 and "its build failed (phase wheel-numpy-2.5.5, stopped at the 6" in use.failed[0]
+    assert "s left of store_seconds_per_job)" in use.failed[0]
+    assert use.limits[0].startswith("limit store_seconds_per_job (600) exceeded: its step wheel-numpy-2.5.5 ran past")
     assert "numpy 2.5.5 not stored: its build failed" in log and "the install builds it itself" in log
+
+
+def test_a_build_past_the_store_s_own_limit_says_so(tmp_path: Path, index: LoopIndex) -> None:
+    index.vouch(NUMPY)
+    use, _ = _prepare(tmp_path, Slow(store=tmp_path / "store", plan=_plan(NUMPY)))
+    assert f"past its limit of {BUILD_TIMEOUT} s" in use.failed[0] and use.limits == ()

@@ -16,7 +16,13 @@ of well-known names from a host of the test's own (tests/integration/evilhost.py
 in a container on docker's bridge): six 99.0, above the index's, and docopt 0.6.2, the version of
 an sdist-only release with other bytes. ft_victim, after it, depends on six and docopt from the
 index. Neither sdist is stored or offered to another job (the index does not list them); both
-weeks, ft_victim installs what the clean run installed, and its verdict is the clean run's."""
+weeks, ft_victim installs what the clean run installed, and its verdict is the clean run's.
+
+#56, acceptance 2: ft_linkplant's build, metadata hook and tests plant links to the runner's
+``/proc/self/environ``, a host file and a host dir (both holding a token the test made, the token
+also in the runner's environment) in logs/ and junit/, at the bottom of a 2,000-deep tree and
+after it. The harness runs under this Python (3.11: setup-python's emulation). The artifacts,
+as upload-artifact reads them (following links), hold no link and no byte of the token."""
 
 from __future__ import annotations
 
@@ -125,6 +131,20 @@ def _week(state: Path, run_id: str, m: Path, env: dict[str, str] | None = None) 
     }
 
 
+def _no_host_byte(arts: Path, token: str) -> None:
+    """No link and no byte of ``token`` anywhere in a run's artifacts (walked without recursion)."""
+    todo, seen = [arts], 0
+    while todo:
+        for e in os.scandir(todo.pop()):
+            assert not e.is_symlink(), e.path
+            if e.is_dir(follow_symlinks=False):
+                todo.append(Path(e.path))
+            elif e.is_file(follow_symlinks=False):
+                seen += 1
+                assert token.encode() not in Path(e.path).read_bytes(), e.path
+    assert seen > 10, seen
+
+
 def _installed(log: str) -> str:
     """pip's "Successfully installed ..." line of an install log."""
     return next((ln for ln in log.splitlines() if ln.startswith("Successfully installed")), "")
@@ -140,6 +160,7 @@ def _matrix(tmp: Path, tarball: Path, plant: Path) -> Path:
         f"  - {{name: ft_plant, path: {plant}}}\n"
         f"  - {{name: ft_evildep, path: {plant.parent / 'ft_evildep'}}}\n"
         f"  - {{name: ft_victim, path: {FIXTURES / 'ft_victim'}}}\n"
+        f"  - {{name: ft_linkplant, path: {plant.parent / 'ft_linkplant'}}}\n"
     )
     return m
 
@@ -161,8 +182,9 @@ def test_two_weekly_runs_of_the_workflow_with_a_hostile_package(tmp_path: Path) 
     tarball = Path.home() / ".cache" / "ft-harness" / "apt" / "trixie" / "download" / "python3.13_3.13.5.orig.tar.xz"
     if not tarball.is_file():
         pytest.skip(f"no CPython 3.13.5 source at {tarball} (ft-harness build fetches it)")
+    token = hashlib.sha256(os.urandom(16)).hexdigest()  # in a host file and in the runner's environment
     with evil_host(tmp_path, EVIL) as (url, bundle):
-        _two_weeks(tmp_path, tarball, url, {"FT_HARNESS_CA_BUNDLE": str(bundle)})
+        _two_weeks(tmp_path, tarball, url, {"FT_HARNESS_CA_BUNDLE": str(bundle), "FT_TEST_CANARY": token})
 
 
 def _two_weeks(tmp_path: Path, tarball: Path, url: str, env: dict[str, str]) -> None:
@@ -171,9 +193,16 @@ def _two_weeks(tmp_path: Path, tarball: Path, url: str, env: dict[str, str]) -> 
     hostile = tmp_path / "hostile"
     hostile.mkdir()
     for where in (clean, hostile):
-        for name in ("ft_plant", "ft_evildep"):
+        for name in ("ft_plant", "ft_evildep", "ft_linkplant"):
             shutil.copytree(FIXTURES / name, where / name)
     _evil_deps(hostile / "ft_evildep", url)
+    token = env["FT_TEST_CANARY"]
+    secret = tmp_path / "host-secret" / "secret.txt"
+    secret.parent.mkdir()
+    secret.write_text(f"a host file: {token}\n")
+    targets = {"environ": "/proc/self/environ", "secret": str(secret), "hostdir": str(secret.parent)}
+    links = hostile / "ft_linkplant" / "src" / "ft_linkplant" / "links.json"
+    links.write_text(json.dumps({"targets": targets, "depth": 2000}))
     week_matrix = _matrix(hostile, tarball, hostile / "ft_plant")
     spec = matrix.load(str(week_matrix))
     interp_key = interpreters.build_key(spec.interpreters[0], tarball)
@@ -206,6 +235,14 @@ def _two_weeks(tmp_path: Path, tarball: Path, url: str, env: dict[str, str]) -> 
         for log in plan_logs:
             assert f"refused six 99.0 from {url}/six-99.0.tar.gz" in log
             assert f"refused docopt 0.6.2 from {url}/docopt-0.6.2.tar.gz" in log
+    # #56, acceptance 2: the artifacts as upload-artifact reads them (following links, as
+    # run_workflow's emulation does) hold no byte of a host file or of the runner's environment,
+    # though ft_linkplant planted links to both (and a 2,000-deep tree) in its build, its
+    # metadata hook and its tests; it still got its verdict and the jobs after it ran
+    for week in (week1, week2):
+        planted = [p.read_text() for p in week["arts"].glob(f"**/{linkplant}/logs/linkplant.txt")]
+        assert planted and all(w in planted[0] for w in ("build", "metadata", "pytest")), planted
+        _no_host_byte(week["arts"], token)
     evil_shas = {hashlib.sha256(data).hexdigest() for data in EVIL.values()}
     stored = {p.name for p in (state / "caches").glob("ft-wheels-docker-*/**/*") if p.is_dir()}
     assert stored and not stored & evil_shas

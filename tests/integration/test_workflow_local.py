@@ -217,11 +217,13 @@ def _two_weeks(tmp_path: Path, tarball: Path, url: str, env: dict[str, str]) -> 
 
     victim, plant = f"cpython3.13t--{VICTIM[0]}", "cpython3.13t--ft_plant"
     evildep, store_victim = "cpython3.13t--ft_evildep", "cpython3.13t--ft_victim"
+    linkplant = "cpython3.13t--ft_linkplant"
     assert baseline["verdicts"] == {
         victim: "compatible",
         plant: "compatible",
         evildep: "compatible",
         store_victim: "compatible",
+        linkplant: "compatible",
     }
     assert week1["verdicts"] == baseline["verdicts"] == week2["verdicts"]
     # #56: what ft_evildep's plan named from its own host was never stored nor offered: the

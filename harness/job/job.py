@@ -52,9 +52,10 @@ log = logging.getLogger(__name__)
 
 KEEP_ENV = "FT_HARNESS_KEEP_WORKSPACES"  # "1": FREED stays (run --keep-workspaces)
 KEPT = ("logs", "junit")  # what reports copy from and CI uploads (the host's copy of them): sealed
-# freed once the result is made (#56): the venv, the sdist and its tree, the commands' TMPDIR
-# (docker), a sealed dir's old tree; logs/ and junit/ stay (and the harness's own small files)
-FREED = ("venv", "src", "sdist", ".tmp", UNSEALED)
+# freed once the result is made (#56): everything but KEPT -- the venv, the sdist and its tree,
+# the commands' TMPDIR (docker), a sealed dir's old tree, the harness's own files, and whatever
+# package code left at the workspace's top
+FREED = ("venv", "src", "sdist", ".tmp", UNSEALED)  # always among them
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -164,11 +165,12 @@ def end_job(ctx: JobCtx) -> None:
 
 
 def free_job(ctx: JobCtx) -> None:
-    """Once nothing more reads its workspace: its venv, source and temp dirs freed (FREED; a
-    failure is logged, never raised; ``run --keep-workspaces`` keeps them for ``reproduce``),
-    its handle closed."""
+    """Once nothing more reads its workspace: all of it but logs/ and junit/ freed (a failure is
+    logged, never raised; ``run --keep-workspaces`` keeps it for ``reproduce``), its handle
+    closed."""
     try:
-        failed = [] if os.environ.get(KEEP_ENV) == "1" else ctx.fs.free(FREED)
+        names = tuple(dict.fromkeys([*FREED, *(n for n, _ in ctx.fs.listdir(".") if n not in KEPT)]))
+        failed = [] if os.environ.get(KEEP_ENV) == "1" else ctx.fs.free(names)
         if failed:
             log.warning("%s: not freed: %s", ctx.job.job_id, "; ".join(failed))
     finally:

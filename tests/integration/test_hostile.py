@@ -123,6 +123,7 @@ def _check(tmp: Path, backend: str, others: tuple[str, ...] = ()) -> tuple[Path,
         backend,
         "--jobs",
         "2",
+        "--keep-workspaces",  # the fixture's list of what it planted is at the workspace's top
     )
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     ws = out / "work" / "cpython3.13t--ft_hostile"

@@ -45,7 +45,10 @@ VERDICT_FIXTURES = [
 def fixture_run(request, tmp_path_factory, ft_interpreter) -> dict[str, dict]:
     tmp = tmp_path_factory.mktemp(f"verdicts{request.param}")
     m = fixture_matrix(tmp, VERDICT_FIXTURES, SETTINGS)
-    r = cli("run", "--matrix", str(m), "--out", str(tmp / "out"), "--backend", "local", "--jobs", "2")
+    # its reproduce commands run in the jobs' venvs: kept (a run frees them by default, #56)
+    r = cli(
+        "run", "--matrix", str(m), "--out", str(tmp / "out"), "--backend", "local", "--jobs", "2", "--keep-workspaces"
+    )
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     res = {k.split("--", 1)[1]: v for k, v in results(tmp / "out").items()}
     res["_out"] = {"path": str(tmp / "out")}

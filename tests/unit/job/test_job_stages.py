@@ -290,7 +290,10 @@ def _tarball(tmp_path: Path) -> str:
     return str(path)
 
 
-def test_under_tsan_the_threaded_runs_are_tsan_runs_and_nothing_is_confirmed(tmp_path: Path) -> None:
+def test_under_tsan_the_threaded_runs_are_tsan_runs_and_nothing_is_confirmed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FT_HARNESS_KEEP_WORKSPACES", "1")  # its workspace is read after the job
     alias = {f"tsan-gil{m}-r{r}": f"threads-gil{m}-r{r}" for m in (0, 1) for r in (1, 2)}
     backend = clean_backend(alias=lambda name: alias.get(name, name))
     res, _ = go(
@@ -321,7 +324,8 @@ def test_under_tsan_the_threaded_runs_are_tsan_runs_and_nothing_is_confirmed(tmp
     assert res.verdict == "compatible", [f.message for f in res.findings]
 
 
-def test_a_red_finding_is_confirmed_alone_after_the_runs(tmp_path: Path) -> None:
+def test_a_red_finding_is_confirmed_alone_after_the_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("FT_HARNESS_KEEP_WORKSPACES", "1")  # its workspace is read after the job
     captured = tmp_path / "captured"
     shutil.copytree(CAPTURED / "ft_clean", captured)
     test = "test_shared_registry_keeps_every_value"  # fails in one threaded run only: a race, confirmed alone

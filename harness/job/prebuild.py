@@ -35,9 +35,7 @@ from ..backends.base import Backend, Prepared
 from ..config.plan import Job
 from ..core import limits
 from ..core.stored import StoredWheel
-from ..store import storecap
-from ..store.take import NO_STORE, StoreUse
-from ..store.wheelstore import BUILD_TIMEOUT
+from ..store.take import BUILD_TIMEOUT, NO_STORE, POLICY, StoreUse
 from . import stages
 from .context import Progress
 from .job import end_job, free_job, open_job, start_env
@@ -76,7 +74,7 @@ class StoreStep:
                 "store_bytes_per_job": limits.value("store_bytes_per_job"),
                 "store_seconds_per_job": limits.value("store_seconds_per_job"),
                 "store_seconds_per_run": limits.value("store_seconds_per_run"),
-                "policy": storecap.POLICY,
+                "policy": POLICY,
             },
             "evicted": list(self.evicted),
             "refused": list(self.refused),

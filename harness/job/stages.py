@@ -18,7 +18,7 @@ from packaging.utils import canonicalize_name
 
 from ..core.evidence import NOT_INSTALLED, NOT_INSTALLED_SUFFIX
 from ..core.model import Phase
-from ..store.wheelstore import static_requirements
+from ..store.take import static_requirements
 from ..testsetup.suitesetup import SuiteSetup, read_suite
 from ..verdict import artifact
 from . import suite, tsanenv

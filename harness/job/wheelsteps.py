@@ -34,9 +34,7 @@ from ..core.pipinstalled import PipReport
 from ..core.stored import StoredWheel
 from ..parse.buildenv import missing_piece
 from ..parse.pipreport import parse_pip_report
-from ..store import wheelstore
-from ..store.take import NO_STORE, PLAN, Ran, Step, StoreUse, Want, take_or_build
-from ..store.wheelstore import PLAN_REPORT
+from ..store.take import NO_STORE, PLAN, PLAN_REPORT, Ran, Step, StoreUse, Want, from_store, take_or_build
 from .context import JobCtx, PhaseSpec, run_phase
 
 log = logging.getLogger(__name__)
@@ -186,6 +184,6 @@ def used(ctx: JobCtx, use: StoreUse) -> tuple[tuple[StoredWheel, ...], tuple[Sto
     if not use.planned or not ctx.ws.wheel_store:
         return (), ()
     report = next((p.pip_report for p in ctx.phases if p.name == "install"), None)  # parsed onto it
-    taken = wheelstore.from_store(report, ctx.ws.wheel_store, ctx.ws.build_env(ctx.interp.key))
+    taken = from_store(report, ctx.ws.wheel_store, ctx.ws.build_env(ctx.interp.key))
     mine = {w.sdist_sha256 for w in use.built}
     return tuple(w for w in taken if w.sdist_sha256 not in mine), use.built

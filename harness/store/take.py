@@ -41,8 +41,28 @@ from ..core.pipinstalled import PipReport
 from ..core.stored import StoredWheel
 from . import provenance, storecap, toolslayer, wheelstore
 from .provenance import Provenance
+from .storecap import POLICY
 from .tally import RunClock, StoreUse, Tally
-from .wheelstore import Sdist
+from .wheelstore import BUILD_TIMEOUT, PLAN_REPORT, Sdist, from_store, static_requirements
+
+# What a job takes from the store, all from here (tests/unit/test_layout.py: the entry point)
+__all__ = [
+    "BUILD_TIMEOUT",
+    "NO_STORE",
+    "PLAN",
+    "PLAN_REPORT",
+    "POLICY",
+    "Port",
+    "Ran",
+    "RunClock",
+    "Step",
+    "StoreUse",
+    "Want",
+    "from_store",
+    "static_requirements",
+    "take_or_build",
+    "vouched",
+]
 
 PLAN = "wheel-plan"  # the dry run's phase; the builds are "wheel-<name>-<version>"
 

@@ -557,3 +557,32 @@ def test_the_unit_tests_mirror_the_package():
     assert folders - NOT_HARNESS <= packages, f"not a folder of harness/: {sorted(folders - NOT_HARNESS - packages)}"
     assert packages - UNTESTED_HERE <= folders, f"no tests/unit/ folder: {sorted(packages - UNTESTED_HERE - folders)}"
     assert all((UNIT / f / "__init__.py").is_file() for f in folders)
+
+
+# The wheel store is one step with one entry point (#56): the rest of the harness reaches
+# harness/store/ through harness.store.take alone (its verb take_or_build and the values it
+# returns), so the store's policy and mechanism stay in store/ and a job's walk crosses into
+# it once. The backends name the store's root only (harness.core.stored), not store/.
+STORE_ENTRY = "harness.store.take"
+
+
+def test_the_store_is_reached_through_its_one_entry_point():
+    g = _graph()
+    reached = sorted(
+        f"{m} -> {t}" for m, targets in g.items() for t in targets if _folder(m) != "store" and _folder(t) == "store"
+    )
+    assert reached, "nothing reaches the store"
+    bad = [r for r in reached if not r.endswith(f" -> {STORE_ENTRY}")]
+    assert not bad, f"reach harness/store/ through {STORE_ENTRY} only: " + "; ".join(bad)
+
+
+def test_a_job_asks_the_store_once():
+    """One call of the verb in job/ (the job's port, harness.job.wheelsteps.prepare)."""
+    calls = [
+        n
+        for n, p in _modules().items()
+        if _under(n, "harness.job")
+        for node in ast.walk(ast.parse(p.read_text(encoding="utf-8")))
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "take_or_build"
+    ]
+    assert calls == ["harness.job.wheelsteps"], calls

@@ -18,12 +18,14 @@ backend's own run), and as the ``docker run`` line a person reproduces a step wi
 from __future__ import annotations
 
 import os
+import re
 import shlex
 import threading
 from collections.abc import Mapping
 from pathlib import Path
 
 from ..core import limits
+from ..core.errors import ConfigError
 from ..core.wsfs import JobDir
 from ..interpreters.images import docker_client
 from .base import Workspace
@@ -33,6 +35,24 @@ LABEL = "ft-harness"
 CA_IN_CONTAINER = "/etc/ssl/certs/ft-harness-host-ca.crt"
 HOST_CA = Path("/etc/ssl/certs/ca-certificates.crt")
 CA_ENV = "FT_HARNESS_CA_BUNDLE"  # another CA bundle for the containers' HTTPS (a proxy's, a mirror's)
+# the docker network of the steps with the network (default: docker's bridge): one of the user's
+# own, where a mirror or proxy container answers by name (docker's DNS on user-defined networks)
+NETWORK_ENV = "FT_HARNESS_DOCKER_NETWORK"
+NETWORK_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
+
+
+def install_network() -> str:
+    """The network of the install steps: $FT_HARNESS_DOCKER_NETWORK (a plain docker network
+    name; "none" and "host" are not one) or "bridge"; ConfigError for anything else."""
+    name = os.environ.get(NETWORK_ENV, "") or "bridge"
+    if not NETWORK_RE.fullmatch(name) or name in ("none", "host") or name.startswith("container"):
+        raise ConfigError(
+            f"{NETWORK_ENV}={name!r}: not a docker network's name for the install steps "
+            "(a user-defined network, or unset for docker's bridge)"
+        )
+    return name
+
+
 ROOT = "/work"
 RUNTIME_UID = 1000
 DOCKER_LOG = {"max-size": "16m", "max-file": "1"}  # docker's json-file log of a container's stdout
@@ -83,6 +103,7 @@ class ContainerConfig:
         if ca_bundle is None and HOST_CA.exists():
             ca_bundle = HOST_CA
         self.ca_bundle = ca_bundle
+        self.network = install_network()
         self.client = client or docker_client()
         # Containers run as 1000:1000 when we are root (and chown the workspace to it);
         # otherwise as the calling user, so files stay ours on the host.  Never uid 0.
@@ -169,7 +190,7 @@ class ContainerConfig:
             user=f"{self.uid}:{self.gid}",
             labels={f"{LABEL}.run": self.run_id, f"{LABEL}.job": job_id, f"{LABEL}.kind": "job"},
             volumes=volumes,
-            network_mode="bridge" if network else "none",
+            network_mode=self.network if network else "none",
             cap_drop=["ALL"],
             security_opt=["no-new-privileges"],
             pids_limit=self.pids_limit,
@@ -195,6 +216,7 @@ class ContainerConfig:
             "docker",
             "run",
             "--rm",
+            *(("--network", self.network) if network and self.network != "bridge" else ()),
             *(() if network else ("--network", "none")),
             "--user",
             f"{self.uid}:{self.gid}",

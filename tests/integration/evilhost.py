@@ -1,20 +1,24 @@
-"""A host of a hostile package's own (#56): an HTTPS file server in a container on docker's
-default bridge, the network the jobs' install steps use, serving sdists the test writes.
+"""A host of a hostile package's own (#56): an HTTPS file server named ``evil.test`` in a
+container on a docker network the test makes, serving sdists the test writes.
 
-Its certificate is made for its address by the test and added to a CA bundle (the host's, plus
-it) that the jobs' containers are given through ``FT_HARNESS_CA_BUNDLE``: so pip in a job takes
-a ``name @ https://<its address>/...`` requirement as it would from any public host. Traffic
-goes only between containers of this docker engine and the host."""
+The jobs' install steps join that network (``FT_HARNESS_DOCKER_NETWORK``: docker's DNS answers
+``evil.test`` there, and the package index is reached as from docker's bridge), and trust its
+certificate, made by the test for that name and added to a CA bundle (the host's, plus it) the
+containers are given through ``FT_HARNESS_CA_BUNDLE``: so pip in a job takes a
+``name @ https://evil.test:8443/...`` requirement as it would from any public host. (An address
+as the host does not do: pip's TLS refuses an IP literal.) Traffic goes only between containers
+of this docker engine and the host."""
 
 from __future__ import annotations
 
 import contextlib
 import io
+import os
+import socket
 import ssl
 import subprocess
 import tarfile
 import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -57,10 +61,27 @@ def sdist(name: str, version: str, module: str) -> bytes:
     return buf.getvalue()
 
 
+NAME = "evil.test"
+
+
+def _get(ip: str, path: str, bundle: Path) -> bytes:
+    """GET https://evil.test:PORT/path from the host, connecting to ``ip`` (no DNS here)."""
+    ctx = ssl.create_default_context(cafile=str(bundle))
+    with socket.create_connection((ip, PORT), timeout=5) as raw, ctx.wrap_socket(raw, server_hostname=NAME) as tls:
+        tls.sendall(f"GET /{path} HTTP/1.0\r\nHost: {NAME}\r\n\r\n".encode())
+        data = b""
+        while chunk := tls.recv(65536):
+            data += chunk
+    return data.partition(b"\r\n\r\n")[2]
+
+
 @contextlib.contextmanager
-def evil_host(tmp: Path, files: dict[str, bytes]) -> Iterator[tuple[str, Path]]:
-    """(its base URL, a CA bundle that trusts it) while it serves ``files`` (name -> bytes)."""
+def evil_host(tmp: Path, files: dict[str, bytes]) -> Iterator[tuple[str, dict[str, str]]]:
+    """(its base URL, the env that lets the jobs reach and trust it) while it serves ``files``."""
     client = images.docker_client()
+    network = client.networks.create(
+        f"ft-harness-test-evil-{os.getpid()}", driver="bridge", labels={"ft-harness": "test"}
+    )
     base = images.ensure_base(client, Path.home() / ".cache" / "ft-harness")
     srv = tmp / "evil-host"
     (srv / "files").mkdir(parents=True)
@@ -71,18 +92,20 @@ def evil_host(tmp: Path, files: dict[str, bytes]) -> Iterator[tuple[str, Path]]:
         base.tag,
         ["python3", "-c", SERVER],
         detach=True,
-        network_mode="bridge",
+        network=network.name,
         user="65534:65534",
         volumes={str(srv): {"bind": "/srv", "mode": "ro"}},
         labels={"ft-harness": "test-evil-host"},
     )
     try:
+        network.disconnect(container)
+        network.connect(container, aliases=[NAME])
         container.reload()
-        ip = container.attrs["NetworkSettings"]["IPAddress"]
+        ip = container.attrs["NetworkSettings"]["Networks"][network.name]["IPAddress"]
         key, cert = srv / "tls" / "key.pem", srv / "tls" / "cert.pem"
         subprocess.run(
             ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-out", str(cert)]
-            + ["-days", "2", "-subj", "/CN=ft-harness evil host", "-addext", f"subjectAltName=IP:{ip}"],
+            + ["-days", "2", "-subj", f"/CN={NAME}", "-addext", f"subjectAltName=DNS:{NAME}"],
             check=True,
             capture_output=True,
         )
@@ -91,18 +114,16 @@ def evil_host(tmp: Path, files: dict[str, bytes]) -> Iterator[tuple[str, Path]]:
         (srv / "tls" / "ready").write_text("")
         bundle = tmp / "ca-bundle.pem"
         bundle.write_bytes(HOST_CA.read_bytes() + b"\n" + cert.read_bytes())
-        url = f"https://{ip}:{PORT}"
         first = next(iter(files))
-        ctx = ssl.create_default_context(cafile=str(bundle))
         for _ in range(100):
             try:
-                with urllib.request.urlopen(f"{url}/{first}", context=ctx, timeout=5) as r:
-                    if r.read() == files[first]:
-                        break
+                if _get(ip, first, bundle) == files[first]:
+                    break
             except OSError:
                 time.sleep(0.3)
         else:
             raise RuntimeError(f"the evil host did not serve: {container.logs()[-2000:]!r}")
-        yield url, bundle
+        yield f"https://{NAME}:{PORT}", {"FT_HARNESS_CA_BUNDLE": str(bundle), "FT_HARNESS_DOCKER_NETWORK": network.name}
     finally:
         container.remove(force=True)
+        network.remove()

@@ -183,8 +183,8 @@ def test_two_weekly_runs_of_the_workflow_with_a_hostile_package(tmp_path: Path) 
     if not tarball.is_file():
         pytest.skip(f"no CPython 3.13.5 source at {tarball} (ft-harness build fetches it)")
     token = hashlib.sha256(os.urandom(16)).hexdigest()  # in a host file and in the runner's environment
-    with evil_host(tmp_path, EVIL) as (url, bundle):
-        _two_weeks(tmp_path, tarball, url, {"FT_HARNESS_CA_BUNDLE": str(bundle), "FT_TEST_CANARY": token})
+    with evil_host(tmp_path, EVIL) as (url, env):
+        _two_weeks(tmp_path, tarball, url, {**env, "FT_TEST_CANARY": token})
 
 
 def _two_weeks(tmp_path: Path, tarball: Path, url: str, env: dict[str, str]) -> None:

@@ -19,6 +19,11 @@ RESOLVED = (
 )
 DURATIONS = "a previous run (report.json or --out dir): its jobs' measured phases estimate times and balance the shards"
 
+REPORTED = (
+    "reported.yaml: finding id (findings.json) -> the upstream issue's https URL; shown beside "
+    "the finding, and kept in the feed while a run still shows it"
+)
+
 AddCommand = Callable[..., argparse.ArgumentParser]  # command(name, func, summary, detail="")
 
 
@@ -73,6 +78,7 @@ def add_run(command: AddCommand) -> None:
         "whose key and sdist are the same in its manifest.json is not run again, "
         "its result is reused and says so (repeatable)",
     )
+    r.add_argument("--reported", metavar="FILE", help=REPORTED)
     only(r, "package")
     only(r, "interpreter")
     r.add_argument("--fail-on", metavar="VERDICTS", type=_verdicts, help=FAIL_ON)
@@ -82,7 +88,13 @@ def add_report(command: AddCommand) -> None:
     rp = command("report", reporting.cmd_report, "merge result dirs into report.json, report.md, junit.xml, site/")
     rp.add_argument("dirs", nargs="+", metavar="DIR", help="output dirs of runs (or of shards)")
     rp.add_argument("--out", metavar="DIR", help="where to write the report (default: the first DIR)")
-    rp.add_argument("--previous", metavar="REPORT", help="an earlier report.json, to mark what changed")
+    rp.add_argument(
+        "--previous",
+        metavar="REPORT",
+        help="an earlier report.json (or its dir), to mark what changed; the findings.json beside "
+        "it gives the findings feed its first-seen dates and reported links",
+    )
+    rp.add_argument("--reported", metavar="FILE", help=REPORTED)
     rp.add_argument("--history", metavar="HISTORY", help="an earlier site's history.json, to keep the verdict history")
     rp.add_argument(
         "--matrix",

@@ -20,7 +20,9 @@ from ..util import textsafe
 
 if TYPE_CHECKING:
     from ..config.plan import Job
+    from ..results.feed import Feed
     from ..results.report import CompatReport
+    from ..results.reported import Reported
 
 STORE_FILE = "store.json"  # what `ft-harness store` did before the jobs (harness.job.prebuild), in --out
 
@@ -38,11 +40,11 @@ def write_report(
     site_url: str = "",
     planned: Sequence[Job] | None = None,
     keep: Path | None = None,
+    feed_in: tuple[Reported | None, Feed | None] = (None, None),  # reported.yaml, the previous findings.json
 ) -> CompatReport:
-    """Aggregate the result files of ``dirs`` and render every report into ``out``; with
-    ``planned`` (the plan's jobs), only the results that belong to one of them; with ``keep``,
-    the merged result files copied into ``keep/results/`` and listed in ``keep/manifest.json``
-    (harness.results.manifest: what ``run --reuse`` accepts)."""
+    """Aggregate the result files of ``dirs`` and render every report into ``out``; with ``planned`` (the plan's
+    jobs), only the results that belong to one of them; with ``keep``, the merged result files copied into
+    ``keep/results/`` and listed in ``keep/manifest.json`` (what ``run --reuse`` accepts); findings.json: ``_feed``."""
     from .. import render
     from ..results import aggregate, manifest
     from ..results.load import load_json, load_results, read_report, stray_results
@@ -77,10 +79,11 @@ def write_report(
     meta = {**meta, "store": storecost.summary(results, before if isinstance(before, dict) else None)}
     report = aggregate.build_report(results, meta=meta, previous=prev, expected_jobs=expected)
     hist = load_json(history) if history else None
+    found = _feed(report, out, *feed_in)
     try:
         if any(Path(d).resolve() != out.resolve() for d in dirs):
             aggregate.copy_logs(report, dirs, out)  # merged shards: the site links to logs under out/
-        written = render.write_all(report, out, history=hist, step_summary=step_summary, site_url=site_url)
+        written = render.write_all(report, out, history=hist, step_summary=step_summary, site_url=site_url, feed=found)
     except OSError as e:
         if e.errno in NO_SPACE:  # the disk, not the input: exit 4, one line
             raise InfraError(
@@ -89,7 +92,7 @@ def write_report(
             ) from None
         raise
     for path in written:
-        if path.name in ("report.md", "report.json", "index.html", "junit.xml"):
+        if path.name in ("report.md", "report.json", "index.html", "junit.xml") or path == out / "findings.json":
             print(f"wrote {path}")
     summary = ", ".join(f"{n} {v}" for v, n in report.summary.items() if n)
     across = (
@@ -104,6 +107,38 @@ def write_report(
     if report.missing:
         print(textsafe.line(f"missing results: {', '.join(report.missing)}"), file=sys.stderr)
     return report
+
+
+def feed_inputs(reported: str | None, previous: str | None) -> tuple[Reported | None, Feed | None]:
+    """``--reported FILE`` and the findings.json beside ``--previous``, read and checked before
+    any work: a ConfigError (one line, exit 2) for either that is wrong."""
+    from ..results import reported as reported_file
+    from ..results.load import feed_beside, read_feed
+
+    got = reported_file.load(Path(reported)) if reported else None
+    beside = feed_beside(Path(previous)) if previous else None
+    return got, (read_feed(beside) if beside else None)
+
+
+def _feed(report: CompatReport, out: Path, reported: Reported | None, previous: Feed | None) -> Feed:
+    """The report's findings feed, remembering ``previous`` (else the findings.json already in ``out``)
+    and showing the links of ``reported`` (both read before any work: ``feed_inputs``); a warning line
+    per id of reported.yaml it could not place, and for a findings.json in ``out`` it could not read
+    (then the feed starts afresh)."""
+    from ..results import feed
+    from ..results import reported as reported_file
+    from ..results.load import read_feed
+
+    own = out / feed.FEED_FILE
+    if previous is None and own.is_file():
+        try:
+            previous = read_feed(own)
+        except ConfigError as e:
+            print(f"ft-harness: warning: {textsafe.line(str(e))}; the feed starts afresh", file=sys.stderr)
+    found, unplaced = feed.build(report, previous=previous, reported=reported.links if reported else None)
+    for line in reported_file.warnings(reported, unplaced) if reported else ():
+        print(f"ft-harness: {textsafe.line(line)}", file=sys.stderr)
+    return found
 
 
 NO_SPACE = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)  # a full disk, a quota, a file-size limit
@@ -125,6 +160,7 @@ def gate(report: CompatReport, fail_on: str | None) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
+    reported, previous_feed = feed_inputs(args.reported, args.previous)
     now = now_iso()
     meta: dict[str, Any] = {
         "harness_version": __version__,
@@ -154,6 +190,7 @@ def cmd_report(args: argparse.Namespace) -> int:
         require_results=True,
         site_url=args.site_url or "",
         keep=Path(args.keep_results) if args.keep_results else None,
+        feed_in=(reported, previous_feed),
     )
     return gate(report, args.fail_on)
 

@@ -20,7 +20,7 @@ from ..core.errors import ConfigError
 from ..core.model import now_iso
 from ..util import textsafe
 from . import outlock
-from .reporting import STORE_FILE, gate, write_report
+from .reporting import STORE_FILE, feed_inputs, gate, write_report
 
 if TYPE_CHECKING:
     from ..config.estimate import Durations
@@ -65,6 +65,16 @@ def _expected(jobs: list[Job], durations: Durations | None) -> dict[str, float]:
 KEEP_ENV = "FT_HARNESS_KEEP_WORKSPACES"  # harness.job.job.KEEP_ENV
 
 
+def _reuse_dirs(given: list[str] | None) -> list[Path]:
+    """``--reuse``'s dirs, each checked to be one."""
+    for d in given or ():
+        if not Path(d).is_dir():
+            raise ConfigError(
+                "--reuse takes an earlier run's output dir (or a dir written by `report --keep-results`)", file=str(d)
+            )
+    return [Path(d) for d in given or ()]
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     from ..config import matrix
     from ..interpreters import interpreters
@@ -77,14 +87,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     from . import progress
 
     durations = estimate.durations_from_report(Path(args.durations)) if args.durations else None
+    reported = feed_inputs(args.reported, None)[0]  # reported.yaml: checked before any job
     jobs = select_jobs(spec, args, durations)
     out = Path(args.out)
-    reuse_from = [Path(d) for d in args.reuse or ()]
-    for d in reuse_from:
-        if not d.is_dir():
-            raise ConfigError(
-                "--reuse takes an earlier run's output dir (or a dir written by `report --keep-results`)", file=str(d)
-            )
+    reuse_from = _reuse_dirs(args.reuse)
     cache = interpreters.cache_root(args.cache)
     backend_name, note = backends.choose(args.backend)
     if note:
@@ -140,6 +146,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             expected=[j.job_id for j in jobs],
             step_summary=not args.shard,
             keep=out,
+            feed_in=(reported, None),  # the previous feed: the findings.json of --out, from an earlier run
         )
     from ..results import storecost
 

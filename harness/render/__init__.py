@@ -16,9 +16,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from ..results import feed as _feed
 from ..results.report import CompatReport
 from ..util import pool
 from ..util.safefiles import write_json_atomic, write_text_atomic
+from . import bugs as _bugs
 from . import history as _history
 from . import html, junitreport, markdown
 from . import site as _site
@@ -137,8 +139,14 @@ def write_all(
     history: dict[str, Any] | None = None,
     step_summary: bool = True,
     site_url: str = "",
+    feed: _feed.Feed | None = None,
 ) -> list[Path]:
     """Render ``report`` into ``out``; returns the files written.
+
+    ``feed``: the findings feed (harness.results.feed, with what the previous feed and
+    reported.yaml added), written as out/findings.json and site/findings.json and shown on the
+    bugs pages (harness.render.bugs); its ``reported`` links are shown beside their findings
+    in report.md and on the package pages.  None: the report's own feed, with no memory.
 
     ``history`` is the previous site's history.json (or None); the new one,
     extended by this run and trimmed to the last 10 runs, is written to
@@ -146,16 +154,40 @@ def write_all(
     is set (and ``step_summary``), report.md is appended to it, under a link to ``site_url``.
     """
     with pool.frozen_heap():
-        return _write_all(report, Path(out), history, step_summary, site_url)
+        return _write_all(report, Path(out), history, step_summary, site_url, feed)
+
+
+def feed_json(feed: _feed.Feed) -> str:
+    """findings.json text: one finding a line (json's C encoder), like report.json's packages."""
+    doc = feed.to_dict()
+    body = ",\n".join(_ENCODE(e) for e in doc.pop("findings"))
+    head = ", ".join(f"{json.dumps(k)}: {json.dumps(v)}" for k, v in doc.items())
+    return "{" + head + ', "findings": [\n' + body + ("\n" if body else "") + "]}\n"
+
+
+def _reported_rows(rows: list[dict[str, Any]], feed: _feed.Feed) -> None:
+    """Each row's ``reported``: (kind, test id or module) -> the upstream issue it was filed as."""
+    by_job: dict[str, dict[tuple[str, str], str]] = {}
+    for (job, kind, what), url in feed.links().items():
+        by_job.setdefault(job, {})[(kind, what)] = url
+    for r in rows:
+        r["reported"] = by_job.get(r["p"].job_id, {})
 
 
 def _write_all(
-    report: CompatReport, out: Path, history: dict[str, Any] | None, want_summary: bool = True, site_url: str = ""
+    report: CompatReport,
+    out: Path,
+    history: dict[str, Any] | None,
+    want_summary: bool = True,
+    site_url: str = "",
+    feed: _feed.Feed | None = None,
 ) -> list[Path]:
     written: list[Path] = []
     hist = _history.update(history, report)
     site = out / "site"
+    feed = feed if feed is not None else _feed.build(report)[0]
     rows = html.index_rows(report, hist)
+    _reported_rows(rows, feed)
     logs = _site.publish_logs(report, out, site)
     md = ""
     api: list[Path] = []
@@ -166,19 +198,24 @@ def _write_all(
         text = report_json(report, encoded)
         write_text_atomic(out / "report.json", text)
         write_text_atomic(site / "report.json", text)  # the site links its own copy
-        md = markdown.render(report, site_url=site_url)
+        md = markdown.render(report, site_url=site_url, reported=feed.links())
         write_text_atomic(out / "report.md", md)
         write_text_atomic(out / "junit.xml", junitreport.render(report))
-        write_text_atomic(site / "index.html", html.render_index(report, rows))
-        api = _site.write_api(report, site, rows, logs, encoded)
+        write_text_atomic(site / "index.html", html.render_index(report, rows, bugs=len(feed.findings)))
+        found = feed_json(feed)
+        write_text_atomic(out / _feed.FEED_FILE, found)
+        write_text_atomic(site / _feed.FEED_FILE, found)
+        api = _site.write_api(report, site, rows, logs, encoded) + _bugs.write(site, report, feed)
 
     pages = write_pages(site, report, logs, rows, then=the_rest)
     written += [
         out / "report.json",
         out / "report.md",
         out / "junit.xml",
+        out / _feed.FEED_FILE,
         site / "index.html",
         site / "report.json",
+        site / _feed.FEED_FILE,
         *api,
         *pages,
     ]

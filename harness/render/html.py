@@ -23,6 +23,7 @@ from markupsafe import Markup
 from ..core.model import INFO_KINDS, VERDICTS, severity
 from ..results.answer import ANSWER_TEXT
 from ..results.causes import Cause
+from ..results.feed import https_url
 from ..results.report import Change, CompatReport, JobEntry, PhaseRow
 from .chart import ANSWER_ORDER, MARK, column_summaries, decider, runs_label, runs_per_mode
 from .common import (
@@ -151,6 +152,11 @@ def warm() -> None:
     _common()
     for name in ("index.html", "package.html"):
         _env().get_template(name)
+
+
+def render_template(name: str, **context: Any) -> str:
+    """A page of the site from one of our templates, with our inline CSS, JS and their CSP."""
+    return _env().get_template(name).render(**context, **_common())
 
 
 def _log_href(rel: str, logs: dict[str, str]) -> str:
@@ -302,9 +308,10 @@ def _cause_rows(report: CompatReport, rows: list[dict[str, Any]]) -> list[dict[s
     return out
 
 
-def render_index(report: CompatReport, rows: list[dict[str, Any]]) -> str:
+def render_index(report: CompatReport, rows: list[dict[str, Any]], bugs: int | None = None) -> str:
     """index.html: per interpreter "N of M compatible" and a bar, then a row per package, a
-    column per interpreter, most severe first; the causes that blocked several packages."""
+    column per interpreter, most severe first; the causes that blocked several packages;
+    ``bugs``: the findings of the feed, linked to the bugs pages (harness.render.bugs)."""
     changes = _changes(report)
     return (
         _env()
@@ -322,6 +329,7 @@ def render_index(report: CompatReport, rows: list[dict[str, Any]]) -> str:
             missing=report.missing,
             answer_counts=[(a, report.answers[a]) for a in ANSWER_ORDER if report.answers.get(a)],
             root="",
+            bugs=bugs,
             meta=report.meta,
             summary=report.summary,
             **_common(),
@@ -348,8 +356,15 @@ def render_page(
     """One package page (site/<row["page"]>)."""
     p: JobEntry = row["p"]
 
+    filed = row.get("reported") or {}  # (kind, test id or module) -> the upstream issue (https)
+
     def view(f: Any) -> dict[str, Any]:
-        return {"f": f, "recipe": laptop_recipe(p, f), "runs": runs_label(f, runs_per_mode(p, f))}
+        return {
+            "f": f,
+            "recipe": laptop_recipe(p, f),
+            "runs": runs_label(f, runs_per_mode(p, f)),
+            "reported": https_url(filed.get((f.kind, f.test_id or f.module), "")),
+        }
 
     jobs = {q.job_id: q for q in report.packages} if row["siblings"] else {}
     seen = {

@@ -14,6 +14,7 @@ with harness.util.textsafe).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from urllib.parse import quote
 
 from ..core.model import severity
@@ -267,9 +268,16 @@ def _jobs(report: CompatReport) -> list[str]:
     ]
 
 
-def render(report: CompatReport, *, title: str = "Free-threaded compatibility report", site_url: str = "") -> str:
+def render(
+    report: CompatReport,
+    *,
+    title: str = "Free-threaded compatibility report",
+    site_url: str = "",
+    reported: Mapping[tuple[str, str, str], str] | None = None,
+) -> str:
     """report.md; ``site_url`` (the published site, https) is linked at the top and from each
-    package's name."""
+    package's name; ``reported`` ((job id, kind, test id or module) -> the upstream issue:
+    harness.results.feed.Feed.links) shown beside those findings."""
     site = _site(site_url)
     lines = [f"# {title}", ""]
     if site:
@@ -289,7 +297,7 @@ def render(report: CompatReport, *, title: str = "Free-threaded compatibility re
         lines += more_left(len(report.missing) - MAX_LIST, "missing job") + [""]
     lines += ["## Packages", "", *packages_table(report, site), ""]
     lines += causes_table(report, site)
-    lines += findings_section(report, site)
+    lines += findings_section(report, site, reported or {})
     lines += _jobs(report)
     where = f"<{quote(site, safe=URL_SAFE)}>" if site else "the site (site/pkg/)"
     lines += [f"_Each phase's outcome, command and log: on the package pages of {where}._"]

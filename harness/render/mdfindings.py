@@ -6,11 +6,13 @@ deciding finding, then a line each.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 from urllib.parse import quote
 
 from ..core.model import Finding, severity
 from ..results.answer import ANSWER_TEXT, ANSWERS
+from ..results.feed import https_url
 from ..results.report import CompatReport, JobEntry
 from .chart import runs_label, runs_per_mode
 from .common import mode_list, safe_url, setup_summary
@@ -24,7 +26,7 @@ MAX_REST = 5  # test ids listed under a group's first finding (the rest: counted
 MAX_ONE_LINE = 100  # ... up to this many (the packages table has every verdict anyway)
 
 
-def _finding(f: Finding, p: JobEntry, brief: bool = False) -> list[str]:
+def _finding(f: Finding, p: JobEntry, brief: bool = False, filed: str = "") -> list[str]:
     """A finding: its kind, test, runs per mode and message; the laptop recipe first (also for
     a build failure: harness.render.findings.laptop_recipe); ``brief``: no runner command, no
     evidence (past the lines in full: only the deciding finding is shown, never cut)."""
@@ -46,7 +48,7 @@ def _finding(f: Finding, p: JobEntry, brief: bool = False) -> list[str]:
         bits.append(f"signal {f.signal}")
     if bits:
         head += " — " + ", ".join(bits)
-    out = [head]
+    out = [head + _reported(filed)]
     if f.message:
         out.append(f"  {text(f.message)}")
     recipe = laptop_recipe(p, f)
@@ -68,6 +70,11 @@ def _finding(f: Finding, p: JobEntry, brief: bool = False) -> list[str]:
     return out + [""]
 
 
+def _reported(url: str) -> str:
+    """ " · reported: <https://...>" for a finding filed upstream (reported.yaml: https only)."""
+    return f" · reported: <{quote(url, safe=URL_SAFE)}>" if https_url(url) else ""
+
+
 def _indent(s: str) -> str:
     return "\n".join("  " + line if line else line for line in s.splitlines())
 
@@ -86,7 +93,13 @@ def _answer_line(p: JobEntry) -> str:
     return f"_{words[:1].upper() + words[1:]}{': ' + text(extra) if extra else ''}._" if words else ""
 
 
-def _details(p: JobEntry, labels: dict[str, str], brief: bool = False, same: tuple[JobEntry, ...] = ()) -> list[str]:
+def _details(
+    p: JobEntry,
+    labels: dict[str, str],
+    brief: bool = False,
+    same: tuple[JobEntry, ...] = (),
+    filed: Mapping[tuple[str, str, str], str] | None = None,
+) -> list[str]:
     """A job: its answer, note, what ran, then its findings grouped by kind, file and modes,
     the deciding group first; ``brief``: the deciding finding alone (the repetitions and the
     other groups are on its page); ``same``: the package's jobs on other interpreters that
@@ -112,11 +125,13 @@ def _details(p: JobEntry, labels: dict[str, str], brief: bool = False, same: tup
             continue
         if g["sentence"]:
             out += [f"**{text(g['sentence'])}**" + (" (the first in full)" if g["rest"] else ""), ""]
-        out += _finding(g["lead"], p, brief)
+        lead = g["lead"]
+        out += _finding(lead, p, brief, (filed or {}).get((p.job_id, lead.kind, lead.test_id or lead.module), ""))
         rest = [] if brief else g["rest"][:MAX_REST]
         for f in rest:
             runs = runs_label(f, runs_per_mode(p, f))
-            out.append(f"- {code(f.test_id or f.module or f.kind)}" + (f" — {runs}" if runs else ""))
+            url = (filed or {}).get((p.job_id, f.kind, f.test_id or f.module), "")
+            out.append(f"- {code(f.test_id or f.module or f.kind)}" + (f" — {runs}" if runs else "") + _reported(url))
         left += len(g["rest"]) - len(rest)
         out += [""] if rest else []
     if left:
@@ -145,7 +160,9 @@ def _one_line(p: JobEntry, labels: dict[str, str], site: str) -> str:
     )
 
 
-def findings_section(report: CompatReport, site: str) -> list[str]:
+def findings_section(
+    report: CompatReport, site: str, filed: Mapping[tuple[str, str, str], str] | None = None
+) -> list[str]:
     """Jobs with findings, free-threading problems first: in full up to FINDING_LINES lines,
     then each one's deciding finding with its recipe up to BRIEF_LINES more, then a line each."""
     jobs = [p for p in report.packages if p.findings or p.notes or p.links]
@@ -165,7 +182,7 @@ def findings_section(report: CompatReport, site: str) -> list[str]:
         if short:
             short.append(p)
             continue
-        more = _details(p, labels, brief=used > FINDING_LINES, same=tuple(same))
+        more = _details(p, labels, brief=used > FINDING_LINES, same=tuple(same), filed=filed)
         n = sum(x.count("\n") + 1 for x in more)
         if full and used + n > FINDING_LINES + BRIEF_LINES:
             short.append(p)

@@ -27,6 +27,7 @@ from ..core.errors import ConfigError
 from ..core.model import FINDING_KINDS, VERDICTS, JobResult
 from ..util import safejson, typecheck
 from ..util.pool import frozen_heap
+from .feed import FEED_FILE, Feed
 from .report import CompatReport
 
 log = logging.getLogger(__name__)
@@ -302,3 +303,19 @@ def stray_results(dirs: Sequence[Path]) -> list[str]:
                 out.append(f"{d}: more than {MAX_WALK} entries; the rest not looked at")
                 break
     return out
+
+
+def read_feed(path: Path) -> Feed:
+    """A findings.json (harness.results.feed) named on the command line, or beside the report.json
+    that is: read by ``load_json`` and ``Feed.from_dict``, a ConfigError naming what is wrong."""
+    try:
+        return Feed.from_dict(load_json(path))
+    except ValueError as e:
+        raise ConfigError(f"not a findings.json the harness can read: {e}", file=str(path)) from None
+
+
+def feed_beside(report: Path) -> Path | None:
+    """The findings.json beside a report (``report --previous``'s file or dir), None when there is none."""
+    report = Path(report)
+    found = (report if report.is_dir() else report.parent) / FEED_FILE
+    return found if found.is_file() else None

@@ -19,7 +19,9 @@ from pathlib import Path
 import pytest
 
 from harness import render
+from harness.render import bugs as bug_pages
 from harness.render import site as site_files
+from harness.results import feed
 from harness.results import aggregate
 from harness.results.load import load_results
 from harness.results.report import CompatReport
@@ -45,7 +47,8 @@ def test_the_site_of_a_real_run_stands_alone(built):
     out, rep = built
     assert check_site(out / "site") == []
     pages = list((out / "site").rglob("*.html"))
-    assert len(pages) == 1 + len(rep.packages)
+    bugs = bug_pages.pages(feed.build(rep)[0])  # the bugs pages: all, one per kind, one per interpreter line
+    assert len(pages) == 1 + len(rep.packages) + len(bugs) and len(bugs) > 2
     # ... also once moved away from the output dir it was rendered in (what Pages publishes)
     alone = out.parent / "published"
     shutil.copytree(out / "site", alone)

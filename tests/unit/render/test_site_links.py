@@ -21,8 +21,7 @@ import pytest
 from harness import render
 from harness.render import bugs as bug_pages
 from harness.render import site as site_files
-from harness.results import feed
-from harness.results import aggregate
+from harness.results import aggregate, feed
 from harness.results.load import load_results
 from harness.results.report import CompatReport
 from tests.data.report.shared import DATA, full_report, out_dir

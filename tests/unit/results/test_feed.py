@@ -144,3 +144,16 @@ def test_a_findings_json_that_is_wrong_names_its_key(edit, why: str) -> None:
     with pytest.raises(ValueError) as e:
         Feed.from_dict(doc)
     assert why in str(e.value)
+
+
+def test_findings_json_follows_its_schema() -> None:
+    import jsonschema
+
+    spec = json.loads((Path(__file__).resolve().parents[3] / "harness" / "schema" / "findings.schema.json").read_text())
+    old, _ = build(previous())
+    feed, _ = build(full_report(), previous=old, reported={old.findings[0].id: URL})
+    doc = json.loads(feed_json(feed))
+    jsonschema.validate(doc, spec)
+    doc["findings"][0]["reported"] = "http://x.test/1"
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(doc, spec)

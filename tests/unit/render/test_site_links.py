@@ -239,3 +239,17 @@ def test_a_log_that_is_not_utf8_is_published_as_utf8(tmp_path):
     kept = site_files.publish_logs(full_report(), out, out / "site")
     copy = (out / "site" / kept["work/cp313t--fx-crash/logs/plain-gil0.log"]).read_bytes()
     assert copy.decode("utf-8") == "before \ufffd\ufffd after\n"
+
+
+def test_the_bugs_pages_filter_by_kind_and_interpreter_without_script(built):
+    out, rep = built
+    site = out / "site"
+    assert 'href="bugs/index.html"' in (site / "index.html").read_text()
+    found = feed.build(rep)[0]
+    every = (site / "bugs" / "index.html").read_text()
+    assert every.count("<tr data-kind=") == len(found.findings) == 9
+    race = (site / "bugs" / "kind-ft-race.html").read_text()
+    assert race.count('<tr data-kind="ft-race"') == 2 and race.count("<tr data-kind=") == 2
+    assert (site / "bugs" / "on-3.13t.html").read_text().count('data-line="3.13t"') == 9
+    assert 'href="kind-hang.html"' in race and 'href="on-3.13t.html"' in race  # the other filters, linked
+    assert "&lt;script&gt;" in every and "<script>alert" not in every  # the hostile test id, as text

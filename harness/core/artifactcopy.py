@@ -83,27 +83,15 @@ class _Budget:
             self.paths.append(f"{textsafe.line(path)[:500]}: {why}{detail}")
 
 
-def _open_chain(root: int, parts: Sequence[str]) -> int:
-    """A new fd on the directory ``parts`` below ``root``, each level opened with O_NOFOLLOW."""
+def _open_chain(root: int, parts: Sequence[str], *, make: bool = False) -> int:
+    """A new fd on the directory ``parts`` below ``root``, each level opened with O_NOFOLLOW
+    (``make``: in the copy, each missing level made)."""
     cur = os.dup(root)
     try:
         for name in parts:
-            nxt = os.open(name, DIR_FLAGS, dir_fd=cur)
-            os.close(cur)
-            cur = nxt
-    except BaseException:
-        os.close(cur)
-        raise
-    return cur
-
-
-def _make_chain(root: int, parts: Sequence[str]) -> int:
-    """:func:`_open_chain` in the copy, each missing level made."""
-    cur = os.dup(root)
-    try:
-        for name in parts:
-            with contextlib.suppress(FileExistsError):
-                os.mkdir(name, 0o755, dir_fd=cur)
+            if make:
+                with contextlib.suppress(FileExistsError):
+                    os.mkdir(name, 0o755, dir_fd=cur)
             nxt = os.open(name, DIR_FLAGS, dir_fd=cur)
             os.close(cur)
             cur = nxt
@@ -203,7 +191,7 @@ def _copy_job(src_job: int, dst_job: int, keep: Sequence[str], b: _Budget) -> No
             b.leave_out(f"not a directory reached through no link ({e.strerror})", "/".join(parts))
             continue
         try:
-            d = _make_chain(dst_job, parts)
+            d = _open_chain(dst_job, parts, make=True)
             try:
                 subs = _copy_dir(s, d, parts, b, depth - (len(parts) - 1))
             finally:
@@ -216,7 +204,7 @@ def _copy_job(src_job: int, dst_job: int, keep: Sequence[str], b: _Budget) -> No
 
 
 def _note(dst_job: int, where: str, b: _Budget) -> None:
-    d = _make_chain(dst_job, [where])
+    d = _open_chain(dst_job, [where], make=True)
     try:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(ARTIFACT_NOTE, dir_fd=d)  # a file of that name the job wrote: the note wins
@@ -247,14 +235,14 @@ def _copy_extra(src: int, dst: int, rel: str) -> int:
         except FileNotFoundError:
             return 0
         if stat.S_ISREG(st.st_mode):
-            d = _make_chain(dst, parts[:-1])
+            d = _open_chain(dst, parts[:-1], make=True)
             try:
                 return 1 if isinstance(_copy_file(parent, parts[-1], d, st.st_size), int) else 0
             finally:
                 os.close(d)
         if not stat.S_ISDIR(st.st_mode):
             return 0
-        s, d = _open_chain(parent, parts[-1:]), _make_chain(dst, parts)
+        s, d = _open_chain(parent, parts[-1:]), _open_chain(dst, parts, make=True)
         try:
             n = 0
             with os.scandir(s) as it:
@@ -316,7 +304,7 @@ def _copy_work(src: int, dst: int, work: str, keep: Sequence[str], files: int) -
             except OSError:
                 continue
             try:
-                dj = _make_chain(dst, [*parts, job])
+                dj = _open_chain(dst, [*parts, job], make=True)
                 try:
                     b = _Budget(total_left=total_left)
                     _copy_job(sj, dj, keep, b)

@@ -21,21 +21,18 @@ in its result (``store.limits``).
 
 from __future__ import annotations
 
-import hashlib
-import http.server
 import io
 import json
 import os
 import tarfile
-import threading
 import time
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from harness.store import storecap, wheelstore
 from tests.conftest import INTERP_YAML, cli
+from tests.unit.store.loopindex import LoopIndex
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -79,54 +76,6 @@ def _files() -> dict[str, bytes]:
     return out
 
 
-class _Index:
-    """PEP 691 pages at /simple/<name>/ and the files at /files/<name>-1.0.tar.gz."""
-
-    def __init__(self, files: dict[str, bytes]) -> None:
-        self.files = files
-        index = self
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def do_GET(self) -> None:  # noqa: N802
-                parts = self.path.strip("/").split("/")
-                if parts[0] == "simple" and len(parts) == 2 and parts[1] in index.files:
-                    body = json.dumps(index.page(parts[1])).encode()
-                    ctype = "application/vnd.pypi.simple.v1+json"
-                elif parts[0] == "files" and len(parts) == 2 and parts[1].removesuffix("-1.0.tar.gz") in index.files:
-                    body, ctype = index.files[parts[1].removesuffix("-1.0.tar.gz")], "application/octet-stream"
-                else:
-                    self.send_error(404)
-                    return
-                self.send_response(200)
-                self.send_header("Content-Type", ctype)
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_port}"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def page(self, name: str) -> dict[str, Any]:
-        data = self.files[name]
-        return {
-            "meta": {"api-version": "1.0"},
-            "name": name,
-            "files": [
-                {
-                    "filename": f"{name}-1.0.tar.gz",
-                    "url": f"{self.url}/files/{name}-1.0.tar.gz",
-                    "hashes": {"sha256": hashlib.sha256(data).hexdigest()},
-                    "requires-python": None,
-                    "yanked": False,
-                }
-            ],
-        }
-
-
 def _package(root: Path, name: str, deps: list[str]) -> Path:
     pkg = root / name
     (pkg / "src" / name).mkdir(parents=True)
@@ -152,14 +101,16 @@ def _matrix(path: Path, pkgs: list[Path]) -> Path:
 
 
 def test_a_store_hog_costs_only_the_store_s_limits(tmp_path: Path, ft_interpreter) -> None:
-    index = _Index(_files())
+    index = LoopIndex()
+    for name, data in _files().items():
+        index.serve(name, f"{name}-1.0.tar.gz", data)
     src = tmp_path / "src"
     hogsleep = _package(src, "ft_hogsleep", ["sleepdep"])
     hogslow = _package(src, "ft_hogslow", [f"slowdep{i}" for i in range(6)])
     hogbig = _package(src, "ft_hogbig", [f"bigdep{i}" for i in range(3)])
     ok = _package(src, "ft_ok", ["okdep"])
     store = tmp_path / "wheels"
-    env = {"FT_HARNESS_INDEX_URL": f"{index.url}/simple/", "FT_HARNESS_WHEEL_STORE": str(store)}
+    env = {"FT_HARNESS_INDEX_URL": index.url, "FT_HARNESS_WHEEL_STORE": str(store)}
     try:
         # the week before: ft_ok's dependency and the tools layer, stored and then not used for a week
         first = cli("store", "--matrix", str(_matrix(tmp_path / "ok.yaml", [ok])), "--out", str(tmp_path / "o1"),
@@ -215,4 +166,4 @@ def test_a_store_hog_costs_only_the_store_s_limits(tmp_path: Path, ft_interprete
         )
         assert wheelstore.KEY_RE.fullmatch(next(iter(before)).split("/")[0])
     finally:
-        index.server.shutdown()
+        index.close()

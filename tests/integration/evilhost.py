@@ -12,6 +12,7 @@ of this docker engine and the host."""
 from __future__ import annotations
 
 import contextlib
+import gzip
 import io
 import os
 import socket
@@ -33,7 +34,10 @@ while not os.path.exists('/srv/tls/ready'):
     time.sleep(0.2)
 ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
 ctx.load_cert_chain('/srv/tls/cert.pem', '/srv/tls/key.pem')
-handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory='/srv/files')
+class Files(http.server.SimpleHTTPRequestHandler):
+    def guess_type(self, path):  # bytes as they are: no Content-Encoding for a .tar.gz
+        return 'application/octet-stream'
+handler = functools.partial(Files, directory='/srv/files')
 server = http.server.ThreadingHTTPServer(('0.0.0.0', PORT), handler)
 server.socket = ctx.wrap_socket(server.socket, server_side=True)
 server.serve_forever()
@@ -52,13 +56,13 @@ def sdist(name: str, version: str, module: str) -> bytes:
         f"{base}/{name}.py": module,
     }
     buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w:gz") as tar:
+    with gzip.GzipFile(fileobj=buf, mode="wb", mtime=0) as gz, tarfile.open(fileobj=gz, mode="w") as tar:
         for path, text in files.items():
             data = text.encode()
             info = tarfile.TarInfo(path)
             info.size, info.mode, info.mtime = len(data), 0o644, 1_700_000_000
             tar.addfile(info, io.BytesIO(data))
-    return buf.getvalue()
+    return buf.getvalue()  # the same bytes every time
 
 
 NAME = "evil.test"

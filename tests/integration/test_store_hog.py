@@ -7,8 +7,9 @@ packages in this order:
 
 - ft_hogsleep: its dependency's metadata hook sleeps (an hour): the dry run is stopped at
   ``store_seconds_per_job``;
-- ft_hogslow: six dependencies whose builds take 12 s each: two are built, the third is stopped
-  at what is left of ``store_seconds_per_job``, the rest not started;
+- ft_hogslow: six dependencies whose builds sleep 6 s each (and their metadata takes its time):
+  a build is stopped at what is left of ``store_seconds_per_job``, and the rest are not started
+  (how many are built before depends on the machine's load; never all six);
 - ft_hogbig: three dependencies of 1.5 MB wheels: one is stored, the second would pass
   ``store_bytes_per_job``;
 - ft_ok: one small dependency, stored the week before.
@@ -63,7 +64,7 @@ def _setup(name: str, *, prelude: str = "", data: bool = False) -> str:
 
 
 SLEEP_IN_METADATA = "if any(a in sys.argv for a in ('egg_info', 'dist_info')): time.sleep(3600)"
-SLOW_BUILD = "if 'bdist_wheel' in sys.argv: time.sleep(12)"
+SLOW_BUILD = "if 'bdist_wheel' in sys.argv: time.sleep(6)"
 
 
 def _files() -> dict[str, bytes]:
@@ -143,7 +144,11 @@ def test_a_store_hog_costs_only_the_store_s_limits(tmp_path: Path, ft_interprete
         assert "cpython3.13t--ft_hogbig: limit store_bytes_per_job (2000000) exceeded" in said, said
         built = sorted(w["name"] for w in record["built"])
         assert built[:1] == ["bigdep0"] and "bigdep1" not in built and "bigdep2" not in built, built
-        assert 1 <= sum(n.startswith("slowdep") for n in built) <= 2, built
+        assert sum(n.startswith("slowdep") for n in built) < 6, built
+        assert any(
+            f.startswith("cpython3.13t--ft_hogslow: slowdep") and "store_seconds_per_job" in f
+            for f in record["failed"] + record["refused"]
+        )
         # the other packages' entries survive: nothing was evicted
         after = {e.rel for e in storecap.entries(store / "local")}
         assert set(before) <= after and record["evicted"] == [], (before, after, record["evicted"])

@@ -256,8 +256,9 @@ def _two_weeks(tmp_path: Path, tarball: Path, url: str, env: dict[str, str]) -> 
         f"work/{plant}/junit/results/{victim}.json",
     ):
         assert f"{where}: refused: not at DIR/results/*.json" in week1["merge_log"], where
-    assert week1["reused"] == {victim: "", plant: ""}
-    assert week2["reused"] == {victim: "previous-results", plant: ""}  # a local package always runs
+    local = {plant: "", evildep: "", store_victim: "", linkplant: ""}  # a local package always runs
+    assert week1["reused"] == {victim: "", **local}
+    assert week2["reused"] == {victim: "previous-results", **local}
     cached = json.loads((state / "caches" / "ft-results-1" / "previous-results" / "manifest.json").read_text())
-    assert sorted(cached["results"]) == sorted([victim, plant])
+    assert sorted(cached["results"]) == sorted([victim, *local])
     assert not marker.exists()

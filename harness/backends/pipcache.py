@@ -92,7 +92,13 @@ def volume_bytes(client, name: str, image: str, user: str) -> int | None:
 def bound_pip_cache(client, name: str, image: str, user: str, kept: dict[str, int]) -> str:
     """Keep volume ``name`` (a job's just ended) only while this run's pip caches (``kept``: the
     volumes kept so far and their bytes) hold at most ``pip_cache_bytes`` together with it; else
-    remove it (its next install downloads again).  Returns a line for the log, "" if kept."""
+    remove it (its next install downloads again).  Returns a line for the log, "" if kept. A job
+    whose steps never made the volume has none: nothing is measured, so nothing is made (a
+    container mounting a missing named volume would make one without its labels)."""
+    try:
+        client.volumes.get(name)
+    except Exception:  # noqa: BLE001 - NotFound (or the daemon gone): nothing of this job's to bound
+        return ""
     size = volume_bytes(client, name, image, user)
     others = sum(v for k, v in kept.items() if k != name)
     if size is not None and others + size <= limits.value("pip_cache_bytes"):

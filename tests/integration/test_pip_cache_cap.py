@@ -88,3 +88,12 @@ def test_a_volume_that_cannot_be_measured_is_not_kept(client, du_image, volumes,
     c = volumes(1)
     said = bound_pip_cache(client, c, "ft-harness-test/no-such-image:0", "0:0", kept)
     assert said.endswith("could not be measured (limit pip_cache_bytes 67108864)") and not _exists(client, c)
+
+
+def test_a_job_that_made_no_volume_gets_none_made(client, du_image) -> None:
+    """A job whose steps never used its pip cache (no install step ran) has no volume: its end
+    measures nothing and makes none (a container mounting a missing named volume would make one
+    without its labels, which test_docker_backend then found on its next job of that name)."""
+    name = f"ft-harness-pip-test-none-{uuid.uuid4().hex[:8]}"
+    assert bound_pip_cache(client, name, du_image, "0:0", {}) == ""
+    assert not _exists(client, name)

@@ -37,7 +37,7 @@ from tests.unit.store.loopindex import LoopIndex
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
-PER_JOB, PER_RUN = 30, 150
+PER_JOB, PER_RUN = 20, 120
 SETTINGS = "settings: {threads: 2, iterations: 1, repeat: 1, confirm: 0, gil_modes: [0], test_timeout: 60}\n"
 
 

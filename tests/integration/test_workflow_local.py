@@ -7,7 +7,8 @@ package), whose build and tests plant forged results -- the victim's and its own
 job ids, keys and sdist sha256, verdicts never seen and a recipe that writes a host file -- with
 manifests everywhere they reach in the workspace, logs/results/ included.  Week 1 runs from
 nothing; week 2 restores week 1's cache and reuses the victim (a local package always runs
-again).  Each week's published verdicts equal a clean run's (ft_plant with nothing to plant),
+again).  Each week's published verdicts equal a clean run's (ft_plant with nothing to plant,
+ft_evildep with no dependency, ft_linkplant with nothing to plant: `ft-harness run` on docker),
 the report job lists the planted files as refused, and week 2 reuses what week 1 ran, not what
 was planted.  Docker backend, the real interpreter image (reused when built), PyPI.
 
@@ -42,7 +43,7 @@ from harness.core.model import read_result
 from harness.interpreters import interpreters
 from harness.job import fetch
 from harness.verdict import decide
-from tests.conftest import FIXTURES, ROOT
+from tests.conftest import FIXTURES, ROOT, cli
 
 from .conftest import DOCKER
 from .evilhost import evil_host, sdist
@@ -145,6 +146,21 @@ def _no_host_byte(arts: Path, token: str) -> None:
     assert seen > 10, seen
 
 
+def _clean_run(out: Path, m: Path, env: dict[str, str]) -> dict:
+    """The clean matrix (nothing planted, no hostile dependency) run as a user runs it, on
+    docker: the verdicts and installs each week's hostile run must equal. (Not through the
+    workflow: the same jobs, without its images' save and load, 2-3 minutes of CI.)"""
+    r = cli("run", "--matrix", str(m), "--out", str(out), "--backend", "docker", "--jobs", "2", env=env, timeout=3000)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    return {
+        "verdicts": {p.stem: json.loads(p.read_text())["verdict"] for p in (out / "results").glob("*.json")},
+        "installed": {
+            job: _installed((out / "work" / job / "logs" / "install.log").read_text())
+            for job in ("cpython3.13t--ft_victim", "cpython3.13t--ft_evildep")
+        },
+    }
+
+
 def _installed(log: str) -> str:
     """pip's "Successfully installed ..." line of an install log."""
     return next((ln for ln in log.splitlines() if ln.startswith("Successfully installed")), "")
@@ -210,7 +226,7 @@ def _two_weeks(tmp_path: Path, tarball: Path, url: str, env: dict[str, str]) -> 
     forged = _forged(spec, interp_key, fetch.sdist_sha256(VICTIM[0], f"=={VICTIM[1]}"), marker)
     (hostile / "ft_plant" / "src" / "ft_plant" / "forged.json").write_text(json.dumps(forged))
 
-    baseline = _week(tmp_path / "clean-state", "1", _matrix(clean, tarball, clean / "ft_plant"), env)
+    baseline = _clean_run(tmp_path / "clean-run", _matrix(clean, tarball, clean / "ft_plant"), env)
     state = tmp_path / "state"
     week1 = _week(state, "1", week_matrix, env)
     week2 = _week(state, "2", week_matrix, env)

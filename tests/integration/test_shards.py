@@ -56,6 +56,7 @@ def test_three_shards_merge_to_the_unsharded_report(tmp_path: Path, ft_interpret
     whole = json.loads((tmp_path / "whole" / "report.json").read_text())
     assert merged["missing"] == []
     assert normalised(merged) == normalised(whole)
+    feeds_agree(tmp_path, m, dirs)
     # a shard missing from the merge is reported, not dropped
     r = cli("report", *map(str, dirs[:2]), "--out", str(tmp_path / "partial"), "--matrix", str(m))
     partial = json.loads((tmp_path / "partial" / "report.json").read_text())
@@ -69,6 +70,47 @@ def test_three_shards_merge_to_the_unsharded_report(tmp_path: Path, ft_interpret
     (dup / "results" / src.name).write_text(json.dumps(doc))
     r = cli("report", str(dirs[0]), str(dup), "--out", str(tmp_path / "bad"))
     assert r.returncode == 2 and src.name in r.stderr, r.stderr
+
+
+def feed_ids(out: Path) -> dict[str, dict]:
+    return {e["id"]: e for e in json.loads((out / "findings.json").read_text())["findings"]}
+
+
+def feeds_agree(tmp_path: Path, m: Path, dirs: list[Path]) -> None:
+    """Issue #57, acceptance 3: the ids of one matrix's unsplit run, its shards' merge and a second
+    run are the same; a reported.yaml naming one id shows its link in the next run and its pages,
+    and the feed after it keeps the link with no reported.yaml given."""
+    whole = feed_ids(tmp_path / "whole")
+    assert set(whole) == set(feed_ids(tmp_path / "merged"))
+    gil = [i for i, e in whole.items() if e["package"] == "ft_gilslot" and e["kind"] == "gil-reenabled"]
+    assert len(gil) == 1 and len(whole) >= 2, whole
+    url = "https://github.com/example/ft-gilslot/issues/7"
+    (tmp_path / "reported.yaml").write_text(f"# filed\n{gil[0]}: {url}\n")
+    again = tmp_path / "again"  # the next run of the same matrix, told what was filed
+    r = cli(
+        "run",
+        "--matrix",
+        str(m),
+        "--out",
+        str(again),
+        "--backend",
+        "local",
+        "--jobs",
+        "2",
+        "--reported",
+        str(tmp_path / "reported.yaml"),
+    )
+    assert r.returncode == 0, r.stdout + r.stderr
+    now = feed_ids(again)
+    assert set(now) == set(whole)
+    assert now[gil[0]]["reported"] == url and all(not e.get("reported") for i, e in now.items() if i != gil[0])
+    pages = [p for p in (again / "site").rglob("*.html") if url in p.read_text()]
+    assert pages, "no page of the run shows the reported link"
+    # a week later: the shards' merge, with no reported.yaml, the previous feed its memory
+    r = cli("report", *map(str, dirs), "--out", str(tmp_path / "later"), "--matrix", str(m), "--previous", str(again))
+    assert r.returncode == 0, r.stdout + r.stderr
+    later = feed_ids(tmp_path / "later")
+    assert set(later) == set(whole) and later[gil[0]]["reported"] == url
 
 
 TOP = ["ft_notests", "ft_clean", "ft_baseline", "ft_gilslot"]  # the "download counts" order

@@ -7,6 +7,11 @@ that matches nothing is no usage error that stops the run: the harness reads som
 JUnit's classname, which can name a directory, module or class ambiguously, so an item also
 matches by the (classname, name) pair JUnit writes for it; and an id with no ``::`` (a module that
 errored at collection) keeps every item of that file.
+
+``--ft-harness-plan=FILE`` (issue #58; harness.job.budgetplan): a threaded run planned to the
+job's budget. FILE has ``<iterations>\t<node id>`` a line; each test listed gets
+pytest-run-parallel's ``iterations`` marker with that many (never more than its own marker
+asks); with ``--ft-harness-plan-only`` the run keeps only the tests listed (a sample).
 """
 
 from __future__ import annotations
@@ -18,6 +23,8 @@ OPTION = "--ft-harness-only"
 
 def pytest_addoption(parser) -> None:
     parser.addoption(OPTION, default="", help="ft-harness: run only the node ids listed in this file")
+    parser.addoption("--ft-harness-plan", default="", help="ft-harness: iterations per node id, from this file")
+    parser.addoption("--ft-harness-plan-only", action="store_true", help="ft-harness: only the plan's node ids")
 
 
 def junit_key(nodeid: str) -> tuple[str, str]:
@@ -39,13 +46,60 @@ def _listed(config) -> set[str] | None:
         return {line.rstrip("\n") for line in f if line.strip()}
 
 
+def _planned(config) -> dict[str, int] | None:
+    path = config.getoption("ft_harness_plan")
+    if not path:
+        return None
+    out = {}
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            its, _, nodeid = line.rstrip("\n").partition("\t")
+            if its.isdigit() and nodeid:
+                out[nodeid] = int(its)
+    return out
+
+
 def pytest_report_header(config) -> str | None:
+    lines = []
     listed = _listed(config)
-    return None if listed is None else f"ft-harness: only the {len(listed)} test id(s) listed (gil_on: targeted)"
+    if listed is not None:
+        lines.append(f"ft-harness: only the {len(listed)} test id(s) listed (gil_on: targeted)")
+    planned = _planned(config)
+    if planned is not None:
+        what = "only these tests, " if config.getoption("ft_harness_plan_only") else ""
+        lines.append(f"ft-harness: planned to the job's budget: {what}{len(planned)} test(s) with fewer iterations")
+    return "\n".join(lines) or None
+
+
+def _match(item, ids: set[str], keys: set[tuple[str, str]], files: set[str]) -> bool:
+    nodeid = item.nodeid
+    return nodeid in ids or junit_key(nodeid) in keys or nodeid.split("::", 1)[0] in files
+
+
+def _apply_plan(config, items) -> None:
+    planned = _planned(config)
+    if planned is None:
+        return
+    by_key = {junit_key(t): n for t, n in planned.items()}
+    keep: list[pytest.Item] = []
+    drop: list[pytest.Item] = []
+    for item in items:
+        n = planned.get(item.nodeid, by_key.get(junit_key(item.nodeid)))
+        if n is None:
+            (drop if config.getoption("ft_harness_plan_only") else keep).append(item)
+            continue
+        own = item.get_closest_marker("iterations")
+        if own is None or (own.args and isinstance(own.args[0], int) and own.args[0] > n):
+            item.add_marker(pytest.mark.iterations(n))
+        keep.append(item)
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep
 
 
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(config, items) -> None:
+    _apply_plan(config, items)
     listed = _listed(config)
     if listed is None:
         return
@@ -54,9 +108,7 @@ def pytest_collection_modifyitems(config, items) -> None:
     keep: list[pytest.Item] = []
     drop: list[pytest.Item] = []
     for item in items:
-        nodeid = item.nodeid
-        hit = nodeid in listed or junit_key(nodeid) in keys or nodeid.split("::", 1)[0] in files
-        (keep if hit else drop).append(item)
+        (keep if _match(item, listed, keys, files) else drop).append(item)
     if drop:
         config.hook.pytest_deselected(items=drop)
         items[:] = keep

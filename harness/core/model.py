@@ -33,13 +33,15 @@ from .gilonrecord import GilOn
 from .pipinstalled import PipReport
 from .stored import StoreCharge, StoredWheel, wheels_from
 from .suiterecord import TestSetup
+from .threadplan import ThreadPlan
 
-RESULT_SCHEMA = 16  # 2: Phase.test_command; 3: typed crash/hang/parallel, coverage, wheel; 4: budget-spent,
+RESULT_SCHEMA = 17  # 2: Phase.test_command; 3: typed crash/hang/parallel, coverage, wheel; 4: budget-spent,
 # Hang.spent; 5: slow-in-threads, TestCase.seconds; 6: Phase.probe; 7: skipped, test_setup.recipe; 8: sdist_sha256,
 # reused_from; 9: Wheel.fallback; 10: Phase.subset, gil_on; 11: wheels_reused/_built; 12: repeat-failure; 13: tools_layer
 # 14: rules_out; claims "only without the GIL" decided on fresh runs alone (issue #47); 15: Finding.by_mode
 # 16: store (StoreCharge: the wheel store's seconds, bytes, limits reached, sdists refused for provenance; #56)
-READABLE_SCHEMAS = (2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16)
+# 17: thread_plan (the threaded runs planned to the job's budget; #58)
+READABLE_SCHEMAS = (2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17)
 
 # Verdicts, most severe first.  These strings are the contract of report.json.
 VERDICTS = (
@@ -393,6 +395,7 @@ class JobResult:
     store: StoreCharge = field(default_factory=StoreCharge)  # what the wheel store cost and refused (schema 16)
     gil_on: GilOn | None = None  # what the GIL-on runs ran, and why (None: no test stage, or before schema 10)
     rules_out: str = ""  # a clean verdict: the failure rate its runs rule out ("" before schema 14)
+    thread_plan: ThreadPlan | None = None  # the threaded runs planned to the budget (schema 17; issue #58)
 
     def phase(self, name: str) -> Phase | None:
         return next((p for p in self.phases if p.name == name), None)
@@ -429,6 +432,7 @@ class JobResult:
             "store": self.store.to_dict(),
             "gil_on": self.gil_on.to_dict() if self.gil_on else None,
             "rules_out": self.rules_out,
+            "thread_plan": self.thread_plan.to_dict() if self.thread_plan else None,
         }
 
     @classmethod
@@ -453,6 +457,7 @@ class JobResult:
         d["tools_layer"] = d["tools_layer"] if isinstance(d.get("tools_layer"), str) else ""
         d["store"] = StoreCharge.from_dict(d.get("store"))
         d["rules_out"] = d["rules_out"] if isinstance(d.get("rules_out"), str) else ""
+        d["thread_plan"] = ThreadPlan.from_dict(d.get("thread_plan"))
         d["schema"] = RESULT_SCHEMA  # read back in today's shape
         return _build(cls, d)
 

@@ -26,6 +26,7 @@ from ..core.gilonrecord import GilOn
 from ..core.model import Finding, InterpreterInfo, JobResult, now_iso
 from ..core.stored import StoreCharge
 from ..core.suiterecord import TestSetup
+from ..core.threadplan import ThreadPlan
 from ..core.wsfs import UNSEALED, JobDir, clear_workspace
 from ..verdict import artifact
 from . import datalinks, jobfiles, stages, testruns, tsanenv
@@ -70,6 +71,7 @@ class Done:
     store: StoreUse = NO_STORE  # what the shared wheel store gave the install (harness.job.wheelsteps)
     data_links: tuple[str, ...] = ()  # sdist dirs linked beside the installed package (harness.job.datalinks)
     gil_on: GilOn | None = None  # what the GIL-on runs ran, and why (harness.verdict.gilon)
+    thread_plan: ThreadPlan | None = None  # the threaded runs planned to the budget (harness.job.budgetplan)
 
 
 def start_env(ctx: JobCtx) -> tuple[dict[str, str], tuple[str, ...]]:
@@ -127,7 +129,7 @@ def _steps(ctx: JobCtx) -> Done:
     record, links = datalinks.link(ctx, src, setup.data_dirs, run.record)  # dulwich's testdata/
     run = testruns.run_tests(ctx, replace(run, record=record))
     testruns.confirm(ctx, run)
-    return replace(done, test_setup=run.record, data_links=links, gil_on=run.gil_on)
+    return replace(done, test_setup=run.record, data_links=links, gil_on=run.gil_on, thread_plan=run.thread_plan)
 
 
 def run_job(
@@ -334,4 +336,5 @@ def _result(ctx: JobCtx, done: Done, *, key: str, started: str, skip: TestSetup 
         ),
         gil_on=done.gil_on,
         rules_out=decision.rules_out,
+        thread_plan=done.thread_plan,
     )

@@ -7,17 +7,21 @@ candidates, each test alone. ``job._steps`` chains them; the workspace is reache
 from __future__ import annotations
 
 import logging
+import os
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from datetime import date
 
 from .. import verdict
 from ..core.gilonrecord import GilOn, targeted
 from ..core.model import TestCommand
 from ..core.suiterecord import TestSetup
+from ..core.threadplan import ThreadPlan
 from ..testsetup.suitesetup import SuiteSetup
 from ..verdict import gilon
-from . import jobfiles, suite, tsanenv
+from . import budgetplan, jobfiles, suite, tsanenv
+from .budgetplan import Plan
 from .context import JobCtx, PhaseSpec, base_env, run_phase
 from .source import Source
 from .stages import Installed
@@ -40,6 +44,11 @@ class Suite:
     threads: tuple[str, ...]  # pytest-run-parallel's options
     record: TestSetup
     gil_on: GilOn | None = None  # what the GIL-on runs ran (run_tests; harness.verdict.gilon)
+    plan: Plan | None = None  # the threaded runs planned to the budget (run_tests; harness.job.budgetplan)
+
+    @property
+    def thread_plan(self) -> ThreadPlan | None:
+        return self.plan.record if self.plan else None
 
 
 # ------------------------------------------------------------------ test runs
@@ -106,11 +115,54 @@ def run_tests(ctx: JobCtx, run: Suite) -> Suite:
                     timeout=300,
                 ),
             )
-        for rep in range(1, s.repeat + 1):
+        if run.plan is None and not ctx.tsan:
+            run = replace(run, plan=_plan(ctx, run, mode, is_targeted))
+        runs = run.plan.runs if run.plan and not (is_targeted and mode == 1) else s.repeat
+        for rep in range(1, runs + 1):
             if ctx.spent:
                 break
             _threaded(ctx, run, mode, rep, only)
     return replace(run, gil_on=gil_on or _whole(ctx, is_targeted))
+
+
+PLAN_FILE = "logs/thread-plan.txt"  # the threaded runs' plan (harness.job.budgetplan): iterations, test id
+
+
+def _plan(ctx: JobCtx, run: Suite, mode: int, is_targeted: bool) -> Plan | None:
+    """The threaded runs planned to the budget left (harness.job.budgetplan), from the plain run
+    of ``mode`` just finished; None (the settings as they are) without its per-test times."""
+    s = ctx.job.settings
+    plain = next((p for p in reversed(ctx.phases) if p.name == f"plain-gil{mode}"), None)
+    durations = {t: c.seconds for t, c in (plain.tests if plain else {}).items() if c.outcome != "skipped"}
+    if plain is None or not durations or not plain.junit:
+        return None
+    collect = next((p.duration for p in ctx.phases if p.kind == "collect"), 0.0)
+    work = sum(durations.values())
+    cores = max(1.0, min(float(os.cpu_count() or 1), work / max(1.0, plain.duration - collect)))
+    reserve = s.confirm_budget if s.confirm else 0
+    after = plain.duration if 1 in s.gil_modes and mode == 0 else 0.0  # the GIL-on plain run to come
+    budget = ctx.deadline - time.monotonic() - reserve - after
+    if not is_targeted and len(s.gil_modes) > 1 and mode == s.gil_modes[0]:
+        budget /= len(s.gil_modes)  # the other mode's threaded runs are the whole suite too
+    p = budgetplan.plan(
+        durations,
+        threads=s.threads,
+        iterations=s.iterations,
+        repeat=s.repeat,
+        budget=max(0.0, budget),
+        cores=cores,
+        overhead=collect,
+        seed=budgetplan.week_seed(date.today()),
+    )
+    log.info("%s: threaded runs: %s (%s)", ctx.job.job_id, p.record.how, p.record.why)
+    if p.record.how == "whole":
+        return p
+    try:
+        ctx.fs.write_new(PLAN_FILE, budgetplan.plan_lines(p).encode())
+    except OSError as e:
+        log.info("%s: %s could not be written (%s): the settings' runs", ctx.job.job_id, PLAN_FILE, e.strerror)
+        return None
+    return replace(p, record=replace(p.record, file=ctx.rel(ctx.ws.host_root / PLAN_FILE)))
 
 
 def _whole(ctx: JobCtx, targeted: bool) -> GilOn | None:
@@ -151,10 +203,15 @@ def _gil_on(ctx: JobCtx) -> tuple[GilOn, tuple[str, ...]]:
     return GilOn(ran="tests", tests=len(sel.tests), file=ctx.rel(ctx.ws.host_root / ONLY_FILE), why=sel.why), sel.tests
 
 
-def _this_run(ctx: JobCtx, name: str, only: Sequence[str] = ()) -> tuple[str, ...]:
-    """What only this run needs: workers, its JUnit file; the plugin that keeps it to ``only``."""
-    keep = ("-p", ONLY_PLUGIN, f"--ft-harness-only={ctx.ws.path(*ONLY_FILE.split('/'))}") if only else ()
-    return ("-n", "auto", f"--junitxml={ctx.ws.path('junit', f'{name}.xml')}", *keep)
+def _this_run(ctx: JobCtx, name: str, only: Sequence[str] = (), plan: Plan | None = None) -> tuple[str, ...]:
+    """What only this run needs: workers, its JUnit file; the plugin that keeps it to ``only``
+    and gives it the plan's iterations (a threaded run planned to the budget)."""
+    keep: tuple[str, ...] = ("--ft-harness-only=" + ctx.ws.path(*ONLY_FILE.split("/")),) if only else ()
+    if plan is not None and plan.record.how != "whole":
+        keep += ("--ft-harness-plan=" + ctx.ws.path(*PLAN_FILE.split("/")),)
+        keep += ("--ft-harness-plan-only",) if plan.keep else ()
+    plugin = ("-p", ONLY_PLUGIN) if keep else ()
+    return ("-n", "auto", f"--junitxml={ctx.ws.path('junit', f'{name}.xml')}", *plugin, *keep)
 
 
 def _tsan_env(ctx: JobCtx, run: Suite, name: str) -> dict[str, str]:
@@ -209,7 +266,7 @@ def _threaded(ctx: JobCtx, run: Suite, mode: int, rep: int, only: Sequence[str] 
         )
         return
     name = f"threads-gil{mode}-r{rep}"
-    cmd = replace(run.command, threads=run.threads, this_run=_this_run(ctx, name, only))
+    cmd = replace(run.command, threads=run.threads, this_run=_this_run(ctx, name, only, run.plan))
     run_phase(
         ctx,
         PhaseSpec(

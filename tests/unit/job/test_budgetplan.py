@@ -1,0 +1,66 @@
+"""The threaded runs planned to the job's budget (harness.job.budgetplan; issue #58)."""
+
+from __future__ import annotations
+
+from datetime import date
+
+from harness.core.threadplan import ThreadPlan
+from harness.job.budgetplan import plan, plan_lines, week_seed
+
+KW = {"threads": 4, "iterations": 5, "repeat": 2, "cores": 2.0, "overhead": 3.0, "seed": "2026-W50"}
+
+
+def suite(n: int = 300, slow: float = 0.3, cheap: int = 2) -> dict[str, float]:
+    d = {f"tests/test_{i // 50}.py::test_work[{i}]": slow for i in range(n)}
+    d.update({f"tests/test_z.py::test_cheap_{i}": 0.001 for i in range(cheap)})
+    return d
+
+
+def test_a_suite_that_fits_runs_as_the_settings_say() -> None:
+    p = plan(suite(10, 0.01), budget=600, **KW)  # 10 x 0.01 x 20 / 2 = 1 s + 3 s a run
+    assert p.record.how == "whole" and p.runs == 2 and p.iterations == {} and p.keep == ()
+    assert p.record.in_threads == p.record.tests == 12
+
+
+def test_too_big_a_suite_gives_its_slow_tests_fewer_iterations_and_keeps_every_test() -> None:
+    d = suite()  # a run at 5 iterations: 300 x 0.3 x 20 / 2 = 900 s
+    p = plan(d, budget=500, **KW)
+    assert p.record.how == "fitted" and p.record.in_threads == p.record.tests == 302 and p.record.left_out == 0
+    assert p.runs == 2  # at 1 iteration a run is 183 s: both runs fit
+    assert p.record.pass_seconds * p.runs <= 500
+    assert all(1 <= p.iterations[t] < 5 for t in d if "work" in t)
+    assert not any("cheap" in t for t in p.iterations)  # the cheap ones keep the settings' 5
+    assert p.record.iterations[5] == 2 and sum(p.record.iterations.values()) == 302
+    lines = plan_lines(p).splitlines()
+    assert len(lines) == 300 and all(line.split("\t")[0].isdigit() for line in lines)
+
+
+def test_fewer_runs_before_fewer_tests_and_a_stated_sample_last() -> None:
+    d = suite()
+    one = plan(d, budget=250, **KW)  # one run at 1 iteration (183 s) fits, two do not
+    assert one.record.how == "fitted" and one.runs == 1 and one.record.in_threads == 302
+    few = plan(d, budget=100, **KW)  # not even one: a sample, 1 iteration each
+    r = few.record
+    assert r.how == "sampled" and few.runs == 1 and 0 < r.in_threads < 302 and r.left_out == 302 - r.in_threads
+    assert r.seed == "2026-W50" and set(few.keep) == set(few.iterations) and r.pass_seconds <= 100
+    assert "left out by a sample (seed 2026-W50)" in r.reach(5)
+
+
+def test_the_sample_is_the_same_all_week_and_another_the_next() -> None:
+    d = suite()
+    a = plan(d, budget=100, **KW).keep
+    assert plan(d, budget=100, **KW).keep == a
+    b = plan(d, budget=100, **{**KW, "seed": "2026-W51"}).keep
+    assert set(a) != set(b)
+    assert week_seed(date(2026, 12, 7)) == "2026-W50" and week_seed(date(2026, 12, 13)) == "2026-W50"
+    assert week_seed(date(2026, 12, 14)) == "2026-W51"
+
+
+def test_the_record_reads_back_and_states_its_reach() -> None:
+    p = plan(suite(), budget=500, **KW).record
+    assert ThreadPlan.from_dict(p.to_dict()) == ThreadPlan.from_dict(p.to_dict())
+    back = ThreadPlan.from_dict(p.to_dict())
+    assert back is not None and back.iterations == p.iterations and back.how == "fitted"
+    assert back.reach(5).startswith("302 of 302 tests in threads (tests × iterations: 2 × 5")
+    assert ThreadPlan.from_dict({"how": "everything"}) is None and ThreadPlan.from_dict([]) is None
+    assert ThreadPlan.from_dict({"how": "whole", "tests": True, "iterations": {"x": 1}}) == ThreadPlan(how="whole")

@@ -60,7 +60,7 @@ def test_a_phone_sees_package_rows_on_its_first_screen(tmp_path_factory, page, t
     assert page.locator("#changes").bounding_box()["y"] < _first_row_top(page)
 
 
-@pytest.mark.parametrize("size", [PHONE, DESKTOP], ids=["phone", "desktop"])
+@pytest.mark.parametrize("size", [PHONE, {"width": 900, "height": 900}, DESKTOP], ids=["phone", "tablet", "desktop"])
 def test_a_compatible_with_an_unconfirmed_finding_says_so_in_its_cell(tmp_path_factory, page, tmp_path, size):
     results, problems = load_results([DATA / "sentences"])
     assert problems == []

@@ -119,6 +119,18 @@ def _count(plain: int, threads: int) -> str:
     return " and ".join(b for b in bits if b)
 
 
+def _cut(p: JobEntry, gil: int) -> str:
+    """ " (the job's budget cut 1 of them before it finished)": runs of a mode the harness ended
+    (issue #57); the budget named only for the run a ``budget-spent`` finding names."""
+    ended = [ph.name for ph in p.phases if ph.kind in ("plain", "threads") and ph.gil == gil and ph.timed_out]
+    budget = {f.phase for f in p.findings if f.kind == "budget-spent"}
+    n, other = sum(1 for x in ended if x in budget), sum(1 for x in ended if x not in budget)
+    bits = [f"the job's budget cut {n} of them before {'it' if n == 1 else 'they'} finished" if n else ""]
+    bits.append(f"the harness ended {other} of them before {'it' if other == 1 else 'they'} finished" if other else "")
+    said = "; ".join(b for b in bits if b)
+    return f" ({said})" if said else ""
+
+
 def what_ran(p: JobEntry) -> str:
     """In one or two sentences: the test runs per GIL mode, and why the GIL-on ones were left out
     or narrowed; "" when no test run happened (a build failure, no tests)."""
@@ -128,15 +140,15 @@ def what_ran(p: JobEntry) -> str:
     g = p.gil_on
     parts = []
     if any(off):
-        parts.append(f"With the GIL off: {_count(*off)} of the suite.")
+        parts.append(f"With the GIL off: {_count(*off)} of the suite{_cut(p, 0)}.")
     if any(on):
         if g is not None and g.ran == "tests":
             parts.append(
                 f"With the GIL on: {_count(*on)} of only the {g.tests} test(s) that were "
-                f"red with it off (settings.gil_on: targeted): {g.why}."
+                f"red with it off (settings.gil_on: targeted){_cut(p, 1)}: {g.why}."
             )
         else:
-            parts.append(f"With the GIL on: {_count(*on)} of the suite.")
+            parts.append(f"With the GIL on: {_count(*on)} of the suite{_cut(p, 1)}.")
     elif g is not None and g.ran == "none":
         parts.append(
             f"No run with the GIL on: {g.why} (settings.gil_on: targeted; gil_on: full runs the suite in both modes)."

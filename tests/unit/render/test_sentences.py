@@ -79,6 +79,8 @@ def test_no_not_again_without_a_re_run_and_no_once_for_a_test_that_failed_three_
     assert said in page and said.replace("_", "\\_") in six_md
     for text in (six_md, page):
         assert "not again" not in text and "failed once" not in text
+        # what ran says the third GIL-off threaded run did not finish
+        assert "3 threaded runs of the suite (the job's budget cut 1 of them before it finished)." in text
     # where a test was run again alone, "not again" is what its runs say (ft_rarerace: 0/2, 0/2)
     assert "seen once (1/20 suite runs) and not again alone (0/2 with the GIL off" in md
 

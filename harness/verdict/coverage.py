@@ -100,9 +100,10 @@ def reach(phases: Sequence[Phase]) -> tuple[int | None, int]:
 def compute(phases: Sequence[Phase]) -> dict[str, ModeCoverage]:
     """``{"gil0": ModeCoverage, "gil1": ...}`` for every mode with a threaded run of the whole
     suite: a run given only some tests (``Phase.subset``, harness.verdict.gilon) says nothing of
-    the suite's coverage, so a mode whose threaded runs all were such has none."""
+    the suite's coverage, so a mode whose threaded runs all were such has none; nor does a run the
+    job's budget cut (the counts come from runs that finished, as the reach's do)."""
     out: dict[str, ModeCoverage] = {}
-    whole = [p for p in phases if p.kind == "threads" and not p.subset]
+    whole = [p for p in phases if p.kind == "threads" and not p.subset and not _cut(p)]  # finished runs (#57)
     modes = sorted({p.gil for p in whole if p.gil is not None})
     for m in modes:
         threads = [p for p in whole if p.gil == m]

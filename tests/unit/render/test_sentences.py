@@ -15,7 +15,7 @@ from harness.render import html, markdown
 from harness.results import aggregate
 from harness.results.load import load_results
 from harness.results.report import CompatReport
-from harness.verdict.coverage import reach
+from harness.verdict.coverage import compute, reach
 from tests.data.report.shared import DATA, full_report
 
 SIX_CUT, SIX_15 = "cpython3.13t--six", "cpython3.13.15t--six"
@@ -55,6 +55,9 @@ def test_the_reach_of_a_job_the_budget_cut_says_so_and_counts_finished_runs(rep)
     assert next(p for p in r.phases if p.name == "threads-gil0-r3").hang.spent
     assert r.coverage["gil0"].checked == 183  # as the job wrote it: the cut run counted
     assert reach(r.phases) == reach(finished) == (182, 183)  # now: r3's tests count for nothing
+    cov = compute(r.phases)["gil0"]  # and the coverage counts the same runs
+    assert (cov.in_threads, cov.total, cov.checked) == (182, 183, 182)
+    assert (r.coverage["gil0"].in_threads, r.coverage["gil0"].total) == (183, 184)
     row = next(x for x in html.index_rows(rep) if x["p"].job_id == SIX_CUT)
     # the result keeps its own count (written before the fix); the words hold for either count
     said = "cut by the job's budget (2 of 3 GIL-off runs finished): 183 of 184 ran in threads"

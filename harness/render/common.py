@@ -55,6 +55,13 @@ def human_date(stamp: Any) -> str:
     return f"{t.day} {t:%b %Y}" if t is not None else str(stamp or "")
 
 
+def note_label(started: Any) -> str:
+    """The label of a package's ``notes`` (matrix.yaml's, the user's words): dated by the run
+    that read them and never said as this run's finding (issue #57)."""
+    day = human_date(started)
+    return f"Note from matrix.yaml{', ' + day if day else ''} (the matrix author's words, not a finding of this run):"
+
+
 def human_span(start: Any, end: Any) -> str:
     """``5 Dec 2026, 07:50–08:00 UTC`` (one day), else both times in full."""
     a, b = _when(start), _when(end)
@@ -229,10 +236,13 @@ def setup_summary(ts: TestSetup | None) -> str:
     return ", ".join(parts)
 
 
-def reach_text(checked: Any, tests: Any, settings: Mapping[str, Any] | None = None) -> dict[str, Any] | None:
+def reach_text(
+    checked: Any, tests: Any, settings: Mapping[str, Any] | None = None, cut: tuple[int, int] | None = None
+) -> dict[str, Any] | None:
     """The reach of the check for a cell (issue #44; harness.results.answer.reach_note): its
-    words, whether it is small, the count; None when no test ran.  ``settings``: the job's."""
-    text, low = reach_note(checked, tests, (settings or {}).get("min_parallel_fraction", SMALL_REACH))
+    words, whether it is small, the count; None when no test ran.  ``settings``: the job's;
+    ``cut``: the job's budget cut it (harness.results.answer.cut_runs)."""
+    text, low = reach_note(checked, tests, (settings or {}).get("min_parallel_fraction", SMALL_REACH), cut)
     if not text:
         return None
     return {"text": text, "low": low, "checked": _int(checked)}

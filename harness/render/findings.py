@@ -32,7 +32,6 @@ KIND_TEXT = {  # what the tests of a group do, after "N tests in FILE"
     "crash": "crash",
     "ft-crash": "crash",
     "hang": "time out",
-    "unconfirmed": "failed once but not again",
     "repeat-failure": "fail when repeated single-threaded, not in threads",
     "slow-in-threads": "are too slow to run in threads",
 }
@@ -47,11 +46,34 @@ def _file(test_id: str) -> str:
     return test_id.split("::", 1)[0] if "::" in test_id else ""
 
 
-def _sentence(kind: str, modes: tuple[int, ...], n: int, where: str) -> str:
-    what = KIND_TEXT.get(kind, f"are {kind}")
-    mode = MODES_TEXT.get(modes, "")
+def _re_run(f: Finding) -> bool:
+    """Whether the finding's test was run again alone (confirmation): ``confirmed`` counts runs."""
+    return any(n.isdigit() and int(n) > 0 for n in (v.partition("/")[2] for v in f.confirmed.values()))
+
+
+UNCONFIRMED_MODES = {(0,): "with the GIL off", (1,): "with the GIL on", (0, 1): "in both modes"}
+
+
+def unconfirmed_text(found: list[Finding], mode: str = "") -> str:
+    """What a group of ``unconfirmed`` findings did, backed by their runs (issue #57): never "once"
+    (a test may have failed 3 of 3 runs) and never "not again" unless it was run again alone."""
+    again = [f for f in found if _re_run(f)]
+    failed = " ".join(x for x in ("failed", mode, "in some runs") if x)
+    if not again:
+        return f"{failed} and were not re-run alone: unconfirmed"
+    if len(again) < len(found):
+        return f"{failed}; {len(again)} re-run alone, none confirmed: unconfirmed"
+    return f"{failed} and, re-run alone, were not confirmed: unconfirmed"
+
+
+def _sentence(kind: str, modes: tuple[int, ...], n: int, where: str, found: list[Finding]) -> str:
     if n == 1:
         return ""
+    if kind == "unconfirmed":  # its mode is where it failed: "only" would claim a comparison
+        what = unconfirmed_text(found, UNCONFIRMED_MODES.get(modes, ""))
+        return f"{n} tests in {where} {what}" if where else f"{n} tests {what}"
+    what = KIND_TEXT.get(kind, f"are {kind}")
+    mode = MODES_TEXT.get(modes, "")
     return " ".join(x for x in (f"{n} tests in {where}" if where else f"{n} tests", what, mode) if x)
 
 
@@ -75,7 +97,7 @@ def groups(p: JobEntry) -> list[dict[str, Any]]:
                 "rest": rest,
                 "info": kind in INFO_KINDS,
                 "deciding": lead is first,
-                "sentence": _sentence(kind, modes, len(found), where if _file(lead.test_id) else ""),
+                "sentence": _sentence(kind, modes, len(found), where if _file(lead.test_id) else "", found),
             }
         )
     out.sort(key=lambda g: (not g["deciding"], severity(str(g["kind"]))))
@@ -97,6 +119,18 @@ def _count(plain: int, threads: int) -> str:
     return " and ".join(b for b in bits if b)
 
 
+def _cut(p: JobEntry, gil: int) -> str:
+    """ " (the job's budget cut 1 of them before it finished)": runs of a mode the harness ended
+    (issue #57); the budget named only for the run a ``budget-spent`` finding names."""
+    ended = [ph.name for ph in p.phases if ph.kind in ("plain", "threads") and ph.gil == gil and ph.timed_out]
+    budget = {f.phase for f in p.findings if f.kind == "budget-spent"}
+    n, other = sum(1 for x in ended if x in budget), sum(1 for x in ended if x not in budget)
+    bits = [f"the job's budget cut {n} of them before {'it' if n == 1 else 'they'} finished" if n else ""]
+    bits.append(f"the harness ended {other} of them before {'it' if other == 1 else 'they'} finished" if other else "")
+    said = "; ".join(b for b in bits if b)
+    return f" ({said})" if said else ""
+
+
 def what_ran(p: JobEntry) -> str:
     """In one or two sentences: the test runs per GIL mode, and why the GIL-on ones were left out
     or narrowed; "" when no test run happened (a build failure, no tests)."""
@@ -106,15 +140,15 @@ def what_ran(p: JobEntry) -> str:
     g = p.gil_on
     parts = []
     if any(off):
-        parts.append(f"With the GIL off: {_count(*off)} of the suite.")
+        parts.append(f"With the GIL off: {_count(*off)} of the suite{_cut(p, 0)}.")
     if any(on):
         if g is not None and g.ran == "tests":
             parts.append(
                 f"With the GIL on: {_count(*on)} of only the {g.tests} test(s) that were "
-                f"red with it off (settings.gil_on: targeted): {g.why}."
+                f"red with it off (settings.gil_on: targeted){_cut(p, 1)}: {g.why}."
             )
         else:
-            parts.append(f"With the GIL on: {_count(*on)} of the suite.")
+            parts.append(f"With the GIL on: {_count(*on)} of the suite{_cut(p, 1)}.")
     elif g is not None and g.ran == "none":
         parts.append(
             f"No run with the GIL on: {g.why} (settings.gil_on: targeted; gil_on: full runs the suite in both modes)."

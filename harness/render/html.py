@@ -21,7 +21,7 @@ import jinja2
 from markupsafe import Markup
 
 from ..core.model import INFO_KINDS, VERDICTS, severity
-from ..results.answer import ANSWER_TEXT
+from ..results.answer import ANSWER_TEXT, cut_runs
 from ..results.causes import Cause
 from ..results.feed import https_url
 from ..results.report import Change, CompatReport, JobEntry, PhaseRow
@@ -36,6 +36,7 @@ from .common import (
     human_span,
     human_time,
     mode_list,
+    note_label,
     page_name,
     phase_summary,
     project_urls,
@@ -123,6 +124,7 @@ def _env() -> jinja2.Environment:
         when=human_time,
         day=human_date,
         span=human_span,
+        note_label=note_label,
     )
     env.globals.update(
         ANSWER_TEXT=ANSWER_TEXT,
@@ -251,7 +253,7 @@ def index_rows(report: CompatReport, history: dict[str, Any] | None = None) -> l
                 "several": report.several,
                 "siblings": siblings,
                 "decider": decider(p),
-                "reach": reach_text(*p.reach, p.settings),
+                "reach": reach_text(*p.reach, p.settings, cut_runs(p)),
                 "wheel_mark": wheel_mark(p.wheel.available if p.wheel else None),
                 "blocked": next(
                     (

@@ -15,7 +15,7 @@ from ..results.answer import ANSWER_TEXT, ANSWERS
 from ..results.feed import https_url
 from ..results.report import CompatReport, JobEntry
 from .chart import runs_label, runs_per_mode
-from .common import mode_list, safe_url, setup_summary
+from .common import mode_list, note_label, safe_url, setup_summary
 from .findings import deciding, groups, laptop_recipe, recipe_narrowing, what_ran
 from .mdtext import ICON, URL_SAFE, block, code, more_left, page_link, text
 
@@ -113,7 +113,7 @@ def _details(
     if p.qualifier:
         out += [f"_{text(p.qualifier)}_", ""]
     if p.notes:
-        out += [f"> **Note:** {text(p.notes)}", ""]
+        out += [f"> **{text(note_label(p.started))}** {text(p.notes)}", ""]
     if (ran := what_ran(p)) and not brief:
         out += [text(ran), ""]
     if ran and (narrowed := recipe_narrowing(p.test_setup)):  # in brief too: it bounds the verdict

@@ -185,7 +185,19 @@ def interpreter_columns(packages: Sequence[JobEntry]) -> list[Column]:
 def across(cells: Mapping[str, Cell], columns: Sequence[Column], jobs: Mapping[str, JobEntry] | None = None) -> str:
     """What differs between a package's interpreters, in column order, or "" when nothing does:
     ``build-failure on 3.13.5t, compatible on 3.13.15t``; a difference of two verdicts the counts
-    do not hold (``harness.results.flaky``) is said as flaky, with both counts."""
+    do not hold (``harness.results.flaky``) is said as flaky, with both counts.  A side never
+    judged (answer ``not-judged``: infra-error, the budget spent, no tests, skipped) is no side
+    of a difference (issue #57): "could not be compared: infra-error on 3.13.5t (not judged);
+    thread-unsafe on 3.13.15t"."""
+    unjudged = [c for c in columns if c.name in cells and cells[c.name].answer == "not-judged"]
+    if unjudged and len({cells[c.name].verdict for c in columns if c.name in cells}) > 1:
+        rest = {k: v for k, v in cells.items() if k not in {c.name for c in unjudged}}
+        between = across(rest, columns, jobs) if len(rest) > 1 else ""
+        lost = ", ".join(f"{cells[c.name].verdict} on {c.label}" for c in unjudged)
+        if between:
+            return f"{between}; not compared: {lost} (not judged)"
+        others = ", ".join(f"{cells[c.name].verdict} on {c.label}" for c in columns if c.name in rest)
+        return f"could not be compared: {lost} (not judged)" + (f"; {others}" if others else "")
     groups: dict[str, list[str]] = {}
     for c in columns:
         cell = cells.get(c.name)

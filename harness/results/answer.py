@@ -77,12 +77,35 @@ def build_cause(f: Finding | None) -> str:
     return "does not compile" if f.evidence == "compiler" else "does not install"
 
 
-def reach_note(checked: object, tests: object, least: object = SMALL_REACH) -> tuple[str, bool]:
+def cut_runs(p: JobEntry) -> tuple[int, int] | None:
+    """(GIL-off threaded runs of the suite that finished, those that started) when the job's
+    budget cut the job (a ``budget-spent`` finding); None when it did not (issue #57)."""
+    if not any(f.kind == "budget-spent" for f in p.findings):
+        return None
+    runs = [ph for ph in p.phases if ph.kind == "threads" and ph.gil == 0]
+    return sum(1 for ph in runs if not ph.timed_out and ph.outcome != "timed out"), len(runs)
+
+
+def _cut_note(checked: object, n: int, cut: tuple[int, int]) -> str:
+    done, started = cut
+    if not done or not isinstance(checked, int) or isinstance(checked, bool) or n <= 0:
+        return "cut by the job's budget before a GIL-off threaded run finished"
+    return f"cut by the job's budget ({done} of {started} GIL-off runs finished): {checked} of {n} ran in threads"
+
+
+def reach_note(
+    checked: object, tests: object, least: object = SMALL_REACH, cut: tuple[int, int] | None = None
+) -> tuple[str, bool]:
     """The reach of the check in words, and whether it is small (below ``least``, the job's
     settings.min_parallel_fraction): "checked in threads: 412 of 480", "only 12 of 480 checked in
     threads", "nothing checked in threads: 0 of 427" (a suite pytest-run-parallel ran
-    single-threaded: watchdog); "checked in threads: unknown"; ("", False) when no test ran."""
+    single-threaded: watchdog); "checked in threads: unknown"; ("", False) when no test ran.
+    ``cut`` (``cut_runs``): the job's budget cut it, said first, with what the finished runs
+    covered ("cut by the job's budget (2 of 3 GIL-off runs finished): 182 of 183 ran in
+    threads"): nothing was checked against the GIL-on side there (issue #57)."""
     n = tests if isinstance(tests, int) and not isinstance(tests, bool) else 0
+    if cut is not None:
+        return _cut_note(checked, n, cut), True
     if not isinstance(checked, int) or isinstance(checked, bool):
         return ("checked in threads: unknown", False) if n > 0 else ("", False)
     if n <= 0:
@@ -132,4 +155,22 @@ def answer(p: JobEntry, cause_kinds: Sequence[str] = ()) -> Answer:
     if p.verdict == "baseline-failure":
         return Answer(answer="no-ft-problem", caveat=CAVEAT_PLAIN, finding=first)
     note, small = reach_note(*p.reach, p.settings.get("min_parallel_fraction", SMALL_REACH))
-    return Answer(answer="no-ft-problem", caveat=note if small else "", finding=first)
+    caveat = "; ".join(x for x in (unconfirmed_caveat(p.findings), note if small else "") if x)
+    return Answer(answer="no-ft-problem", caveat=caveat, finding=first)
+
+
+def unconfirmed_caveat(findings: Sequence[Finding]) -> str:
+    """A ``compatible``'s unconfirmed findings in a cell's words, with the counts that back them
+    (issue #57: shown in the cell, not in a tooltip only): "unconfirmed: a test failed 1/3 suite
+    runs with the GIL off; alone 4/20 off, 0/20 on"; "" when it has none."""
+    found = [f for f in findings if f.kind == "unconfirmed"]
+    if not found:
+        return ""
+    if len(found) > 1:
+        return f"unconfirmed: {len(found)} tests failed in some runs, none confirmed"
+    f = found[0]
+    modes: dict[tuple[int, ...], str] = {(0,): " with the GIL off", (1,): " with the GIL on"}
+    mode = modes.get(tuple(f.modes), "")
+    said = f"unconfirmed: a test failed {f.count}/{f.runs} suite runs{mode}" if f.runs else "unconfirmed: a test failed"
+    alone = [f"{v} {'off' if k == 'gil0' else 'on'}" for k, v in sorted(f.confirmed.items()) if not v.endswith("/0")]
+    return f"{said}; alone {', '.join(alone)}" if alone else f"{said}; not re-run alone"

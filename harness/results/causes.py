@@ -171,6 +171,25 @@ def _root(excerpt: str, at: str) -> tuple[str, str]:
     return name, got.group(1) if got else ""
 
 
+_NUMBER = re.compile(r"\b\d+(?:\.\d+)?\b")
+
+
+def _filled(texts: Sequence[str]) -> str:
+    """One text for jobs grouped under the same words whose numbers differ, every number said:
+    "job_timeout 1200 s" for one value, "job_timeout 600 or 1200 s" for two (issue #57: "Blocked
+    by" printed a literal "job_timeout N s")."""
+    first = texts[0]
+    values: list[list[str]] = []
+    for t in texts:
+        for i, m in enumerate(_NUMBER.findall(t)):
+            if i == len(values):
+                values.append([])
+            if m not in values[i]:
+                values[i].append(m)
+    said = iter(" or ".join(v) if len(v) <= 3 else ", ".join(v[:3]) + ", …" for v in values)
+    return _NUMBER.sub(lambda m: next(said, m.group(0)), first)
+
+
 def _clean(line: str) -> str:
     return " ".join(_ADDR.sub("…", line).split())[:200]
 
@@ -268,8 +287,9 @@ def _cause_of(r: JobResult) -> _Seen | None:
         # "threads-gil0-r1: exit code 4, and no test results could be read": the phase's name
         # and the numbers differ from job to job, the words are the cause
         what = f.message.removeprefix(f"{f.phase}: ") if f.phase else f.message
-        text = _clean(re.sub(r"\b\d+(\.\d+)?\b", "N", what.split(": ")[0]))
-        return _Seen(("infra", text), "infrastructure", text, detail=_clean(f.message))
+        said = _clean(what.split(": ")[0])
+        text = _NUMBER.sub("N", said)  # the key; the text said is filled (_filled)
+        return _Seen(("infra", text), "infrastructure", said, detail=_clean(f.message))
     if r.verdict == "gil-reenabled" and f is not None:
         top = f.module.split(".")[0]
         if top and not _own_module(top, r.package):
@@ -326,6 +346,8 @@ def build_causes(results: Sequence[JobResult], labels: Mapping[str, str] | None 
                 seen.key, kind, _dependency_text(root, version, seen.minor, seen.detail), root, version, seen.detail
             )
             members = tuple(replace(m, via="" if _norm(m.via) == _norm(root) else m.via) for m in members)
+        if seen.kind == "infrastructure":
+            seen = replace(seen, text=_filled([s.text for _, s in jobs]))
         if seen.kind == "gil-dependency" and len(names) < 2:
             continue  # one package: most likely its own module under another name (yaml)
         out.append(

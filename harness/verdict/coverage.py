@@ -70,6 +70,11 @@ def _in_threads(threads: list[Phase], sources: list[Phase]) -> tuple[set[str] | 
     return (ran - single - unsafe if trusted else None), len(ran | unsafe)
 
 
+def _cut(p: Phase) -> bool:
+    """The job's budget ended this run (it did not finish)."""
+    return p.hang is not None and (p.hang.job_timeout or p.hang.spent)
+
+
 def reach(phases: Sequence[Phase]) -> tuple[int | None, int]:
     """(tests checked in threads, tests run): the reach of the free-threading check (issue #44).
 
@@ -77,8 +82,10 @@ def reach(phases: Sequence[Phase]) -> tuple[int | None, int]:
     runs, as ``compute`` counts them) and failed, crashed or hung in no run with the GIL on
     (whole suite or targeted): only there could its outcome differ by mode.  A test failing in
     threads with the GIL on too says nothing about free-threading.  None when no trusted source
-    says which tests ran in threads (pytest-xdist alone), or no GIL-off threaded run happened."""
-    off = [p for p in phases if p.kind == "threads" and not p.subset and p.gil == 0]
+    says which tests ran in threads (pytest-xdist alone), or no GIL-off threaded run happened.
+    A run the job's budget cut counts for nothing (issue #57): the reach comes from runs that
+    finished, and the page says the job was cut (harness.results.answer.cut_runs)."""
+    off = [p for p in phases if p.kind == "threads" and not p.subset and p.gil == 0 and not _cut(p)]
     collect = [p for p in phases if p.kind == "collect" and p.gil in (0, None)]
     ids, total = _in_threads(off, off + collect)
     if not off or ids is None:
@@ -93,9 +100,10 @@ def reach(phases: Sequence[Phase]) -> tuple[int | None, int]:
 def compute(phases: Sequence[Phase]) -> dict[str, ModeCoverage]:
     """``{"gil0": ModeCoverage, "gil1": ...}`` for every mode with a threaded run of the whole
     suite: a run given only some tests (``Phase.subset``, harness.verdict.gilon) says nothing of
-    the suite's coverage, so a mode whose threaded runs all were such has none."""
+    the suite's coverage, so a mode whose threaded runs all were such has none; nor does a run the
+    job's budget cut (the counts come from runs that finished, as the reach's do)."""
     out: dict[str, ModeCoverage] = {}
-    whole = [p for p in phases if p.kind == "threads" and not p.subset]
+    whole = [p for p in phases if p.kind == "threads" and not p.subset and not _cut(p)]  # finished runs (#57)
     modes = sorted({p.gil for p in whole if p.gil is not None})
     for m in modes:
         threads = [p for p in whole if p.gil == m]

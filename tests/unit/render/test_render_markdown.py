@@ -80,7 +80,10 @@ def test_findings_show_test_id_modes_ratio_evidence_and_reproduce():
     assert "PARALLEL FAILED tests/test_buf.py::test_shared_buffer" in sec
     crash = md.split("ft-crash 0.1 — ft-crash")[1].split("###")[0]
     assert "signal 11" in crash and "Fatal Python error: Segmentation fault" in crash
-    assert "> **Note:** Fixed upstream in 1.1.0" in md
+    assert (
+        "> **Note from matrix.yaml, 3 Dec 2026 (the matrix author's words, not a finding of this run):** Fixed upstream in 1.1.0"
+        in md
+    )
     assert "- <https://github.com/msgpack/msgpack-python/issues/613>" in md
     assert "## Changes" not in md
 

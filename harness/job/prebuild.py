@@ -99,7 +99,7 @@ def _one(job: Job, prepared: Prepared, backend: Backend, out: Path, progress: Pr
         src = source(ctx)
         if isinstance(src, Unfetched):
             return NO_STORE, "its sdist could not be fetched"
-        use = stages.wheel_store(ctx, src, stages.suite_setup(ctx, src))
+        use = stages.wheel_store(ctx, src, stages.suite_setup(ctx, src), build_own=True)
         return use, "" if use.planned else "no plan (the wheel store is off for it)"
     finally:
         try:

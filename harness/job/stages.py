@@ -48,13 +48,14 @@ def suite_setup(ctx: JobCtx, src: Source) -> SuiteSetup:
 # ------------------------------------------------------------------ install
 
 
-def wheel_store(ctx: JobCtx, src: Source, setup: SuiteSetup) -> StoreUse:
+def wheel_store(ctx: JobCtx, src: Source, setup: SuiteSetup, *, build_own: bool = False) -> StoreUse:
     """The sdists the install would build, each built once into the shared wheel store in a step
     of its own (harness.job.wheelsteps). Asked for: the install's requirements, with the
     package's own requirements in its place when its sdist states them (read now, before any
     package code ran), so the dry run builds nothing of the package; the package itself is left
     to the install, whose log is the build's evidence, unless the store holds the wheel of its
-    very sdist, built there for another job (``wheelsteps._own``)."""
+    very sdist, built there for another job or by the store step (``build_own``: a compiled
+    package's own sdist, built once before the jobs, harness.job.prebuild)."""
     reqs = [*_own_requirements(src, setup), *setup.tools, *ctx.job.package.test_requires, *(TOX if setup.tox else ())]
     vpy = ctx.ws.path("venv", "bin", "python")
     return prepare(
@@ -65,6 +66,8 @@ def wheel_store(ctx: JobCtx, src: Source, setup: SuiteSetup) -> StoreUse:
         skip=ctx.job.package.name,
         tools=[*setup.tools, *(TOX if setup.tox else ())],
         own_sha256=src.sha256,
+        own_version=src.version,
+        build_own=build_own and bool(setup.compiled),
     )
 
 

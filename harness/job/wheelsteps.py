@@ -136,8 +136,11 @@ def prepare(
     skip: str,
     tools: Sequence[str] = (),
     own_sha256: str = "",
+    own_version: str = "",
+    build_own: bool = False,
 ) -> StoreUse:
-    """Ask the store once (``take_or_build``) for the venv, the plan and the wheels it needs."""
+    """Ask the store once (``take_or_build``) for the venv, the plan and the wheels it needs;
+    ``build_own``: the store step's, for a compiled package's own sdist (harness.job.prebuild)."""
     ws, store = ctx.ws, ctx.ws.wheel_host
     if not ctx.job.settings.wheel_store or store is None or not ws.wheel_store or ctx.tsan:
         return NO_STORE
@@ -155,6 +158,8 @@ def prepare(
         tools=tuple(tools),
         own_sha256=own_sha256,
         own_env=bool(ctx.job.package.env),
+        own_version=own_version,
+        build_own=build_own,
         install_timeout=ctx.job.settings.install_timeout,
     )
     use = take_or_build(JobPort(ctx, store), want)

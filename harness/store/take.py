@@ -123,6 +123,8 @@ class Want:
     tools: tuple[str, ...] = ()  # the test tools' pins (wheels): the tools layer
     own_sha256: str = ""  # the package's sdist as the host fetched and checked it
     own_env: bool = False  # the package sets an env of its own: its own wheel is never taken
+    own_version: str = ""  # the package's version (the store step's build of it)
+    build_own: bool = False  # the store step (harness.job.prebuild): build the package's own sdist too (#58)
     install_timeout: float = 1200
 
 
@@ -157,6 +159,12 @@ def take_or_build(port: Port, want: Want, *, run: RunClock | None = None) -> Sto
     for sd in wheelstore.to_build(report, skip=want.skip):
         if _one(port, sd, tally):
             links.append(_seen(port, sd.sha256))
+    if want.build_own and want.own_sha256 and not want.own_env:
+        # a compiled package's own sdist, built once before the jobs (#58): by the index's own
+        # file (provenance.check), as any sdist of a plan; failed, the job's install builds it
+        # and its log is the build's evidence as before
+        name = str(canonicalize_name(want.skip))
+        _one(port, wheelstore.Sdist(name=name, version=want.own_version, url="", sha256=want.own_sha256), tally)
     links += _own(port, want, tally)
     if not links:
         tally.lines.append("ft-harness: wheel store: the install builds no sdist")

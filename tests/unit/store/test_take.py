@@ -255,3 +255,64 @@ def test_a_build_past_the_store_s_own_limit_says_so(tmp_path: Path, index: LoopI
     index.vouch(NUMPY)
     use, _ = _prepare(tmp_path, Slow(store=tmp_path / "store", plan=_plan(NUMPY)))
     assert f"past its limit of {BUILD_TIMEOUT} s" in use.failed[0] and use.limits == ()
+
+
+# the package's own compiled sdist, built by the store step before the jobs (#58): pkg 1.0
+OWN = Sdist(name="pkg", version="1.0", url="https://files.example.org/pkg-1.0.tar.gz", sha256=_sha("pkg"))
+
+
+def builds(backend: StoreBackend) -> list[str]:
+    return [r for r in backend.ran if r.startswith("wheel-") and r != "wheel-plan"]
+
+
+def _own_step(tmp_path: Path, backend: StoreBackend, *, build_own: bool, name: str) -> tuple[wheelsteps.StoreUse, str]:
+    """pkg 1.0's store steps as the store step (``build_own``) or its job asks them."""
+    from harness.job.job import open_job
+    from tests.unit.job.test_job_stages import INFO, pypi_job
+
+    ctx = open_job(
+        pypi_job("pkg", "==1.0"),
+        interp=INFO,
+        python="/py",
+        backend=backend,  # type: ignore[arg-type]
+        out=tmp_path / name,
+        progress=lambda job_id, step: None,
+        tarball="",
+    )
+    try:
+        use = wheelsteps.prepare(
+            ctx,
+            venv_sh="true",
+            vpy="/v/bin/python",
+            requirements=["dep"],
+            skip="pkg",
+            own_sha256=OWN.sha256,
+            own_version=OWN.version,
+            build_own=build_own,
+        )
+        return use, ctx.fs.read(f"logs/{wheelsteps.PLAN}.log", 1 << 20).decode()
+    finally:
+        ctx.fs.close()
+
+
+def test_the_store_step_builds_a_compiled_package_s_own_sdist_once_and_its_job_takes_it(
+    tmp_path: Path, index: LoopIndex
+) -> None:
+    store = tmp_path / "store"
+    index.vouch(OWN)
+    backend = Timed(store=store, plan=_plan())
+    use, log = _own_step(tmp_path, backend, build_own=True, name="step")
+    assert [w.wheel for w in use.built] == ["pkg-1.0-py3-none-any.whl"] and builds(backend) == ["wheel-pkg-1.0"]
+    assert f"built pkg-1.0-py3-none-any.whl (sdist sha256 {OWN.sha256}, listed by" in log
+    # the job after it: the package itself from the store, no build of it in the job
+    job = Timed(store=store, plan=_plan())
+    use, log = _own_step(tmp_path, job, build_own=False, name="job")
+    assert builds(job) == [] and [w.wheel for w in use.found] == ["pkg-1.0-py3-none-any.whl"]
+    assert f"the package itself from pkg-1.0-py3-none-any.whl (its sdist, sha256 {OWN.sha256}" in log
+
+
+def test_the_store_step_builds_no_own_sdist_the_index_does_not_list(tmp_path: Path, index: LoopIndex) -> None:
+    backend = Timed(store=tmp_path / "store", plan=_plan())
+    use, log = _own_step(tmp_path, backend, build_own=True, name="step")
+    assert builds(backend) == [] and use.built == () and len(use.untrusted) == 1
+    assert "refused pkg 1.0" in log and "the index's page for pkg could not be read (HTTP Error 404" in log

@@ -109,13 +109,15 @@ def _junit_failure(xml: str, test_id: str) -> str:
         for tag in ("failure", "error"):
             el = case.find(tag)
             if el is not None:
-                body = (el.text or "").strip()
+                body = (el.text or "").strip("\n")
                 head = el.get("message", "")
                 return body or head
     return ""
 
 
 _FATAL = re.compile(r"^.*(Fatal Python error|\+{5,} Timeout \+{5,}|Timeout \(\d|Thread 0x[0-9a-f]+).*$", re.M)
+_TIMEOUT = re.compile(r"^.*(\+{5,} Timeout \+{5,}|Timeout \(\d).*$", re.M)  # pytest-timeout's stacks
+_ABORTED = re.compile(r"^.*Fatal Python error: Aborted.*$", re.M)
 _SECTION = re.compile(r"^_{3,} (?P<name>.+?) _{3,}$", re.M)
 
 
@@ -123,7 +125,8 @@ def _log_failure(log: str, f: Finding) -> str:
     """A crash's dump or a hang's stacks (from the first such line on), or the test's section of
     pytest's failure report, from a log."""
     if f.kind in ("crash", "ft-crash", "hang"):
-        m = _FATAL.search(log)
+        # a hang: pytest-timeout's or faulthandler's stacks, or the silence watch's SIGABRT dump
+        m = (_TIMEOUT.search(log) or _ABORTED.search(log)) if f.kind == "hang" else _FATAL.search(log)
         if m:
             tail = log[m.start() :]
             end = re.search(r"^(=+ .* =+|\[gw\d+\] .*)$", tail, re.M)

@@ -75,7 +75,7 @@ def _expected_failure(f: Finding, failure: str) -> str:
         return "`Fatal Python error: ...` with every thread's stack (faulthandler), pytest killed by the signal"
     if f.kind == "hang":
         return "`Timeout` (pytest-timeout) with every thread's stack"
-    last = e_lines[-1].strip() if e_lines else ""
+    last = e_lines[0].strip() if e_lines else ""
     return f"`FAILED {f.test_id}`" + (f" with `{last}`" if last and "`" not in last else "")
 
 

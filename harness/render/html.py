@@ -413,7 +413,7 @@ def issue_view(i: Issue, logs: dict[str, str]) -> dict[str, Any]:
         for r in i.facts.runs
     ]
     return {
-        "title": i.title,
+        "title": i.title.replace("`", ""),  # Markdown code marks: the page shows the words
         "text": i.text,
         "kind": i.finding.kind,
         "failure": i.facts.failure,

@@ -69,5 +69,12 @@ def test_the_issue_recipe_reproduces_a_one_in_five_race(tmp_path, ft_interpreter
     assert len(hits) >= 9, [t.stdout[-500:] for t in tries if t not in hits]
     assert all("assert 9 == 10" in t.stdout for t in hits)
 
+    # the evidence at hand: on the package page, each run that showed it marked and linked to its log
+    failing = [p["name"] for p in d["phases"] if p.get("tests", {}).get(RACE, {}).get("outcome") == "failed"]
+    page = (tmp_path / "out/site/pkg/cpython3.13t--ft_fifthrace.html").read_text()
+    assert failing and page.count("showed the ft-race") == len(failing)
+    assert all(re.search(rf'<a href="[^"]+\.log\.txt">{re.escape(n)}</a>', page) for n in failing), failing
+    assert "E       assert 9 == 10" in page  # the first failure in full
+
     gil_on = _bash(here + on, laptop, env)
     assert f"passed all {runs} runs: not reproduced" in gil_on.stdout, gil_on.stdout[-2000:]

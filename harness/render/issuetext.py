@@ -32,7 +32,6 @@ from .common import safe_url
 from .findings import groups
 from .issuefacts import Facts, facts, read_result
 from .issuerecipe import class_of, fix_for, recipe_blocks
-from .mdtext import text
 
 ISSUE_KINDS = ("ft-crash", "crash", "ft-race", "hang", "thread-unsafe", "gil-reenabled", "build-failure")
 MODE_WORDS = {"gil0": "GIL off (PYTHON_GIL=0)", "gil1": "GIL on (PYTHON_GIL=1)"}
@@ -110,6 +109,11 @@ def _code(s: str) -> str:
     return f"{ticks}{pad}{s}{pad}{ticks}"
 
 
+def _word(s: str) -> str:
+    """A name or version as a word: only the characters a PEP 440 version or a PEP 503 name has."""
+    return re.sub(r"[^A-Za-z0-9._+!-]", "", s)
+
+
 def interpreter_line(p: JobEntry) -> str:
     it = p.interpreter
     version = it.full_version or it.version
@@ -127,7 +131,7 @@ def title(p: JobEntry, f: Finding) -> str:
     if f.kind == "gil-reenabled":
         return f"Importing `{f.module or p.name}` re-enables the GIL on {py}"
     if f.kind == "build-failure":
-        return f"{text(p.name)} {text(p.version)} does not build on {py}"
+        return f"{_word(p.name)} {_word(p.version)} does not build on {py}"
     if f.kind in ("ft-crash", "crash"):
         sig = f" (signal {f.signal})" if f.signal else ""
         return f"`{test}` crashes{sig} in threads" + (" with the GIL off" if off_only else "") + f" on {py}"
@@ -139,7 +143,7 @@ def title(p: JobEntry, f: Finding) -> str:
 
 
 def versions_block(p: JobEntry, fx: Facts) -> list[str]:
-    pkg = text(f"{p.name} {p.version}".strip())
+    pkg = f"{_word(p.name)} {_word(p.version)}".strip()
     if p.sdist_sha256:
         pkg += f" (sdist sha256 `{p.sdist_sha256}`)"
     elif p.source == "local":
@@ -171,7 +175,7 @@ def _mode_sentence(mode: str, c: tuple[int, int, int, int], kind: str) -> str:
 def happened(p: JobEntry, f: Finding, fx: Facts, siblings: Sequence[JobEntry]) -> list[str]:
     lines = ["### What happened", ""]
     if f.message:
-        lines += [text(f.message), ""]  # the package's words, inert in Markdown and HTML
+        lines += [_code(f.message), ""]  # the package's words: a code span, inert in Markdown and HTML
     counts = mode_counts(f)
     lines += [_mode_sentence(m, c, f.kind) for m, c in counts.items()]
     if "gil1" not in counts and f.kind not in ("gil-reenabled", "build-failure"):

@@ -94,6 +94,9 @@ def test_a_gil_reenabling_module_gets_the_slot_as_fix(report) -> None:
     assert t.startswith("## Importing `msgpack._cmsgpack` re-enables the GIL on free-threaded CPython 3.13.5")
     assert "Py_mod_gil" in t and "PyUnstable_Module_SetGIL" in t
     assert "import msgpack._cmsgpack, sys" in t  # the import that shows it, in the recipe
+    # with PYTHON_GIL unset: PYTHON_GIL=0 keeps the GIL off and hides the warning (checked on 3.13.5t)
+    assert "\nenv -u PYTHON_GIL python -W default -c 'import msgpack._cmsgpack, sys;" in t
+    assert "PYTHON_GIL=0 python" not in t
     assert "No bug tracker in the package's metadata." in t  # run1's probe recorded none
 
 

@@ -5,7 +5,8 @@ exact command runs again on this machine (its ``reproduce``: the job's workspace
 container, which must still be there: ``run --keep-workspaces`` keeps a job's venv, else only its
 logs/ and junit/ stay); ``--recipe`` runs the portable recipe instead, in a
 fresh directory, with the free-threaded interpreter given by ``--python`` first on PATH.
-``--print`` only shows the command.  Exit 0 when the failure came back (the command failed
+``--print`` only shows the command; ``--issue`` prints, for each deciding finding of the package,
+an upstream-ready issue in Markdown (harness.render.issuetext) and runs nothing.  Exit 0 when the failure came back (the command failed
 again), 1 when it passed this time; the last line says which, with the command's exit code.
 
 A report.json is text anyone can write (a CI artifact, a file someone sent): the command is
@@ -28,6 +29,7 @@ from typing import Any
 
 from ..core.errors import ConfigError
 from ..core.model import INFO_KINDS, Finding
+from ..render import issuetext
 from ..results.load import read_report
 from ..results.report import CompatReport, JobEntry
 from ..util.textsafe import line as safe_line
@@ -65,7 +67,29 @@ def pick(
     return job, chosen
 
 
+def print_issues(report_path: Path, package: str, interpreter: str | None) -> int:
+    """``--issue``: the upstream-ready issue of each deciding finding of ``package`` (every
+    interpreter's job, or the one of ``--interpreter``), Markdown on stdout, separated by a rule;
+    one line when there is none.  Exit 0 either way."""
+    report = read_report(report_path, "the")
+    out = report_path if report_path.is_dir() else report_path.parent
+    jobs = [
+        j for j in report.packages if j.name == package and (interpreter is None or j.interpreter.name == interpreter)
+    ]
+    if not jobs:
+        pick(report, package, interpreter=interpreter, finding=None)  # says what there is
+    texts = [i.text for j in jobs for i in issuetext.issues(report, j, out)]
+    if not texts:
+        verdicts = ", ".join(f"{j.verdict} on {j.interpreter.name}" for j in jobs)
+        print(safe_line(f"{package}: no finding to file upstream ({verdicts})"))
+        return 0
+    print("\n---\n\n".join(safe_lines(t) for t in texts), end="")
+    return 0
+
+
 def cmd_reproduce(args: argparse.Namespace) -> int:
+    if args.issue:
+        return print_issues(Path(args.report), args.package, args.interpreter)
     job, f = pick(
         read_report(Path(args.report), "the"), args.package, interpreter=args.interpreter, finding=args.finding
     )
@@ -178,6 +202,11 @@ def add_parser(command: Any) -> None:
     )
     sp.add_argument("--python", metavar="EXE", help="with --recipe: the free-threaded interpreter to put first on PATH")
     sp.add_argument("--print", action="store_true", help="only print the command")
+    sp.add_argument(
+        "--issue",
+        action="store_true",
+        help="print an upstream-ready issue (Markdown) for each deciding finding of the package; runs nothing",
+    )
     sp.add_argument(
         "--yes",
         action="store_true",

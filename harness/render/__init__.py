@@ -22,7 +22,7 @@ from ..util import pool
 from ..util.safefiles import write_json_atomic, write_text_atomic
 from . import bugs as _bugs
 from . import history as _history
-from . import html, junitreport, markdown
+from . import html, issuetext, junitreport, markdown
 from . import site as _site
 
 log = logging.getLogger(__name__)
@@ -189,6 +189,9 @@ def _write_all(
     rows = html.index_rows(report, hist)
     _reported_rows(rows, feed)
     logs = _site.publish_logs(report, out, site)
+    issues = issuetext.issues_by_job(report, out)  # the upstream-ready issues (#57), read from out/ once
+    for row in rows:
+        row["issues"] = issues.get(row["p"].job_id, [])
     md = ""
     api: list[Path] = []
 
@@ -198,7 +201,7 @@ def _write_all(
         text = report_json(report, encoded)
         write_text_atomic(out / "report.json", text)
         write_text_atomic(site / "report.json", text)  # the site links its own copy
-        md = markdown.render(report, site_url=site_url, reported=feed.links())
+        md = markdown.render(report, site_url=site_url, reported=feed.links(), issues=issues)
         write_text_atomic(out / "report.md", md)
         write_text_atomic(out / "junit.xml", junitreport.render(report))
         write_text_atomic(site / "index.html", html.render_index(report, rows, bugs=len(feed.findings)))

@@ -218,7 +218,8 @@ def laptop_recipe(p: JobEntry, f: Finding) -> str:
     if f.kind == "gil-reenabled" and f.module:
         mod = f.module
         lines.append(
-            "PYTHON_GIL=0 python -W default -c "
+            # PYTHON_GIL unset: PYTHON_GIL=0 would keep the GIL off and hide the warning (#57)
+            "env -u PYTHON_GIL python -W default -c "
             + shlex.quote(f"import {mod}, sys; print('GIL enabled:', sys._is_gil_enabled())")
         )
     elif f.test_id and f.kind != "build-failure":

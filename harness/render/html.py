@@ -47,6 +47,7 @@ from .common import (
     wheel_summary,
 )
 from .findings import groups, laptop_recipe, recipe_narrowing, what_ran
+from .issuetext import Issue
 from .site import package_file
 
 HERE = Path(__file__).parent
@@ -381,13 +382,16 @@ def render_page(
     found = [
         {**g, "lead": view(g["lead"]), "rest": [view(f) for f in g["rest"]], "also": also(g["lead"])} for g in groups(p)
     ]
+    issues = [issue_view(i, logs) for i in row.get("issues") or ()]  # the upstream-ready issues (#57)
+    showed = {r["name"]: i["kind"] for i in issues for r in i["runs"]}
     return (
         _env()
         .get_template("package.html")
         .render(
             row=row,
             p=p,
-            phases=[_phase_row(ph, logs) for ph in p.phases],
+            phases=[{**_phase_row(ph, logs), "showed": showed.get(ph.name, "")} for ph in p.phases],
+            issues=issues,
             change=change,
             groups=found,
             ran=what_ran(p),
@@ -401,6 +405,23 @@ def render_page(
             **_common(),
         )
     )
+
+
+def issue_view(i: Issue, logs: dict[str, str]) -> dict[str, Any]:
+    """An issue as the package page shows it: its text, the first failure, the runs that
+    showed it linked to their logs on the site."""
+    runs = [
+        {"name": r.name, "gil": r.gil, "href": _log_href(r.log, logs), "junit_href": _log_href(r.junit, logs)}
+        for r in i.facts.runs
+    ]
+    return {
+        "title": i.title.replace("`", ""),  # Markdown code marks: the page shows the words
+        "text": i.text,
+        "kind": i.finding.kind,
+        "failure": i.facts.failure,
+        "failure_from": i.facts.failure_from,
+        "runs": runs,
+    }
 
 
 def changes_by_job(report: CompatReport) -> dict[str, Change]:

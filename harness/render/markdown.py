@@ -23,6 +23,7 @@ from ..results.report import Cell, Change, CompatReport, JobEntry
 from .chart import runs_label, runs_per_mode, shorten
 from .common import coverage_summary, fmt_duration, human_span, safe_url, wheel_summary
 from .findings import deciding, recipe_narrowing
+from .issuetext import Issue
 from .mdfindings import findings_section
 from .mdtext import CHANGE_ICON, ICON, URL_SAFE, code, more_left, page_link, text
 
@@ -274,6 +275,7 @@ def render(
     title: str = "Free-threaded compatibility report",
     site_url: str = "",
     reported: Mapping[tuple[str, str, str], str] | None = None,
+    issues: Mapping[str, list[Issue]] | None = None,
 ) -> str:
     """report.md; ``site_url`` (the published site, https) is linked at the top and from each
     package's name; ``reported`` ((job id, kind, test id or module) -> the upstream issue:
@@ -297,7 +299,7 @@ def render(
         lines += more_left(len(report.missing) - MAX_LIST, "missing job") + [""]
     lines += ["## Packages", "", *packages_table(report, site), ""]
     lines += causes_table(report, site)
-    lines += findings_section(report, site, reported or {})
+    lines += findings_section(report, site, reported or {}, issues or {})
     lines += _jobs(report)
     where = f"<{quote(site, safe=URL_SAFE)}>" if site else "the site (site/pkg/)"
     lines += [f"_Each phase's outcome, command and log: on the package pages of {where}._"]

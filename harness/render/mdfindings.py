@@ -6,7 +6,8 @@ deciding finding, then a line each.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from html import escape as html_escape
 from typing import Any
 from urllib.parse import quote
 
@@ -17,6 +18,7 @@ from ..results.report import CompatReport, JobEntry
 from .chart import runs_label, runs_per_mode
 from .common import mode_list, note_label, safe_url, setup_summary
 from .findings import deciding, groups, laptop_recipe, recipe_narrowing, what_ran
+from .issuetext import Issue
 from .mdtext import ICON, URL_SAFE, block, code, more_left, page_link, text
 
 MAX_FINDINGS_PER_JOB = 5  # findings shown in full under one job
@@ -99,6 +101,7 @@ def _details(
     brief: bool = False,
     same: tuple[JobEntry, ...] = (),
     filed: Mapping[tuple[str, str, str], str] | None = None,
+    issues: Sequence[Issue] = (),
 ) -> list[str]:
     """A job: its answer, note, what ran, then its findings grouped by kind, file and modes,
     the deciding group first; ``brief``: the deciding finding alone (the repetitions and the
@@ -136,6 +139,9 @@ def _details(
         out += [""] if rest else []
     if left:
         out += [f"_… and {left} more finding{'s' if left != 1 else ''} like these: see its page on the site._", ""]
+    if not brief:  # the upstream-ready issue of each deciding finding (#57), folded
+        for i in issues:
+            out += [f"<details><summary>Issue to file: {html_escape(i.title)}</summary>", "", i.text, "</details>", ""]
     setup = setup_summary(p.test_setup)
     if setup and not brief:
         out += [f"_Test setup: {text(setup)}_", ""]
@@ -161,7 +167,10 @@ def _one_line(p: JobEntry, labels: dict[str, str], site: str) -> str:
 
 
 def findings_section(
-    report: CompatReport, site: str, filed: Mapping[tuple[str, str, str], str] | None = None
+    report: CompatReport,
+    site: str,
+    filed: Mapping[tuple[str, str, str], str] | None = None,
+    issues: Mapping[str, Sequence[Issue]] | None = None,
 ) -> list[str]:
     """Jobs with findings, free-threading problems first: in full up to FINDING_LINES lines,
     then each one's deciding finding with its recipe up to BRIEF_LINES more, then a line each."""
@@ -182,7 +191,14 @@ def findings_section(
         if short:
             short.append(p)
             continue
-        more = _details(p, labels, brief=used > FINDING_LINES, same=tuple(same), filed=filed)
+        more = _details(
+            p,
+            labels,
+            brief=used > FINDING_LINES,
+            same=tuple(same),
+            filed=filed,
+            issues=(issues or {}).get(p.job_id, ()),
+        )
         n = sum(x.count("\n") + 1 for x in more)
         if full and used + n > FINDING_LINES + BRIEF_LINES:
             short.append(p)

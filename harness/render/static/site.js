@@ -136,9 +136,9 @@
         setTimeout(function () { button.textContent = "copy"; }, 1500);
       };
       if (navigator.clipboard && window.isSecureContext) {
-        navigator.clipboard.writeText(text).then(done, function () { selectText(pre); });
-      } else {
-        selectText(pre);
+        navigator.clipboard.writeText(text).then(done, function () { if (selectText(pre)) { done(); } });
+      } else if (selectText(pre)) {
+        done();
       }
     });
   });
@@ -149,6 +149,6 @@
     var sel = window.getSelection();
     sel.removeAllRanges();
     sel.addRange(range);
-    try { if (document.execCommand("copy")) { return; } } catch (e) { /* select only */ }
+    try { return document.execCommand("copy"); } catch (e) { return false; /* selected only */ }
   }
 }());

@@ -80,6 +80,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     from ..interpreters import interpreters
 
     spec = matrix.load(args.matrix)  # bad input fails here, before anything heavy is imported
+    from ..config.plan import claim_warning
+
+    if claim_warning(spec.settings):  # said at the start: a run of hours that can hold no claim
+        print(f"ft-harness: warning: {claim_warning(spec.settings)}", file=sys.stderr)
     os.environ[KEEP_ENV] = "1" if args.keep_workspaces else ""  # harness.job.job reads it at each result
     from .. import backends
     from ..config import estimate, plan

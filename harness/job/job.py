@@ -28,6 +28,7 @@ from ..core.stored import StoreCharge
 from ..core.suiterecord import TestSetup
 from ..core.wsfs import UNSEALED, JobDir, clear_workspace
 from ..verdict import artifact
+from ..verdict.confirm import reserve as confirm_reserve
 from . import datalinks, jobfiles, stages, testruns, tsanenv
 from .context import JobCtx, Progress, base_env
 from .laptoprecipe import recipe
@@ -217,6 +218,8 @@ def open_job(
         budget=job.settings.job_timeout,
         interp=interp,
         tarball=tarball,
+        # the runs alone's part of the budget, kept from the start: the suite's runs stop before it
+        reserve=confirm_reserve(job.settings, tsan=interp.sanitizer == "thread"),
     )
 
 

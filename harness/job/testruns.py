@@ -232,46 +232,56 @@ def _threaded(ctx: JobCtx, run: Suite, mode: int, rep: int, only: Sequence[str] 
 
 
 def confirm(ctx: JobCtx, run: Suite) -> None:
-    """Re-run each candidate's test alone (verdict.confirm), interleaved GIL off, on, off, on...,
-    round-robin over the candidates, each until verdict.confirm.done says its answer is clear or
-    can no longer change, within settings.confirm_budget. Not under TSan."""
-    s, ws = ctx.job.settings, ctx.ws
+    """Re-run each candidate's test alone (verdict.confirm), one candidate at a time, strongest
+    first (verdict.confirm_targets' order), each interleaved GIL off, on, off, on... until
+    verdict.confirm.done says its answer is clear or can no longer change, then the next; within
+    settings.confirm_budget and the job's budget, whose end was kept for them (JobCtx.reserve).
+    Not under TSan."""
+    s = ctx.job.settings
     if not s.confirm or ctx.tsan:
         return
     found = verdict.decide(ctx.phases, settings=s, claims=False).findings
     by_name = {p.name: p for p in ctx.phases}
     end = min(time.monotonic() + s.confirm_budget, ctx.deadline)  # never past the job timeout
-    chosen = list(enumerate(verdict.confirm_targets(found, ctx.phases), 1))
-    for rep in range(1, s.confirm + 1):
-        for i, target in chosen:
+    for i, target in enumerate(verdict.confirm_targets(found, ctx.phases), 1):
+        src = by_name[target.phase]
+        assert src.test_command is not None  # confirm_targets keeps only phases with one
+        for rep in range(1, s.confirm + 1):
             if verdict.confirm_done(target, ctx.phases, s.confirm, s.gil_modes):
-                continue
-            src = by_name[target.phase]
-            assert src.test_command is not None  # confirm_targets keeps only phases with one
+                break
             for mode in s.gil_modes:
                 left = end - time.monotonic()
                 if left < 5:
                     log.info("%s: confirmation budget (%ss) spent", ctx.job.job_id, s.confirm_budget)
                     return
-                name = f"confirm{i}-gil{mode}-r{rep}"
-                # alone, pytest-timeout's thread method dumps every thread and ends the process at
-                # test_timeout, even in a wait no signal interrupts (its signal method cannot)
-                cmd = replace(
-                    src.test_command,
-                    paths=(target.test_id,),
-                    this_run=("--timeout-method=thread", f"--junitxml={ws.path('junit', f'{name}.xml')}"),
+                _alone(
+                    ctx, run, src.test_command, src.cwd, f"confirm{i}-gil{mode}-r{rep}", target.test_id, mode, rep, left
                 )
-                run_phase(
-                    ctx,
-                    PhaseSpec(
-                        name=name,
-                        kind="confirm",
-                        command=cmd,
-                        env={**run.env, "PYTHON_GIL": str(mode)},
-                        cwd=src.cwd,
-                        timeout=min(left, s.test_timeout + 30),
-                        gil=mode,
-                        rep=rep,
-                        junit=f"junit/{name}.xml",
-                    ),
-                )
+
+
+def _alone(
+    ctx: JobCtx, run: Suite, command: TestCommand, cwd: str, name: str, test_id: str, mode: int, rep: int, left: float
+) -> None:
+    """One run alone of ``test_id``: the nominating phase's command, with only that test."""
+    # alone, pytest-timeout's thread method dumps every thread and ends the process at
+    # test_timeout, even in a wait no signal interrupts (its signal method cannot)
+    cmd = replace(
+        command,
+        paths=(test_id,),
+        this_run=("--timeout-method=thread", f"--junitxml={ctx.ws.path('junit', f'{name}.xml')}"),
+    )
+    run_phase(
+        ctx,
+        PhaseSpec(
+            name=name,
+            kind="confirm",
+            command=cmd,
+            env={**run.env, "PYTHON_GIL": str(mode)},
+            cwd=cwd,
+            timeout=min(left, ctx.job.settings.test_timeout + 30),
+            gil=mode,
+            rep=rep,
+            junit=f"junit/{name}.xml",
+            reserved=True,
+        ),
+    )

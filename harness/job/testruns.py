@@ -17,6 +17,7 @@ from ..core.model import TestCommand
 from ..core.suiterecord import TestSetup
 from ..testsetup.suitesetup import SuiteSetup
 from ..verdict import gilon
+from ..verdict.confirm import Run, next_run
 from . import jobfiles, suite, tsanenv
 from .context import JobCtx, PhaseSpec, base_env, run_phase
 from .source import Source
@@ -243,31 +244,28 @@ def confirm(ctx: JobCtx, run: Suite) -> None:
     found = verdict.decide(ctx.phases, settings=s, claims=False).findings
     by_name = {p.name: p for p in ctx.phases}
     end = min(time.monotonic() + s.confirm_budget, ctx.deadline)  # never past the job timeout
-    for i, target in enumerate(verdict.confirm_targets(found, ctx.phases), 1):
-        src = by_name[target.phase]
+    chosen = verdict.confirm_targets(found, ctx.phases)
+    for _ in range(len(chosen) * s.confirm * len(s.gil_modes)):  # each run alone counted once
+        run_ = next_run(chosen, ctx.phases, s.confirm, s.gil_modes)
+        if run_ is None:
+            return
+        left = end - time.monotonic()
+        if left < 5:
+            log.info("%s: confirmation budget (%ss) spent", ctx.job.job_id, s.confirm_budget)
+            return
+        src = by_name[run_.target.phase]
         assert src.test_command is not None  # confirm_targets keeps only phases with one
-        for rep in range(1, s.confirm + 1):
-            if verdict.confirm_done(target, ctx.phases, s.confirm, s.gil_modes):
-                break
-            for mode in s.gil_modes:
-                left = end - time.monotonic()
-                if left < 5:
-                    log.info("%s: confirmation budget (%ss) spent", ctx.job.job_id, s.confirm_budget)
-                    return
-                _alone(
-                    ctx, run, src.test_command, src.cwd, f"confirm{i}-gil{mode}-r{rep}", target.test_id, mode, rep, left
-                )
+        _alone(ctx, run, src.test_command, src.cwd, run_, left)
 
 
-def _alone(
-    ctx: JobCtx, run: Suite, command: TestCommand, cwd: str, name: str, test_id: str, mode: int, rep: int, left: float
-) -> None:
-    """One run alone of ``test_id``: the nominating phase's command, with only that test."""
+def _alone(ctx: JobCtx, run: Suite, command: TestCommand, cwd: str, alone: Run, left: float) -> None:
+    """One run alone of a target's test: the nominating phase's command, with only that test."""
+    name, mode = alone.name, alone.mode
     # alone, pytest-timeout's thread method dumps every thread and ends the process at
     # test_timeout, even in a wait no signal interrupts (its signal method cannot)
     cmd = replace(
         command,
-        paths=(test_id,),
+        paths=(alone.target.test_id,),
         this_run=("--timeout-method=thread", f"--junitxml={ctx.ws.path('junit', f'{name}.xml')}"),
     )
     run_phase(
@@ -280,7 +278,7 @@ def _alone(
             cwd=cwd,
             timeout=min(left, ctx.job.settings.test_timeout + 30),
             gil=mode,
-            rep=rep,
+            rep=alone.rep,
             junit=f"junit/{name}.xml",
             reserved=True,
         ),

@@ -172,6 +172,41 @@ def done(target: Target, phases: Sequence[Phase], most: int, modes: Sequence[int
     return k0 + k1 > 0 or n >= limit
 
 
+def next_run(chosen: Sequence[Target], phases: Sequence[Phase], most: int, modes: Sequence[int]) -> Run | None:
+    """The next run alone, from the runs alone so far (None: every target is done): the first
+    target in ``chosen``'s order not yet done (``done``, asked at each whole pair), its pair
+    completed in ``modes``' order (GIL off, then on). One target's runs all come before the next
+    target's: sequential, strongest first (module docstring)."""
+    for i, target in enumerate(chosen, 1):
+        ran = {m: sum(1 for p in phases if _alone_of(p, target.test_id) and p.gil == m) for m in modes}
+        pair = min(ran.values(), default=0)
+        if pair >= most:
+            continue
+        short = [m for m in modes if ran[m] == pair]
+        if len(short) == len(modes) and done(target, phases, most, modes):
+            continue  # asked between whole pairs: a pair once begun is completed
+        return Run(index=i, target=target, mode=short[0], rep=pair + 1)
+    return None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Run:
+    """One run alone to start: the ``index``-th target (its phase ``confirm<index>-gil<mode>-r<rep>``)."""
+
+    index: int
+    target: Target
+    mode: int
+    rep: int
+
+    @property
+    def name(self) -> str:
+        return f"confirm{self.index}-gil{self.mode}-r{self.rep}"
+
+
+def _alone_of(p: Phase, test_id: str) -> bool:
+    return p.kind == "confirm" and p.test_command is not None and p.test_command.paths == (test_id,)
+
+
 def event(p: Phase, test_id: str) -> str:
     """What a run alone showed of its test: crashed, hung, failed, passed, out of memory or no
     result. A run the memory limit killed (SIGKILL) is the machine's limit, never a crash."""

@@ -59,12 +59,12 @@ PAIRS = {"crash": 3, "hang": 2}  # at most this many runs per mode (and confirm)
 RATE_RUNS = 8  # a failure's runs alone per mode at most, to tell its rate from its floor
 PASSED = ("passed", "skipped")
 GROUPS = ("ft-crash", "ft-race", "crash", "hang", "thread-unsafe")  # the order of the runs alone, by kind
-RESERVE_SHARE = 0.5  # the runs alone's reserve: at most this share of the job's budget
+RESERVE_SHARE = 1 / 3  # the runs alone's reserve: at most this share of the job's budget
 
 
 def reserve(settings: Settings, *, tsan: bool = False) -> float:
     """The seconds at the end of the job's budget kept for the runs alone from the job's start
-    (``JobCtx.reserve``): ``confirm_budget``, at most half of ``job_timeout``; none when there are
+    (``JobCtx.reserve``): ``confirm_budget``, at most a third of ``job_timeout``; none when there are
     no runs alone (``confirm: 0``, ThreadSanitizer). The suite's runs stop early enough to leave
     it, so the runs alone happen however long the suite runs are."""
     if not settings.confirm or tsan:

@@ -66,4 +66,4 @@ def test_the_published_matrix_can_hold_a_claim() -> None:
     spec = matrix.load(ROOT / "examples" / "published.yaml")
     assert spec.settings.confirm >= 5 and claim_warning(spec.settings) == ""
     # its budget is kept from the start of each job's (verdict.confirm.reserve)
-    assert spec.settings.confirm_budget <= spec.settings.job_timeout / 2
+    assert spec.settings.confirm_budget <= spec.settings.job_timeout / 3

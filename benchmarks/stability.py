@@ -99,6 +99,7 @@ def measure(tmp: Path, rounds: int = 10, real: Sequence[dict[str, str]] = ()) ->
         **tally(per_round),
         "per_round": per_round,
         "procedure": operating_table(1000),
+        "on_a_budget": [budgeted([(0.75, 0.0)] + [(0.3, 0.3)] * 7, b) for b in (16, 24, 40, 80)],
     }
 
 
@@ -230,4 +231,79 @@ def lines(d: Mapping[str, Any]) -> list[str]:
                 for r in d["procedure"]
             ),
         ]
+    if d.get("on_a_budget"):  # issue #58: the runs alone sequential, strongest first, vs round-robin
+        out += [
+            "",
+            "Runs alone on a budget (a 75% GIL-off race first, 7 decoys at 30% in both modes): "
+            + "; ".join(
+                f"{r['budget']} runs: held {r['sequential']['first_held']:.0%} sequentially, "
+                f"{r['round_robin']['first_held']:.0%} round-robin"
+                for r in d["on_a_budget"]
+            ),
+        ]
+    return out
+
+
+# ----------------------------------------------------------------------------- the runs alone on a budget
+
+
+def budgeted(
+    cands: Sequence[tuple[float, float]], budget: int, *, most: int = 20, trials: int = 400, seed: int = 58
+) -> dict[str, Any]:
+    """Issue #58: "only without the GIL" candidates, each failing alone at (GIL off, GIL on) rates
+    ``cands`` (the first the strongest, nominated first), with ``budget`` runs alone in all:
+    the share of jobs whose first candidate holds, and whose any candidate with equal rates holds
+    (a false claim), with the runs alone scheduled by the harness (``verdict.confirm.next_run``:
+    sequential, strongest first) and, for comparison, round-robin (every candidate's pair, then
+    the next round: the order before #58). ``verdict.confirm.done`` stops both; Holm's family
+    is formed as ``verdict.modes`` forms it (the candidates with runs alone in both modes)."""
+    import random
+
+    from harness.core.model import Phase, TestCase, TestCommand
+    from harness.util.stats import fisher_greater, holm
+    from harness.verdict.confirm import Target, done, next_run
+
+    chosen = [Target(test_id=f"t{i}", kind="ft-race", phase="threads-gil0-r1") for i in range(len(cands))]
+    rng = random.Random(seed)
+
+    def alone(t: Target, m: int) -> Phase:
+        failed = rng.random() < cands[int(t.test_id[1:])][m]
+        return Phase(
+            name="confirm",
+            kind="confirm",
+            gil=m,
+            tests={t.test_id: TestCase(outcome="failed" if failed else "passed")},
+            test_command=TestCommand(head=("python",), paths=(t.test_id,)),
+        )
+
+    def sequential() -> list[Phase]:
+        phases: list[Phase] = []
+        while len(phases) < budget and (run := next_run(chosen, phases, most, (0, 1))) is not None:
+            phases.append(alone(run.target, run.mode))
+        return phases
+
+    def round_robin() -> list[Phase]:
+        phases: list[Phase] = []
+        for _ in range(most):
+            for t in chosen:
+                if not done(t, phases, most, (0, 1)):
+                    phases += [alone(t, m) for m in (0, 1)][: budget - len(phases)]
+        return phases
+
+    def held(phases: list[Phase]) -> tuple[bool, bool]:
+        ps, who = [], []
+        for t in chosen:
+            mine = [p for p in phases if p.test_command is not None and p.test_command.paths == (t.test_id,)]
+            k = {m: sum(1 for p in mine if p.gil == m and p.tests[t.test_id].outcome == "failed") for m in (0, 1)}
+            n = {m: sum(1 for p in mine if p.gil == m) for m in (0, 1)}
+            if n[0] and n[1] and not k[1]:
+                ps.append(fisher_greater(k[0], n[0], 0, n[1]))
+                who.append(int(t.test_id[1:]))
+        hit = [c for h, c in zip(holm(ps), who, strict=True) if h]
+        return 0 in hit, any(cands[c][0] == cands[c][1] for c in hit)
+
+    out: dict[str, Any] = {"tests": [list(c) for c in cands], "budget": budget, "confirm": most, "trials": trials}
+    for name, schedule in (("sequential", sequential), ("round_robin", round_robin)):
+        got = [held(schedule()) for _ in range(trials)]
+        out[name] = {"first_held": sum(g[0] for g in got) / trials, "false_claim": sum(g[1] for g in got) / trials}
     return out

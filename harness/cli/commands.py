@@ -71,6 +71,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     jobs = plan.make_plan(spec)
+    if plan.claim_warning(spec.settings):  # a warning, not an error: the plan is still made
+        print(f"warning: {plan.claim_warning(spec.settings)}", file=sys.stderr)
     durations = estimate.durations_from_report(Path(args.durations)) if args.durations else None
     shards = args.shards
     if shards == AUTO:

@@ -75,11 +75,20 @@ def _reuse_dirs(given: list[str] | None) -> list[Path]:
     return [Path(d) for d in given or ()]
 
 
+def _warn_claims(spec: MatrixSpec) -> None:
+    """One line on stderr when the matrix's ``confirm`` cannot hold an ft-race or ft-crash."""
+    from ..config.plan import claim_warning
+
+    if claim_warning(spec.settings):
+        print(f"ft-harness: warning: {claim_warning(spec.settings)}", file=sys.stderr)
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     from ..config import matrix
     from ..interpreters import interpreters
 
     spec = matrix.load(args.matrix)  # bad input fails here, before anything heavy is imported
+    _warn_claims(spec)  # said at the start: a run of hours that can hold no claim
     os.environ[KEEP_ENV] = "1" if args.keep_workspaces else ""  # harness.job.job reads it at each result
     from .. import backends
     from ..config import estimate, plan

@@ -20,6 +20,7 @@ from ..core.jobspec import Interpreter, Package, Settings
 from ..core.jobspec import job_id as make_job_id
 from ..core.suiterecord import TestSetup
 from ..testsetup.suitesetup import registry_skip
+from ..util.stats import ALPHA, fisher_greater
 from .matrix import MatrixSpec
 
 
@@ -66,6 +67,39 @@ class Job:
 PHASES_VERSION = 3  # 2: per-version trees and tests inside the package (harness.testsetup.testdirs); a compiled
 # project's pure fallback wheel built from its sdist (harness.verdict.artifact, #35); 3: the GIL-on runs
 # only of the tests red with the GIL off (settings.gil_on: targeted, harness.verdict.gilon, #34)
+
+
+CLAIM_FAMILY = 10  # a claim should be able to hold among this many candidates (Holm: ALPHA / 10)
+
+
+def best_p(confirm: int) -> float:
+    """The smallest one-sided Fisher p that ``confirm`` runs alone a mode can reach: every run
+    with the GIL off failing, none with it on (k/k against 0/k; 1.0 with none)."""
+    return fisher_greater(confirm, confirm, 0, confirm)
+
+
+def claim_warning(settings: Settings) -> str:
+    """One line when a matrix's settings cannot hold an "only without the GIL" claim (``ft-race``,
+    ``ft-crash``: decided on the runs alone, verdict.modes): the best p its ``confirm`` can reach
+    is above ALPHA; "" when it can, or when the matrix runs one GIL mode (no such claim)."""
+    if not {0, 1} <= set(settings.gil_modes) or best_p(settings.confirm) <= ALPHA:
+        return ""
+    need = next(n for n in range(1, 101) if best_p(n) <= ALPHA / CLAIM_FAMILY)
+    c = settings.confirm
+    has = (
+        "turns the runs alone off"
+        if c == 0
+        else f"can reach p = {best_p(c):.2g} at best ({c}/{c} runs alone failing with the GIL off, 0/{c} with it "
+        f"on), above α = {ALPHA}"
+    )
+    return (
+        f"settings.confirm: {c} {has}: no ft-race or ft-crash can hold; an ft-race or ft-crash needs "
+        f"confirm ≥ {need} (p = {best_p(need):.1g}, which holds among up to {_holds_among(best_p(need))} candidates)"
+    )
+
+
+def _holds_among(p: float) -> int:
+    return int(ALPHA / p + 1e-9)
 
 
 def missing_installed(spec: MatrixSpec) -> list[tuple[Interpreter, str]]:

@@ -47,6 +47,9 @@ class JobCtx:
     env: dict[str, str] = field(default_factory=dict)  # the install steps' env (job.start_env)
     supp: tuple[str, ...] = ()  # TSan's merged suppressions file, as the backend sees it
     store_seconds: float = 0.0  # the wheel store's time (StoreUse.seconds): not the job's
+    # the end of the budget kept for the runs alone from the job's start (verdict.confirm.reserve):
+    # every other phase stops before it, so the runs alone happen however long the suite runs are
+    reserve: float = 0.0
 
     @property
     def deadline(self) -> float:
@@ -58,14 +61,16 @@ class JobCtx:
     def tsan(self) -> bool:
         return self.interp.sanitizer == "thread"
 
-    def remaining(self) -> float:
-        return max(1.0, self.deadline - time.monotonic())
+    def remaining(self, *, reserved: bool = False) -> float:
+        """Seconds left to a phase: to the deadline for a run alone (``reserved``), else to the
+        reserve kept for them."""
+        return max(1.0, self.deadline - (0.0 if reserved else self.reserve) - time.monotonic())
 
     @property
     def spent(self) -> bool:
-        """The job's budget is gone: a test phase started now would time out at once and read
-        as a hang in a mode whose tests never ran."""
-        return self.deadline - time.monotonic() <= 1.0
+        """The job's budget, but for the reserve kept for the runs alone, is gone: a test phase
+        started now would time out at once and read as a hang in a mode whose tests never ran."""
+        return self.deadline - self.reserve - time.monotonic() <= 1.0
 
     def rel(self, host_path: Path) -> str:
         return str(host_path.relative_to(self.out))
@@ -125,6 +130,7 @@ class PhaseSpec:
     subset: int = 0  # > 0: the run is given only this many test ids (harness.verdict.gilon)
     isolated: Path | None = None  # in a step of its own where only that host dir is writable (Backend.run_isolated)
     own_budget: bool = False  # the store's step: its own limit (harness.store.take), not cut to the job's deadline
+    reserved: bool = False  # a run alone: it may use the end of the budget kept for them (JobCtx.reserve)
 
 
 def run_phase(ctx: JobCtx, spec: PhaseSpec, *, then: Callable[[Phase], Phase] | None = None) -> Phase:
@@ -137,7 +143,7 @@ def run_phase(ctx: JobCtx, spec: PhaseSpec, *, then: Callable[[Phase], Phase] | 
     ctx.progress(ctx.job.job_id, name)
     log_host = ctx.ws.host("logs", f"{name}.log")  # a name for the backend; made through fs
     _open_log(ctx, name, argv, env, cwd, tsan_dir)
-    timeout = spec.timeout if spec.own_budget else min(spec.timeout, ctx.remaining())
+    timeout = spec.timeout if spec.own_budget else min(spec.timeout, ctx.remaining(reserved=spec.reserved))
     if spec.isolated is not None:
         ex = ctx.backend.run_isolated(ctx.ws, argv, env=env, timeout=timeout, log=log_host, out=spec.isolated)
     else:

@@ -29,6 +29,7 @@ from ..core.suiterecord import TestSetup
 from ..core.threadplan import ThreadPlan
 from ..core.wsfs import UNSEALED, JobDir, clear_workspace
 from ..verdict import artifact
+from ..verdict.confirm import reserve as confirm_reserve
 from . import datalinks, jobfiles, stages, testruns, tsanenv
 from .context import JobCtx, Progress, base_env
 from .laptoprecipe import recipe
@@ -219,6 +220,8 @@ def open_job(
         budget=job.settings.job_timeout,
         interp=interp,
         tarball=tarball,
+        # the runs alone's part of the budget, kept from the start: the suite's runs stop before it
+        reserve=confirm_reserve(job.settings, tsan=interp.sanitizer == "thread"),
     )
 
 

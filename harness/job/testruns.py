@@ -20,6 +20,7 @@ from ..core.suiterecord import TestSetup
 from ..core.threadplan import ThreadPlan
 from ..testsetup.suitesetup import SuiteSetup
 from ..verdict import gilon
+from ..verdict.confirm import Run, next_run
 from . import budgetplan, jobfiles, suite, tsanenv
 from .budgetplan import Plan
 from .context import JobCtx, PhaseSpec, base_env, run_phase
@@ -139,9 +140,8 @@ def _plan(ctx: JobCtx, run: Suite, mode: int, is_targeted: bool) -> Plan | None:
     collect = next((p.duration for p in ctx.phases if p.kind == "collect"), 0.0)
     work = sum(durations.values())
     cores = max(1.0, min(float(os.cpu_count() or 1), work / max(1.0, plain.duration - collect)))
-    reserve = s.confirm_budget if s.confirm else 0
     after = plain.duration if 1 in s.gil_modes and mode == 0 else 0.0  # the GIL-on plain run to come
-    budget = ctx.deadline - time.monotonic() - reserve - after
+    budget = ctx.deadline - ctx.reserve - time.monotonic() - after  # the runs alone keep their reserve
     if not is_targeted and len(s.gil_modes) > 1 and mode == s.gil_modes[0]:
         budget /= len(s.gil_modes)  # the other mode's threaded runs are the whole suite too
     p = budgetplan.plan(
@@ -289,46 +289,53 @@ def _threaded(ctx: JobCtx, run: Suite, mode: int, rep: int, only: Sequence[str] 
 
 
 def confirm(ctx: JobCtx, run: Suite) -> None:
-    """Re-run each candidate's test alone (verdict.confirm), interleaved GIL off, on, off, on...,
-    round-robin over the candidates, each until verdict.confirm.done says its answer is clear or
-    can no longer change, within settings.confirm_budget. Not under TSan."""
-    s, ws = ctx.job.settings, ctx.ws
+    """Re-run each candidate's test alone (verdict.confirm), one candidate at a time, strongest
+    first (verdict.confirm_targets' order), each interleaved GIL off, on, off, on... until
+    verdict.confirm.done says its answer is clear or can no longer change, then the next; within
+    settings.confirm_budget and the job's budget, whose end was kept for them (JobCtx.reserve).
+    Not under TSan."""
+    s = ctx.job.settings
     if not s.confirm or ctx.tsan:
         return
     found = verdict.decide(ctx.phases, settings=s, claims=False).findings
     by_name = {p.name: p for p in ctx.phases}
     end = min(time.monotonic() + s.confirm_budget, ctx.deadline)  # never past the job timeout
-    chosen = list(enumerate(verdict.confirm_targets(found, ctx.phases), 1))
-    for rep in range(1, s.confirm + 1):
-        for i, target in chosen:
-            if verdict.confirm_done(target, ctx.phases, s.confirm, s.gil_modes):
-                continue
-            src = by_name[target.phase]
-            assert src.test_command is not None  # confirm_targets keeps only phases with one
-            for mode in s.gil_modes:
-                left = end - time.monotonic()
-                if left < 5:
-                    log.info("%s: confirmation budget (%ss) spent", ctx.job.job_id, s.confirm_budget)
-                    return
-                name = f"confirm{i}-gil{mode}-r{rep}"
-                # alone, pytest-timeout's thread method dumps every thread and ends the process at
-                # test_timeout, even in a wait no signal interrupts (its signal method cannot)
-                cmd = replace(
-                    src.test_command,
-                    paths=(target.test_id,),
-                    this_run=("--timeout-method=thread", f"--junitxml={ws.path('junit', f'{name}.xml')}"),
-                )
-                run_phase(
-                    ctx,
-                    PhaseSpec(
-                        name=name,
-                        kind="confirm",
-                        command=cmd,
-                        env={**run.env, "PYTHON_GIL": str(mode)},
-                        cwd=src.cwd,
-                        timeout=min(left, s.test_timeout + 30),
-                        gil=mode,
-                        rep=rep,
-                        junit=f"junit/{name}.xml",
-                    ),
-                )
+    chosen = verdict.confirm_targets(found, ctx.phases)
+    for _ in range(len(chosen) * s.confirm * len(s.gil_modes)):  # each run alone counted once
+        run_ = next_run(chosen, ctx.phases, s.confirm, s.gil_modes)
+        if run_ is None:
+            return
+        left = end - time.monotonic()
+        if left < 5:
+            log.info("%s: confirmation budget (%ss) spent", ctx.job.job_id, s.confirm_budget)
+            return
+        src = by_name[run_.target.phase]
+        assert src.test_command is not None  # confirm_targets keeps only phases with one
+        _alone(ctx, run, src.test_command, src.cwd, run_, left)
+
+
+def _alone(ctx: JobCtx, run: Suite, command: TestCommand, cwd: str, alone: Run, left: float) -> None:
+    """One run alone of a target's test: the nominating phase's command, with only that test."""
+    name, mode = alone.name, alone.mode
+    # alone, pytest-timeout's thread method dumps every thread and ends the process at
+    # test_timeout, even in a wait no signal interrupts (its signal method cannot)
+    cmd = replace(
+        command,
+        paths=(alone.target.test_id,),
+        this_run=("--timeout-method=thread", f"--junitxml={ctx.ws.path('junit', f'{name}.xml')}"),
+    )
+    run_phase(
+        ctx,
+        PhaseSpec(
+            name=name,
+            kind="confirm",
+            command=cmd,
+            env={**run.env, "PYTHON_GIL": str(mode)},
+            cwd=cwd,
+            timeout=min(left, ctx.job.settings.test_timeout + 30),
+            gil=mode,
+            rep=alone.rep,
+            junit=f"junit/{name}.xml",
+            reserved=True,
+        ),
+    )

@@ -33,3 +33,15 @@ def test_round_facts_read_a_result_file_shape():
     f = _round_facts(res)
     assert f["ft_race"] == ["a"] and f["unconfirmed"] == 1 and f["runs_alone"] == 2
     assert f["confirm_seconds"] == 2.0 and f["seconds"] == 4.0
+
+
+def test_on_a_budget_the_strongest_candidate_holds_sequentially_and_no_false_claim_passes_alpha():
+    # issue #58: one race failing 3 runs alone in 4 with the GIL off (never on), nominated first,
+    # and 7 decoys failing 30% in both modes; 16 runs alone in all (the harness's own scheduler)
+    from benchmarks.stability import budgeted
+
+    d = budgeted([(0.75, 0.0)] + [(0.3, 0.3)] * 7, 16, trials=100)
+    assert d["round_robin"]["first_held"] == 0.0  # a pair each: nothing can hold
+    assert d["sequential"]["first_held"] > 0.85, d
+    null = budgeted([(0.3, 0.3)] * 8, 16, trials=100)
+    assert null["sequential"]["false_claim"] <= 0.05, null

@@ -16,9 +16,11 @@ Rules, in the order of model.VERDICTS (most severe first):
   after another it could not have finished, so the timeout says nothing of a hang.
 - ft-race: passes in every plain run, fails in some GIL-off threaded runs and
   in no GIL-on threaded run; ``k/R`` = failing GIL-off repetitions / all of them.
+- gil-reenabled: the probe saw the GIL re-enabled on import (modules named). A module of the
+  package outranks thread-unsafe (issue #57); another distribution's module (a dependency's)
+  ranks just after it (``rank``).
 - thread-unsafe: passes in plain runs, fails in threaded runs with the GIL on
   (in both modes, or only with it on).
-- gil-reenabled: the probe saw the GIL re-enabled on import (modules named).
 - baseline-failure: fails in a plain run (with the GIL on; GIL-off-only plain
   failures too, marked with that mode).  Such tests are blamed for nothing else
   that a failure would show (ft-race, thread-unsafe); crashes and hangs still count.
@@ -28,7 +30,9 @@ Then confirmation (``verdict.confirm``): the test of each ft-crash, crash, hang 
 finding is re-run alone ``settings.confirm`` times per GIL mode; a race or hang seen once that
 never recurs alone becomes ``unconfirmed``, and a crash gets its signal and stack from a run
 alone. Last, every claim about the GIL modes is checked against all the runs
-(``verdict.modes``): none from one mode's runs, and ``ft-race`` only where the counts hold it.
+(``verdict.modes``): none from one mode's runs, and ``ft-race`` only where the counts hold it;
+a crash or hang only where its evidence holds (it recurred, or a crash's one observation carries
+a fatal-signal dump with a stack), else ``unconfirmed`` with its counts (issue #58).
 
 ``no-thread-coverage`` (0 tests ran in threads), ``unconfirmed``, ``slow-in-threads`` and
 ``repeat-failure`` (a test run single-threaded there failing only in the threaded runs) are shown
@@ -66,7 +70,7 @@ from .reprocommands import probe_command, reproduce
 from .setupfind import deps_finding, not_installed_of, setup_finding, setup_step_finding
 from .tsan import tsan_findings
 
-__all__ = ["Decision", "decide"]
+__all__ = ["Decision", "decide", "rank"]
 
 log = logging.getLogger(__name__)
 
@@ -162,6 +166,16 @@ def _own_module(mod: str, own: Sequence[str]) -> bool:
     return not own or any(mod == o or mod.startswith(f"{o}.") for o in own)
 
 
+def rank(f: Finding, own: Sequence[str]) -> tuple[int, int]:
+    """A finding's place in the verdict: the order of ``model.VERDICTS`` (a module of the package
+    that re-enables the GIL outranks a thread-unsafe suite: issue #57), except that a GIL
+    re-enabled by another distribution's module (a dependency's) ranks where it did before, just
+    after ``thread-unsafe``. ``own``: the package's import names (the probe's)."""
+    if f.kind == "gil-reenabled" and f.module and not _own_module(f.module, own):
+        return severity("thread-unsafe"), 1
+    return severity(f.kind), 0
+
+
 def _gil_findings(phases: Sequence[Phase], probe: Probe) -> list[Finding]:
     probe_phase = next((p for p in phases if p.kind == "probe"), None)
     modules: list[str] = list(probe_phase.gil_modules) if probe_phase else []
@@ -244,7 +258,7 @@ def decide(phases: Sequence[Phase], *, settings: Settings, claims: bool = True) 
     findings = apply_confirmation(findings, phases)
     if claims:
         findings = check_modes(findings, phases, settings)
-    findings.sort(key=lambda f: (severity(f.kind), f.test_id))
+    findings.sort(key=lambda f: (*rank(f, probe.imported), f.test_id))
     ran_any = any(tc.outcome != "skipped" for p in runs for tc in p.tests.values()) or any(p.crash for p in runs)
     deciding = [f for f in findings if f.kind not in INFO_KINDS]
     if deciding:

@@ -23,7 +23,8 @@ Rules, in the order of model.VERDICTS (most severe first):
   (in both modes, or only with it on).
 - baseline-failure: fails in a plain run (with the GIL on; GIL-off-only plain
   failures too, marked with that mode).  Such tests are blamed for nothing else
-  that a failure would show (ft-race, thread-unsafe); crashes and hangs still count.
+  that a failure would show (ft-race, thread-unsafe); crashes and hangs still count. A test
+  whose crash or hang holds its evidence is blamed for nothing else either; a one-off is not.
 - no-tests: no test ran anywhere (only the probe counts); else compatible.
 
 Then confirmation (``verdict.confirm``): the test of each ft-crash, crash, hang and ft-race
@@ -65,6 +66,7 @@ from .coverage import qualifier as coverage_qualifier
 from .crashhang import RUN_KINDS, budget_findings, crash_findings, hang_findings
 from .failures import failure_findings
 from .modes import check as check_modes
+from .modes import one_off
 from .ranrun import mostly_errors, outside_config, refused_arguments
 from .reprocommands import probe_command, reproduce
 from .setupfind import deps_finding, not_installed_of, setup_finding, setup_step_finding
@@ -243,7 +245,9 @@ def decide(phases: Sequence[Phase], *, settings: Settings, claims: bool = True) 
     ]
     crashes = crash_findings(phases, ran_modes)
     hangs = hang_findings(phases, settings)
-    blamed = {f.test_id for f in crashes + hangs if f.test_id}
+    # a test whose crash or hang holds (``modes.one_off``) is blamed for nothing else; a one-off's
+    # failures still speak (click 8.5.1: one worker death without a dump, its assertions in both modes)
+    blamed = {f.test_id for f in apply_confirmation(crashes + hangs, phases) if f.test_id and not one_off(f)}
     own = frozenset(probe.imported)
     failures, _baseline = failure_findings(phases, ran_modes, blamed, own, settings.gil_modes)
     findings += crashes + hangs + failures + _gil_findings(phases, probe) + tsan_findings(phases)

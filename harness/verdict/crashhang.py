@@ -211,8 +211,8 @@ def crashed_alone(findings: Sequence[Finding], phases: Sequence[Phase]) -> list[
     out: list[Finding] = []
     for f in findings:
         tid = f.test_id
-        if not tid or tid in crashing or f.evidence == "tsan":
-            continue
+        if not tid or tid in crashing or f.evidence == "tsan" or f.evidence == "timeout":
+            continue  # a hang's run alone that the harness ended is no crash
         alone = [
             p
             for p in phases
@@ -221,7 +221,7 @@ def crashed_alone(findings: Sequence[Finding], phases: Sequence[Phase]) -> list[
             and p.test_command.paths == (tid,)
             and p.gil is not None
         ]
-        crashed = [p for p in alone if event(p, tid) == "crashed"]
+        crashed = [p for p in alone if event(p, tid) == "crashed" and not (p.timed_out or p.hang)]
         if not crashed:
             continue
         crashing.add(tid)

@@ -150,3 +150,12 @@ def test_a_result_read_back_decides_the_same():
     phases = load("confirm-crashfail")
     back = [Phase.from_dict(json.loads(json.dumps(p.to_dict()))) for p in phases]
     assert decide(back, settings=PUBLISHED) == decide(phases, settings=PUBLISHED)
+
+
+def test_a_hangs_runs_alone_make_no_crash():
+    # ft_deadlock's captured runs alone (the watchdog ended each): a hang that recurred alone, 2/2
+    # a mode, and nothing of it is a crash
+    d = decide(load("confirm-deadlock"), settings=S)
+    h = by_kind(d, "hang")["tests/test_ledger.py::test_post_then_audit"]
+    assert d.verdict == "hang" and h.confirmed == {"gil0": "2/2", "gil1": "2/2"}
+    assert not by_kind(d, "crash") and not by_kind(d, "ft-crash")

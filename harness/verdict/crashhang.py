@@ -7,6 +7,8 @@ crash, hang and budget rules; ``harness.verdict.rules`` assembles the verdict).
   a test ran past ``test_timeout`` or after pytest's summary; ``slow-in-threads`` when the
   test's plain time x threads x iterations is already past ``test_timeout``.
 - budget-spent: the job's budget ran out mid-suite, or before a planned threaded run started.
+- a test re-run alone for another finding (a failure: thread-unsafe, ft-race) that crashed there is
+  a crash finding of its own (``crashed_alone``), never a footnote of the failure (issue #58).
 """
 
 from __future__ import annotations
@@ -17,10 +19,11 @@ from ..core.evidence import Crash, HungTest
 from ..core.jobspec import Settings
 from ..core.model import Finding, Phase, by_mode
 from ..parse.hang import WATCHDOG_ENDED
+from .confirm import event, mode_words
 from .ranrun import never_started
 from .reprocommands import reproduce
 
-__all__ = ["RUN_KINDS", "budget_findings", "crash_findings", "hang_findings"]
+__all__ = ["RUN_KINDS", "budget_findings", "crash_findings", "crashed_alone", "hang_findings"]
 
 RUN_KINDS = ("plain", "threads")
 
@@ -195,3 +198,62 @@ def budget_findings(phases: Sequence[Phase], settings: Settings) -> list[Finding
             reproduce=reproduce(p, None),
         )
     ]
+
+
+def crashed_alone(findings: Sequence[Finding], phases: Sequence[Phase]) -> list[Finding]:
+    """A crash finding for each test that crashed in its runs alone (``verdict.confirm``) while it
+    was re-run for another finding: a failure of both modes (``thread-unsafe``), a race. Its suite
+    runs failed by assertion, its runs alone crashed: a crash that recurred (or that left its dump)
+    is a crash, never buried under a thread-unsafe verdict as a footnote (issue #58). ``ft-crash``
+    when it crashed alone with the GIL off only and ran alone with it on too, then decided as every
+    "only without the GIL" claim is, on those runs alone (``verdict.modes``)."""
+    crashing = {f.test_id for f in findings if f.kind in ("ft-crash", "crash")}
+    out: list[Finding] = []
+    for f in findings:
+        tid = f.test_id
+        if not tid or tid in crashing or f.evidence == "tsan" or f.evidence == "timeout":
+            continue  # a hang's run alone that the harness ended is no crash
+        alone = [
+            p
+            for p in phases
+            if p.kind == "confirm"
+            and p.test_command is not None
+            and p.test_command.paths == (tid,)
+            and p.gil is not None
+        ]
+        crashed = [p for p in alone if event(p, tid) == "crashed" and not (p.timed_out or p.hang)]
+        if not crashed:
+            continue
+        crashing.add(tid)
+        modes = tuple(sorted({p.gil for p in crashed if p.gil is not None}))
+        ran = sorted({p.gil for p in alone if p.gil is not None})
+        kind = "ft-crash" if modes == (0,) and 1 in ran else "crash"
+        per = {m: (sum(1 for p in crashed if p.gil == m), sum(1 for p in alone if p.gil == m)) for m in ran}
+        said = ", ".join(f"{k}/{n} {mode_words(m)}" for m, (k, n) in per.items())
+        # the run whose dump says most (two threads crashing at once can garble one: parse.crash)
+        best = max(
+            reversed(crashed), key=lambda p: (bool(p.crash and p.crash.stack_top), bool(p.crash and p.crash.fatal))
+        )
+        c = best.crash or Crash()
+        sig = c.signal if c.signal is not None else best.signal
+        out.append(
+            Finding(
+                kind=kind,
+                test_id=tid,
+                modes=modes,
+                evidence="signal",
+                excerpt=c.excerpt or best.excerpt,
+                signal=sig,
+                stack_top=c.test_frame or c.stack_top,
+                confirmed={f"gil{m}": f"{k}/{n}" for m, (k, n) in per.items()},
+                message=(
+                    f"{tid} crashed ({c.fatal or f'signal {sig}'}) in its runs alone: {said}; "
+                    f"re-run alone as a {f.kind} finding ({f.ratio} suite runs"
+                    f"{', in which it failed without crashing' if f.evidence == 'junit' else ''})"
+                ),
+                reproduce=f.reproduce,
+                recipe=f.recipe,
+                phase=best.name,
+            )
+        )
+    return out

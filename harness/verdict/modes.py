@@ -5,6 +5,10 @@ both modes" (or "only with it on"). Each needs runs of its test in every planned
 does not always have: its budget may end in the GIL-off runs, a phase may be cut short. After
 confirmation (``verdict.confirm``), every such finding is checked against all the runs of its test:
 
+- a crash or hang (``ft-crash``, ``crash``, ``hang``) is the verdict only where its evidence holds
+  (issue #58): it recurred, in another suite run or in a run of its test alone, or, for a crash,
+  its one observation carries a fatal-signal dump with a stack. A one-off is ``unconfirmed`` with
+  its counts (``one_off``);
 - a planned mode in which the test never ran (suite runs of the finding's kind, or runs alone)
   leaves nothing to compare: the finding becomes ``unconfirmed`` and says which mode is missing
   and why; it is shown, never the verdict (with the budget spent, that is ``infra-error``);
@@ -40,10 +44,11 @@ from ..core.jobspec import Settings
 from ..core.model import Finding, Phase
 from ..util.stats import ALPHA, fisher_greater, holm, holm_level
 from .confirm import MAX_UNSAFE, floor, mode_words, rate_need
-from .crashhang import RUN_KINDS
+from .crashhang import RUN_KINDS, crashed_alone
 from .gilon import skipped_modes
 
 CLAIMS = ("ft-crash", "crash", "ft-race", "thread-unsafe")
+EVENT_KINDS = ("ft-crash", "crash", "hang")  # the verdict only where the event's evidence holds (``one_off``)
 BAD = ("failed", "error")
 
 
@@ -86,6 +91,34 @@ def counts(f: Finding, phases: Sequence[Phase], m: int) -> tuple[int, int]:
     return len(bad) + k, len(runs) + n
 
 
+def one_off(f: Finding) -> str:
+    """Why a crash or hang is no verdict ('' when its evidence holds, issue #58): it holds when it
+    recurred, in another suite run (``count``) or in a run of its test alone (``confirmed``), or,
+    for a crash, when its one observation carries a fatal-signal dump with a stack (faulthandler's
+    ``Fatal Python error`` block: its signal and a frame). One timeout under load (sqlalchemy
+    2.1.9's ``test_memusage``), or one xdist worker death with no signal and no stack (click
+    8.5.1), is a one-off: shown with its counts, never the verdict."""
+    alone = {m: _alone(f, m) for m in (0, 1)}
+    if f.evidence == "tsan" or f.count + sum(k for k, _ in alone.values()) >= 2:
+        return ""
+    if f.kind in ("crash", "ft-crash") and f.signal is not None and f.stack_top:
+        return ""
+    said = ", ".join(f"{k}/{n} {mode_words(m)}" for m, (k, n) in alone.items() if n)
+    modes = " or ".join(mode_words(m) for m in f.modes) or "in any mode"
+    if not f.count:  # seen only in a run alone (``crashhang.crashed_alone``)
+        seen = f"seen once, in a run alone ({said})"
+    elif said:
+        seen = f"seen once ({f.ratio or f.count} suite runs {modes}), not again alone ({said})"
+    else:
+        seen = f"seen once ({f.ratio or f.count} suite runs {modes}), never re-run alone (settings.confirm, its budget, or the job's)"
+    dump = (
+        f", and it left no fatal-signal dump with a stack (signal {f.signal}{', no frame' if not f.stack_top else ''})"
+        if f.kind in ("crash", "ft-crash")
+        else ""
+    )
+    return f"{seen}{dump}"
+
+
 def _fresh(f: Finding) -> str:
     return f"{f.confirmed.get('gil0', '0/0')} with the GIL off, {f.confirmed.get('gil1', '0/0')} with it on"
 
@@ -94,10 +127,14 @@ def check(findings: Sequence[Finding], phases: Sequence[Phase], settings: Settin
     """The findings with every claim about the modes checked against the runs (module docstring)."""
     planned = sorted(set(settings.gil_modes) - skipped_modes(phases, settings))
     spent = any(f.kind == "budget-spent" for f in findings)
+    findings = [*crashed_alone(findings, phases), *findings]  # a crash alone is a crash (issue #58)
     out: list[Finding] = []
     family: list[int] = []  # indexes in ``out`` of the "only without the GIL" claims to test
     pvalues: list[float] = []
     for f in findings:
+        if f.kind in EVENT_KINDS and (lone := one_off(f)):
+            out.append(replace(f, kind="unconfirmed", message=f"{f.kind} not claimed: {lone}; seen: {f.message}"[:900]))
+            continue
         if f.kind not in CLAIMS:
             out.append(f)
             continue

@@ -16,19 +16,24 @@ Rules, in the order of model.VERDICTS (most severe first):
   after another it could not have finished, so the timeout says nothing of a hang.
 - ft-race: passes in every plain run, fails in some GIL-off threaded runs and
   in no GIL-on threaded run; ``k/R`` = failing GIL-off repetitions / all of them.
+- gil-reenabled: the probe saw the GIL re-enabled on import (modules named). A module of the
+  package outranks thread-unsafe (issue #57); another distribution's module (a dependency's)
+  ranks just after it (``rank``).
 - thread-unsafe: passes in plain runs, fails in threaded runs with the GIL on
   (in both modes, or only with it on).
-- gil-reenabled: the probe saw the GIL re-enabled on import (modules named).
 - baseline-failure: fails in a plain run (with the GIL on; GIL-off-only plain
   failures too, marked with that mode).  Such tests are blamed for nothing else
-  that a failure would show (ft-race, thread-unsafe); crashes and hangs still count.
+  that a failure would show (ft-race, thread-unsafe); crashes and hangs still count. A test
+  whose crash or hang holds its evidence is blamed for nothing else either; a one-off is not.
 - no-tests: no test ran anywhere (only the probe counts); else compatible.
 
 Then confirmation (``verdict.confirm``): the test of each ft-crash, crash, hang and ft-race
 finding is re-run alone ``settings.confirm`` times per GIL mode; a race or hang seen once that
 never recurs alone becomes ``unconfirmed``, and a crash gets its signal and stack from a run
 alone. Last, every claim about the GIL modes is checked against all the runs
-(``verdict.modes``): none from one mode's runs, and ``ft-race`` only where the counts hold it.
+(``verdict.modes``): none from one mode's runs, and ``ft-race`` only where the counts hold it;
+a crash or hang only where its evidence holds (it recurred, or a crash's one observation carries
+a fatal-signal dump with a stack), else ``unconfirmed`` with its counts (issue #58).
 
 ``no-thread-coverage`` (0 tests ran in threads), ``unconfirmed``, ``slow-in-threads`` and
 ``repeat-failure`` (a test run single-threaded there failing only in the threaded runs) are shown
@@ -61,12 +66,13 @@ from .coverage import qualifier as coverage_qualifier
 from .crashhang import RUN_KINDS, budget_findings, crash_findings, hang_findings
 from .failures import failure_findings
 from .modes import check as check_modes
+from .modes import one_off
 from .ranrun import mostly_errors, outside_config, refused_arguments
 from .reprocommands import probe_command, reproduce
 from .setupfind import deps_finding, not_installed_of, setup_finding, setup_step_finding
 from .tsan import tsan_findings
 
-__all__ = ["Decision", "decide"]
+__all__ = ["Decision", "decide", "rank"]
 
 log = logging.getLogger(__name__)
 
@@ -162,6 +168,16 @@ def _own_module(mod: str, own: Sequence[str]) -> bool:
     return not own or any(mod == o or mod.startswith(f"{o}.") for o in own)
 
 
+def rank(f: Finding, own: Sequence[str]) -> tuple[int, int]:
+    """A finding's place in the verdict: the order of ``model.VERDICTS`` (a module of the package
+    that re-enables the GIL outranks a thread-unsafe suite: issue #57), except that a GIL
+    re-enabled by another distribution's module (a dependency's) ranks where it did before, just
+    after ``thread-unsafe``. ``own``: the package's import names (the probe's)."""
+    if f.kind == "gil-reenabled" and f.module and not _own_module(f.module, own):
+        return severity("thread-unsafe"), 1
+    return severity(f.kind), 0
+
+
 def _gil_findings(phases: Sequence[Phase], probe: Probe) -> list[Finding]:
     probe_phase = next((p for p in phases if p.kind == "probe"), None)
     modules: list[str] = list(probe_phase.gil_modules) if probe_phase else []
@@ -229,7 +245,9 @@ def decide(phases: Sequence[Phase], *, settings: Settings, claims: bool = True) 
     ]
     crashes = crash_findings(phases, ran_modes)
     hangs = hang_findings(phases, settings)
-    blamed = {f.test_id for f in crashes + hangs if f.test_id}
+    # a test whose crash or hang holds (``modes.one_off``) is blamed for nothing else; a one-off's
+    # failures still speak (click 8.5.1: one worker death without a dump, its assertions in both modes)
+    blamed = {f.test_id for f in apply_confirmation(crashes + hangs, phases) if f.test_id and not one_off(f)}
     own = frozenset(probe.imported)
     failures, _baseline = failure_findings(phases, ran_modes, blamed, own, settings.gil_modes)
     findings += crashes + hangs + failures + _gil_findings(phases, probe) + tsan_findings(phases)
@@ -244,7 +262,7 @@ def decide(phases: Sequence[Phase], *, settings: Settings, claims: bool = True) 
     findings = apply_confirmation(findings, phases)
     if claims:
         findings = check_modes(findings, phases, settings)
-    findings.sort(key=lambda f: (severity(f.kind), f.test_id))
+    findings.sort(key=lambda f: (*rank(f, probe.imported), f.test_id))
     ran_any = any(tc.outcome != "skipped" for p in runs for tc in p.tests.values()) or any(p.crash for p in runs)
     deciding = [f for f in findings if f.kind not in INFO_KINDS]
     if deciding:

@@ -147,10 +147,14 @@ def test_child_killed_from_outside(tmp_path: Path, ft_interpreter, record) -> No
     out, _ = proc.communicate(timeout=900)
     assert proc.returncode == 0, out
     d = results(tmp_path / "out")["cpython3.13t--fault_sleeper"]
-    assert d["verdict"] in ("crash", "ft-crash"), d["findings"]
+    # one death by SIGKILL, no dump (nothing handles SIGKILL), never re-run alone: no crash verdict
+    # (issue #58), the death shown unconfirmed with its counts
+    assert d["verdict"] not in ("crash", "ft-crash"), d["findings"]
+    (u,) = [f for f in d["findings"] if f["kind"] == "unconfirmed" and f["message"].startswith("crash not claimed")]
+    assert "seen once" in u["message"] and "no fatal-signal dump with a stack" in u["message"], u
     record(
         "a test process is SIGKILLed from outside",
-        f"verdict `{d['verdict']}`; the run went on",
+        f"verdict `{d['verdict']}`, the kill `unconfirmed` (one death, no dump); the run went on",
         all_results_valid(tmp_path / "out"),
     )
 

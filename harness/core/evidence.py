@@ -75,6 +75,7 @@ class Hang:
     running: str = ""  # the test that was running at the job timeout, if known
     why: str = ""  # the job timeout in words
     spent: bool = False  # the job timeout cut a suite still making progress: not a hang of `running`
+    stalled: bool = False  # the backend ended the run for its silence (backends.base.Quiet): frozen
 
     @property
     def test_id(self) -> str:
@@ -103,6 +104,7 @@ class Hang:
             running=str(d.get("running") or ""),
             why=str(d.get("why") or ""),
             spent=bool(d.get("spent")),
+            stalled=bool(d.get("stalled")),
         )
 
 

@@ -98,14 +98,8 @@ class Hang:
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Hang:
         tests = tuple(HungTest.from_dict(t) for t in d.get("tests") or () if isinstance(t, dict))
-        return cls(
-            tests=tests,
-            job_timeout=bool(d.get("job_timeout")),
-            running=str(d.get("running") or ""),
-            why=str(d.get("why") or ""),
-            spent=bool(d.get("spent")),
-            stalled=bool(d.get("stalled")),
-        )
+        flags = {k: bool(d.get(k)) for k in ("job_timeout", "spent", "stalled")}
+        return cls(tests=tests, running=str(d.get("running") or ""), why=str(d.get("why") or ""), **flags)
 
 
 @dataclass(frozen=True, kw_only=True)

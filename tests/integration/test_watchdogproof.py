@@ -44,8 +44,10 @@ def _check(d: dict) -> None:
     frozen = [p for p in runs if p["timed_out"]]
     (first,) = frozen  # once: the first run that met it, never a later one
     assert first is runs[0], [p["name"] for p in runs]
-    # named with its stacks within 2 x the watchdog's time, pytest's start included
-    assert first["duration"] < 2 * watchdog, first["duration"]
+    # named with its stacks within 2 x the watchdog's time past what a run of the suite takes
+    # without it (pytest's and xdist's start: 5 s idle, 20 s and more on a loaded 2-core machine)
+    plain = min(p["duration"] for p in runs[1:])
+    assert first["duration"] < 2 * watchdog + plain, (first["duration"], plain)
     hang = first["hang"]
     assert hang["stalled"] and not hang["spent"] and hang["running"] == TEST
     (hung,) = hang["tests"]

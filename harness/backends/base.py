@@ -46,6 +46,7 @@ class Quiet:
 STACKS_SIGNAL = 10  # SIGUSR1: the watchdog plugin's faulthandler.register (_inner/ft_harness_watchdog.py)
 STACKS_GAP = 0.3  # seconds between two processes asked: one dump at a time in the log
 STACKS_WAIT = 2.0  # after the last one asked: for its dump to reach the log, before the kill
+STACKS_MAX = 16  # processes asked at most, oldest first (pytest and its xdist workers come first)
 
 
 def asked_note(stalled: float, signal: int = STACKS_SIGNAL) -> bytes:

@@ -19,7 +19,18 @@ from typing import Literal
 
 from ..core import limits
 from ..core.model import Exec
-from .base import STACKS_GAP, STACKS_SIGNAL, STACKS_WAIT, Quiet, Workspace, asked_note, file_limit, job_dir, killed_note
+from .base import (
+    STACKS_GAP,
+    STACKS_MAX,
+    STACKS_SIGNAL,
+    STACKS_WAIT,
+    Quiet,
+    Workspace,
+    asked_note,
+    file_limit,
+    job_dir,
+    killed_note,
+)
 from .diskuse import DiskWatch
 
 POLL = 1.0  # seconds between checks of a running command's log (``idle``)
@@ -211,7 +222,7 @@ def group_pids(pgid: int) -> list[int]:
 def _ask_stacks(proc: subprocess.Popen) -> None:
     """Send STACKS_SIGNAL to each process of the command's group, one at a time (faulthandler in
     each writes its threads' stacks to the log), then give the last dump STACKS_WAIT seconds."""
-    for pid in group_pids(proc.pid):
+    for pid in group_pids(proc.pid)[:STACKS_MAX]:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.kill(pid, STACKS_SIGNAL)
         time.sleep(STACKS_GAP)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import faulthandler
 import os
+import signal
 import threading
 import time
 
@@ -31,6 +32,14 @@ LOG_FD = os.dup(2) if SECONDS > 0 else -1
 HEARTBEAT = float(os.environ.get("FT_HARNESS_HEARTBEAT", "30") or 30)  # seconds; tests set it lower
 COLLECT_SECONDS = max(600.0, 3 * SECONDS)
 _items = [0]
+# The backends' silence watch (harness.backends.base.Quiet), for a process frozen so that neither
+# pytest-timeout nor the dump above can act (a test that blocked SIGALRM and cancelled the dump, a
+# deadlock that also holds faulthandler's watchdog thread): before it ends the process it sends
+# STACKS_SIGNAL, and faulthandler's C handler writes every thread's stack to the log. No Python
+# code runs for it, so a process whose every thread waits still answers.
+STACKS_SIGNAL = signal.SIGUSR1
+if SECONDS > 0:
+    faulthandler.register(STACKS_SIGNAL, file=LOG_FD, all_threads=True, chain=False)
 
 
 def pytest_configure(config) -> None:

@@ -43,6 +43,20 @@ class Quiet:
         return now - self.since >= self.seconds
 
 
+STACKS_SIGNAL = 10  # SIGUSR1: the watchdog plugin's faulthandler.register (_inner/ft_harness_watchdog.py)
+STACKS_GAP = 0.3  # seconds between two processes asked: one dump at a time in the log
+STACKS_WAIT = 2.0  # after the last one asked: for its dump to reach the log, before the kill
+STACKS_MAX = 16  # processes asked at most, oldest first (pytest and its xdist workers come first)
+
+
+def asked_note(stalled: float, signal: int = STACKS_SIGNAL) -> bytes:
+    """The line a backend appends to a silent command's log before it asks each of its processes
+    for its stacks (``harness.parse.hang`` reads the dumps that follow it)."""
+    return (
+        f"\n[ft-harness] no output for {stalled:.0f}s: asked every process for its stacks (signal {signal})\n".encode()
+    )
+
+
 FILE_SIGNAL = 25  # SIGXFSZ: a write past RLIMIT_FSIZE (file_bytes); Python ignores it (EFBIG)
 
 

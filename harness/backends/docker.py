@@ -31,7 +31,18 @@ from ..core.model import Exec
 from ..core.stored import IN_CONTAINER as STORE_IN_CONTAINER
 from ..core.wsfs import JobDir
 from ..interpreters.images import clean, daemon_error, docker_client
-from .base import Quiet, Workspace, file_limit, job_dir, killed_note
+from .base import (
+    STACKS_GAP,
+    STACKS_MAX,
+    STACKS_SIGNAL,
+    STACKS_WAIT,
+    Quiet,
+    Workspace,
+    asked_note,
+    file_limit,
+    job_dir,
+    killed_note,
+)
 from .diskuse import DiskWatch
 from .dockerconfig import LABEL, ROOT, ContainerConfig
 from .pipcache import PIP_CACHE, bound_pip_cache, clean_caches, pip_cache_volume
@@ -46,6 +57,12 @@ ISOLATED_OUT = "/out"  # run_isolated's one writable mount
 # (RAM, inside the memory cap): grpcio 1.85.4's C++ build filled /tmp ("No space left on device")
 # where a CI runner's /tmp is its disk (#43). Below the workspace it counts to workspace_bytes.
 TMP = ".tmp"
+# in a stalled container: each process but the init (1) and the shell itself, in turn, at most
+# STACKS_MAX (the shell's glob sorts them as text: by pid only while they have as many digits)
+ASK_STACKS = (
+    'n=0; for d in /proc/[0-9]*; do p=${d#/proc/}; [ "$p" = 1 ] || [ "$p" = $$ ] || '
+    '{ [ $n -lt %d ] || break; n=$((n+1)); kill -%d "$p" 2>/dev/null; sleep %s; }; done'
+)
 POLL = 5.0  # seconds between checks of a running container (also bounds close() latency)
 STOP_PROBE = 10.0  # after an outside SIGTERM/SIGKILL: how long to watch for a daemon going away
 
@@ -228,6 +245,8 @@ class DockerBackend(ContainerConfig):
             full = disk.over()
             timed_out = timed_out and not full
             stalled = timed_out and duration < timeout  # ended before its deadline: the log stalled
+            if stalled:  # its stacks first, from outside: the process cannot help
+                self._ask_stacks(container, log_file, idle)
             if timed_out or full:
                 with contextlib.suppress(Exception):
                     container.kill()
@@ -262,6 +281,20 @@ class DockerBackend(ContainerConfig):
             self._remove(job_id, container)
         ex = self._outcome(state, timed_out, duration)
         return replace(ex, limit=disk.note() if full else file_limit(log_file.fileno(), ex.signal))
+
+    @staticmethod
+    def _ask_stacks(container, log_file: BinaryIO, idle: float) -> None:
+        """Every process of the container but its init asked for its stacks (``STACKS_SIGNAL``),
+        one at a time, by a shell ``docker exec`` starts in it as the container's user; the
+        dumps reach the log through the mount. docker's own ``kill --signal`` reaches only the
+        init, which passes it to its one child: an xdist worker, where a test hangs, never."""
+        log_file.write(asked_note(idle))
+        log_file.flush()
+        with contextlib.suppress(Exception):
+            container.exec_run(
+                ["/bin/sh", "-c", ASK_STACKS % (STACKS_MAX, STACKS_SIGNAL, STACKS_GAP)], stdout=False, stderr=False
+            )
+        time.sleep(STACKS_WAIT)
 
     @staticmethod
     def _create_failed(e: Exception, image: str) -> InfraError:

@@ -19,7 +19,18 @@ from typing import Literal
 
 from ..core import limits
 from ..core.model import Exec
-from .base import Quiet, Workspace, file_limit, job_dir, killed_note
+from .base import (
+    STACKS_GAP,
+    STACKS_MAX,
+    STACKS_SIGNAL,
+    STACKS_WAIT,
+    Quiet,
+    Workspace,
+    asked_note,
+    file_limit,
+    job_dir,
+    killed_note,
+)
 from .diskuse import DiskWatch
 
 POLL = 1.0  # seconds between checks of a running command's log (``idle``)
@@ -127,6 +138,10 @@ class LocalBackend:
                         full = disk.over()
                         if full or stalled or time.monotonic() >= deadline:
                             timed_out = not full
+                            if stalled:  # its stacks first, from outside: the process cannot help
+                                out.write(asked_note(idle))
+                                out.flush()
+                                _ask_stacks(proc)
                             _kill_group(proc)
                             proc.wait()
                             break
@@ -186,6 +201,33 @@ class LocalBackend:
     def healthy(self) -> bool:
         """Always: the local machine has no daemon that could go away under a run."""
         return True
+
+
+def group_pids(pgid: int) -> list[int]:
+    """The processes of a process group, oldest first (a test run's: pytest, then its workers)."""
+    out = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as f:
+                fields = f.read().rsplit(b")", 1)[1].split()
+        except OSError:
+            continue
+        if len(fields) > 2 and int(fields[2]) == pgid and fields[0] != b"Z":  # state, ppid, pgrp
+            out.append(int(name))
+    return sorted(out)
+
+
+def _ask_stacks(proc: subprocess.Popen) -> None:
+    """Send STACKS_SIGNAL to each process of the command's group, one at a time (faulthandler in
+    each writes its threads' stacks to the log), then give the last dump STACKS_WAIT seconds."""
+    for pid in group_pids(proc.pid)[:STACKS_MAX]:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, STACKS_SIGNAL)
+        time.sleep(STACKS_GAP)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(timeout=STACKS_WAIT)
 
 
 def _kill_group(proc: subprocess.Popen) -> None:

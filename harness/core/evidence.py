@@ -75,6 +75,7 @@ class Hang:
     running: str = ""  # the test that was running at the job timeout, if known
     why: str = ""  # the job timeout in words
     spent: bool = False  # the job timeout cut a suite still making progress: not a hang of `running`
+    stalled: bool = False  # the backend ended the run for its silence (backends.base.Quiet): frozen
 
     @property
     def test_id(self) -> str:
@@ -97,13 +98,8 @@ class Hang:
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Hang:
         tests = tuple(HungTest.from_dict(t) for t in d.get("tests") or () if isinstance(t, dict))
-        return cls(
-            tests=tests,
-            job_timeout=bool(d.get("job_timeout")),
-            running=str(d.get("running") or ""),
-            why=str(d.get("why") or ""),
-            spent=bool(d.get("spent")),
-        )
+        flags = {k: bool(d.get(k)) for k in ("job_timeout", "spent", "stalled")}
+        return cls(tests=tests, running=str(d.get("running") or ""), why=str(d.get("why") or ""), **flags)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -15,7 +15,7 @@ from datetime import date
 
 from .. import verdict
 from ..core.gilonrecord import GilOn, targeted
-from ..core.model import TestCommand
+from ..core.model import Phase, TestCommand
 from ..core.suiterecord import TestSetup
 from ..core.threadplan import ThreadPlan
 from ..testsetup.suitesetup import SuiteSetup
@@ -203,15 +203,26 @@ def _gil_on(ctx: JobCtx) -> tuple[GilOn, tuple[str, ...]]:
     return GilOn(ran="tests", tests=len(sel.tests), file=ctx.rel(ctx.ws.host_root / ONLY_FILE), why=sel.why), sel.tests
 
 
+def frozen_tests(phases: Sequence[Phase]) -> tuple[str, ...]:
+    """The tests a run froze on (its silence ended it, ``Hang.stalled``, and named them): every
+    later run of the job leaves them out, so one such test costs the silence watch's interval
+    once, not in every run; the runs alone of confirmation still run it, with their short limit."""
+    out = [t.test_id for p in phases if p.hang and p.hang.stalled for t in p.hang.tests]
+    out += [p.hang.running for p in phases if p.hang and p.hang.stalled and p.hang.running]
+    return tuple(dict.fromkeys(t for t in out if t))
+
+
 def _this_run(ctx: JobCtx, name: str, only: Sequence[str] = (), plan: Plan | None = None) -> tuple[str, ...]:
     """What only this run needs: workers, its JUnit file; the plugin that keeps it to ``only``
-    and gives it the plan's iterations (a threaded run planned to the budget)."""
+    and gives it the plan's iterations (a threaded run planned to the budget); the tests an
+    earlier run froze on left out (``frozen_tests``)."""
     keep: tuple[str, ...] = ("--ft-harness-only=" + ctx.ws.path(*ONLY_FILE.split("/")),) if only else ()
     if plan is not None and plan.record.how != "whole":
         keep += ("--ft-harness-plan=" + ctx.ws.path(*PLAN_FILE.split("/")),)
         keep += ("--ft-harness-plan-only",) if plan.keep else ()
     plugin = ("-p", ONLY_PLUGIN) if keep else ()
-    return ("-n", "auto", f"--junitxml={ctx.ws.path('junit', f'{name}.xml')}", *plugin, *keep)
+    left_out = tuple(f"--deselect={t}" for t in frozen_tests(ctx.phases))
+    return ("-n", "auto", f"--junitxml={ctx.ws.path('junit', f'{name}.xml')}", *plugin, *keep, *left_out)
 
 
 def _tsan_env(ctx: JobCtx, run: Suite, name: str) -> dict[str, str]:

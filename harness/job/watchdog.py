@@ -33,10 +33,13 @@ def seconds(test_timeout: int) -> int:
 
 
 def stall_seconds(test_timeout: int) -> int:
-    """When a run whose log stays silent is ended by the backend (``backends.base.Quiet``): a
-    minute past the watchdog, which ends any test it can; past that, the process is frozen in a
-    way faulthandler cannot dump (seen: six's threaded run under load, silent for 1,000 s)."""
-    return seconds(test_timeout) + 60
+    """When a run whose log stays silent is ended by the backend (``backends.base.Quiet``): past
+    the watchdog, which ends any test it can, by a third of its time up to a minute (310 s at the
+    default test_timeout 120, 40 s at 10); past that, the process is frozen so that neither
+    in-process watchdog acts (seen: six's threaded run, every thread in a futex wait). The backend
+    then asks each process for its stacks and ends it: within 2 x the watchdog's time."""
+    watchdog = seconds(test_timeout)
+    return watchdog + min(60, watchdog // 3)
 
 
 PLUGIN_DIR = "inner/watchdog"  # in the workspace: a directory of its own, so nothing else of ours

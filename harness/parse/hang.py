@@ -22,10 +22,15 @@ from typing import NamedTuple
 
 from ..core.evidence import Hang, HungTest
 from ..core.model import TestCase
-from .crash import NODE_DOWN_RE, _dump_lines
+from .crash import CURRENT_RE, NODE_DOWN_RE, _dump_lines
+from .crash import FRAME_RE as DUMPED_FRAME_RE
 
 # a backend's note when it ended a command whose log had stopped growing (backends.base.killed_note)
 STALLED_RE = re.compile(r"^\[ft-harness\] killed after \d+s: no output for (?P<quiet>\d+)s \(stalled\)$", re.M)
+# ... and the note before it, when it first asked each process for its stacks (backends.base.asked_note)
+ASKED_RE = re.compile(
+    r"^\[ft-harness\] no output for \d+s: asked every process for its stacks \(signal (?P<signal>\d+)\)$", re.M
+)
 # pytest-timeout's ruler; its thread method writes to stderr, so the first ruler is glued to the
 # running test's id when pytest printed that id with ``-v`` (``tests/t.py::test_x +++ Timeout +++``)
 RULER_RE = re.compile(r"(?:^|(?<= ))\++ Timeout \++$", re.M)
@@ -95,6 +100,25 @@ def watchdog_dumps(text: str) -> list[Dump]:
         if m:
             out.append(Dump(m.group("after"), line[: m.start()].strip(), _dump_lines(lines[i + 1 : i + 2000])))
     return out
+
+
+def asked_dumps(text: str) -> list[tuple[str, list[str]]]:
+    """The threads (header, frames innermost first) of every process that answered the silence
+    watch's signal: faulthandler's dumps between the backend's two notes, one process after
+    another; anything else written meanwhile is left out."""
+    m = ASKED_RE.search(text)
+    if not m:
+        return []
+    end = STALLED_RE.search(text, m.end())
+    body = text[m.end() : end.start() if end else len(text)].splitlines()
+    return _dump_lines([x for x in body if CURRENT_RE.match(x.strip()) or DUMPED_FRAME_RE.match(x)])
+
+
+def _stalled_test(threads: list[tuple[str, list[str]]], unfinished: list[str]) -> str:
+    """The test a frozen run was running: of the tests started without a result, the last whose
+    function is on a dumped stack, else the last started."""
+    named = [t for t in unfinished if _dump_names(threads, _func(t))]
+    return (named or unfinished)[-1] if unfinished else ""
 
 
 def _func(test_id: str) -> str:
@@ -310,12 +334,15 @@ def find_hang(
     running, why, spent = "", "", False
     stalled = STALLED_RE.search(text) if timed_out else None
     if stalled:  # the backend ended a run whose log stayed silent: frozen, not slow
-        running = unfinished[-1] if unfinished else ""
+        threads = asked_dumps(text)
+        running = _stalled_test(threads, unfinished)
         why = (
             f"no output for {stalled.group('quiet')} s, then ended by ft-harness"
             f"{f' while running {running}' if running else ''}: the process froze so that "
             "neither pytest-timeout nor the watchdog could end it"
         )
+        if running and threads and running not in timed_out_tests:
+            per_test.append(_asked_test(running, threads, why))
     elif timed_out:
         running = unfinished[-1] if unfinished else ""
         if running and done and 0 < watchdog < duration and not per_test:
@@ -339,4 +366,15 @@ def find_hang(
             why = "job timeout after pytest's summary: the process did not exit (threads left running?)"
         else:
             why = "job timeout; the running test is not known"
-    return Hang(tests=tuple(per_test), job_timeout=timed_out, running=running, why=why, spent=spent)
+    return Hang(
+        tests=tuple(per_test), job_timeout=timed_out, running=running, why=why, spent=spent, stalled=bool(stalled)
+    )
+
+
+ASKED = "its stacks, asked from outside before the kill"
+
+
+def _asked_test(tid: str, threads: list[tuple[str, list[str]]], why: str) -> HungTest:
+    """A test named by the stacks its frozen run gave the silence watch: where each thread waits."""
+    top, lines = _waits_text(threads)
+    return HungTest(test_id=tid, stack_top=top, excerpt="\n".join([f"{tid}: {why}; {ASKED}:", *lines[:24]]))

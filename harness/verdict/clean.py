@@ -54,7 +54,7 @@ def qualify(verdict: str, findings: Sequence[Finding], phases: Sequence[Phase], 
                 f"modes; the {verdict} above holds against that background on its own runs alone"
             ]
     deciding = next((f for f in findings if f.kind == verdict), None)
-    cut = {p.name for p in phases if p.timed_out and p.kind in ("plain", "threads")}
+    cut = {p.name for p in phases if p.timed_out and p.kind in ("plain", "threads") and not (p.hang and p.hang.stalled)}
     if deciding is not None and deciding.phase in cut:
         parts.append(f"taken from {deciding.phase}, a run the job's budget (job_timeout) cut")
     return "; ".join(p for p in parts if p)

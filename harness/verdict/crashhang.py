@@ -147,7 +147,10 @@ def hang_findings(phases: Sequence[Phase], settings: Settings) -> list[Finding]:
                 stack_top=first.stack_top,
                 message=f"{tid or 'a test'} timed out in {'/'.join(kinds)} runs, modes {list(modes)}"
                 + (
-                    "; the job's budget (job_timeout) ended that run while the test was still running past test_timeout"
+                    "; its run fell silent, past what either in-process watchdog allows: ft-harness took "
+                    "every thread's stack from outside, ended it, and left the test out of the later runs"
+                    if first_p.hang and first_p.hang.stalled
+                    else "; the job's budget (job_timeout) ended that run while the test was still running past test_timeout"
                     if first_p.hang and first_p.hang.job_timeout and WATCHDOG_ENDED not in first.excerpt
                     else ""  # the watchdog ended its process before the budget cut the run (sqlalchemy 2.1.9)
                 ),
@@ -165,8 +168,10 @@ def budget_findings(phases: Sequence[Phase], settings: Settings) -> list[Finding
     not whole. Shown; the verdict (infra-error) only when nothing that ran is red."""
     cut = [(p, p.hang.why) for p in phases if p.hang and p.hang.spent]
     missing = [m for m in settings.gil_modes if not any(p.kind == "threads" and p.gil == m for p in phases)]
-    last = next((p for p in phases if p.timed_out and p.kind in RUN_KINDS), None) or (
-        next((p for p in phases if p.timed_out and p.kind == "collect"), None) if missing else None
+    cut_runs = [p for p in phases if p.timed_out and not (p.hang and p.hang.stalled)]  # a frozen run:
+    # its silence ended it (a hang), not the budget, and the job went on
+    last = next((p for p in cut_runs if p.kind in RUN_KINDS), None) or (
+        next((p for p in cut_runs if p.kind == "collect"), None) if missing else None
     )
     if not cut and settings.repeat and last is not None:  # cut by the budget (whatever else it showed)
         modes = " or ".join(f"with the GIL {'off' if m == 0 else 'on'}" for m in missing)

@@ -9,9 +9,10 @@ matches by the (classname, name) pair JUnit writes for it; and an id with no ``:
 errored at collection) keeps every item of that file.
 
 ``--ft-harness-plan=FILE`` (issue #58; harness.job.budgetplan): a threaded run planned to the
-job's budget. FILE has ``<iterations>\t<node id>`` a line; each test listed gets
+job's budget. FILE has ``<iterations>\t<threads>\t<node id>`` a line; each test listed gets
 pytest-run-parallel's ``iterations`` marker with that many (never more than its own marker
-asks); with ``--ft-harness-plan-only`` the run keeps only the tests listed (a sample).
+asks) and, threads not 0, its ``parallel_threads_limit`` marker; with
+``--ft-harness-plan-only`` the run keeps only the tests listed (a sample).
 """
 
 from __future__ import annotations
@@ -46,16 +47,16 @@ def _listed(config) -> set[str] | None:
         return {line.rstrip("\n") for line in f if line.strip()}
 
 
-def _planned(config) -> dict[str, int] | None:
+def _planned(config) -> dict[str, tuple[int, int]] | None:
     path = config.getoption("ft_harness_plan")
     if not path:
         return None
     out = {}
     with open(path, encoding="utf-8") as f:
         for line in f:
-            its, _, nodeid = line.rstrip("\n").partition("\t")
-            if its.isdigit() and nodeid:
-                out[nodeid] = int(its)
+            its, threads, nodeid = (line.rstrip("\n").split("\t", 2) + ["", ""])[:3]
+            if its.isdigit() and threads.isdigit() and nodeid:
+                out[nodeid] = (int(its), int(threads))
     return out
 
 
@@ -84,13 +85,16 @@ def _apply_plan(config, items) -> None:
     keep: list[pytest.Item] = []
     drop: list[pytest.Item] = []
     for item in items:
-        n = planned.get(item.nodeid, by_key.get(junit_key(item.nodeid)))
-        if n is None:
+        got = planned.get(item.nodeid, by_key.get(junit_key(item.nodeid)))
+        if got is None:
             (drop if config.getoption("ft_harness_plan_only") else keep).append(item)
             continue
+        n, threads = got
         own = item.get_closest_marker("iterations")
         if own is None or (own.args and isinstance(own.args[0], int) and own.args[0] > n):
             item.add_marker(pytest.mark.iterations(n))
+        if threads > 1:  # a limit: never more than the run's or the test's own
+            item.add_marker(pytest.mark.parallel_threads_limit(threads))
         keep.append(item)
     if drop:
         config.hook.pytest_deselected(items=drop)

@@ -21,12 +21,17 @@ def _num(v: Any) -> float:
     return float(v) if isinstance(v, int | float) and not isinstance(v, bool) and v >= 0 else 0.0
 
 
+def _counts(v: Any) -> dict[int, int]:
+    return {int(k): _int(n) for k, n in v.items() if isinstance(k, str) and k.isdigit()} if isinstance(v, dict) else {}
+
+
 @dataclass(frozen=True, kw_only=True)
 class ThreadPlan:
     how: str = "whole"  # one of HOW
     tests: int = 0  # tests the first plain run timed (the suite as collected there)
     in_threads: int = 0  # of them, the tests each threaded run is given
     iterations: dict[int, int] = field(default_factory=dict)  # iterations -> how many tests get that many
+    threads: dict[int, int] = field(default_factory=dict)  # threads -> how many tests get that many
     left_out: int = 0  # tests no threaded run is given (how == "sampled")
     seed: str = ""  # the sample's seed (the ISO week): the same all week, another the next
     pass_seconds: float = 0.0  # one threaded run's estimated time
@@ -45,7 +50,12 @@ class ThreadPlan:
         if self.how == "whole":
             return f"every test in threads, {settings_iterations} iterations each"
         spread = ", ".join(f"{n} × {it}" for it, n in sorted(self.iterations.items(), reverse=True))
-        out = f"{self.in_threads} of {self.tests} tests in threads (tests × iterations: {spread})"
+        out = f"{self.in_threads} of {self.tests} tests in threads (tests × iterations: {spread}"
+        if len(self.threads) > 1 or (self.threads and self.how == "sampled"):
+            out += "; tests × threads: " + ", ".join(
+                f"{n} × {t}" for t, n in sorted(self.threads.items(), reverse=True)
+            )
+        out += ")"
         if self.left_out:
             out += f"; {self.left_out} left out by a sample (seed {self.seed})"
         return out
@@ -56,6 +66,7 @@ class ThreadPlan:
             "tests": self.tests,
             "in_threads": self.in_threads,
             "iterations": {str(k): v for k, v in sorted(self.iterations.items())},
+            "threads": {str(k): v for k, v in sorted(self.threads.items())},
             "left_out": self.left_out,
             "seed": self.seed,
             "pass_seconds": round(self.pass_seconds, 1),
@@ -69,17 +80,12 @@ class ThreadPlan:
         """Tolerant: a result written by package-reachable code may hold anything here."""
         if not isinstance(d, dict) or d.get("how") not in HOW:
             return None
-        its = d.get("iterations")
-        iterations = (
-            {int(k): _int(v) for k, v in its.items() if isinstance(k, str) and k.isdigit()}
-            if isinstance(its, dict)
-            else {}
-        )
         return cls(
             how=d["how"],
             tests=_int(d.get("tests")),
             in_threads=_int(d.get("in_threads")),
-            iterations=iterations,
+            iterations=_counts(d.get("iterations")),
+            threads=_counts(d.get("threads")),
             left_out=_int(d.get("left_out")),
             seed=d["seed"] if isinstance(d.get("seed"), str) else "",
             pass_seconds=_num(d.get("pass_seconds")),

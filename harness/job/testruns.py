@@ -140,7 +140,8 @@ def _plan(ctx: JobCtx, run: Suite, mode: int, is_targeted: bool) -> Plan | None:
     collect = next((p.duration for p in ctx.phases if p.kind == "collect"), 0.0)
     work = sum(durations.values())
     cores = max(1.0, min(float(os.cpu_count() or 1), work / max(1.0, plain.duration - collect)))
-    after = plain.duration if 1 in s.gil_modes and mode == 0 else 0.0  # the GIL-on plain run to come
+    # the GIL-on plain run to come: the whole suite again, or (targeted) the tests red with the GIL off
+    after = (0.1 if is_targeted else 1.0) * plain.duration if 1 in s.gil_modes and mode == 0 else 0.0
     budget = ctx.deadline - ctx.reserve - time.monotonic() - after  # the runs alone keep their reserve
     if not is_targeted and len(s.gil_modes) > 1 and mode == s.gil_modes[0]:
         budget /= len(s.gil_modes)  # the other mode's threaded runs are the whole suite too

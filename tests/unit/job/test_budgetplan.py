@@ -33,24 +33,37 @@ def test_too_big_a_suite_gives_its_slow_tests_fewer_iterations_and_keeps_every_t
     assert p.record.iterations[5] == 2 and sum(p.record.iterations.values()) == 302
     lines = plan_lines(p).splitlines()
     assert len(lines) == 300 and all(line.split("\t")[0].isdigit() for line in lines)
+    assert not p.threads  # one iteration at 4 threads fits: no test loses threads
 
 
-def test_fewer_runs_before_fewer_tests_and_a_stated_sample_last() -> None:
-    d = suite()
-    one = plan(d, budget=250, **KW)  # one run at 1 iteration (183 s) fits, two do not
+def test_fewer_runs_then_fewer_threads_before_fewer_tests_and_a_stated_sample_last() -> None:
+    d = suite()  # at 1 iteration: 4 threads 183 s a run, 2 threads 93 s
+    two = plan(d, budget=250, **KW)  # two runs fit, some slow tests at 2 threads
+    assert two.record.how == "fitted" and two.runs == 2 and two.record.in_threads == 302
+    assert two.threads and set(two.threads.values()) == {2} and set(two.record.threads) == {4, 2}
+    one = plan(d, budget=150, **KW)  # one run fits
     assert one.record.how == "fitted" and one.runs == 1 and one.record.in_threads == 302
-    few = plan(d, budget=100, **KW)  # not even one: a sample, 1 iteration each
+    lines = plan_lines(one).splitlines()
+    assert {tuple(line.split("\t")[:2]) for line in lines} <= {
+        ("1", "0"),
+        ("1", "2"),
+        ("2", "0"),
+        ("3", "0"),
+        ("4", "0"),
+    }
+    few = plan(d, budget=60, **KW)  # not even one at 2 threads × 1: a sample
     r = few.record
     assert r.how == "sampled" and few.runs == 1 and 0 < r.in_threads < 302 and r.left_out == 302 - r.in_threads
-    assert r.seed == "2026-W50" and set(few.keep) == set(few.iterations) and r.pass_seconds <= 100
+    assert r.seed == "2026-W50" and set(few.keep) == set(few.iterations) and r.pass_seconds <= 60
+    assert set(few.threads.values()) == {2} and r.threads == {2: r.in_threads}
     assert "left out by a sample (seed 2026-W50)" in r.reach(5)
 
 
 def test_the_sample_is_the_same_all_week_and_another_the_next() -> None:
     d = suite()
-    a = plan(d, budget=100, **KW).keep
-    assert plan(d, budget=100, **KW).keep == a
-    b = plan(d, budget=100, **{**KW, "seed": "2026-W51"}).keep
+    a = plan(d, budget=60, **KW).keep
+    assert plan(d, budget=60, **KW).keep == a
+    b = plan(d, budget=60, **{**KW, "seed": "2026-W51"}).keep
     assert set(a) != set(b)
     assert week_seed(date(2026, 12, 7)) == "2026-W50" and week_seed(date(2026, 12, 13)) == "2026-W50"
     assert week_seed(date(2026, 12, 14)) == "2026-W51"

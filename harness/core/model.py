@@ -31,6 +31,7 @@ from .evidence import (
 )
 from .gilonrecord import GilOn
 from .pipinstalled import PipReport
+from .proberecord import LaterGil
 from .stored import StoreCharge, StoredWheel, wheels_from
 from .suiterecord import TestSetup
 
@@ -393,6 +394,8 @@ class JobResult:
     store: StoreCharge = field(default_factory=StoreCharge)  # what the wheel store cost and refused (schema 16)
     gil_on: GilOn | None = None  # what the GIL-on runs ran, and why (None: no test stage, or before schema 10)
     rules_out: str = ""  # a clean verdict: the failure rate its runs rule out ("" before schema 14)
+    # modules that re-enabled the GIL only once the test deps were in: notes (harness.verdict.latergil)
+    gil_with_test_deps: tuple[LaterGil, ...] = ()
 
     def phase(self, name: str) -> Phase | None:
         return next((p for p in self.phases if p.name == name), None)
@@ -429,6 +432,7 @@ class JobResult:
             "store": self.store.to_dict(),
             "gil_on": self.gil_on.to_dict() if self.gil_on else None,
             "rules_out": self.rules_out,
+            "gil_with_test_deps": [g.to_dict() for g in self.gil_with_test_deps],
         }
 
     @classmethod
@@ -453,6 +457,10 @@ class JobResult:
         d["tools_layer"] = d["tools_layer"] if isinstance(d.get("tools_layer"), str) else ""
         d["store"] = StoreCharge.from_dict(d.get("store"))
         d["rules_out"] = d["rules_out"] if isinstance(d.get("rules_out"), str) else ""
+        later = d.get("gil_with_test_deps")
+        d["gil_with_test_deps"] = tuple(
+            g for x in (later if isinstance(later, list) else ())[:100] if (g := LaterGil.from_dict(x))
+        )
         d["schema"] = RESULT_SCHEMA  # read back in today's shape
         return _build(cls, d)
 

@@ -64,3 +64,24 @@ def test_the_notes_travel_through_the_result_and_report_json() -> None:
     assert e.gil_with_test_deps == (later,) and e.to_dict()["gil_with_test_deps"][0]["note"].startswith(
         "with the `speedups` extra: Brotli's `_brotli`"
     )
+
+
+def test_aiohttp_s_brotli_is_a_note_naming_the_speedups_extra() -> None:
+    # the real probes of a harness run of aiohttp 3.14.5 (tests/data/probe/aiohttp-3.14.5)
+    from harness.parse.gil import gil_modules
+
+    data = DATA.parent / "aiohttp-3.14.5"
+    first, later = (
+        Phase(
+            name=n,
+            kind="probe",
+            exit_code=0,
+            gil_modules=tuple(gil_modules((data / f"{n}.log").read_text())),
+            probe=parse_probe((data / f"{n}.json").read_bytes()),
+        )
+        for n in ("probe", LATER_PROBE)
+    )
+    assert first.gil_modules == () and first.probe is not None and first.probe.gil_enabled is False
+    assert "aiohttp._http_parser" in first.probe.imported  # the compiled build, not the pure wheel
+    (note,) = later_gil([first, later])
+    assert note.note == "with the `speedups` extra: brotli's `_brotli` re-enables the GIL"

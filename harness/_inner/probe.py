@@ -8,6 +8,7 @@ it installs, records sys._is_gil_enabled() after each import and every
 Standard library only; it must run on any CPython 3.13+.
 """
 
+import contextlib
 import importlib
 import importlib.metadata as md
 import json
@@ -44,6 +45,54 @@ def modules_of(dist):
     return top, ext
 
 
+def _norm(name):
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def _requires(dist):
+    """(name, extra) of each Requires-Dist of ``dist`` (extra: "" when no ``extra ==`` marker)."""
+    out = []
+    for line in dist.requires or []:
+        m = re.match(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)", line)
+        if m:
+            e = re.search(r"extra\s*==\s*['\"]([^'\"]+)['\"]", line)
+            out.append((_norm(m.group(1)), e.group(1) if e else ""))
+    return out
+
+
+def _closure(names):
+    """The installed distributions ``names`` need, themselves included (no extras followed)."""
+    seen, todo = set(), list(names)
+    while todo:
+        n = todo.pop()
+        if n in seen:
+            continue
+        seen.add(n)
+        with contextlib.suppress(md.PackageNotFoundError):
+            todo += [r for r, e in _requires(md.distribution(n)) if not e]
+    return seen
+
+
+def origins(dist, modules):
+    """For each module named in a GIL warning: the distribution that installed it and, when that
+    came in through one of the package's extras (its Requires-Dist with ``extra ==``, followed
+    through the dependencies' own), the extra; "" for its own modules and its plain dependencies."""
+    reqs = _requires(dist)
+    base = _closure([n for n, e in reqs if not e])
+    via = {}
+    for n, e in reqs:
+        for d in _closure([n]) if e else ():
+            if d not in base:
+                via.setdefault(d, e)
+    tops = md.packages_distributions()
+    out = {}
+    for mod in modules:
+        owners = tops.get(mod.split(".")[0]) or []
+        owner = owners[0] if owners else ""
+        out[mod] = {"dist": owner, "extra": via.get(_norm(owner), "") if owner else ""}
+    return out
+
+
 def main():
     dist_name, out = sys.argv[1], sys.argv[2]
     result = {
@@ -54,6 +103,7 @@ def main():
         "errors": {},
         "warnings": [],
         "metadata": {},
+        "origins": {},
     }
     try:
         dist = md.distribution(dist_name)
@@ -88,6 +138,10 @@ def main():
                     result["modules"].append(m.group(1))
                     result["warnings"].append(f"{w.category.__name__}: {text}")
                 print(f"{w.filename}:{w.lineno}: {w.category.__name__}: {text}", file=sys.stderr)
+        try:
+            result["origins"] = origins(dist, result["modules"])
+        except Exception:  # noqa: BLE001 - who installed a module is a detail; the warning stays
+            result["errors"]["<origins>"] = traceback.format_exc(limit=3)[-2000:]
     result["gil_enabled"] = sys._is_gil_enabled()
     with open(out, "w") as f:
         json.dump(result, f, indent=1)

@@ -31,6 +31,7 @@ from .evidence import (
 )
 from .gilonrecord import GilOn
 from .pipinstalled import PipReport
+from .proberecord import LaterGil
 from .stored import StoreCharge, StoredWheel, wheels_from
 from .suiterecord import TestSetup
 from .threadplan import ThreadPlan
@@ -40,7 +41,7 @@ RESULT_SCHEMA = 17  # 2: Phase.test_command; 3: typed crash/hang/parallel, cover
 # reused_from; 9: Wheel.fallback; 10: Phase.subset, gil_on; 11: wheels_reused/_built; 12: repeat-failure; 13: tools_layer
 # 14: rules_out; claims "only without the GIL" decided on fresh runs alone (issue #47); 15: Finding.by_mode
 # 16: store (StoreCharge: the wheel store's seconds, bytes, limits reached, sdists refused for provenance; #56)
-# 17: thread_plan (the threaded runs planned to the job's budget; #58)
+# 17: thread_plan (the threaded runs planned to the job's budget; #58), gil_with_test_deps (#57)
 READABLE_SCHEMAS = (2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17)
 
 # Verdicts, most severe first.  These strings are the contract of report.json.
@@ -398,6 +399,8 @@ class JobResult:
     gil_on: GilOn | None = None  # what the GIL-on runs ran, and why (None: no test stage, or before schema 10)
     rules_out: str = ""  # a clean verdict: the failure rate its runs rule out ("" before schema 14)
     thread_plan: ThreadPlan | None = None  # the threaded runs planned to the budget (schema 17; issue #58)
+    # modules that re-enabled the GIL only once the test deps were in: notes (harness.verdict.latergil)
+    gil_with_test_deps: tuple[LaterGil, ...] = ()
 
     def phase(self, name: str) -> Phase | None:
         return next((p for p in self.phases if p.name == name), None)
@@ -435,6 +438,7 @@ class JobResult:
             "gil_on": self.gil_on.to_dict() if self.gil_on else None,
             "rules_out": self.rules_out,
             "thread_plan": self.thread_plan.to_dict() if self.thread_plan else None,
+            "gil_with_test_deps": [g.to_dict() for g in self.gil_with_test_deps],
         }
 
     @classmethod
@@ -460,6 +464,10 @@ class JobResult:
         d["store"] = StoreCharge.from_dict(d.get("store"))
         d["rules_out"] = d["rules_out"] if isinstance(d.get("rules_out"), str) else ""
         d["thread_plan"] = ThreadPlan.from_dict(d.get("thread_plan"))
+        later = d.get("gil_with_test_deps")
+        d["gil_with_test_deps"] = tuple(
+            g for x in (later if isinstance(later, list) else ())[:100] if (g := LaterGil.from_dict(x))
+        )
         d["schema"] = RESULT_SCHEMA  # read back in today's shape
         return _build(cls, d)
 

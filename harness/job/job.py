@@ -1,7 +1,7 @@
 """One job: its workspace, the chain of its stages, its result.
 
 ``_steps`` chains the stages (harness.job.source, harness.job.stages, harness.job.testruns):
-source -> suite setup -> install -> probe -> test runs -> confirm, each taking the value the one
+source -> suite setup -> install -> probe -> test deps -> probe again -> test runs -> confirm, each taking the value the one
 before returned, and stops where a later stage would mean nothing. Only commands go through the
 backend; the raw phases go to ``harness.parse`` (in ``context.run_phase``) and ``harness.verdict``.
 A package's failure comes back as data in the JobResult, never as an exception.
@@ -30,6 +30,7 @@ from ..core.threadplan import ThreadPlan
 from ..core.wsfs import UNSEALED, JobDir, clear_workspace
 from ..verdict import artifact
 from ..verdict.confirm import reserve as confirm_reserve
+from ..verdict.latergil import LATER_PROBE, later_gil
 from . import datalinks, jobfiles, stages, testruns, tsanenv
 from .context import JobCtx, Progress, base_env
 from .laptoprecipe import recipe
@@ -122,7 +123,9 @@ def _steps(ctx: JobCtx) -> Done:
     installed = stages.install(ctx, src, setup, store)
     if installed is None:  # the package (or its extension's rebuild) did not install
         return done
-    stages.probe(ctx, setup, installed)  # always: the GIL probe, whatever the version
+    stages.probe(ctx, installed)  # always: the GIL probe of the package as a user installs it
+    if stages.test_deps(ctx, setup, store) or setup.tox:  # what they bring is a note (verdict.latergil)
+        stages.probe(ctx, installed, name=LATER_PROBE)
     if not setup.has_tests:
         log.info("%s: no tests in the source", ctx.job.job_id)
         return done
@@ -340,4 +343,5 @@ def _result(ctx: JobCtx, done: Done, *, key: str, started: str, skip: TestSetup 
         gil_on=done.gil_on,
         rules_out=decision.rules_out,
         thread_plan=done.thread_plan,
+        gil_with_test_deps=later_gil(phases),
     )

@@ -1,5 +1,5 @@
 """The job's stages after the source (harness.job.source) up to the tests: suite setup ->
-install -> probe. Each takes what the stage before it returned and returns the next value;
+install -> probe -> test deps -> probe again. Each takes what the stage before it returned and returns the next value;
 ``job._steps`` chains them, then the test runs and the confirmation (harness.job.testruns), and
 stops where a later stage would mean nothing.
 
@@ -79,9 +79,10 @@ def _own_requirements(src: Source, setup: SuiteSetup) -> list[str]:
 
 
 def install(ctx: JobCtx, src: Source, setup: SuiteSetup, store: StoreUse = NO_STORE) -> Installed | None:
-    """The package with the test tools in a venv (sdists of its dependencies the store has
-    built: from there); a compiled project's pure fallback wheel rebuilt from its sdist; the
-    inferred test deps. None: the package did not install."""
+    """The package with the pinned test tools in a venv, as a user installs it (its runtime
+    dependencies, no extras; sdists of them the store has built: from there); a compiled
+    project's pure fallback wheel rebuilt from its sdist. The test dependencies come after the
+    probe (``test_deps``). None: the package did not install."""
     ws, timeout = ctx.ws, ctx.job.settings.install_timeout
     vpy = ws.path("venv", "bin", "python")
     phase = run_phase(
@@ -99,22 +100,40 @@ def install(ctx: JobCtx, src: Source, setup: SuiteSetup, store: StoreUse = NO_ST
     )
     if not phase.ok or (setup.compiled and not _fallback(ctx, src, setup, vpy, phase)):
         return None
-    if setup.test_deps:  # on their own: one that cannot install is a setup problem, not a build failure
-        sh = _deps_sh(vpy, setup.test_deps, setup.tools, missing=ws.path("logs", f"test-deps{NOT_INSTALLED_SUFFIX}"))
-        run_phase(
-            ctx,
-            PhaseSpec(
-                name="test-deps",
-                kind="setup",
-                command=["sh", "-c", _with_tsan_flags(ctx, sh)],
-                env=ctx.env,
-                cwd=ws.root,
-                timeout=timeout,
-                network=True,
-            ),
-        )
     tests_python = f"{src.path}/.tox/{ctx.job.package.tox_env}/bin/python" if setup.tox else vpy
     return Installed(python=vpy, tests_python=tests_python)
+
+
+def test_deps(ctx: JobCtx, setup: SuiteSetup, store: StoreUse = NO_STORE) -> bool:
+    """The test dependencies (matrix.yaml's ``test_requires``, else the inferred ones), after the
+    probe, on their own: one that cannot install is a setup problem, not a build failure, and an
+    extra they bring (aiohttp's tests install Brotli, its ``speedups`` extra) is not what a user's
+    ``pip install`` gives. False: there were none."""
+    deps = [*ctx.job.package.test_requires, *setup.test_deps]
+    if not deps:
+        return False
+    ws = ctx.ws
+    links = list(store.find_links)  # read-only; matrix.yaml's test_requires are planned there too
+    sh = _deps_sh(
+        ws.path("venv", "bin", "python"),
+        deps,
+        setup.tools,
+        missing=ws.path("logs", f"test-deps{NOT_INSTALLED_SUFFIX}"),
+        links=links,
+    )
+    run_phase(
+        ctx,
+        PhaseSpec(
+            name="test-deps",
+            kind="setup",
+            command=["sh", "-c", _with_tsan_flags(ctx, sh)],
+            env=ctx.env,
+            cwd=ws.root,
+            timeout=ctx.job.settings.install_timeout,
+            network=True,
+        ),
+    )
+    return True
 
 
 def _with_tsan_flags(ctx: JobCtx, sh: str) -> str:
@@ -149,7 +168,6 @@ def _install_sh(ctx: JobCtx, src: Source, setup: SuiteSetup, vpy: str, store: St
         *links,
         src.target,
         *pins,
-        *pkg.test_requires,
         *tox,
     ]
     venv = _venv_sh(ctx, setup, vpy)
@@ -223,7 +241,9 @@ def rebuild_sh(vpy: str, name: str, sdist: str, report: str) -> str:
     )
 
 
-def _deps_sh(vpy: str, deps: Sequence[str], keep: Sequence[str] = (), *, missing: str = "") -> str:
+def _deps_sh(
+    vpy: str, deps: Sequence[str], keep: Sequence[str] = (), *, missing: str = "", links: Sequence[str] = ()
+) -> str:
     """Install the inferred test deps together; when that fails (one of them has no build for
     this interpreter), each alone, so the others are there and only the tests needing the
     missing one cannot run. Exits 1 having written the name of each that did not install, one a
@@ -235,7 +255,7 @@ def _deps_sh(vpy: str, deps: Sequence[str], keep: Sequence[str] = (), *, missing
     installed, and said. ``--prefer-binary``: they are the tests' tools, not what is tested, so
     the newest release with a wheel for this interpreter beats a newer one that must be built
     (hypothesis 6.170 ships a Rust extension and no cp313t wheel; older pure wheels install)."""
-    pip = shlex.join([vpy, "-m", "pip", "install", "--prefer-binary"])
+    pip = shlex.join([vpy, "-m", "pip", "install", "--prefer-binary", *(a for d in links for a in ("--find-links", d))])
     tools = f" {shlex.join(keep)}" if keep else ""
     alone = "; ".join(f'{pip} {shlex.quote(d)}{tools} || missing="$missing {Requirement(d).name}"' for d in deps)
     record = f"printf '%s\\n' $missing > {shlex.quote(missing)}; " if missing else ""
@@ -249,18 +269,23 @@ def _deps_sh(vpy: str, deps: Sequence[str], keep: Sequence[str] = (), *, missing
 # ------------------------------------------------------------------ probe
 
 
-def probe(ctx: JobCtx, setup: SuiteSetup, installed: Installed) -> None:
+def probe(ctx: JobCtx, installed: Installed, *, name: str = "probe") -> None:
     """Import the package in the default mode (with PYTHON_GIL=0 the GIL warning is not
-    printed); probe.py was copied in at job start. What probe.json says (the version the
-    package imported as, for one) is parsed onto the phase (harness.parse.probe)."""
+    printed); probe.py was copied in at job start. ``probe``: right after the install, in the
+    venv, the package as a user installs it -- its verdict; ``probe-test-deps``
+    (harness.verdict.latergil): again once the test dependencies are in, in the interpreter the
+    tests import the package in -- what re-enables the GIL only then is a note. What
+    ``<name>.json`` says (the version the package imported as, for one) is parsed onto the phase
+    (harness.parse.probe)."""
     pkg, ws = ctx.job.package, ctx.ws
     dist = pkg.name if pkg.is_local else canonicalize_name(pkg.name)
+    python = installed.python if name == "probe" else installed.tests_python
     run_phase(
         ctx,
         PhaseSpec(
-            name="probe",
+            name=name,
             kind="probe",
-            command=[installed.tests_python, "-W", "default", ws.path("probe.py"), dist, ws.path("logs", "probe.json")],
+            command=[python, "-W", "default", ws.path("probe.py"), dist, ws.path("logs", f"{name}.json")],
             env=ctx.env,
             cwd=ws.root,
             timeout=300,

@@ -12,6 +12,7 @@ from typing import Any
 from urllib.parse import quote
 
 from ..core.model import Finding, severity
+from ..core.proberecord import LaterGil
 from ..results.answer import ANSWER_TEXT, ANSWERS
 from ..results.feed import https_url
 from ..results.report import CompatReport, JobEntry
@@ -87,6 +88,13 @@ def _where(p: JobEntry, labels: dict[str, str]) -> str:
     return text(labels.get(name, name))
 
 
+def _later_gil(p: JobEntry, g: LaterGil) -> str:
+    """A module that re-enabled the GIL only with the test deps, as a note (#57)."""
+    via = f"with the {code(g.extra)} extra" if g.extra else "a test dependency"
+    whose = f"{text(g.dist)}'s {code(g.module)}" if g.dist else code(g.module)
+    return f"Only with the test dependencies installed: {via}: {whose} re-enables the GIL ({code('pip install ' + p.name)} does not)."
+
+
 def _answer_line(p: JobEntry) -> str:
     """The job's answer to the question, with its caveat or cause: "_No free-threading problem
     found: fails in threads with the GIL too._"."""
@@ -117,6 +125,8 @@ def _details(
         out += [f"_{text(p.qualifier)}_", ""]
     if p.notes:
         out += [f"> **{text(note_label(p.started))}** {text(p.notes)}", ""]
+    for later in p.gil_with_test_deps:  # not a plain install's: the verdict is not about it (#57)
+        out += [_later_gil(p, later), ""]
     if (ran := what_ran(p)) and not brief:
         out += [text(ran), ""]
     if ran and (narrowed := recipe_narrowing(p.test_setup)):  # in brief too: it bounds the verdict

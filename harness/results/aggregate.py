@@ -121,6 +121,7 @@ def _job(r: JobResult) -> JobEntry:
         reused_from=r.reused_from,
         rules_out=r.rules_out,
         gil_on=r.gil_on,
+        gil_with_test_deps=r.gil_with_test_deps,
     )
 
 

@@ -23,6 +23,7 @@ from typing import Any
 from ..core.evidence import ModeCoverage, Wheel, _is_int, coverage_from_dict, coverage_to_dict, field_names, known
 from ..core.gilonrecord import GilOn
 from ..core.model import Finding
+from ..core.proberecord import LaterGil
 from ..core.suiterecord import TestSetup
 from .causes import Cause
 from .change import CHANGE_KINDS, NOT_THE_PACKAGE, Change  # noqa: F401 - report.json's changes, read here
@@ -224,6 +225,7 @@ class JobEntry:
     reused_from: str = ""  # not run in this run: its result came from this earlier run (--reuse)
     rules_out: str = ""  # a clean verdict: the failure rate its runs rule out (schema 10)
     gil_on: GilOn | None = None  # what the GIL-on runs ran and why (None: not recorded)
+    gil_with_test_deps: tuple[LaterGil, ...] = ()  # GIL re-enabled only with the test deps: notes (#57)
     answer: str = ""  # harness.results.answer: "ft-problem" | "both-modes" | "not-judged" | "no-ft-problem"
     caveat: str = ""  # "fails in threads with the GIL too", "crashes with the GIL on too", ...
     cause: str = ""  # a short cause: "refuses 3.13t; supports 3.14t+"
@@ -275,6 +277,7 @@ class JobEntry:
             "reused_from": self.reused_from,
             "rules_out": self.rules_out,
             "gil_on": self.gil_on.to_dict() if self.gil_on else None,
+            "gil_with_test_deps": [g.to_dict() for g in self.gil_with_test_deps],
             "answer": self.answer,
             "caveat": self.caveat,
             "cause": self.cause,
@@ -301,6 +304,7 @@ class JobEntry:
         d["change"] = d.get("change") or ""
         d["rules_out"] = d["rules_out"] if isinstance(d.get("rules_out"), str) else ""
         d["gil_on"] = GilOn.from_dict(d.get("gil_on"))
+        d["gil_with_test_deps"] = tuple(g for x in _objs(d.get("gil_with_test_deps")) if (g := LaterGil.from_dict(x)))
         for k in ("answer", "caveat", "cause"):
             d[k] = d[k] if isinstance(d.get(k), str) else ""
         return cls(**d)

@@ -259,7 +259,8 @@ def test_test_deps_that_do_not_install_are_a_setup_problem_and_the_runs_go_on(tm
 
     backend = clean_backend(exits={"test-deps": 1}, effects={"test-deps": missing})
     res, _ = go(make_job(_with_test_deps(tmp_path)), backend, tmp_path / "out")
-    assert backend.ran == ["install", "test-deps", *NORMAL[1:]]
+    # the probe of the package as a user installs it, then the test deps, then the probe again (#57)
+    assert backend.ran == ["install", "probe", "test-deps", "probe-test-deps", *NORMAL[2:]]
     deps = next(p for p in res.phases if p.name == "test-deps")
     assert [(s.kind, s.name) for s in deps.setup] == [("not-installed", "idna")]
     assert "idna>=999" in deps.command[2] and "test-deps.not-installed" in deps.command[2]

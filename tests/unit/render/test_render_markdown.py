@@ -260,3 +260,23 @@ def test_mentions_and_bare_links_from_a_package_do_not_notify_or_link():
     # what we link ourselves stays a link
     md = markdown.render(full_report(with_previous=False, hostile=False), site_url="https://example.github.io/ft/")
     assert "<https://example.github.io/ft/>" in md
+
+
+def test_a_gil_re_enabled_only_with_the_test_deps_is_a_note_in_report_md_and_on_the_page(tmp_path):
+    # issue #57: aiohttp's tests install Brotli (its `speedups` extra); a plain install does not
+    from dataclasses import replace
+
+    from harness.core.proberecord import LaterGil
+
+    later = LaterGil(module="_brotli", dist="Brotli", extra="speedups")
+    results = [replace(r, gil_with_test_deps=(later,)) if r.package == "fx-thread-unsafe" else r for r in load("run1")]
+    rep = aggregate.build_report(results, meta={})
+    md = markdown.render(rep)
+    assert (
+        "Only with the test dependencies installed: with the ` speedups ` extra: Brotli's ` _brotli ` "
+        "re-enables the GIL (` pip install fx-thread-unsafe ` does not)."
+    ) in md, md
+    out = out_dir(tmp_path)
+    render.write_all(rep, out)
+    page = next((out / "site" / "pkg").glob("cp313t--fx-thread-unsafe.html")).read_text()
+    assert "with the <code>speedups</code> extra: Brotli's <code>_brotli</code> re-enables the GIL" in page

@@ -161,6 +161,21 @@ def plan(
             keep=(),
             runs=runs,
         )
+    return _sampled(durations, budget, least_th=least_th, least=least, overhead=overhead, cores=cores, seed=seed)
+
+
+def _sampled(
+    durations: Mapping[str, float],
+    budget: float,
+    *,
+    least_th: int,
+    least: float,
+    overhead: float,
+    cores: float,
+    seed: str,
+) -> Plan:
+    """Not even one run of every test at the least fits: a sample seeded by the week."""
+    n = len(durations)
     keep = _sample(durations, max(0.0, budget - overhead), least=least_th, cores=cores, seed=seed)
     cost = overhead + sum(_cost(durations[t], 1, least_th, cores) for t in keep)
     why = (
@@ -182,7 +197,7 @@ def plan(
     return Plan(
         record=rec,
         iterations={t: 1 for t in keep},
-        threads={t: least_th for t in keep} if least_th < threads else {},
+        threads={t: least_th for t in keep} if least_th > 1 else {},
         keep=tuple(keep),
         runs=1,
     )

@@ -122,6 +122,7 @@ def _job(r: JobResult) -> JobEntry:
         rules_out=r.rules_out,
         gil_on=r.gil_on,
         gil_with_test_deps=r.gil_with_test_deps,
+        thread_plan=r.thread_plan,
     )
 
 

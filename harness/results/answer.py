@@ -155,8 +155,18 @@ def answer(p: JobEntry, cause_kinds: Sequence[str] = ()) -> Answer:
     if p.verdict == "baseline-failure":
         return Answer(answer="no-ft-problem", caveat=CAVEAT_PLAIN, finding=first)
     note, small = reach_note(*p.reach, p.settings.get("min_parallel_fraction", SMALL_REACH))
-    caveat = "; ".join(x for x in (unconfirmed_caveat(p.findings), note if small else "") if x)
+    planned = planned_note(p)
+    caveat = "; ".join(x for x in (unconfirmed_caveat(p.findings), note if small else "", planned) if x)
     return Answer(answer="no-ft-problem", caveat=caveat, finding=first)
+
+
+def planned_note(p: JobEntry) -> str:
+    """A job whose threaded runs were planned to its budget (harness.job.budgetplan, #58): what
+    they covered, said in its cell, since the settings' reach was not what ran; "" otherwise."""
+    plan = p.thread_plan
+    if plan is None or plan.how == "whole":
+        return ""
+    return "planned to the job's budget: " + plan.reach(int(p.settings.get("iterations") or 0))
 
 
 def unconfirmed_caveat(findings: Sequence[Finding]) -> str:

@@ -25,6 +25,7 @@ from ..core.gilonrecord import GilOn
 from ..core.model import Finding
 from ..core.proberecord import LaterGil
 from ..core.suiterecord import TestSetup
+from ..core.threadplan import ThreadPlan
 from .causes import Cause
 from .change import CHANGE_KINDS, NOT_THE_PACKAGE, Change  # noqa: F401 - report.json's changes, read here
 
@@ -41,7 +42,7 @@ from .change import CHANGE_KINDS, NOT_THE_PACKAGE, Change  # noqa: F401 - report
 # 10 (also): cause kind ``build-environment`` (harness.parse.buildenv: what a build lacked of its machine)
 # 11: ``packages[].findings[].by_mode``: a finding's counts per GIL mode (harness.results.flaky)
 # 12: ``meta.store.seconds`` and ``charged`` (the store's time and refusals per job, #56); results of schema 16
-REPORT_SCHEMA = 12
+REPORT_SCHEMA = 13
 
 
 def _obj(v: Any) -> dict[str, Any]:
@@ -226,6 +227,7 @@ class JobEntry:
     rules_out: str = ""  # a clean verdict: the failure rate its runs rule out (schema 10)
     gil_on: GilOn | None = None  # what the GIL-on runs ran and why (None: not recorded)
     gil_with_test_deps: tuple[LaterGil, ...] = ()  # GIL re-enabled only with the test deps: notes (#57)
+    thread_plan: ThreadPlan | None = None  # the threaded runs planned to the budget (#58); None: not planned
     answer: str = ""  # harness.results.answer: "ft-problem" | "both-modes" | "not-judged" | "no-ft-problem"
     caveat: str = ""  # "fails in threads with the GIL too", "crashes with the GIL on too", ...
     cause: str = ""  # a short cause: "refuses 3.13t; supports 3.14t+"
@@ -278,6 +280,7 @@ class JobEntry:
             "rules_out": self.rules_out,
             "gil_on": self.gil_on.to_dict() if self.gil_on else None,
             "gil_with_test_deps": [g.to_dict() for g in self.gil_with_test_deps],
+            "thread_plan": self.thread_plan.to_dict() if self.thread_plan else None,
             "answer": self.answer,
             "caveat": self.caveat,
             "cause": self.cause,
@@ -305,6 +308,7 @@ class JobEntry:
         d["rules_out"] = d["rules_out"] if isinstance(d.get("rules_out"), str) else ""
         d["gil_on"] = GilOn.from_dict(d.get("gil_on"))
         d["gil_with_test_deps"] = tuple(g for x in _objs(d.get("gil_with_test_deps")) if (g := LaterGil.from_dict(x)))
+        d["thread_plan"] = ThreadPlan.from_dict(d.get("thread_plan"))
         for k in ("answer", "caveat", "cause"):
             d[k] = d[k] if isinstance(d.get(k), str) else ""
         return cls(**d)

@@ -308,3 +308,26 @@ def test_a_clean_page_says_what_its_runs_rule_out():
         "What these runs rule out: 0 failures in 3 threaded runs with the GIL off: a "
         "per-run failure rate above 63% would have shown (95%)."
     )
+
+
+def test_a_compatible_whose_threaded_runs_were_planned_says_what_they_covered() -> None:
+    """#58: a job planned to its budget states its reach in its cell (and report.json keeps the plan)."""
+    from harness.core.threadplan import ThreadPlan
+    from harness.results.answer import answer
+
+    rep = full_report()
+    clean = next(p for p in rep.packages if p.verdict == "compatible")
+    assert answer(clean).caveat == "" or "planned" not in answer(clean).caveat
+    plan = ThreadPlan(
+        how="sampled", tests=302, in_threads=128, iterations={1: 128}, threads={2: 128}, left_out=174, seed="2026-W50"
+    )
+    got = answer(dataclasses.replace(clean, thread_plan=plan)).caveat
+    assert (
+        "planned to the job's budget: 128 of 302 tests in threads (tests × iterations: 128 × 1; tests × threads: 128 × 2)"
+        in got
+    )
+    assert "174 left out by a sample (seed 2026-W50)" in got
+    whole = ThreadPlan(how="whole", tests=302, in_threads=302, iterations={5: 302})
+    assert "planned" not in answer(dataclasses.replace(clean, thread_plan=whole)).caveat
+    back = type(clean).from_dict(dataclasses.replace(clean, thread_plan=plan).to_dict())
+    assert back.thread_plan == plan

@@ -120,10 +120,22 @@ def run_tests(ctx: JobCtx, run: Suite) -> Suite:
             run = replace(run, plan=_plan(ctx, run, mode, is_targeted))
         runs = run.plan.runs if run.plan and not (is_targeted and mode == 1) else s.repeat
         for rep in range(1, runs + 1):
-            if ctx.spent:
+            if ctx.spent or (rep > 1 and run.plan and run.plan.record.how != "whole" and not _another(ctx, mode)):
                 break
             _threaded(ctx, run, mode, rep, only)
     return replace(run, gil_on=gil_on or _whole(ctx, is_targeted))
+
+
+def _another(ctx: JobCtx, mode: int) -> bool:
+    """A planned job's next threaded run of ``mode`` fits the time left before the reserve, by
+    the last one's measured time (the plan's estimate, made at another load, may be off): a
+    run the budget would cut leaves the GIL-on runs no time at all."""
+    last = next((p for p in reversed(ctx.phases) if p.kind == "threads" and p.gil == mode), None)
+    left = ctx.deadline - ctx.reserve - time.monotonic()
+    if last is None or last.duration * 1.1 <= left:
+        return True
+    log.info("%s: no more threaded runs: the last took %.0f s, %.0f s left", ctx.job.job_id, last.duration, left)
+    return False
 
 
 PLAN_FILE = "logs/thread-plan.txt"  # the threaded runs' plan (harness.job.budgetplan): iterations, test id

@@ -11,7 +11,8 @@ are written to docs/:
 - NAME.png: the index's first screen at 1400 x 1000 (the question, the counts, the table);
 - NAME-phone.png: the same at 420 x 900;
 - NAME-package.png: the first screen of the page of the table's first row (its most serious
-  package) at 1400 x 1000.
+  package) at 1400 x 1000;
+- NAME-issue.png: that page at its first upstream-ready issue (#57), when it has one.
 
 Each is checked for size (an empty page is a few KiB) before it replaces the old one; the
 script prints what it wrote and the run it came from (the report's meta), to cite beside them.
@@ -69,9 +70,13 @@ def shoot(site: Path, docs: Path, name: str) -> list[Path]:
         first = page.locator("#packages tbody tr td.name a").first.get_attribute("href")
         if first:
             shots.append((first, DESKTOP, f"{name}-package.png"))
+            page.goto((site / first).as_uri())
+            if page.locator("#issues").count():
+                shots.append((f"{first}#issues", DESKTOP, f"{name}-issue.png"))
         for rel, size, file in shots:
             page.set_viewport_size(size)
-            page.goto((site / rel).as_uri())
+            path, _, anchor = rel.partition("#")
+            page.goto((site / path).as_uri() + (f"#{anchor}" if anchor else ""))
             tmp = site.parent / file
             page.screenshot(path=str(tmp), full_page=False)
             if tmp.stat().st_size < MIN_BYTES:

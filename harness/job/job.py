@@ -23,12 +23,12 @@ from ..config import wheels
 from ..config.plan import Job
 from ..core import limits
 from ..core.gilonrecord import GilOn
-from ..core.model import Finding, InterpreterInfo, JobResult, now_iso
+from ..core.model import Finding, InterpreterInfo, JobResult, Phase, now_iso
 from ..core.stored import StoreCharge
 from ..core.suiterecord import TestSetup
 from ..core.threadplan import ThreadPlan
 from ..core.wsfs import UNSEALED, JobDir, clear_workspace
-from ..verdict import artifact
+from ..verdict import artifact, clean
 from ..verdict.confirm import reserve as confirm_reserve
 from ..verdict.latergil import LATER_PROBE, later_gil
 from . import datalinks, jobfiles, stages, testruns, tsanenv
@@ -341,7 +341,17 @@ def _result(ctx: JobCtx, done: Done, *, key: str, started: str, skip: TestSetup 
             untrusted=done.store.untrusted,
         ),
         gil_on=done.gil_on,
-        rules_out=decision.rules_out,
+        rules_out=_rules_out(decision.rules_out, phases, job, done.thread_plan),
         thread_plan=done.thread_plan,
         gil_with_test_deps=later_gil(phases),
+    )
+
+
+def _rules_out(said: str, phases: list[Phase], job: Job, plan: ThreadPlan | None) -> str:
+    """A clean verdict's bound, with what each threaded run really gave a test when they were
+    planned to the budget (not the settings' threads x iterations)."""
+    if not said or plan is None or plan.how == "whole":
+        return said
+    return clean.rules_out(
+        phases, job.settings, each=f"as planned to the job's budget: {plan.reach(job.settings.iterations)}"
     )

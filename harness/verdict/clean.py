@@ -18,14 +18,15 @@ from .confirm import rate
 CLEAN = ("compatible", "gil-reenabled")  # verdicts with no red test: what their runs rule out
 
 
-def rules_out(phases: Sequence[Phase], settings: Settings) -> str:
+def rules_out(phases: Sequence[Phase], settings: Settings, each: str = "") -> str:
     """What the whole-suite threaded runs with the GIL off rule out for every test they ran
     (issue #47): '0 failures in 3 threaded runs …: a per-run failure rate above 63% would have
-    shown (95%)'. "" when no such run happened."""
+    shown (95%)'. "" when no such run happened. ``each``: what each run gave a test, when not the
+    settings' threads x iterations (a run planned to the job's budget: harness.job.budgetplan)."""
     runs = [p for p in phases if p.kind == "threads" and p.gil == 0 and not p.subset and p.tests]
     if not runs:
         return ""
-    each = f"{settings.threads} threads x {settings.iterations} iterations each"
+    each = each or f"{settings.threads} threads x {settings.iterations} iterations each"
     return (
         f"each test that passed: {bound_text(len(runs), f'threaded runs with the GIL off ({each})')}; "
         "rarer failures are not ruled out"

@@ -77,3 +77,27 @@ def test_the_record_reads_back_and_states_its_reach() -> None:
     assert back.reach(5).startswith("302 of 302 tests in threads (tests × iterations: 2 × 5")
     assert ThreadPlan.from_dict({"how": "everything"}) is None and ThreadPlan.from_dict([]) is None
     assert ThreadPlan.from_dict({"how": "whole", "tests": True, "iterations": {"x": 1}}) == ThreadPlan(how="whole")
+
+
+def test_a_clean_verdict_s_bound_says_what_the_planned_runs_gave_each_test() -> None:
+    """#57/#58: "(4 threads x 3 iterations each)" was said of runs that gave most tests 1 iteration."""
+    from harness.core.jobspec import Settings
+    from harness.core.model import Phase, TestCase
+    from harness.job.job import _rules_out
+    from harness.verdict.clean import rules_out
+    from tests.unit.job.test_job_stages import pypi_job
+
+    job = pypi_job("pkg", "==1.0")
+    job = type(job)(**{**vars(job), "settings": Settings(threads=4, iterations=3)})
+    runs = [
+        Phase(name=f"threads-gil0-r{i}", kind="threads", gil=0, rep=i, tests={"t": TestCase(outcome="passed")})
+        for i in (1, 2)
+    ]
+    said = rules_out(runs, job.settings)
+    assert "(4 threads x 3 iterations each)" in said
+    p = plan(suite(), budget=250, **{**KW, "iterations": 3})
+    got = _rules_out(said, runs, job, p.record)
+    assert "(4 threads x 3 iterations each)" not in got and "as planned to the job's budget: 302 of 302 tests" in got
+    assert "0 failures in 2 threaded runs with the GIL off" in got
+    whole = plan(suite(10, 0.01), budget=600, **KW).record
+    assert _rules_out(said, runs, job, whole) == said

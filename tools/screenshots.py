@@ -12,7 +12,7 @@ are written to docs/:
 - NAME-phone.png: the same at 420 x 900;
 - NAME-package.png: the first screen of the page of the table's first row (its most serious
   package) at 1400 x 1000;
-- NAME-issue.png: that page at its first upstream-ready issue (#57), when it has one.
+- NAME-issue.png: the first row's page with an upstream-ready issue (#57), at that issue.
 
 Each is checked for size (an empty page is a few KiB) before it replaces the old one; the
 script prints what it wrote and the run it came from (the report's meta), to cite beside them.
@@ -44,14 +44,17 @@ MIN_BYTES = 20_000
 
 
 def render(out: Path, tmp: Path) -> Path:
-    """``out``'s results rendered by this checkout into ``tmp``; returns its site/."""
+    """``out``'s results rendered by this checkout into a copy of it under ``tmp`` (its results
+    and work/: the logs and JUnit files the pages link and the issues quote); returns its site/."""
+    copy = tmp / "out"
+    shutil.copytree(out, copy, symlinks=True, ignore=shutil.ignore_patterns("site", "venv", "src", "tmp"))
     subprocess.run(
-        [sys.executable, "-m", "harness", "report", str(out), "--out", str(tmp)],
+        [sys.executable, "-m", "harness", "report", str(copy), "--out", str(copy)],
         check=True,
         cwd=ROOT,
         stdout=subprocess.DEVNULL,
     )
-    return tmp / "site"
+    return copy / "site"
 
 
 def shoot(site: Path, docs: Path, name: str) -> list[Path]:
@@ -70,9 +73,13 @@ def shoot(site: Path, docs: Path, name: str) -> list[Path]:
         first = page.locator("#packages tbody tr td.name a").first.get_attribute("href")
         if first:
             shots.append((first, DESKTOP, f"{name}-package.png"))
-            page.goto((site / first).as_uri())
+        for href in page.locator("#packages tbody tr td.name a").evaluate_all(
+            "els => els.map(e => e.getAttribute('href'))"
+        ):
+            page.goto((site / href).as_uri())  # the first row, in the table's order, with an issue to file
             if page.locator("#issues").count():
-                shots.append((f"{first}#issues", DESKTOP, f"{name}-issue.png"))
+                shots.append((f"{href}#issues", DESKTOP, f"{name}-issue.png"))
+                break
         for rel, size, file in shots:
             page.set_viewport_size(size)
             path, _, anchor = rel.partition("#")
@@ -95,7 +102,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="ft-shots-") as tmp:
         site = render(args.out.resolve(), Path(tmp))
-        meta = json.loads((Path(tmp) / "report.json").read_text(encoding="utf-8")).get("meta", {})
+        meta = json.loads((site.parent / "report.json").read_text(encoding="utf-8")).get("meta", {})
         for path in shoot(site, args.docs, args.name):
             print(f"wrote {path}")
     print(

@@ -147,10 +147,18 @@ class StoreBackend:
 
 
 def _prepare(
-    tmp_path: Path, backend: StoreBackend, tools: tuple[str, ...] = (), *, env: str = "", own: str = ""
+    tmp_path: Path,
+    backend: StoreBackend,
+    tools: tuple[str, ...] = (),
+    *,
+    env: str = "",
+    own: str = "",
+    build_own: bool = False,
+    out: str = "out",
 ) -> tuple[wheelsteps.StoreUse, str]:
     """The store steps of pkg 1.0's job (with ``env`` as its CFLAGS; ``own``: the sha256 of its
-    sdist as the host checked it): what they give the install, and the plan's log."""
+    sdist as the host checked it; ``build_own``: as the store step asks them, #58): what they
+    give the install, and the plan's log."""
     job = pypi_job("pkg", "==1.0")
     if env:
         job = replace(job, package=replace(job.package, env=(("CFLAGS", env),)))
@@ -159,7 +167,7 @@ def _prepare(
         interp=INFO,
         python="/py",
         backend=backend,  # type: ignore[arg-type]
-        out=tmp_path / "out",
+        out=tmp_path / out,
         progress=lambda job_id, step: None,
         tarball="",
     )
@@ -172,6 +180,8 @@ def _prepare(
             skip="pkg",
             tools=tools,
             own_sha256=own,
+            own_version="1.0" if build_own else "",
+            build_own=build_own,
         )
         return use, ctx.fs.read(f"logs/{wheelsteps.PLAN}.log", 1 << 20).decode()
     finally:

@@ -267,32 +267,7 @@ def builds(backend: StoreBackend) -> list[str]:
 
 def _own_step(tmp_path: Path, backend: StoreBackend, *, build_own: bool, name: str) -> tuple[wheelsteps.StoreUse, str]:
     """pkg 1.0's store steps as the store step (``build_own``) or its job asks them."""
-    from harness.job.job import open_job
-    from tests.unit.job.test_job_stages import INFO, pypi_job
-
-    ctx = open_job(
-        pypi_job("pkg", "==1.0"),
-        interp=INFO,
-        python="/py",
-        backend=backend,  # type: ignore[arg-type]
-        out=tmp_path / name,
-        progress=lambda job_id, step: None,
-        tarball="",
-    )
-    try:
-        use = wheelsteps.prepare(
-            ctx,
-            venv_sh="true",
-            vpy="/v/bin/python",
-            requirements=["dep"],
-            skip="pkg",
-            own_sha256=OWN.sha256,
-            own_version=OWN.version,
-            build_own=build_own,
-        )
-        return use, ctx.fs.read(f"logs/{wheelsteps.PLAN}.log", 1 << 20).decode()
-    finally:
-        ctx.fs.close()
+    return _prepare(tmp_path, backend, own=OWN.sha256, build_own=build_own, out=name)
 
 
 def test_the_store_step_builds_a_compiled_package_s_own_sdist_once_and_its_job_takes_it(

@@ -85,6 +85,29 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if drop:
         config.hook.pytest_deselected(items=drop)
         items[:] = keep
+    # the longest files first: `nox -s tests` runs `-n 2 --dist loadfile`, which hands each worker
+    # one file at a time in this order, so the long ones start at once and the short ones fill in
+    # (run last, the workflow's test ran alone for its last 6 minutes: CI went past 50)
+    items.sort(key=lambda item: _LONGEST.index(item.path.stem) if item.path.stem in _LONGEST else len(_LONGEST))
+
+
+# the slowest test files of a CI run (`--durations`), slowest first
+_LONGEST = (
+    "test_workflow_local",
+    "test_verdicts",
+    "test_issue_recipe",
+    "test_tsan",
+    "test_faults",
+    "test_crash_verdict",
+    "test_evidence",
+    "test_watchdogproof_docker",
+    "test_store_hog",
+    "test_budget_plan",
+    "test_probe_as_installed",
+    "test_watchdogproof",
+    "test_forty_jobs",
+    "test_shards",
+)
 
 
 def left_out_line() -> str:

@@ -28,6 +28,7 @@ from pathlib import Path
 
 from ..core.model import Finding
 from ..results.report import CompatReport, JobEntry
+from ..util import textsafe
 from .common import safe_url
 from .findings import groups
 from .issuefacts import Facts, facts, read_result
@@ -241,7 +242,9 @@ def render(
     if fix:
         lines += ["### Suggested fix", "", fix, ""]
     lines.append(f"_Found by ft-harness {p.harness_version} (job `{p.job_id}`, {p.finished or p.started})._")
-    return Issue(finding=f, title=t, text="\n".join(lines) + "\n", facts=fx)
+    # package text (test ids, messages, logs) made inert for a terminal, a CI log and Markdown:
+    # no control character, no line a runner reads as a workflow command
+    return Issue(finding=f, title=textsafe.line(t), text=textsafe.lines("\n".join(lines) + "\n"), facts=fx)
 
 
 def _at_fault(p: JobEntry, f: Finding) -> bool:
